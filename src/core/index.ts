@@ -1,0 +1,1 @@
+export { ToolReceiptsError } from './errors.js';
