@@ -1,1 +1,21 @@
 export { ToolReceiptsError } from './errors.js';
+export {
+  canonicalJson,
+  CanonicalJsonError,
+  CANONICAL_JSON_MAX_DEPTH,
+  type CanonicalJsonErrorReason,
+} from './canonical-json.js';
+export {
+  type ToolCallReceiptKey,
+  type DigestFn,
+  sha256Digest,
+  hmacSha256Digest,
+  toolCallArgsHash,
+  toolCallReceiptKeyString,
+} from './identity.js';
+export {
+  type ReceiptState,
+  type EffectResumability,
+  type ReceiptDecision,
+  decideToolCallReceipt,
+} from './decision.js';

@@ -1,0 +1,167 @@
+import { ToolReceiptsError } from './errors.js';
+
+/**
+ * How deep `canonicalJson` will follow nested objects and arrays before it
+ * refuses. Deep enough for any honest argument bag; shallow enough that no
+ * caller has to wonder about stack limits, because the walk is iterative anyway.
+ */
+export const CANONICAL_JSON_MAX_DEPTH = 512;
+
+/** Why a value has no faithful canonical form. */
+export type CanonicalJsonErrorReason =
+  | 'unsupported_type'
+  | 'non_finite_number'
+  | 'cycle'
+  | 'too_deep';
+
+/**
+ * Thrown when `canonicalJson` meets a value it cannot represent without
+ * loss. A lossy form would let two different argument bags hash alike, and in
+ * a hash that decides whether a side effect already happened that is worse
+ * than failing loudly.
+ */
+export class CanonicalJsonError extends ToolReceiptsError {
+  readonly code: `canonical_json.${CanonicalJsonErrorReason}`;
+  /** JSONPath-like location of the offending value, e.g. `$.to[2]`. */
+  readonly path: string;
+  readonly reason: CanonicalJsonErrorReason;
+
+  constructor(reason: CanonicalJsonErrorReason, path: string, detail: string) {
+    super(`canonicalJson cannot represent the value at ${path}: ${detail}`);
+    this.reason = reason;
+    this.code = `canonical_json.${reason}`;
+    this.path = path;
+  }
+}
+
+type Frame =
+  | { kind: 'array'; items: readonly unknown[]; index: number; path: string; holder: object; depth: number }
+  | { kind: 'object'; keys: string[]; source: Record<string, unknown>; index: number; path: string; holder: object; depth: number };
+
+/**
+ * Serialize a value so that structurally equal values give byte-equal text.
+ *
+ * - Object keys are sorted by UTF-16 code units; arrays keep their order.
+ * - `undefined` (as an object value or an array slot) becomes `null`, so an
+ *   absent value and a missing key stay distinguishable.
+ * - `toJSON` is applied exactly where `JSON.stringify` would apply it (a `Date`
+ *   becomes its ISO string); numbers and strings are written as
+ *   `JSON.stringify` writes them.
+ * - Anything else that has no faithful JSON form throws
+ *   {@link CanonicalJsonError}: `Map`, `Set`, class instances without
+ *   `toJSON`, functions, symbols, `BigInt`, `NaN`, `±Infinity`, cycles, and
+ *   nesting deeper than {@link CANONICAL_JSON_MAX_DEPTH}.
+ *
+ * The walk is iterative, so hostile nesting ends in the depth error, never in
+ * a stack overflow.
+ */
+export function canonicalJson(value: unknown): string {
+  const out: string[] = [];
+  const open = new Set<object>();
+  const stack: Frame[] = [];
+
+  // Writes a scalar, or pushes a frame for a container; returns nothing.
+  const visit = (raw: unknown, key: string, path: string, depth: number): void => {
+    const v = unbox(applyToJson(raw, key));
+    if (v === null || v === undefined) return void out.push('null');
+    switch (typeof v) {
+      case 'string':
+      case 'boolean':
+        return void out.push(JSON.stringify(v));
+      case 'number':
+        if (!Number.isFinite(v)) throw new CanonicalJsonError('non_finite_number', path, `${v} has no JSON form`);
+        return void out.push(JSON.stringify(v));
+      case 'bigint':
+        throw new CanonicalJsonError('unsupported_type', path, 'a BigInt has no JSON form');
+      case 'function':
+        throw new CanonicalJsonError('unsupported_type', path, 'a function has no JSON form');
+      case 'symbol':
+        throw new CanonicalJsonError('unsupported_type', path, 'a symbol has no JSON form');
+    }
+    const obj = v as object;
+    if (depth >= CANONICAL_JSON_MAX_DEPTH) {
+      throw new CanonicalJsonError('too_deep', path, `nesting exceeds ${CANONICAL_JSON_MAX_DEPTH} levels`);
+    }
+    if (open.has(obj)) throw new CanonicalJsonError('cycle', path, 'the value contains itself');
+    if (Array.isArray(obj)) {
+      open.add(obj);
+      out.push('[');
+      stack.push({ kind: 'array', items: obj, index: 0, path, holder: obj, depth: depth + 1 });
+      return;
+    }
+    assertPlainObject(obj, path);
+    open.add(obj);
+    out.push('{');
+    const keys = Object.keys(obj).sort(compareCodeUnits);
+    stack.push({ kind: 'object', keys, source: obj as Record<string, unknown>, index: 0, path, holder: obj, depth: depth + 1 });
+  };
+
+  visit(value, '', '$', 0);
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!;
+    if (frame.kind === 'array') {
+      if (frame.index >= frame.items.length) {
+        out.push(']');
+        open.delete(frame.holder);
+        stack.pop();
+        continue;
+      }
+      const i = frame.index++;
+      if (i > 0) out.push(',');
+      visit(frame.items[i], String(i), `${frame.path}[${i}]`, frame.depth);
+    } else {
+      if (frame.index >= frame.keys.length) {
+        out.push('}');
+        open.delete(frame.holder);
+        stack.pop();
+        continue;
+      }
+      const k = frame.keys[frame.index++]!;
+      if (frame.index > 1) out.push(',');
+      out.push(JSON.stringify(k), ':');
+      visit(frame.source[k], k, `${frame.path}${pathSegment(k)}`, frame.depth);
+    }
+  }
+  return out.join('');
+}
+
+/** Compare two strings by UTF-16 code units, which is what `<` does on JS strings. */
+function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `toJSON` runs on objects and BigInts, with the property key, as in `JSON.stringify`. */
+function applyToJson(v: unknown, key: string): unknown {
+  if (v !== null && (typeof v === 'object' || typeof v === 'bigint')) {
+    const toJSON = (v as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === 'function') return (toJSON as (k: string) => unknown).call(v, key);
+  }
+  return v;
+}
+
+/** Boxed primitives serialize as their primitive, as in `JSON.stringify`. */
+function unbox(v: unknown): unknown {
+  if (v instanceof Number || v instanceof String || v instanceof Boolean) return v.valueOf();
+  return v;
+}
+
+/**
+ * Only objects whose whole state sits on enumerable own keys survive a JSON
+ * round trip. Everything else (Map, Set, class instances, boxed primitives)
+ * would silently come out as `{}` and collide with an empty argument bag.
+ */
+function assertPlainObject(obj: object, path: string): void {
+  const proto: unknown = Object.getPrototypeOf(obj);
+  if (proto === Object.prototype || proto === null) return;
+  const name = (obj as { constructor?: { name?: unknown } }).constructor?.name;
+  const label = typeof name === 'string' && name.length > 0 ? name : 'an object with a custom prototype';
+  throw new CanonicalJsonError(
+    'unsupported_type',
+    path,
+    `${label} has no faithful JSON form (give it a toJSON method or pass plain data)`,
+  );
+}
+
+function pathSegment(key: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+}

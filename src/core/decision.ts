@@ -1,0 +1,62 @@
+/**
+ * A receipt as read from the store. `absent` means no receipt under this key.
+ * For `running`, `leaseExpired` must be judged on the store's clock.
+ */
+export type ReceiptState =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'completed' }
+  | { readonly kind: 'failed'; readonly attempts: number }
+  | { readonly kind: 'running'; readonly attempts: number; readonly leaseExpired: boolean };
+
+/**
+ * Whether an interrupted attempt can be taken over safely.
+ *
+ * - `resumable`: the tool records its sub-steps as they finish, so a new
+ *   attempt can skip what already happened.
+ * - `opaque`: one indivisible effect with no trail. After a crash nobody can
+ *   tell "never sent" from "sent, then died", so it is never retried blindly.
+ */
+export type EffectResumability = 'resumable' | 'opaque';
+
+/** What the caller should do about a receipt it found. */
+export type ReceiptDecision =
+  /** Run the tool, then settle the receipt under this attempt number. */
+  | { readonly kind: 'execute'; readonly attempt: number }
+  /** Do not run the tool: the recorded result is the answer. */
+  | { readonly kind: 'replay' }
+  /** Another attempt holds a live lease. Come back later. */
+  | { readonly kind: 'wait'; readonly reason: string }
+  /** The effect may or may not have happened. Refuse to guess; a person decides. */
+  | { readonly kind: 'ambiguous'; readonly reason: string };
+
+/**
+ * Decide what a found receipt means. Pure and total: every state and effect
+ * has exactly one answer, and nothing here reads a clock.
+ *
+ * An expired lease on a running receipt is not ambiguous by itself: workers
+ * stall and die routinely. It is safe to take over only when the effect left
+ * a trail (`resumable`); an `opaque` effect is reported as ambiguous instead.
+ */
+export function decideToolCallReceipt(input: {
+  readonly state: ReceiptState;
+  readonly effect: EffectResumability;
+}): ReceiptDecision {
+  const { state, effect } = input;
+  switch (state.kind) {
+    case 'absent':
+      return { kind: 'execute', attempt: 1 };
+    case 'completed':
+      return { kind: 'replay' };
+    case 'failed':
+      return { kind: 'execute', attempt: state.attempts + 1 };
+    case 'running':
+      if (!state.leaseExpired) {
+        return { kind: 'wait', reason: `attempt ${state.attempts} holds a live lease` };
+      }
+      if (effect === 'resumable') return { kind: 'execute', attempt: state.attempts + 1 };
+      return {
+        kind: 'ambiguous',
+        reason: `attempt ${state.attempts} of an opaque effect lost its lease before completing; the effect may or may not have happened`,
+      };
+  }
+}

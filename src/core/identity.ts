@@ -1,0 +1,66 @@
+import { createHash, createHmac } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+
+/**
+ * What identifies one tool call across every retry: who asked (tenant), in
+ * which agent run, for which tool, with which arguments.
+ *
+ * Identity is by content, not by position in a turn. A retried turn is a new
+ * completion that may reorder or drop calls; keying on position would replay
+ * one tool's result as another's. Keying on content costs, at worst, one
+ * extra execution of a call that genuinely never ran.
+ */
+export interface ToolCallReceiptKey {
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly toolName: string;
+  /** Digest of the canonical arguments, from {@link toolCallArgsHash}. */
+  readonly argsHash: string;
+}
+
+/**
+ * Hashes canonical argument text into the `argsHash` of a key. Must be stable
+ * across processes and releases: a digest that changes orphans every stored
+ * receipt. May be synchronous or asynchronous.
+ */
+export type DigestFn = (canonical: string) => string | Promise<string>;
+
+/** Full-width SHA-256 as lowercase hex. Unkeyed: fine for a single-tenant deployment. */
+export const sha256Digest: DigestFn = (canonical) =>
+  createHash('sha256').update(canonical, 'utf8').digest('hex');
+
+/**
+ * Keyed SHA-256 (HMAC) as lowercase hex.
+ *
+ * Tool arguments are often guessable (an email address, a ticket title). An
+ * unkeyed hash of them, stored in a receipt, lets anyone who can read Redis
+ * confirm a guess by hashing it. With a secret key only the holder of the key
+ * can do that, which is why multi-tenant deployments should prefer this
+ * digest. Keep the secret stable: rotating it makes every stored receipt
+ * unreachable, so a retry after rotation would execute again.
+ */
+export function hmacSha256Digest(secret: string | Buffer): DigestFn {
+  if (typeof secret === 'string' ? secret.length === 0 : secret.byteLength === 0) {
+    throw new RangeError('hmacSha256Digest needs a non-empty secret');
+  }
+  return (canonical) => createHmac('sha256', secret).update(canonical, 'utf8').digest('hex');
+}
+
+/**
+ * The `argsHash` of a call: the digest of {@link canonicalJson} of the raw
+ * arguments. Pass the arguments as the model sent them (after any repair),
+ * not a schema's parsed output, which may have coerced or defaulted values.
+ * Throws what `canonicalJson` throws.
+ */
+export async function toolCallArgsHash(args: unknown, digest: DigestFn = sha256Digest): Promise<string> {
+  return await digest(canonicalJson(args));
+}
+
+/**
+ * The key as one string, for stores without composite keys. Each part is
+ * written as `<length>:<text>`, so a part full of delimiters or digits can
+ * never be read as a boundary: the encoding is injective.
+ */
+export function toolCallReceiptKeyString(key: ToolCallReceiptKey): string {
+  return [key.tenantId, key.runId, key.toolName, key.argsHash].map((part) => `${part.length}:${part}`).join('');
+}
