@@ -19,3 +19,15 @@ export {
   type ReceiptDecision,
   decideToolCallReceipt,
 } from './decision.js';
+export {
+  type FailureTier,
+  MAX_TOOL_FAILURES,
+  MAX_TOOL_REJECTIONS,
+  REJECTION_SUFFIX,
+  REJECTION_REMOVAL_SUFFIX,
+  TIER_SUFFIX,
+  failureTier,
+  failureFactsOf,
+  NeverStartedError,
+  DestructiveRanError,
+} from './tiers.js';
