@@ -1,0 +1,144 @@
+/**
+ * Redis key layout for receipts, run indexes and circuit breakers.
+ *
+ * ```text
+ * <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>   hash: one receipt
+ * <prefix>:run:{<tenant>|<run>}                      sorted set: the run's receipt keys, scored by creation time (ms)
+ * <prefix>:brk:{<tenant>|<run>}                      hash: the run's per-tool failure / rejection counters
+ * ```
+ *
+ * The part in braces is a Redis Cluster hash tag, so every key of one run
+ * lands in the same slot and a Lua script may touch several of them at once.
+ * Each component is percent-encoded (see {@link encodeKeyComponent}), so no
+ * tenant, run, tool name or digest can contain a brace, a colon, a bar, a
+ * percent sign, whitespace or a control character: no value can close the
+ * hash tag early or pass for a separator.
+ */
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { ToolReceiptsError } from '../core/errors.js';
+
+/** The prefix used when a store is given none. */
+export const DEFAULT_KEY_PREFIX = 'trc';
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/;
+const PREFIX_PATTERN = /^[A-Za-z0-9._~:/-]+$/;
+
+/** Thrown for a key prefix that could break the key layout (a brace, a glob character, whitespace…). */
+export class InvalidKeyPrefixError extends ToolReceiptsError {
+  readonly code = 'receipt.invalid_prefix';
+  readonly prefix: string;
+
+  constructor(prefix: string) {
+    super(
+      `invalid key prefix ${JSON.stringify(prefix)}: use only letters, digits and . _ ~ : / - ` +
+        '(braces would move the hash tag, glob characters would break SCAN patterns)',
+    );
+    this.prefix = prefix;
+  }
+}
+
+/**
+ * Percent-encodes one key component. Every character outside
+ * `[A-Za-z0-9._~-]` becomes the `%XX` (upper-case hex) of its UTF-8 bytes,
+ * including `%` itself, so the output never contains `{`, `}`, `:`, `|`,
+ * whitespace or control characters. An unpaired surrogate is written as the
+ * three bytes it would have in generalized UTF-8 (bytes that valid UTF-8
+ * never produces), so the encoding is injective over every JavaScript string.
+ */
+export function encodeKeyComponent(value: string): string {
+  let out = '';
+  for (const char of value) {
+    if (UNRESERVED.test(char)) {
+      out += char;
+      continue;
+    }
+    for (const byte of utf8Bytes(char.codePointAt(0) ?? 0)) {
+      out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
+  }
+  return out;
+}
+
+function utf8Bytes(cp: number): number[] {
+  if (cp < 0x80) return [cp];
+  if (cp < 0x800) return [0xc0 | (cp >> 6), 0x80 | (cp & 0x3f)];
+  if (cp < 0x10000) return [0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
+  return [0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f)];
+}
+
+/**
+ * Inverse of {@link encodeKeyComponent}. Throws a `RangeError` on text that
+ * the encoder cannot have produced.
+ */
+export function decodeKeyComponent(encoded: string): string {
+  let out = '';
+  let i = 0;
+  const byteAt = (at: number): number => {
+    const hex = encoded.slice(at + 1, at + 3);
+    if (encoded[at] !== '%' || !/^[0-9A-F]{2}$/.test(hex)) {
+      throw new RangeError(`not an encoded key component: ${JSON.stringify(encoded)}`);
+    }
+    return parseInt(hex, 16);
+  };
+  while (i < encoded.length) {
+    const ch = encoded[i] as string;
+    if (ch !== '%') {
+      if (!UNRESERVED.test(ch)) throw new RangeError(`not an encoded key component: ${JSON.stringify(encoded)}`);
+      out += ch;
+      i += 1;
+      continue;
+    }
+    const lead = byteAt(i);
+    const extra = lead < 0x80 ? 0 : lead >= 0xf0 ? 3 : lead >= 0xe0 ? 2 : lead >= 0xc0 ? 1 : -1;
+    if (extra < 0) throw new RangeError(`not an encoded key component: ${JSON.stringify(encoded)}`);
+    let cp = extra === 0 ? lead : lead & (0x3f >> extra);
+    for (let k = 1; k <= extra; k++) cp = (cp << 6) | (byteAt(i + 3 * k) & 0x3f);
+    out += String.fromCodePoint(cp);
+    i += 3 * (extra + 1);
+  }
+  return out;
+}
+
+/** Checks a key prefix and returns it; throws {@link InvalidKeyPrefixError}. */
+export function validateKeyPrefix(prefix: string): string {
+  if (!PREFIX_PATTERN.test(prefix)) throw new InvalidKeyPrefixError(prefix);
+  return prefix;
+}
+
+/** The hash tag of a run, braces included: `{<tenant>|<run>}`. */
+export function runHashTag(tenantId: string, runId: string): string {
+  return `{${encodeKeyComponent(tenantId)}|${encodeKeyComponent(runId)}}`;
+}
+
+/** Key of the receipt hash for one tool call. */
+export function receiptRedisKey(prefix: string, key: ToolCallReceiptKey): string {
+  return (
+    `${prefix}:rcpt:${runHashTag(key.tenantId, key.runId)}:` +
+    `${encodeKeyComponent(key.toolName)}:${encodeKeyComponent(key.argsHash)}`
+  );
+}
+
+/** Key of the sorted set listing one run's receipts by creation time. */
+export function runIndexRedisKey(prefix: string, tenantId: string, runId: string): string {
+  return `${prefix}:run:${runHashTag(tenantId, runId)}`;
+}
+
+/** Key of the hash holding one run's per-tool circuit-breaker counters. */
+export function breakerRedisKey(prefix: string, tenantId: string, runId: string): string {
+  return `${prefix}:brk:${runHashTag(tenantId, runId)}`;
+}
+
+/** SCAN pattern matching every receipt under `prefix` (the prefix holds no glob characters). */
+export function receiptScanPattern(prefix: string): string {
+  return `${prefix}:rcpt:*`;
+}
+
+/**
+ * True when `redisKey` has exactly the shape of a receipt key under `prefix`.
+ * Used to drop SCAN matches that belong to a longer prefix such as `trc:rcpt:x`.
+ */
+export function isReceiptRedisKey(prefix: string, redisKey: string): boolean {
+  const head = `${prefix}:rcpt:{`;
+  if (!redisKey.startsWith(head)) return false;
+  return /^[^{}:|]*\|[^{}:|]*\}:[^{}:|]*:[^{}:|]*$/.test(redisKey.slice(head.length));
+}
