@@ -1,0 +1,55 @@
+/**
+ * JSON text for values kept in a receipt (results and step values).
+ *
+ * `JSON.stringify` quietly turns a `Map` into `{}`, `NaN` into `null` and drops
+ * functions; a replayed result or a resumed step built from that text would be
+ * a different value from the one the tool produced. This refuses those values
+ * instead, before anything is written.
+ */
+import { ReceiptValueNotSerializableError } from './errors.js';
+
+/** `undefined` at the top level: no value. Stored as an absent field, read back as `undefined`. */
+export const NO_VALUE = '';
+
+/**
+ * JSON text of `value`, or {@link NO_VALUE} for `undefined`. `toJSON` is
+ * honoured (a `Date` becomes its ISO string). `undefined` inside an object is
+ * dropped and inside an array becomes `null`, exactly as in `JSON.stringify`.
+ * Throws {@link ReceiptValueNotSerializableError} for functions, symbols,
+ * `BigInt`, `Map`, `Set`, weak collections, non-finite numbers and cycles.
+ */
+export function toStoredJson(value: unknown, what: string): string {
+  if (value === undefined) return NO_VALUE;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value, function replacer(this: unknown, key: string, v: unknown) {
+      const where = key === '' ? 'the value' : `property ${JSON.stringify(key)}`;
+      switch (typeof v) {
+        case 'function':
+        case 'symbol':
+        case 'bigint':
+          throw new ReceiptValueNotSerializableError(what, `${where} is a ${typeof v}`);
+        case 'number':
+          if (!Number.isFinite(v)) throw new ReceiptValueNotSerializableError(what, `${where} is ${v}`);
+          return v;
+        case 'object':
+          if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof WeakSet) {
+            throw new ReceiptValueNotSerializableError(what, `${where} is a ${v.constructor.name}`);
+          }
+          return v;
+        default:
+          return v;
+      }
+    });
+  } catch (err) {
+    if (err instanceof ReceiptValueNotSerializableError) throw err;
+    throw new ReceiptValueNotSerializableError(what, (err as Error).message, { cause: err });
+  }
+  if (text === undefined) throw new ReceiptValueNotSerializableError(what, 'JSON.stringify produced nothing');
+  return text;
+}
+
+/** Parses text written by {@link toStoredJson}; {@link NO_VALUE} reads back as `undefined`. */
+export function fromStoredJson(text: string): unknown {
+  return text === NO_VALUE ? undefined : JSON.parse(text);
+}
