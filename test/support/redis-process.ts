@@ -183,26 +183,32 @@ export class LocalRedis implements RedisHandle {
     if (!this.isAlive()) throw new Error(`cannot ${what}: redis-server on port ${this.port} is not running`);
   }
 
+  /** Waits for the process to exit, holding the event loop open meanwhile (the child is unref'd). */
+  private async waitExit(): Promise<void> {
+    this.child?.ref();
+    await this.exited;
+  }
+
   async kill(): Promise<void> {
     this.assertUsable('kill');
     if (this.isAlive()) this.child?.kill('SIGKILL');
-    await this.exited;
+    await this.waitExit();
     this.paused = false;
   }
 
   /** SIGTERM (after SIGCONT when paused), then SIGKILL if it has not exited in time. */
   private async shutdown(): Promise<void> {
-    if (!this.isAlive()) return this.exited;
+    if (!this.isAlive()) return this.waitExit();
     if (this.paused) this.child?.kill('SIGCONT');
     this.child?.kill('SIGTERM');
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
-      this.exited.then(() => false),
+      this.waitExit().then(() => false),
       new Promise<boolean>((r) => (timer = setTimeout(() => r(true), SHUTDOWN_DEADLINE_MS))),
     ]);
     clearTimeout(timer);
     if (timedOut && this.isAlive()) this.child?.kill('SIGKILL');
-    await this.exited;
+    await this.waitExit();
     this.paused = false;
   }
 
