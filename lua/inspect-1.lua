@@ -1,0 +1,16 @@
+--[[
+  inspect: read a receipt together with the server time and its TTL, so lease
+  expiry is judged on the server clock. Read-only.
+
+  KEYS[1]  receipt hash
+
+  Returns { now_ms, pttl, field1, value1, field2, value2, ... }
+    pttl  -2 when the receipt does not exist (no fields follow),
+          -1 when it has no TTL, otherwise milliseconds left.
+]]
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local reply = { now, redis.call('PTTL', KEYS[1]) }
+local fields = redis.call('HGETALL', KEYS[1])
+for i = 1, #fields do reply[i + 2] = fields[i] end
+return reply

@@ -1,0 +1,93 @@
+/**
+ * Parsing of the observation every receipt script returns, and its mapping
+ * onto the core's `ReceiptState`. Internal to the Redis layer.
+ */
+import type { EffectResumability, ReceiptState } from '../core/decision.js';
+import { UnexpectedScriptReplyError, type ObservedFence, type ReceiptStatus } from './errors.js';
+
+/** What a script saw (or left) in a receipt, on the server clock. */
+export interface Observation {
+  readonly code: number;
+  /** `null` when no receipt exists. */
+  readonly status: ReceiptStatus | null;
+  readonly attempts: number;
+  readonly leaseExpired: boolean;
+  readonly leaseRemainingMs: number;
+  /** Stored effect; `null` when absent or unreadable. */
+  readonly effect: EffectResumability | null;
+  /** JSON text of the result when completed, `''` when none. */
+  readonly resultText: string;
+  readonly ambiguousMs: number | null;
+  readonly nowMs: number;
+  readonly leaseUntilMs: number | null;
+}
+
+const STATUSES: readonly string[] = ['running', 'completed', 'failed'];
+
+function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return '';
+}
+
+function int(value: unknown, script: string, reply: unknown): number {
+  const n = typeof value === 'number' ? value : Number(text(value));
+  if (!Number.isSafeInteger(n)) throw new UnexpectedScriptReplyError(script, reply);
+  return n;
+}
+
+/** Parses `{ code, status, attempts, expired, remaining, effect, result, ambiguous_ms, now, lease_until }`. */
+export function parseObservation(script: string, reply: unknown): Observation {
+  if (!Array.isArray(reply) || reply.length !== 10) throw new UnexpectedScriptReplyError(script, reply);
+  const status = text(reply[1]);
+  if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
+  const effect = text(reply[5]);
+  const ambiguous = text(reply[7]);
+  const leaseUntil = int(reply[9], script, reply);
+  return {
+    code: int(reply[0], script, reply),
+    status: status === '' ? null : (status as ReceiptStatus),
+    attempts: int(reply[2], script, reply),
+    leaseExpired: int(reply[3], script, reply) === 1,
+    leaseRemainingMs: int(reply[4], script, reply),
+    effect: effect === 'resumable' || effect === 'opaque' ? effect : null,
+    resultText: text(reply[6]),
+    ambiguousMs: ambiguous === '' ? null : int(ambiguous, script, reply),
+    nowMs: int(reply[8], script, reply),
+    leaseUntilMs: leaseUntil > 0 ? leaseUntil : null,
+  };
+}
+
+/** The core's view of an observation. */
+export function toReceiptState(observation: Observation): ReceiptState {
+  switch (observation.status) {
+    case null:
+      return { kind: 'absent' };
+    case 'completed':
+      return { kind: 'completed' };
+    case 'failed':
+      return { kind: 'failed', attempts: observation.attempts };
+    case 'running':
+      return { kind: 'running', attempts: observation.attempts, leaseExpired: observation.leaseExpired };
+  }
+}
+
+/** Status and attempts, for a fence error; `null` when absent. */
+export function toFence(observation: Observation): ObservedFence | null {
+  return observation.status === null ? null : { status: observation.status, attempts: observation.attempts };
+}
+
+/**
+ * The effect a decision is made with: `opaque` when either the receipt's first
+ * claim or the current caller says so. A stored value that cannot be read
+ * counts as opaque.
+ */
+export function conservativeEffect(
+  stored: EffectResumability | null,
+  requested: EffectResumability,
+  receiptExists: boolean,
+): EffectResumability {
+  if (receiptExists && stored !== 'resumable') return 'opaque';
+  return requested === 'opaque' ? 'opaque' : stored ?? requested;
+}

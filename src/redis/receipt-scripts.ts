@@ -1,0 +1,38 @@
+/**
+ * The receipt scripts and the command names they are defined under.
+ */
+import type { ScriptDefinition } from './scripts.js';
+
+/** Command names; prefixed so they cannot clash with Redis commands or other packages' scripts. */
+export const SCRIPT = {
+  claim: 'toolReceiptsClaim',
+  reclaim: 'toolReceiptsReclaim',
+  complete: 'toolReceiptsComplete',
+  fail: 'toolReceiptsFail',
+  heartbeat: 'toolReceiptsHeartbeat',
+  recordStep: 'toolReceiptsRecordStep',
+  flagAmbiguous: 'toolReceiptsFlagAmbiguous',
+  resolve: 'toolReceiptsResolve',
+  inspect: 'toolReceiptsInspect',
+  pruneIndex: 'toolReceiptsPruneIndex',
+  breakerRecord: 'toolReceiptsBreakerRecord',
+} as const;
+
+/** Every script the receipt store uses. */
+export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
+  { name: SCRIPT.claim, file: 'claim-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.reclaim, file: 'reclaim-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.complete, file: 'complete-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.fail, file: 'fail-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.heartbeat, file: 'heartbeat-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.recordStep, file: 'record-step-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.flagAmbiguous, file: 'flag-ambiguous-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.resolve, file: 'resolve-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.inspect, file: 'inspect-1.lua', numberOfKeys: 1 },
+  { name: SCRIPT.pruneIndex, file: 'prune-index-2.lua', numberOfKeys: 2 },
+];
+
+/** The script the breaker store uses. */
+export const BREAKER_SCRIPTS: readonly ScriptDefinition[] = [
+  { name: SCRIPT.breakerRecord, file: 'breaker-record-1.lua', numberOfKeys: 1 },
+];

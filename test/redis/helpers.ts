@@ -1,0 +1,81 @@
+/**
+ * Shared setup for the Redis store tests: one server per file, a connection
+ * factory that closes what it opened, and polling on observable state.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import { ReceiptStore, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
+import { startRedis, type RedisHandle } from '../support/redis.js';
+
+export interface RedisFixture {
+  readonly handle: () => RedisHandle;
+  /** A new connection, closed after the file's tests. */
+  connect(): Redis;
+  /** A store on a new connection, under the file's unique prefix unless told otherwise. */
+  store(options?: Partial<Omit<ReceiptStoreOptions, 'redis'>>): ReceiptStore;
+}
+
+/** Starts one Redis server for the calling test file and stops it afterwards. */
+export function useRedis(): RedisFixture {
+  let handle: RedisHandle | undefined;
+  const connections: Redis[] = [];
+  beforeAll(async () => {
+    handle = await startRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(connections.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
+    await handle?.stop();
+  });
+  const fixture: RedisFixture = {
+    handle: () => {
+      if (!handle) throw new Error('redis not started yet');
+      return handle;
+    },
+    connect() {
+      const connection = new Redis(fixture.handle().url, { maxRetriesPerRequest: 3 });
+      connections.push(connection);
+      return connection;
+    },
+    store(options = {}) {
+      return new ReceiptStore({ prefix: fixture.handle().prefix, ...options, redis: fixture.connect() });
+    },
+  };
+  return fixture;
+}
+
+/** A key no other test uses. */
+export function freshKey(overrides: Partial<ToolCallReceiptKey> = {}): ToolCallReceiptKey {
+  const id = randomBytes(6).toString('hex');
+  return { tenantId: `tenant-${id}`, runId: `run-${id}`, toolName: 'send_email', argsHash: `h${id}`, ...overrides };
+}
+
+/**
+ * Polls `read` until `done` holds for its value, then returns the value.
+ * Fails after `timeoutMs`; the timeout is a generous bound, never a measurement.
+ */
+export async function waitUntil<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}: last value ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Waits until the receipt's lease has run out by the server clock. */
+export async function waitForLeaseExpiry(store: ReceiptStore, key: ToolCallReceiptKey): Promise<void> {
+  await waitUntil(
+    () => store.inspect(key),
+    (record) => record !== null && record.status === 'running' && record.leaseExpired,
+    10_000,
+    'the lease to expire on the server clock',
+  );
+}

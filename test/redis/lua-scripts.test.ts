@@ -1,0 +1,247 @@
+/**
+ * Each script's return codes, called directly (no store logic in between),
+ * plus static checks on the script files themselves.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseObservation, type Observation } from '../../src/redis/observation.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
+import { defineScripts, runScript } from '../../src/redis/scripts.js';
+import { useRedis, waitUntil } from './helpers.js';
+
+const fixture = useRedis();
+let redis: Redis;
+let n = 0;
+
+beforeAll(() => {
+  redis = fixture.connect();
+  defineScripts(redis, RECEIPT_SCRIPTS);
+});
+
+function keysFor(): [string, string] {
+  n += 1;
+  const tag = `{t${n}|r}`;
+  return [`${fixture.handle().prefix}:rcpt:${tag}:tool:h`, `${fixture.handle().prefix}:run:${tag}`];
+}
+
+async function call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
+  return parseObservation(script, await runScript(redis, script, keys, args));
+}
+
+const RETENTION = 60_000;
+const claim = (keys: [string, string], effect = 'resumable', lease = 10_000) =>
+  call(SCRIPT.claim, keys, [lease, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h']);
+
+async function expiredRunning(keys: [string, string], effect: string): Promise<Observation> {
+  await claim(keys, effect, 60);
+  return waitUntil(() => claim(keys, effect), (o) => o.leaseExpired, 10_000, 'lease expiry');
+}
+
+describe('script files', () => {
+  const dir = new URL('../../lua/', import.meta.url);
+  const ours = RECEIPT_SCRIPTS.map((s) => s.file).concat('breaker-record-1.lua');
+
+  it.each(ours)('%s opens with a comment listing KEYS, ARGV (when any) and the return codes', (file) => {
+    const text = readFileSync(new URL(file, dir), 'utf8');
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
+    const keyCount = Number(/-(\d+)\.lua$/.exec(file)?.[1]);
+    for (let i = 1; i <= keyCount; i++) expect(header).toContain(`KEYS[${i}]`);
+    expect(header).not.toContain(`KEYS[${keyCount + 1}]`);
+    if (/ARGV\[/.test(text.slice(header.length))) expect(header).toContain('ARGV[1]');
+    expect(header).toMatch(/Returns/);
+  });
+
+  it.each(ours)('%s touches only keys passed in KEYS and reads time only from TIME', (file) => {
+    const text = readFileSync(new URL(file, dir), 'utf8').replace(/^--\[\[[\s\S]*?\]\]/, '');
+    expect(text).not.toMatch(/os\.time|os\.clock/);
+    const calls = [...text.matchAll(/(?:rcall|redis\.call)\(\s*'([A-Z]+)'\s*(?:,\s*([^,)]+))?/g)];
+    expect(calls.length).toBeGreaterThan(0);
+    for (const [, command, firstArg] of calls) {
+      if (command === 'TIME') continue;
+      expect(firstArg?.trim(), `${command} in ${file}`).toMatch(/^KEYS\[\d\]$/);
+    }
+  });
+
+  it('every .lua file of the receipt store is registered, and file names carry the key count', () => {
+    const files = readdirSync(dir).filter((f) => f.endsWith('.lua') && !f.startsWith('offload-'));
+    for (const f of ours) expect(files).toContain(f);
+    for (const s of RECEIPT_SCRIPTS) expect(s.file).toMatch(new RegExp(`-${s.numberOfKeys}\\.lua$`));
+  });
+});
+
+describe('claim-2', () => {
+  it('1: creates a running receipt at attempt 1 with a lease on the server clock', async () => {
+    const keys = keysFor();
+    const o = await claim(keys, 'opaque', 5_000);
+    expect(o).toMatchObject({ code: 1, status: 'running', attempts: 1, leaseExpired: false, leaseRemainingMs: 5_000, effect: 'opaque' });
+    expect(o.leaseUntilMs).toBe(o.nowMs + 5_000);
+    expect(await redis.zscore(keys[1], keys[0])).toBe(String(o.nowMs));
+    const pttl = await redis.pttl(keys[0]);
+    expect(pttl).toBeGreaterThan(RETENTION);
+    expect(pttl).toBeLessThanOrEqual(RETENTION + 5_000);
+  });
+
+  it('0: reports an existing receipt without writing', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    const before = await redis.hgetall(keys[0]);
+    const o = await claim(keys, 'opaque');
+    expect(o).toMatchObject({ code: 0, status: 'running', attempts: 1, leaseExpired: false, effect: 'resumable' });
+    expect(o.leaseRemainingMs).toBeGreaterThan(0);
+    expect(await redis.hgetall(keys[0])).toEqual(before);
+  });
+
+  it('0: a completed receipt comes back with its result', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    await call(SCRIPT.complete, keys, [1, '{"a":1}', RETENTION]);
+    expect(await claim(keys)).toMatchObject({ code: 0, status: 'completed', attempts: 1, resultText: '{"a":1}' });
+  });
+});
+
+describe('reclaim-2', () => {
+  const reclaim = (keys: [string, string], status: string, attempts: number) =>
+    call(SCRIPT.reclaim, keys, [status, attempts, 10_000, RETENTION, 'w2']);
+
+  it('1: takes over a failed receipt as attempt + 1 and clears the failure', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    await call(SCRIPT.fail, keys, [1, 'boom', 'neutral', RETENTION]);
+    const o = await reclaim(keys, 'failed', 1);
+    expect(o).toMatchObject({ code: 1, status: 'running', attempts: 2, leaseRemainingMs: 10_000 });
+    const h = await redis.hgetall(keys[0]);
+    expect(h).toMatchObject({ status: 'running', attempts: '2', owner: 'w2' });
+    expect(h.error).toBeUndefined();
+    expect(h.tier).toBeUndefined();
+    expect(h.completed_ms).toBeUndefined();
+  });
+
+  it('1: takes over an expired resumable attempt and keeps its steps', async () => {
+    const keys = keysFor();
+    await claim(keys, 'resumable', 60);
+    await call(SCRIPT.recordStep, keys, [1, 'step:a', '1', RETENTION]);
+    await expiredRunning(keys, 'resumable');
+    expect(await reclaim(keys, 'running', 1)).toMatchObject({ code: 1, attempts: 2 });
+    expect(await redis.hget(keys[0], 'step:a')).toBe('1');
+  });
+
+  it('0: refuses a live lease, a stale observation, an opaque effect, a settled or a missing receipt', async () => {
+    const live = keysFor();
+    await claim(live);
+    expect(await reclaim(live, 'running', 1)).toMatchObject({ code: 0, status: 'running', attempts: 1, leaseExpired: false });
+
+    const stale = keysFor();
+    await claim(stale);
+    await call(SCRIPT.fail, stale, [1, 'x', '', RETENTION]);
+    expect(await reclaim(stale, 'failed', 2)).toMatchObject({ code: 0, status: 'failed', attempts: 1 });
+    expect(await reclaim(stale, 'running', 1)).toMatchObject({ code: 0, status: 'failed' });
+
+    const opaque = keysFor();
+    await expiredRunning(opaque, 'opaque');
+    expect(await reclaim(opaque, 'running', 1)).toMatchObject({ code: 0, status: 'running', leaseExpired: true, effect: 'opaque' });
+
+    const done = keysFor();
+    await claim(done);
+    await call(SCRIPT.complete, done, [1, '', RETENTION]);
+    expect(await reclaim(done, 'completed', 1)).toMatchObject({ code: 0, status: 'completed' });
+
+    expect(await reclaim(keysFor(), 'failed', 1)).toMatchObject({ code: 0, status: null });
+  });
+});
+
+describe.each([
+  ['complete-2', SCRIPT.complete, (a: number) => [a, '"ok"', RETENTION], 'completed'],
+  ['fail-2', SCRIPT.fail, (a: number) => [a, 'err', 'neutral', RETENTION], 'failed'],
+  ['heartbeat-2', SCRIPT.heartbeat, (a: number) => [a, 20_000, RETENTION], 'running'],
+  ['record-step-2', SCRIPT.recordStep, (a: number) => [a, 'step:s', '"v"', RETENTION], 'running'],
+] as const)('%s', (_name, script, args, after) => {
+  it(`1: writes for the owning attempt (status then ${after})`, async () => {
+    const keys = keysFor();
+    await claim(keys);
+    const o = await call(script, keys, args(1));
+    expect(o).toMatchObject({ code: 1, status: after, attempts: 1 });
+    expect(await redis.hget(keys[0], 'status')).toBe(after);
+  });
+
+  it('0: fenced out for another attempt, a settled receipt, or no receipt; nothing written', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    const before = await redis.hgetall(keys[0]);
+    expect(await call(script, keys, args(2))).toMatchObject({ code: 0, status: 'running', attempts: 1 });
+    expect(await redis.hgetall(keys[0])).toEqual(before);
+
+    await call(SCRIPT.complete, keys, [1, '', RETENTION]);
+    const settled = await redis.hgetall(keys[0]);
+    expect(await call(script, keys, args(1))).toMatchObject({ code: 0, status: 'completed', attempts: 1 });
+    expect(await redis.hgetall(keys[0])).toEqual(settled);
+
+    const missing = keysFor();
+    expect(await call(script, missing, args(1))).toMatchObject({ code: 0, status: null, attempts: 0 });
+    expect(await redis.exists(missing[0])).toBe(0);
+  });
+});
+
+describe('flag-ambiguous-2', () => {
+  it('1 then 2: flags once from TIME and keeps the first time; 0 while the lease is live or when gone', async () => {
+    const keys = keysFor();
+    await claim(keys, 'opaque', 60);
+    expect(await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION])).toMatchObject({ code: 0, leaseExpired: false });
+    await expiredRunning(keys, 'opaque');
+    const first = await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION]);
+    expect(first).toMatchObject({ code: 1, status: 'running', leaseExpired: true });
+    expect(first.ambiguousMs).toBe(first.nowMs);
+    const second = await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION]);
+    expect(second).toMatchObject({ code: 2, ambiguousMs: first.ambiguousMs });
+    expect(await call(SCRIPT.flagAmbiguous, keys, [2, RETENTION])).toMatchObject({ code: 0, attempts: 1 });
+    expect(await call(SCRIPT.flagAmbiguous, keysFor(), [1, RETENTION])).toMatchObject({ code: 0, status: null });
+  });
+});
+
+describe('resolve-2', () => {
+  it('1: settles an ambiguous receipt; 0 on other attempts; 3 while not ambiguous', async () => {
+    const live = keysFor();
+    await claim(live, 'opaque');
+    expect(await call(SCRIPT.resolve, live, [1, 'completed', '1', RETENTION])).toMatchObject({ code: 3, leaseExpired: false });
+
+    const resumable = keysFor();
+    await expiredRunning(resumable, 'resumable');
+    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'x', RETENTION])).toMatchObject({ code: 3, leaseExpired: true });
+    await call(SCRIPT.flagAmbiguous, resumable, [1, RETENTION]);
+    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'operator: not sent', RETENTION])).toMatchObject({ code: 1, status: 'failed' });
+    expect(await redis.hget(resumable[0], 'error')).toBe('operator: not sent');
+
+    const opaque = keysFor();
+    await expiredRunning(opaque, 'opaque');
+    expect(await call(SCRIPT.resolve, opaque, [2, 'completed', '1', RETENTION])).toMatchObject({ code: 0, attempts: 1 });
+    const done = await call(SCRIPT.resolve, opaque, [1, 'completed', '{"id":7}', RETENTION]);
+    expect(done).toMatchObject({ code: 1, status: 'completed', resultText: '{"id":7}' });
+    const h = await redis.hgetall(opaque[0]);
+    expect(h).toMatchObject({ status: 'completed', result: '{"id":7}', resolved_ms: String(done.nowMs) });
+    expect(h.lease_until_ms).toBeUndefined();
+    expect(await call(SCRIPT.resolve, opaque, [1, 'completed', '1', RETENTION])).toMatchObject({ code: 0, status: 'completed' });
+    expect(await call(SCRIPT.resolve, keysFor(), [1, 'completed', '1', RETENTION])).toMatchObject({ code: 0, status: null });
+  });
+});
+
+describe('inspect-1 and prune-index-2', () => {
+  it('inspect returns now, PTTL and the fields; -2 and nothing else when missing', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    const reply = (await runScript(redis, SCRIPT.inspect, [keys[0]], [])) as unknown[];
+    expect(typeof reply[0]).toBe('number');
+    expect(reply[1]).toBeGreaterThan(0);
+    expect(reply).toContain('status');
+    expect(await runScript(redis, SCRIPT.inspect, [keysFor()[0]], [])).toEqual([expect.any(Number), -2]);
+  });
+
+  it('prune removes an index entry only when its receipt is gone', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(0);
+    await redis.del(keys[0]);
+    expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(1);
+    expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(0);
+    expect(await redis.zcard(keys[1])).toBe(0);
+  });
+});
