@@ -1,0 +1,119 @@
+/**
+ * A receipt as read back for inspection: every field of the hash, typed, with
+ * lease expiry judged on the server clock at the time of the read.
+ */
+import type { EffectResumability } from '../core/decision.js';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
+import { fromStoredJson } from './stored-json.js';
+
+/** Hash field prefix of a recorded sub-step: `step:<name>`. */
+export const STEP_FIELD_PREFIX = 'step:';
+
+/** One receipt, as {@link ReceiptStore.inspect} and the listing methods return it. */
+export interface ReceiptRecord {
+  readonly key: ToolCallReceiptKey;
+  /** The exact Redis key, for `redis-cli HGETALL`. */
+  readonly redisKey: string;
+  readonly status: ReceiptStatus;
+  readonly attempts: number;
+  /** End of the current lease on the server clock; `null` once settled. */
+  readonly leaseUntilMs: number | null;
+  /** Whether the lease had run out by the server's `TIME` when this was read. `false` unless running. */
+  readonly leaseExpired: boolean;
+  /** Worker id of the current (or last) attempt. */
+  readonly owner: string | null;
+  /** The effect recorded by the first claim. */
+  readonly effect: EffectResumability;
+  readonly createdMs: number;
+  readonly updatedMs: number;
+  /** When the receipt settled (completed, failed, or resolved by an operator). */
+  readonly completedMs: number | null;
+  /** Parsed result when completed; absent when there is none. */
+  readonly result?: unknown;
+  readonly error: string | null;
+  readonly tier: string | null;
+  /** When a claim first found the current attempt ambiguous. */
+  readonly ambiguousMs: number | null;
+  /** When an operator resolved it, if one did. */
+  readonly resolvedMs: number | null;
+  /** Recorded sub-steps by name, values parsed. */
+  readonly steps: Record<string, unknown>;
+  /** Time to live in ms when read; -1 when the key has no TTL. */
+  readonly ttlMs: number;
+  /** Server time of the read, in ms. */
+  readonly readAtMs: number;
+}
+
+function str(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return String(value);
+}
+
+function optionalInt(fields: Map<string, string>, name: string): number | null {
+  const raw = fields.get(name);
+  if (raw === undefined || raw === '') return null;
+  const n = Number(raw);
+  return Number.isFinite(n) ? n : null;
+}
+
+/**
+ * Parses the reply of `inspect-1.lua` (`{ now, pttl, field, value, … }`);
+ * returns `null` when the receipt does not exist.
+ */
+export function parseInspectReply(redisKey: string, reply: unknown): ReceiptRecord | null {
+  if (!Array.isArray(reply) || reply.length < 2 || reply.length % 2 !== 0) {
+    throw new UnexpectedScriptReplyError('inspect', reply);
+  }
+  const nowMs = Number(reply[0]);
+  const ttlMs = Number(reply[1]);
+  if (ttlMs === -2 || reply.length === 2) return null;
+  const fields = new Map<string, string>();
+  for (let i = 2; i < reply.length; i += 2) fields.set(str(reply[i]), str(reply[i + 1]));
+
+  const status = fields.get('status');
+  if (status !== 'running' && status !== 'completed' && status !== 'failed') {
+    throw new UnexpectedScriptReplyError('inspect', reply);
+  }
+  const steps: Record<string, unknown> = {};
+  for (const [name, value] of fields) {
+    if (name.startsWith(STEP_FIELD_PREFIX)) steps[name.slice(STEP_FIELD_PREFIX.length)] = fromStoredJson(value);
+  }
+  const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
+  const resultText = fields.get('result');
+  const record: ReceiptRecord = {
+    key: {
+      tenantId: fields.get('tenant') ?? '',
+      runId: fields.get('run') ?? '',
+      toolName: fields.get('tool') ?? '',
+      argsHash: fields.get('args_hash') ?? '',
+    },
+    redisKey,
+    status,
+    attempts: optionalInt(fields, 'attempts') ?? 0,
+    leaseUntilMs,
+    leaseExpired: status === 'running' && (leaseUntilMs === null || leaseUntilMs <= nowMs),
+    owner: fields.get('owner') ?? null,
+    effect: fields.get('effect') === 'resumable' ? 'resumable' : 'opaque',
+    createdMs: optionalInt(fields, 'created_ms') ?? 0,
+    updatedMs: optionalInt(fields, 'updated_ms') ?? 0,
+    completedMs: optionalInt(fields, 'completed_ms'),
+    error: fields.get('error') ?? null,
+    tier: fields.get('tier') ?? null,
+    ambiguousMs: optionalInt(fields, 'ambiguous_ms'),
+    resolvedMs: optionalInt(fields, 'resolved_ms'),
+    steps,
+    ttlMs,
+    readAtMs: nowMs,
+  };
+  return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
+}
+
+/**
+ * True when a read receipt is ambiguous: running, lease expired by the
+ * server clock, and either flagged by a claim or recorded as opaque.
+ */
+export function isAmbiguousRecord(record: ReceiptRecord): boolean {
+  return record.status === 'running' && record.leaseExpired && (record.ambiguousMs !== null || record.effect === 'opaque');
+}

@@ -1,0 +1,357 @@
+/**
+ * Tool-call receipts on Redis: fenced claim, reclaim, settle and resolve,
+ * each one Lua script, with every lease on the Redis server's clock.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { Redis } from 'ioredis';
+import { decideToolCallReceipt, type EffectResumability, type ReceiptDecision, type ReceiptState } from '../core/decision.js';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, UnexpectedScriptReplyError } from './errors.js';
+import { DEFAULT_KEY_PREFIX, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
+import { conservativeEffect, parseObservation, toFence, toReceiptState, type Observation } from './observation.js';
+import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
+import { ReceiptReader } from './receipt-reader.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
+import { defineScripts, runScript } from './scripts.js';
+import { fromStoredJson, toStoredJson } from './stored-json.js';
+
+export type { ReceiptRecord } from './receipt-record.js';
+
+/** Default lease of an attempt: 30 s. */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Default time a settled receipt is kept: 24 h. */
+export const DEFAULT_RETENTION_MS = 86_400_000;
+
+/** How a {@link ReceiptStore} talks to Redis. */
+export interface ReceiptStoreOptions {
+  /** An ioredis connection (not a Cluster client). The store defines its scripts on it. */
+  redis: Redis;
+  /** Key prefix, default `trc`. Letters, digits and `. _ ~ : / -` only. */
+  prefix?: string;
+  /** Lease given to an attempt when a claim does not say, in ms. Default 30 000. */
+  leaseMs?: number;
+  /** How long a settled (or ambiguous) receipt is kept, in ms. Default 24 h. */
+  retentionMs?: number;
+  /** Worker id written as `owner`; default `<hostname>:<pid>:<random>`, one per store. */
+  owner?: string;
+}
+
+/** Options of one {@link ReceiptStore.claim}. */
+export interface ClaimOptions {
+  /** Whether an interrupted attempt may be taken over. Recorded by the first claim. */
+  effect: EffectResumability;
+  /** Lease for the attempt this claim may start, in ms. */
+  leaseMs?: number;
+  /** Worker id for this attempt; default the store's. */
+  owner?: string;
+}
+
+/** What a claim decided, and what it saw. */
+export interface ClaimResult {
+  readonly decision: ReceiptDecision;
+  /** The receipt state the decision was made on (for `execute`, the state before this attempt started). */
+  readonly state: ReceiptState;
+  /** The attempt now owned by the caller; set when the decision is `execute`. */
+  readonly attempt?: number;
+  /** The recorded result when the decision is `replay` (absent when the call completed without one). */
+  readonly result?: unknown;
+  /**
+   * For `execute`, the lease just granted; for `wait`, what is left of the
+   * other attempt's lease; for `ambiguous`, 0. In ms, on the server clock.
+   */
+  readonly leaseRemainingMs?: number;
+  /** For `execute`: end of the granted lease on the server clock. */
+  readonly leaseUntilMs?: number;
+  /** For `ambiguous`: when a claim first found this attempt ambiguous (server clock). */
+  readonly ambiguousMs?: number;
+  /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
+  readonly effect: EffectResumability;
+  readonly redisKey: string;
+}
+
+/** An operator's verdict on an ambiguous receipt. */
+export type Resolution = { attemptsSeen: number } & (
+  | { outcome: 'completed'; result: unknown }
+  | { outcome: 'failed'; error: string }
+);
+
+/** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
+const MAX_CLAIM_ROUNDS = 16;
+
+function positiveInt(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * Receipts for tool calls, kept in Redis so a side effect runs at most once.
+ *
+ * A claim either creates the receipt (the caller executes as attempt 1) or
+ * reads the one there and applies `decideToolCallReceipt`: replay a
+ * completed result, wait for a live lease, take over an expired resumable
+ * attempt or a failed one (a compare-and-set on what was observed, so only one
+ * of many racing callers wins), or report an opaque attempt that lost its lease
+ * as ambiguous. Every later write (complete, fail, heartbeat, record a step) is
+ * fenced on `status = running AND attempts = <caller's attempt>`, so an attempt
+ * that was taken over can no longer write anything.
+ *
+ * Nothing here reads the local clock: leases start and expire by Redis `TIME`.
+ *
+ * Retention: a running receipt lives lease + `retentionMs`; a settled one
+ * `retentionMs` after it settled; an ambiguous one at least `retentionMs` after
+ * the last claim that found it so. Once a receipt has expired, a retry of the
+ * same call finds nothing and executes again: size `retentionMs` to outlast the
+ * longest a job can still be retried.
+ */
+export class ReceiptStore {
+  /** The key prefix in use. */
+  readonly prefix: string;
+  /** The default owner written by this store. */
+  readonly owner: string;
+  private readonly redis: Redis;
+  private readonly leaseMs: number;
+  private readonly retentionMs: number;
+  private readonly reader: ReceiptReader;
+
+  constructor(options: ReceiptStoreOptions) {
+    this.redis = options.redis;
+    this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
+    this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
+    this.retentionMs = positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    defineScripts(this.redis, RECEIPT_SCRIPTS);
+    this.reader = new ReceiptReader(this.redis, this.prefix);
+  }
+
+  /** The exact Redis key of a call's receipt, e.g. for `redis-cli HGETALL`. */
+  redisKey(key: ToolCallReceiptKey): string {
+    return receiptRedisKey(this.prefix, key);
+  }
+
+  /** The key of the sorted set listing a run's receipts by creation time. */
+  runIndexKey(tenantId: string, runId: string): string {
+    return runIndexRedisKey(this.prefix, tenantId, runId);
+  }
+
+  private keys(key: ToolCallReceiptKey): [string, string] {
+    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId)];
+  }
+
+  private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
+    return parseObservation(script, await runScript(this.redis, script, keys, args));
+  }
+
+  /**
+   * Claims a tool call. Creates the receipt when there is none; otherwise
+   * decides from what is there, and when the decision is to execute on an
+   * existing receipt, takes it over with a compare-and-set (a caller that loses
+   * that race decides again from what it then sees, usually `wait`).
+   *
+   * The effect is decided conservatively: the receipt keeps the effect of its
+   * first claim, and a later claim treats the call as `opaque` when either the
+   * recorded or the requested effect is opaque.
+   *
+   * When the decision is `ambiguous`, the receipt is flagged (`ambiguous_ms`,
+   * set once) and kept at least `retentionMs` longer; it stays `running` until
+   * an operator {@link resolve}s it or the original attempt settles it late.
+   */
+  async claim(key: ToolCallReceiptKey, options: ClaimOptions): Promise<ClaimResult> {
+    if (options.effect !== 'resumable' && options.effect !== 'opaque') {
+      throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
+    }
+    const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
+    const owner = options.owner ?? this.owner;
+    const keys = this.keys(key);
+    const redisKey = keys[0];
+    const claimArgs = [leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash];
+
+    let seen: Observation | null = null;
+    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+      if (seen === null || seen.status === null) {
+        seen = await this.run(SCRIPT.claim, keys, claimArgs);
+        if (seen.code === 1) {
+          return this.executing({ kind: 'absent' }, seen, options.effect, redisKey);
+        }
+      }
+      const state = toReceiptState(seen);
+      const effect = conservativeEffect(seen.effect, options.effect, true);
+      const decision = decideToolCallReceipt({ state, effect });
+      switch (decision.kind) {
+        case 'replay': {
+          const result = fromStoredJson(seen.resultText);
+          return result === undefined
+            ? { decision, state, effect, redisKey }
+            : { decision, state, effect, redisKey, result };
+        }
+        case 'wait':
+          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs };
+        case 'execute': {
+          const won = await this.run(SCRIPT.reclaim, keys, [
+            seen.status ?? '',
+            seen.attempts,
+            leaseMs,
+            this.retentionMs,
+            owner,
+          ]);
+          if (won.code === 1) {
+            if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
+            return this.executing(state, won, effect, redisKey);
+          }
+          seen = won;
+          continue;
+        }
+        case 'ambiguous': {
+          const flagged = await this.run(SCRIPT.flagAmbiguous, keys, [seen.attempts, this.retentionMs]);
+          if (flagged.code === 1 || flagged.code === 2) {
+            return {
+              decision,
+              state,
+              effect,
+              redisKey,
+              leaseRemainingMs: 0,
+              ...(flagged.ambiguousMs === null ? {} : { ambiguousMs: flagged.ambiguousMs }),
+            };
+          }
+          seen = flagged;
+          continue;
+        }
+      }
+    }
+    throw new UnexpectedScriptReplyError(SCRIPT.claim, `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
+  }
+
+  private executing(state: ReceiptState, won: Observation, effect: EffectResumability, redisKey: string): ClaimResult {
+    return {
+      decision: { kind: 'execute', attempt: won.attempts },
+      state,
+      attempt: won.attempts,
+      effect,
+      redisKey,
+      leaseRemainingMs: won.leaseRemainingMs,
+      ...(won.leaseUntilMs === null ? {} : { leaseUntilMs: won.leaseUntilMs }),
+    };
+  }
+
+  private async fenced(
+    operation: string,
+    script: string,
+    key: ToolCallReceiptKey,
+    attempt: number,
+    args: readonly (string | number)[],
+  ): Promise<Observation> {
+    positiveInt(attempt, 'attempt');
+    const keys = this.keys(key);
+    const seen = await this.run(script, keys, args);
+    if (seen.code !== 1) throw new FencedOutError(keys[0], attempt, toFence(seen), operation);
+    return seen;
+  }
+
+  /**
+   * Settles the receipt as completed with `result` (stored as JSON; `undefined`
+   * is kept as "no value"). Throws {@link FencedOutError} when `attempt` no
+   * longer owns the receipt, and `ReceiptValueNotSerializableError` (before
+   * writing) when the result has no faithful JSON form.
+   */
+  async complete(key: ToolCallReceiptKey, attempt: number, result: unknown): Promise<void> {
+    const text = toStoredJson(result, 'the result');
+    await this.fenced('complete', SCRIPT.complete, key, attempt, [attempt, text, this.retentionMs]);
+  }
+
+  /**
+   * Settles the receipt as failed; the next claim of the call executes again
+   * as the next attempt. Throws {@link FencedOutError}.
+   */
+  async fail(key: ToolCallReceiptKey, attempt: number, failure: { error: string; tier?: string }): Promise<void> {
+    await this.fenced('fail', SCRIPT.fail, key, attempt, [attempt, failure.error, failure.tier ?? '', this.retentionMs]);
+  }
+
+  /**
+   * Extends the lease of `attempt` to `leaseMs` from now on the server clock
+   * (default: the store's lease). Throws {@link FencedOutError}.
+   */
+  async heartbeat(key: ToolCallReceiptKey, attempt: number, leaseMs?: number): Promise<{ leaseUntilMs: number }> {
+    const lease = positiveInt(leaseMs ?? this.leaseMs, 'leaseMs');
+    const seen = await this.fenced('heartbeat', SCRIPT.heartbeat, key, attempt, [attempt, lease, this.retentionMs]);
+    if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError(SCRIPT.heartbeat, seen);
+    return { leaseUntilMs: seen.leaseUntilMs };
+  }
+
+  /**
+   * Records that the sub-step `name` of a resumable effect finished with
+   * `value` (stored as JSON), so an attempt that takes over can skip it.
+   * Throws {@link FencedOutError}, or `ReceiptValueNotSerializableError` before
+   * writing.
+   */
+  async recordStep(key: ToolCallReceiptKey, attempt: number, name: string, value: unknown): Promise<void> {
+    if (name.length === 0) throw new InvalidReceiptInputError('a step name must not be empty');
+    const text = toStoredJson(value, `step ${JSON.stringify(name)}`);
+    await this.fenced('recordStep', SCRIPT.recordStep, key, attempt, [
+      attempt,
+      STEP_FIELD_PREFIX + name,
+      text,
+      this.retentionMs,
+    ]);
+  }
+
+  /** The recorded sub-steps of a receipt by name (empty when there is no receipt). */
+  async steps(key: ToolCallReceiptKey): Promise<Record<string, unknown>> {
+    return (await this.inspect(key))?.steps ?? {};
+  }
+
+  /** Reads one receipt with every field, or `null` when there is none. */
+  inspect(key: ToolCallReceiptKey): Promise<ReceiptRecord | null> {
+    return this.reader.inspect(this.redisKey(key));
+  }
+
+  /**
+   * Every live receipt of a run, oldest first. Entries whose receipt has
+   * expired are pruned from the run index on the way.
+   */
+  listRun(tenantId: string, runId: string): Promise<ReceiptRecord[]> {
+    return this.reader.listRun(this.runIndexKey(tenantId, runId));
+  }
+
+  /**
+   * Ambiguous receipts under this prefix, found by SCAN (not KEYS): running,
+   * lease expired by the server clock, and flagged by a claim or recorded as
+   * opaque. Meant for an operator's tool; it walks the whole keyspace of the
+   * connection's server. `count` is the SCAN batch hint (default 500).
+   */
+  listAmbiguous(options?: { count?: number }): Promise<ReceiptRecord[]> {
+    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'));
+  }
+
+  /**
+   * An operator settles an ambiguous receipt: `completed` with the result the
+   * effect is known to have produced, or `failed` so the call may run again.
+   * Fenced on the attempts the operator saw. Throws {@link FencedOutError} when
+   * the receipt changed (or is gone), {@link NotAmbiguousError} when it is not
+   * ambiguous.
+   */
+  async resolve(key: ToolCallReceiptKey, resolution: Resolution): Promise<void> {
+    const attempt = positiveInt(resolution.attemptsSeen, 'attemptsSeen');
+    let payload: string;
+    if (resolution.outcome === 'completed') {
+      payload = toStoredJson(resolution.result, 'the result');
+    } else if (resolution.outcome === 'failed') {
+      payload = resolution.error;
+    } else {
+      throw new InvalidReceiptInputError(`outcome must be 'completed' or 'failed'`);
+    }
+    const keys = this.keys(key);
+    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs]);
+    if (seen.code === 1) return;
+    const fence = toFence(seen);
+    if (seen.code === 3 && fence) {
+      throw new NotAmbiguousError(
+        keys[0],
+        fence,
+        seen.leaseExpired ? 'its effect is resumable and no claim found it ambiguous' : 'its lease is still live',
+      );
+    }
+    throw new FencedOutError(keys[0], attempt, fence, 'resolve');
+  }
+}

@@ -1,0 +1,312 @@
+/**
+ * ReceiptStore transitions and fences, against a real Redis.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  FencedOutError,
+  InvalidReceiptInputError,
+  NotAmbiguousError,
+  ReceiptValueNotSerializableError,
+} from '../../src/redis/errors.js';
+import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from './helpers.js';
+
+const fixture = useRedis();
+const LEASE = 200;
+
+describe('claim', () => {
+  it('executes attempt 1 on an absent receipt, then tells later callers to wait', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    const first = await store.claim(key, { effect: 'opaque', leaseMs: 10_000 });
+    expect(first).toMatchObject({
+      decision: { kind: 'execute', attempt: 1 },
+      state: { kind: 'absent' },
+      attempt: 1,
+      leaseRemainingMs: 10_000,
+      redisKey: store.redisKey(key),
+    });
+    const second = await store.claim(key, { effect: 'opaque' });
+    expect(second.decision.kind).toBe('wait');
+    expect(second.state).toEqual({ kind: 'running', attempts: 1, leaseExpired: false });
+    expect(second.attempt).toBeUndefined();
+    expect(second.leaseRemainingMs).toBeGreaterThan(0);
+    expect(second.leaseRemainingMs).toBeLessThanOrEqual(10_000);
+  });
+
+  it('replays a completed result without running anything', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    const { attempt } = await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, attempt!, { messageId: 'm-1', sent: [1, 2] });
+    const again = await store.claim(key, { effect: 'opaque' });
+    expect(again).toMatchObject({ decision: { kind: 'replay' }, state: { kind: 'completed' }, result: { messageId: 'm-1', sent: [1, 2] } });
+    expect(again.attempt).toBeUndefined();
+  });
+
+  it('replays a completion without a value as undefined, and null as null', async () => {
+    const store = fixture.store();
+    const a = freshKey();
+    await store.claim(a, { effect: 'opaque' });
+    await store.complete(a, 1, undefined);
+    const ra = await store.claim(a, { effect: 'opaque' });
+    expect(ra.decision.kind).toBe('replay');
+    expect('result' in ra).toBe(false);
+    const b = freshKey();
+    await store.claim(b, { effect: 'opaque' });
+    await store.complete(b, 1, null);
+    expect(await store.claim(b, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: null });
+  });
+
+  it('runs a failed call again as the next attempt, for either effect', async () => {
+    const store = fixture.store();
+    for (const effect of ['opaque', 'resumable'] as const) {
+      const key = freshKey();
+      await store.claim(key, { effect });
+      await store.fail(key, 1, { error: 'smtp 421', tier: 'neverStarted' });
+      const retry = await store.claim(key, { effect });
+      expect(retry).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, attempt: 2, state: { kind: 'failed', attempts: 1 } });
+      const record = await store.inspect(key);
+      expect(record).toMatchObject({ status: 'running', attempts: 2, error: null, tier: null });
+    }
+  });
+
+  it('takes over a resumable attempt whose lease expired; the steps survive for it', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable' });
+    await store.recordStep(key, 1, 'draft', { id: 'd-1' });
+    await waitForLeaseExpiry(store, key);
+    const takeover = await store.claim(key, { effect: 'resumable', owner: 'worker-b' });
+    expect(takeover).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, state: { kind: 'running', attempts: 1, leaseExpired: true } });
+    expect(await store.steps(key)).toEqual({ draft: { id: 'd-1' } });
+    expect((await store.inspect(key))?.owner).toBe('worker-b');
+  });
+
+  it('treats the call as opaque when either the first claim or this one says so', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const storedOpaque = freshKey();
+    await store.claim(storedOpaque, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, storedOpaque);
+    const a = await store.claim(storedOpaque, { effect: 'resumable' });
+    expect(a).toMatchObject({ decision: { kind: 'ambiguous' }, effect: 'opaque' });
+
+    const requestedOpaque = freshKey();
+    await store.claim(requestedOpaque, { effect: 'resumable' });
+    await waitForLeaseExpiry(store, requestedOpaque);
+    const b = await store.claim(requestedOpaque, { effect: 'opaque' });
+    expect(b).toMatchObject({ decision: { kind: 'ambiguous' }, effect: 'opaque' });
+    expect((await store.inspect(requestedOpaque))?.effect).toBe('resumable');
+  });
+
+  it('reports an expired opaque attempt as ambiguous to every later claim, and stamps ambiguous_ms once', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, key);
+    const seen = [];
+    for (let i = 0; i < 5; i++) seen.push(await store.claim(key, { effect: 'opaque' }));
+    for (const c of seen) {
+      expect(c.decision.kind).toBe('ambiguous');
+      expect(c.state).toEqual({ kind: 'running', attempts: 1, leaseExpired: true });
+      expect(c.attempt).toBeUndefined();
+      expect(c.ambiguousMs).toBe(seen[0]!.ambiguousMs);
+    }
+    const record = await store.inspect(key);
+    expect(record).toMatchObject({ status: 'running', attempts: 1, leaseExpired: true, ambiguousMs: seen[0]!.ambiguousMs });
+    expect(record!.ambiguousMs).toBeGreaterThanOrEqual(record!.leaseUntilMs!);
+  });
+
+  it('rejects bad input before touching Redis', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await expect(store.claim(key, { effect: 'maybe' as never })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.claim(key, { effect: 'opaque', leaseMs: 0 })).rejects.toMatchObject({ code: 'receipt.invalid_input' });
+    await expect(store.claim(key, { effect: 'opaque', leaseMs: 1.5 })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    expect(await store.inspect(key)).toBeNull();
+    expect(() => fixture.store({ retentionMs: -1 })).toThrow(InvalidReceiptInputError);
+  });
+});
+
+describe('fenced writes', () => {
+  it('complete, fail, heartbeat and recordStep by the owning attempt succeed', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable', leaseMs: 1_000 });
+    const before = await store.inspect(key);
+    const { leaseUntilMs } = await store.heartbeat(key, 1, 60_000);
+    expect(leaseUntilMs).toBeGreaterThan(before!.leaseUntilMs!);
+    expect((await store.inspect(key))?.leaseUntilMs).toBe(leaseUntilMs);
+    await store.recordStep(key, 1, 'a', 1);
+    await store.recordStep(key, 1, 'b:with:colons', { nested: ['x'] });
+    await store.recordStep(key, 1, 'a', 2);
+    expect(await store.steps(key)).toEqual({ a: 2, 'b:with:colons': { nested: ['x'] } });
+    await store.complete(key, 1, 'done');
+    expect(await store.inspect(key)).toMatchObject({ status: 'completed', result: 'done', leaseUntilMs: null, leaseExpired: false });
+  });
+
+  it('every fenced write by a wrong attempt throws FencedOutError with what it found, and writes nothing', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable' });
+    const before = await store.inspect(key);
+    const writes = [
+      () => store.complete(key, 2, 'x'),
+      () => store.fail(key, 2, { error: 'x' }),
+      () => store.heartbeat(key, 2),
+      () => store.recordStep(key, 2, 's', 1),
+    ];
+    for (const write of writes) {
+      const err = await write().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(FencedOutError);
+      expect(err).toMatchObject({ code: 'receipt.fenced_out', attempt: 2, redisKey: store.redisKey(key), observed: { status: 'running', attempts: 1 } });
+    }
+    const after = await store.inspect(key);
+    expect({ ...after, readAtMs: 0, ttlMs: 0 }).toEqual({ ...before, readAtMs: 0, ttlMs: 0 });
+  });
+
+  it('a settled receipt fences out every write, including a second completion', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await store.fail(key, 1, { error: 'nope' });
+    for (const write of [
+      () => store.complete(key, 1, 'x'),
+      () => store.fail(key, 1, { error: 'again' }),
+      () => store.heartbeat(key, 1),
+      () => store.recordStep(key, 1, 's', 1),
+    ]) {
+      await expect(write()).rejects.toMatchObject({ code: 'receipt.fenced_out', observed: { status: 'failed', attempts: 1 } });
+    }
+    expect(await store.inspect(key)).toMatchObject({ status: 'failed', error: 'nope', tier: null });
+  });
+
+  it('writes to a receipt that does not exist are fenced out with observed = null', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await expect(store.complete(key, 1, 1)).rejects.toMatchObject({ code: 'receipt.fenced_out', observed: null });
+    await expect(store.heartbeat(key, 1)).rejects.toMatchObject({ observed: null });
+    expect(await store.inspect(key)).toBeNull();
+  });
+
+  it('the stale attempt 1 cannot write once attempt 2 has taken over', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable' });
+    await waitForLeaseExpiry(store, key);
+    expect((await store.claim(key, { effect: 'resumable' })).attempt).toBe(2);
+    for (const write of [
+      () => store.complete(key, 1, 'late'),
+      () => store.fail(key, 1, { error: 'late' }),
+      () => store.heartbeat(key, 1),
+      () => store.recordStep(key, 1, 'late', true),
+    ]) {
+      await expect(write()).rejects.toMatchObject({ code: 'receipt.fenced_out', attempt: 1, observed: { status: 'running', attempts: 2 } });
+    }
+    expect(await store.steps(key)).toEqual({});
+    await store.complete(key, 2, 'on time');
+    expect(await store.claim(key, { effect: 'resumable' })).toMatchObject({ decision: { kind: 'replay' }, result: 'on time' });
+  });
+
+  it('an opaque attempt that outlived its lease may still settle it when nobody took over', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, key);
+    expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+    await store.complete(key, 1, 'it did land');
+    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: 'it did land' });
+  });
+
+  it('refuses values with no faithful JSON form before writing anything', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable' });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const bad of [() => 1, Symbol('s'), 10n, new Map([[1, 2]]), new Set([1]), NaN, Infinity, cyclic, { nested: { f: () => 1 } }]) {
+      await expect(store.complete(key, 1, bad)).rejects.toBeInstanceOf(ReceiptValueNotSerializableError);
+      await expect(store.recordStep(key, 1, 's', bad)).rejects.toMatchObject({ code: 'receipt.not_serializable' });
+    }
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', steps: {} });
+    await expect(store.recordStep(key, 1, '', 1)).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await store.complete(key, 1, { at: new Date(0) });
+    expect((await store.inspect(key))?.result).toEqual({ at: '1970-01-01T00:00:00.000Z' });
+  });
+});
+
+describe('resolve', () => {
+  it('settles an ambiguous receipt as completed: later claims replay the operator result', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, key);
+    await store.claim(key, { effect: 'opaque' });
+    await store.resolve(key, { attemptsSeen: 1, outcome: 'completed', result: { messageId: 'found-in-provider-log' } });
+    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: { messageId: 'found-in-provider-log' } });
+    const record = await store.inspect(key);
+    expect(record).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(record!.resolvedMs).toBe(record!.completedMs);
+  });
+
+  it('settles an ambiguous receipt as failed: the next claim runs it again as attempt 2', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, key);
+    await store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'provider has no record of it' });
+    expect(await store.inspect(key)).toMatchObject({ status: 'failed', error: 'provider has no record of it' });
+    const retry = await store.claim(key, { effect: 'opaque' });
+    expect(retry).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, attempt: 2 });
+    expect((await store.inspect(key))?.ambiguousMs).toBeNull();
+  });
+
+  it('refuses a receipt that is not ambiguous, or that changed since the operator looked', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const live = freshKey();
+    await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
+    const notAmbiguous = await store.resolve(live, { attemptsSeen: 1, outcome: 'failed', error: 'x' }).catch((e: unknown) => e);
+    expect(notAmbiguous).toBeInstanceOf(NotAmbiguousError);
+    expect(notAmbiguous).toMatchObject({ code: 'receipt.not_ambiguous', observed: { status: 'running', attempts: 1 } });
+
+    const resumable = freshKey();
+    await store.claim(resumable, { effect: 'resumable' });
+    await waitForLeaseExpiry(store, resumable);
+    await expect(store.resolve(resumable, { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toBeInstanceOf(NotAmbiguousError);
+
+    const opaque = freshKey();
+    await store.claim(opaque, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, opaque);
+    await expect(store.resolve(opaque, { attemptsSeen: 2, outcome: 'failed', error: 'x' })).rejects.toMatchObject({
+      code: 'receipt.fenced_out',
+      observed: { status: 'running', attempts: 1 },
+    });
+    await store.complete(opaque, 1, 'late but real');
+    await expect(store.resolve(opaque, { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toMatchObject({
+      code: 'receipt.fenced_out',
+      observed: { status: 'completed', attempts: 1 },
+    });
+    await expect(store.resolve(freshKey(), { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toMatchObject({ observed: null });
+  });
+});
+
+describe('construction', () => {
+  it('uses the trc prefix by default and a per-store owner', () => {
+    const a = new ReceiptStore({ redis: fixture.connect() });
+    const b = new ReceiptStore({ redis: fixture.connect() });
+    expect(a.prefix).toBe('trc');
+    expect(a.redisKey({ tenantId: 'a', runId: 'b', toolName: 't', argsHash: 'h' })).toBe('trc:rcpt:{a|b}:t:h');
+    expect(a.owner).toMatch(/^.+:\d+:[0-9a-f]{8}$/);
+    expect(a.owner).not.toBe(b.owner);
+  });
+
+  it('works again after SCRIPT FLUSH (EVALSHA falls back on NOSCRIPT)', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await redis.script('FLUSH');
+    expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('wait');
+    await store.complete(key, 1, 1);
+  });
+});
