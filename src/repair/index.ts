@@ -18,15 +18,15 @@ export {
   toolUses,
 } from './types.js';
 export { DuplicateToolNameError, ArgumentConflictError, InvalidAliasError } from './errors.js';
-export { deepEqual, DEEP_EQUAL_MAX_DEPTH } from './deep-equal.js';
 export { destructiveMatcher } from './destructive.js';
 export { decodeToolInput, decodeDoubleEncodedInputs, DECODE_MAX_DEPTH, type DecodedInput } from './decode.js';
 export { guardReshaped, type GuardVerdict } from './guard.js';
 export {
   type ToolUseValidator,
-  type ParseOutcome,
+  type ToolInputParseOutcome,
   zodToolUseValidator,
   parseToolInput,
+  parseToolInputAsync,
   validateMessage,
 } from './validator.js';
 export { type Reshaper, type ReshapeRequest } from './reshaper.js';
@@ -48,6 +48,7 @@ export {
 } from './normalize.js';
 export {
   prepareToolInput,
+  prepareToolInputAsync,
   type PreparableTool,
   type PrepareFailureReason,
   type PreparedToolInput,

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import type { ParamAliases } from './aliases.js';
-import { normalizeToolInput, type InputCorrection } from './normalize.js';
+import { normalizeToolInput, type InputCorrection, type NormalizedInput } from './normalize.js';
 import type { ValidationIssue } from './types.js';
-import { parseToolInput } from './validator.js';
+import { parseToolInput, parseToolInputAsync, type ToolInputParseOutcome } from './validator.js';
 
 /** What {@link prepareToolInput} needs to know about a tool. */
 export interface PreparableTool {
@@ -52,7 +52,23 @@ export type PreparedToolInput =
  * Pure: the given input is not mutated.
  */
 export function prepareToolInput(rawInput: unknown, tool: PreparableTool): PreparedToolInput {
-  const { input, corrections, conflict } = normalizeToolInput(rawInput, tool);
+  const normalized = normalizeToolInput(rawInput, tool);
+  if (normalized.conflict !== undefined || tool.schema === null) return settle(normalized, tool, null);
+  return settle(normalized, tool, parseToolInput(tool.schema, normalized.input, tool.name));
+}
+
+/**
+ * {@link prepareToolInput} with asynchronous validation, for schemas that
+ * have async refinements or transforms.
+ */
+export async function prepareToolInputAsync(rawInput: unknown, tool: PreparableTool): Promise<PreparedToolInput> {
+  const normalized = normalizeToolInput(rawInput, tool);
+  if (normalized.conflict !== undefined || tool.schema === null) return settle(normalized, tool, null);
+  return settle(normalized, tool, await parseToolInputAsync(tool.schema, normalized.input, tool.name));
+}
+
+function settle(normalized: NormalizedInput, tool: PreparableTool, parsed: ToolInputParseOutcome | null): PreparedToolInput {
+  const { input, corrections, conflict } = normalized;
   if (conflict !== undefined) {
     const message = `parameter "${conflict.param}" was sent under several keys: ${conflict.keys.join(', ')}`;
     return {
@@ -62,9 +78,8 @@ export function prepareToolInput(rawInput: unknown, tool: PreparableTool): Prepa
       corrections,
     };
   }
-  if (tool.schema === null) return { ok: true, input, parsed: input, corrections };
-  const outcome = parseToolInput(tool.schema, input, tool.name);
-  if (outcome.ok) return { ok: true, input, parsed: outcome.data, corrections };
+  if (parsed === null) return { ok: true, input, parsed: input, corrections };
+  if (parsed.ok) return { ok: true, input, parsed: parsed.data, corrections };
   const reason = tool.destructive === true ? 'refused_destructive' : 'invalid';
-  return { ok: false, reason, issues: outcome.issues, corrections };
+  return { ok: false, reason, issues: parsed.issues, corrections };
 }

@@ -34,24 +34,34 @@ export function zodToolUseValidator(tools: ToolSchemas): ToolUseValidator {
 }
 
 /** The outcome of checking one input against a zod schema. */
-export type ParseOutcome = { ok: true; data: unknown } | { ok: false; issues: ValidationIssue[] };
+export type ToolInputParseOutcome = { ok: true; data: unknown } | { ok: false; issues: ValidationIssue[] };
 
 /**
  * Parses one input with a zod schema, reporting failures as `invalid_input`
  * issues for `toolName`. A schema that throws while parsing (a failing
  * transform, an async refinement) counts as one issue rather than escaping.
  */
-export function parseToolInput(schema: z.ZodType, input: unknown, toolName: string): ParseOutcome {
-  let result: ReturnType<z.ZodType['safeParse']>;
+export function parseToolInput(schema: z.ZodType, input: unknown, toolName: string): ToolInputParseOutcome {
   try {
-    result = schema.safeParse(input);
+    return outcomeOf(schema.safeParse(input), toolName);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return {
-      ok: false,
-      issues: [{ code: 'invalid_input', toolName, path: [], message: `the schema could not check this input: ${reason}` }],
-    };
+    return threw(error, toolName);
   }
+}
+
+/**
+ * {@link parseToolInput} for schemas with asynchronous refinements or
+ * transforms, which a synchronous parse reports as an issue.
+ */
+export async function parseToolInputAsync(schema: z.ZodType, input: unknown, toolName: string): Promise<ToolInputParseOutcome> {
+  try {
+    return outcomeOf(await schema.safeParseAsync(input), toolName);
+  } catch (error) {
+    return threw(error, toolName);
+  }
+}
+
+function outcomeOf(result: ReturnType<z.ZodType['safeParse']>, toolName: string): ToolInputParseOutcome {
   if (result.success) return { ok: true, data: result.data };
   return {
     ok: false,
@@ -61,6 +71,14 @@ export function parseToolInput(schema: z.ZodType, input: unknown, toolName: stri
       path: issue.path.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment)),
       message: issue.message,
     })),
+  };
+}
+
+function threw(error: unknown, toolName: string): ToolInputParseOutcome {
+  const reason = error instanceof Error ? error.message : String(error);
+  return {
+    ok: false,
+    issues: [{ code: 'invalid_input', toolName, path: [], message: `the schema could not check this input: ${reason}` }],
   };
 }
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { deepEqual } from '../../src/repair/deep-equal.js';
 import {
-  deepEqual,
   destructiveMatcher,
   normalizeToolInput,
   prepareToolInput,

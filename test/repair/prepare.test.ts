@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { normalizeToolInput, prepareToolInput } from '../../src/repair/index.js';
+import { normalizeToolInput, prepareToolInput, prepareToolInputAsync } from '../../src/repair/index.js';
 import { deleteSchema, fetchSchema, searchSchema } from './fixtures.js';
 
 const fetchTool = { name: 'fetch', schema: fetchSchema, aliases: { baseUrl: ['url'] } };
@@ -65,6 +65,25 @@ describe('prepareToolInput', () => {
 
   it('accepts anything for a tool without a schema', () => {
     expect(prepareToolInput('raw', { name: 'x', schema: null })).toEqual({ ok: true, input: 'raw', parsed: 'raw', corrections: [] });
+  });
+});
+
+describe('prepareToolInputAsync', () => {
+  const schema = z.object({ name: z.string().refine(async (s) => s !== 'taken', 'name is taken') });
+
+  it('runs async refinements that a synchronous parse cannot', async () => {
+    expect(prepareToolInput({ name: 'free' }, { name: 't', schema })).toMatchObject({ ok: false, reason: 'invalid' });
+    expect(await prepareToolInputAsync({ name: 'free' }, { name: 't', schema })).toMatchObject({ ok: true, parsed: { name: 'free' } });
+    expect(await prepareToolInputAsync({ name: 'taken' }, { name: 't', schema, destructive: true })).toMatchObject({
+      ok: false,
+      reason: 'refused_destructive',
+      issues: [{ message: 'name is taken' }],
+    });
+  });
+
+  it('applies the same corrections and alias conflicts', async () => {
+    expect(await prepareToolInputAsync('{"url":"a"}', fetchTool)).toMatchObject({ ok: true, input: { baseUrl: 'a' } });
+    expect(await prepareToolInputAsync({ url: 'a', baseUrl: 'b' }, fetchTool)).toMatchObject({ ok: false, reason: 'alias_conflict' });
   });
 });
 
