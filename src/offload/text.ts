@@ -46,13 +46,26 @@ function wholeOrDefault(value: number | undefined, fallback: number): number {
 }
 
 /**
- * Resolve `get` options against a text length: missing or non-finite numbers
- * take their defaults, fractions round down, negatives become 0, and both
- * ends are clamped to the text. Windows follow `String.prototype.slice`, so a
- * window edge may fall between the halves of a surrogate pair.
+ * `get` options in whole numbers: a missing or non-finite offset is 0, a
+ * missing or non-finite limit is `undefined` (the rest of the text),
+ * fractions round down and negatives become 0.
+ */
+export function normalizeSliceOptions(options: ToolResultSliceOptions | undefined): { offset: number; limit: number | undefined } {
+  const limit = options?.limit;
+  return {
+    offset: wholeOrDefault(options?.offset, 0),
+    limit: limit === undefined || !Number.isFinite(limit) ? undefined : Math.max(0, Math.floor(limit)),
+  };
+}
+
+/**
+ * Resolve `get` options against a text length (see
+ * {@link normalizeSliceOptions}), clamping both ends to the text. Windows
+ * follow `String.prototype.slice`, so a window edge may fall between the
+ * halves of a surrogate pair.
  */
 export function resolveSliceWindow(options: ToolResultSliceOptions | undefined, total: number): SliceWindow {
-  const start = Math.min(wholeOrDefault(options?.offset, 0), total);
-  const limit = wholeOrDefault(options?.limit, total);
-  return { start, end: Math.min(total, start + limit) };
+  const { offset, limit } = normalizeSliceOptions(options);
+  const start = Math.min(offset, total);
+  return { start, end: limit === undefined ? total : Math.min(total, start + limit) };
 }
