@@ -1,0 +1,127 @@
+/**
+ * Reading receipts back: one, a whole run, and every ambiguous one.
+ */
+import { describe, expect, it } from 'vitest';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from './helpers.js';
+
+const fixture = useRedis();
+
+describe('inspect', () => {
+  it('returns every documented field, typed, and null for no receipt', async () => {
+    const store = fixture.store({ retentionMs: 60_000 });
+    const key = freshKey({ tenantId: 'acme {eu}', runId: 'run:7|b', toolName: 'send email\n' });
+    expect(await store.inspect(key)).toBeNull();
+    const claimed = await store.claim(key, { effect: 'resumable', leaseMs: 30_000, owner: 'w-1' });
+    await store.recordStep(key, 1, 'render', { bytes: 12 });
+    await store.fail(key, 1, { error: 'smtp down', tier: 'neutral' });
+    const record = await store.inspect(key);
+    expect(record).toMatchObject({
+      key,
+      redisKey: store.redisKey(key),
+      status: 'failed',
+      attempts: 1,
+      leaseUntilMs: null,
+      leaseExpired: false,
+      owner: 'w-1',
+      effect: 'resumable',
+      error: 'smtp down',
+      tier: 'neutral',
+      ambiguousMs: null,
+      resolvedMs: null,
+      steps: { render: { bytes: 12 } },
+    });
+    expect(record!.createdMs).toBe(claimed.leaseUntilMs! - 30_000);
+    expect(record!.completedMs).toBeGreaterThanOrEqual(record!.createdMs);
+    expect(record!.updatedMs).toBe(record!.completedMs);
+    expect(record!.ttlMs).toBeGreaterThan(50_000);
+    expect('result' in record!).toBe(false);
+  });
+
+  it('stores no raw arguments: only the four key parts and bookkeeping', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, 1, { ok: 1 });
+    const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
+    expect(fields).toEqual(
+      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'owner', 'result', 'run', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
+    );
+  });
+});
+
+describe('listRun', () => {
+  it("lists a run's receipts oldest first, and only that run's", async () => {
+    const store = fixture.store();
+    const base = freshKey();
+    const tools = ['c', 'a', 'b'];
+    for (const toolName of tools) {
+      await store.claim({ ...base, toolName }, { effect: 'opaque' });
+      // Let the server clock move past this creation time so the next score differs.
+      await waitUntil(
+        () => store.inspect({ ...base, toolName }),
+        (r) => r !== null && r.readAtMs > r.createdMs,
+      );
+    }
+    await store.claim({ ...base, runId: `${base.runId}-other` }, { effect: 'opaque' });
+    await store.claim({ ...base, tenantId: `${base.tenantId}-other` }, { effect: 'opaque' });
+    const listed = await store.listRun(base.tenantId, base.runId);
+    expect(listed.map((r) => r.key.toolName)).toEqual(tools);
+    expect(listed.every((r) => r.key.runId === base.runId && r.key.tenantId === base.tenantId)).toBe(true);
+    expect(await store.listRun('nobody', 'nothing')).toEqual([]);
+  });
+
+  it('drops and prunes entries whose receipt has expired', async () => {
+    const store = fixture.store({ retentionMs: 200 });
+    const keeper = fixture.store({ retentionMs: 60_000 });
+    const redis = fixture.connect();
+    const base = freshKey();
+    const short = { ...base, toolName: 'short' };
+    const long = { ...base, toolName: 'long' };
+    await keeper.claim(long, { effect: 'opaque' });
+    await keeper.claim(short, { effect: 'opaque' });
+    await store.complete(short, 1, 'x');
+    await waitUntil(() => store.inspect(short), (r) => r === null, 10_000, 'expiry');
+    expect(await redis.zcard(store.runIndexKey(base.tenantId, base.runId))).toBe(2);
+    expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['long']);
+    expect(await redis.zrange(store.runIndexKey(base.tenantId, base.runId), 0, -1)).toEqual([store.redisKey(long)]);
+  });
+});
+
+describe('listAmbiguous', () => {
+  it('finds flagged and expired opaque receipts under its prefix only', async () => {
+    const prefix = `${fixture.handle().prefix}:amb`;
+    const store = fixture.store({ prefix, leaseMs: 150 });
+    const otherPrefix = fixture.store({ prefix: `${prefix}:rcpt:x`, leaseMs: 150 });
+
+    const flagged = freshKey({ toolName: 'flagged' });
+    const unflaggedOpaque = freshKey({ toolName: 'opaque-unflagged' });
+    const resumableFlagged = freshKey({ toolName: 'resumable-flagged' });
+    const resumable = freshKey({ toolName: 'resumable' });
+    const live = freshKey({ toolName: 'live' });
+    const settled = freshKey({ toolName: 'settled' });
+    const foreign = freshKey({ toolName: 'foreign' });
+
+    await store.claim(flagged, { effect: 'opaque' });
+    await store.claim(unflaggedOpaque, { effect: 'opaque' });
+    await store.claim(resumableFlagged, { effect: 'resumable' });
+    await store.claim(resumable, { effect: 'resumable' });
+    await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
+    await store.claim(settled, { effect: 'opaque' });
+    await store.complete(settled, 1, 'ok');
+    await otherPrefix.claim(foreign, { effect: 'opaque' });
+    for (const k of [flagged, unflaggedOpaque, resumableFlagged, resumable]) await waitForLeaseExpiry(store, k);
+    await waitForLeaseExpiry(otherPrefix, foreign);
+    await store.claim(flagged, { effect: 'opaque' });
+    // A resumable receipt is ambiguous to a caller that says the call is opaque.
+    expect((await store.claim(resumableFlagged, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+
+    const found = await store.listAmbiguous({ count: 2 });
+    expect(found.map((r) => r.key.toolName).sort()).toEqual(['flagged', 'opaque-unflagged', 'resumable-flagged']);
+    expect(found.find((r) => r.key.toolName === 'flagged')!.ambiguousMs).not.toBeNull();
+    expect(found.find((r) => r.key.toolName === 'opaque-unflagged')!.ambiguousMs).toBeNull();
+
+    await store.resolve(flagged, { attemptsSeen: 1, outcome: 'failed', error: 'checked: never sent' });
+    expect((await store.listAmbiguous()).map((r) => r.key.toolName).sort()).toEqual(['opaque-unflagged', 'resumable-flagged']);
+  });
+});

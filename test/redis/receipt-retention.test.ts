@@ -1,0 +1,102 @@
+/**
+ * Every transition sets a TTL: running receipts outlive their lease, settled
+ * ones expire retentionMs after settling, ambiguous ones are kept.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from './helpers.js';
+
+const fixture = useRedis();
+
+/** PTTL of two keys read at one instant (in one MULTI). */
+async function pttls(redis: Redis, a: string, b: string): Promise<[number, number]> {
+  const replies = (await redis.multi().pttl(a).pttl(b).exec()) ?? [];
+  return [Number(replies[0]?.[1]), Number(replies[1]?.[1])];
+}
+
+describe('retention', () => {
+  it('a running receipt lives lease + retention; the run index at least as long', async () => {
+    const store = fixture.store({ retentionMs: 50_000 });
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque', leaseMs: 20_000 });
+    const [pttl, indexPttl] = await pttls(redis, store.redisKey(key), store.runIndexKey(key.tenantId, key.runId));
+    expect(pttl).toBeGreaterThan(60_000);
+    expect(pttl).toBeLessThanOrEqual(70_000);
+    expect(indexPttl).toBeGreaterThanOrEqual(pttl);
+  });
+
+  it('never expires while its lease is live, even with a retention far shorter than the lease', async () => {
+    const store = fixture.store({ retentionMs: 100 });
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable', leaseMs: 600 });
+    // Until the server says the lease is over, the receipt must be there.
+    await waitUntil(
+      () => store.inspect(key),
+      (record) => {
+        expect(record).not.toBeNull();
+        return record!.leaseExpired;
+      },
+      10_000,
+      'lease expiry',
+    );
+    // After lease + retention it is gone, and the same call executes afresh.
+    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'expiry');
+    expect((await store.claim(key, { effect: 'resumable' })).decision).toEqual({ kind: 'execute', attempt: 1 });
+  });
+
+  it('a heartbeat extends the TTL with the lease, and never shortens it', async () => {
+    const store = fixture.store({ retentionMs: 10_000 });
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'resumable', leaseMs: 1_000 });
+    await store.heartbeat(key, 1, 100_000);
+    expect(await redis.pttl(store.redisKey(key))).toBeGreaterThan(100_000);
+    await store.heartbeat(key, 1, 1_000);
+    expect(await redis.pttl(store.redisKey(key))).toBeGreaterThan(100_000);
+    expect(await redis.pttl(store.runIndexKey(key.tenantId, key.runId))).toBeGreaterThan(100_000);
+  });
+
+  it.each(['complete', 'fail'] as const)('after %s the receipt expires retentionMs later; a late retry then executes again', async (how) => {
+    const store = fixture.store({ retentionMs: 300 });
+    const longer = fixture.store({ retentionMs: 60_000 });
+    const redis = fixture.connect();
+    const key = freshKey();
+    await longer.claim(key, { effect: 'opaque', leaseMs: 60_000 });
+    if (how === 'complete') await store.complete(key, 1, 'r');
+    else await store.fail(key, 1, { error: 'e' });
+    const pttl = await redis.pttl(store.redisKey(key));
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(300);
+    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'settled receipt to expire');
+    // Forgotten: a very late retry is indistinguishable from a first call.
+    expect((await store.claim(key, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
+  });
+
+  it('an ambiguous receipt is kept at least retentionMs after each claim that finds it so', async () => {
+    const store = fixture.store({ retentionMs: 5_000 });
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque', leaseMs: 150 });
+    await waitForLeaseExpiry(store, key);
+    const before = await redis.pttl(store.redisKey(key));
+    expect(before).toBeLessThanOrEqual(5_000);
+    expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+    const [after, indexAfter] = await pttls(redis, store.redisKey(key), store.runIndexKey(key.tenantId, key.runId));
+    expect(after).toBeGreaterThan(4_000);
+    expect(after).toBeGreaterThanOrEqual(before);
+    expect(indexAfter).toBeGreaterThanOrEqual(after);
+  });
+
+  it('a resolved receipt expires retentionMs after the resolution', async () => {
+    const store = fixture.store({ retentionMs: 20_000 });
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque', leaseMs: 150 });
+    await waitForLeaseExpiry(store, key);
+    await store.resolve(key, { attemptsSeen: 1, outcome: 'completed', result: 1 });
+    const pttl = await redis.pttl(store.redisKey(key));
+    expect(pttl).toBeGreaterThan(15_000);
+    expect(pttl).toBeLessThanOrEqual(20_000);
+  });
+});
