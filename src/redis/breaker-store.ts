@@ -1,0 +1,143 @@
+/**
+ * Per-run circuit breaker for tools: counts failures and consecutive
+ * rejections of each tool in a run, and removes the tool for the rest of the
+ * run once a limit is reached (or at once, for a destructive failure).
+ */
+import type { Redis } from 'ioredis';
+import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
+import { InvalidReceiptInputError, UnexpectedScriptReplyError } from './errors.js';
+import { DEFAULT_KEY_PREFIX, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
+import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
+import { defineScripts, runScript } from './scripts.js';
+
+/** How a {@link BreakerStore} talks to Redis. */
+export interface BreakerStoreOptions {
+  redis: Redis;
+  /** Key prefix, default `trc`; use the receipt store's so a run's keys share a slot. */
+  prefix?: string;
+  /** TTL of a run's breaker hash, refreshed on every record, in ms. Default 24 h. */
+  retentionMs?: number;
+  /** Failures that remove a tool. Default `MAX_TOOL_FAILURES` (5). */
+  maxFailures?: number;
+  /** Consecutive rejections that remove a tool. Default `MAX_TOOL_REJECTIONS` (5). */
+  maxRejections?: number;
+}
+
+/** Outcome of recording a failure. */
+export interface FailureRecord {
+  /** Failures of this tool in this run so far, this one included. */
+  readonly failures: number;
+  /** Whether the tool is removed for the run (now or earlier). */
+  readonly removed: boolean;
+  /** True only for the record that removed it. */
+  readonly removedNow: boolean;
+}
+
+/** Outcome of recording a rejection. */
+export interface RejectionRecord {
+  /** The current streak of consecutive rejections, this one included. */
+  readonly rejections: number;
+  readonly removed: boolean;
+  readonly removedNow: boolean;
+}
+
+/**
+ * Circuit-breaker counters in one hash per run,
+ * `<prefix>:brk:{<tenant>|<run>}`, in the same Redis Cluster slot as the
+ * run's receipts. Fields are `<tool>:failures`, `<tool>:rejections` and
+ * `<tool>:removed` (the reason), with the tool name percent-encoded. Each
+ * record is one atomic script; the hash expires `retentionMs` after the last
+ * record.
+ */
+export class BreakerStore {
+  readonly prefix: string;
+  private readonly redis: Redis;
+  private readonly retentionMs: number;
+  private readonly maxFailures: number;
+  private readonly maxRejections: number;
+
+  constructor(options: BreakerStoreOptions) {
+    this.redis = options.redis;
+    this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
+    this.retentionMs = positive(options.retentionMs ?? 86_400_000, 'retentionMs');
+    this.maxFailures = positive(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
+    this.maxRejections = positive(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');
+    defineScripts(this.redis, BREAKER_SCRIPTS);
+  }
+
+  /** The key of a run's breaker hash. */
+  redisKey(tenantId: string, runId: string): string {
+    return breakerRedisKey(this.prefix, tenantId, runId);
+  }
+
+  private async record(
+    kind: 'failure' | 'rejection' | 'success',
+    tenantId: string,
+    runId: string,
+    toolName: string,
+    limit: number,
+    removeNow: boolean,
+    reason: string,
+  ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
+    const reply = await runScript(this.redis, SCRIPT.breakerRecord, [this.redisKey(tenantId, runId)], [
+      kind,
+      encodeKeyComponent(toolName),
+      limit,
+      removeNow ? '1' : '0',
+      reason,
+      this.retentionMs,
+    ]);
+    if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((v) => typeof v === 'number')) {
+      throw new UnexpectedScriptReplyError(SCRIPT.breakerRecord, reply);
+    }
+    const [count, removed, removedNow] = reply as number[];
+    return { count: count ?? 0, removed: removed === 1, removedNow: removedNow === 1 };
+  }
+
+  /**
+   * Counts a failure of `toolName` in the run. The tool is removed when the
+   * count reaches the limit, or at once with `removeNow` (the destructive
+   * tier). `reason` is kept as the removal reason when this record removes it.
+   */
+  async recordFailure(
+    tenantId: string,
+    runId: string,
+    toolName: string,
+    options: { removeNow?: boolean; reason?: string } = {},
+  ): Promise<FailureRecord> {
+    const reason =
+      options.reason ||
+      (options.removeNow ? 'removed after a destructive failure' : `removed after ${this.maxFailures} failures`);
+    const r = await this.record('failure', tenantId, runId, toolName, this.maxFailures, options.removeNow ?? false, reason);
+    return { failures: r.count, removed: r.removed, removedNow: r.removedNow };
+  }
+
+  /** Counts a rejection; the tool is removed when the consecutive streak reaches the limit. */
+  async recordRejection(
+    tenantId: string,
+    runId: string,
+    toolName: string,
+    options: { reason?: string } = {},
+  ): Promise<RejectionRecord> {
+    const reason = options.reason || `removed after ${this.maxRejections} consecutive rejections`;
+    const r = await this.record('rejection', tenantId, runId, toolName, this.maxRejections, false, reason);
+    return { rejections: r.count, removed: r.removed, removedNow: r.removedNow };
+  }
+
+  /** Records a successful call: resets the rejection streak (failures are kept). */
+  async recordSuccess(tenantId: string, runId: string, toolName: string): Promise<void> {
+    await this.record('success', tenantId, runId, toolName, this.maxRejections, false, '');
+  }
+
+  /** The removal reason when the tool is removed for the run, else `null`. */
+  async removal(tenantId: string, runId: string, toolName: string): Promise<string | null> {
+    return this.redis.hget(this.redisKey(tenantId, runId), `${encodeKeyComponent(toolName)}:removed`);
+  }
+}
+
+function positive(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
