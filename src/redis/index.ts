@@ -1,0 +1,37 @@
+export {
+  ReceiptStore,
+  DEFAULT_LEASE_MS,
+  DEFAULT_RETENTION_MS,
+  type ReceiptStoreOptions,
+  type ClaimOptions,
+  type ClaimResult,
+  type Resolution,
+} from './receipt-store.js';
+export { type ReceiptRecord } from './receipt-record.js';
+export {
+  BreakerStore,
+  type BreakerStoreOptions,
+  type FailureRecord,
+  type RejectionRecord,
+} from './breaker-store.js';
+export {
+  FencedOutError,
+  NotAmbiguousError,
+  ReceiptValueNotSerializableError,
+  InvalidReceiptInputError,
+  UnexpectedScriptReplyError,
+  type ObservedFence,
+  type ReceiptStatus,
+} from './errors.js';
+export {
+  DEFAULT_KEY_PREFIX,
+  InvalidKeyPrefixError,
+  encodeKeyComponent,
+  decodeKeyComponent,
+  runHashTag,
+  receiptRedisKey,
+  runIndexRedisKey,
+  breakerRedisKey,
+  receiptScanPattern,
+} from './keys.js';
+export { defineScripts, ScriptDefinitionError, type ScriptDefinition } from './scripts.js';
