@@ -31,3 +31,19 @@ export {
   NeverStartedError,
   DestructiveRanError,
 } from './tiers.js';
+export {
+  classifyToolCallJournal,
+  isJournalEmpty,
+  findCompletedJournalEntry,
+  buildResumeJournalNote,
+  journalFromReceipts,
+  JOURNAL_NOTE_MAX_RESULT_CHARS,
+  JOURNAL_NOTE_MAX_INPUT_CHARS,
+  type JournalEvent,
+  type JournalToolStartEvent,
+  type JournalToolDoneEvent,
+  type JournalClearEvent,
+  type ToolCallJournal,
+  type ToolCallJournalEntry,
+  type JournalReceiptRecord,
+} from './journal.js';

@@ -1,0 +1,41 @@
+/**
+ * One worker process of the demo fleet. Started (and SIGKILLed) by
+ * scripts/demo.ts; reads its settings from the environment.
+ */
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { withToolReceipts } from '../src/index.js';
+import { outboxTools } from '../examples/outbox-tools.js';
+
+const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const prefix = process.env.DEMO_PREFIX ?? 'demo';
+const queueName = process.env.DEMO_QUEUE ?? 'tool-calls';
+const leaseMs = Number(process.env.DEMO_LEASE_MS ?? 1500);
+
+const redis = new Redis(url, { maxRetriesPerRequest: null });
+const { sendEmail, createTicket } = outboxTools(redis, prefix, { effectMs: 60 });
+const processor = withToolReceipts({
+  redis,
+  tools: [sendEmail, createTicket],
+  prefix,
+  leaseMs,
+  waitJitterMs: 200,
+  logger: pino({ level: process.env.DEMO_LOG_LEVEL ?? 'silent' }),
+});
+const stats = `${prefix}:demo:stats`;
+processor.events.on('decision', (e) => void redis.hincrby(stats, e.decision, 1));
+processor.events.on('fencedOut', () => void redis.hincrby(stats, 'fencedOut', 1));
+
+const worker = new Worker(queueName, processor, {
+  connection: new Redis(url, { maxRetriesPerRequest: null }),
+  prefix,
+  concurrency: 8,
+  // Short locks and stall checks so a killed worker's jobs come back within seconds.
+  lockDuration: 2000,
+  stalledInterval: 1000,
+  maxStalledCount: 100,
+});
+processor.attach(worker);
+worker.on('error', () => undefined);
+worker.on('ready', () => process.send?.({ type: 'ready' }));

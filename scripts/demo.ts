@@ -1,0 +1,138 @@
+/**
+ * The demo: a fleet of real BullMQ worker processes runs a few hundred jobs of
+ * tool calls while workers are SIGKILLed mid-effect, then it counts the outbox.
+ *
+ *   npm run demo
+ *
+ * Redis: REDIS_URL if set, else a throwaway redis-server on a free port, else
+ * it asks you to run `docker compose up -d`.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { ReceiptStore } from '../src/index.js';
+import { duplicateEffects, providerDeduped, readOutbox } from '../examples/outbox-tools.js';
+import { findOnPath } from '../test/support/redis-process.js';
+import { startRedis, type RedisHandle } from '../test/support/redis.js';
+
+const WORKERS = 4;
+const JOBS = 300;
+const DEADLINE_MS = 50_000;
+const KILL_EVERY_MS = 1200;
+const workerScript = fileURLToPath(new URL('./demo-worker.ts', import.meta.url));
+
+async function redisForDemo(): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => undefined };
+  if (!findOnPath('redis-server')) {
+    console.error('No Redis: run `docker compose up -d` and then `REDIS_URL=redis://127.0.0.1:6379 npm run demo`.');
+    process.exit(2);
+  }
+  const handle: RedisHandle = await startRedis();
+  return { url: handle.url, stop: () => handle.stop() };
+}
+
+function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = fork(workerScript, [], { env, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`demo worker exited early (code ${code})`)));
+  });
+}
+
+/** A turn's tool calls. Every third job is enqueued twice, as a redelivered or retried turn would be. */
+function callsFor(i: number) {
+  const calls = [
+    { id: `toolu_${i}_a`, name: 'send_email', input: { to: `user${i}@example.test`, subject: `Order ${i} shipped` } },
+  ];
+  if (i % 2 === 0) calls.push({ id: `toolu_${i}_b`, name: 'create_ticket', input: { title: `Follow up order ${i}` } as never });
+  return calls;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const redisServer = await redisForDemo();
+  const prefix = `demo${randomBytes(3).toString('hex')}`;
+  const env = { ...process.env, REDIS_URL: redisServer.url, DEMO_PREFIX: prefix, DEMO_QUEUE: 'tool-calls', DEMO_LEASE_MS: '1500' };
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
+  const queue = new Queue('tool-calls', { connection: redis, prefix });
+
+  console.log(`Starting ${WORKERS} worker processes (prefix ${prefix}) ...`);
+  const fleet = await Promise.all(Array.from({ length: WORKERS }, () => spawnWorker(env)));
+  let kills = 0;
+
+  let jobs = 0;
+  for (let i = 0; i < JOBS; i++) {
+    const data = { tenantId: 'acme', runId: `run-${i % 40}`, calls: callsFor(i) };
+    const opts = { attempts: 5, backoff: { type: 'fixed', delay: 200 }, removeOnComplete: false, removeOnFail: false };
+    await queue.add('turn', data, opts);
+    jobs++;
+    if (i % 3 === 0) {
+      await queue.add('turn', data, opts);
+      jobs++;
+    }
+  }
+  console.log(`Enqueued ${jobs} jobs; SIGKILLing a worker every ${KILL_EVERY_MS} ms while they run ...`);
+
+  const killer = setInterval(() => {
+    const victim = Math.floor(Math.random() * fleet.length);
+    fleet[victim]?.kill('SIGKILL');
+    kills++;
+    spawnWorker(env).then((w) => (fleet[victim] = w), () => undefined);
+  }, KILL_EVERY_MS);
+
+  let counts = await queue.getJobCounts();
+  while (Date.now() - started < DEADLINE_MS) {
+    counts = await queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
+    if ((counts.completed ?? 0) + (counts.failed ?? 0) >= jobs) break;
+    // Stop the chaos for the tail so stalled jobs can drain.
+    if (Date.now() - started > DEADLINE_MS * 0.6) clearInterval(killer);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  clearInterval(killer);
+
+  const outbox = await readOutbox(redis, prefix);
+  const dupes = duplicateEffects(outbox);
+  const stats = await redis.hgetall(`${prefix}:demo:stats`);
+  const store = new ReceiptStore({ redis, prefix });
+  const ambiguous = await store.listAmbiguous();
+  const calls = (await queue.getJobs(['completed'])).reduce((n, j) => n + (j.returnvalue?.results?.length ?? 0), 0);
+  const failed = await queue.getJobs(['failed']);
+
+  const rows: Array<[string, string | number]> = [
+    ['jobs enqueued (1 in 3 twice)', jobs],
+    ['jobs completed / failed', `${counts.completed ?? 0} / ${counts.failed ?? 0}`],
+    ['workers SIGKILLed', kills],
+    ['tool calls answered', calls],
+    ['decisions: executed', stats.execute ?? 0],
+    ['decisions: replayed', stats.replay ?? 0],
+    ['decisions: waited', stats.wait ?? 0],
+    ['decisions: ambiguous', stats.ambiguous ?? 0],
+    ['attempts fenced out', stats.fencedOut ?? 0],
+    ['effects in the outbox', outbox.length],
+    ['repeats absorbed by the ticket provider', Object.values(await providerDeduped(redis, prefix)).reduce((a, b) => a + b, 0)],
+    ['DUPLICATE EFFECTS', dupes.length],
+  ];
+  console.log('');
+  for (const [label, value] of rows) console.log(`  ${label.padEnd(42)} ${value}`);
+  console.log('');
+  if (ambiguous.length > 0) {
+    console.log(`Ambiguous receipts (an email may or may not have gone out; not repeated, listed for an operator):`);
+    for (const r of ambiguous.slice(0, 10)) console.log(`  redis-cli HGETALL '${r.redisKey}'`);
+    if (ambiguous.length > 10) console.log(`  ... and ${ambiguous.length - 10} more`);
+    console.log(`Failed jobs carry the reason, e.g.: ${failed[0]?.failedReason?.slice(0, 160) ?? '(none)'}`);
+  }
+  console.log(`Finished in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+
+  for (const w of fleet) w.kill('SIGKILL');
+  await queue.close();
+  redis.disconnect();
+  await redisServer.stop();
+  process.exit(dupes.length === 0 ? 0 : 1);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto';
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
+import { FencedOutError } from '../redis/errors.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ToolContext } from './define-tool.js';
+
+/** A stable idempotency key for every attempt of one call: a digest of the receipt key. */
+export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
+  return `trc_${createHash('sha256').update(toolCallReceiptKeyString(key), 'utf8').digest('hex').slice(0, 40)}`;
+}
+
+/** Everything needed to build the `ctx` of one execution. */
+export interface CallContextInput {
+  readonly store: ReceiptStore;
+  readonly key: ToolCallReceiptKey;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly sessionId: string | undefined;
+  readonly callId: string;
+  readonly job: Job;
+  readonly logger: Logger;
+  /** Steps recorded by earlier attempts (empty on attempt 1). */
+  readonly recordedSteps: Record<string, unknown>;
+  /** Called when a step write finds the fence closed. */
+  readonly onFencedOut: (error: FencedOutError) => void;
+}
+
+/**
+ * Build the {@link ToolContext} of one execution. `step` replays a value an
+ * earlier attempt recorded, and otherwise runs the sub-operation and records
+ * its value under this attempt's fence before returning it.
+ */
+export function createToolContext(input: CallContextInput): ToolContext {
+  const recorded = new Map(Object.entries(input.recordedSteps));
+  return {
+    signal: input.signal,
+    attempt: input.attempt,
+    tenantId: input.tenantId,
+    runId: input.runId,
+    sessionId: input.sessionId,
+    callId: input.callId,
+    job: input.job,
+    logger: input.logger,
+    idempotencyKey: idempotencyKeyFor(input.key),
+    async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
+      if (recorded.has(name)) return recorded.get(name) as T;
+      input.signal.throwIfAborted();
+      const value = await fn();
+      try {
+        await input.store.recordStep(input.key, input.attempt, name, value);
+      } catch (error) {
+        if (error instanceof FencedOutError) input.onFencedOut(error);
+        throw error;
+      }
+      recorded.set(name, value);
+      return value;
+    },
+  };
+}

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { EffectResumability } from '../core/decision.js';
+import { ToolReceiptsError } from '../core/errors.js';
+
+/** What a tool's `execute` receives besides its arguments. */
+export interface ToolContext {
+  /** Aborted when this attempt loses its receipt lease, its BullMQ lock, or the worker shuts down. */
+  readonly signal: AbortSignal;
+  /** The attempt number this execution holds on the receipt (1 for the first). */
+  readonly attempt: number;
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly sessionId: string | undefined;
+  /** The model's tool_use id for this call. */
+  readonly callId: string;
+  readonly job: Job;
+  readonly logger: Logger;
+  /**
+   * The same string for every attempt of this call (it derives from the
+   * receipt key). Hand it to providers that deduplicate requests, such as
+   * payment or email APIs, so even an attempt that outlived its lease cannot
+   * cause a second effect there.
+   */
+  readonly idempotencyKey: string;
+  /**
+   * Run a named sub-operation once per call. Its return value is recorded on
+   * the receipt under this attempt's fence; a later attempt that takes over a
+   * resumable call gets the recorded value back without running `fn` again.
+   * Values must be JSON-serializable.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+}
+
+/**
+ * MCP tool annotations. They are hints from whoever wrote the tool; explicit
+ * flags on {@link defineTool} and the wrapper's `destructiveTools` patterns
+ * win over them.
+ */
+export interface ToolAnnotations {
+  readonly readOnlyHint?: boolean;
+  readonly destructiveHint?: boolean;
+  readonly idempotentHint?: boolean;
+  readonly openWorldHint?: boolean;
+}
+
+/** What a tool author writes. */
+export interface ToolSpec<S extends z.ZodType> {
+  /** Letters, digits, `_` and `-`, at most 64 characters (what model APIs accept). */
+  readonly name: string;
+  readonly description?: string;
+  /** Validates the model's input; `execute` receives its parsed output. */
+  readonly input: S;
+  /** `opaque` unless every effect is recorded through `ctx.step`. */
+  readonly effect: EffectResumability;
+  readonly destructive?: boolean;
+  readonly idempotent?: boolean;
+  readonly readOnly?: boolean;
+  readonly annotations?: ToolAnnotations;
+  /** Alternative argument names models use, per parameter: `{ baseUrl: ['url'] }`. */
+  readonly aliases?: Readonly<Record<string, readonly string[]>>;
+  execute(args: z.output<S>, ctx: ToolContext): unknown;
+}
+
+/** A tool after {@link defineTool}: flags resolved, immutable. */
+export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolSpec<S> {
+  readonly destructive: boolean;
+  readonly idempotent: boolean;
+  readonly readOnly: boolean;
+  readonly openWorld: boolean;
+}
+
+/** A tool definition whose input type has been forgotten, for collections of tools. */
+export type AnyToolDefinition = ToolDefinition<z.ZodType>;
+
+/** Thrown by {@link defineTool} for a definition no model API or wrapper can use. */
+export class InvalidToolDefinitionError extends ToolReceiptsError {
+  readonly code = 'tool.invalid_definition';
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Declare a tool once. Flags resolve with MCP's defaults: a tool that is not
+ * read-only counts as destructive unless it says otherwise, and a read-only
+ * tool is idempotent. Explicit `destructive` / `idempotent` / `readOnly` win
+ * over annotation hints.
+ */
+export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefinition<S> {
+  if (!TOOL_NAME.test(spec.name)) {
+    throw new InvalidToolDefinitionError(
+      `tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`,
+    );
+  }
+  if (spec.effect !== 'opaque' && spec.effect !== 'resumable') {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque" or "resumable"`);
+  }
+  if (typeof spec.execute !== 'function') {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: execute must be a function`);
+  }
+  const hints = spec.annotations ?? {};
+  const readOnly = spec.readOnly ?? hints.readOnlyHint ?? false;
+  const destructive = spec.destructive ?? (readOnly ? false : (hints.destructiveHint ?? true));
+  const idempotent = spec.idempotent ?? (readOnly ? true : (hints.idempotentHint ?? false));
+  const openWorld = hints.openWorldHint ?? true;
+  return Object.freeze({ ...spec, readOnly, destructive, idempotent, openWorld });
+}
+
+/**
+ * The JSON Schema of a tool's input, for the tool list sent to a model.
+ * Throws {@link InvalidToolDefinitionError} when the zod schema has no JSON
+ * Schema form (a transform, for instance).
+ */
+export function toolJsonSchema(tool: AnyToolDefinition): Record<string, unknown> {
+  try {
+    return z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
+  } catch (cause) {
+    throw new InvalidToolDefinitionError(`tool ${tool.name}: its input schema has no JSON Schema form`, { cause });
+  }
+}
+
+/** Tools in the shape model APIs take: `{ name, description, input_schema }`. */
+export function toolListForModel(
+  tools: Iterable<AnyToolDefinition>,
+): Array<{ name: string; description: string; input_schema: Record<string, unknown> }> {
+  return [...tools].map((tool) => ({
+    name: tool.name,
+    description: tool.description ?? '',
+    input_schema: toolJsonSchema(tool),
+  }));
+}

@@ -1,0 +1,47 @@
+import { UnrecoverableError } from 'bullmq';
+import { ToolReceiptsError } from '../core/errors.js';
+import type { FailureTier } from '../core/tiers.js';
+
+/**
+ * A call's effect may or may not have happened and nothing can tell which.
+ * The wrapper refuses to run it again; an operator resolves the receipt.
+ */
+export class AmbiguousToolCallError extends ToolReceiptsError {
+  readonly code = 'receipt.ambiguous';
+  constructor(
+    readonly receiptKey: string,
+    readonly tool: string,
+    readonly callId: string,
+    readonly reason: string,
+  ) {
+    super(`tool call ${callId} (${tool}) is ambiguous and was not repeated: ${reason}. Receipt: ${receiptKey}`);
+  }
+}
+
+/**
+ * A tool threw. Carries the failure tier so BullMQ retry policy and the
+ * model-facing message agree.
+ */
+export class ToolCallFailedError extends ToolReceiptsError {
+  readonly code = 'tool.failed';
+  constructor(
+    readonly tool: string,
+    readonly callId: string,
+    readonly tier: FailureTier,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * BullMQ's UnrecoverableError, carrying our typed error as `cause` and its
+ * code at the front of the message (BullMQ keeps only the message as the
+ * job's `failedReason`).
+ */
+export function unrecoverable(cause: ToolReceiptsError): UnrecoverableError {
+  const error = new UnrecoverableError(`${cause.code}: ${cause.message}`);
+  (error as { cause?: unknown }).cause = cause;
+  return error;
+}

@@ -1,0 +1,49 @@
+import { EventEmitter } from 'node:events';
+import type { ReceiptDecision } from '../core/decision.js';
+import type { ToolCallOutcome } from './job-data.js';
+
+/** Identifiers every event carries, so a listener can correlate without the job. */
+export interface ToolCallEventBase {
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly tool: string;
+  readonly callId: string;
+  readonly jobId: string | undefined;
+  /** The receipt's Redis key, for `redis-cli HGETALL`. */
+  readonly receiptKey: string;
+}
+
+/** Emitted once per claimed call, with the decision and (for executions) the attempt. */
+export interface DecisionEvent extends ToolCallEventBase {
+  readonly decision: ReceiptDecision['kind'];
+  readonly attempt: number | undefined;
+}
+
+/** Emitted when a call's effect may or may not have happened. */
+export interface AmbiguousEvent extends ToolCallEventBase {
+  readonly reason: string;
+}
+
+/** Emitted when an attempt learns another attempt has taken its receipt over. */
+export interface FencedOutEvent extends ToolCallEventBase {
+  readonly attempt: number;
+  /** Which write found the fence closed. */
+  readonly during: 'heartbeat' | 'step' | 'complete' | 'fail';
+}
+
+/** Emitted after a receipt settled (completed or failed) under this attempt. */
+export interface SettledEvent extends ToolCallEventBase {
+  readonly attempt: number;
+  readonly outcome: ToolCallOutcome;
+}
+
+/** Event names and payloads of {@link ToolReceiptsEvents}. */
+export interface ToolReceiptsEventMap {
+  decision: [DecisionEvent];
+  ambiguous: [AmbiguousEvent];
+  fencedOut: [FencedOutEvent];
+  settled: [SettledEvent];
+}
+
+/** A typed event emitter for the wrapper's lifecycle. Listener errors are the listener's problem. */
+export class ToolReceiptsEvents extends EventEmitter<ToolReceiptsEventMap> {}

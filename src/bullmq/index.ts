@@ -1,0 +1,35 @@
+export {
+  defineTool,
+  toolJsonSchema,
+  toolListForModel,
+  InvalidToolDefinitionError,
+  type ToolSpec,
+  type ToolDefinition,
+  type AnyToolDefinition,
+  type ToolContext,
+  type ToolAnnotations,
+} from './define-tool.js';
+export {
+  toolCallSchema,
+  toolJobDataSchema,
+  parseToolJobData,
+  InvalidJobDataError,
+  type ToolCall,
+  type ToolJobData,
+  type ToolCallOutcome,
+  type ToolResultBlock,
+  type ToolJobResult,
+} from './job-data.js';
+export { AmbiguousToolCallError, ToolCallFailedError } from './errors.js';
+export {
+  ToolReceiptsEvents,
+  type ToolReceiptsEventMap,
+  type ToolCallEventBase,
+  type DecisionEvent,
+  type AmbiguousEvent,
+  type FencedOutEvent,
+  type SettledEvent,
+} from './events.js';
+export { idempotencyKeyFor } from './call-context.js';
+export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
+export { type RecordedToolResult } from './run-call.js';

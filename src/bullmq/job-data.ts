@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { ToolReceiptsError } from '../core/errors.js';
+
+/** One tool call as a model emits it (the `id`/`name`/`input` of a `tool_use` block). */
+export const toolCallSchema = z.object({
+  id: z.string().min(1, 'a tool call needs its tool_use id'),
+  name: z.string().min(1, 'a tool call needs a tool name'),
+  // Left open on purpose: malformed inputs (a JSON string, nulls) are repaired per tool, later.
+  input: z.unknown(),
+});
+
+/** The data of a job the wrapper processes. */
+export const toolJobDataSchema = z.object({
+  tenantId: z.string().min(1),
+  runId: z.string().min(1),
+  sessionId: z.string().min(1).optional(),
+  calls: z.array(toolCallSchema).min(1, 'a job needs at least one tool call'),
+});
+
+export type ToolCall = z.infer<typeof toolCallSchema>;
+export type ToolJobData = z.infer<typeof toolJobDataSchema>;
+
+/** How one call ended, from the wrapper's point of view. */
+export type ToolCallOutcome = 'executed' | 'replayed' | 'failed' | 'rejected' | 'ambiguous';
+
+/** One entry of the job's return value, ready to append to the conversation. */
+export interface ToolResultBlock {
+  readonly type: 'tool_result';
+  readonly tool_use_id: string;
+  readonly content: string;
+  readonly is_error?: true;
+  readonly outcome: ToolCallOutcome;
+}
+
+/** The return value of a wrapped job. */
+export interface ToolJobResult {
+  readonly results: ToolResultBlock[];
+}
+
+/** The job's data did not match {@link toolJobDataSchema}; nothing was claimed or written. */
+export class InvalidJobDataError extends ToolReceiptsError {
+  readonly code = 'job.invalid_data';
+  readonly issues: z.core.$ZodIssue[];
+  constructor(issues: z.core.$ZodIssue[]) {
+    super(`invalid tool job data: ${z.prettifyError(new z.ZodError(issues)).replace(/\n/g, '; ')}`);
+    this.issues = issues;
+  }
+}
+
+/** Parse job data or throw {@link InvalidJobDataError}. */
+export function parseToolJobData(data: unknown): ToolJobData {
+  const parsed = toolJobDataSchema.safeParse(data);
+  if (!parsed.success) throw new InvalidJobDataError(parsed.error.issues);
+  return parsed.data;
+}

@@ -1,0 +1,52 @@
+import type { Logger } from 'pino';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { FencedOutError } from '../redis/errors.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+
+/**
+ * Extends a receipt lease while a tool runs: every third of the lease, so two
+ * heartbeats can be lost before the lease lapses. When the store answers that
+ * another attempt owns the receipt, it calls `onFencedOut` once and stops.
+ * Other errors (Redis briefly unreachable) are logged and retried on the next
+ * tick; if the lease lapses meanwhile, the next heartbeat learns the outcome.
+ */
+export class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly store: ReceiptStore,
+    private readonly key: ToolCallReceiptKey,
+    private readonly attempt: number,
+    private readonly leaseMs: number,
+    private readonly logger: Logger,
+    private readonly onFencedOut: (error: FencedOutError) => void,
+  ) {}
+
+  start(): this {
+    const every = Math.max(10, Math.floor(this.leaseMs / 3));
+    this.timer = setInterval(() => void this.beat(), every);
+    this.timer.unref();
+    return this;
+  }
+
+  /** Stop beating. A heartbeat already in flight may still land; its answer is ignored. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.store.heartbeat(this.key, this.attempt, this.leaseMs);
+    } catch (error) {
+      if (this.stopped) return;
+      if (error instanceof FencedOutError) {
+        this.stop();
+        this.onFencedOut(error);
+        return;
+      }
+      this.logger.warn({ err: error, attempt: this.attempt }, 'receipt heartbeat failed; will retry');
+    }
+  }
+}

@@ -1,0 +1,154 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Job, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { pino, type Logger } from 'pino';
+import { sha256Digest, type DigestFn } from '../core/identity.js';
+import { BreakerStore } from '../redis/breaker-store.js';
+import { ReceiptStore } from '../redis/receipt-store.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import { unrecoverable } from './errors.js';
+import { ToolReceiptsEvents } from './events.js';
+import { InvalidJobDataError, parseToolJobData, type ToolJobResult } from './job-data.js';
+import { runToolCall, type CallRuntime, type RecordedToolResult } from './run-call.js';
+import { prepareCall, type InputRepairOptions } from './prepare-call.js';
+import { destructiveMatcher } from '../repair/destructive.js';
+import type { Reshaper } from '../repair/reshaper.js';
+import { assertUniqueToolNames } from '../repair/tool-names.js';
+
+/** Options of {@link withToolReceipts}. */
+export interface ToolReceiptsOptions {
+  /** The connection receipts are written through (not BullMQ's blocking one). */
+  readonly redis: Redis;
+  readonly tools: Iterable<AnyToolDefinition>;
+  /** Key prefix of receipts and breaker counters; default `trc`. */
+  readonly prefix?: string;
+  /** Receipt lease; heartbeats extend it every third. Default 30 s. */
+  readonly leaseMs?: number;
+  /** How long settled receipts are kept. Default 24 h. */
+  readonly retentionMs?: number;
+  readonly logger?: Logger;
+  /**
+   * Digest of the canonical arguments. Default {@link sha256Digest}; a
+   * multi-tenant deployment should pass `hmacSha256Digest(secret)`.
+   */
+  readonly digest?: DigestFn;
+  /** `fail` (default): the job fails unrecoverably. `report`: the model gets an error result saying the outcome is unknown. */
+  readonly onAmbiguous?: 'fail' | 'report';
+  /** Random extra delay, up to this many ms, when a job waits for a live attempt. Default 250. */
+  readonly waitJitterMs?: number;
+  /**
+   * Longest delay before a waiting job looks again, even when the live
+   * attempt's lease has longer to run. Default 2 s.
+   */
+  readonly maxWaitMs?: number;
+  /** Names this worker on the receipts it claims. Default host:pid:random. */
+  readonly owner?: string;
+  readonly events?: ToolReceiptsEvents;
+  /**
+   * Tool names (exact, case-insensitive; a trailing `*` matches a prefix)
+   * treated as destructive whatever the tools or their annotations say.
+   */
+  readonly destructiveTools?: readonly string[];
+  /** Proposes corrected arguments for invalid, non-destructive calls. */
+  readonly reshaper?: Reshaper;
+  /** Reshaper answers to try per call. Default 2. */
+  readonly maxRepairAttempts?: number;
+  /** The model that wrote the calls, passed to the reshaper. */
+  readonly backendModel?: string;
+}
+
+/** The processor, plus what a host needs to wire it to a Worker and observe it. */
+export interface ToolReceiptsProcessor {
+  (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult>;
+  readonly events: ToolReceiptsEvents;
+  readonly store: ReceiptStore;
+  readonly breaker: BreakerStore;
+  /**
+   * Listen to the worker's `lockRenewalFailed`: a job whose BullMQ lock could
+   * not be renewed may already be running elsewhere, so its in-flight tool
+   * calls are aborted. Returns a function that detaches.
+   */
+  attach(worker: Worker): () => void;
+}
+
+/**
+ * Wrap tools into a BullMQ processor that runs each call's side effect at
+ * most once. Give it to `new Worker(queue, processor, …)` and call
+ * `processor.attach(worker)`.
+ *
+ * The processor is declared with three parameters so BullMQ passes its
+ * AbortSignal (BullMQ only does so for processors of length ≥ 3).
+ */
+export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProcessor {
+  const toolList = [...options.tools];
+  assertUniqueToolNames(toolList);
+  const tools = new Map(toolList.map((tool) => [tool.name, tool]));
+  const leaseMs = options.leaseMs ?? 30_000;
+  const storeOptions = { redis: options.redis, prefix: options.prefix, leaseMs, retentionMs: options.retentionMs };
+  const store = new ReceiptStore(storeOptions);
+  const breaker = new BreakerStore(storeOptions);
+  const events = options.events ?? new ToolReceiptsEvents();
+  const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
+  const lockLost = new Map<string, AbortController>();
+  const destructivePattern = destructiveMatcher(options.destructiveTools ?? []);
+  const repairOptions: InputRepairOptions = {
+    isDestructive: (tool) => tool.destructive || destructivePattern(tool.name),
+    reshaper: options.reshaper,
+    maxAttempts: options.maxRepairAttempts,
+    backendModel: options.backendModel,
+  };
+
+  const runtime: CallRuntime = {
+    store,
+    breaker,
+    tools,
+    logger,
+    events,
+    digest: options.digest ?? sha256Digest,
+    leaseMs,
+    waitJitterMs: options.waitJitterMs ?? 250,
+    maxWaitMs: options.maxWaitMs ?? 2000,
+    onAmbiguous: options.onAmbiguous ?? 'fail',
+    owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
+    shape: async (value) => shapeResult(value),
+  };
+
+  const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
+    let data;
+    try {
+      data = parseToolJobData(job.data);
+    } catch (error) {
+      if (error instanceof InvalidJobDataError) throw unrecoverable(error);
+      throw error;
+    }
+    const lock = new AbortController();
+    const jobKey = job.id ?? '';
+    lockLost.set(jobKey, lock);
+    const scopeSignal = signal ? AbortSignal.any([signal, lock.signal]) : lock.signal;
+    try {
+      const results = [];
+      for (const call of data.calls) {
+        results.push(await runToolCall(runtime, { job, token, data, signal: scopeSignal }, call));
+      }
+      return { results };
+    } finally {
+      lockLost.delete(jobKey);
+    }
+  };
+
+  const attach = (worker: Worker): (() => void) => {
+    const onLockRenewalFailed = (jobIds: string[]) => {
+      for (const id of jobIds) lockLost.get(id)?.abort(new Error(`BullMQ lock of job ${id} could not be renewed`));
+    };
+    worker.on('lockRenewalFailed', onLockRenewalFailed);
+    return () => void worker.off('lockRenewalFailed', onLockRenewalFailed);
+  };
+
+  return Object.assign(processor, { events, store, breaker, attach });
+}
+
+function shapeResult(value: unknown): RecordedToolResult {
+  return { content: typeof value === 'string' ? value : JSON.stringify(value ?? null) };
+}

@@ -1,0 +1,252 @@
+import { DelayedError, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { ReceiptDecision } from '../core/decision.js';
+import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
+import { failureFactsOf, failureTier, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../core/tiers.js';
+import type { BreakerStore } from '../redis/breaker-store.js';
+import { FencedOutError } from '../redis/errors.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import { createToolContext } from './call-context.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import { AmbiguousToolCallError, ToolCallFailedError, unrecoverable } from './errors.js';
+import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
+import type { ToolCall, ToolCallOutcome, ToolJobData, ToolResultBlock } from './job-data.js';
+import { LeaseKeeper } from './lease-keeper.js';
+
+/** What a receipt stores as a call's result, and what a replay returns. */
+export interface RecordedToolResult {
+  readonly content: string;
+  readonly is_error?: true;
+}
+
+/** The input a call will run with, or why it will not run. */
+export type PreparedCall =
+  | { readonly ok: true; readonly rawInput: unknown; readonly args: unknown }
+  | { readonly ok: false; readonly message: string; readonly countsAsRejection: boolean };
+
+/** The wrapper's fixed collaborators, shared by every call. */
+export interface CallRuntime {
+  readonly store: ReceiptStore;
+  readonly breaker: BreakerStore;
+  readonly tools: ReadonlyMap<string, AnyToolDefinition>;
+  readonly logger: Logger;
+  readonly events: ToolReceiptsEvents;
+  readonly digest: DigestFn;
+  readonly leaseMs: number;
+  readonly waitJitterMs: number;
+  readonly maxWaitMs: number;
+  readonly onAmbiguous: 'fail' | 'report';
+  readonly owner: string;
+  /** Validates (and where provable, repairs) a call's input before anything is claimed. */
+  prepare(call: ToolCall, tool: AnyToolDefinition, signal: AbortSignal): Promise<PreparedCall>;
+  /** Turns a tool's return value into what the model sees (and the receipt stores). */
+  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
+}
+
+/** The job a call belongs to. */
+export interface JobScope {
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly data: ToolJobData;
+  /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
+  readonly signal: AbortSignal;
+}
+
+const block = (call: ToolCall, outcome: ToolCallOutcome, result: RecordedToolResult): ToolResultBlock => ({
+  type: 'tool_result',
+  tool_use_id: call.id,
+  content: result.content,
+  ...(result.is_error ? { is_error: true as const } : {}),
+  outcome,
+});
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * Run one tool call at most once: prepare its input, claim its receipt, and
+ * act on the decision. Returns the block to hand back to the model, or
+ * throws what BullMQ should see (DelayedError to come back later,
+ * UnrecoverableError to stop, any other error to retry the job).
+ */
+export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<ToolResultBlock> {
+  const started = performance.now();
+  const { tenantId, runId } = scope.data;
+  const log = rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number) =>
+    log.info({ decision, outcome, attempt, ms: Math.round(performance.now() - started) }, 'tool call');
+
+  const tool = rt.tools.get(call.name);
+  if (!tool) {
+    logDecision('reject', 'rejected');
+    return block(call, 'rejected', {
+      content: `Unknown tool "${call.name}". Nothing was run. Available tools: ${[...rt.tools.keys()].join(', ')}.`,
+      is_error: true,
+    });
+  }
+
+  const prepared = await rt.prepare(call, tool, scope.signal);
+  if (!prepared.ok) {
+    let content = prepared.message;
+    if (prepared.countsAsRejection) {
+      const streak = await rt.breaker.recordRejection(tenantId, runId, tool.name);
+      if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
+    }
+    logDecision('reject', 'rejected');
+    return block(call, 'rejected', { content, is_error: true });
+  }
+
+  const key: ToolCallReceiptKey = {
+    tenantId,
+    runId,
+    toolName: tool.name,
+    argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
+  };
+  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner });
+  const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
+  const decision: ReceiptDecision = claim.decision;
+  rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt });
+
+  switch (decision.kind) {
+    case 'replay': {
+      logDecision('replay', 'replayed');
+      return block(call, 'replayed', claim.result as RecordedToolResult);
+    }
+    case 'wait': {
+      // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
+      const remaining = claim.leaseRemainingMs ?? rt.leaseMs;
+      const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
+      logDecision('wait', 'waited');
+      await scope.job.moveToDelayed(Date.now() + delay, scope.token);
+      throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
+    }
+    case 'ambiguous': {
+      rt.events.emit('ambiguous', { ...base, reason: decision.reason });
+      log.warn({ receiptKey: claim.redisKey, reason: decision.reason, outcome: 'ambiguous' }, 'tool call outcome unknown; not repeated');
+      const error = new AmbiguousToolCallError(claim.redisKey, tool.name, call.id, decision.reason);
+      if (rt.onAmbiguous === 'report') {
+        return block(call, 'ambiguous', {
+          content: `The outcome of this ${tool.name} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
+          is_error: true,
+        });
+      }
+      throw unrecoverable(error);
+    }
+    case 'execute':
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, base, log, logDecision });
+  }
+}
+
+/** One execution's fixed facts, passed along instead of a long parameter list. */
+interface Execution {
+  readonly rt: CallRuntime;
+  readonly scope: JobScope;
+  readonly call: ToolCall;
+  readonly tool: AnyToolDefinition;
+  readonly key: ToolCallReceiptKey;
+  readonly args: unknown;
+  readonly attempt: number;
+  readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
+  readonly log: Logger;
+  readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number) => void;
+}
+
+async function execute(x: Execution): Promise<ToolResultBlock> {
+  const { rt, scope, call, tool, key, attempt, log } = x;
+  const { tenantId, runId } = scope.data;
+  const removal = await rt.breaker.removal(tenantId, runId, tool.name);
+  if (removal !== null) {
+    await rt.store.fail(key, attempt, { error: `tool removed for this run: ${removal}`, tier: 'neverStarted' });
+    x.logDecision('reject', 'rejected', attempt);
+    return block(call, 'rejected', { content: `${removal} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
+  }
+
+  // The first fence rejection wins: it aborts the tool and nothing is settled afterwards.
+  const fenced = new AbortController();
+  let fencedDuring: FencedOutEvent['during'] | undefined;
+  const onFencedOut = (during: FencedOutEvent['during']) => (error: FencedOutError) => {
+    if (fencedDuring) return;
+    fencedDuring = during;
+    rt.events.emit('fencedOut', { ...x.base, attempt, during });
+    log.warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
+    fenced.abort(error);
+  };
+  const signal = AbortSignal.any([scope.signal, fenced.signal]);
+  const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
+  const ctx = createToolContext({
+    store: rt.store, key, attempt, signal, tenantId, runId, sessionId: scope.data.sessionId,
+    callId: call.id, job: scope.job, logger: log, recordedSteps, onFencedOut: onFencedOut('step'),
+  });
+  const keeper = new LeaseKeeper(rt.store, key, attempt, rt.leaseMs, log, onFencedOut('heartbeat')).start();
+
+  let value: unknown;
+  try {
+    value = await tool.execute(x.args, ctx);
+  } catch (error) {
+    if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
+    return await settleFailure(x, error, onFencedOut('fail'));
+  } finally {
+    keeper.stop();
+  }
+  if (fencedDuring) throw fencedOutFailure(x, fencedDuring);
+
+  const result = await rt.shape(value, call, tool, scope.data);
+  try {
+    await rt.store.complete(key, attempt, result);
+  } catch (error) {
+    if (!(error instanceof FencedOutError)) throw error;
+    onFencedOut('complete')(error);
+    throw fencedOutFailure(x, 'complete', error);
+  }
+  await rt.breaker.recordSuccess(tenantId, runId, tool.name);
+  rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
+  x.logDecision('execute', 'executed', attempt);
+  return block(call, 'executed', result);
+}
+
+/**
+ * The error a fenced-out attempt leaves the job with. It is retryable: the
+ * job's next delivery claims again and finds the attempt that took over
+ * (wait) or its result (replay).
+ */
+function fencedOutFailure(x: Execution, during: FencedOutEvent['during'], cause?: unknown): Error {
+  return new ToolCallFailedError(
+    x.tool.name,
+    x.call.id,
+    'neutral',
+    `attempt ${x.attempt} of tool call ${x.call.id} was fenced out during ${during}; another attempt owns it`,
+    { cause },
+  );
+}
+
+/**
+ * Record a tool's failure on its receipt and the breaker, then decide what
+ * the job does: a destructive failure stops the job; others retry while the
+ * job has attempts left, and on the last attempt become an error result for
+ * the model.
+ */
+async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
+  const { rt, scope, call, tool, key, attempt } = x;
+  const { tenantId, runId } = scope.data;
+  const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
+  const message = errorText(error);
+  try {
+    await rt.store.fail(key, attempt, { error: message, tier });
+  } catch (failError) {
+    if (!(failError instanceof FencedOutError)) throw failError;
+    onFencedOut(failError);
+    throw fencedOutFailure(x, 'fail', failError);
+  }
+  const breaker = await rt.breaker.recordFailure(tenantId, runId, tool.name, {
+    removeNow: tier === 'destructive',
+    reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
+  });
+  rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
+  x.logDecision('execute', 'failed', attempt);
+  const content = `Tool ${tool.name} failed: ${message} ${TIER_SUFFIX[tier]}`;
+  const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
+  if (tier === 'destructive') throw unrecoverable(failure);
+  if (breaker.removed) return block(call, 'failed', { content: `${content} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
+  const attemptsAllowed = scope.job.opts.attempts ?? 1;
+  if (scope.job.attemptsMade + 1 < attemptsAllowed) throw failure;
+  return block(call, 'failed', { content, is_error: true });
+}
