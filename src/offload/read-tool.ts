@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { OFFLOAD_TOOL_NAME, unescapeRefAttribute } from './preview.js';
+import type { ToolResultSlice, ToolResultStore } from './types.js';
+
+/** Characters one page-back call returns when the model gives no `limit`. */
+export const READ_TOOL_RESULT_DEFAULT_LIMIT = 20_000;
+
+/** Arguments of the page-back tool. */
+export interface ReadToolResultArgs {
+  ref: string;
+  offset?: number;
+  limit?: number;
+}
+
+/** Input schema of the page-back tool. */
+export const readToolResultInput = z.object({
+  ref: z.string().min(1).describe('The ref from the <persisted-output ref="..."> marker, copied exactly.'),
+  offset: z.number().int().min(0).optional().describe('First character to return (0-based). Default 0.'),
+  limit: z.number().int().min(1).optional().describe('Most characters to return. Larger values are reduced to the page size.'),
+});
+
+/**
+ * The page-back tool as a plain definition: name, description, zod input
+ * schema, effect class and an `execute` that returns the text for the model.
+ * It only reads, so it is marked `readOnly` and `resumable` (running it twice
+ * is harmless).
+ */
+export interface ReadToolResultTool {
+  readonly name: typeof OFFLOAD_TOOL_NAME;
+  readonly description: string;
+  readonly input: typeof readToolResultInput;
+  readonly effect: 'resumable';
+  readonly readOnly: true;
+  execute(args: ReadToolResultArgs): Promise<string>;
+}
+
+/** Options of {@link createReadToolResultTool}. */
+export interface ReadToolResultToolOptions {
+  /** Largest page; a bigger `limit` is reduced to it. Default {@link READ_TOOL_RESULT_DEFAULT_LIMIT}. */
+  maxLimit?: number;
+}
+
+const DESCRIPTION =
+  'Read part of a tool result that was too large to show in full. Such results appear as a ' +
+  '<persisted-output ref="..."> preview; pass that ref, and optionally an offset and limit in ' +
+  'characters, to get the text in pages.';
+
+/**
+ * Build the page-back tool over `store`. The BullMQ wrapper registers it on
+ * its own whenever a store is configured, and the capper never offloads its
+ * answers again.
+ *
+ * Each answer starts with a line naming the ref and the character range
+ * returned, and ends with the next offset when text remains. An unknown,
+ * expired or deleted ref gets a plain statement that nothing is stored under
+ * it any more. Errors of the store itself are thrown, so the caller can retry.
+ */
+export function createReadToolResultTool(
+  store: ToolResultStore,
+  options: ReadToolResultToolOptions = {},
+): ReadToolResultTool {
+  const maxLimit = Math.max(1, Math.floor(options.maxLimit ?? READ_TOOL_RESULT_DEFAULT_LIMIT));
+  return {
+    name: OFFLOAD_TOOL_NAME,
+    description: DESCRIPTION,
+    input: readToolResultInput,
+    effect: 'resumable',
+    readOnly: true,
+    async execute(args: ReadToolResultArgs): Promise<string> {
+      const parsed = readToolResultInput.safeParse(args);
+      if (!parsed.success) return invalidArgsAnswer(parsed.error);
+      const { ref, offset, limit } = parsed.data;
+      const window = { offset: offset ?? 0, limit: Math.min(limit ?? maxLimit, maxLimit) };
+      let slice = await store.get(ref, window);
+      let shownRef = ref;
+      if (slice === undefined) {
+        // The model may copy the ref with the marker's attribute escaping left in.
+        const unescaped = unescapeRefAttribute(ref);
+        if (unescaped !== ref) {
+          slice = await store.get(unescaped, window);
+          shownRef = unescaped;
+        }
+      }
+      if (slice === undefined) return unknownRefAnswer(ref);
+      return pageAnswer(shownRef, slice);
+    },
+  };
+}
+
+function invalidArgsAnswer(error: z.ZodError): string {
+  const problems = error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`);
+  return `${OFFLOAD_TOOL_NAME} was not run: ${problems.join('; ')}. Pass {"ref": string, "offset"?: integer >= 0, "limit"?: integer >= 1}.`;
+}
+
+function unknownRefAnswer(ref: string): string {
+  return (
+    `Nothing is stored under ref ${JSON.stringify(ref)}: it was never stored here, or it has expired ` +
+    'or been deleted. Only the preview already in this conversation remains; work from that.'
+  );
+}
+
+function pageAnswer(ref: string, slice: ToolResultSlice): string {
+  const end = slice.offset + slice.content.length;
+  if (slice.content.length === 0) {
+    return `[ref ${JSON.stringify(ref)} holds ${slice.totalChars} characters; nothing at offset ${slice.offset}.]`;
+  }
+  const header = `[ref ${JSON.stringify(ref)}: characters ${slice.offset} to ${end} of ${slice.totalChars}]`;
+  const remaining = slice.totalChars - end;
+  const footer =
+    remaining > 0
+      ? `[${remaining} more characters; call ${OFFLOAD_TOOL_NAME} with offset ${end} for the next page.]`
+      : '[end of the stored result]';
+  return `${header}\n${slice.content}\n${footer}`;
+}
