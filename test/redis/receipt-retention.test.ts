@@ -28,15 +28,20 @@ describe('retention', () => {
 
   it('never expires while its lease is live, even with a retention far shorter than the lease', async () => {
     const store = fixture.store({ retentionMs: 100 });
+    const redis = fixture.connect();
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable', leaseMs: 600 });
-    // Until the server says the lease is over, the receipt must be there.
+    const { leaseUntilMs } = await store.claim(key, { effect: 'resumable', leaseMs: 600 });
+    // Poll until the server says the lease is over. Whenever the receipt is
+    // missing, the server clock must already be past the lease end.
     await waitUntil(
-      () => store.inspect(key),
-      (record) => {
-        expect(record).not.toBeNull();
-        return record!.leaseExpired;
+      async () => {
+        const record = await store.inspect(key);
+        if (record) return record.leaseExpired;
+        const [seconds, micros] = await redis.time();
+        expect(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)).toBeGreaterThanOrEqual(leaseUntilMs!);
+        return true;
       },
+      (expired) => expired,
       10_000,
       'lease expiry',
     );
