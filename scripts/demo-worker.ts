@@ -14,7 +14,7 @@ const queueName = process.env.DEMO_QUEUE ?? 'tool-calls';
 const leaseMs = Number(process.env.DEMO_LEASE_MS ?? 1500);
 
 const redis = new Redis(url, { maxRetriesPerRequest: null });
-const { sendEmail, createTicket } = outboxTools(redis, prefix, { effectMs: 60 });
+const { sendEmail, createTicket } = outboxTools(redis, prefix, { effectMs: Number(process.env.DEMO_EFFECT_MS ?? 250) });
 const processor = withToolReceipts({
   redis,
   tools: [sendEmail, createTicket],
@@ -30,7 +30,7 @@ processor.events.on('fencedOut', () => void redis.hincrby(stats, 'fencedOut', 1)
 const worker = new Worker(queueName, processor, {
   connection: new Redis(url, { maxRetriesPerRequest: null }),
   prefix,
-  concurrency: 8,
+  concurrency: 4,
   // Short locks and stall checks so a killed worker's jobs come back within seconds.
   lockDuration: 2000,
   stalledInterval: 1000,
@@ -39,3 +39,6 @@ const worker = new Worker(queueName, processor, {
 processor.attach(worker);
 worker.on('error', () => undefined);
 worker.on('ready', () => process.send?.({ type: 'ready' }));
+
+// Die with the parent: an orphaned worker would keep taking jobs.
+process.on('disconnect', () => process.exit(0));

@@ -20,7 +20,7 @@ import { startRedis, type RedisHandle } from '../test/support/redis.js';
 const WORKERS = 4;
 const JOBS = 300;
 const DEADLINE_MS = 50_000;
-const KILL_EVERY_MS = 1200;
+const KILL_EVERY_MS = 700;
 const workerScript = fileURLToPath(new URL('./demo-worker.ts', import.meta.url));
 
 async function redisForDemo(): Promise<{ url: string; stop: () => Promise<void> }> {
@@ -33,8 +33,11 @@ async function redisForDemo(): Promise<{ url: string; stop: () => Promise<void> 
   return { url: handle.url, stop: () => handle.stop() };
 }
 
+const everyWorker = new Set<ChildProcess>();
+
 function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   const child = fork(workerScript, [], { env, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  everyWorker.add(child);
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve(child));
     child.once('exit', (code) => reject(new Error(`demo worker exited early (code ${code})`)));
@@ -117,6 +120,13 @@ async function main(): Promise<void> {
   console.log('');
   for (const [label, value] of rows) console.log(`  ${label.padEnd(42)} ${value}`);
   console.log('');
+  console.log('  executed:  the tool ran; its effect landed once');
+  console.log('  replayed:  a redelivered or duplicate call got the recorded result without running');
+  console.log('  waited:    a duplicate arrived while another worker held the live lease, and came back later');
+  console.log('  ambiguous: a worker died inside an opaque send_email; the email may or may not have gone,');
+  console.log('             so it was not sent again and the job failed with the receipt key');
+  console.log('  resumable create_ticket calls interrupted by a kill were taken over and finished step by step');
+  console.log('');
   if (ambiguous.length > 0) {
     console.log(`Ambiguous receipts (an email may or may not have gone out; not repeated, listed for an operator):`);
     for (const r of ambiguous.slice(0, 10)) console.log(`  redis-cli HGETALL '${r.redisKey}'`);
@@ -125,7 +135,7 @@ async function main(): Promise<void> {
   }
   console.log(`Finished in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
 
-  for (const w of fleet) w.kill('SIGKILL');
+  for (const w of everyWorker) w.kill('SIGKILL');
   await queue.close();
   redis.disconnect();
   await redisServer.stop();
