@@ -6,4 +6,5 @@
 export * from './core/index.js';
 export * from './redis/index.js';
 export * from './repair/index.js';
+export * from './offload/index.js';
 export * from './bullmq/index.js';

@@ -33,3 +33,5 @@ export {
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
 export { type RecordedToolResult } from './run-call.js';
+export { offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
+export { type InputRepairOptions } from './prepare-call.js';

@@ -10,14 +10,19 @@ import type { AnyToolDefinition } from './define-tool.js';
 import { unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult } from './job-data.js';
-import { runToolCall, type CallRuntime, type RecordedToolResult } from './run-call.js';
+import { runToolCall, type CallRuntime } from './run-call.js';
+import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
 import type { Reshaper } from '../repair/reshaper.js';
 import { assertUniqueToolNames } from '../repair/tool-names.js';
 
-/** Options of {@link withToolReceipts}. */
-export interface ToolReceiptsOptions {
+/**
+ * Options of {@link withToolReceipts}. With `resultStore` set, results over
+ * `offloadThresholdChars` are stored there and the model gets a preview, and
+ * the page-back tool `ReadToolResult` is registered automatically.
+ */
+export interface ToolReceiptsOptions extends ResultShapingOptions {
   /** The connection receipts are written through (not BullMQ's blocking one). */
   readonly redis: Redis;
   readonly tools: Iterable<AnyToolDefinition>;
@@ -82,6 +87,7 @@ export interface ToolReceiptsProcessor {
  */
 export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProcessor {
   const toolList = [...options.tools];
+  if (options.resultStore) toolList.push(readToolResultTool(options.resultStore));
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
@@ -112,7 +118,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     onAmbiguous: options.onAmbiguous ?? 'fail',
     owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
-    shape: async (value) => shapeResult(value),
+    shape: resultShaper(options),
   };
 
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
@@ -147,8 +153,4 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   };
 
   return Object.assign(processor, { events, store, breaker, attach });
-}
-
-function shapeResult(value: unknown): RecordedToolResult {
-  return { content: typeof value === 'string' ? value : JSON.stringify(value ?? null) };
 }
