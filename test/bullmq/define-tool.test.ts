@@ -1,0 +1,53 @@
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  defineTool,
+  DuplicateToolNameError,
+  InvalidToolDefinitionError,
+  toolListForModel,
+  withToolReceipts,
+} from '../../src/index.js';
+
+const base = { input: z.object({ q: z.string() }), effect: 'opaque' as const, execute: () => 'ok' };
+
+describe('defineTool', () => {
+  it.each([
+    ['no flags: MCP defaults', {}, { readOnly: false, destructive: true, idempotent: false, openWorld: true }],
+    ['read-only hint', { annotations: { readOnlyHint: true } }, { readOnly: true, destructive: false, idempotent: true, openWorld: true }],
+    ['destructiveHint false', { annotations: { destructiveHint: false, idempotentHint: true } }, { readOnly: false, destructive: false, idempotent: true, openWorld: true }],
+    ['explicit flags win over hints', { destructive: false, idempotent: false, annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false } }, { readOnly: false, destructive: false, idempotent: false, openWorld: false }],
+    ['explicit readOnly', { readOnly: true, annotations: { readOnlyHint: false } }, { readOnly: true, destructive: false, idempotent: true, openWorld: true }],
+  ])('%s', (_label, flags, expected) => {
+    const tool = defineTool({ name: 'search', ...base, ...flags });
+    expect({ readOnly: tool.readOnly, destructive: tool.destructive, idempotent: tool.idempotent, openWorld: tool.openWorld }).toEqual(expected);
+    expect(Object.isFrozen(tool)).toBe(true);
+  });
+
+  it.each(['', 'has space', 'x'.repeat(65), 'dots.not.allowed', 'ünï'])('rejects the name %j', (name) => {
+    expect(() => defineTool({ name, ...base })).toThrow(InvalidToolDefinitionError);
+  });
+
+  it('rejects a bad effect with a stable code', () => {
+    try {
+      defineTool({ name: 'x', ...base, effect: 'maybe' as never });
+      throw new Error('expected a throw');
+    } catch (error) {
+      expect((error as InvalidToolDefinitionError).code).toBe('tool.invalid_definition');
+    }
+  });
+
+  it('exports each tool as JSON Schema for the model', () => {
+    const tool = defineTool({ name: 'search', description: 'Find things.', ...base, input: z.object({ q: z.string(), limit: z.number().default(10) }) });
+    const [entry] = toolListForModel([tool]);
+    expect(entry).toMatchObject({ name: 'search', description: 'Find things.' });
+    expect(entry!.input_schema).toMatchObject({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });
+  });
+
+  it('refuses two tools with one name when building the processor', () => {
+    const redis = new Redis({ lazyConnect: true });
+    const a = defineTool({ name: 'dup', ...base });
+    expect(() => withToolReceipts({ redis, tools: [a, a] })).toThrow(DuplicateToolNameError);
+    redis.disconnect();
+  });
+});

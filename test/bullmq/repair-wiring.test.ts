@@ -1,0 +1,127 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, type Reshaper, type ToolJobResult } from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const first = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results[0]!;
+
+function recordingTool(spec: { name?: string; destructive?: boolean } = {}) {
+  const seen: unknown[] = [];
+  const tool = defineTool({
+    name: spec.name ?? 'create_issue',
+    input: z.object({
+      title: z.string(),
+      labels: z.array(z.string()).default([]),
+      meta: z.object({ priority: z.number() }).optional(),
+      baseUrl: z.string().optional(),
+      assignee: z.string().optional(),
+    }),
+    aliases: { baseUrl: ['url'] },
+    effect: 'opaque',
+    destructive: spec.destructive ?? false,
+    execute(args) {
+      seen.push(args);
+      return `created ${args.title}`;
+    },
+  });
+  return { tool, seen };
+}
+
+describe('input validation and repair before claiming', () => {
+  it('decodes JSON-string objects and arrays, and one receipt serves both deliveries', async () => {
+    const l = await lane();
+    const t = recordingTool();
+    const { processor } = l.worker({ tools: [t.tool] });
+    const input = { title: 'Bug', labels: '["a","b"]', meta: '{"priority":2}' };
+    const data = jobData([call('create_issue', input, 'toolu_1')]);
+    const a = await l.run(data);
+    const b = await l.run({ ...data, calls: [call('create_issue', input, 'toolu_2')] });
+    expect(first(a).outcome).toBe('executed');
+    expect(first(b).outcome).toBe('replayed');
+    expect(t.seen).toEqual([{ title: 'Bug', labels: ['a', 'b'], meta: { priority: 2 } }]);
+    expect(await processor.store.listRun(data.tenantId, data.runId)).toHaveLength(1);
+    // The well-formed version of the same call is the same call.
+    const c = await l.run({ ...data, calls: [call('create_issue', { title: 'Bug', labels: ['a', 'b'], meta: { priority: 2 } })] });
+    expect(first(c).outcome).toBe('replayed');
+  });
+
+  it('drops null for optional fields, keeps it for required ones, and renames alias keys', async () => {
+    const l = await lane();
+    const t = recordingTool();
+    l.worker({ tools: [t.tool] });
+    const ok = await l.run(jobData([call('create_issue', { title: 'T', assignee: null, labels: null, url: 'https://x.test' })]));
+    expect(first(ok).outcome).toBe('executed');
+    expect(t.seen).toEqual([{ title: 'T', labels: [], baseUrl: 'https://x.test' }]);
+    const bad = await l.run(jobData([call('create_issue', { title: null })]));
+    expect(first(bad)).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(first(bad).content).toContain('title');
+    const conflict = await l.run(jobData([call('create_issue', { title: 'T', url: 'a', baseUrl: 'b' })]));
+    expect(first(conflict).outcome).toBe('rejected');
+    expect(first(conflict).content).toMatch(/baseUrl/);
+    expect(t.seen).toHaveLength(1);
+  });
+
+  it('never executes a destructive tool with invalid input, and never asks the reshaper', async () => {
+    const l = await lane();
+    const t = recordingTool({ name: 'delete_repo', destructive: true });
+    let reshaperCalls = 0;
+    const reshaper: Reshaper = {
+      async reshape(req) {
+        reshaperCalls++;
+        return req.message;
+      },
+    };
+    const { processor } = l.worker({ tools: [t.tool], reshaper });
+    const data = jobData([call('delete_repo', { title: 42 })]);
+    const job = await l.run(data);
+    expect(first(job)).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(first(job).content).toMatch(/^Refused: delete_repo is destructive/);
+    expect(reshaperCalls).toBe(0);
+    expect(t.seen).toEqual([]);
+    expect(await processor.store.listRun(data.tenantId, data.runId)).toEqual([]);
+  });
+
+  it('lets deployment patterns make a tool destructive whatever it declares', async () => {
+    const l = await lane();
+    const t = recordingTool({ name: 'git_push', destructive: false });
+    let reshaperCalls = 0;
+    const reshaper: Reshaper = { reshape: async (req) => (reshaperCalls++, req.message) };
+    l.worker({ tools: [t.tool], reshaper, destructiveTools: ['GIT_*'] });
+    const job = await l.run(jobData([call('git_push', { title: 7 })]));
+    expect(first(job).content).toMatch(/^Refused/);
+    expect(reshaperCalls).toBe(0);
+  });
+
+  it('uses the reshaper for a non-destructive tool, keyed on what the model sent', async () => {
+    const l = await lane();
+    const t = recordingTool();
+    let n = 0;
+    // A reshaper that answers differently each time, as a model would.
+    const reshaper: Reshaper = {
+      async reshape(req) {
+        n++;
+        return {
+          ...req.message,
+          content: req.message.content.map((b) => (b.type === 'tool_use' ? { ...b, input: { title: `fixed ${n}` } } : b)),
+        };
+      },
+    };
+    l.worker({ tools: [t.tool], reshaper });
+    const data = jobData([call('create_issue', { titel: 'typo' }, 'toolu_a')]);
+    const a = await l.run(data);
+    const b = await l.run({ ...data, calls: [call('create_issue', { titel: 'typo' }, 'toolu_b')] });
+    expect(first(a)).toMatchObject({ outcome: 'executed', content: 'created fixed 1' });
+    expect(first(b)).toMatchObject({ outcome: 'replayed', content: 'created fixed 1' });
+    expect(t.seen).toHaveLength(1);
+  });
+
+  it('answers an unknown tool name with the available tools', async () => {
+    const l = await lane();
+    const t = recordingTool();
+    l.worker({ tools: [t.tool] });
+    const job = await l.run(jobData([call('createIssue', { title: 'x' })]));
+    expect(first(job)).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(first(job).content).toContain('create_issue');
+  });
+});

@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  BreakerStore,
+  defineTool,
+  DestructiveRanError,
+  MAX_TOOL_FAILURES,
+  MAX_TOOL_REJECTIONS,
+  NeverStartedError,
+  REJECTION_REMOVAL_SUFFIX,
+  ReceiptStore,
+  TIER_SUFFIX,
+  type ToolJobResult,
+} from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
+
+/** A tool that throws what `fail` returns for as long as it returns something. */
+function flakyTool(name: string, fail: (n: number) => Error | undefined, flags: { idempotent?: boolean } = {}) {
+  let runs = 0;
+  const tool = defineTool({
+    name,
+    input: z.object({ n: z.number() }),
+    effect: 'opaque',
+    destructive: false,
+    ...flags,
+    execute() {
+      runs++;
+      const error = fail(runs);
+      if (error) throw error;
+      return `ok after ${runs}`;
+    },
+  });
+  return { tool, runs: () => runs };
+}
+
+describe('failure tiers', () => {
+  it('neverStarted: receipt failed, the job retries, and the retry executes attempt 2', async () => {
+    const l = await lane();
+    const t = flakyTool('lookup', (n) => (n === 1 ? new NeverStartedError('rate limited before sending') : undefined));
+    const { processor } = l.worker({ tools: [t.tool] });
+    const data = jobData([call('lookup', { n: 1 })]);
+    const job = await l.run(data, { attempts: 3 });
+    expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: 'ok after 2' });
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(job.attemptsMade).toBe(2);
+  });
+
+  it('neutral on the last attempt: an error result with the neutral suffix, receipt failed', async () => {
+    const l = await lane();
+    const t = flakyTool('sync', () => new Error('upstream said 500'));
+    const { processor } = l.worker({ tools: [t.tool] });
+    const data = jobData([call('sync', { n: 1 })]);
+    const job = await l.run(data, { attempts: 1 });
+    const [r] = results(job);
+    expect(r).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(r!.content).toContain('upstream said 500');
+    expect(r!.content).toContain(TIER_SUFFIX.neutral);
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt).toMatchObject({ status: 'failed', tier: 'neutral', error: 'upstream said 500' });
+  });
+
+  it('idempotent: the tool declaration picks the tier and its suffix', async () => {
+    const l = await lane();
+    const t = flakyTool('get_weather', () => new Error('timeout'), { idempotent: true });
+    const { processor } = l.worker({ tools: [t.tool] });
+    const data = jobData([call('get_weather', { n: 1 })]);
+    const job = await l.run(data, { attempts: 1 });
+    expect(results(job)[0]!.content).toContain(TIER_SUFFIX.idempotent);
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt!.tier).toBe('idempotent');
+  });
+
+  it('destructive: the job fails unrecoverably and the tool is removed for the run', async () => {
+    const l = await lane();
+    const t = flakyTool('drop_table', () => new DestructiveRanError('dropped half the partitions'));
+    const { processor } = l.worker({ tools: [t.tool] });
+    const ids = { runId: 'run-destructive' };
+    const job = await l.run(jobData([call('drop_table', { n: 1 })], ids), { attempts: 5 });
+    expect(job.failedReason).toMatch(/^tool\.failed: /);
+    expect(job.failedReason).toContain(TIER_SUFFIX.destructive);
+    expect(job.attemptsMade).toBe(1);
+    expect(await processor.breaker.removal('acme', ids.runId, 'drop_table')).not.toBeNull();
+    // Any later call of the tool in this run is refused without running.
+    const later = await l.run(jobData([call('drop_table', { n: 2 })], ids));
+    expect(results(later)[0]).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(results(later)[0]!.content).toContain(REJECTION_REMOVAL_SUFFIX);
+    expect(t.runs()).toBe(1);
+    // Another run is unaffected.
+    await l.run(jobData([call('drop_table', { n: 3 })]));
+    expect(t.runs()).toBe(2);
+  });
+});
+
+describe('circuit breaker', () => {
+  it(`removes a tool after ${MAX_TOOL_FAILURES} failures in a run; later calls never execute`, async () => {
+    const l = await lane();
+    const t = flakyTool('flaky', () => new Error('nope'));
+    l.worker({ tools: [t.tool] });
+    const ids = { runId: 'run-breaker' };
+    const outcomes: string[] = [];
+    for (let n = 1; n <= MAX_TOOL_FAILURES + 2; n++) {
+      const job = await l.run(jobData([call('flaky', { n })], ids), { attempts: 1 });
+      outcomes.push(results(job)[0]!.outcome);
+      if (n === MAX_TOOL_FAILURES) expect(results(job)[0]!.content).toContain(REJECTION_REMOVAL_SUFFIX);
+    }
+    expect(outcomes).toEqual([...Array(MAX_TOOL_FAILURES).fill('failed'), 'rejected', 'rejected']);
+    expect(t.runs()).toBe(MAX_TOOL_FAILURES);
+  });
+
+  it(`removes a tool after ${MAX_TOOL_REJECTIONS} consecutive refusals; a success resets the streak`, async () => {
+    const l = await lane();
+    let runs = 0;
+    const wipe = defineTool({
+      name: 'wipe_disk',
+      input: z.object({ device: z.string().regex(/^sd[a-z]$/) }),
+      effect: 'opaque',
+      destructive: true,
+      execute: () => `wiped ${++runs}`,
+    });
+    const { processor } = l.worker({ tools: [wipe] });
+    const ids = { runId: 'run-refusals' };
+    const refuse = async () => results(await l.run(jobData([call('wipe_disk', { device: 42 })], ids)))[0]!;
+    for (let i = 0; i < MAX_TOOL_REJECTIONS - 1; i++) expect((await refuse()).outcome).toBe('rejected');
+    // A success in between resets the streak...
+    expect(results(await l.run(jobData([call('wipe_disk', { device: 'sdb' })], ids)))[0]!.outcome).toBe('executed');
+    for (let i = 0; i < MAX_TOOL_REJECTIONS - 1; i++) await refuse();
+    expect(await processor.breaker.removal('acme', ids.runId, 'wipe_disk')).toBeNull();
+    // ...and the fifth refusal in a row removes the tool.
+    const fifth = await refuse();
+    expect(fifth.content).toContain(REJECTION_REMOVAL_SUFFIX);
+    expect(await processor.breaker.removal('acme', ids.runId, 'wipe_disk')).not.toBeNull();
+    const valid = results(await l.run(jobData([call('wipe_disk', { device: 'sdc' })], ids)))[0]!;
+    expect(valid.outcome).toBe('rejected');
+    expect(runs).toBe(1);
+  });
+
+  it('keeps counters readable in the run slot', async () => {
+    const l = await lane();
+    const t = flakyTool('flaky', () => new Error('nope'));
+    l.worker({ tools: [t.tool] });
+    await l.run(jobData([call('flaky', { n: 1 })], { runId: 'run-counters' }), { attempts: 1 });
+    const breaker = new BreakerStore({ redis: l.redis, prefix: l.prefix });
+    const fields = await l.redis.hgetall(breaker.redisKey('acme', 'run-counters'));
+    expect(fields['flaky:failures']).toBe('1');
+    expect(new ReceiptStore({ redis: l.redis, prefix: l.prefix }).prefix).toBe(l.prefix);
+  });
+});
