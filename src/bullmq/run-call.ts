@@ -2,7 +2,7 @@ import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
 import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
-import { failureFactsOf, failureTier, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../core/tiers.js';
+import { failureFactsOf, failureTier, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../core/tiers.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import { FencedOutError } from '../redis/errors.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
@@ -183,6 +183,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     value = await tool.execute(x.args, ctx);
   } catch (error) {
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
+    if (scope.signal.aborted && !(error instanceof NeverStartedError)) throw abandoned(x, scope.signal.reason, error);
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {
     keeper.stop();
@@ -214,6 +215,24 @@ function fencedOutFailure(x: Execution, during: FencedOutEvent['during'], cause?
     x.call.id,
     'neutral',
     `attempt ${x.attempt} of tool call ${x.call.id} was fenced out during ${during}; another attempt owns it`,
+    { cause },
+  );
+}
+
+/**
+ * A tool that failed after its job was cancelled or lost its BullMQ lock may
+ * have been cut off mid-effect, so its failure proves nothing. The receipt is
+ * left running and its lease lapses: a resumable call is then taken over, an
+ * opaque one becomes ambiguous. Only a tool that throws `NeverStartedError`
+ * is settled as failed.
+ */
+function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
+  x.log.warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
+  return new ToolCallFailedError(
+    x.tool.name,
+    x.call.id,
+    'neutral',
+    `attempt ${x.attempt} of tool call ${x.call.id} was aborted (${errorText(reason)}); its outcome is unknown, so the receipt was left to lapse`,
     { cause },
   );
 }

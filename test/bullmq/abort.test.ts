@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, NeverStartedError, type ToolJobResult } from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+
+/** A tool that waits until its signal aborts, then throws what `onAbort` makes. */
+function abortableTool(effect: 'opaque' | 'resumable', onAbort: (reason: unknown) => Error) {
+  let started = () => {};
+  const running = new Promise<void>((r) => (started = r));
+  const tool = defineTool({
+    name: 'long_call',
+    input: z.object({ n: z.number() }),
+    effect,
+    destructive: false,
+    execute: (_args, ctx) =>
+      new Promise((_, reject) => {
+        started();
+        ctx.signal.addEventListener('abort', () => reject(onAbort(ctx.signal.reason)), { once: true });
+      }),
+  });
+  return { tool, running };
+}
+
+describe('aborted attempts', () => {
+  it('a lost BullMQ lock aborts the call and leaves an opaque receipt to become ambiguous', async () => {
+    const l = await lane();
+    const t = abortableTool('opaque', (reason) => new Error(`aborted: ${String(reason)}`));
+    const { processor, worker } = l.worker({ tools: [t.tool], leaseMs: 300 });
+    const data = jobData([call('long_call', { n: 1 })]);
+    const job = await l.add(data, { attempts: 1 });
+    await t.running;
+    // What BullMQ's lock manager emits when it cannot extend a job's lock.
+    worker.emit('lockRenewalFailed', [job.id!]);
+    const failed = await l.settle(job);
+    expect(failed.failedReason).toMatch(/outcome is unknown/);
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt!.status).toBe('running'); // not settled as failed: nothing proves it did not land
+    await expect.poll(async () => (await processor.store.inspect(receipt!.key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+    const retry = await l.run(data, { attempts: 1 });
+    expect(retry.failedReason).toMatch(/^receipt\.ambiguous: /);
+  });
+
+  it('a cancelled job whose tool proves nothing ran settles as failed and may run again', async () => {
+    const l = await lane();
+    const t = abortableTool('opaque', () => new NeverStartedError('cancelled before sending'));
+    const { processor, worker } = l.worker({ tools: [t.tool], leaseMs: 300 });
+    const data = jobData([call('long_call', { n: 2 })]);
+    const job = await l.add(data, { attempts: 1 });
+    await t.running;
+    worker.cancelJob(job.id!, 'operator cancelled');
+    const done = await l.settle(job);
+    expect((done.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'failed', is_error: true });
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+  });
+});
