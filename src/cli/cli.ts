@@ -1,0 +1,275 @@
+/**
+ * The `tool-receipts` command line: finds the command, parses its options
+ * with `node:util` `parseArgs`, connects to Redis, runs the command, and turns
+ * every expected failure into one sentence on stderr and an exit code.
+ *
+ * Exit codes: 0 done; 1 refused, not found, or Redis unreachable; 2 bad
+ * command line. Only an unexpected error (a bug) prints a stack trace.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { Redis } from 'ioredis';
+import { ToolReceiptsError } from '../core/errors.js';
+import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
+import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
+import type { CommandSpec, OptionValues } from './command.js';
+import { ambiguousSpec } from './commands/ambiguous.js';
+import { resolveSpec } from './commands/resolve.js';
+import { runSpec } from './commands/run.js';
+import { showSpec } from './commands/show.js';
+import { CliUsageError, InvalidReceiptKeyError, RedisUnavailableError } from './errors.js';
+import { terminalText, writeLine, type Output } from './format.js';
+
+/** Redis URL used when neither `--redis` nor `REDIS_URL` gives one. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** Every command, by name. */
+export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
+  ([ambiguousSpec, runSpec, showSpec, resolveSpec] as CommandSpec<never>[]).map((spec) => [
+    spec.name,
+    spec as unknown as CommandSpec<unknown>,
+  ]),
+);
+
+const CONNECTION_OPTIONS = {
+  redis: { type: 'string' },
+  prefix: { type: 'string' },
+  'retention-ms': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies NonNullable<ParseArgsConfig['options']>;
+
+/** Options that take a value, so the word after them is not the command. */
+const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms']);
+
+const CONNECTION_HELP = `Connection options (any command, before or after it):
+  --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}
+  --prefix <p>           key prefix the workers' stores use; default ${DEFAULT_KEY_PREFIX}
+  --retention-ms <ms>    how long a resolved receipt is kept; use the workers'
+                         retentionMs (default ${DEFAULT_RETENTION_MS}, 24 h)
+  -h, --help             help for the command`;
+
+function mainHelp(): string {
+  const width = Math.max(...[...COMMANDS.values()].map((c) => c.synopsis.length));
+  const list = [...COMMANDS.values()].map((c) => `  ${c.synopsis.padEnd(width)}  ${c.summary}`).join('\n');
+  return `tool-receipts: inspect and settle the tool-call receipts that bullmq-tool-receipts keeps in Redis.
+
+Usage: tool-receipts <command> [options]
+
+Commands:
+${list}
+
+${CONNECTION_HELP}
+  --version              print the version
+
+Run tool-receipts <command> --help for a command's own options.
+Exit codes: 0 done; 1 refused, not found, or Redis unreachable; 2 bad command line.`;
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** What {@link runCli} reads and writes, so tests can run it in process. */
+export interface CliIo {
+  readonly stdout: Output;
+  readonly stderr: Output;
+  /** Environment to read `REDIS_URL` from. */
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Splits argv into the command word and everything else (options may come before or after it). */
+function splitCommand(argv: readonly string[]): { name: string | undefined; rest: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') break;
+    if (VALUE_OPTIONS.has(arg)) {
+      i += 1;
+      continue;
+    }
+    if (arg.startsWith('-')) continue;
+    return { name: arg, rest: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { name: undefined, rest: [...argv] };
+}
+
+function parseCommandLine(
+  spec: CommandSpec<unknown>,
+  rest: readonly string[],
+): { values: OptionValues; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...rest],
+      options: { ...CONNECTION_OPTIONS, ...spec.options },
+      allowPositionals: true,
+      strict: true,
+    });
+    return { values: values as OptionValues, positionals };
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const message = err instanceof Error ? err.message : String(err);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      const option = /'([^']+)'/.exec(message)?.[1] ?? 'an option';
+      throw new CliUsageError(`${spec.name} has no option ${option}; see tool-receipts ${spec.name} --help`, spec.name);
+    }
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      throw new CliUsageError(`${message.replace(/\.$/, '')}; see tool-receipts ${spec.name} --help`, spec.name);
+    }
+    throw err;
+  }
+}
+
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return '(an unparseable URL)';
+  }
+}
+
+function checkedUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliUsageError(`--redis (or REDIS_URL) is not a URL: ${JSON.stringify(url)}; write redis://host:port`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new CliUsageError(`--redis (or REDIS_URL) must be a redis:// or rediss:// URL, got ${redactUrl(url)}`);
+  }
+  return url;
+}
+
+function retentionOption(values: OptionValues): number {
+  const text = values['retention-ms'];
+  if (typeof text !== 'string') return DEFAULT_RETENTION_MS;
+  const n = /^[1-9][0-9]*$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) throw new CliUsageError(`--retention-ms must be a positive whole number, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+/** A connection, not yet open, that fails fast: no reconnect loop, no queueing while down. */
+function createRedis(url: string): Redis {
+  return new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 5_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
+}
+
+async function open(redis: Redis, url: string): Promise<void> {
+  let lastError: Error | undefined;
+  redis.on('error', (err: Error) => {
+    lastError = err;
+  });
+  try {
+    await redis.connect();
+  } catch (err) {
+    const cause = lastError ?? err;
+    throw new RedisUnavailableError(redactUrl(url), cause instanceof Error ? cause.message : String(cause), cause);
+  }
+}
+
+/** Exit code for an error the CLI expected. */
+function exitCodeOf(err: ToolReceiptsError): number {
+  const usage = err instanceof CliUsageError || err instanceof InvalidReceiptKeyError || err instanceof InvalidKeyPrefixError;
+  return usage ? 2 : 1;
+}
+
+function isConnectionLoss(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  return (
+    (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH)$/.test(code)) ||
+    /Connection is closed|Stream isn't writeable/.test(err.message)
+  );
+}
+
+function report(io: CliIo, json: boolean, code: string, message: string): void {
+  if (json) {
+    writeLine(io.stderr, JSON.stringify({ error: { code, message } }));
+  } else {
+    writeLine(io.stderr, `tool-receipts: ${terminalText(message).replace(/\n/g, ' ')}`);
+  }
+}
+
+/**
+ * Runs the CLI on `argv` (without the node and script paths) and resolves to
+ * the exit code. Never throws: expected errors become one sentence on stderr
+ * (or `{"error":{code,message}}` with `--json`), unexpected ones a message and
+ * stack trace with exit code 1.
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  const { name, rest } = splitCommand(argv);
+  let json = argv.includes('--json');
+  let redis: Redis | undefined;
+  try {
+    if (name === undefined || name === 'help') {
+      if (rest.includes('--version')) {
+        writeLine(io.stdout, version());
+        return 0;
+      }
+      const topic = name === 'help' ? splitCommand(rest).name : undefined;
+      const spec = topic === undefined ? undefined : COMMANDS.get(topic);
+      if (topic !== undefined && spec === undefined) throw new CliUsageError(`unknown command ${JSON.stringify(topic)}`);
+      const asked = name === 'help' || rest.includes('--help') || rest.includes('-h');
+      writeLine(asked ? io.stdout : io.stderr, spec?.help ?? mainHelp());
+      if (spec) writeLine(io.stdout, `\n${CONNECTION_HELP}`);
+      return asked ? 0 : 2;
+    }
+    const spec = COMMANDS.get(name);
+    if (spec === undefined) {
+      throw new CliUsageError(
+        `unknown command ${JSON.stringify(name)}; the commands are ${[...COMMANDS.keys()].join(', ')} (see tool-receipts --help)`,
+      );
+    }
+    const { values, positionals } = parseCommandLine(spec, rest);
+    json = values['json'] === true;
+    if (values['help'] === true) {
+      writeLine(io.stdout, `${spec.help}\n\n${CONNECTION_HELP}`);
+      return 0;
+    }
+    const args = spec.parse(values, positionals);
+    const url = checkedUrl(
+      (typeof values['redis'] === 'string' ? values['redis'] : undefined) ?? io.env['REDIS_URL'] ?? DEFAULT_REDIS_URL,
+    );
+    const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : DEFAULT_KEY_PREFIX;
+    const retentionMs = retentionOption(values);
+    redis = createRedis(url);
+    const store = new ReceiptStore({ redis, prefix, retentionMs });
+    await open(redis, url);
+    await spec.run({ store, out: io.stdout, args });
+    return 0;
+  } catch (err) {
+    if (err instanceof ToolReceiptsError) {
+      report(io, json, err.code, err.message);
+      return exitCodeOf(err);
+    }
+    if (err instanceof Error && err.name === 'ReplyError') {
+      report(io, json, 'cli.redis_error', `Redis refused a command: ${err.message}`);
+      return 1;
+    }
+    if (isConnectionLoss(err)) {
+      report(io, json, 'cli.redis_unavailable', `lost the connection to Redis: ${(err as Error).message}`);
+      return 1;
+    }
+    const text = err instanceof Error ? (err.stack ?? err.message) : String(err);
+    report(io, false, 'cli.unexpected', 'unexpected error, please report it:');
+    writeLine(io.stderr, text);
+    return 1;
+  } finally {
+    if (redis) {
+      const connection = redis;
+      if (connection.status === 'ready') await connection.quit().catch(() => connection.disconnect());
+      else connection.disconnect();
+    }
+  }
+}

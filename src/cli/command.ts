@@ -1,0 +1,72 @@
+/**
+ * The shape shared by every `tool-receipts` command: how it reads its part of
+ * the command line, and the function that does the work given a store, an
+ * output and the parsed arguments (so tests call it without spawning).
+ */
+import type { ParseArgsConfig } from 'node:util';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { CliUsageError } from './errors.js';
+import type { Output } from './format.js';
+
+/** What a command function receives. */
+export interface CommandContext<A> {
+  /** The store to read and resolve receipts with, under the chosen prefix. */
+  readonly store: ReceiptStore;
+  /** Where the command prints its result (stdout for the real CLI). */
+  readonly out: Output;
+  /** The command's own arguments, already parsed and checked. */
+  readonly args: A;
+}
+
+/** Option values as `node:util` `parseArgs` returns them. */
+export type OptionValues = Readonly<Record<string, string | boolean | undefined>>;
+
+/** One command of the CLI. */
+export interface CommandSpec<A> {
+  readonly name: string;
+  /** The command with its arguments, for the command list: `show <redisKey>`. */
+  readonly synopsis: string;
+  /** One line for the command list. */
+  readonly summary: string;
+  /** Full `--help` text. */
+  readonly help: string;
+  /** The command's own options, merged with the connection options when parsing. */
+  readonly options: NonNullable<ParseArgsConfig['options']>;
+  /** Turns parsed option values and positionals into the command's arguments; throws {@link CliUsageError}. */
+  parse(values: OptionValues, positionals: readonly string[]): A;
+  run(context: CommandContext<A>): Promise<void>;
+}
+
+/** The `--json` flag every command has. */
+export const JSON_OPTION = { json: { type: 'boolean' } } as const;
+
+/** Checks the number of positionals and returns them; throws {@link CliUsageError}. */
+export function expectPositionals(command: string, positionals: readonly string[], names: readonly string[]): string[] {
+  if (positionals.length !== names.length) {
+    const wanted = names.map((n) => `<${n}>`).join(' ');
+    const got = positionals.length === 0 ? 'none' : positionals.map((p) => JSON.stringify(p)).join(' ');
+    throw new CliUsageError(
+      `${command} takes ${names.length === 0 ? 'no arguments' : wanted}, got ${got}; see tool-receipts ${command} --help`,
+      command,
+    );
+  }
+  return [...positionals];
+}
+
+/** A string option's value, or `undefined` when absent. */
+export function stringOption(values: OptionValues, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/**
+ * How to repeat a command against the same store, for hints printed to the
+ * operator: `tool-receipts --prefix p show '<key>'`. Redis keys hold `{`, `|`
+ * and `}`, so anything passed as `quoted` is wrapped in single quotes (a key
+ * never holds one: `'` is percent-encoded).
+ */
+export function commandHint(store: ReceiptStore, command: string, quoted: string, rest = ''): string {
+  const prefix = store.prefix === DEFAULT_KEY_PREFIX ? '' : ` --prefix ${store.prefix}`;
+  return `tool-receipts${prefix} ${command} '${quoted}'${rest === '' ? '' : ` ${rest}`}`;
+}

@@ -1,0 +1,74 @@
+/**
+ * `tool-receipts ambiguous`: every receipt whose opaque effect lost its
+ * attempt, so nobody knows whether the effect happened. Each one waits for an
+ * operator to check and resolve it.
+ */
+import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
+import { ambiguousSinceMs, table, token, when, writeJson, writeLine } from '../format.js';
+
+/** Arguments of {@link ambiguousCommand}. */
+export interface AmbiguousArgs {
+  /** Print a JSON array of receipt records instead of a table. */
+  readonly json: boolean;
+}
+
+function since(record: ReceiptRecord): number {
+  return ambiguousSinceMs(record) ?? record.updatedMs;
+}
+
+/**
+ * Lists the ambiguous receipts under the store's prefix, longest-waiting
+ * first: tenant, run, tool, attempts, since when, and the Redis key to pass to
+ * `show` or `resolve`. With `json`, prints the `ReceiptRecord`s as a JSON
+ * array (empty when there are none). Walks the server's keyspace with SCAN.
+ */
+export async function ambiguousCommand({ store, out, args }: CommandContext<AmbiguousArgs>): Promise<void> {
+  const records = (await store.listAmbiguous()).sort((a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey));
+  if (args.json) {
+    writeJson(out, records);
+    return;
+  }
+  if (records.length === 0) {
+    writeLine(out, `No ambiguous receipts under prefix ${store.prefix}.`);
+    return;
+  }
+  const rows = records.map((r) => [
+    token(r.key.tenantId),
+    token(r.key.runId),
+    token(r.key.toolName),
+    String(r.attempts),
+    when(since(r), r.readAtMs),
+    r.redisKey,
+  ]);
+  for (const line of table(['TENANT', 'RUN', 'TOOL', 'ATTEMPTS', 'SINCE', 'REDIS KEY'], rows)) writeLine(out, line);
+  writeLine(out);
+  const count = records.length === 1 ? '1 ambiguous receipt' : `${records.length} ambiguous receipts`;
+  writeLine(out, `${count}. Look at one with: ${commandHint(store, 'show', '<redis key>')}`);
+}
+
+/** The `ambiguous` command. */
+export const ambiguousSpec: CommandSpec<AmbiguousArgs> = {
+  name: 'ambiguous',
+  synopsis: 'ambiguous',
+  summary: 'list receipts whose effect may or may not have happened',
+  help: `Usage: tool-receipts ambiguous [--json] [connection options]
+
+Lists every ambiguous receipt under the prefix: an opaque tool call whose
+attempt lost its lease before it completed, so its side effect may or may not
+have happened. Claims of such a call refuse to run it until an operator checks
+the effect and settles the receipt with \`tool-receipts resolve\`.
+
+Columns: tenant, run, tool, attempts, since when it is ambiguous (server
+clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
+holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
+
+Options:
+  --json    print a JSON array of receipt records instead`,
+  options: { ...JSON_OPTION },
+  parse(values, positionals) {
+    expectPositionals('ambiguous', positionals, []);
+    return { json: values['json'] === true };
+  },
+  run: ambiguousCommand,
+};

@@ -1,0 +1,215 @@
+/**
+ * `tool-receipts resolve <redisKey> --attempts <n> (--completed [--result <json>] | --failed --error <text>)`:
+ * an operator settles an ambiguous receipt after checking whether its effect
+ * happened.
+ */
+import { FencedOutError, NotAmbiguousError } from '../../redis/errors.js';
+import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import type { Resolution } from '../../redis/receipt-store.js';
+import {
+  commandHint,
+  JSON_OPTION,
+  expectPositionals,
+  stringOption,
+  type CommandContext,
+  type CommandSpec,
+  type OptionValues,
+} from '../command.js';
+import { CliUsageError, ResolveRefusedError } from '../errors.js';
+import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
+import { readReceipt } from './show.js';
+import type { ReceiptStore } from '../../redis/receipt-store.js';
+
+/** Arguments of {@link resolveCommand}. */
+export interface ResolveArgs {
+  /** The receipt's Redis key. */
+  readonly redisKey: string;
+  /**
+   * The verdict, fenced on `attemptsSeen`: the attempts the operator saw when
+   * deciding. The store refuses it if the receipt has moved on since.
+   */
+  readonly resolution: Resolution;
+  /** Print a JSON object with the receipt before and after instead of text. */
+  readonly json: boolean;
+}
+
+/** What `resolve --json` prints. */
+export interface ResolveReport {
+  readonly redisKey: string;
+  readonly outcome: Resolution['outcome'];
+  readonly attemptsSeen: number;
+  /** The receipt as read just before resolving. */
+  readonly before: ReceiptRecord;
+  /** The receipt as read just after; `null` if it was already gone. */
+  readonly after: ReceiptRecord | null;
+}
+
+/** Turns the store's refusal into one sentence for the operator; other errors pass through. */
+function refusal(store: ReceiptStore, redisKey: string, seen: number, err: unknown): unknown {
+  const look = `; look again with ${commandHint(store, 'show', redisKey)}`;
+  if (err instanceof NotAmbiguousError) {
+    return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${err.message}${look}`, err);
+  }
+  if (!(err instanceof FencedOutError)) return err;
+  const observed = err.observed;
+  let why: string;
+  if (observed === null) {
+    why = 'the receipt no longer exists (it expired)';
+  } else if (observed.status !== 'running') {
+    why =
+      `the receipt is already ${observed.status} at attempt ${observed.attempts}` +
+      (observed.attempts === seen ? '' : ` (you passed --attempts ${seen})`) +
+      ', settled since you looked';
+  } else {
+    why = `the receipt is running at attempt ${observed.attempts}, not at attempt ${seen} as you passed, so it moved on since you looked`;
+  }
+  return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err);
+}
+
+interface Change {
+  readonly field: string;
+  readonly before: string;
+  readonly after: string;
+}
+
+/** The fields an operator cares about that differ between two reads of a receipt. */
+export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | null): Change[] {
+  const view = (r: ReceiptRecord | null): Record<string, string> =>
+    r === null
+      ? { state: '(gone)' }
+      : {
+          state: stateLabel(r),
+          attempts: String(r.attempts),
+          lease: leaseLabel(r),
+          result: r.status === 'completed' ? outcomePreview(r, 60) : '-',
+          error: r.error === null ? '-' : token(r.error),
+          settled: when(r.completedMs, r.readAtMs),
+          resolved: when(r.resolvedMs, r.readAtMs),
+          expires: r.ttlMs < 0 ? 'never' : `in ${duration(r.ttlMs)}`,
+        };
+  const a = view(before);
+  const b = view(after);
+  const names = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  return names
+    .filter((n) => a[n] !== b[n])
+    .map((field) => ({ field, before: a[field] ?? '-', after: b[field] ?? '-' }));
+}
+
+/**
+ * Settles an ambiguous receipt as the operator decided: `completed` with the
+ * result the effect is known to have produced (later claims replay it), or
+ * `failed` (the next claim runs the call again as the next attempt). The write
+ * is fenced on the attempts the operator saw, never on a fresh read, so a
+ * receipt that moved on is left alone. Prints what changed. Throws
+ * {@link ResolveRefusedError} when the store refused (fenced out, or not
+ * ambiguous) and `ReceiptNotFoundError` when there is no receipt.
+ */
+export async function resolveCommand({ store, out, args }: CommandContext<ResolveArgs>): Promise<void> {
+  const before = await readReceipt(store, args.redisKey);
+  const seen = args.resolution.attemptsSeen;
+  try {
+    await store.resolve(before.key, args.resolution);
+  } catch (err) {
+    throw refusal(store, args.redisKey, seen, err);
+  }
+  const after = await store.inspect(before.key);
+  if (args.json) {
+    const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after };
+    writeJson(out, report);
+    return;
+  }
+  writeLine(out, `Resolved ${args.redisKey} as ${args.resolution.outcome} at attempt ${seen}.`);
+  writeLine(out);
+  const rows = receiptChanges(before, after).map((c) => [c.field, c.before, c.after]);
+  for (const line of table(['FIELD', 'BEFORE', 'AFTER'], rows)) writeLine(out, line);
+  writeLine(out);
+  writeLine(
+    out,
+    args.resolution.outcome === 'completed'
+      ? 'Later claims of this call replay the recorded result instead of running it.'
+      : `The next claim of this call runs it again, as attempt ${seen + 1}.`,
+  );
+}
+
+function parseAttempts(text: string | undefined): number {
+  if (text === undefined) {
+    throw new CliUsageError('resolve needs --attempts <n>: the attempts you saw on the receipt (tool-receipts show prints them)', 'resolve');
+  }
+  const n = /^[1-9][0-9]*$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n)) {
+    throw new CliUsageError(`--attempts must be a positive whole number, got ${JSON.stringify(text)}`, 'resolve');
+  }
+  return n;
+}
+
+function parseResolution(values: OptionValues): Resolution {
+  const attemptsSeen = parseAttempts(stringOption(values, 'attempts'));
+  const completed = values['completed'] === true;
+  const failed = values['failed'] === true;
+  const resultText = stringOption(values, 'result');
+  const error = stringOption(values, 'error');
+  if (completed === failed) {
+    throw new CliUsageError('resolve needs exactly one of --completed or --failed', 'resolve');
+  }
+  if (completed) {
+    if (error !== undefined) throw new CliUsageError('--error goes with --failed, not --completed', 'resolve');
+    if (resultText === undefined) return { attemptsSeen, outcome: 'completed', result: undefined };
+    let result: unknown;
+    try {
+      result = JSON.parse(resultText);
+    } catch {
+      throw new CliUsageError(
+        `--result must be JSON, got ${JSON.stringify(resultText)} (write a string with its quotes: --result '"sent"')`,
+        'resolve',
+      );
+    }
+    return { attemptsSeen, outcome: 'completed', result };
+  }
+  if (resultText !== undefined) throw new CliUsageError('--result goes with --completed, not --failed', 'resolve');
+  if (error === undefined || error.trim() === '') {
+    throw new CliUsageError('--failed needs --error <text>: say what you found, it is stored on the receipt', 'resolve');
+  }
+  return { attemptsSeen, outcome: 'failed', error };
+}
+
+/** The `resolve` command. */
+export const resolveSpec: CommandSpec<ResolveArgs> = {
+  name: 'resolve',
+  summary: 'settle an ambiguous receipt as completed or failed',
+  synopsis: 'resolve <redisKey> ...',
+  help: `Usage: tool-receipts resolve <redisKey> --attempts <n> --completed [--result <json>]
+       tool-receipts resolve <redisKey> --attempts <n> --failed --error <text>
+
+Settles an ambiguous receipt once you have checked whether its effect happened
+(the email went out, the charge went through...). Prints the fields that
+changed. Exits 1 without writing anything when the receipt is gone, has moved
+on since you looked, or is not ambiguous (its lease is still live, or it is
+resumable and no claim found it ambiguous).
+
+Options:
+  --attempts <n>    the attempts you saw on the receipt (show prints them).
+                    The write is fenced on it: if the original attempt settled
+                    late or someone else resolved it meanwhile, it is refused.
+  --completed       the effect happened: later claims of the call replay the
+                    result instead of running it
+  --result <json>   with --completed, the result they replay, as JSON (quote a
+                    string: --result '"sent"'); without it, no result value
+  --failed          the effect did not happen: the next claim runs the call
+                    again as attempt n+1
+  --error <text>    with --failed (required), what you found; stored on the
+                    receipt
+  --json            print {redisKey, outcome, attemptsSeen, before, after}`,
+  options: {
+    ...JSON_OPTION,
+    attempts: { type: 'string' },
+    completed: { type: 'boolean' },
+    failed: { type: 'boolean' },
+    result: { type: 'string' },
+    error: { type: 'string' },
+  },
+  parse(values, positionals) {
+    const [redisKey] = expectPositionals('resolve', positionals, ['redisKey']) as [string];
+    return { redisKey, resolution: parseResolution(values), json: values['json'] === true };
+  },
+  run: resolveCommand,
+};

@@ -1,0 +1,130 @@
+/**
+ * `tool-receipts show <redisKey>`: every field of one receipt.
+ */
+import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
+import { ReceiptNotFoundError } from '../errors.js';
+import {
+  clip,
+  compactJson,
+  duration,
+  fields,
+  isoTime,
+  leaseLabel,
+  stateLabel,
+  terminalText,
+  token,
+  when,
+  writeJson,
+  writeLine,
+  type Output,
+} from '../format.js';
+import { parseReceiptRedisKey } from '../receipt-key.js';
+import type { ReceiptStore } from '../../redis/receipt-store.js';
+
+/** Arguments of {@link showCommand}. */
+export interface ShowArgs {
+  /** The receipt's Redis key, as `ambiguous` or `run` print it. */
+  readonly redisKey: string;
+  /** Print the `ReceiptRecord` as JSON instead of a field list. */
+  readonly json: boolean;
+}
+
+/**
+ * Reads the receipt under a Redis key, refusing a key that is not a receipt
+ * key under the store's prefix (`InvalidReceiptKeyError`) or under which no
+ * receipt exists ({@link ReceiptNotFoundError}).
+ */
+export async function readReceipt(store: ReceiptStore, redisKey: string): Promise<ReceiptRecord> {
+  const { key } = parseReceiptRedisKey(redisKey, store.prefix);
+  const record = await store.inspect(key);
+  if (record === null) throw new ReceiptNotFoundError(redisKey);
+  return record;
+}
+
+/** The field list `show` prints for a record, one `[label, value]` per line. */
+export function receiptFields(record: ReceiptRecord): [string, string][] {
+  const now = record.readAtMs;
+  const steps = Object.entries(record.steps);
+  return [
+    ['redis key', record.redisKey],
+    ['tenant', token(record.key.tenantId)],
+    ['run', token(record.key.runId)],
+    ['tool', token(record.key.toolName)],
+    ['args hash', token(record.key.argsHash)],
+    ['state', stateLabel(record)],
+    ['status', record.status],
+    ['attempts', String(record.attempts)],
+    ['effect', record.effect],
+    ['owner', record.owner === null ? '-' : token(record.owner)],
+    ['lease', record.leaseUntilMs === null ? '-' : `${leaseLabel(record)} (until ${isoTime(record.leaseUntilMs)})`],
+    ['created', when(record.createdMs, now)],
+    ['updated', when(record.updatedMs, now)],
+    ['settled', when(record.completedMs, now)],
+    ['ambiguous since', when(record.ambiguousMs, now)],
+    ['resolved', when(record.resolvedMs, now)],
+    ['result', 'result' in record ? terminalText(JSON.stringify(record.result, null, 2) ?? '') : '-'],
+    ['error', record.error === null ? '-' : token(record.error)],
+    ['tier', record.tier === null ? '-' : token(record.tier)],
+    [
+      'steps',
+      steps.length === 0 ? '-' : steps.map(([name, value]) => `${token(name)} = ${clip(terminalText(compactJson(value)), 200)}`).join('\n'),
+    ],
+    ['expires', record.ttlMs < 0 ? 'never (no TTL)' : `in ${duration(record.ttlMs)}`],
+  ];
+}
+
+/** Prints what an operator can do about an ambiguous receipt. */
+export function writeResolveHint(out: Output, store: ReceiptStore, record: ReceiptRecord): void {
+  writeLine(out);
+  writeLine(
+    out,
+    `Ambiguous: attempt ${record.attempts} of this ${record.effect} call lost its lease before completing, ` +
+      'so its effect may or may not have happened. Check the effect, then settle it with one of:',
+  );
+  const attempts = `--attempts ${record.attempts}`;
+  writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --completed --result '<result json>'`)}`);
+  writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --failed --error '<what you found>'`)}`);
+}
+
+/**
+ * Prints every field of the receipt under `redisKey`, with times on the Redis
+ * server's clock and the full result; for an ambiguous receipt, also the
+ * `resolve` commands that would settle it. With `json`, prints the
+ * `ReceiptRecord`. Throws {@link ReceiptNotFoundError} when there is no such
+ * receipt.
+ */
+export async function showCommand({ store, out, args }: CommandContext<ShowArgs>): Promise<void> {
+  const record = await readReceipt(store, args.redisKey);
+  if (args.json) {
+    writeJson(out, record);
+    return;
+  }
+  for (const line of fields(receiptFields(record))) writeLine(out, line);
+  if (isAmbiguousRecord(record)) writeResolveHint(out, store, record);
+}
+
+/** The `show` command. */
+export const showSpec: CommandSpec<ShowArgs> = {
+  name: 'show',
+  synopsis: 'show <redisKey>',
+  summary: 'every field of one receipt',
+  help: `Usage: tool-receipts show <redisKey> [--json] [connection options]
+
+Prints every field of one receipt: the call it belongs to, state, attempts,
+effect, owner, lease, times (server clock), result or error, recorded steps,
+and when it expires. For an ambiguous receipt, also prints the resolve
+commands that would settle it. Exits 1 when no receipt exists under the key.
+
+<redisKey> is the key as \`ambiguous\` or \`run\` print it, for example
+'trc:rcpt:{acme|run-42}:send_email:9f2c...'. Quote it: it holds { | and }.
+
+Options:
+  --json    print the receipt record as JSON instead`,
+  options: { ...JSON_OPTION },
+  parse(values, positionals) {
+    const [redisKey] = expectPositionals('show', positionals, ['redisKey']) as [string];
+    return { redisKey, json: values['json'] === true };
+  },
+  run: showCommand,
+};

@@ -1,0 +1,168 @@
+/**
+ * Text output of the `tool-receipts` CLI: aligned tables and field lists for
+ * a terminal, times on the Redis server's clock, and escaping so no value read
+ * from Redis (a tenant, a tool name, a result) can move the cursor, recolour
+ * the terminal or pose as another line.
+ */
+import { isAmbiguousRecord, type ReceiptRecord } from '../redis/receipt-record.js';
+
+/** Where a command writes. `process.stdout` fits, and so does a test's capture. */
+export interface Output {
+  write(text: string): unknown;
+}
+
+/** Writes `text` followed by a newline. */
+export function writeLine(out: Output, text = ''): void {
+  out.write(`${text}\n`);
+}
+
+/** Writes `value` as indented JSON on its own lines. */
+export function writeJson(out: Output, value: unknown): void {
+  out.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
+const INVISIBLE_BUT_NEWLINE = /(?!\n)[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
+const BARE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]+$/u;
+
+function escapeChar(char: string): string {
+  const cp = char.codePointAt(0) ?? 0;
+  return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * A value as one safe token: shown bare when it is only letters, digits,
+ * punctuation and symbols; otherwise as a JSON string literal in which every
+ * control, format or separator character is escaped too.
+ */
+export function token(value: string): string {
+  if (BARE.test(value)) return value;
+  return JSON.stringify(value).replace(INVISIBLE, escapeChar);
+}
+
+/**
+ * Free text (several lines allowed) made safe for a terminal: newlines stay,
+ * every other control or format character is written as an escape.
+ */
+export function terminalText(text: string): string {
+  return text.replace(INVISIBLE_BUT_NEWLINE, escapeChar);
+}
+
+/** Cuts `text` to `max` code units, marking the cut with `…`, without splitting a surrogate pair. */
+export function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = Math.max(0, max - 1);
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}…`;
+}
+
+/**
+ * Rows aligned under a header, two spaces between columns, the last column
+ * left unpadded so long values (Redis keys, previews) do not widen the rest.
+ * Cells are written as given: escape them with {@link token} first.
+ */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+/**
+ * Label/value pairs with the values aligned. A value spanning several lines
+ * continues under the first line's value column.
+ */
+export function fields(pairs: readonly (readonly [string, string])[]): string[] {
+  const width = Math.max(0, ...pairs.map(([label]) => label.length));
+  const lines: string[] = [];
+  for (const [label, value] of pairs) {
+    const [first = '', ...rest] = value.split('\n');
+    lines.push(`${label.padEnd(width)}  ${first}`.trimEnd());
+    for (const more of rest) lines.push(`${' '.repeat(width + 2)}${more}`.trimEnd());
+  }
+  return lines;
+}
+
+/** A server-clock time in ms as ISO 8601 UTC, to the second. */
+export function isoTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** A span in ms, compact: `850ms`, `12.3s`, `4m12s`, `3h04m`, `2d03h`. */
+export function duration(ms: number): string {
+  const abs = Math.abs(Math.round(ms));
+  if (abs < 1000) return `${abs}ms`;
+  if (abs < 60_000) return `${(Math.floor(abs / 100) / 10).toFixed(1)}s`;
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const s = Math.floor(abs / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 24 * 60) return `${Math.floor(m / 60)}h${pad(m % 60)}m`;
+  const h = Math.floor(m / 60);
+  return `${Math.floor(h / 24)}d${pad(h % 24)}h`;
+}
+
+/** `at` relative to `nowMs` (both on the server clock): `4m12s ago` or `in 12.3s`. */
+export function relative(at: number, nowMs: number): string {
+  return at <= nowMs ? `${duration(nowMs - at)} ago` : `in ${duration(at - nowMs)}`;
+}
+
+/** A server time with its distance from the read: `2025-06-01T12:00:03Z (4m12s ago)`. */
+export function when(at: number | null, nowMs: number): string {
+  return at === null ? '-' : `${isoTime(at)} (${relative(at, nowMs)})`;
+}
+
+/**
+ * Since when a receipt has been ambiguous: when a claim flagged it, or, for
+ * an opaque attempt no claim has found yet, when its lease ran out. `null`
+ * when it is not ambiguous.
+ */
+export function ambiguousSinceMs(record: ReceiptRecord): number | null {
+  if (!isAmbiguousRecord(record)) return null;
+  return record.ambiguousMs ?? record.leaseUntilMs;
+}
+
+/**
+ * One word (or two) for where a receipt stands, for an operator:
+ * `ambiguous`, `running`, `running (lease expired)`, `completed`,
+ * `completed (resolved)`, `failed` or `failed (resolved)`.
+ */
+export function stateLabel(record: ReceiptRecord): string {
+  if (isAmbiguousRecord(record)) return 'ambiguous';
+  if (record.status === 'running') return record.leaseExpired ? 'running (lease expired)' : 'running';
+  return record.resolvedMs === null ? record.status : `${record.status} (resolved)`;
+}
+
+/** The lease of a receipt: `live, 12.3s left`, `expired 4s ago`, or `-` once settled. */
+export function leaseLabel(record: ReceiptRecord): string {
+  if (record.status !== 'running' || record.leaseUntilMs === null) return '-';
+  return record.leaseExpired
+    ? `expired ${duration(record.readAtMs - record.leaseUntilMs)} ago`
+    : `live, ${duration(record.leaseUntilMs - record.readAtMs)} left`;
+}
+
+/** A value as compact JSON, or a placeholder when it has none. */
+export function compactJson(value: unknown): string {
+  if (value === undefined) return '(no value)';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** What a receipt ended with, cut to `max` characters: the result, `error: …`, or empty. */
+export function outcomePreview(record: ReceiptRecord, max = 48): string {
+  if (record.status === 'completed') {
+    return clip(terminalText(compactJson(record.result)).replace(/\n/g, '\\n'), max);
+  }
+  if (record.status === 'failed' && record.error !== null) {
+    return clip(`error: ${token(record.error)}`, max);
+  }
+  return '';
+}

@@ -1,0 +1,248 @@
+/**
+ * The command functions, run in process against a real Redis with receipts
+ * put into each state through the real store.
+ */
+import { parseArgs } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import type { OptionValues } from '../../src/cli/command.js';
+import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
+import { resolveCommand, resolveSpec, type ResolveArgs, type ResolveReport } from '../../src/cli/commands/resolve.js';
+import { runCommand, type RunReport } from '../../src/cli/commands/run.js';
+import { showCommand } from '../../src/cli/commands/show.js';
+import { InvalidReceiptKeyError, ReceiptNotFoundError, ResolveRefusedError } from '../../src/cli/errors.js';
+import { FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
+import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
+import { Capture, freshKey, makeAmbiguous, useRedis, waitForLeaseExpiry } from './support.js';
+
+const fixture = useRedis();
+
+describe('ambiguous', () => {
+  it('lists flagged and unflagged opaque receipts whose attempt died, and nothing else', async () => {
+    const store = fixture.store();
+    const flagged = freshKey('send_email');
+    const unflagged = freshKey('charge_card', { tenantId: 'acme {eu}' });
+    const completed = freshKey('lookup');
+    const live = freshKey('create_ticket');
+    const resumable = freshKey('sync_rows');
+    await makeAmbiguous(store, flagged);
+    await makeAmbiguous(store, unflagged, { flag: false });
+    await store.claim(completed, { effect: 'opaque' });
+    await store.complete(completed, 1, 'ok');
+    await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
+    await store.claim(resumable, { effect: 'resumable', leaseMs: 60 });
+    await waitForLeaseExpiry(store, resumable);
+
+    const human = new Capture();
+    await ambiguousCommand({ store, out: human, args: { json: false } });
+    expect(human.lines[0]).toMatch(/^TENANT\s+RUN\s+TOOL\s+ATTEMPTS\s+SINCE\s+REDIS KEY$/);
+    expect(human.text).toContain(store.redisKey(flagged));
+    expect(human.text).toContain(store.redisKey(unflagged));
+    expect(human.text).toContain('"acme {eu}"');
+    for (const key of [completed, live, resumable]) expect(human.text).not.toContain(store.redisKey(key));
+    expect(human.text).toContain('2 ambiguous receipts.');
+    // Every row lines up under the header: the REDIS KEY column starts at the same offset.
+    const column = human.lines[0]!.indexOf('REDIS KEY');
+    for (const line of human.lines.slice(1, 3)) expect(line.indexOf(`${store.prefix}:rcpt:`)).toBe(column);
+
+    const json = new Capture();
+    await ambiguousCommand({ store, out: json, args: { json: true } });
+    const records = JSON.parse(json.text) as ReceiptRecord[];
+    expect(records.map((r) => r.redisKey).sort()).toEqual([store.redisKey(flagged), store.redisKey(unflagged)].sort());
+    expect(records.every((r) => r.status === 'running' && r.leaseExpired)).toBe(true);
+  });
+
+  it('says so when there are none', async () => {
+    const store = fixture.store();
+    const out = new Capture();
+    // A store under another prefix on the same server sees none of this file's receipts.
+    await ambiguousCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out, args: { json: false } });
+    expect(out.text).toBe(`No ambiguous receipts under prefix ${store.prefix}x.\n`);
+  });
+});
+
+describe('run', () => {
+  it("lists a run's receipts and prints the resume journal note built from them", async () => {
+    const store = fixture.store();
+    const base = freshKey();
+    const done = { ...base, toolName: 'lookup_customer', argsHash: 'a1' };
+    const unknown = { ...base, toolName: 'send_email', argsHash: 'b2' };
+    const failed = { ...base, toolName: 'charge_card', argsHash: 'c3' };
+    await store.claim(done, { effect: 'resumable' });
+    await store.complete(done, 1, { id: 'cus_881' });
+    await makeAmbiguous(store, unknown);
+    await store.claim(failed, { effect: 'opaque' });
+    await store.fail(failed, 1, { error: 'card declined' });
+
+    const out = new Capture();
+    await runCommand({ store, out, args: { tenantId: base.tenantId, runId: base.runId, json: false } });
+    expect(out.text).toContain(`3 receipts for tenant ${base.tenantId}, run ${base.runId}, oldest first:`);
+    expect(out.text).toMatch(/1\s+completed\s+1\s+lookup_customer\s+-\s+\{"id":"cus_881"\}/);
+    expect(out.text).toMatch(/2\s+ambiguous\s+1\s+send_email\s+expired [\d.]+m?s ago/);
+    expect(out.text).toMatch(/3\s+failed\s+1\s+charge_card\s+-\s+error: "card declined"/);
+    expect(out.text).toContain(store.redisKey(unknown));
+    expect(out.text).toContain('Finished. These already took effect');
+    expect(out.text).toContain('  - lookup_customer: result "{\\"id\\":\\"cus_881\\"}"');
+    expect(out.text).toContain('Outcome unknown.');
+    expect(out.text).toContain('  - send_email');
+    expect(out.text).not.toContain('- charge_card');
+
+    const json = new Capture();
+    await runCommand({ store, out: json, args: { tenantId: base.tenantId, runId: base.runId, json: true } });
+    const report = JSON.parse(json.text) as RunReport;
+    expect(report.receipts.map((r) => r.key.toolName)).toEqual(['lookup_customer', 'send_email', 'charge_card']);
+    expect(report.journal.completed.map((e) => e.tool)).toEqual(['lookup_customer']);
+    expect(report.journal.interrupted.map((e) => e.tool)).toEqual(['send_email']);
+    expect(report.note).toContain('Outcome unknown');
+  });
+
+  it('says so for a run with no receipts', async () => {
+    const out = new Capture();
+    await runCommand({ store: fixture.store(), out, args: { tenantId: 'nobody', runId: 'nothing', json: false } });
+    expect(out.text).toContain('No receipts for tenant nobody, run nothing');
+  });
+});
+
+describe('show', () => {
+  it('prints every field of a receipt and, when ambiguous, how to resolve it', async () => {
+    const store = fixture.store({ owner: 'worker-7' });
+    const key = freshKey('send_email', { tenantId: 'acme\u001b[31m' });
+    await makeAmbiguous(store, key);
+    const out = new Capture();
+    await showCommand({ store, out, args: { redisKey: store.redisKey(key), json: false } });
+    expect(out.text).toMatch(/^redis key\s+\S+:rcpt:/);
+    expect(out.text).toContain('tenant           "acme\\u001b[31m"');
+    expect(out.text).not.toContain('\u001b');
+    expect(out.text).toMatch(/state\s+ambiguous\n/);
+    expect(out.text).toMatch(/attempts\s+1\n/);
+    expect(out.text).toMatch(/effect\s+opaque\n/);
+    expect(out.text).toMatch(/owner\s+worker-7\n/);
+    expect(out.text).toMatch(/ambiguous since\s+\d{4}-\d\d-\d\dT/);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --completed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --failed`);
+    expect(out.text).toContain(`--prefix ${store.prefix}`);
+
+    const json = new Capture();
+    await showCommand({ store, out: json, args: { redisKey: store.redisKey(key), json: true } });
+    expect(JSON.parse(json.text)).toMatchObject({ key, status: 'running', attempts: 1, leaseExpired: true });
+  });
+
+  it('refuses a key with no receipt, and a key under another prefix', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await expect(showCommand({ store, out: new Capture(), args: { redisKey: store.redisKey(key), json: false } })).rejects.toThrow(
+      ReceiptNotFoundError,
+    );
+    const foreign = store.redisKey(key).replace(store.prefix, 'elsewhere');
+    await expect(showCommand({ store, out: new Capture(), args: { redisKey: foreign, json: false } })).rejects.toThrow(
+      InvalidReceiptKeyError,
+    );
+  });
+});
+
+/** Resolve arguments parsed from a command line, the way the CLI parses them. */
+function resolveArgs(redisKey: string, argv: string[]): ResolveArgs {
+  const { values, positionals } = parseArgs({ args: [redisKey, ...argv], options: resolveSpec.options, allowPositionals: true });
+  return resolveSpec.parse(values as OptionValues, positionals);
+}
+
+describe('resolve', () => {
+  it('completed: prints what changed, and a later claim replays the result', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    const attempt = await makeAmbiguous(store, key);
+    const out = new Capture();
+    await resolveCommand({
+      store,
+      out,
+      args: resolveArgs(store.redisKey(key), ['--attempts', String(attempt), '--completed', '--result', '{"messageId":"m-1"}']),
+    });
+    expect(out.lines[0]).toBe(`Resolved ${store.redisKey(key)} as completed at attempt 1.`);
+    expect(out.text).toMatch(/state\s+ambiguous\s+completed \(resolved\)/);
+    expect(out.text).toMatch(/result\s+-\s+\{"messageId":"m-1"\}/);
+    expect(out.text).toMatch(/resolved\s+-\s+\d{4}-/);
+    expect(out.text).toContain('Later claims of this call replay the recorded result');
+
+    const claim = await store.claim(key, { effect: 'opaque' });
+    expect(claim.decision.kind).toBe('replay');
+    expect(claim.result).toEqual({ messageId: 'm-1' });
+  });
+
+  it('completed without --result completes with no result value', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await makeAmbiguous(store, key);
+    const out = new Capture();
+    await resolveCommand({ store, out, args: { ...resolveArgs(store.redisKey(key), ['--attempts', '1', '--completed']), json: true } });
+    const report = JSON.parse(out.text) as ResolveReport;
+    expect(report.before.status).toBe('running');
+    expect(report.after).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(report.after && 'result' in report.after).toBe(false);
+    const claim = await store.claim(key, { effect: 'opaque' });
+    expect(claim.decision.kind).toBe('replay');
+    expect('result' in claim).toBe(false);
+  });
+
+  it('failed: stores the error, and the next claim executes attempt n+1', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await makeAmbiguous(store, key);
+    const out = new Capture();
+    await resolveCommand({
+      store,
+      out,
+      args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--failed', '--error', 'no message in the outbox']),
+    });
+    expect(out.text).toMatch(/state\s+ambiguous\s+failed \(resolved\)/);
+    expect(out.text).toMatch(/error\s+-\s+"no message in the outbox"/);
+    expect(out.text).toContain('The next claim of this call runs it again, as attempt 2.');
+    expect(await store.inspect(key)).toMatchObject({ status: 'failed', error: 'no message in the outbox' });
+
+    const claim = await store.claim(key, { effect: 'opaque' });
+    expect(claim.decision).toEqual({ kind: 'execute', attempt: 2 });
+  });
+
+  it('refuses, writing nothing, when the attempts seen are stale', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await makeAmbiguous(store, key);
+    await store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'first look' });
+    await makeAmbiguous(store, key); // attempt 2 runs and dies too
+    const before = await store.inspect(key);
+    const error = await resolveCommand({
+      store,
+      out: new Capture(),
+      args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--completed']),
+    }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ResolveRefusedError);
+    expect((error as ResolveRefusedError).code).toBe('cli.resolve_refused');
+    expect((error as Error).message).toContain('running at attempt 2, not at attempt 1');
+    expect((error as Error).cause).toBeInstanceOf(FencedOutError);
+    const after = await store.inspect(key);
+    expect(after).toMatchObject({ status: 'running', attempts: 2, resolvedMs: null, ambiguousMs: before!.ambiguousMs });
+  });
+
+  it('refuses a receipt whose lease is still live', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque', leaseMs: 60_000 });
+    const error = await resolveCommand({
+      store,
+      out: new Capture(),
+      args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--failed', '--error', 'x']),
+    }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ResolveRefusedError);
+    expect((error as Error).cause).toBeInstanceOf(NotAmbiguousError);
+    expect((error as Error).message).toContain('lease is still live');
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1 });
+  });
+
+  it('refuses a key with no receipt', async () => {
+    const store = fixture.store();
+    const error = await resolveCommand({
+      store,
+      out: new Capture(),
+      args: resolveArgs(store.redisKey(freshKey()), ['--attempts', '1', '--completed']),
+    }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ReceiptNotFoundError);
+  });
+});
