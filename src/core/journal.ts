@@ -358,11 +358,11 @@ export interface JournalReceiptRecord {
  *
  * - `completed` receipts are completed entries. The result is kept as is when
  *   it is a string and as JSON otherwise.
- * - `running` receipts whose lease has expired, and any non-completed receipt
- *   the store marked ambiguous (`ambiguousMs` set), are interrupted: the
- *   worker may have died after the effect landed or before.
- * - `failed` receipts (not marked ambiguous) are left out: the effect did not
- *   happen, nothing needs guarding, and retrying is allowed.
+ * - `running` receipts whose lease has expired or that the store marked
+ *   ambiguous (`ambiguousMs` set) are interrupted: the worker may have died
+ *   after the effect landed or before.
+ * - `failed` receipts are left out, including ambiguous ones an operator
+ *   resolved as failed: the effect did not happen and retrying is allowed.
  * - `running` receipts with a live lease are left out: a worker is still on
  *   the call, its outcome is not lost, and if the model repeats the call the
  *   receipt makes it wait for that worker instead of running twice.
@@ -388,7 +388,7 @@ export function journalFromReceipts(records: readonly JournalReceiptRecord[]): T
       return;
     }
     const ambiguous = typeof record.ambiguousMs === 'number';
-    if (ambiguous || (record.status === 'running' && record.leaseExpired === true)) interrupted.push(entry);
+    if (record.status === 'running' && (ambiguous || record.leaseExpired === true)) interrupted.push(entry);
   });
   return { completed, interrupted };
 }

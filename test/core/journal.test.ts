@@ -394,14 +394,14 @@ describe('journalFromReceipts', () => {
     expect(j.interrupted).toEqual([]);
   });
 
-  it('reports a receipt the store marked ambiguous as interrupted, unless it completed', () => {
+  it('reports a running receipt the store marked ambiguous as interrupted, not one resolved as failed or completed', () => {
     const j = journalFromReceipts([
       r('a', 'running', 1, { ambiguousMs: 50, leaseExpired: false }),
       r('b', 'failed', 2, { ambiguousMs: 60 }),
       r('c', 'failed', 3, { ambiguousMs: null }),
       r('d', 'completed', 4, { ambiguousMs: 70, result: 'fine' }),
     ]);
-    expect(j.interrupted.map((e) => e.tool)).toEqual(['a', 'b']);
+    expect(j.interrupted.map((e) => e.tool)).toEqual(['a']);
     expect(j.completed.map((e) => e.tool)).toEqual(['d']);
   });
 
