@@ -19,6 +19,7 @@ import { receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
 import { startRedis } from '../test/support/redis.js';
+import { median, redisVersion, throughput, unlinkMatching } from './support.js';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 10_000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -27,23 +28,6 @@ const RETENTION_MS = 86_400_000;
 const LEASE_MS = 30_000;
 
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
-
-/** Runs `op(0..count-1)` with at most `concurrency` in flight; returns calls per second. */
-async function throughput(count: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) await op(next++);
-    }),
-  );
-  return count / ((performance.now() - started) / 1000);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 async function main(): Promise<void> {
   const handle = await startRedis();
@@ -96,8 +80,7 @@ async function main(): Promise<void> {
     const settled = keyOf('store', 0, 42);
     const receiptBytes = await redis.call('MEMORY', 'USAGE', store.redisKey(settled), 'SAMPLES', '0');
     const fields = await redis.hlen(store.redisKey(settled));
-    const info = await redis.info('server');
-    const version = /redis_version:(\S+)/.exec(info)?.[1] ?? '?';
+    const version = await redisVersion(redis);
 
     const s = median(storeRates);
     const r = median(rawRates);
@@ -111,12 +94,7 @@ async function main(): Promise<void> {
   } finally {
     if (!handle.controllable) {
       // A shared server: remove only what this run wrote.
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length > 0) await redis.unlink(...keys);
-      } while (cursor !== '0');
+      await unlinkMatching(redis, `${prefix}:*`);
     }
     redis.disconnect();
     await handle.stop();

@@ -1,0 +1,63 @@
+/**
+ * Helpers shared by the benchmarks: a bounded-concurrency rate meter, the
+ * median, the server's version, and removal of one run's keys from a server
+ * the bench does not own.
+ */
+import type { Redis } from 'ioredis';
+
+/** Runs `op(0..count-1)` with at most `concurrency` in flight; returns calls per second. */
+export async function throughput(count: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) await op(next++);
+    }),
+  );
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** The middle value (the upper one of the two middles for an even count); 0 for none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+/** `redis_version` from INFO server, or `?`. */
+export async function redisVersion(redis: Redis): Promise<string> {
+  const info = await redis.info('server');
+  return /redis_version:(\S+)/.exec(info)?.[1] ?? '?';
+}
+
+/** Unlinks every key matching `pattern` (SCAN, not KEYS): cleanup on a server the bench shares. */
+export async function unlinkMatching(redis: Redis, pattern: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== '0');
+}
+
+/** Calls per command from INFO commandstats (`cmdstat_evalsha:calls=12,...` → `{ evalsha: 12 }`). */
+export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+  const info = await redis.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    calls.set(match[1] ?? '', Number(match[2]));
+  }
+  return calls;
+}
+
+/** `after - before` per command, zeros dropped. */
+export function callsDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const delta = new Map<string, number>();
+  for (const [name, calls] of after) {
+    const d = calls - (before.get(name) ?? 0);
+    if (d > 0) delta.set(name, d);
+  }
+  return delta;
+}
+
+/** A rate as a whole number, right-aligned to `width`. */
+export const rate = (value: number, width = 8): string => value.toFixed(0).padStart(width);
