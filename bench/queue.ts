@@ -1,0 +1,476 @@
+/**
+ * BullMQ throughput with and without the wrapper.
+ *
+ * Every pass pre-fills a fresh queue with N one-call jobs (addBulk), waits
+ * until a Worker (autorun off) has both its connections ready, then times
+ * from `worker.run()` to the N-th local `completed` event. Three kinds of
+ * pass, on the same no-op tool:
+ *
+ * - bare: a plain processor that calls the tool and returns a hand-rolled
+ *   `{ results: [{ type, tool_use_id, content }] }` (no validation, no Redis
+ *   beyond BullMQ's own);
+ * - wrapped: `withToolReceipts`, fresh arguments on every job, so every call
+ *   claims, executes and settles a receipt;
+ * - replay: the very jobs of the wrapped pass before it, enqueued again
+ *   (same tenant, run, call ids and arguments), so every call finds a
+ *   completed receipt and replays it.
+ *
+ * Jobs are added with `removeOnComplete: true` on every side. Rounds rotate
+ * the order of the kinds so drift on the machine lands on all of them, and
+ * the ratio reported is the median of the per-round ratios. Each timed pass
+ * also records CPU per job of this process and of the Redis server, which a
+ * busy machine disturbs less than wall time.
+ *
+ * Untimed, afterwards: commands per job (those the wrapper sends on its own
+ * connection, and every command the server ran, from INFO commandstats), and
+ * MEMORY USAGE of a settled receipt, of a run's index and breaker hash, and
+ * of a retained completed job with its return value, bare vs wrapped.
+ *
+ * One wrapper instance serves every pass, as one would per worker process,
+ * on its own connection; Workers and Queues open their own.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { toolCallArgsHash } from '../src/core/identity.js';
+import { defineTool } from '../src/bullmq/define-tool.js';
+import type { ToolJobData } from '../src/bullmq/job-data.js';
+import { withToolReceipts, type ToolReceiptsProcessor } from '../src/bullmq/processor.js';
+import { scriptSource } from '../src/redis/scripts.js';
+import { callsDelta, commandCalls, median } from './support.js';
+
+export type PassKind = 'bare' | 'wrapped' | 'replay';
+
+export interface QueueBenchOptions {
+  readonly url: string;
+  /** Every key this bench writes starts with `<prefix>:`. */
+  readonly prefix: string;
+  /** Jobs per timed pass at concurrency 1 and at concurrency 50. */
+  readonly jobsC1: number;
+  readonly jobsC50: number;
+  /** Timed rounds (each one pass of every kind at both concurrencies). */
+  readonly rounds: number;
+  /** Jobs per pass in the untimed command count. */
+  readonly probeJobs: number;
+}
+
+/** Timed figures at one concurrency. */
+export interface LevelFigures {
+  readonly concurrency: number;
+  readonly jobs: number;
+  readonly rates: Record<PassKind, number[]>;
+  /** CPU per job in µs, per round: this Node process (BullMQ and wrapper) and the Redis server. */
+  readonly nodeCpu: Record<PassKind, number[]>;
+  readonly redisCpu: Record<PassKind, number[]>;
+  /** Per-round wrapped/bare and replay/bare. */
+  readonly wrappedRatios: number[];
+  readonly replayRatios: number[];
+}
+
+/** Commands per job for one kind of pass. */
+export interface CommandCount {
+  /** Commands sent on the wrapper's own connection, by command (scripts by file). */
+  readonly wrapperConnection: Map<string, number>;
+  /** Every command the server executed, scripts' inner calls included (INFO commandstats). */
+  readonly server: Map<string, number>;
+  readonly jobs: number;
+}
+
+export interface QueueBenchReport {
+  readonly levels: LevelFigures[];
+  readonly commands: Record<PassKind, CommandCount>;
+  readonly memory: {
+    readonly receiptBytes: number;
+    readonly receiptFields: number;
+    readonly receiptResultBytes: number;
+    readonly runIndexBytes: number;
+    readonly runIndexEntries: number;
+    readonly breakerBytes: number;
+    readonly returnValue: { bare: string; wrapped: string };
+    readonly jobHashBytes: { bare: number; wrapped: number };
+  };
+  readonly bullmqVersion: string;
+  readonly seconds: number;
+}
+
+interface PassFigures {
+  readonly rate: number;
+  readonly nodeCpuUs: number;
+  readonly redisCpuUs: number;
+}
+
+/** used_cpu_user + used_cpu_sys of the server, in seconds. */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('used_cpu_user') + field('used_cpu_sys');
+}
+
+const TOOL_RESULT = { ok: true, messageId: 'msg-0000000000' };
+const sendEmail = (): typeof TOOL_RESULT => TOOL_RESULT;
+const tool = defineTool({
+  name: 'send_email',
+  input: z.object({ to: z.string(), subject: z.string(), n: z.number().int() }),
+  effect: 'opaque',
+  destructive: false,
+  execute: sendEmail,
+});
+/** Jobs of one pass spread over this many agent runs (20 calls per run at 2,000 jobs). */
+const RUNS_PER_PASS = 100;
+const JOB_OPTS = { removeOnComplete: true, removeOnFail: true } as const;
+const PASS_TIMEOUT_MS = 120_000;
+
+/** A job with one fresh call, distinct for every (tag, i). */
+function jobData(tag: string, i: number): ToolJobData {
+  return {
+    tenantId: 'bench',
+    runId: `run-${tag}-${i % RUNS_PER_PASS}`,
+    calls: [{ id: `toolu_${tag}_${i}`, name: tool.name, input: { to: 'user@example.com', subject: 'bench', n: i } }],
+  };
+}
+
+/** What a processor without receipts would do: run each call, hand the result back. */
+async function bareProcessor(job: Job<ToolJobData>) {
+  const results = [];
+  for (const call of job.data.calls) {
+    const value = await sendEmail();
+    results.push({ type: 'tool_result' as const, tool_use_id: call.id, content: JSON.stringify(value) });
+  }
+  return { results };
+}
+
+/** Script SHA1 → `lua/` file name, to name EVALSHA round trips (sources as the package loads them). */
+function scriptNames(): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const file of readdirSync(new URL('../lua/', import.meta.url))) {
+    if (!/-\d+\.lua$/.test(file)) continue;
+    const sha = createHash('sha1').update(scriptSource(file)).digest('hex');
+    names.set(sha, file.replace(/-\d+\.lua$/, ''));
+  }
+  return names;
+}
+
+/** Counts commands sent on one ioredis connection between `start` and `stop` (timed passes run unpatched). */
+function commandCounter(redis: Redis) {
+  const names = scriptNames();
+  const original = redis.sendCommand;
+  let counts = new Map<string, number>();
+  return {
+    start(): void {
+      counts = new Map();
+      redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
+        let name = command.name;
+        if (name === 'evalsha' || name === 'eval') {
+          const first = String(command.args[0]);
+          const sha = name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
+          name = `${name} ${names.get(sha) ?? sha.slice(0, 8)}`;
+        }
+        counts.set(name, (counts.get(name) ?? 0) + 1);
+        return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
+      }) as typeof redis.sendCommand;
+    },
+    stop(): Map<string, number> {
+      redis.sendCommand = original;
+      return counts;
+    },
+  };
+}
+
+/** Settles with `promise`, or rejects after `ms` so a stuck pass cannot hang the run. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms / 1000} s`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBenchReport> {
+  const began = performance.now();
+  const url = new URL(options.url);
+  const connection: ConnectionOptions = {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+    ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+    maxRetriesPerRequest: null,
+  };
+  const bullPrefix = `${options.prefix}:bull`;
+  const receiptsPrefix = `${options.prefix}:trc`;
+  const admin = new Redis(options.url);
+  const receiptsRedis = new Redis(options.url, { maxRetriesPerRequest: null });
+  const counter = commandCounter(receiptsRedis);
+  const wrapped: ToolReceiptsProcessor = withToolReceipts({
+    redis: receiptsRedis,
+    tools: [tool],
+    prefix: receiptsPrefix,
+    leaseMs: 30_000,
+    logger: pino({ level: 'silent' }),
+  });
+  try {
+
+    let passNo = 0;
+    /** One pass: fill a fresh queue, run a Worker to the last completion; jobs/s and CPU µs per job. */
+    async function pass(
+      kind: PassKind,
+      concurrency: number,
+      jobs: ToolJobData[],
+      hooks: { before?: () => void | Promise<void>; after?: () => void | Promise<void> } = {},
+    ): Promise<PassFigures> {
+      const queueName = `${kind}-c${concurrency}-p${passNo++}`;
+      const queue = new Queue(queueName, { connection, prefix: bullPrefix });
+      const expected = kind === 'bare' ? undefined : kind === 'wrapped' ? 'executed' : 'replayed';
+      try {
+        await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
+        const processor = kind === 'bare' ? bareProcessor : wrapped;
+        const worker = new Worker(queueName, processor, { connection, prefix: bullPrefix, concurrency, autorun: false });
+        const detach = kind === 'bare' ? () => undefined : wrapped.attach(worker);
+        try {
+          let done = 0;
+          const problems: string[] = [];
+          const finished = new Promise<void>((resolve) => {
+            const tally = () => void (++done === jobs.length && resolve());
+            worker.on('completed', (_job, result) => {
+              const outcome = (result.results[0] as { outcome?: string } | undefined)?.outcome;
+              if (expected !== undefined && outcome !== expected) problems.push(`outcome ${String(outcome)}`);
+              tally();
+            });
+            worker.on('failed', (_job, error) => {
+              problems.push(error.message);
+              tally();
+            });
+          });
+          worker.on('error', (error) => problems.push(error.message));
+          await worker.waitUntilReady();
+          await hooks.before?.();
+          const redisCpuBefore = await redisCpuSeconds(admin);
+          const cpuBefore = process.cpuUsage();
+          const started = performance.now();
+          worker.run().catch((error: Error) => problems.push(error.message));
+          await within(finished, PASS_TIMEOUT_MS, `${kind} pass at c=${concurrency}`);
+          const seconds = (performance.now() - started) / 1000;
+          const cpu = process.cpuUsage(cpuBefore);
+          const redisCpu = (await redisCpuSeconds(admin)) - redisCpuBefore;
+          await hooks.after?.();
+          if (problems.length > 0) {
+            throw new Error(`${kind} pass at c=${concurrency}: ${problems.length} jobs went wrong, first: ${problems[0]}`);
+          }
+          return {
+            rate: jobs.length / seconds,
+            nodeCpuUs: (cpu.user + cpu.system) / jobs.length,
+            redisCpuUs: (redisCpu * 1e6) / jobs.length,
+          };
+        } finally {
+          detach();
+          await worker.close();
+        }
+      } finally {
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
+    }
+
+    /** One pass of every kind at `concurrency`, in the given order; replay re-runs the wrapped pass's jobs. */
+    async function round(tag: string, concurrency: number, jobs: number, order: PassKind[]) {
+      const bareJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-bare`, i));
+      const wrappedJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-wrapped`, i));
+      const figures = {} as Record<PassKind, PassFigures>;
+      for (const kind of order) {
+        figures[kind] = await pass(kind, concurrency, kind === 'bare' ? bareJobs : wrappedJobs);
+      }
+      return figures;
+    }
+
+    // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
+    for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
+      await round(`warm-c${concurrency}`, concurrency, jobs, ['bare', 'wrapped', 'replay']);
+    }
+
+    const levels: LevelFigures[] = [];
+    for (const [concurrency, jobs] of [[1, options.jobsC1], [50, options.jobsC50]] as const) {
+      const level: LevelFigures = {
+        concurrency,
+        jobs,
+        rates: { bare: [], wrapped: [], replay: [] },
+        nodeCpu: { bare: [], wrapped: [], replay: [] },
+        redisCpu: { bare: [], wrapped: [], replay: [] },
+        wrappedRatios: [],
+        replayRatios: [],
+      };
+      for (let r = 0; r < options.rounds; r++) {
+        // Replay must follow its wrapped pass; bare goes first or last in turn.
+        const order: PassKind[] = r % 2 === 0 ? ['bare', 'wrapped', 'replay'] : ['wrapped', 'replay', 'bare'];
+        const figures = await round(`c${concurrency}-r${r}`, concurrency, jobs, order);
+        for (const kind of ['bare', 'wrapped', 'replay'] as const) {
+          level.rates[kind].push(figures[kind].rate);
+          level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
+          level.redisCpu[kind].push(figures[kind].redisCpuUs);
+        }
+        level.wrappedRatios.push(figures.wrapped.rate / figures.bare.rate);
+        level.replayRatios.push(figures.replay.rate / figures.bare.rate);
+      }
+      levels.push(level);
+    }
+
+    // Commands per job, untimed: the wrapper's connection (client side) and the whole server (commandstats).
+    const commands = {} as Record<PassKind, CommandCount>;
+    const probeBare = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-bare', i));
+    const probeWrapped = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-wrapped', i));
+    for (const kind of ['bare', 'wrapped', 'replay'] as const) {
+      let before = new Map<string, number>();
+      let server = new Map<string, number>();
+      let client = new Map<string, number>();
+      await pass(kind, 50, kind === 'bare' ? probeBare : probeWrapped, {
+        before: async () => {
+          before = await commandCalls(admin);
+          counter.start();
+        },
+        after: async () => {
+          client = counter.stop();
+          server = callsDelta(before, await commandCalls(admin));
+          // The first snapshot's own INFO is counted in the second.
+          const info = (server.get('info') ?? 0) - 1;
+          if (info > 0) server.set('info', info);
+          else server.delete('info');
+        },
+      });
+      commands[kind] = { wrapperConnection: client, server, jobs: options.probeJobs };
+    }
+
+    // Memory: one retained job per side, and the receipt its wrapped call settled.
+    const memory = await (async () => {
+      const queueName = 'memory';
+      const queue = new Queue(queueName, { connection, prefix: bullPrefix });
+      const worker = new Worker(queueName, (job: Job) => (job.name === 'bare' ? bareProcessor(job) : wrapped(job, undefined)), {
+        connection,
+        prefix: bullPrefix,
+      });
+      try {
+        await worker.waitUntilReady();
+        const data = jobData('memory', 0);
+        const bareJob = await queue.add('bare', data, { removeOnComplete: false });
+        const wrappedJob = await queue.add('wrapped', data, { removeOnComplete: false });
+        const deadline = Date.now() + 10_000;
+        while ((await queue.getCompletedCount()) < 2) {
+          if (Date.now() > deadline) throw new Error('memory probe jobs did not complete');
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const jobKey = (id: string | undefined) => `${bullPrefix}:${queueName}:${id ?? ''}`;
+        const usage = async (key: string) => Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+        const call = data.calls[0]!;
+        const receiptKey = wrapped.store.redisKey({
+          tenantId: data.tenantId,
+          runId: data.runId,
+          toolName: call.name,
+          argsHash: await toolCallArgsHash(call.input),
+        });
+        // A run from a timed pass holds jobs / RUNS_PER_PASS receipts.
+        const busyRun = { tenantId: 'bench', runId: `run-c50-r0-wrapped-7` };
+        return {
+          receiptBytes: await usage(receiptKey),
+          receiptFields: await admin.hlen(receiptKey),
+          receiptResultBytes: await admin.hstrlen(receiptKey, 'result'),
+          runIndexBytes: await usage(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
+          runIndexEntries: await admin.zcard(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
+          breakerBytes: await usage(wrapped.breaker.redisKey(busyRun.tenantId, busyRun.runId)),
+          returnValue: {
+            bare: (await admin.hget(jobKey(bareJob.id), 'returnvalue')) ?? '',
+            wrapped: (await admin.hget(jobKey(wrappedJob.id), 'returnvalue')) ?? '',
+          },
+          jobHashBytes: { bare: await usage(jobKey(bareJob.id)), wrapped: await usage(jobKey(wrappedJob.id)) },
+        };
+      } finally {
+        await worker.close();
+        await queue.obliterate({ force: true }).catch(() => undefined);
+        await queue.close();
+      }
+    })();
+
+    const bullmqVersion = JSON.parse(
+      readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'),
+    ).version as string;
+    return { levels, commands, memory, bullmqVersion, seconds: (performance.now() - began) / 1000 };
+  } finally {
+    receiptsRedis.disconnect();
+    admin.disconnect();
+  }
+}
+
+const fmt = (value: number, width: number, digits = 0) => value.toFixed(digits).padStart(width);
+const list = (values: number[], digits = 0) => values.map((v) => v.toFixed(digits)).join(', ');
+const perJob = (counts: Map<string, number>, jobs: number) =>
+  [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([name, n]) => `${name} ${(n / jobs).toFixed(2).replace(/\.00$/, '')}`)
+    .join(', ') || 'none';
+const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
+
+/** The report as printed lines. */
+export function formatQueueReport(report: QueueBenchReport, goals: { c1: number; c50: number }): string[] {
+  const lines: string[] = [];
+  lines.push('                 jobs   bare j/s  wrapped j/s  wrapped/bare  replay j/s  replay/bare');
+  for (const level of report.levels) {
+    const m = (kind: PassKind) => median(level.rates[kind]);
+    const cells = [
+      fmt(level.jobs, 10),
+      fmt(m('bare'), 10),
+      fmt(m('wrapped'), 12),
+      fmt(median(level.wrappedRatios), 13, 2),
+      fmt(m('replay'), 11),
+      fmt(median(level.replayRatios), 12, 2),
+    ];
+    lines.push(`  c=${String(level.concurrency).padEnd(3)}  ${cells.join(' ')}`);
+  }
+  lines.push('  per round (jobs/s; ratios per round):');
+  for (const level of report.levels) {
+    lines.push(
+      `    c=${level.concurrency}: bare [${list(level.rates.bare)}]  wrapped [${list(level.rates.wrapped)}]  ` +
+        `replay [${list(level.rates.replay)}]`,
+      `          wrapped/bare [${list(level.wrappedRatios, 2)}]  replay/bare [${list(level.replayRatios, 2)}]`,
+    );
+  }
+  lines.push('  CPU per job, µs (median of rounds): node = this process (BullMQ + wrapper), redis = server');
+  for (const level of report.levels) {
+    const cpu = (figures: Record<PassKind, number[]>) =>
+      (['bare', 'wrapped', 'replay'] as const).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
+    lines.push(`    c=${String(level.concurrency).padEnd(3)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
+  }
+  for (const level of report.levels) {
+    const goal = level.concurrency === 1 ? goals.c1 : goals.c50;
+    const ratio = median(level.wrappedRatios);
+    lines.push(
+      `  goal wrapped/bare >= ${goal.toFixed(2)} at c=${level.concurrency}: ${ratio.toFixed(2)} -> ${ratio >= goal ? 'MET' : 'MISSED'}`,
+    );
+  }
+  lines.push('  commands per job (untimed count pass, c=50):');
+  for (const kind of ['bare', 'wrapped', 'replay'] as const) {
+    const c = report.commands[kind];
+    const server = `${(total(c.server) / c.jobs).toFixed(1)} commands incl. inside scripts`;
+    const evalsha = `${((c.server.get('evalsha') ?? 0) / c.jobs).toFixed(2)} EVALSHA`;
+    const client = `${(total(c.wrapperConnection) / c.jobs).toFixed(2)} (${perJob(c.wrapperConnection, c.jobs)})`;
+    lines.push(`    ${kind.padEnd(8)} server ${server}, ${evalsha}; wrapper connection round trips ${client}`);
+  }
+  const mem = report.memory;
+  lines.push(
+    '  memory:',
+    `    settled receipt          MEMORY USAGE ${mem.receiptBytes} bytes (${mem.receiptFields} fields, result ${mem.receiptResultBytes} bytes)`,
+    `    run index                MEMORY USAGE ${mem.runIndexBytes} bytes for ${mem.runIndexEntries} receipts ` +
+      `(${(mem.runIndexBytes / Math.max(1, mem.runIndexEntries)).toFixed(0)} per receipt)`,
+    `    breaker hash of that run MEMORY USAGE ${mem.breakerBytes} bytes`,
+    `    completed job returnvalue: bare ${Buffer.byteLength(mem.returnValue.bare)} bytes, ` +
+      `wrapped ${Buffer.byteLength(mem.returnValue.wrapped)} bytes`,
+    `      bare    ${mem.returnValue.bare}`,
+    `      wrapped ${mem.returnValue.wrapped}`,
+    `    completed job hash       MEMORY USAGE bare ${mem.jobHashBytes.bare} bytes, wrapped ${mem.jobHashBytes.wrapped} bytes`,
+  );
+  return lines;
+}

@@ -1,0 +1,72 @@
+/**
+ * `npm run bench`: every benchmark in one run, on one Redis.
+ *
+ * 1. BullMQ jobs/s bare vs wrapped vs replay at concurrency 1 and 50, their
+ *    ratios against the goals, Redis commands per job, and the memory of a
+ *    settled receipt and of a completed job's return value (bench/queue.ts).
+ * 2. The receipt store against raw EVALSHA (bench/receipts.ts), in a child
+ *    process pointed at the same server through REDIS_URL, so its event loop
+ *    and heap are its own.
+ *
+ * Starts one throwaway redis-server on a free port, or uses REDIS_URL
+ * (touching only this run's prefix). A missed goal is reported, not fatal.
+ *
+ * Tunables: BENCH_JOBS_C1 (default 500), BENCH_JOBS_C50 (default 2000),
+ * BENCH_QUEUE_ROUNDS (default 3), BENCH_PROBE_JOBS (default 200, the untimed
+ * command count); the receipt bench reads its own BENCH_CALLS /
+ * BENCH_CONCURRENCY / BENCH_ROUNDS.
+ */
+import { spawn } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { startRedis } from '../test/support/redis.js';
+import { formatQueueReport, runQueueBench } from './queue.js';
+import { redisVersion, unlinkMatching } from './support.js';
+
+const GOALS = { c1: 0.6, c50: 0.85 };
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+/** Runs a sibling bench script in a child Node with the same loader (tsx); resolves with its exit code. */
+function runChild(file: string, extraEnv: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(new URL(file, import.meta.url))], {
+      stdio: 'inherit',
+      env: { ...process.env, ...extraEnv },
+    });
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+async function main(): Promise<number> {
+  const handle = await startRedis();
+  const admin = new Redis(handle.url);
+  try {
+    const version = await redisVersion(admin);
+    const options = {
+      url: handle.url,
+      prefix: `${handle.prefix}:queue`,
+      jobsC1: env('BENCH_JOBS_C1', 500),
+      jobsC50: env('BENCH_JOBS_C50', 2000),
+      rounds: env('BENCH_QUEUE_ROUNDS', 3),
+      probeJobs: env('BENCH_PROBE_JOBS', 200),
+    };
+    const loadBefore = loadavg()[0] ?? 0;
+    const report = await runQueueBench(options);
+    console.log(
+      `queue bench — redis ${version}, BullMQ ${report.bullmqVersion}, node ${process.versions.node}, ${cpus().length} cpus, ` +
+        `load ${loadBefore.toFixed(1)} -> ${(loadavg()[0] ?? 0).toFixed(1)}; ` +
+        `${options.rounds} rounds alternating bare/wrapped/replay after a warm-up, medians (${report.seconds.toFixed(0)} s)`,
+    );
+    for (const line of formatQueueReport(report, GOALS)) console.log(line);
+    console.log('');
+    return await runChild('./receipts.ts', { REDIS_URL: handle.url });
+  } finally {
+    if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
+    admin.disconnect();
+    await handle.stop();
+  }
+}
+
+process.exitCode = await main();
