@@ -45,7 +45,10 @@ export function createToolContext(input: CallContextInput): ToolContext {
     callId: input.callId,
     job: input.job,
     logger: input.logger,
-    idempotencyKey: idempotencyKeyFor(input.key),
+    // Computed on first read: most tools never ask for it.
+    get idempotencyKey() {
+      return idempotencyKeyFor(input.key);
+    },
     async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
       if (recorded.has(name)) return recorded.get(name) as T;
       input.signal.throwIfAborted();

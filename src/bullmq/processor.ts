@@ -7,6 +7,7 @@ import { sha256Digest, type DigestFn } from '../core/identity.js';
 import { BreakerStore } from '../redis/breaker-store.js';
 import { ReceiptStore } from '../redis/receipt-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
+import { forwardAbort } from './abort.js';
 import { unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult } from './job-data.js';
@@ -132,15 +133,16 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const lock = new AbortController();
     const jobKey = job.id ?? '';
     lockLost.set(jobKey, lock);
-    const scopeSignal = signal ? AbortSignal.any([signal, lock.signal]) : lock.signal;
+    const unlink = forwardAbort(signal, lock);
     try {
       const results = [];
       for (const call of data.calls) {
-        results.push(await runToolCall(runtime, { job, token, data, signal: scopeSignal }, call));
+        results.push(await runToolCall(runtime, { job, token, data, signal: lock.signal }, call));
       }
       return { results };
     } finally {
       lockLost.delete(jobKey);
+      unlink();
     }
   };
 

@@ -12,6 +12,7 @@ import { AmbiguousToolCallError, ToolCallFailedError, unrecoverable } from './er
 import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolCallOutcome, ToolJobData, ToolResultBlock } from './job-data.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { forwardAbort } from './abort.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -160,17 +161,18 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     return block(call, 'rejected', { content: `${removal} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
   }
 
-  // The first fence rejection wins: it aborts the tool and nothing is settled afterwards.
-  const fenced = new AbortController();
+  // Aborted by the job's signal or by the first fence rejection, which wins: nothing is settled after it.
+  const aborter = new AbortController();
   let fencedDuring: FencedOutEvent['during'] | undefined;
   const onFencedOut = (during: FencedOutEvent['during']) => (error: FencedOutError) => {
     if (fencedDuring) return;
     fencedDuring = during;
     rt.events.emit('fencedOut', { ...x.base, attempt, during });
     log.warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
-    fenced.abort(error);
+    aborter.abort(error);
   };
-  const signal = AbortSignal.any([scope.signal, fenced.signal]);
+  const unlink = forwardAbort(scope.signal, aborter);
+  const signal = aborter.signal;
   const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
   const ctx = createToolContext({
     store: rt.store, key, attempt, signal, tenantId, runId, sessionId: scope.data.sessionId,
@@ -187,6 +189,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {
     keeper.stop();
+    unlink();
   }
   if (fencedDuring) throw fencedOutFailure(x, fencedDuring);
 
