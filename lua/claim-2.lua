@@ -20,20 +20,15 @@
   Time comes only from TIME. A new receipt lives lease + retention, so it
   cannot expire while its lease is live.
 ]]
-local rcall = redis.call
-local clock = rcall('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+--- @include "server-now"
+--- @include "observe-receipt"
 
-local f = rcall('HMGET', KEYS[1], 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms')
-if f[1] then
-  local leaseUntil = tonumber(f[3]) or 0
-  local expired, remaining = 0, 0
-  if f[1] == 'running' then
-    if leaseUntil <= now then expired = 1 else remaining = leaseUntil - now end
-  end
-  local result = ''
-  if f[1] == 'completed' and f[5] then result = f[5] end
-  return { 0, f[1], tonumber(f[2]) or 0, expired, remaining, f[4] or '', result, f[6] or '', now, leaseUntil }
+local rcall = redis.call
+local now = serverNow()
+
+local receipt = readReceipt(KEYS[1])
+if receipt.status ~= '' then
+  return observation(0, receipt, now)
 end
 
 local lease = tonumber(ARGV[1])

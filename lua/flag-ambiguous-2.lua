@@ -20,24 +20,15 @@
   code  0  the state moved on (settled, reclaimed, heartbeated, or gone:
            status ''); the observation is the current state. Nothing written.
 ]]
-local rcall = redis.call
-local clock = rcall('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+--- @include "server-now"
+--- @include "fenced"
 
-local f = rcall('HMGET', KEYS[1], 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms')
-if not f[1] then
-  return { 0, '', 0, 0, 0, '', '', '', now, 0 }
-end
-local attempts = tonumber(f[2]) or 0
-local leaseUntil = tonumber(f[3]) or 0
-if f[1] ~= 'running' or attempts ~= tonumber(ARGV[1]) or leaseUntil > now then
-  local expired, remaining = 0, 0
-  if f[1] == 'running' then
-    if leaseUntil <= now then expired = 1 else remaining = leaseUntil - now end
-  end
-  local result = ''
-  if f[1] == 'completed' and f[5] then result = f[5] end
-  return { 0, f[1], attempts, expired, remaining, f[4] or '', result, f[6] or '', now, leaseUntil }
+local rcall = redis.call
+local now = serverNow()
+
+local receipt = readReceipt(KEYS[1])
+if not holdsFence(receipt, ARGV[1]) or receipt.leaseUntil > now then
+  return observation(0, receipt, now)
 end
 
 local code = 2
@@ -45,4 +36,5 @@ if rcall('HSETNX', KEYS[1], 'ambiguous_ms', now) == 1 then code = 1 end
 local ttl = tonumber(ARGV[2])
 if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
 if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
-return { code, 'running', attempts, 1, 0, f[4] or '', '', rcall('HGET', KEYS[1], 'ambiguous_ms'), now, leaseUntil }
+receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
+return observation(code, receipt, now)

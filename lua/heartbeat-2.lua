@@ -16,24 +16,15 @@
   code  0  fenced out: status is not running or attempts differ from ARGV[1]
            (status '' when the receipt does not exist). Nothing was written.
 ]]
-local rcall = redis.call
-local clock = rcall('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+--- @include "server-now"
+--- @include "fenced"
 
-local f = rcall('HMGET', KEYS[1], 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms')
-if not f[1] then
-  return { 0, '', 0, 0, 0, '', '', '', now, 0 }
-end
-local attempts = tonumber(f[2]) or 0
-if f[1] ~= 'running' or attempts ~= tonumber(ARGV[1]) then
-  local leaseUntil = tonumber(f[3]) or 0
-  local expired, remaining = 0, 0
-  if f[1] == 'running' then
-    if leaseUntil <= now then expired = 1 else remaining = leaseUntil - now end
-  end
-  local result = ''
-  if f[1] == 'completed' and f[5] then result = f[5] end
-  return { 0, f[1], attempts, expired, remaining, f[4] or '', result, f[6] or '', now, leaseUntil }
+local rcall = redis.call
+local now = serverNow()
+
+local receipt = readReceipt(KEYS[1])
+if not holdsFence(receipt, ARGV[1]) then
+  return observation(0, receipt, now)
 end
 
 local lease = tonumber(ARGV[2])
@@ -42,4 +33,4 @@ local leaseUntil = now + lease
 rcall('HSET', KEYS[1], 'lease_until_ms', leaseUntil, 'updated_ms', now)
 if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
 if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
-return { 1, 'running', attempts, 0, lease, f[4] or '', '', f[6] or '', now, leaseUntil }
+return { 1, 'running', receipt.attempts, 0, lease, receipt.effect, '', receipt.ambiguous, now, leaseUntil }

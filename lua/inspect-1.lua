@@ -8,8 +8,9 @@
     pttl  -2 when the receipt does not exist (no fields follow),
           -1 when it has no TTL, otherwise milliseconds left.
 ]]
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+--- @include "server-now"
+
+local now = serverNow()
 local reply = { now, redis.call('PTTL', KEYS[1]) }
 local fields = redis.call('HGETALL', KEYS[1])
 for i = 1, #fields do reply[i + 2] = fields[i] end

@@ -23,30 +23,19 @@
   code  3  not ambiguous: running at the seen attempts, but the lease is live,
            or the effect is resumable and nobody flagged it. Nothing written.
 ]]
-local rcall = redis.call
-local clock = rcall('TIME')
-local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+--- @include "server-now"
+--- @include "fenced"
 
-local f = rcall('HMGET', KEYS[1], 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms')
-if not f[1] then
-  return { 0, '', 0, 0, 0, '', '', '', now, 0 }
+local rcall = redis.call
+local now = serverNow()
+
+local receipt = readReceipt(KEYS[1])
+if not holdsFence(receipt, ARGV[1]) then
+  return observation(0, receipt, now)
 end
-local attempts = tonumber(f[2]) or 0
-local leaseUntil = tonumber(f[3]) or 0
-local expired, remaining = 0, 0
-if f[1] == 'running' then
-  if leaseUntil <= now then expired = 1 else remaining = leaseUntil - now end
-end
-local function observed(code)
-  local result = ''
-  if f[1] == 'completed' and f[5] then result = f[5] end
-  return { code, f[1], attempts, expired, remaining, f[4] or '', result, f[6] or '', now, leaseUntil }
-end
-if f[1] ~= 'running' or attempts ~= tonumber(ARGV[1]) then
-  return observed(0)
-end
-if expired == 0 or (f[4] ~= 'opaque' and not f[6]) then
-  return observed(3)
+local expired = leaseState(receipt, now)
+if expired == 0 or (receipt.effect ~= 'opaque' and receipt.ambiguous == '') then
+  return observation(3, receipt, now)
 end
 
 local ttl = tonumber(ARGV[4])
@@ -63,4 +52,4 @@ else
 end
 rcall('PEXPIRE', KEYS[1], ttl)
 if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
-return { 1, ARGV[2], attempts, 0, 0, f[4] or '', result, f[6] or '', now, 0 }
+return { 1, ARGV[2], receipt.attempts, 0, 0, receipt.effect, result, receipt.ambiguous, now, 0 }

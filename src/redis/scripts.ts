@@ -2,6 +2,11 @@
  * Loads the package's Lua scripts and registers them on an ioredis connection
  * with `defineCommand`, so ioredis sends EVALSHA and falls back to EVAL when
  * the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+ *
+ * A script may share code through `--- @include "<name>"` lines: each such
+ * line is replaced by `lua/includes/<name>.lua` (itself expanded the same
+ * way) when the script is read, so Redis only ever sees one self-contained
+ * script per command.
  */
 import { readFileSync } from 'node:fs';
 import type { ChainableCommander, Redis } from 'ioredis';
@@ -22,17 +27,105 @@ export class ScriptDefinitionError extends ToolReceiptsError {
   readonly code = 'redis.script_definition';
 }
 
+/** Why an `@include` line could not be expanded. */
+export type ScriptIncludeProblem = 'missing' | 'cycle' | 'malformed';
+
+/**
+ * A script's `--- @include` line names no file in `lua/includes/`, is not of
+ * the form `--- @include "<name>"`, or includes form a cycle. `chain` is the
+ * path of includes from the script down to the failing one.
+ */
+export class ScriptIncludeError extends ToolReceiptsError {
+  readonly code = 'redis.script_include';
+  readonly script: string;
+  readonly include: string;
+  readonly problem: ScriptIncludeProblem;
+  readonly chain: readonly string[];
+
+  constructor(script: string, include: string, problem: ScriptIncludeProblem, chain: readonly string[]) {
+    const via = chain.length > 0 ? ` (via ${chain.join(' -> ')})` : '';
+    const what =
+      problem === 'missing'
+        ? `includes ${JSON.stringify(include)}${via}, but lua/includes/${include}.lua does not exist`
+        : problem === 'cycle'
+          ? `has an include cycle: ${[...chain, include].join(' -> ')}`
+          : `has a malformed include line ${JSON.stringify(include)}${via}; write --- @include "<name>"`;
+    super(`script ${script} ${what}`);
+    this.script = script;
+    this.include = include;
+    this.problem = problem;
+    this.chain = chain;
+  }
+}
+
+/** A line `--- @include …`; what follows `@include` is checked by {@link expandIncludes}. */
+const INCLUDE_LINE = /^\s*---\s*@include\b(.*)$/;
+/** `"<name>"` or `"<name>.lua"`, a plain file name inside `lua/includes/`. */
+const INCLUDE_NAME = /^\s+"([A-Za-z0-9_-]+)(?:\.lua)?"\s*$/;
+
+/**
+ * Replaces every `--- @include "<name>"` line of `source` (the text of
+ * `script`) with the text `readInclude(name)` returns, expanded the same way.
+ * An include that was already expanded earlier in the same script, directly or
+ * through another include, is dropped, so each is defined once and before its
+ * first use. `readInclude` returns `undefined` for an include that does not
+ * exist. Throws {@link ScriptIncludeError} for a missing include, a malformed
+ * include line, or a cycle.
+ */
+export function expandIncludes(
+  script: string,
+  source: string,
+  readInclude: (name: string) => string | undefined,
+): string {
+  const done = new Set<string>();
+  const expand = (text: string, chain: readonly string[]): string => {
+    const out: string[] = [];
+    for (const line of text.split('\n')) {
+      const directive = INCLUDE_LINE.exec(line);
+      if (!directive) {
+        out.push(line);
+        continue;
+      }
+      const name = INCLUDE_NAME.exec(directive[1] ?? '')?.[1];
+      if (name === undefined) throw new ScriptIncludeError(script, line.trim(), 'malformed', chain);
+      if (chain.includes(name)) throw new ScriptIncludeError(script, name, 'cycle', chain);
+      if (done.has(name)) continue;
+      const body = readInclude(name);
+      if (body === undefined) throw new ScriptIncludeError(script, name, 'missing', chain);
+      done.add(name);
+      out.push(expand(body.replace(/\r?\n$/, ''), [...chain, name]));
+    }
+    return out.join('\n');
+  };
+  return expand(source, []);
+}
+
+const luaDir = new URL('../../lua/', import.meta.url);
+const includesDir = new URL('includes/', luaDir);
+
+function readPackageInclude(name: string): string | undefined {
+  try {
+    return readFileSync(new URL(`${name}.lua`, includesDir), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
 const sourceCache = new Map<string, string>();
 const defined = new WeakMap<object, Map<string, string>>();
 
-/** The text of `lua/<file>`, read once per process. */
+/**
+ * The text of `lua/<file>` with its `@include` lines expanded (see
+ * {@link expandIncludes}), read and expanded once per process.
+ */
 export function scriptSource(file: string): string {
   if (!/^[A-Za-z0-9_-]+-\d+\.lua$/.test(file)) {
     throw new ScriptDefinitionError(`script file name ${JSON.stringify(file)} is not <name>-<numberOfKeys>.lua`);
   }
   let source = sourceCache.get(file);
   if (source === undefined) {
-    source = readFileSync(new URL(`../../lua/${file}`, import.meta.url), 'utf8');
+    source = expandIncludes(file, readFileSync(new URL(file, luaDir), 'utf8'), readPackageInclude);
     sourceCache.set(file, source);
   }
   return source;

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseObservation, type Observation } from '../../src/redis/observation.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
-import { defineScripts, runScript } from '../../src/redis/scripts.js';
+import { defineScripts, runScript, scriptSource } from '../../src/redis/scripts.js';
 import { useRedis, waitUntil } from './helpers.js';
 
 const fixture = useRedis();
@@ -38,9 +38,113 @@ async function expiredRunning(keys: [string, string], effect: string): Promise<O
   return waitUntil(() => claim(keys, effect), (o) => o.leaseExpired, 10_000, 'lease expiry');
 }
 
+/** `source` with every Lua comment blanked out, keeping positions and line breaks. */
+function withoutComments(source: string): string {
+  const blank = (m: string) => m.replace(/[^\n]/g, ' ');
+  return source.replace(/--\[\[[\s\S]*?\]\]/g, blank).replace(/--[^\n]*/g, blank);
+}
+
+/** The top-level argument texts of the call whose `(` is at `open` in `text`. */
+function callArgs(text: string, open: number): string[] {
+  const args: string[] = [];
+  let depth = 0;
+  let start = open + 1;
+  for (let i = open; i < text.length; i++) {
+    const c = text[i];
+    if (c === "'" || c === '"') {
+      i = text.indexOf(c, i + 1);
+      if (i < 0) break;
+    } else if (c === '(' || c === '{' || c === '[') depth++;
+    else if (c === ')' || c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) {
+        const last = text.slice(start, i).trim();
+        if (last !== '' || args.length > 0) args.push(last);
+        return args;
+      }
+    } else if (c === ',' && depth === 1) {
+      args.push(text.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  throw new Error(`unbalanced call at ${open}`);
+}
+
+/**
+ * Every `redis.call` / `rcall` in the (expanded) script `source` whose key
+ * does not come from KEYS, with the reason; empty when all do. A key counts
+ * as from KEYS when it is `KEYS[n]`, a local bound once to `KEYS[n]`, or a
+ * parameter of the enclosing `local function` that every call of that
+ * function passes a key from KEYS (checked the same way, so a key may be
+ * handed down through several functions).
+ */
+function keysNotFromKeys(source: string): string[] {
+  const text = withoutComments(source);
+  const functions = [...text.matchAll(/local\s+function\s+(\w+)\s*\(([^)]*)\)/g)].map((m) => ({
+    name: m[1]!,
+    params: m[2]!.split(',').map((p) => p.trim()).filter((p) => p !== ''),
+    at: m.index,
+  }));
+  const aliases = new Set(
+    [...text.matchAll(/^[ \t]*local[ \t]+(\w+)[ \t]*=[ \t]*KEYS\[\d+\][ \t]*$/gm)]
+      .map((m) => m[1]!)
+      .filter((name) => text.match(new RegExp(`\\b${name}\\s*=(?!=)`, 'g'))?.length === 1),
+  );
+  const whyNot = (arg: string, at: number, seen: ReadonlySet<string>): string | undefined => {
+    if (/^KEYS\[\d+\]$/.test(arg) || aliases.has(arg)) return undefined;
+    const fn = functions.filter((f) => f.at < at).at(-1);
+    const index = fn ? fn.params.indexOf(arg) : -1;
+    if (!fn || index < 0) return `${arg} is not a KEYS key`;
+    const param = `${fn.name}(${arg})`;
+    if (seen.has(param)) return undefined;
+    for (const call of text.matchAll(new RegExp(`(?<!function\\s+)\\b${fn.name}\\s*\\(`, 'g'))) {
+      const passed = callArgs(text, call.index + call[0].length - 1)[index];
+      const why = passed === undefined ? 'not passed' : whyNot(passed, call.index, new Set(seen).add(param));
+      if (why !== undefined) return `${param} <- ${why}`;
+    }
+    return undefined;
+  };
+  const problems: string[] = [];
+  for (const m of text.matchAll(/(?:\brcall|\bredis\.p?call)\s*\(/g)) {
+    const args = callArgs(text, m.index + m[0].length - 1);
+    const command = /^'([A-Z]+)'$/.exec(args[0] ?? '')?.[1];
+    if (command === undefined) {
+      problems.push(`${m[0]}${args[0] ?? ''}: the command is not a literal`);
+      continue;
+    }
+    if (command === 'TIME') continue;
+    const why = args[1] === undefined ? 'no key' : whyNot(args[1], m.index, new Set());
+    if (why !== undefined) problems.push(`${command}: ${why}`);
+  }
+  return problems;
+}
+
+describe('the KEYS check itself', () => {
+  const include = "local function touch(key, field)\n  return redis.call('HGET', key, field)\nend\n";
+  const forward = 'local function outer(k)\n  return touch(k, ARGV[1])\nend\n';
+
+  it('accepts keys from KEYS, passed directly, through a once-bound local, or down through functions', () => {
+    expect(keysNotFromKeys(`${include}return touch(KEYS[1], 'a')`)).toEqual([]);
+    expect(keysNotFromKeys(`local key = KEYS[2]\n${include}${forward}touch(key, 'a')\nreturn outer(KEYS[1])`)).toEqual([]);
+    expect(keysNotFromKeys("local rcall = redis.call\nrcall('TIME')\nreturn rcall('GET', KEYS[1])")).toEqual([]);
+  });
+
+  it('flags a key built from ARGV or a string, wherever it is passed from, and a command that is not a literal', () => {
+    expect(keysNotFromKeys(`${include}return touch('x:' .. ARGV[1], 'a')`)).toEqual([expect.stringContaining('touch(key)')]);
+    expect(keysNotFromKeys(`${include}${forward}touch(KEYS[1], 'a')\nreturn outer(ARGV[2])`)).toEqual([
+      expect.stringMatching(/touch\(key\) <- outer\(k\) <- ARGV\[2\]/),
+    ]);
+    expect(keysNotFromKeys("local key = KEYS[1]\nkey = ARGV[1]\nreturn redis.call('GET', key)")).toHaveLength(1);
+    expect(keysNotFromKeys("return redis.call(ARGV[1], KEYS[1])")).toEqual([expect.stringContaining('not a literal')]);
+  });
+});
+
 describe('script files', () => {
   const dir = new URL('../../lua/', import.meta.url);
+  const includesDir = new URL('includes/', dir);
   const ours = RECEIPT_SCRIPTS.map((s) => s.file).concat('breaker-record-1.lua');
+  const allScripts = readdirSync(dir).filter((f) => f.endsWith('.lua'));
+  const includes = readdirSync(includesDir).filter((f) => f.endsWith('.lua'));
 
   it.each(ours)('%s opens with a comment listing KEYS, ARGV (when any) and the return codes', (file) => {
     const text = readFileSync(new URL(file, dir), 'utf8');
@@ -52,14 +156,39 @@ describe('script files', () => {
     expect(header).toMatch(/Returns/);
   });
 
-  it.each(ours)('%s touches only keys passed in KEYS and reads time only from TIME', (file) => {
-    const text = readFileSync(new URL(file, dir), 'utf8').replace(/^--\[\[[\s\S]*?\]\]/, '');
-    expect(text).not.toMatch(/os\.time|os\.clock/);
-    const calls = [...text.matchAll(/(?:rcall|redis\.call)\(\s*'([A-Z]+)'\s*(?:,\s*([^,)]+))?/g)];
-    expect(calls.length).toBeGreaterThan(0);
-    for (const [, command, firstArg] of calls) {
-      if (command === 'TIME') continue;
-      expect(firstArg?.trim(), `${command} in ${file}`).toMatch(/^KEYS\[\d\]$/);
+  it.each(allScripts)('%s, includes expanded, touches only keys passed in KEYS and reads time only from TIME', (file) => {
+    const source = scriptSource(file);
+    expect(source).not.toMatch(/@include/);
+    const code = withoutComments(source);
+    expect(code).not.toMatch(/os\.time|os\.clock/);
+    expect(code).toMatch(/(?:rcall|redis\.call)\s*\(/);
+    expect(keysNotFromKeys(source), file).toEqual([]);
+    for (const key of code.matchAll(/KEYS\[(\d+)\]/g)) {
+      expect(Number(key[1]), `KEYS[${key[1]}] in ${file}`).toBeLessThanOrEqual(Number(/-(\d+)\.lua$/.exec(file)?.[1]));
+    }
+  });
+
+  it.each(includes)('include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own', (file) => {
+    const text = readFileSync(new URL(file, includesDir), 'utf8');
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1];
+    expect(header, `${file} opens with --[[ ... ]]`).toBeDefined();
+    const defined = [...text.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
+    expect(defined.length).toBeGreaterThan(0);
+    for (const name of defined) expect(header, `${name} in the header of ${file}`).toContain(`${name}(`);
+    const code = withoutComments(text);
+    expect(code).not.toMatch(/\bKEYS\b|\bARGV\b/);
+    expect(code).not.toMatch(/\brcall\b/);
+    expect(code.replace(/^local function \w+\(.*$/gm, '').match(/^local\s+\w/gm) ?? []).toEqual([]);
+  });
+
+  it.each(allScripts)('%s defines each function once after expansion, and every include it names is expanded', (file) => {
+    const source = scriptSource(file);
+    const names = [...source.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
+    expect(new Set(names).size, names.join(', ')).toBe(names.length);
+    const raw = readFileSync(new URL(file, dir), 'utf8');
+    for (const [, name] of raw.matchAll(/^--- @include "([\w-]+)"/gm)) {
+      const included = readFileSync(new URL(`${name}.lua`, includesDir), 'utf8');
+      expect(source).toContain(withoutComments(included).trim().split('\n')[0]);
     }
   });
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ScriptDefinitionError, defineScripts, runScript, scriptSource } from '../../src/redis/scripts.js';
+import {
+  ScriptDefinitionError,
+  ScriptIncludeError,
+  defineScripts,
+  expandIncludes,
+  runScript,
+  scriptSource,
+} from '../../src/redis/scripts.js';
 import { useRedis } from './helpers.js';
 
 const fixture = useRedis();
@@ -25,5 +32,87 @@ describe('defineScripts', () => {
   it('refuses to run a script not defined on that connection', () => {
     const redis = fixture.connect();
     expect(() => runScript(redis, 'neverDefined', [], [])).toThrow(expect.objectContaining({ code: 'redis.script_definition' }));
+  });
+});
+
+describe('expandIncludes', () => {
+  const from = (files: Record<string, string>) => (name: string) => files[name];
+  const thrown = (run: () => unknown): ScriptIncludeError => {
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ScriptIncludeError);
+      return error as ScriptIncludeError;
+    }
+    throw new Error('expected a ScriptIncludeError');
+  };
+
+  it('replaces an include line with the include, in place, with or without .lua', () => {
+    const read = from({ one: '-- one\nlocal function one() end\n', two: 'local function two() end' });
+    expect(expandIncludes('a-1.lua', '--[[ h ]]\n--- @include "one"\n---@include "two.lua"\nreturn 1\n', read)).toBe(
+      '--[[ h ]]\n-- one\nlocal function one() end\nlocal function two() end\nreturn 1\n',
+    );
+    expect(expandIncludes('a-1.lua', 'return 1', read)).toBe('return 1');
+  });
+
+  it('expands each include once per script, first where it is first needed, also through nested includes', () => {
+    const read = from({ base: 'BASE', mid: '--- @include "base"\nMID', top: '--- @include "mid"\n--- @include "base"\nTOP' });
+    expect(expandIncludes('a-1.lua', '--- @include "top"\n--- @include "base"\n--- @include "mid"\nBODY', read)).toBe(
+      'BASE\nMID\nTOP\nBODY',
+    );
+    expect(expandIncludes('b-1.lua', '--- @include "base"\n--- @include "base"\nBODY', read)).toBe('BASE\nBODY');
+    // The once-rule is per script: another script gets its own copy.
+    expect(expandIncludes('c-1.lua', '--- @include "mid"\nBODY', read)).toBe('BASE\nMID\nBODY');
+  });
+
+  it('names the script and the include when an include is missing, also when a nested include is', () => {
+    const direct = thrown(() => expandIncludes('claim-2.lua', '--- @include "nope"\n', from({})));
+    expect(direct).toMatchObject({ code: 'redis.script_include', problem: 'missing', script: 'claim-2.lua', include: 'nope', chain: [] });
+    expect(direct.message).toMatch(/claim-2\.lua/);
+    expect(direct.message).toMatch(/lua\/includes\/nope\.lua/);
+
+    const nested = thrown(() => expandIncludes('fail-2.lua', '--- @include "outer"\n', from({ outer: '--- @include "inner"' })));
+    expect(nested).toMatchObject({ problem: 'missing', script: 'fail-2.lua', include: 'inner', chain: ['outer'] });
+    expect(nested.message).toMatch(/fail-2\.lua.*"inner".*via outer/);
+  });
+
+  it('refuses a cycle of includes, naming the whole loop', () => {
+    const read = from({ a: '--- @include "b"\nA', b: '--- @include "c"\nB', c: '--- @include "a"\nC', self: '--- @include "self"' });
+    const cycle = thrown(() => expandIncludes('x-1.lua', '--- @include "a"\n', read));
+    expect(cycle).toMatchObject({ code: 'redis.script_include', problem: 'cycle', script: 'x-1.lua', include: 'a', chain: ['a', 'b', 'c'] });
+    expect(cycle.message).toContain('a -> b -> c -> a');
+    expect(thrown(() => expandIncludes('x-1.lua', '--- @include "self"', read))).toMatchObject({ problem: 'cycle', include: 'self' });
+  });
+
+  it('refuses an include line that does not name a plain include in quotes', () => {
+    const read = from({ one: 'ONE' });
+    for (const line of ['--- @include one', '--- @include "../one"', '--- @include "sub/one"', '--- @include ""', '--- @include']) {
+      expect(thrown(() => expandIncludes('x-1.lua', `${line}\nBODY`, read)), line).toMatchObject({ problem: 'malformed', script: 'x-1.lua' });
+    }
+    // Lines that only look alike are left alone.
+    expect(expandIncludes('x-1.lua', '-- @include "one"\nlocal s = \'--- @include "one"\'', read)).toBe(
+      '-- @include "one"\nlocal s = \'--- @include "one"\'',
+    );
+  });
+});
+
+describe('scriptSource with includes', () => {
+  it('expands the package includes once per script and caches the result per file', () => {
+    const source = scriptSource('complete-2.lua');
+    expect(source).toMatch(/^--\[\[\n {2}complete:/);
+    expect(source).not.toContain('@include');
+    for (const fn of ['serverNow', 'readReceipt', 'observation', 'holdsFence']) {
+      expect(source.match(new RegExp(`local function ${fn}\\(`, 'g')), fn).toHaveLength(1);
+    }
+    expect(source.indexOf('local function readReceipt(')).toBeLessThan(source.indexOf('local function holdsFence('));
+    expect(scriptSource('complete-2.lua')).toBe(source);
+  });
+
+  it('defines and runs an expanded script on Redis', async () => {
+    const redis = fixture.connect();
+    defineScripts(redis, [{ name: 'testComplete', file: 'complete-2.lua', numberOfKeys: 2 }]);
+    const prefix = fixture.handle().prefix;
+    const reply = (await runScript(redis, 'testComplete', [`${prefix}:rcpt:{x}`, `${prefix}:run:{x}`], [1, '', 1000])) as unknown[];
+    expect(reply).toEqual([0, '', 0, 0, 0, '', '', '', expect.any(Number), 0]);
   });
 });
