@@ -34,4 +34,4 @@ export {
   breakerRedisKey,
   receiptScanPattern,
 } from './keys.js';
-export { defineScripts, ScriptDefinitionError, type ScriptDefinition } from './scripts.js';
+export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';

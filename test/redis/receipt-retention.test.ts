@@ -20,7 +20,8 @@ describe('retention', () => {
     const redis = fixture.connect();
     const key = freshKey();
     await store.claim(key, { effect: 'opaque', leaseMs: 20_000 });
-    const [pttl, indexPttl] = await pttls(redis, store.redisKey(key), store.runIndexKey(key.tenantId, key.runId));
+    // The index is read first: both TTLs only shrink, so the later read of the receipt can never exceed it.
+    const [indexPttl, pttl] = await pttls(redis, store.runIndexKey(key.tenantId, key.runId), store.redisKey(key));
     expect(pttl).toBeGreaterThan(60_000);
     expect(pttl).toBeLessThanOrEqual(70_000);
     expect(indexPttl).toBeGreaterThanOrEqual(pttl);
@@ -87,7 +88,7 @@ describe('retention', () => {
     const before = await redis.pttl(store.redisKey(key));
     expect(before).toBeLessThanOrEqual(5_000);
     expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
-    const [after, indexAfter] = await pttls(redis, store.redisKey(key), store.runIndexKey(key.tenantId, key.runId));
+    const [indexAfter, after] = await pttls(redis, store.runIndexKey(key.tenantId, key.runId), store.redisKey(key));
     expect(after).toBeGreaterThan(4_000);
     expect(after).toBeGreaterThanOrEqual(before);
     expect(indexAfter).toBeGreaterThanOrEqual(after);
