@@ -102,7 +102,11 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     toolName: tool.name,
     argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
   };
-  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner });
+  // The breaker is read alongside the claim, so an executed call still waits on one round trip here.
+  const [claim, breaker] = await Promise.all([
+    rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner }),
+    rt.breaker.state(tenantId, runId, tool.name),
+  ]);
   const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
   const decision: ReceiptDecision = claim.decision;
   rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt });
@@ -133,7 +137,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
       throw unrecoverable(error);
     }
     case 'execute':
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, base, log, logDecision });
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, breaker, base, log, logDecision });
   }
 }
 
@@ -146,6 +150,8 @@ interface Execution {
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
   readonly attempt: number;
+  /** The tool's breaker state as read with the claim. */
+  readonly breaker: { readonly removal: string | null; readonly rejections: number };
   readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
   readonly log: Logger;
   readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number) => void;
@@ -154,7 +160,7 @@ interface Execution {
 async function execute(x: Execution): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt, log } = x;
   const { tenantId, runId } = scope.data;
-  const removal = await rt.breaker.removal(tenantId, runId, tool.name);
+  const removal = x.breaker.removal;
   if (removal !== null) {
     await rt.store.fail(key, attempt, { error: `tool removed for this run: ${removal}`, tier: 'neverStarted' });
     x.logDecision('reject', 'rejected', attempt);
@@ -201,7 +207,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     onFencedOut('complete')(error);
     throw fencedOutFailure(x, 'complete', error);
   }
-  await rt.breaker.recordSuccess(tenantId, runId, tool.name);
+  if (x.breaker.rejections > 0) await rt.breaker.recordSuccess(tenantId, runId, tool.name);
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);

@@ -131,7 +131,18 @@ export class BreakerStore {
 
   /** The removal reason when the tool is removed for the run, else `null`. */
   async removal(tenantId: string, runId: string, toolName: string): Promise<string | null> {
-    return this.redis.hget(this.redisKey(tenantId, runId), `${encodeKeyComponent(toolName)}:removed`);
+    return (await this.state(tenantId, runId, toolName)).removal;
+  }
+
+  /**
+   * The tool's removal reason (`null` when it may run) and its current
+   * rejection streak, in one read. A caller that saw a streak of 0 can skip
+   * {@link recordSuccess}, which only resets that streak.
+   */
+  async state(tenantId: string, runId: string, toolName: string): Promise<{ removal: string | null; rejections: number }> {
+    const tool = encodeKeyComponent(toolName);
+    const [removal, rejections] = await this.redis.hmget(this.redisKey(tenantId, runId), `${tool}:removed`, `${tool}:rejections`);
+    return { removal: removal ?? null, rejections: Number(rejections ?? 0) };
   }
 }
 

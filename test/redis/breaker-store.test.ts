@@ -61,6 +61,18 @@ describe('BreakerStore', () => {
     expect(await b.removal(tenantId, runId, toolName)).not.toBeNull();
   });
 
+  it('state reads the removal and the rejection streak together', async () => {
+    const b = breaker();
+    const { tenantId, runId, toolName } = freshKey();
+    expect(await b.state(tenantId, runId, toolName)).toEqual({ removal: null, rejections: 0 });
+    await b.recordRejection(tenantId, runId, toolName);
+    await b.recordRejection(tenantId, runId, toolName);
+    expect(await b.state(tenantId, runId, toolName)).toEqual({ removal: null, rejections: 2 });
+    await b.recordSuccess(tenantId, runId, toolName);
+    await b.recordFailure(tenantId, runId, toolName, { removeNow: true, reason: 'gone' });
+    expect(await b.state(tenantId, runId, toolName)).toEqual({ removal: 'gone', rejections: 0 });
+  });
+
   it('keeps tools, runs and tenants apart, hostile names included', async () => {
     const b = breaker({ maxFailures: 1 });
     const { tenantId, runId } = freshKey();
