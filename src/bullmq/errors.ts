@@ -19,6 +19,18 @@ export class AmbiguousToolCallError extends ToolReceiptsError {
 }
 
 /**
+ * BullMQ could not renew the lock of the job a call belongs to: the job may
+ * already be running on another worker. The call's `ctx.signal` is aborted
+ * with this error as its reason.
+ */
+export class JobLockLostError extends ToolReceiptsError {
+  readonly code = 'job.lock_lost';
+  constructor(readonly jobId: string) {
+    super(`the BullMQ lock of job ${jobId} could not be renewed; it may be running elsewhere`);
+  }
+}
+
+/**
  * A tool threw. Carries the failure tier so BullMQ retry policy and the
  * model-facing message agree.
  */

@@ -28,7 +28,7 @@ export interface AmbiguousEvent extends ToolCallEventBase {
 export interface FencedOutEvent extends ToolCallEventBase {
   readonly attempt: number;
   /** Which write found the fence closed. */
-  readonly during: 'heartbeat' | 'step' | 'complete' | 'fail';
+  readonly during: 'heartbeat' | 'step' | 'complete' | 'fail' | 'abort';
 }
 
 /** Emitted after a receipt settled (completed or failed) under this attempt. */

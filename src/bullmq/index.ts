@@ -20,7 +20,7 @@ export {
   type ToolResultBlock,
   type ToolJobResult,
 } from './job-data.js';
-export { AmbiguousToolCallError, ToolCallFailedError } from './errors.js';
+export { AmbiguousToolCallError, JobLockLostError, ToolCallFailedError } from './errors.js';
 export {
   ToolReceiptsEvents,
   type ToolReceiptsEventMap,

@@ -8,7 +8,7 @@ import { BreakerStore } from '../redis/breaker-store.js';
 import { ReceiptStore } from '../redis/receipt-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { forwardAbort } from './abort.js';
-import { unrecoverable } from './errors.js';
+import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult } from './job-data.js';
 import { runToolCall, type CallRuntime } from './run-call.js';
@@ -148,7 +148,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
 
   const attach = (worker: Worker): (() => void) => {
     const onLockRenewalFailed = (jobIds: string[]) => {
-      for (const id of jobIds) lockLost.get(id)?.abort(new Error(`BullMQ lock of job ${id} could not be renewed`));
+      for (const id of jobIds) lockLost.get(id)?.abort(new JobLockLostError(id));
     };
     worker.on('lockRenewalFailed', onLockRenewalFailed);
     return () => void worker.off('lockRenewalFailed', onLockRenewalFailed);

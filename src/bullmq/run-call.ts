@@ -191,7 +191,15 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     value = await tool.execute(x.args, ctx);
   } catch (error) {
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
-    if (scope.signal.aborted && !(error instanceof NeverStartedError)) throw abandoned(x, scope.signal.reason, error);
+    if (scope.signal.aborted && !(error instanceof NeverStartedError)) {
+      // Aborted from outside: first learn whether another attempt already took the call over.
+      const takenOver = await takeoverOf(x);
+      if (takenOver) {
+        onFencedOut('abort')(takenOver);
+        throw fencedOutFailure(x, 'abort', error);
+      }
+      throw abandoned(x, scope.signal.reason, error);
+    }
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {
     keeper.stop();
@@ -226,6 +234,16 @@ function fencedOutFailure(x: Execution, during: FencedOutEvent['during'], cause?
     `attempt ${x.attempt} of tool call ${x.call.id} was fenced out during ${during}; another attempt owns it`,
     { cause },
   );
+}
+
+/**
+ * Read the receipt once (no write, so a lease left to lapse is not renewed)
+ * and report whether another attempt owns it now.
+ */
+async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
+  const now = await x.rt.store.inspect(x.key).catch(() => null);
+  if (!now || (now.status === 'running' && now.attempts === x.attempt)) return undefined;
+  return new FencedOutError(now.redisKey, x.attempt, { status: now.status, attempts: now.attempts }, 'abort');
 }
 
 /**

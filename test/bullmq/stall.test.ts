@@ -99,7 +99,7 @@ const decisionTrail = (w: WorkerProcess) =>
 /** A woken worker's attempt is over once BullMQ refused to move its job on: its lock was gone. */
 const refusedToMoveJob = (m: WorkerMessage) =>
   m.type === 'worker-error' && /Missing lock|not in the active state/i.test(String(m.message));
-const LOCK_LOST = /^BullMQ lock of job \S+ could not be renewed$/;
+const LOCK_LOST = /^the BullMQ lock of job \S+ could not be renewed/;
 const ofType =
   (type: string, fields: Record<string, unknown> = {}) =>
   (m: WorkerMessage) =>
@@ -151,16 +151,20 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
       expect(ended).toMatchObject({ aborted: true, attempt: 1 });
       await first.waitFor(refusedToMoveJob, STEP_TIMEOUT_MS);
       expect(first.messages.filter(ofType('settled'))).toEqual([]);
-      // On waking, two documented signals race to abort ctx.signal: the lease heartbeat meeting the
-      // fence (FencedOutError, and a `fencedOut` event), or BullMQ's failed lock renewal, which
-      // `attach` turns into an abort; an attempt aborted that way writes nothing and emits no
-      // `fencedOut`. The tests below pin each branch on its own.
+      // On waking, two signals race to abort ctx.signal: the lease heartbeat meeting the fence
+      // (FencedOutError), or BullMQ's failed lock renewal, which `attach` turns into a
+      // JobLockLostError. Either way the attempt learns it was taken over and says so once:
+      // from a heartbeat, or by reading the receipt after the abort.
       const fencedOut = first.messages.filter(ofType('fencedOut')).map((m) => m.event as FencedOutEvent);
       if (ended.reasonCode === 'receipt.fenced_out') {
         expect(fencedOut).toEqual([expect.objectContaining({ attempt: 1, during: 'heartbeat', receiptKey: takenOver.redisKey })]);
       } else {
+        expect(ended).toMatchObject({ reasonCode: 'job.lock_lost' });
         expect(ended.reasonMessage).toMatch(LOCK_LOST);
-        expect(fencedOut).toEqual([]);
+        // The heartbeat already in flight may learn it first; either way it is reported once.
+        expect(fencedOut).toEqual([
+          expect.objectContaining({ attempt: 1, during: expect.stringMatching(/^(abort|heartbeat)$/), receiptKey: takenOver.redisKey }),
+        ]);
       }
 
       // Nothing the woken attempt did changed the outcome.
@@ -229,7 +233,7 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
       // Wake it with no other worker around: nobody can have taken the receipt over, only the lock is gone.
       await first.signal('SIGCONT');
       const ended = await first.waitFor(ofType('slow-ended'), STEP_TIMEOUT_MS);
-      expect(ended).toMatchObject({ aborted: true, reasonCode: null, attempt: 1 });
+      expect(ended).toMatchObject({ aborted: true, reasonCode: 'job.lock_lost', attempt: 1 });
       expect(ended.reasonMessage).toMatch(LOCK_LOST);
       await first.waitFor(refusedToMoveJob, STEP_TIMEOUT_MS);
       // Cut off mid-effect, its failure proves nothing: the receipt is neither failed nor fenced,
