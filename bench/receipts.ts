@@ -2,8 +2,9 @@
  * Receipt store throughput and footprint.
  *
  * Measures claim + complete through ReceiptStore against the same two Lua
- * scripts sent as raw EVALSHA with precomputed arguments, in the same run and
- * on the same connection, so the ratio is the cost of the TypeScript layer
+ * scripts (claim-3 and complete-3, with the same three keys: receipt, run
+ * index and breaker hash) sent as raw EVALSHA with precomputed arguments, in
+ * the same run and on the same connection, so the ratio is the cost of the TypeScript layer
  * (decision, parsing, JSON) over the bare scripts. Then prints MEMORY USAGE of
  * one settled receipt.
  *
@@ -15,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
+import { breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
 import { startRedis } from '../test/support/redis.js';
@@ -35,8 +36,8 @@ async function main(): Promise<void> {
   const prefix = `${handle.prefix}:bench`;
   try {
     const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
-    const claimLua = scriptSource('claim-2.lua');
-    const completeLua = scriptSource('complete-2.lua');
+    const claimLua = scriptSource('claim-3.lua');
+    const completeLua = scriptSource('complete-3.lua');
     const claimSha = sha1(claimLua);
     const completeSha = sha1(completeLua);
     await redis.script('LOAD', claimLua);
@@ -59,11 +60,16 @@ async function main(): Promise<void> {
     };
     const viaRaw = (round: number) => async (i: number) => {
       const key = keyOf('raw', round, i);
-      const keys = [receiptRedisKey(prefix, key), runIndexRedisKey(prefix, key.tenantId, key.runId)];
-      const claimed = (await redis.evalsha(claimSha, 2, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
-        key.tenantId, key.runId, key.toolName, key.argsHash)) as unknown[];
+      const keys = [
+        receiptRedisKey(prefix, key),
+        runIndexRedisKey(prefix, key.tenantId, key.runId),
+        breakerRedisKey(prefix, key.tenantId, key.runId),
+      ];
+      const rejections = breakerField(key.toolName, 'rejections');
+      const claimed = (await redis.evalsha(claimSha, 3, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
+        key.tenantId, key.runId, key.toolName, key.argsHash, breakerField(key.toolName, 'removed'), rejections)) as unknown[];
       if (claimed[0] !== 1) throw new Error('raw claim did not create');
-      await redis.evalsha(completeSha, 2, ...keys, 1, resultJson, RETENTION_MS);
+      await redis.evalsha(completeSha, 3, ...keys, 1, resultJson, RETENTION_MS, rejections);
     };
 
     // Warm-up: JIT, connection, script cache.

@@ -10,7 +10,7 @@
   ARGV[3]  failure tier ('' = none)
   ARGV[4]  retention in milliseconds
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  failed: status failed, error and tier stored, completed_ms = TIME,
            lease cleared; the receipt now expires retention ms from now.
   code  0  fenced out: status is not running or attempts differ from ARGV[1]

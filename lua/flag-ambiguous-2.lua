@@ -14,7 +14,7 @@
   retention ms from now, so an ambiguous call that is still being retried is
   not forgotten.
 
-  Returns an observation (see claim-2.lua for its shape), ambiguous_ms filled:
+  Returns an observation (see claim-3.lua for its first ten fields), ambiguous_ms filled:
   code  1  flagged now
   code  2  already flagged earlier (ambiguous_ms unchanged)
   code  0  the state moved on (settled, reclaimed, heartbeated, or gone:

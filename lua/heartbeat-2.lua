@@ -10,7 +10,7 @@
   ARGV[2]  new lease in milliseconds, counted from TIME
   ARGV[3]  retention in milliseconds
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  extended: lease_until_ms = TIME + ARGV[2]; the receipt (and the
            run index) live at least lease + retention from now.
   code  0  fenced out: status is not running or attempts differ from ARGV[1]

@@ -15,7 +15,7 @@
   for 'running', its lease is expired by TIME and its stored effect is not
   'opaque' (an opaque effect is never taken over, whoever asks).
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  reclaimed: running, attempts + 1, new lease; error, tier,
            completed_ms and ambiguous_ms of the previous attempt are cleared,
            step:* fields are kept for the new attempt to resume from.

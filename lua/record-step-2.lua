@@ -10,7 +10,7 @@
   ARGV[3]  value as JSON text
   ARGV[4]  retention in milliseconds
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  recorded: field ARGV[2] = ARGV[3]; the TTL is kept at least
            (lease remaining + retention), which it already is unless the
            retention setting grew.

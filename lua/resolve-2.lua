@@ -14,7 +14,7 @@
   A receipt is ambiguous when it is running, its lease is expired by TIME,
   and its effect is opaque or a claim flagged it (ambiguous_ms set).
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  resolved: status = ARGV[2], completed_ms = resolved_ms = TIME,
            lease cleared, expires retention ms from now. 'failed' lets the
            next claim run the call again as attempt + 1.

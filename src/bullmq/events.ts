@@ -13,7 +13,13 @@ export interface ToolCallEventBase {
   readonly receiptKey: string;
 }
 
-/** Emitted once per claimed call, with the decision and (for executions) the attempt. */
+/**
+ * Emitted once per claimed call, with the decision and (for executions) the
+ * attempt. Not emitted for a call refused without a claim: an unknown tool,
+ * invalid input, or a call that would execute a tool the run's breaker has
+ * removed (the claim wrote nothing; the call is answered as rejected). A
+ * removed tool's replay, wait or ambiguous decision is emitted as usual.
+ */
 export interface DecisionEvent extends ToolCallEventBase {
   readonly decision: ReceiptDecision['kind'];
   readonly attempt: number | undefined;

@@ -102,13 +102,15 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     toolName: tool.name,
     argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
   };
-  // The breaker is read alongside the claim, so an executed call still waits on one round trip here.
-  const [claim, breaker] = await Promise.all([
-    rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner }),
-    rt.breaker.state(tenantId, runId, tool.name),
-  ]);
-  const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
+  // One command: the claim script also reads the tool's breaker state in the run.
+  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner });
   const decision: ReceiptDecision = claim.decision;
+  if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
+    // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
+    logDecision('reject', 'rejected');
+    return block(call, 'rejected', { content: `${claim.toolRemoval} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
+  }
+  const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
   rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt });
 
   switch (decision.kind) {
@@ -137,7 +139,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
       throw unrecoverable(error);
     }
     case 'execute':
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, breaker, base, log, logDecision });
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, base, log, logDecision });
   }
 }
 
@@ -150,8 +152,6 @@ interface Execution {
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
   readonly attempt: number;
-  /** The tool's breaker state as read with the claim. */
-  readonly breaker: { readonly removal: string | null; readonly rejections: number };
   readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
   readonly log: Logger;
   readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number) => void;
@@ -160,12 +160,6 @@ interface Execution {
 async function execute(x: Execution): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt, log } = x;
   const { tenantId, runId } = scope.data;
-  const removal = x.breaker.removal;
-  if (removal !== null) {
-    await rt.store.fail(key, attempt, { error: `tool removed for this run: ${removal}`, tier: 'neverStarted' });
-    x.logDecision('reject', 'rejected', attempt);
-    return block(call, 'rejected', { content: `${removal} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
-  }
 
   // Aborted by the job's signal or by the first fence rejection, which wins: nothing is settled after it.
   const aborter = new AbortController();
@@ -209,13 +203,13 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
 
   const result = await rt.shape(value, call, tool, scope.data);
   try {
+    // Also ends the tool's rejection streak in the run, in the same script.
     await rt.store.complete(key, attempt, result);
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
     onFencedOut('complete')(error);
     throw fencedOutFailure(x, 'complete', error);
   }
-  if (x.breaker.rejections > 0) await rt.breaker.recordSuccess(tenantId, runId, tool.name);
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);

@@ -6,7 +6,7 @@
 import type { Redis } from 'ioredis';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError } from './errors.js';
-import { DEFAULT_KEY_PREFIX, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
+import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 
@@ -45,7 +45,8 @@ export interface RejectionRecord {
  * Circuit-breaker counters in one hash per run,
  * `<prefix>:brk:{<tenant>|<run>}`, in the same Redis Cluster slot as the
  * run's receipts. Fields are `<tool>:failures`, `<tool>:rejections` and
- * `<tool>:removed` (the reason), with the tool name percent-encoded. Each
+ * `<tool>:removed` (the reason), with the tool name percent-encoded (see
+ * `breakerField`). Each
  * record is one atomic script; the hash expires `retentionMs` after the last
  * record.
  */
@@ -138,10 +139,17 @@ export class BreakerStore {
    * The tool's removal reason (`null` when it may run) and its current
    * rejection streak, in one read. A caller that saw a streak of 0 can skip
    * {@link recordSuccess}, which only resets that streak.
+   *
+   * The wrapper does not call this: `ReceiptStore.claim` reads the same two
+   * fields inside its claim script, and `ReceiptStore.complete` resets the
+   * streak, so neither costs a command of its own.
    */
   async state(tenantId: string, runId: string, toolName: string): Promise<{ removal: string | null; rejections: number }> {
-    const tool = encodeKeyComponent(toolName);
-    const [removal, rejections] = await this.redis.hmget(this.redisKey(tenantId, runId), `${tool}:removed`, `${tool}:rejections`);
+    const [removal, rejections] = await this.redis.hmget(
+      this.redisKey(tenantId, runId),
+      breakerField(toolName, 'removed'),
+      breakerField(toolName, 'rejections'),
+    );
     return { removal: removal ?? null, rejections: Number(rejections ?? 0) };
   }
 }

@@ -32,6 +32,8 @@ export {
   receiptRedisKey,
   runIndexRedisKey,
   breakerRedisKey,
+  breakerField,
+  type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';

@@ -128,6 +128,19 @@ export function breakerRedisKey(prefix: string, tenantId: string, runId: string)
   return `${prefix}:brk:${runHashTag(tenantId, runId)}`;
 }
 
+/** The per-tool fields of a run's breaker hash. */
+export type BreakerFieldKind = 'failures' | 'rejections' | 'removed';
+
+/**
+ * Field of a run's breaker hash holding one tool's `kind` counter or reason:
+ * `<encoded tool>:<kind>` (`failures`, `rejections` = the consecutive streak,
+ * `removed` = the removal reason). The tool name is percent-encoded, so no
+ * tool can pass for another tool's field.
+ */
+export function breakerField(toolName: string, kind: BreakerFieldKind): string {
+  return `${encodeKeyComponent(toolName)}:${kind}`;
+}
+
 /** SCAN pattern matching every receipt under `prefix` (the prefix holds no glob characters). */
 export function receiptScanPattern(prefix: string): string {
   return `${prefix}:rcpt:*`;

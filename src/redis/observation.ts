@@ -40,6 +40,43 @@ function int(value: unknown, script: string, reply: unknown): number {
 /** Parses `{ code, status, attempts, expired, remaining, effect, result, ambiguous_ms, now, lease_until }`. */
 export function parseObservation(script: string, reply: unknown): Observation {
   if (!Array.isArray(reply) || reply.length !== 10) throw new UnexpectedScriptReplyError(script, reply);
+  return observationFields(script, reply);
+}
+
+/** What the claim script returns: the observation, then the tool's breaker state in the run. */
+export interface ClaimObservation extends Observation {
+  /** The tool's removal reason for the run; `null` when it is not removed. */
+  readonly toolRemoval: string | null;
+  /** The tool's current streak of consecutive rejections in the run (0 when unset). */
+  readonly rejectionStreak: number;
+}
+
+/**
+ * Parses the claim script's reply: the ten observation fields, then
+ * `removal` (text, `''` when none) and `rejections` (a non-negative integer).
+ * Codes are 0 (exists), 1 (created) and 2 (tool removed, no receipt); code 1
+ * and 2 only ever come with the state they imply.
+ */
+export function parseClaimObservation(script: string, reply: unknown): ClaimObservation {
+  if (!Array.isArray(reply) || reply.length !== 12) throw new UnexpectedScriptReplyError(script, reply);
+  const observed = observationFields(script, reply);
+  const removal = reply[10];
+  if (typeof removal !== 'string' && !Buffer.isBuffer(removal)) throw new UnexpectedScriptReplyError(script, reply);
+  const rejectionStreak = int(reply[11], script, reply);
+  if (rejectionStreak < 0) throw new UnexpectedScriptReplyError(script, reply);
+  const removalText = text(removal);
+  const consistent =
+    observed.code === 0
+      ? observed.status !== null
+      : observed.code === 1
+        ? observed.status === 'running' && removalText === ''
+        : observed.code === 2 && observed.status === null && removalText !== '';
+  if (!consistent) throw new UnexpectedScriptReplyError(script, reply);
+  return { ...observed, toolRemoval: removalText === '' ? null : removalText, rejectionStreak };
+}
+
+/** The first ten fields of an observation reply whose length the caller has checked. */
+function observationFields(script: string, reply: readonly unknown[]): Observation {
   const status = text(reply[1]);
   if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
   const effect = text(reply[5]);

@@ -18,11 +18,11 @@ export const SCRIPT = {
   breakerRecord: 'toolReceiptsBreakerRecord',
 } as const;
 
-/** Every script the receipt store uses. */
+/** Every script the receipt store uses. Claim and complete also take the run's breaker hash as KEYS[3]. */
 export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
-  { name: SCRIPT.claim, file: 'claim-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.claim, file: 'claim-3.lua', numberOfKeys: 3 },
   { name: SCRIPT.reclaim, file: 'reclaim-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.complete, file: 'complete-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.complete, file: 'complete-3.lua', numberOfKeys: 3 },
   { name: SCRIPT.fail, file: 'fail-2.lua', numberOfKeys: 2 },
   { name: SCRIPT.heartbeat, file: 'heartbeat-2.lua', numberOfKeys: 2 },
   { name: SCRIPT.recordStep, file: 'record-step-2.lua', numberOfKeys: 2 },

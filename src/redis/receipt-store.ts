@@ -8,8 +8,15 @@ import type { Redis } from 'ioredis';
 import { decideToolCallReceipt, type EffectResumability, type ReceiptDecision, type ReceiptState } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, UnexpectedScriptReplyError } from './errors.js';
-import { DEFAULT_KEY_PREFIX, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
-import { conservativeEffect, parseObservation, toFence, toReceiptState, type Observation } from './observation.js';
+import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
+import {
+  conservativeEffect,
+  parseClaimObservation,
+  parseObservation,
+  toFence,
+  toReceiptState,
+  type Observation,
+} from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
@@ -52,7 +59,10 @@ export interface ClaimResult {
   readonly decision: ReceiptDecision;
   /** The receipt state the decision was made on (for `execute`, the state before this attempt started). */
   readonly state: ReceiptState;
-  /** The attempt now owned by the caller; set when the decision is `execute`. */
+  /**
+   * The attempt now owned by the caller; set when the decision is `execute`
+   * and {@link toolRemoval} is not.
+   */
   readonly attempt?: number;
   /** The recorded result when the decision is `replay` (absent when the call completed without one). */
   readonly result?: unknown;
@@ -68,6 +78,24 @@ export interface ClaimResult {
   /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
   readonly effect: EffectResumability;
   readonly redisKey: string;
+  /**
+   * Set when the run's circuit breaker has removed the tool: its removal
+   * reason, read in the same script as the receipt.
+   *
+   * With a decision of `execute` the store has NOT created, reclaimed or
+   * written anything (no receipt, no run-index entry, no lease), `attempt` is
+   * unset and `decision.attempt` is only the attempt it would have been: the
+   * caller must not run the tool, and has nothing to settle. `replay`, `wait`
+   * and `ambiguous` are decided and acted on as usual (an ambiguous receipt
+   * may still be flagged), with this field telling the caller the tool is
+   * removed.
+   */
+  readonly toolRemoval?: string;
+  /**
+   * The tool's streak of consecutive rejections in the run, as the claim read
+   * it (0 when none). {@link ReceiptStore.complete} resets a non-zero streak.
+   */
+  readonly rejectionStreak: number;
 }
 
 /** An operator's verdict on an ambiguous receipt. */
@@ -140,6 +168,11 @@ export class ReceiptStore {
     return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId)];
   }
 
+  /** The receipt, the run index and the run's breaker hash: the KEYS of claim and complete. */
+  private keysWithBreaker(key: ToolCallReceiptKey): [string, string, string] {
+    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId), breakerRedisKey(this.prefix, key.tenantId, key.runId)];
+  }
+
   private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
     return parseObservation(script, await runScript(this.redis, script, keys, args));
   }
@@ -157,6 +190,11 @@ export class ReceiptStore {
    * When the decision is `ambiguous`, the receipt is flagged (`ambiguous_ms`,
    * set once) and kept at least `retentionMs` longer; it stays `running` until
    * an operator {@link resolve}s it or the original attempt settles it late.
+   *
+   * The same script reads the tool's circuit-breaker state in the run (the
+   * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
+   * keeps). When the tool is removed and the decision is `execute`, nothing is
+   * created or taken over: see {@link ClaimResult.toolRemoval}.
    */
   async claim(key: ToolCallReceiptKey, options: ClaimOptions): Promise<ClaimResult> {
     if (options.effect !== 'resumable' && options.effect !== 'opaque') {
@@ -164,16 +202,31 @@ export class ReceiptStore {
     }
     const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
     const owner = options.owner ?? this.owner;
-    const keys = this.keys(key);
+    const claimKeys = this.keysWithBreaker(key);
+    const keys: [string, string] = [claimKeys[0], claimKeys[1]];
     const redisKey = keys[0];
-    const claimArgs = [leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash];
+    const claimArgs = [
+      leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
+      breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
+    ];
 
     let seen: Observation | null = null;
+    // The breaker as the latest claim script read it.
+    let breaker: { toolRemoval?: string; rejectionStreak: number } = { rejectionStreak: 0 };
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (seen === null || seen.status === null) {
-        seen = await this.run(SCRIPT.claim, keys, claimArgs);
-        if (seen.code === 1) {
-          return this.executing({ kind: 'absent' }, seen, options.effect, redisKey);
+        const claimed = parseClaimObservation(SCRIPT.claim, await runScript(this.redis, SCRIPT.claim, claimKeys, claimArgs));
+        breaker = claimed.toolRemoval === null
+          ? { rejectionStreak: claimed.rejectionStreak }
+          : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
+        seen = claimed;
+        if (claimed.code === 1) {
+          return this.executing({ kind: 'absent' }, claimed, options.effect, redisKey, breaker);
+        }
+        if (claimed.code === 2) {
+          // Tool removed and no receipt: the script wrote nothing, and neither does the store.
+          const state: ReceiptState = { kind: 'absent' };
+          return { decision: decideToolCallReceipt({ state, effect: options.effect }), state, effect: options.effect, redisKey, ...breaker };
         }
       }
       const state = toReceiptState(seen);
@@ -183,12 +236,14 @@ export class ReceiptStore {
         case 'replay': {
           const result = fromStoredJson(seen.resultText);
           return result === undefined
-            ? { decision, state, effect, redisKey }
-            : { decision, state, effect, redisKey, result };
+            ? { decision, state, effect, redisKey, ...breaker }
+            : { decision, state, effect, redisKey, result, ...breaker };
         }
         case 'wait':
-          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs };
+          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs, ...breaker };
         case 'execute': {
+          // A removed tool is never taken over: report the decision, write nothing.
+          if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
           const won = await this.run(SCRIPT.reclaim, keys, [
             seen.status ?? '',
             seen.attempts,
@@ -198,7 +253,7 @@ export class ReceiptStore {
           ]);
           if (won.code === 1) {
             if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
-            return this.executing(state, won, effect, redisKey);
+            return this.executing(state, won, effect, redisKey, breaker);
           }
           seen = won;
           continue;
@@ -213,6 +268,7 @@ export class ReceiptStore {
               redisKey,
               leaseRemainingMs: 0,
               ...(flagged.ambiguousMs === null ? {} : { ambiguousMs: flagged.ambiguousMs }),
+              ...breaker,
             };
           }
           seen = flagged;
@@ -223,7 +279,13 @@ export class ReceiptStore {
     throw new UnexpectedScriptReplyError(SCRIPT.claim, `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
   }
 
-  private executing(state: ReceiptState, won: Observation, effect: EffectResumability, redisKey: string): ClaimResult {
+  private executing(
+    state: ReceiptState,
+    won: Observation,
+    effect: EffectResumability,
+    redisKey: string,
+    breaker: { rejectionStreak: number },
+  ): ClaimResult {
     return {
       decision: { kind: 'execute', attempt: won.attempts },
       state,
@@ -232,6 +294,7 @@ export class ReceiptStore {
       redisKey,
       leaseRemainingMs: won.leaseRemainingMs,
       ...(won.leaseUntilMs === null ? {} : { leaseUntilMs: won.leaseUntilMs }),
+      rejectionStreak: breaker.rejectionStreak,
     };
   }
 
@@ -241,9 +304,9 @@ export class ReceiptStore {
     key: ToolCallReceiptKey,
     attempt: number,
     args: readonly (string | number)[],
+    keys: readonly [string, ...string[]] = this.keys(key),
   ): Promise<Observation> {
     positiveInt(attempt, 'attempt');
-    const keys = this.keys(key);
     const seen = await this.run(script, keys, args);
     if (seen.code !== 1) throw new FencedOutError(keys[0], attempt, toFence(seen), operation);
     return seen;
@@ -251,13 +314,23 @@ export class ReceiptStore {
 
   /**
    * Settles the receipt as completed with `result` (stored as JSON; `undefined`
-   * is kept as "no value"). Throws {@link FencedOutError} when `attempt` no
-   * longer owns the receipt, and `ReceiptValueNotSerializableError` (before
-   * writing) when the result has no faithful JSON form.
+   * is kept as "no value"), and in the same script resets the tool's rejection
+   * streak in the run's breaker hash when it is above 0 (a missing hash is not
+   * created; a removed tool stays removed). Throws {@link FencedOutError} when
+   * `attempt` no longer owns the receipt (then nothing is written), and
+   * `ReceiptValueNotSerializableError` (before writing) when the result has no
+   * faithful JSON form.
    */
   async complete(key: ToolCallReceiptKey, attempt: number, result: unknown): Promise<void> {
     const text = toStoredJson(result, 'the result');
-    await this.fenced('complete', SCRIPT.complete, key, attempt, [attempt, text, this.retentionMs]);
+    await this.fenced(
+      'complete',
+      SCRIPT.complete,
+      key,
+      attempt,
+      [attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections')],
+      this.keysWithBreaker(key),
+    );
   }
 
   /**

@@ -5,7 +5,8 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseObservation, type Observation } from '../../src/redis/observation.js';
+import { breakerField } from '../../src/redis/keys.js';
+import { parseClaimObservation, parseObservation, type ClaimObservation, type Observation } from '../../src/redis/observation.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
 import { defineScripts, runScript, scriptSource } from '../../src/redis/scripts.js';
 import { useRedis, waitUntil } from './helpers.js';
@@ -19,21 +20,42 @@ beforeAll(() => {
   defineScripts(redis, RECEIPT_SCRIPTS);
 });
 
-function keysFor(): [string, string] {
+/** Receipt, run index and breaker hash of one fresh call, all under the same hash tag. */
+type Keys = [receipt: string, index: string, breaker: string];
+
+function keysFor(): Keys {
   n += 1;
   const tag = `{t${n}|r}`;
-  return [`${fixture.handle().prefix}:rcpt:${tag}:tool:h`, `${fixture.handle().prefix}:run:${tag}`];
+  const prefix = fixture.handle().prefix;
+  return [`${prefix}:rcpt:${tag}:tool:h`, `${prefix}:run:${tag}`, `${prefix}:brk:${tag}`];
+}
+
+const KEY_COUNT = new Map(RECEIPT_SCRIPTS.map((s) => [s.name, s.numberOfKeys]));
+
+/** Runs `script` with as many of `keys` as it is defined with. */
+function send(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  const count = KEY_COUNT.get(script);
+  if (count === undefined) throw new Error(`unknown script ${script}`);
+  return runScript(redis, script, keys.slice(0, count), args);
 }
 
 async function call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
-  return parseObservation(script, await runScript(redis, script, keys, args));
+  return parseObservation(script, await send(script, keys, args));
 }
 
 const RETENTION = 60_000;
-const claim = (keys: [string, string], effect = 'resumable', lease = 10_000) =>
-  call(SCRIPT.claim, keys, [lease, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h']);
+/** The breaker fields of the tool `tool`, the one every call here is for. */
+const REMOVED = breakerField('tool', 'removed');
+const REJECTIONS = breakerField('tool', 'rejections');
+const claim = async (keys: Keys, effect = 'resumable', lease = 10_000): Promise<ClaimObservation> =>
+  parseClaimObservation(
+    SCRIPT.claim,
+    await send(SCRIPT.claim, keys, [lease, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h', REMOVED, REJECTIONS]),
+  );
+/** ARGV of complete-3 for `attempt` and a result text. */
+const completeArgs = (attempt: number, result: string) => [attempt, result, RETENTION, REJECTIONS];
 
-async function expiredRunning(keys: [string, string], effect: string): Promise<Observation> {
+async function expiredRunning(keys: Keys, effect: string): Promise<Observation> {
   await claim(keys, effect, 60);
   return waitUntil(() => claim(keys, effect), (o) => o.leaseExpired, 10_000, 'lease expiry');
 }
@@ -199,7 +221,7 @@ describe('script files', () => {
   });
 });
 
-describe('claim-2', () => {
+describe('claim-3', () => {
   it('1: creates a running receipt at attempt 1 with a lease on the server clock', async () => {
     const keys = keysFor();
     const o = await claim(keys, 'opaque', 5_000);
@@ -224,13 +246,137 @@ describe('claim-2', () => {
   it('0: a completed receipt comes back with its result', async () => {
     const keys = keysFor();
     await claim(keys);
-    await call(SCRIPT.complete, keys, [1, '{"a":1}', RETENTION]);
+    await call(SCRIPT.complete, keys, completeArgs(1, '{"a":1}'));
     expect(await claim(keys)).toMatchObject({ code: 0, status: 'completed', attempts: 1, resultText: '{"a":1}' });
+  });
+
+  it('reports the breaker: no removal and a streak of 0 without a breaker hash, which it does not create', async () => {
+    const keys = keysFor();
+    expect(await claim(keys)).toMatchObject({ code: 1, toolRemoval: null, rejectionStreak: 0 });
+    expect(await claim(keys)).toMatchObject({ code: 0, toolRemoval: null, rejectionStreak: 0 });
+    expect(await redis.exists(keys[2])).toBe(0);
+  });
+
+  it('1: creates as usual while the tool has a rejection streak, and reports the streak; other tools do not count', async () => {
+    const keys = keysFor();
+    await redis.hset(keys[2], REJECTIONS, 3, breakerField('other', 'removed'), 'other tool gone');
+    const o = await claim(keys);
+    expect(o).toMatchObject({ code: 1, status: 'running', attempts: 1, toolRemoval: null, rejectionStreak: 3 });
+    expect(await redis.exists(keys[0])).toBe(1);
+  });
+
+  it('2: a removed tool with no receipt: nothing claimed, nothing written', async () => {
+    const keys = keysFor();
+    await redis.hset(keys[2], REMOVED, 'tool was removed after a destructive failure.', REJECTIONS, 2);
+    const breakerBefore = await redis.hgetall(keys[2]);
+    const o = await claim(keys, 'opaque');
+    expect(o).toMatchObject({
+      code: 2,
+      status: null,
+      attempts: 0,
+      leaseExpired: false,
+      leaseRemainingMs: 0,
+      leaseUntilMs: null,
+      toolRemoval: 'tool was removed after a destructive failure.',
+      rejectionStreak: 2,
+    });
+    expect(await redis.exists(keys[0])).toBe(0);
+    expect(await redis.exists(keys[1])).toBe(0);
+    expect(await redis.zscore(keys[1], keys[0])).toBeNull();
+    expect(await redis.hgetall(keys[2])).toEqual(breakerBefore);
+    // Asking again changes nothing either.
+    expect(await claim(keys)).toMatchObject({ code: 2, status: null });
+    expect(await redis.exists(keys[0], keys[1])).toBe(0);
+  });
+
+  it('2: a removal stored with an empty reason still counts as removed', async () => {
+    const keys = keysFor();
+    await redis.hset(keys[2], REMOVED, '');
+    expect(await claim(keys)).toMatchObject({ code: 2, status: null, toolRemoval: 'removed' });
+    expect(await redis.exists(keys[0], keys[1])).toBe(0);
+  });
+
+  it('0: an existing receipt of a removed tool is reported with the removal; nothing written', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    await call(SCRIPT.fail, keys, [1, 'boom', 'neutral', RETENTION]);
+    await redis.hset(keys[2], REMOVED, 'gone', REJECTIONS, 1);
+    const before = await redis.hgetall(keys[0]);
+    const o = await claim(keys);
+    expect(o).toMatchObject({ code: 0, status: 'failed', attempts: 1, toolRemoval: 'gone', rejectionStreak: 1 });
+    expect(await redis.hgetall(keys[0])).toEqual(before);
+
+    const done = keysFor();
+    await claim(done);
+    await call(SCRIPT.complete, done, completeArgs(1, '"r"'));
+    await redis.hset(done[2], REMOVED, 'gone later');
+    expect(await claim(done)).toMatchObject({ code: 0, status: 'completed', resultText: '"r"', toolRemoval: 'gone later' });
+  });
+});
+
+describe('complete-3 and the rejection streak', () => {
+  /** Runs `write` while `key` is WATCHed on another connection; true when the write touched `key`. */
+  async function touches(key: string, write: () => Promise<unknown>): Promise<boolean> {
+    const watcher = fixture.connect();
+    await watcher.watch(key);
+    await write();
+    const exec = await watcher.multi().ping().exec();
+    return exec === null;
+  }
+
+  it('1: resets a streak above 0 and touches no other field; a removed tool stays removed; the TTL is kept', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    await redis.hset(keys[2], REJECTIONS, 4, breakerField('tool', 'failures'), 2, REMOVED, 'gone', breakerField('other', 'rejections'), 3);
+    await redis.pexpire(keys[2], 50_000);
+    expect(await touches(keys[2], () => call(SCRIPT.complete, keys, completeArgs(1, '"ok"')))).toBe(true);
+    expect(await redis.hgetall(keys[2])).toEqual({
+      [REJECTIONS]: '0',
+      [breakerField('tool', 'failures')]: '2',
+      [REMOVED]: 'gone',
+      [breakerField('other', 'rejections')]: '3',
+    });
+    const pttl = await redis.pttl(keys[2]);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(50_000);
+    expect(await redis.hget(keys[0], 'status')).toBe('completed');
+  });
+
+  it('1: leaves a streak of 0 alone and never creates a breaker hash', async () => {
+    const zero = keysFor();
+    await claim(zero);
+    await redis.hset(zero[2], REJECTIONS, 0, breakerField('tool', 'failures'), 1);
+    const before = await redis.hgetall(zero[2]);
+    expect(await touches(zero[2], () => call(SCRIPT.complete, zero, completeArgs(1, '')))).toBe(false);
+    expect(await redis.hgetall(zero[2])).toEqual(before);
+
+    const unset = keysFor();
+    await claim(unset);
+    await redis.hset(unset[2], breakerField('tool', 'failures'), 1);
+    expect(await touches(unset[2], () => call(SCRIPT.complete, unset, completeArgs(1, '')))).toBe(false);
+    expect(await redis.hgetall(unset[2])).toEqual({ [breakerField('tool', 'failures')]: '1' });
+
+    const missing = keysFor();
+    await claim(missing);
+    expect(await call(SCRIPT.complete, missing, completeArgs(1, '"ok"'))).toMatchObject({ code: 1, status: 'completed' });
+    expect(await redis.exists(missing[2])).toBe(0);
+  });
+
+  it('0: fenced out, the streak is left as it is', async () => {
+    const keys = keysFor();
+    await claim(keys);
+    await redis.hset(keys[2], REJECTIONS, 2);
+    expect(await touches(keys[2], () => call(SCRIPT.complete, keys, completeArgs(2, '"late"')))).toBe(false);
+    expect(await redis.hget(keys[2], REJECTIONS)).toBe('2');
+    const missing = keysFor();
+    await redis.hset(missing[2], REJECTIONS, 2);
+    expect(await call(SCRIPT.complete, missing, completeArgs(1, ''))).toMatchObject({ code: 0, status: null });
+    expect(await redis.hget(missing[2], REJECTIONS)).toBe('2');
   });
 });
 
 describe('reclaim-2', () => {
-  const reclaim = (keys: [string, string], status: string, attempts: number) =>
+  const reclaim = (keys: Keys, status: string, attempts: number) =>
     call(SCRIPT.reclaim, keys, [status, attempts, 10_000, RETENTION, 'w2']);
 
   it('1: takes over a failed receipt as attempt + 1 and clears the failure', async () => {
@@ -272,7 +418,7 @@ describe('reclaim-2', () => {
 
     const done = keysFor();
     await claim(done);
-    await call(SCRIPT.complete, done, [1, '', RETENTION]);
+    await call(SCRIPT.complete, done, completeArgs(1, ''));
     expect(await reclaim(done, 'completed', 1)).toMatchObject({ code: 0, status: 'completed' });
 
     expect(await reclaim(keysFor(), 'failed', 1)).toMatchObject({ code: 0, status: null });
@@ -280,7 +426,7 @@ describe('reclaim-2', () => {
 });
 
 describe.each([
-  ['complete-2', SCRIPT.complete, (a: number) => [a, '"ok"', RETENTION], 'completed'],
+  ['complete-3', SCRIPT.complete, (a: number) => completeArgs(a, '"ok"'), 'completed'],
   ['fail-2', SCRIPT.fail, (a: number) => [a, 'err', 'neutral', RETENTION], 'failed'],
   ['heartbeat-2', SCRIPT.heartbeat, (a: number) => [a, 20_000, RETENTION], 'running'],
   ['record-step-2', SCRIPT.recordStep, (a: number) => [a, 'step:s', '"v"', RETENTION], 'running'],
@@ -300,7 +446,7 @@ describe.each([
     expect(await call(script, keys, args(2))).toMatchObject({ code: 0, status: 'running', attempts: 1 });
     expect(await redis.hgetall(keys[0])).toEqual(before);
 
-    await call(SCRIPT.complete, keys, [1, '', RETENTION]);
+    await call(SCRIPT.complete, keys, completeArgs(1, ''));
     const settled = await redis.hgetall(keys[0]);
     expect(await call(script, keys, args(1))).toMatchObject({ code: 0, status: 'completed', attempts: 1 });
     expect(await redis.hgetall(keys[0])).toEqual(settled);

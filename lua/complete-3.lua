@@ -1,16 +1,23 @@
 --[[
-  complete: settle the receipt as completed, fenced on the caller's attempt.
+  complete: settle the receipt as completed, fenced on the caller's attempt,
+  and end the tool's rejection streak in the run.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  breaker hash   <prefix>:brk:{<tenant>|<run>}
 
   ARGV[1]  attempt of the caller
   ARGV[2]  result as JSON text ('' = no result value)
   ARGV[3]  retention in milliseconds
+  ARGV[4]  breaker field holding the tool's rejection streak (<encoded tool>:rejections)
 
-  Returns an observation (see claim-2.lua for its shape):
+  Returns an observation (see claim-3.lua for its first ten fields):
   code  1  completed: status completed, result stored, completed_ms = TIME,
-           lease cleared; the receipt now expires retention ms from now.
+           lease cleared; the receipt now expires retention ms from now. When
+           the tool's rejection streak in KEYS[3] is above 0 it is set to 0;
+           otherwise KEYS[3] is not written (so never created), and no other
+           breaker field is touched (a removed tool stays removed). The
+           breaker hash keeps its TTL.
   code  0  fenced out: status is not running or attempts differ from ARGV[1]
            (status '' when the receipt does not exist). Nothing was written.
 ]]
@@ -35,5 +42,7 @@ else
 end
 rcall('PEXPIRE', KEYS[1], ttl)
 if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+local streak = tonumber(rcall('HGET', KEYS[3], ARGV[4]))
+if streak ~= nil and streak > 0 then rcall('HSET', KEYS[3], ARGV[4], 0) end
 receipt.status, receipt.result, receipt.leaseUntil = 'completed', ARGV[2], 0
 return observation(1, receipt, now)

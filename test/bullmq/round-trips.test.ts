@@ -1,0 +1,101 @@
+/**
+ * Commands the wrapper sends on its own connection per call: the claim script
+ * also reads the breaker, and the complete script also ends the rejection
+ * streak, so an executed call costs two commands and a replay one.
+ */
+import { createHash } from 'node:crypto';
+import { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, REJECTION_REMOVAL_SUFFIX, withToolReceipts, type ToolJobResult } from '../../src/index.js';
+import { scriptSource } from '../../src/redis/scripts.js';
+import { call, jobData, silent, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const closers: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+});
+
+const scripts = new Map(
+  ['claim-3.lua', 'complete-3.lua', 'fail-2.lua', 'reclaim-2.lua', 'breaker-record-1.lua'].map((file) => [
+    createHash('sha1').update(scriptSource(file)).digest('hex'),
+    file.replace(/-\d+\.lua$/, ''),
+  ]),
+);
+
+/** Records the commands sent on `redis` (scripts by file name) from now on. */
+function record(redis: Redis): { take(): string[] } {
+  let sent: string[] = [];
+  const original = redis.sendCommand;
+  redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
+    const first = String(command.args[0]);
+    const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
+    sent.push(command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name);
+    return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
+  }) as typeof redis.sendCommand;
+  return {
+    take() {
+      const taken = sent;
+      sent = [];
+      return taken;
+    },
+  };
+}
+
+describe('commands per call on the wrapper connection', () => {
+  it('executed: claim and complete; replayed: claim; removed: claim, and no receipt', async () => {
+    const l = await lane();
+    let runs = 0;
+    const send = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: ({ to }) => `sent ${++runs} to ${to}`,
+    });
+    const connection = l.redis.duplicate();
+    closers.push(async () => connection.disconnect());
+    const processor = withToolReceipts({ logger: silent, tools: [send], redis: connection, prefix: l.prefix });
+    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
+    processor.attach(worker);
+    const decisions: string[] = [];
+    processor.events.on('decision', (e) => decisions.push(e.decision));
+    worker.on('error', () => undefined);
+    closers.push(() => worker.close(true));
+    const outcome = async (data: ReturnType<typeof jobData>) =>
+      ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
+
+    const ids = { runId: 'run-round-trips' };
+    // Warm-up, so the scripts are in the server's cache and no NOSCRIPT fallback is counted.
+    expect((await outcome(jobData([call('send_email', { to: 'warm@x.test' })], ids))).outcome).toBe('executed');
+    await processor.breaker.recordRejection('acme', ids.runId, 'send_email');
+
+    const sent = record(connection);
+    const executed = jobData([call('send_email', { to: 'a@x.test' })], ids);
+    expect((await outcome(executed)).outcome).toBe('executed');
+    expect(sent.take()).toEqual(['claim', 'complete']);
+    // The complete script ended the rejection streak.
+    expect(await processor.breaker.state('acme', ids.runId, 'send_email')).toEqual({ removal: null, rejections: 0 });
+    sent.take();
+
+    expect((await outcome(jobData(executed.calls, ids))).outcome).toBe('replayed');
+    expect(sent.take()).toEqual(['claim']);
+
+    await processor.breaker.recordFailure('acme', ids.runId, 'send_email', { removeNow: true, reason: 'send_email was removed.' });
+    sent.take();
+    const removed = await outcome(jobData([call('send_email', { to: 'b@x.test' })], ids));
+    expect(removed).toMatchObject({ outcome: 'rejected', is_error: true, content: `send_email was removed. ${REJECTION_REMOVAL_SUFFIX}` });
+    expect(sent.take()).toEqual(['claim']);
+    // A completed call of the removed tool still replays.
+    expect((await outcome(jobData(executed.calls, ids))).outcome).toBe('replayed');
+    expect(sent.take()).toEqual(['claim']);
+
+    const receipts = await processor.store.listRun('acme', ids.runId);
+    expect(receipts.map((r) => r.status)).toEqual(['completed', 'completed']);
+    expect(runs).toBe(2);
+    // The removed tool's call was refused without a claim, so it made no decision.
+    expect(decisions).toEqual(['execute', 'execute', 'replay', 'replay']);
+  });
+});
