@@ -13,6 +13,7 @@ import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolCallOutcome, ToolJobData, ToolResultBlock } from './job-data.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { forwardAbort } from './abort.js';
+import { stringifyToolResult } from '../offload/shaping.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -60,6 +61,19 @@ const block = (call: ToolCall, outcome: ToolCallOutcome, result: RecordedToolRes
   ...(result.is_error ? { is_error: true as const } : {}),
   outcome,
 });
+
+/**
+ * The result a completed receipt holds, as a tool_result. Receipts the
+ * wrapper completed hold a {@link RecordedToolResult}; one an operator
+ * resolved may hold any JSON value, or none.
+ */
+function recordedResult(stored: unknown): RecordedToolResult {
+  if (typeof stored === 'object' && stored !== null && typeof (stored as RecordedToolResult).content === 'string') {
+    return stored as RecordedToolResult;
+  }
+  if (stored === undefined) return { content: 'This call already completed (settled by an operator); no result was recorded.' };
+  return { content: stringifyToolResult(stored) };
+}
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
@@ -116,7 +130,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
   switch (decision.kind) {
     case 'replay': {
       logDecision('replay', 'replayed');
-      return block(call, 'replayed', claim.result as RecordedToolResult);
+      return block(call, 'replayed', recordedResult(claim.result));
     }
     case 'wait': {
       // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, type ToolJobResult } from '../../src/index.js';
+import { defineTool, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -152,5 +152,43 @@ describe('withToolReceipts', () => {
     expect(seen.map((s) => s.attempt)).toEqual([1, 2]);
     expect(seen[0]!.key).toBe(seen[1]!.key);
     expect(seen[0]!.key).toMatch(/^trc_[0-9a-f]{40}$/);
+  });
+});
+
+describe('replaying receipts an operator resolved', () => {
+  it('answers from whatever the operator recorded, or says nothing was recorded', async () => {
+    const l = await lane();
+    let runs = 0;
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => `sent ${++runs}`,
+    });
+    const { processor } = l.worker({ tools: [tool], leaseMs: 200 });
+    const store = processor.store;
+    const ids = { runId: 'run-resolved' };
+    const key = async (to: string) => ({
+      tenantId: 'acme',
+      runId: ids.runId,
+      toolName: 'send_email',
+      argsHash: await toolCallArgsHash({ to }),
+    });
+    // Two calls whose attempts died: claim them with a short lease and let it lapse.
+    for (const to of ['a@x.test', 'b@x.test']) {
+      const k = await key(to);
+      await store.claim(k, { effect: 'opaque', leaseMs: 50 });
+      await expect.poll(async () => (await store.inspect(k))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+      expect((await store.claim(k, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+    }
+    await store.resolve(await key('a@x.test'), { attemptsSeen: 1, outcome: 'completed', result: { messageId: 'm-1' } });
+    await store.resolve(await key('b@x.test'), { attemptsSeen: 1, outcome: 'completed', result: undefined });
+    const job = await l.run(jobData([call('send_email', { to: 'a@x.test' }), call('send_email', { to: 'b@x.test' })], ids));
+    const [a, b] = (job.returnvalue as ToolJobResult).results;
+    expect(a).toMatchObject({ outcome: 'replayed', content: '{"messageId":"m-1"}' });
+    expect(b).toMatchObject({ outcome: 'replayed' });
+    expect(b!.content).toMatch(/no result was recorded/);
+    expect(runs).toBe(0);
   });
 });
