@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { ReceiptStore } from '../src/index.js';
+import { idempotencyKeyFor, ReceiptStore } from '../src/index.js';
 import { duplicateEffects, providerDeduped, readOutbox } from '../examples/outbox-tools.js';
 import { findOnPath } from '../test/support/redis-process.js';
 import { startRedis, type RedisHandle } from '../test/support/redis.js';
@@ -100,6 +100,9 @@ async function main(): Promise<void> {
   const stats = await redis.hgetall(`${prefix}:demo:stats`);
   const store = new ReceiptStore({ redis, prefix });
   const ambiguous = await store.listAmbiguous();
+  // Only the demo can peek at the outbox; the library had no way to know, which is why it refused to guess.
+  const sentKeys = new Set(outbox.filter((e) => e.tool === 'send_email').map((e) => e.idempotencyKey));
+  const ambiguousSent = ambiguous.filter((r) => sentKeys.has(idempotencyKeyFor(r.key))).length;
   const calls = (await queue.getJobs(['completed'])).reduce((n, j) => n + (j.returnvalue?.results?.length ?? 0), 0);
   const failed = await queue.getJobs(['failed']);
 
@@ -112,6 +115,7 @@ async function main(): Promise<void> {
     ['decisions: replayed', stats.replay ?? 0],
     ['decisions: waited', stats.wait ?? 0],
     ['decisions: ambiguous', stats.ambiguous ?? 0],
+    ['ambiguous: email had in fact gone / not', `${ambiguousSent} / ${ambiguous.length - ambiguousSent}`],
     ['attempts fenced out', stats.fencedOut ?? 0],
     ['effects in the outbox', outbox.length],
     ['repeats absorbed by the ticket provider', Object.values(await providerDeduped(redis, prefix)).reduce((a, b) => a + b, 0)],
@@ -124,7 +128,8 @@ async function main(): Promise<void> {
   console.log('  replayed:  a redelivered or duplicate call got the recorded result without running');
   console.log('  waited:    a duplicate arrived while another worker held the live lease, and came back later');
   console.log('  ambiguous: a worker died inside an opaque send_email; the email may or may not have gone,');
-  console.log('             so it was not sent again and the job failed with the receipt key');
+  console.log('             so it was not sent again and the job failed with the receipt key (only the demo');
+  console.log('             can peek at the outbox to see which had gone; the library cannot, so it does not guess)');
   console.log('  resumable create_ticket calls interrupted by a kill were taken over and finished step by step');
   console.log('');
   if (ambiguous.length > 0) {
