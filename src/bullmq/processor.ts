@@ -1,5 +1,3 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import type { Job, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { pino, type Logger } from 'pino';
@@ -92,7 +90,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
-  const storeOptions = { redis: options.redis, prefix: options.prefix, leaseMs, retentionMs: options.retentionMs };
+  const storeOptions = { redis: options.redis, prefix: options.prefix, leaseMs, retentionMs: options.retentionMs, owner: options.owner };
   const store = new ReceiptStore(storeOptions);
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
@@ -117,7 +115,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     waitJitterMs: options.waitJitterMs ?? 250,
     maxWaitMs: options.maxWaitMs ?? 2000,
     onAmbiguous: options.onAmbiguous ?? 'fail',
-    owner: options.owner ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    owner: store.owner,
     prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
     shape: resultShaper(options),
   };
