@@ -198,6 +198,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   try {
     value = await tool.execute(x.args, ctx);
   } catch (error) {
+    keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
     if (scope.signal.aborted && !(error instanceof NeverStartedError)) {
       // Aborted from outside: first learn whether another attempt already took the call over.
