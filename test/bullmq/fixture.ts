@@ -1,33 +1,63 @@
 /**
  * Shared setup for wrapper tests: one Redis per file, real Queues and Workers
  * on it, each test with its own queue and key prefix, all closed afterwards.
+ * Workers run in process (`lane.worker`) or as real `crash-worker` processes
+ * (`lane.spawn`), which cleanup SIGKILLs before the connections they use close.
  */
 import { randomBytes } from 'node:crypto';
 import { Job, Queue, QueueEvents, Worker, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll } from 'vitest';
-import { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from '../../src/index.js';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import {
+  ReceiptStore,
+  withToolReceipts,
+  type DecisionEvent,
+  type ReceiptRecord,
+  type ToolReceiptsOptions,
+  type ToolReceiptsProcessor,
+} from '../../src/index.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
+import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 export interface Lane {
   readonly prefix: string;
   readonly queueName: string;
   readonly queue: Queue;
+  readonly events: QueueEvents;
   readonly redis: Redis;
+  /** A receipt store on `redis` under this lane's prefix. */
+  readonly store: ReceiptStore;
   /** A wrapped processor on its own connection plus a Worker running it. */
   worker(
     options: Omit<ToolReceiptsOptions, 'redis' | 'prefix'>,
     workerOptions?: Partial<WorkerOptions>,
   ): { processor: ToolReceiptsProcessor; worker: Worker };
+  /**
+   * A `crash-worker` process (test/fixtures/crash-worker.ts) on this lane's
+   * Redis, prefix and queue; CRASH_AT=none and {@link CRASH_WORKER_TIMING}
+   * unless `env` says otherwise. SIGKILLed after the test.
+   */
+  spawn(env?: Record<string, string>): Promise<WorkerProcess>;
   /** Add a job and wait until it completes or fails. */
   run(data: unknown, opts?: JobsOptions): Promise<Job>;
   add(data: unknown, opts?: JobsOptions): Promise<Job>;
-  /** Wait until the job completes or fails; returns it reloaded. */
+  /**
+   * Wait until the job completed or failed and return it reloaded; throws
+   * when it is still neither after `timeoutMs`.
+   */
   settle(job: Job, timeoutMs?: number): Promise<Job>;
+  /** The one receipt of a run. */
+  receipt(tenantId: string, runId: string): Promise<ReceiptRecord>;
 }
 
 export const silent = pino({ level: 'silent' });
+
+/** Leases and locks for `crash-worker` processes: short enough for fast recovery, long enough for a loaded 2-core machine to keep renewing them. */
+export const CRASH_WORKER_TIMING = { LEASE_MS: '600', LOCK_MS: '1000', STALLED_MS: '500' } as const;
+
+/** Job options allowing retries, so a job that fails anyway failed unrecoverably. */
+export const RETRYING = { attempts: 3, backoff: { type: 'fixed', delay: 100 } } as const;
 
 export function useLanes() {
   let handle: RedisHandle;
@@ -36,6 +66,7 @@ export function useLanes() {
     handle = await startRedis();
   });
   afterEach(async () => {
+    // Reverse order: workers and worker processes (added last) stop before the connections they use close.
     for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
   });
   afterAll(async () => {
@@ -48,6 +79,7 @@ export function useLanes() {
     return c;
   };
 
+  /** A fresh prefix, so tests never see each other's jobs, receipts or outbox. */
   return async function lane(): Promise<Lane> {
     const prefix = `${handle.prefix}${randomBytes(3).toString('hex')}`;
     const queueName = 'tools';
@@ -56,20 +88,26 @@ export function useLanes() {
     const events = new QueueEvents(queueName, { connection: connect(), prefix });
     await events.waitUntilReady();
     closers.push(() => queue.close(), () => events.close());
+    const store = new ReceiptStore({ redis, prefix });
 
     const settle = async (job: Job, timeoutMs = 30_000) => {
-      await Promise.race([
-        job.waitUntilFinished(events).catch(() => undefined),
-        new Promise((_, reject) => setTimeout(() => reject(new Error(`job ${job.id} did not finish in ${timeoutMs} ms`)), timeoutMs)),
-      ]);
-      return (await Job.fromId(queue, job.id!))!;
+      // Rejects when the job fails (or on timeout); either way the reloaded job says what happened.
+      await job.waitUntilFinished(events, timeoutMs).catch(() => undefined);
+      const reloaded = await Job.fromId(queue, job.id!);
+      const state = await reloaded?.getState();
+      if (state !== 'completed' && state !== 'failed') {
+        throw new Error(`job ${job.id} did not finish within ${timeoutMs} ms; it is ${state}`);
+      }
+      return reloaded!;
     };
     const add = (data: unknown, opts?: JobsOptions) => queue.add('call', data, opts);
     return {
       prefix,
       queueName,
       queue,
+      events,
       redis,
+      store,
       worker(options, workerOptions = {}) {
         const processor = withToolReceipts({ logger: silent, ...options, redis: connect(), prefix });
         const worker = new Worker(queueName, processor, { connection: connect(), prefix, ...workerOptions });
@@ -78,9 +116,26 @@ export function useLanes() {
         closers.push(() => worker.close(true));
         return { processor, worker };
       },
+      async spawn(env = {}) {
+        const worker = await spawnWorkerProcess('crash-worker', {
+          REDIS_URL: handle.url,
+          PREFIX: prefix,
+          QUEUE: queueName,
+          CRASH_AT: 'none',
+          ...CRASH_WORKER_TIMING,
+          ...env,
+        });
+        closers.push(() => worker.signal('SIGKILL'));
+        return worker;
+      },
       add,
       settle,
       run: async (data, opts) => settle(await add(data, opts)),
+      async receipt(tenantId, runId) {
+        const records = await store.listRun(tenantId, runId);
+        expect(records).toHaveLength(1);
+        return records[0]!;
+      },
     };
   };
 }
@@ -89,8 +144,20 @@ export function useLanes() {
 export const call = (name: string, input: unknown, id = `toolu_${randomBytes(4).toString('hex')}`) => ({ id, name, input });
 
 /** Job data with fresh tenant/run ids unless given. */
-export const jobData = (calls: unknown[], ids: { tenantId?: string; runId?: string } = {}) => ({
+export const jobData = <C>(calls: C[], ids: { tenantId?: string; runId?: string } = {}) => ({
   tenantId: ids.tenantId ?? 'acme',
   runId: ids.runId ?? `run-${randomBytes(4).toString('hex')}`,
   calls,
 });
+
+/** The decisions a `crash-worker` process reported, in order. */
+export const decisionsOf = (w: WorkerProcess): DecisionEvent[] =>
+  w.messages.filter((m) => m.type === 'decision').map((m) => m.event as DecisionEvent);
+/** Decisions as `kind` or `kind@attempt`, e.g. `['wait', 'execute@2']`. */
+export const decisionTrail = (w: WorkerProcess) =>
+  decisionsOf(w).map((d) => (d.attempt === undefined ? d.decision : `${d.decision}@${d.attempt}`));
+/** A takeover worker may first find the dead attempt's lease still live and wait; nothing else may precede its verdict. */
+export const expectWaitsThen = (trail: string[], verdict: string) => {
+  expect(trail.at(-1)).toBe(verdict);
+  expect(trail.slice(0, -1).every((d) => d === 'wait')).toBe(true);
+};

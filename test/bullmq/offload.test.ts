@@ -4,7 +4,6 @@ import {
   defineTool,
   OFFLOAD_TOOL_NAME,
   RedisToolResultStore,
-  ReceiptStore,
   type ToolJobResult,
 } from '../../src/index.js';
 import { call, jobData, useLanes } from './fixture.js';
@@ -46,8 +45,7 @@ describe('offloading large results through the wrapper', () => {
     expect(preview.startsWith('<persisted-output ref="')).toBe(true);
     const ref = /ref="([^"]+)"/.exec(preview)![1]!;
 
-    const store = new ReceiptStore({ redis: l.redis, prefix: l.prefix });
-    const [receipt] = await store.listRun('acme', 'run-big');
+    const [receipt] = await l.store.listRun('acme', 'run-big');
     expect(receipt!.status).toBe('completed');
     expect(await l.redis.memory('USAGE', receipt!.redisKey)).toBeLessThan(25_000);
 

@@ -8,94 +8,20 @@
  * Real Queues and Workers on the harness's Redis, real signals; every wait is
  * on observable state (IPC messages, job state, receipt fields, lock keys).
  */
-import { randomBytes } from 'node:crypto';
-import { Job, Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ReceiptStore, type DecisionEvent, type FencedOutEvent, type ToolJobResult } from '../../src/index.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
-import { spawnWorkerProcess, type WorkerMessage, type WorkerProcess } from '../support/worker-process.js';
+import { Job } from 'bullmq';
+import { describe, expect, it } from 'vitest';
+import type { FencedOutEvent, ToolJobResult } from '../../src/index.js';
+import type { WorkerMessage } from '../support/worker-process.js';
+import { call, decisionTrail, expectWaitsThen, jobData, RETRYING, useLanes } from './fixture.js';
 
-const TIMING = { LEASE_MS: '600', LOCK_MS: '1000', STALLED_MS: '500' };
 const STEP_TIMEOUT_MS = 30_000;
 /** Recovery of a stalled job can take BullMQ's drainDelay (5 s) on top of the lock, plus a process start. */
 const JOB_TIMEOUT_MS = 45_000;
 /** SIGSTOP and SIGCONT are POSIX job control; Windows has neither. */
 const signalsSupported = process.platform !== 'win32';
 
-let server: RedisHandle;
-const cleanups: Array<() => Promise<unknown>> = [];
+const lane = useLanes();
 
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterEach(async () => {
-  // Worker processes were added last, so they are SIGKILLed (stopped or not) before their connections close.
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-const connect = () => {
-  const c = new Redis(server.url, { maxRetriesPerRequest: null });
-  cleanups.push(async () => c.disconnect());
-  return c;
-};
-
-/** A fresh prefix and queue per test, and `crash-worker` processes (CRASH_AT=none) on them. */
-async function stallLane() {
-  const prefix = `${server.prefix}${randomBytes(3).toString('hex')}`;
-  const queueName = `stall-${randomBytes(3).toString('hex')}`;
-  const redis = connect();
-  const queue = new Queue(queueName, { connection: connect(), prefix });
-  const events = new QueueEvents(queueName, { connection: connect(), prefix });
-  await events.waitUntilReady();
-  cleanups.push(() => queue.close(), () => events.close());
-  const store = new ReceiptStore({ redis, prefix });
-  const runId = `run-${randomBytes(4).toString('hex')}`;
-  const data = { tenantId: 'acme', runId, calls: [{ id: 'toolu_sync', name: 'slow_sync', input: { label: 'nightly' } }] };
-  return {
-    prefix,
-    queueName,
-    redis,
-    queue,
-    store,
-    data,
-    add: () => queue.add('call', data, { attempts: 3, backoff: { type: 'fixed', delay: 100 } }),
-    /** The run's one receipt. */
-    receipt: async () => {
-      const records = await store.listRun(data.tenantId, data.runId);
-      expect(records).toHaveLength(1);
-      return records[0]!;
-    },
-    /** Wait until the job completed (a failure rejects) and return it reloaded. */
-    completed: async (job: Job) => {
-      await job.waitUntilFinished(events, JOB_TIMEOUT_MS);
-      const done = (await Job.fromId(queue, job.id!))!;
-      expect(await done.getState()).toBe('completed');
-      return done;
-    },
-    spawn: async (env: Record<string, string>) => {
-      const w = await spawnWorkerProcess('crash-worker', {
-        REDIS_URL: server.url,
-        PREFIX: prefix,
-        QUEUE: queueName,
-        CRASH_AT: 'none',
-        ...TIMING,
-        ...env,
-      });
-      cleanups.push(() => w.signal('SIGKILL'));
-      return w;
-    },
-  };
-}
-
-const decisionTrail = (w: WorkerProcess) =>
-  w.messages
-    .filter((m) => m.type === 'decision')
-    .map((m) => m.event as DecisionEvent)
-    .map((d) => (d.attempt === undefined ? d.decision : `${d.decision}@${d.attempt}`));
 /** A woken worker's attempt is over once BullMQ refused to move its job on: its lock was gone. */
 const refusedToMoveJob = (m: WorkerMessage) =>
   m.type === 'worker-error' && /Missing lock|not in the active state/i.test(String(m.message));
@@ -105,24 +31,52 @@ const ofType =
   (m: WorkerMessage) =>
     m.type === type && Object.entries(fields).every(([k, v]) => m[k] === v);
 
+/** A fresh lane with one slow_sync call to run on it, on `crash-worker` processes (CRASH_AT=none). */
+async function stallLane() {
+  const l = await lane();
+  const data = jobData([call('slow_sync', { label: 'nightly' }, 'toolu_sync')]);
+  const add = () => l.add(data, RETRYING);
+  return {
+    ...l,
+    data,
+    add,
+    /**
+     * A first worker whose slow_sync would run for two minutes (it only ends
+     * early if aborted), and the job, once attempt 1 has begun it there.
+     */
+    begin: async (env: Record<string, string> = {}) => {
+      const first = await l.spawn({ SLOW_MS: '120000', ...env });
+      const job = await add();
+      await first.waitFor(ofType('reached', { point: 'slow-begin', attempt: 1 }), STEP_TIMEOUT_MS);
+      return { first, job };
+    },
+    /** BullMQ's lock key of the job. */
+    lockKey: (job: Job) => `${l.prefix}:${l.queueName}:${job.id}:lock`,
+    /** The run's one receipt. */
+    receipt: () => l.receipt(data.tenantId, data.runId),
+    /** Wait until the job completed (or failed) and expect it completed; return it reloaded. */
+    completed: async (job: Job) => {
+      const done = await l.settle(job, JOB_TIMEOUT_MS);
+      expect(await done.getState()).toBe('completed');
+      return done;
+    },
+  };
+}
+
 describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
   it.skipIf(!signalsSupported)(
     'past its lease and its BullMQ lock: attempt 2 recovers the job; on waking the first is aborted and changes nothing',
     async () => {
       const l = await stallLane();
-      // The first worker's slow_sync would run for two minutes: it only ends early if aborted.
-      const first = await l.spawn({ SLOW_MS: '120000' });
-      const job = await l.add();
-      await first.waitFor(ofType('reached', { point: 'slow-begin', attempt: 1 }), STEP_TIMEOUT_MS);
+      const { first, job } = await l.begin();
       expect(decisionTrail(first)).toEqual(['execute@1']);
       expect(await l.receipt()).toMatchObject({ status: 'running', attempts: 1, effect: 'resumable' });
 
       await first.signal('SIGSTOP');
       // Frozen past both deadlines, judged by Redis itself: the receipt lease has lapsed on the
       // server clock and BullMQ's lock key has expired. Nothing has taken over yet.
-      const lockKey = `${l.prefix}:${l.queueName}:${job.id}:lock`;
       await expect
-        .poll(async () => ({ leaseExpired: (await l.receipt()).leaseExpired, lock: await l.redis.exists(lockKey) }), {
+        .poll(async () => ({ leaseExpired: (await l.receipt()).leaseExpired, lock: await l.redis.exists(l.lockKey(job)) }), {
           timeout: STEP_TIMEOUT_MS,
           interval: 100,
         })
@@ -180,13 +134,11 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
     async () => {
       const l = await stallLane();
       // A long BullMQ lock: the frozen worker keeps its job, so only the receipt lease lapses.
-      const first = await l.spawn({ SLOW_MS: '120000', LOCK_MS: '60000' });
-      const original = await l.add();
-      await first.waitFor(ofType('reached', { point: 'slow-begin', attempt: 1 }), STEP_TIMEOUT_MS);
+      const { first, job: original } = await l.begin({ LOCK_MS: '60000' });
 
       await first.signal('SIGSTOP');
       await expect.poll(async () => (await l.receipt()).leaseExpired, { timeout: STEP_TIMEOUT_MS, interval: 100 }).toBe(true);
-      expect(await l.redis.exists(`${l.prefix}:${l.queueName}:${original.id}:lock`)).toBe(1);
+      expect(await l.redis.exists(l.lockKey(original))).toBe(1);
 
       // The same call delivered again (a retried turn): another worker takes the expired attempt over.
       const second = await l.spawn({ SLOW_MS: '200' });
@@ -222,13 +174,10 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
     async () => {
       const l = await stallLane();
       // A lease far longer than the lock, so the receipt still holds when the worker wakes.
-      const first = await l.spawn({ SLOW_MS: '120000', LEASE_MS: '10000' });
-      const job = await l.add();
-      await first.waitFor(ofType('reached', { point: 'slow-begin', attempt: 1 }), STEP_TIMEOUT_MS);
+      const { first, job } = await l.begin({ LEASE_MS: '10000' });
 
       await first.signal('SIGSTOP');
-      const lockKey = `${l.prefix}:${l.queueName}:${job.id}:lock`;
-      await expect.poll(() => l.redis.exists(lockKey), { timeout: STEP_TIMEOUT_MS, interval: 100 }).toBe(0);
+      await expect.poll(() => l.redis.exists(l.lockKey(job)), { timeout: STEP_TIMEOUT_MS, interval: 100 }).toBe(0);
 
       // Wake it with no other worker around: nobody can have taken the receipt over, only the lock is gone.
       await first.signal('SIGCONT');
@@ -247,9 +196,7 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
       const done = await l.completed(job);
       await second.waitFor(ofType('settled'), STEP_TIMEOUT_MS);
       // It may find the lease still live and wait first; once the lease lapses, attempt 2 takes over.
-      const trail = decisionTrail(second);
-      expect(trail.at(-1)).toBe('execute@2');
-      expect(trail.slice(0, -1).every((d) => d === 'wait')).toBe(true);
+      expectWaitsThen(decisionTrail(second), 'execute@2');
       // The first worker may have picked its recovered job up again before it was killed, but only to wait.
       expect(decisionTrail(first)[0]).toBe('execute@1');
       expect(decisionTrail(first).slice(1).every((d) => d === 'wait')).toBe(true);

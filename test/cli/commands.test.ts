@@ -12,18 +12,19 @@ import { showCommand } from '../../src/cli/commands/show.js';
 import { InvalidReceiptKeyError, ReceiptNotFoundError, ResolveRefusedError } from '../../src/cli/errors.js';
 import { FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
 import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
-import { Capture, freshKey, makeAmbiguous, useRedis, waitForLeaseExpiry } from './support.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { Capture, makeAmbiguous } from './support.js';
 
 const fixture = useRedis();
 
 describe('ambiguous', () => {
   it('lists flagged and unflagged opaque receipts whose attempt died, and nothing else', async () => {
     const store = fixture.store();
-    const flagged = freshKey('send_email');
-    const unflagged = freshKey('charge_card', { tenantId: 'acme {eu}' });
-    const completed = freshKey('lookup');
-    const live = freshKey('create_ticket');
-    const resumable = freshKey('sync_rows');
+    const flagged = freshKey({ toolName: 'send_email' });
+    const unflagged = freshKey({ toolName: 'charge_card', tenantId: 'acme {eu}' });
+    const completed = freshKey({ toolName: 'lookup' });
+    const live = freshKey({ toolName: 'create_ticket' });
+    const resumable = freshKey({ toolName: 'sync_rows' });
     await makeAmbiguous(store, flagged);
     await makeAmbiguous(store, unflagged, { flag: false });
     await store.claim(completed, { effect: 'opaque' });
@@ -105,7 +106,7 @@ describe('run', () => {
 describe('show', () => {
   it('prints every field of a receipt and, when ambiguous, how to resolve it', async () => {
     const store = fixture.store({ owner: 'worker-7' });
-    const key = freshKey('send_email', { tenantId: 'acme\u001b[31m' });
+    const key = freshKey({ toolName: 'send_email', tenantId: 'acme\u001b[31m' });
     await makeAmbiguous(store, key);
     const out = new Capture();
     await showCommand({ store, out, args: { redisKey: store.redisKey(key), json: false } });

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
-import { Capture, freshKey, hasStackTrace, makeAmbiguous, spawnCli, useRedis } from './support.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { Capture, hasStackTrace, makeAmbiguous, spawnCli } from './support.js';
 
 const fixture = useRedis();
 
@@ -123,7 +124,7 @@ describe('the tool-receipts binary (spawned)', () => {
 
   it('lists ambiguous receipts, resolves one, then shows it settled', async () => {
     const store = fixture.store();
-    const key = freshKey('send_email');
+    const key = freshKey({ toolName: 'send_email' });
     await makeAmbiguous(store, key);
     const redisKey = store.redisKey(key);
     const { url, prefix } = fixture.handle();

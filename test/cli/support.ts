@@ -1,67 +1,17 @@
 /**
- * Shared setup for the CLI tests: one Redis server per file, stores under the
- * file's prefix, receipts put into a chosen state through the real store, a
- * captured output, and the real CLI run as a child process.
+ * Shared setup for the CLI tests, on top of test/support/redis-fixture.ts
+ * (one Redis server per file, stores under the file's prefix): receipts put
+ * into a chosen state through the real store, a captured output, and the
+ * real CLI run as a child process.
  */
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ReceiptStore } from '../../src/redis/receipt-store.js';
 import type { Output } from '../../src/cli/format.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
+import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-export interface CliFixture {
-  handle(): RedisHandle;
-  /** A store on a new connection under the file's prefix unless told (closed after the file). */
-  store(options?: { owner?: string; prefix?: string }): ReceiptStore;
-}
-
-/** Starts one Redis server for the calling test file and stops it afterwards. */
-export function useRedis(): CliFixture {
-  let handle: RedisHandle | undefined;
-  const connections: Redis[] = [];
-  beforeAll(async () => {
-    handle = await startRedis();
-  });
-  afterAll(async () => {
-    await Promise.all(connections.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
-    await handle?.stop();
-  });
-  const fixture: CliFixture = {
-    handle() {
-      if (!handle) throw new Error('redis not started yet');
-      return handle;
-    },
-    store(options = {}) {
-      const redis = new Redis(fixture.handle().url, { maxRetriesPerRequest: 3 });
-      connections.push(redis);
-      return new ReceiptStore({ redis, prefix: fixture.handle().prefix, ...options });
-    },
-  };
-  return fixture;
-}
-
-/** A key no other test uses; `tool` names the tool. */
-export function freshKey(toolName = 'send_email', overrides: Partial<ToolCallReceiptKey> = {}): ToolCallReceiptKey {
-  const id = randomBytes(6).toString('hex');
-  return { tenantId: `tenant-${id}`, runId: `run-${id}`, toolName, argsHash: `h${id}`, ...overrides };
-}
-
-/** Polls the receipt until its lease has run out by the server clock. */
-export async function waitForLeaseExpiry(store: ReceiptStore, key: ToolCallReceiptKey): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    const record = await store.inspect(key);
-    if (record !== null && record.status === 'running' && record.leaseExpired) return;
-    if (performance.now() > deadline) throw new Error(`lease never expired: ${JSON.stringify(record)}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /**
  * Makes the call's current opaque attempt ambiguous the way it happens in

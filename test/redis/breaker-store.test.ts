@@ -4,7 +4,7 @@ import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../../src/core/tiers.js'
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { InvalidReceiptInputError } from '../../src/redis/errors.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
-import { freshKey, useRedis } from './helpers.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 

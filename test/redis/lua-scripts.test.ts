@@ -9,7 +9,7 @@ import { breakerField } from '../../src/redis/keys.js';
 import { parseClaimObservation, parseObservation, type ClaimObservation, type Observation } from '../../src/redis/observation.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
 import { defineScripts, runScript, scriptSource } from '../../src/redis/scripts.js';
-import { useRedis, waitUntil } from './helpers.js';
+import { useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 let redis: Redis;

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { breakerField } from '../../src/redis/keys.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const LEASE = 200;

@@ -3,7 +3,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const HOUR = 3_600_000;

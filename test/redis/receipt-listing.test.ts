@@ -2,7 +2,7 @@
  * Reading receipts back: one, a whole run, and every ambiguous one.
  */
 import { describe, expect, it } from 'vitest';
-import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const WORKERS = 64;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 

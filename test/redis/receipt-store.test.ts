@@ -9,7 +9,7 @@ import {
   ReceiptValueNotSerializableError,
 } from '../../src/redis/errors.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from './helpers.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const LEASE = 200;

@@ -7,7 +7,7 @@ import {
   runScript,
   scriptSource,
 } from '../../src/redis/scripts.js';
-import { useRedis } from './helpers.js';
+import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 

@@ -1,13 +1,14 @@
 /**
- * Shared setup for the Redis store tests: one server per file, a connection
- * factory that closes what it opened, and polling on observable state.
+ * Shared setup for tests of the Redis stores and of the CLI on them: one
+ * server per file, a connection factory that closes what it opened, stores
+ * under the file's prefix, and polling on observable state.
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { ReceiptStore, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
+import { startRedis, type RedisHandle } from './redis.js';
 
 export interface RedisFixture {
   readonly handle: () => RedisHandle;
