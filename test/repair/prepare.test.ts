@@ -48,9 +48,9 @@ describe('prepareToolInput', () => {
   });
 
   it('still applies the deterministic corrections to a destructive tool', () => {
-    const raw = '{"path":"/tmp/x","options":"{\\"recursive\\":false}"}';
+    const raw = '{"path":"/var/data/x","options":"{\\"recursive\\":false}"}';
     const result = prepareToolInput(raw, { name: 'delete_file', schema: deleteSchema, destructive: true });
-    expect(result).toMatchObject({ ok: true, input: { path: '/tmp/x', options: { recursive: false } } });
+    expect(result).toMatchObject({ ok: true, input: { path: '/var/data/x', options: { recursive: false } } });
   });
 
   it('fails a parameter given twice as an alias conflict, before validation', () => {

@@ -71,7 +71,7 @@ describe('repair without a reshaper call', () => {
 
   it('refuses when a destructive call is merely present beside an invalid one', async () => {
     const { reshaper } = scripted();
-    const msg = message(toolUse('d1', 'delete_file', { path: '/tmp/x' }), toolUse('t1', 'search', {}));
+    const msg = message(toolUse('d1', 'delete_file', { path: '/var/data/x' }), toolUse('t1', 'search', {}));
     expect(await repair(msg, tools, deps({ reshaper }))).toMatchObject({ outcome: 'refused_destructive' });
     expect(reshaper.reshape).not.toHaveBeenCalled();
   });
