@@ -17,7 +17,9 @@ export const toolJobDataSchema = z.object({
   calls: z.array(toolCallSchema).min(1, 'a job needs at least one tool call'),
 });
 
+/** One tool call of a job, as parsed by {@link toolCallSchema}. */
 export type ToolCall = z.infer<typeof toolCallSchema>;
+/** A job's data, as parsed by {@link toolJobDataSchema}. */
 export type ToolJobData = z.infer<typeof toolJobDataSchema>;
 
 /** How one call ended, from the wrapper's point of view. */
