@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { z } from 'zod';
 import { defineTool, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { call, jobData, useLanes } from './fixture.js';
@@ -190,5 +191,23 @@ describe('replaying receipts an operator resolved', () => {
     expect(b).toMatchObject({ outcome: 'replayed' });
     expect(b!.content).toMatch(/no result was recorded/);
     expect(runs).toBe(0);
+  });
+});
+
+describe('structured logs', () => {
+  it('writes one pino line per decision with the identifiers, decision, outcome and duration', async () => {
+    const l = await lane();
+    const t = countingTool();
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    l.worker({ tools: [t.tool], logger });
+    const data = jobData([call('send_email', { to: 'log@x.test' }, 'toolu_log')], { tenantId: 'acme', runId: 'run-log' });
+    await l.run(data);
+    await l.run({ ...data, calls: [call('send_email', { to: 'log@x.test' }, 'toolu_log2')] });
+    const decisions = lines.filter((line) => line.msg === 'tool call');
+    expect(decisions).toHaveLength(2);
+    expect(decisions[0]).toMatchObject({ tenant: 'acme', run: 'run-log', tool: 'send_email', callId: 'toolu_log', decision: 'execute', outcome: 'executed', attempt: 1 });
+    expect(decisions[1]).toMatchObject({ callId: 'toolu_log2', decision: 'replay', outcome: 'replayed' });
+    for (const d of decisions) expect(typeof d.ms).toBe('number');
   });
 });
