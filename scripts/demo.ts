@@ -139,6 +139,10 @@ async function main(): Promise<void> {
     console.log(`Failed jobs carry the reason, e.g.: ${failed[0]?.failedReason?.slice(0, 160) ?? '(none)'}`);
   }
   console.log(`Finished in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
+  if (process.env.REDIS_URL) {
+    console.log(`Everything this run wrote is under the prefix ${prefix}; remove it with:`);
+    console.log(`  redis-cli --scan --pattern '${prefix}:*' | xargs -r redis-cli unlink`);
+  }
 
   for (const w of everyWorker) w.kill('SIGKILL');
   await queue.close();
