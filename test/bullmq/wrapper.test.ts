@@ -211,3 +211,18 @@ describe('structured logs', () => {
     for (const d of decisions) expect(typeof d.ms).toBe('number');
   });
 });
+
+describe('identical calls in one job', () => {
+  it('share one receipt: the second replays the first', async () => {
+    const l = await lane();
+    const t = countingTool();
+    l.worker({ tools: [t.tool] });
+    const job = await l.run(jobData([call('send_email', { to: 'twice@x.test' }, 'toolu_a'), call('send_email', { to: 'twice@x.test' }, 'toolu_b')]));
+    const results = (job.returnvalue as ToolJobResult).results;
+    expect(results.map((r) => [r.tool_use_id, r.outcome])).toEqual([
+      ['toolu_a', 'executed'],
+      ['toolu_b', 'replayed'],
+    ]);
+    expect(t.effects.get('twice@x.test')).toBe(1);
+  });
+});
