@@ -33,6 +33,7 @@
   cannot expire while its lease is live.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "observe-receipt"
 
 local rcall = redis.call
@@ -66,6 +67,5 @@ rcall('HSET', KEYS[1],
   'effect', ARGV[4], 'created_ms', now, 'updated_ms', now)
 rcall('PEXPIRE', KEYS[1], ttl)
 rcall('ZADD', KEYS[2], 'NX', now, KEYS[1])
-local indexTtl = rcall('PTTL', KEYS[2])
-if indexTtl < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[2], ttl)
 return { 1, 'running', 1, 0, lease, ARGV[4], '', '', now, leaseUntil, removal, rejections }

@@ -22,15 +22,14 @@
            (status '' when the receipt does not exist). Nothing was written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) then
-  return observation(0, receipt, now)
-end
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
 
 local ttl = tonumber(ARGV[3])
 rcall('HSET', KEYS[1], 'status', 'completed', 'completed_ms', now, 'updated_ms', now)
@@ -41,7 +40,7 @@ else
   rcall('HDEL', KEYS[1], 'lease_until_ms')
 end
 rcall('PEXPIRE', KEYS[1], ttl)
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[2], ttl)
 local streak = tonumber(rcall('HGET', KEYS[3], ARGV[4]))
 if streak ~= nil and streak > 0 then rcall('HSET', KEYS[3], ARGV[4], 0) end
 receipt.status, receipt.result, receipt.leaseUntil = 'completed', ARGV[2], 0

@@ -17,15 +17,14 @@
            (status '' when the receipt does not exist). Nothing was written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) then
-  return observation(0, receipt, now)
-end
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
 
 local ttl = tonumber(ARGV[4])
 rcall('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[2], 'completed_ms', now, 'updated_ms', now)
@@ -36,6 +35,6 @@ else
   rcall('HDEL', KEYS[1], 'lease_until_ms', 'result')
 end
 rcall('PEXPIRE', KEYS[1], ttl)
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[2], ttl)
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
 return observation(1, receipt, now)

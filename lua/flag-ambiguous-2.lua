@@ -21,6 +21,7 @@
            status ''); the observation is the current state. Nothing written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
@@ -34,7 +35,7 @@ end
 local code = 2
 if rcall('HSETNX', KEYS[1], 'ambiguous_ms', now) == 1 then code = 1 end
 local ttl = tonumber(ARGV[2])
-if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[1], ttl)
+keepAtLeast(KEYS[2], ttl)
 receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
 return observation(code, receipt, now)

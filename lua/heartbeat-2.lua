@@ -17,20 +17,19 @@
            (status '' when the receipt does not exist). Nothing was written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) then
-  return observation(0, receipt, now)
-end
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
 
 local lease = tonumber(ARGV[2])
 local ttl = lease + tonumber(ARGV[3])
 local leaseUntil = now + lease
 rcall('HSET', KEYS[1], 'lease_until_ms', leaseUntil, 'updated_ms', now)
-if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[1], ttl)
+keepAtLeast(KEYS[2], ttl)
 return { 1, 'running', receipt.attempts, 0, lease, receipt.effect, '', receipt.ambiguous, now, leaseUntil }

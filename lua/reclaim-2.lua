@@ -23,6 +23,7 @@
            (status '' when the receipt no longer exists). Nothing was written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
@@ -41,7 +42,7 @@ local leaseUntil = now + lease
 local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', leaseUntil, 'owner', ARGV[5], 'updated_ms', now)
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms')
-if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
+keepAtLeast(KEYS[1], ttl)
 rcall('ZADD', KEYS[2], 'NX', tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[2], ttl)
 return { 1, 'running', attempts, 0, lease, receipt.effect, '', '', now, leaseUntil }

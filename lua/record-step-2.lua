@@ -18,19 +18,18 @@
            (status '' when the receipt does not exist). Nothing was written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) then
-  return observation(0, receipt, now)
-end
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
 
 local _, remaining = leaseState(receipt, now)
 rcall('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated_ms', now)
 local ttl = remaining + tonumber(ARGV[4])
-if rcall('PTTL', KEYS[1]) < ttl then rcall('PEXPIRE', KEYS[1], ttl) end
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[1], ttl)
+keepAtLeast(KEYS[2], ttl)
 return observation(1, receipt, now)

@@ -24,15 +24,14 @@
            or the effect is resumable and nobody flagged it. Nothing written.
 ]]
 --- @include "server-now"
+--- @include "ttl"
 --- @include "fenced"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) then
-  return observation(0, receipt, now)
-end
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
 local expired = leaseState(receipt, now)
 if expired == 0 or (receipt.effect ~= 'opaque' and receipt.ambiguous == '') then
   return observation(3, receipt, now)
@@ -51,5 +50,5 @@ else
   rcall('HSET', KEYS[1], 'error', ARGV[3])
 end
 rcall('PEXPIRE', KEYS[1], ttl)
-if rcall('PTTL', KEYS[2]) < ttl then rcall('PEXPIRE', KEYS[2], ttl) end
+keepAtLeast(KEYS[2], ttl)
 return { 1, ARGV[2], receipt.attempts, 0, 0, receipt.effect, result, receipt.ambiguous, now, 0 }
