@@ -1,6 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Job } from 'bullmq';
-import type { Logger } from 'pino';
 import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError } from '../redis/errors.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
@@ -12,17 +10,10 @@ export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
 }
 
 /** Everything needed to build the `ctx` of one execution. */
-export interface CallContextInput {
+export interface CallContextInput
+  extends Pick<ToolContext, 'signal' | 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
   readonly store: ReceiptStore;
   readonly key: ToolCallReceiptKey;
-  readonly attempt: number;
-  readonly signal: AbortSignal;
-  readonly tenantId: string;
-  readonly runId: string;
-  readonly sessionId: string | undefined;
-  readonly callId: string;
-  readonly job: Job;
-  readonly logger: Logger;
   /** Steps recorded by earlier attempts (empty on attempt 1). */
   readonly recordedSteps: Record<string, unknown>;
   /** Called when a step write finds the fence closed. */

@@ -5,10 +5,11 @@
  */
 import type { Redis } from 'ioredis';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
-import { InvalidReceiptInputError, UnexpectedScriptReplyError } from './errors.js';
+import { UnexpectedScriptReplyError } from './errors.js';
 import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
+import { DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
@@ -60,9 +61,9 @@ export class BreakerStore {
   constructor(options: BreakerStoreOptions) {
     this.redis = options.redis;
     this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
-    this.retentionMs = positive(options.retentionMs ?? 86_400_000, 'retentionMs');
-    this.maxFailures = positive(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
-    this.maxRejections = positive(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');
+    this.retentionMs = positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    this.maxFailures = positiveInt(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
+    this.maxRejections = positiveInt(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');
     defineScripts(this.redis, BREAKER_SCRIPTS);
   }
 
@@ -152,11 +153,4 @@ export class BreakerStore {
     );
     return { removal: removal ?? null, rejections: Number(rejections ?? 0) };
   }
-}
-
-function positive(value: number, what: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
-  }
-  return value;
 }

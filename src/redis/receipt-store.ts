@@ -21,14 +21,12 @@ import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
+import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
 import { fromStoredJson, toStoredJson } from './stored-json.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
 
-/** Default lease of an attempt: 30 s. */
-export const DEFAULT_LEASE_MS = 30_000;
-/** Default time a settled receipt is kept: 24 h. */
-export const DEFAULT_RETENTION_MS = 86_400_000;
+export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 
 /** How a {@link ReceiptStore} talks to Redis. */
 export interface ReceiptStoreOptions {
@@ -107,12 +105,6 @@ export type Resolution = { attemptsSeen: number } & (
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
 
-function positiveInt(value: number, what: string): number {
-  if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
-  }
-  return value;
-}
 
 /**
  * Receipts for tool calls, kept in Redis so a side effect runs at most once.

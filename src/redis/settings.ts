@@ -1,0 +1,18 @@
+/**
+ * Defaults and the one validation rule the Redis stores share for their
+ * numeric settings.
+ */
+import { InvalidReceiptInputError } from './errors.js';
+
+/** Default lease of an attempt: 30 s. */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Default time a settled receipt (and a run's breaker counters) is kept: 24 h. */
+export const DEFAULT_RETENTION_MS = 86_400_000;
+
+/** `value` when it is a positive safe integer; otherwise an {@link InvalidReceiptInputError} naming `what`. */
+export function positiveInt(value: number, what: string): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
+  }
+  return value;
+}
