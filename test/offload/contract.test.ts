@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { beforeAll, describe, it } from 'vitest';
+import type { Redis } from 'ioredis';
 import { InMemoryToolResultStore } from '../../src/offload/memory-store.js';
 import { RedisToolResultStore } from '../../src/offload/redis-store.js';
 import { toolResultStoreContract, type ToolResultStoreFactory } from '../../src/offload/contract/index.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
+import { useRedis } from '../support/redis-fixture.js';
 
 function runContract(makeStore: ToolResultStoreFactory): void {
   for (const c of toolResultStoreContract()) {
@@ -18,19 +18,14 @@ describe('toolResultStoreContract: InMemoryToolResultStore', () => {
 });
 
 describe('toolResultStoreContract: RedisToolResultStore', () => {
-  let handle: RedisHandle;
+  const fixture = useRedis();
   let redis: Redis;
   let stores = 0;
 
-  beforeAll(async () => {
-    handle = await startRedis();
-    redis = new Redis(handle.url, { maxRetriesPerRequest: 1 });
-  });
-  afterAll(async () => {
-    redis?.disconnect();
-    await handle?.stop();
+  beforeAll(() => {
+    redis = fixture.connect();
   });
 
   // A fresh prefix per case: deleteBySession counts unowned entries store-wide.
-  runContract(() => new RedisToolResultStore({ redis, prefix: `${handle.prefix}:c${++stores}` }));
+  runContract(() => new RedisToolResultStore({ redis, prefix: `${fixture.handle().prefix}:c${++stores}` }));
 });

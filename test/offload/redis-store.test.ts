@@ -1,25 +1,20 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
 import { RedisToolResultStore, DEFAULT_TOOL_RESULT_RETENTION_MS } from '../../src/offload/redis-store.js';
 import { isOffloadHashKey, offloadHashKey } from '../../src/offload/redis-keys.js';
 import { buildToolResultRef } from '../../src/offload/ref.js';
 import { runScript } from '../../src/redis/scripts.js';
 import { mixedText } from '../../src/offload/contract/support.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
+import { useRedis } from '../support/redis-fixture.js';
 
-let handle: RedisHandle;
+const fixture = useRedis();
 let redis: Redis;
 let n = 0;
 const fresh = (extra: { retentionMs?: number | null } = {}): RedisToolResultStore =>
-  new RedisToolResultStore({ redis, prefix: `${handle.prefix}:r${++n}`, ...extra });
+  new RedisToolResultStore({ redis, prefix: `${fixture.handle().prefix}:r${++n}`, ...extra });
 
-beforeAll(async () => {
-  handle = await startRedis();
-  redis = new Redis(handle.url, { maxRetriesPerRequest: 1 });
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await handle?.stop();
+beforeAll(() => {
+  redis = fixture.connect();
 });
 
 describe('RedisToolResultStore layout', () => {
