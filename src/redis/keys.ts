@@ -21,6 +21,7 @@ import { ToolReceiptsError } from '../core/errors.js';
 export const DEFAULT_KEY_PREFIX = 'trc';
 
 const UNRESERVED = /^[A-Za-z0-9._~-]$/;
+const ALL_UNRESERVED = /^[A-Za-z0-9._~-]*$/;
 const PREFIX_PATTERN = /^[A-Za-z0-9._~:/-]+$/;
 
 /** Thrown for a key prefix that could break the key layout (a brace, a glob character, whitespace…). */
@@ -46,6 +47,8 @@ export class InvalidKeyPrefixError extends ToolReceiptsError {
  * never produces), so the encoding is injective over every JavaScript string.
  */
 export function encodeKeyComponent(value: string): string {
+  // Most ids and every hex digest need no encoding; skip the per-character walk.
+  if (ALL_UNRESERVED.test(value)) return value;
   let out = '';
   for (const char of value) {
     if (UNRESERVED.test(char)) {
