@@ -4,7 +4,8 @@
  * Every pass pre-fills a fresh queue with N one-call jobs (addBulk), waits
  * until a Worker (autorun off) has both its connections ready, then times
  * from `worker.run()` to the N-th local `completed` event. Three kinds of
- * pass, on the same no-op tool:
+ * pass, on the same tool (a no-op, and then, as a second set of levels, a
+ * timer of a few ms standing in for a fast provider API):
  *
  * - bare: a plain processor that calls the tool and returns a hand-rolled
  *   `{ results: [{ type, tool_use_id, content }] }` (no validation, no Redis
@@ -48,19 +49,29 @@ export interface QueueBenchOptions {
   readonly url: string;
   /** Every key this bench writes starts with `<prefix>:`. */
   readonly prefix: string;
-  /** Jobs per timed pass at concurrency 1 and at concurrency 50. */
+  /** Jobs per timed pass at concurrency 1 and at concurrency 50, with the no-op tool. */
   readonly jobsC1: number;
   readonly jobsC50: number;
+  /**
+   * How long the tool of the second set of levels takes (a timer, standing in
+   * for a fast provider API); 0 leaves that set out.
+   */
+  readonly toolMs: number;
+  /** Jobs per timed pass at concurrency 1 and 50 with that tool. */
+  readonly toolJobsC1: number;
+  readonly toolJobsC50: number;
   /** Timed rounds (each one pass of every kind at both concurrencies). */
   readonly rounds: number;
   /** Jobs per pass in the untimed command count. */
   readonly probeJobs: number;
 }
 
-/** Timed figures at one concurrency. */
+/** Timed figures at one concurrency and tool duration. */
 export interface LevelFigures {
   readonly concurrency: number;
   readonly jobs: number;
+  /** How long the tool takes; 0 for the no-op tool the goals are set against. */
+  readonly toolMs: number;
   readonly rates: Record<PassKind, number[]>;
   /** CPU per job in µs, per round: this Node process (BullMQ and wrapper) and the Redis server. */
   readonly nodeCpu: Record<PassKind, number[]>;
@@ -110,25 +121,27 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
 }
 
 const TOOL_RESULT = { ok: true, messageId: 'msg-0000000000' };
-const sendEmail = (): typeof TOOL_RESULT => TOOL_RESULT;
+/** The tool both sides run: no-op at `ms` 0 (returns synchronously), else a timer of `ms`. */
+const sendEmail = (ms: number): typeof TOOL_RESULT | Promise<typeof TOOL_RESULT> =>
+  ms > 0 ? new Promise((resolve) => setTimeout(() => resolve(TOOL_RESULT), ms)) : TOOL_RESULT;
 const tool = defineTool({
   name: 'send_email',
-  input: z.object({ to: z.string(), subject: z.string(), n: z.number().int() }),
+  input: z.object({ to: z.string(), subject: z.string(), n: z.number().int(), ms: z.number().int().nonnegative() }),
   effect: 'opaque',
   destructive: false,
-  execute: sendEmail,
+  execute: (args) => sendEmail(args.ms),
 });
 /** Jobs of one pass spread over this many agent runs (20 calls per run at 2,000 jobs). */
 const RUNS_PER_PASS = 100;
 const JOB_OPTS = { removeOnComplete: true, removeOnFail: true } as const;
 const PASS_TIMEOUT_MS = 120_000;
 
-/** A job with one fresh call, distinct for every (tag, i). */
-function jobData(tag: string, i: number): ToolJobData {
+/** A job with one fresh call, distinct for every (tag, i), to a tool taking `ms`. */
+function jobData(tag: string, i: number, ms = 0): ToolJobData {
   return {
     tenantId: 'bench',
     runId: `run-${tag}-${i % RUNS_PER_PASS}`,
-    calls: [{ id: `toolu_${tag}_${i}`, name: tool.name, input: { to: 'user@example.com', subject: 'bench', n: i } }],
+    calls: [{ id: `toolu_${tag}_${i}`, name: tool.name, input: { to: 'user@example.com', subject: 'bench', n: i, ms } }],
   };
 }
 
@@ -136,7 +149,7 @@ function jobData(tag: string, i: number): ToolJobData {
 async function bareProcessor(job: Job<ToolJobData>) {
   const results = [];
   for (const call of job.data.calls) {
-    const value = await sendEmail();
+    const value = await sendEmail((call.input as { ms: number }).ms);
     results.push({ type: 'tool_result' as const, tool_use_id: call.id, content: JSON.stringify(value) });
   }
   return { results };
@@ -280,9 +293,9 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     }
 
     /** One pass of every kind at `concurrency`, in the given order; replay re-runs the wrapped pass's jobs. */
-    async function round(tag: string, concurrency: number, jobs: number, order: PassKind[]) {
-      const bareJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-bare`, i));
-      const wrappedJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-wrapped`, i));
+    async function round(tag: string, concurrency: number, jobs: number, toolMs: number, order: PassKind[]) {
+      const bareJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-bare`, i, toolMs));
+      const wrappedJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-wrapped`, i, toolMs));
       const figures = {} as Record<PassKind, PassFigures>;
       for (const kind of order) {
         figures[kind] = await pass(kind, concurrency, kind === 'bare' ? bareJobs : wrappedJobs);
@@ -292,14 +305,22 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
 
     // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
     for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
-      await round(`warm-c${concurrency}`, concurrency, jobs, ['bare', 'wrapped', 'replay']);
+      await round(`warm-c${concurrency}`, concurrency, jobs, 0, ['bare', 'wrapped', 'replay']);
     }
 
     const levels: LevelFigures[] = [];
-    for (const [concurrency, jobs] of [[1, options.jobsC1], [50, options.jobsC50]] as const) {
+    const plan: (readonly [concurrency: number, jobs: number, toolMs: number])[] = [
+      [1, options.jobsC1, 0],
+      [50, options.jobsC50, 0],
+      ...(options.toolMs > 0
+        ? ([[1, options.toolJobsC1, options.toolMs], [50, options.toolJobsC50, options.toolMs]] as const)
+        : []),
+    ];
+    for (const [concurrency, jobs, toolMs] of plan) {
       const level: LevelFigures = {
         concurrency,
         jobs,
+        toolMs,
         rates: { bare: [], wrapped: [], replay: [] },
         nodeCpu: { bare: [], wrapped: [], replay: [] },
         redisCpu: { bare: [], wrapped: [], replay: [] },
@@ -309,7 +330,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
         const order: PassKind[] = r % 2 === 0 ? ['bare', 'wrapped', 'replay'] : ['wrapped', 'replay', 'bare'];
-        const figures = await round(`c${concurrency}-r${r}`, concurrency, jobs, order);
+        const figures = await round(`c${concurrency}-t${toolMs}-r${r}`, concurrency, jobs, toolMs, order);
         for (const kind of ['bare', 'wrapped', 'replay'] as const) {
           level.rates[kind].push(figures[kind].rate);
           level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
@@ -374,7 +395,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           argsHash: await toolCallArgsHash(call.input),
         });
         // A run from a timed pass holds jobs / RUNS_PER_PASS receipts.
-        const busyRun = { tenantId: 'bench', runId: `run-c50-r0-wrapped-7` };
+        const busyRun = { tenantId: 'bench', runId: `run-c50-t0-r0-wrapped-7` };
         return {
           receiptBytes: await usage(receiptKey),
           receiptFields: await admin.hlen(receiptKey),
@@ -405,6 +426,8 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   }
 }
 
+/** `c=1` for the no-op tool, `c=1 tool 5ms` for a tool that takes 5 ms. */
+const levelName = (level: LevelFigures) => `c=${level.concurrency}${level.toolMs > 0 ? ` tool ${level.toolMs}ms` : ''}`;
 const fmt = (value: number, width: number, digits = 0) => value.toFixed(digits).padStart(width);
 const list = (values: number[], digits = 0) => values.map((v) => v.toFixed(digits)).join(', ');
 const perJob = (counts: Map<string, number>, jobs: number) =>
@@ -417,7 +440,7 @@ const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b
 /** The report as printed lines. */
 export function formatQueueReport(report: QueueBenchReport, goals: { c1: number; c50: number }): string[] {
   const lines: string[] = [];
-  lines.push('                 jobs   bare j/s  wrapped j/s  wrapped/bare  replay j/s  replay/bare');
+  lines.push('  level           jobs   bare j/s  wrapped j/s  wrapped/bare  replay j/s  replay/bare');
   for (const level of report.levels) {
     const m = (kind: PassKind) => median(level.rates[kind]);
     const cells = [
@@ -428,12 +451,12 @@ export function formatQueueReport(report: QueueBenchReport, goals: { c1: number;
       fmt(m('replay'), 11),
       fmt(median(level.replayRatios), 12, 2),
     ];
-    lines.push(`  c=${String(level.concurrency).padEnd(3)}  ${cells.join(' ')}`);
+    lines.push(`  ${levelName(level).padEnd(12)}${cells.join(' ')}`);
   }
   lines.push('  per round (jobs/s; ratios per round):');
   for (const level of report.levels) {
     lines.push(
-      `    c=${level.concurrency}: bare [${list(level.rates.bare)}]  wrapped [${list(level.rates.wrapped)}]  ` +
+      `    ${levelName(level)}: bare [${list(level.rates.bare)}]  wrapped [${list(level.rates.wrapped)}]  ` +
         `replay [${list(level.rates.replay)}]`,
       `          wrapped/bare [${list(level.wrappedRatios, 2)}]  replay/bare [${list(level.replayRatios, 2)}]`,
     );
@@ -442,9 +465,10 @@ export function formatQueueReport(report: QueueBenchReport, goals: { c1: number;
   for (const level of report.levels) {
     const cpu = (figures: Record<PassKind, number[]>) =>
       (['bare', 'wrapped', 'replay'] as const).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
-    lines.push(`    c=${String(level.concurrency).padEnd(3)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
+    lines.push(`    ${levelName(level).padEnd(12)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
-  for (const level of report.levels) {
+  // The goals are set against the no-op tool: the wrapper's whole cost, with nothing to hide it.
+  for (const level of report.levels.filter((l) => l.toolMs === 0)) {
     const goal = level.concurrency === 1 ? goals.c1 : goals.c50;
     const ratio = median(level.wrappedRatios);
     lines.push(

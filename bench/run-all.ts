@@ -13,7 +13,9 @@
  *
  * Tunables: BENCH_JOBS_C1 (default 500), BENCH_JOBS_C50 (default 2000),
  * BENCH_QUEUE_ROUNDS (default 3), BENCH_PROBE_JOBS (default 200, the untimed
- * command count); the receipt bench reads its own BENCH_CALLS /
+ * command count), BENCH_TOOL_MS (default 5; 0 leaves out the levels whose
+ * tool takes that long), BENCH_TOOL_JOBS_C1 / BENCH_TOOL_JOBS_C50 (defaults
+ * 200 and 1000); the receipt bench reads its own BENCH_CALLS /
  * BENCH_CONCURRENCY / BENCH_ROUNDS.
  */
 import { spawn } from 'node:child_process';
@@ -49,6 +51,9 @@ async function main(): Promise<number> {
       prefix: `${handle.prefix}:queue`,
       jobsC1: env('BENCH_JOBS_C1', 500),
       jobsC50: env('BENCH_JOBS_C50', 2000),
+      toolMs: env('BENCH_TOOL_MS', 5),
+      toolJobsC1: env('BENCH_TOOL_JOBS_C1', 200),
+      toolJobsC50: env('BENCH_TOOL_JOBS_C50', 1000),
       rounds: env('BENCH_QUEUE_ROUNDS', 3),
       probeJobs: env('BENCH_PROBE_JOBS', 200),
     };
