@@ -115,7 +115,9 @@ async function main(): Promise<void> {
     ['decisions: replayed', stats.replay ?? 0],
     ['decisions: waited', stats.wait ?? 0],
     ['decisions: ambiguous', stats.ambiguous ?? 0],
-    ['ambiguous: email had in fact gone / not', `${ambiguousSent} / ${ambiguous.length - ambiguousSent}`],
+    // A receipt can be met as ambiguous more than once (its job enqueued twice, or retried).
+    ['ambiguous receipts', ambiguous.length],
+    ['  of which the email had gone / not', `${ambiguousSent} / ${ambiguous.length - ambiguousSent}`],
     ['attempts fenced out', stats.fencedOut ?? 0],
     ['effects in the outbox', outbox.length],
     ['repeats absorbed by the ticket provider', Object.values(await providerDeduped(redis, prefix)).reduce((a, b) => a + b, 0)],
