@@ -1,5 +1,5 @@
 import type { Job, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, type DigestFn } from '../core/identity.js';
 import { BreakerStore } from '../redis/breaker-store.js';
@@ -22,8 +22,11 @@ import { assertUniqueToolNames } from '../repair/tool-names.js';
  * the page-back tool `ReadToolResult` is registered automatically.
  */
 export interface ToolReceiptsOptions extends ResultShapingOptions {
-  /** The connection receipts are written through (not BullMQ's blocking one). */
-  readonly redis: Redis;
+  /**
+   * The connection receipts are written through (not BullMQ's blocking one):
+   * an ioredis `Redis`, or a `Cluster`.
+   */
+  readonly redis: RedisConnection;
   readonly tools: Iterable<AnyToolDefinition>;
   /** Key prefix of receipts and breaker counters; default `trc`. */
   readonly prefix?: string;

@@ -8,7 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
+import type { RedisConnection } from '../redis/connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
@@ -33,6 +34,7 @@ export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
 
 const CONNECTION_OPTIONS = {
   redis: { type: 'string' },
+  cluster: { type: 'boolean' },
   prefix: { type: 'string' },
   'retention-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -43,6 +45,8 @@ const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms']);
 
 const CONNECTION_HELP = `Connection options (any command, before or after it):
   --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}
+  --cluster              the URL names one node of a Redis Cluster; commands
+                         that search (ambiguous) then walk every master
   --prefix <p>           key prefix the workers' stores use; default ${DEFAULT_KEY_PREFIX}
   --retention-ms <ms>    how long a resolved receipt is kept; use the workers'
                          retentionMs (default ${DEFAULT_RETENTION_MS}, 24 h)
@@ -154,18 +158,34 @@ function retentionOption(values: OptionValues): number {
   return n;
 }
 
-/** A connection, not yet open, that fails fast: no reconnect loop, no queueing while down. */
-function createRedis(url: string): Redis {
-  return new Redis(url, {
+const FAIL_FAST = {
+  lazyConnect: true,
+  connectTimeout: 5_000,
+  maxRetriesPerRequest: 0,
+  retryStrategy: () => null,
+  enableOfflineQueue: false,
+} as const;
+
+/**
+ * A connection, not yet open, that fails fast: no reconnect loop, no queueing
+ * while down. With `cluster`, a Cluster client seeded with the URL's node.
+ */
+function createRedis(url: string, cluster: boolean): RedisConnection {
+  if (!cluster) return new Redis(url, FAIL_FAST);
+  const { hostname, port, username, password } = new URL(url);
+  const credentials = {
+    ...(username ? { username: decodeURIComponent(username) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+  };
+  return new Cluster([{ host: hostname, port: Number(port || 6379) }], {
     lazyConnect: true,
-    connectTimeout: 5_000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
     enableOfflineQueue: false,
+    clusterRetryStrategy: () => null,
+    redisOptions: { connectTimeout: FAIL_FAST.connectTimeout, maxRetriesPerRequest: 0, ...credentials },
   });
 }
 
-async function open(redis: Redis, url: string): Promise<void> {
+async function open(redis: RedisConnection, url: string): Promise<void> {
   let lastError: Error | undefined;
   redis.on('error', (err: Error) => {
     lastError = err;
@@ -210,7 +230,7 @@ function report(io: CliIo, json: boolean, code: string, message: string): void {
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const { name, rest } = splitCommand(argv);
   let json = argv.includes('--json');
-  let redis: Redis | undefined;
+  let redis: RedisConnection | undefined;
   try {
     if (name === undefined || name === 'help') {
       if (rest.includes('--version')) {
@@ -243,7 +263,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     );
     const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : DEFAULT_KEY_PREFIX;
     const retentionMs = retentionOption(values);
-    redis = createRedis(url);
+    redis = createRedis(url, values['cluster'] === true);
     const store = new ReceiptStore({ redis, prefix, retentionMs });
     await open(redis, url);
     await spec.run({ store, out: io.stdout, args });

@@ -62,11 +62,12 @@ export function stringOption(values: OptionValues, name: string): string | undef
 
 /**
  * How to repeat a command against the same store, for hints printed to the
- * operator: `tool-receipts --prefix p show '<key>'`. Redis keys hold `{`, `|`
+ * operator: `tool-receipts [--cluster] --prefix p show '<key>'`. Redis keys hold `{`, `|`
  * and `}`, so anything passed as `quoted` is wrapped in single quotes (a key
  * never holds one: `'` is percent-encoded).
  */
 export function commandHint(store: ReceiptStore, command: string, quoted: string, rest = ''): string {
+  const cluster = store.clustered ? ' --cluster' : '';
   const prefix = store.prefix === DEFAULT_KEY_PREFIX ? '' : ` --prefix ${store.prefix}`;
-  return `tool-receipts${prefix} ${command} '${quoted}'${rest === '' ? '' : ` ${rest}`}`;
+  return `tool-receipts${cluster}${prefix} ${command} '${quoted}'${rest === '' ? '' : ` ${rest}`}`;
 }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { scanKeys, type RedisConnection } from '../redis/connection.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
 import { defineScripts, runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
@@ -37,8 +37,8 @@ const SWEEP_BATCH = 256;
 
 /** Options of {@link RedisToolResultStore}. */
 export interface RedisToolResultStoreOptions {
-  /** A standalone ioredis connection. Scripts are defined on it once. */
-  redis: Redis;
+  /** An ioredis `Redis` or `Cluster`. Scripts are defined on it once. */
+  redis: RedisConnection;
   /** Key prefix; letters, digits and `. _ ~ : / -` only. Default `trc`. */
   prefix?: string;
   /**
@@ -62,8 +62,8 @@ export interface RedisToolResultStoreOptions {
  *
  * `deleteBySession` walks every offload hash under the prefix (SCAN, then
  * HSCAN per hash), because an entry may be owned by a session other than the
- * one its ref names. Its cost grows with the whole store, and on Redis
- * Cluster it sees only the node of the connection it was given.
+ * one its ref names. Its cost grows with the whole store; on a Cluster it
+ * walks every master.
  */
 export class RedisToolResultStore implements ToolResultStore {
   /** TTL expiry is not managed retention. */
@@ -71,7 +71,7 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The key prefix in use. */
   readonly prefix: string;
 
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly retentionMs: number;
 
   constructor(options: RedisToolResultStoreOptions) {
@@ -133,16 +133,13 @@ export class RedisToolResultStore implements ToolResultStore {
   async deleteBySession(sessionId: string): Promise<ToolResultDeletionReport> {
     const report = { deleted: 0, unattributable: 0 };
     const visited = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', offloadScanPattern(this.prefix), 'COUNT', 500);
-      cursor = next;
+    for await (const keys of scanKeys(this.redis, offloadScanPattern(this.prefix), 500)) {
       for (const key of keys) {
         if (visited.has(key) || !isOffloadHashKey(this.prefix, key)) continue;
         visited.add(key);
         await this.sweepHash(key, sessionId, report);
       }
-    } while (cursor !== '0');
+    }
     return report;
   }
 

@@ -3,7 +3,7 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { UnexpectedScriptReplyError } from './errors.js';
 import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
@@ -13,7 +13,8 @@ import { DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
-  redis: Redis;
+  /** An ioredis `Redis` or `Cluster`; the store defines its scripts on it. */
+  redis: RedisConnection;
   /** Key prefix, default `trc`; use the receipt store's so a run's keys share a slot. */
   prefix?: string;
   /** TTL of a run's breaker hash, refreshed on every record, in ms. Default 24 h. */
@@ -53,7 +54,7 @@ export interface RejectionRecord {
  */
 export class BreakerStore {
   readonly prefix: string;
-  private readonly redis: Redis;
+  private readonly redis: RedisConnection;
   private readonly retentionMs: number;
   private readonly maxFailures: number;
   private readonly maxRejections: number;

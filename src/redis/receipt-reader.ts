@@ -2,7 +2,7 @@
  * Read-side of the receipt store: inspecting one receipt, listing a run, and
  * scanning for ambiguous receipts.
  */
-import type { Redis } from 'ioredis';
+import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptRecord } from './receipt-record.js';
 import { SCRIPT } from './receipt-scripts.js';
@@ -11,7 +11,7 @@ import { queueScript, runScript } from './scripts.js';
 /** Reads receipts; the scripts must already be defined on the connection. */
 export class ReceiptReader {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisConnection,
     private readonly prefix: string,
   ) {}
 
@@ -19,9 +19,14 @@ export class ReceiptReader {
     return parseInspectReply(redisKey, await runScript(this.redis, SCRIPT.inspect, [redisKey], []));
   }
 
-  /** Reads many receipts in one pipeline; `null` for each that does not exist. */
+  /**
+   * Reads many receipts, `null` for each that does not exist: in one pipeline,
+   * or on a Cluster (where a pipeline must stay in one slot) as concurrent
+   * calls the client routes key by key.
+   */
   async inspectMany(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
     if (redisKeys.length === 0) return [];
+    if (isCluster(this.redis)) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey)));
     const pipeline = this.redis.pipeline();
     for (const redisKey of redisKeys) queueScript(pipeline, SCRIPT.inspect, [redisKey], []);
     const replies = (await pipeline.exec()) ?? [];
@@ -50,17 +55,14 @@ export class ReceiptReader {
   async listAmbiguous(count: number): Promise<ReceiptRecord[]> {
     const found: ReceiptRecord[] = [];
     const visited = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.redis.scan(cursor, 'MATCH', receiptScanPattern(this.prefix), 'COUNT', count);
-      cursor = next;
+    for await (const keys of scanKeys(this.redis, receiptScanPattern(this.prefix), count)) {
       // SCAN may return a key more than once; read each once.
       const ours = keys.filter((k) => !visited.has(k) && isReceiptRedisKey(this.prefix, k));
       for (const k of ours) visited.add(k);
       for (const record of await this.inspectMany(ours)) {
         if (record && isAmbiguousRecord(record)) found.push(record);
       }
-    } while (cursor !== '0');
+    }
     return found;
   }
 }

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import type { Redis } from 'ioredis';
+import { isCluster, type RedisConnection } from './connection.js';
 import { decideToolCallReceipt, type EffectResumability, type ReceiptDecision, type ReceiptState } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, UnexpectedScriptReplyError } from './errors.js';
@@ -30,8 +30,11 @@ export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 
 /** How a {@link ReceiptStore} talks to Redis. */
 export interface ReceiptStoreOptions {
-  /** An ioredis connection (not a Cluster client). The store defines its scripts on it. */
-  redis: Redis;
+  /**
+   * An ioredis `Redis` or `Cluster`. The store defines its scripts on it;
+   * every script's keys share one hash tag, so a Cluster routes each to one node.
+   */
+  redis: RedisConnection;
   /** Key prefix, default `trc`. Letters, digits and `. _ ~ : / -` only. */
   prefix?: string;
   /** Lease given to an attempt when a claim does not say, in ms. Default 30 000. */
@@ -131,13 +134,16 @@ export class ReceiptStore {
   readonly prefix: string;
   /** The default owner written by this store. */
   readonly owner: string;
-  private readonly redis: Redis;
+  /** Whether the store talks to a Redis Cluster (an ioredis `Cluster`). */
+  readonly clustered: boolean;
+  private readonly redis: RedisConnection;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
   private readonly reader: ReceiptReader;
 
   constructor(options: ReceiptStoreOptions) {
     this.redis = options.redis;
+    this.clustered = isCluster(options.redis);
     this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
     this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
     this.retentionMs = positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
@@ -383,7 +389,8 @@ export class ReceiptStore {
    * Ambiguous receipts under this prefix, found by SCAN (not KEYS): running,
    * lease expired by the server clock, and flagged by a claim or recorded as
    * opaque. Meant for an operator's tool; it walks the whole keyspace of the
-   * connection's server. `count` is the SCAN batch hint (default 500).
+   * connection's server, or of every master of a Cluster. `count` is the SCAN
+   * batch hint (default 500).
    */
   listAmbiguous(options?: { count?: number }): Promise<ReceiptRecord[]> {
     return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'));

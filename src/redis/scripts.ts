@@ -9,7 +9,8 @@
  * script per command.
  */
 import { readFileSync } from 'node:fs';
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisConnection } from './connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** One script to register: the command name, its file in `lua/`, and how many KEYS it takes. */
@@ -137,7 +138,7 @@ export function scriptSource(file: string): string {
  * name is reused for a different file, or the key count disagrees with the
  * file name.
  */
-export function defineScripts(redis: Redis, scripts: readonly ScriptDefinition[]): void {
+export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDefinition[]): void {
   let names = defined.get(redis);
   if (!names) {
     names = new Map();
@@ -168,7 +169,7 @@ type ScriptArg = string | number | Buffer;
 type ScriptFn = (...args: ScriptArg[]) => Promise<unknown>;
 
 /** Runs a script defined with {@link defineScripts} on a connection. */
-export function runScript(redis: Redis, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+export function runScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
   const fn = (redis as unknown as Record<string, ScriptFn | undefined>)[name];
   if (typeof fn !== 'function' || !defined.get(redis)?.has(name)) {
     throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);

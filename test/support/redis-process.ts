@@ -48,7 +48,7 @@ function setprivPath(): string | undefined {
   return pdeathsig;
 }
 
-function serverArgs(port: number, dir: string, options: StartRedisOptions): string[] {
+function serverArgs(port: number, dir: string, options: StartRedisOptions, busPort: number | undefined): string[] {
   const appendonly = options.appendonly ?? false;
   const args = [
     '--bind', LOOPBACK,
@@ -60,6 +60,10 @@ function serverArgs(port: number, dir: string, options: StartRedisOptions): stri
     '--daemonize', 'no',
   ];
   if (appendonly) args.push('--appendfsync', options.appendfsync ?? 'always');
+  if (busPort !== undefined) {
+    // The bus port is set explicitly: the default, port + 10000, may be taken or above 65535.
+    args.push('--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-port', String(busPort));
+  }
   return args;
 }
 
@@ -97,8 +101,9 @@ export class LocalRedis implements RedisHandle {
     let lastError: unknown;
     for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
       const port = await freePort();
+      const busPort = options.cluster ? await freePort() : undefined;
       const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'tool-receipts-redis-'));
-      const server = new LocalRedis(binary, port, dir, serverArgs(port, dir, options), prefix);
+      const server = new LocalRedis(binary, port, dir, serverArgs(port, dir, options, busPort), prefix);
       server.unregister = onProcessEnd(() => server.killSync());
       try {
         await server.launch();

@@ -54,6 +54,11 @@ export interface StartRedisOptions {
   appendonly?: boolean;
   /** fsync policy of the AOF; default 'always' when appendonly is on. */
   appendfsync?: 'always' | 'everysec' | 'no';
+  /**
+   * Start the server in cluster mode, with no slots yet (see
+   * `startRedisCluster`). Local `redis-server` only.
+   */
+  cluster?: boolean;
 }
 
 /** A fresh `t<random hex>` key prefix. */

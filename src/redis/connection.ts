@@ -1,0 +1,32 @@
+/**
+ * The connections the stores accept: one ioredis `Redis`, or an ioredis
+ * `Cluster`. Every script touches keys of one hash tag, so a Cluster routes
+ * each call to the node that owns it; only walking the keyspace (SCAN) must
+ * visit every master, which {@link scanKeys} does.
+ */
+import type { Cluster, Redis } from 'ioredis';
+
+/** A single Redis connection or a Redis Cluster client. */
+export type RedisConnection = Redis | Cluster;
+
+/** True for an ioredis `Cluster` (checked by behaviour, so two copies of ioredis agree). */
+export function isCluster(connection: RedisConnection): connection is Cluster {
+  return (connection as { isCluster?: unknown }).isCluster === true;
+}
+
+/**
+ * Yields the keys matching `pattern`, one SCAN batch at a time, from the one
+ * server of a `Redis` or from every master of a `Cluster` in turn. SCAN may
+ * return a key twice; callers that must not see one twice keep a set.
+ */
+export async function* scanKeys(connection: RedisConnection, pattern: string, count: number): AsyncGenerator<string[]> {
+  const servers: Redis[] = isCluster(connection) ? connection.nodes('master') : [connection];
+  for (const server of servers) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      if (keys.length > 0) yield keys;
+    } while (cursor !== '0');
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * A small Redis Cluster for tests: a few `redis-server` processes in cluster
+ * mode on free loopback ports, slots split evenly among them, no replicas.
+ * The nodes are joined with CLUSTER ADDSLOTS and CLUSTER MEET, so no
+ * `redis-cli` is needed. Only a local `redis-server` can be clustered: with
+ * `REDIS_URL` set, or with Docker only, {@link clusterSkipReason} says why the
+ * cluster tests are skipped.
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { LocalRedis, findOnPath } from './redis-process.js';
+import { uniquePrefix } from './redis.js';
+
+const SLOTS = 16384;
+const READY_DEADLINE_MS = 20_000;
+
+/** A running cluster: its nodes, and clients that are closed with it. */
+export interface RedisClusterHandle {
+  readonly nodes: readonly LocalRedis[];
+  /** A key prefix unique to this cluster. */
+  readonly prefix: string;
+  /**
+   * A new Cluster client seeded with the first node; closed by {@link stop}.
+   * `redisOptions` go to its node connections (BullMQ wants
+   * `maxRetriesPerRequest: null`).
+   */
+  connect(redisOptions?: RedisOptions): Cluster;
+  /** `host:port` of the master that owns `key`, asked of the cluster itself. */
+  ownerOf(key: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** Why a cluster cannot be formed here, or undefined when it can. */
+export function clusterSkipReason(): string | undefined {
+  if (process.env.REDIS_URL) return 'REDIS_URL is set, and a cluster needs servers this process starts itself';
+  if (!findOnPath('redis-server')) return 'no redis-server binary on PATH to start cluster nodes with';
+  return undefined;
+}
+
+async function clusterState(node: LocalRedis): Promise<string> {
+  const client = new Redis(node.url, { maxRetriesPerRequest: 1 });
+  try {
+    const info = (await client.call('CLUSTER', 'INFO')) as string;
+    const slots = ((await client.call('CLUSTER', 'SLOTS')) as unknown[]).length;
+    const state = /cluster_state:(\w+)/.exec(info)?.[1] ?? '?';
+    const known = /cluster_known_nodes:(\d+)/.exec(info)?.[1] ?? '0';
+    return `${state}/${known}/${slots}`;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Starts `size` nodes (default 3), splits the slots, and waits until every node sees the whole cluster. */
+export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
+  const binary = findOnPath('redis-server');
+  if (!binary) throw new Error(clusterSkipReason());
+  const prefix = uniquePrefix();
+  const nodes: LocalRedis[] = [];
+  const clients: Cluster[] = [];
+  const stop = async () => {
+    await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all(nodes.map((n) => n.stop()));
+  };
+  try {
+    for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true }, prefix));
+    const seed = nodes[0]!;
+    const seedBusPort = await (async () => {
+      const admin = new Redis(seed.url);
+      try {
+        return ((await admin.config('GET', 'cluster-port')) as string[])[1] ?? '';
+      } finally {
+        admin.disconnect();
+      }
+    })();
+    for (const [i, node] of nodes.entries()) {
+      const admin = new Redis(node.url);
+      try {
+        const from = Math.floor((SLOTS * i) / size);
+        const to = Math.floor((SLOTS * (i + 1)) / size);
+        await admin.call('CLUSTER', 'ADDSLOTS', ...Array.from({ length: to - from }, (_, k) => String(from + k)));
+        // The seed's bus port is not port + 10000 (see redis-process.ts), so MEET names it.
+        if (i > 0) await admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBusPort);
+      } finally {
+        admin.disconnect();
+      }
+    }
+    // Ready when every node reports state ok, knows every node, and sees one slot range per node.
+    const ready = `ok/${size}/${size}`;
+    const deadline = performance.now() + READY_DEADLINE_MS;
+    let states: string[] = [];
+    for (;;) {
+      states = await Promise.all(nodes.map(clusterState));
+      if (states.every((s) => s === ready)) break;
+      if (performance.now() > deadline) throw new Error(`cluster did not form: node states ${states.join(', ')}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    nodes,
+    prefix,
+    connect(redisOptions = { maxRetriesPerRequest: 3 }) {
+      const client = new Cluster([{ host: nodes[0]!.host, port: nodes[0]!.port }], { redisOptions });
+      clients.push(client);
+      return client;
+    },
+    async ownerOf(key) {
+      const admin = new Redis(nodes[0]!.url);
+      try {
+        const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
+        const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+        const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+        if (!range) throw new Error(`no node serves slot ${slot}`);
+        return `${range[2][0]}:${range[2][1]}`;
+      } finally {
+        admin.disconnect();
+      }
+    },
+    stop,
+  };
+}
