@@ -5,6 +5,15 @@
  * visit every master, which {@link scanKeys} does.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { ToolReceiptsError } from '../core/errors.js';
+
+/** A Cluster client that answered yet named no master to search. */
+export class NoClusterMastersError extends ToolReceiptsError {
+  readonly code = 'redis.no_cluster_masters';
+  constructor() {
+    super('the Redis Cluster client knows no master node, so the keyspace cannot be searched');
+  }
+}
 
 /** A single Redis connection or a Redis Cluster client. */
 export type RedisConnection = Redis | Cluster;
@@ -20,8 +29,7 @@ export function isCluster(connection: RedisConnection): connection is Cluster {
  * return a key twice; callers that must not see one twice keep a set.
  */
 export async function* scanKeys(connection: RedisConnection, pattern: string, count: number): AsyncGenerator<string[]> {
-  const servers: Redis[] = isCluster(connection) ? connection.nodes('master') : [connection];
-  for (const server of servers) {
+  for (const server of isCluster(connection) ? await masters(connection) : [connection]) {
     let cursor = '0';
     do {
       const [next, keys] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', count);
@@ -29,4 +37,16 @@ export async function* scanKeys(connection: RedisConnection, pattern: string, co
       if (keys.length > 0) yield keys;
     } while (cursor !== '0');
   }
+}
+
+/**
+ * The masters of a Cluster. A new client learns its nodes asynchronously, and
+ * an empty list would read as "no keys": a routed command waits until the
+ * client is ready (or fails as any command would), and an empty list is an error.
+ */
+async function masters(cluster: Cluster): Promise<Redis[]> {
+  if (cluster.status !== 'ready') await cluster.ping();
+  const found = cluster.nodes('master');
+  if (found.length === 0) throw new NoClusterMastersError();
+  return found;
 }

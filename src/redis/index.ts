@@ -37,4 +37,4 @@ export {
   receiptScanPattern,
 } from './keys.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';
-export { type RedisConnection } from './connection.js';
+export { NoClusterMastersError, type RedisConnection } from './connection.js';

@@ -113,6 +113,10 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     for (const key of keys) await waitForLeaseExpiry(store, key);
     const found = await store.listAmbiguous({ count: 10 });
     expect(found.map((r) => r.redisKey).sort()).toEqual(keys.map((k) => store.redisKey(k)).sort());
+    // A client that has not yet learnt the cluster's nodes must still search them all.
+    const fresh = new ReceiptStore({ redis: cluster.connect(), prefix });
+    const foundFresh = await fresh.listAmbiguous({ count: 10 });
+    expect(foundFresh.map((r) => r.redisKey).sort()).toEqual(keys.map((k) => store.redisKey(k)).sort());
 
     const node = cluster.nodes[1]!;
     const out = new Capture();
