@@ -6,6 +6,7 @@
  * `REDIS_URL` set, or with Docker only, {@link clusterSkipReason} says why the
  * cluster tests are skipped.
  */
+import { spawnSync } from 'node:child_process';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { LocalRedis, findOnPath } from './redis-process.js';
 import { uniquePrefix } from './redis.js';
@@ -32,7 +33,11 @@ export interface RedisClusterHandle {
 /** Why a cluster cannot be formed here, or undefined when it can. */
 export function clusterSkipReason(): string | undefined {
   if (process.env.REDIS_URL) return 'REDIS_URL is set, and a cluster needs servers this process starts itself';
-  if (!findOnPath('redis-server')) return 'no redis-server binary on PATH to start cluster nodes with';
+  const binary = findOnPath('redis-server');
+  if (!binary) return 'no redis-server binary on PATH to start cluster nodes with';
+  // The nodes need `cluster-port` (Redis 7) so their bus ports can be picked free.
+  const version = /v=(\d+)\./.exec(spawnSync(binary, ['--version'], { encoding: 'utf8' }).stdout ?? '')?.[1];
+  if (version === undefined || Number(version) < 7) return `redis-server ${version ?? '(unknown version)'} predates cluster-port (Redis 7)`;
   return undefined;
 }
 
