@@ -3,13 +3,17 @@
  *
  * Every pass pre-fills a fresh queue with N one-call jobs (addBulk), waits
  * until a Worker (autorun off) has both its connections ready, then times
- * from `worker.run()` to the N-th local `completed` event. Three kinds of
+ * from `worker.run()` to the N-th local `completed` event. Four kinds of
  * pass, on the same tool (a no-op, and then, as a second set of levels, a
  * timer of a few ms standing in for a fast provider API):
  *
  * - bare: a plain processor that calls the tool and returns a hand-rolled
  *   `{ results: [{ type, tool_use_id, content }] }` (no validation, no Redis
  *   beyond BullMQ's own);
+ * - control: only the receipt's two round trips, claim and complete, around
+ *   the tool, with none of the wrapper's own work (validation, hashing,
+ *   lease keeping, events, result shaping): the share of the cost that is
+ *   the round trips themselves;
  * - wrapped: `withToolReceipts`, fresh arguments on every job, so every call
  *   claims, executes and settles a receipt;
  * - replay: the very jobs of the wrapped pass before it, enqueued again
@@ -40,10 +44,14 @@ import { toolCallArgsHash } from '../src/core/identity.js';
 import { defineTool } from '../src/bullmq/define-tool.js';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
 import { withToolReceipts, type ToolReceiptsProcessor } from '../src/bullmq/processor.js';
+import type { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
 import { callsDelta, commandCalls, median } from './support.js';
 
-export type PassKind = 'bare' | 'wrapped' | 'replay';
+export type PassKind = 'bare' | 'control' | 'wrapped' | 'replay';
+const KINDS = ['bare', 'control', 'wrapped', 'replay'] as const;
+/** Fresh per-kind arrays. */
+const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], wrapped: [], replay: [] });
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -76,9 +84,8 @@ export interface LevelFigures {
   /** CPU per job in µs, per round: this Node process (BullMQ and wrapper) and the Redis server. */
   readonly nodeCpu: Record<PassKind, number[]>;
   readonly redisCpu: Record<PassKind, number[]>;
-  /** Per-round wrapped/bare and replay/bare. */
-  readonly wrappedRatios: number[];
-  readonly replayRatios: number[];
+  /** Per-round ratio of each kind to bare (bare's own is all 1). */
+  readonly ratios: Record<PassKind, number[]>;
 }
 
 /** Commands per job for one kind of pass. */
@@ -92,7 +99,7 @@ export interface CommandCount {
 
 export interface QueueBenchReport {
   readonly levels: LevelFigures[];
-  readonly commands: Record<PassKind, CommandCount>;
+  readonly commands: Record<Exclude<PassKind, 'control'>, CommandCount>;
   readonly memory: {
     readonly receiptBytes: number;
     readonly receiptFields: number;
@@ -153,6 +160,26 @@ async function bareProcessor(job: Job<ToolJobData>) {
     results.push({ type: 'tool_result' as const, tool_use_id: call.id, content: JSON.stringify(value) });
   }
   return { results };
+}
+
+/**
+ * The control: claim, run the tool, complete, on the wrapper's own store,
+ * keyed by the call id (unique per job); nothing else the wrapper does.
+ */
+function controlProcessorOn(store: ReceiptStore) {
+  return async (job: Job<ToolJobData>) => {
+    const { tenantId, runId, calls } = job.data;
+    const results = [];
+    for (const call of calls) {
+      const key = { tenantId, runId, toolName: call.name, argsHash: call.id };
+      const claim = await store.claim(key, { effect: 'opaque' });
+      if (claim.decision.kind !== 'execute') throw new Error(`control pass: ${call.id} got ${claim.decision.kind}`);
+      const content = JSON.stringify(await sendEmail((call.input as { ms: number }).ms));
+      await store.complete(key, claim.attempt ?? 1, { content });
+      results.push({ type: 'tool_result' as const, tool_use_id: call.id, content, outcome: 'executed' as const });
+    }
+    return { results };
+  };
 }
 
 /** Script SHA1 → `lua/` file name, to name EVALSHA round trips (sources as the package loads them). */
@@ -229,6 +256,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     leaseMs: 30_000,
     logger: pino({ level: 'silent' }),
   });
+  const controlProcessor = controlProcessorOn(wrapped.store);
   try {
 
     let passNo = 0;
@@ -241,12 +269,12 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     ): Promise<PassFigures> {
       const queueName = `${kind}-c${concurrency}-p${passNo++}`;
       const queue = new Queue(queueName, { connection, prefix: bullPrefix });
-      const expected = kind === 'bare' ? undefined : kind === 'wrapped' ? 'executed' : 'replayed';
+      const expected = kind === 'bare' ? undefined : kind === 'replay' ? 'replayed' : 'executed';
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
-        const processor = kind === 'bare' ? bareProcessor : wrapped;
+        const processor = kind === 'bare' ? bareProcessor : kind === 'control' ? controlProcessor : wrapped;
         const worker = new Worker(queueName, processor, { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = kind === 'bare' ? () => undefined : wrapped.attach(worker);
+        const detach = kind === 'bare' || kind === 'control' ? () => undefined : wrapped.attach(worker);
         try {
           let done = 0;
           const problems: string[] = [];
@@ -294,18 +322,19 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
 
     /** One pass of every kind at `concurrency`, in the given order; replay re-runs the wrapped pass's jobs. */
     async function round(tag: string, concurrency: number, jobs: number, toolMs: number, order: PassKind[]) {
-      const bareJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-bare`, i, toolMs));
-      const wrappedJobs = Array.from({ length: jobs }, (_, i) => jobData(`${tag}-wrapped`, i, toolMs));
+      const jobsOf = (kind: PassKind) => Array.from({ length: jobs }, (_, i) => jobData(`${tag}-${kind}`, i, toolMs));
+      // Replay re-runs the wrapped pass's very jobs.
+      const byKind = { bare: jobsOf('bare'), control: jobsOf('control'), wrapped: jobsOf('wrapped') };
       const figures = {} as Record<PassKind, PassFigures>;
       for (const kind of order) {
-        figures[kind] = await pass(kind, concurrency, kind === 'bare' ? bareJobs : wrappedJobs);
+        figures[kind] = await pass(kind, concurrency, kind === 'replay' ? byKind.wrapped : byKind[kind]);
       }
       return figures;
     }
 
     // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
     for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
-      await round(`warm-c${concurrency}`, concurrency, jobs, 0, ['bare', 'wrapped', 'replay']);
+      await round(`warm-c${concurrency}`, concurrency, jobs, 0, [...KINDS]);
     }
 
     const levels: LevelFigures[] = [];
@@ -321,29 +350,28 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         concurrency,
         jobs,
         toolMs,
-        rates: { bare: [], wrapped: [], replay: [] },
-        nodeCpu: { bare: [], wrapped: [], replay: [] },
-        redisCpu: { bare: [], wrapped: [], replay: [] },
-        wrappedRatios: [],
-        replayRatios: [],
+        rates: perKind(),
+        nodeCpu: perKind(),
+        redisCpu: perKind(),
+        ratios: perKind(),
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
-        const order: PassKind[] = r % 2 === 0 ? ['bare', 'wrapped', 'replay'] : ['wrapped', 'replay', 'bare'];
+        const order: PassKind[] = r % 2 === 0 ? [...KINDS] : ['wrapped', 'replay', 'control', 'bare'];
         const figures = await round(`c${concurrency}-t${toolMs}-r${r}`, concurrency, jobs, toolMs, order);
-        for (const kind of ['bare', 'wrapped', 'replay'] as const) {
+        for (const kind of KINDS) {
           level.rates[kind].push(figures[kind].rate);
           level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
+          level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
-        level.wrappedRatios.push(figures.wrapped.rate / figures.bare.rate);
-        level.replayRatios.push(figures.replay.rate / figures.bare.rate);
       }
       levels.push(level);
     }
 
     // Commands per job, untimed: the wrapper's connection (client side) and the whole server (commandstats).
-    const commands = {} as Record<PassKind, CommandCount>;
+    // The control pass sends the same two scripts as the wrapped one, so it is not counted again.
+    const commands = {} as Record<Exclude<PassKind, 'control'>, CommandCount>;
     const probeBare = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-bare', i));
     const probeWrapped = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-wrapped', i));
     for (const kind of ['bare', 'wrapped', 'replay'] as const) {
@@ -440,37 +468,37 @@ const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b
 /** The report as printed lines. */
 export function formatQueueReport(report: QueueBenchReport, goals: { c1: number; c50: number }): string[] {
   const lines: string[] = [];
-  lines.push('  level           jobs   bare j/s  wrapped j/s  wrapped/bare  replay j/s  replay/bare');
+  lines.push('  level           jobs   bare j/s  control/bare  wrapped j/s  wrapped/bare  replay j/s  replay/bare');
   for (const level of report.levels) {
     const m = (kind: PassKind) => median(level.rates[kind]);
     const cells = [
       fmt(level.jobs, 10),
       fmt(m('bare'), 10),
+      fmt(median(level.ratios.control), 13, 2),
       fmt(m('wrapped'), 12),
-      fmt(median(level.wrappedRatios), 13, 2),
+      fmt(median(level.ratios.wrapped), 13, 2),
       fmt(m('replay'), 11),
-      fmt(median(level.replayRatios), 12, 2),
+      fmt(median(level.ratios.replay), 12, 2),
     ];
     lines.push(`  ${levelName(level).padEnd(12)}${cells.join(' ')}`);
   }
   lines.push('  per round (jobs/s; ratios per round):');
   for (const level of report.levels) {
     lines.push(
-      `    ${levelName(level)}: bare [${list(level.rates.bare)}]  wrapped [${list(level.rates.wrapped)}]  ` +
-        `replay [${list(level.rates.replay)}]`,
-      `          wrapped/bare [${list(level.wrappedRatios, 2)}]  replay/bare [${list(level.replayRatios, 2)}]`,
+      `    ${levelName(level)}: ${KINDS.map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`,
+      `          ${KINDS.slice(1).map((kind) => `${kind}/bare [${list(level.ratios[kind], 2)}]`).join('  ')}`,
     );
   }
   lines.push('  CPU per job, µs (median of rounds): node = this process (BullMQ + wrapper), redis = server');
   for (const level of report.levels) {
     const cpu = (figures: Record<PassKind, number[]>) =>
-      (['bare', 'wrapped', 'replay'] as const).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
+      KINDS.map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
     lines.push(`    ${levelName(level).padEnd(12)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
   // The goals are set against the no-op tool: the wrapper's whole cost, with nothing to hide it.
   for (const level of report.levels.filter((l) => l.toolMs === 0)) {
     const goal = level.concurrency === 1 ? goals.c1 : goals.c50;
-    const ratio = median(level.wrappedRatios);
+    const ratio = median(level.ratios.wrapped);
     lines.push(
       `  goal wrapped/bare >= ${goal.toFixed(2)} at c=${level.concurrency}: ${ratio.toFixed(2)} -> ${ratio >= goal ? 'MET' : 'MISSED'}`,
     );

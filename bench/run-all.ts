@@ -62,7 +62,7 @@ async function main(): Promise<number> {
     console.log(
       `queue bench — redis ${version}, BullMQ ${report.bullmqVersion}, node ${process.versions.node}, ${cpus().length} cpus, ` +
         `load ${loadBefore.toFixed(1)} -> ${(loadavg()[0] ?? 0).toFixed(1)}; ` +
-        `${options.rounds} rounds alternating bare/wrapped/replay after a warm-up, medians (${report.seconds.toFixed(0)} s)`,
+        `${options.rounds} rounds rotating bare/control/wrapped/replay after a warm-up, medians (${report.seconds.toFixed(0)} s)`,
     );
     for (const line of formatQueueReport(report, GOALS)) console.log(line);
     console.log('');
