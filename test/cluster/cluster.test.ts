@@ -94,7 +94,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     expect(records.map((r) => r?.status ?? null)).toEqual(['running', 'running', 'running', null]);
   });
 
-  it('counts breaker failures per run on the run’s own node', async () => {
+  it('counts breaker failures per run and removes the tool at the limit, on every node', async () => {
     const breaker = new BreakerStore({ redis, prefix: `${cluster.prefix}:brk`, maxFailures: 2 });
     for (const runId of runsByNode.values()) {
       const reason = 'removed after failures';
