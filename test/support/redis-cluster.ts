@@ -41,23 +41,32 @@ export function clusterSkipReason(): string | undefined {
   return undefined;
 }
 
-async function clusterState(node: LocalRedis): Promise<string> {
-  const client = new Redis(node.url, { maxRetriesPerRequest: 1 });
+/** Runs `use` on a short-lived plain connection to one node. */
+async function withNode<T>(node: LocalRedis, use: (admin: Redis) => Promise<T>): Promise<T> {
+  const admin = new Redis(node.url, { maxRetriesPerRequest: 1 });
   try {
-    const info = (await client.call('CLUSTER', 'INFO')) as string;
-    const slots = ((await client.call('CLUSTER', 'SLOTS')) as unknown[]).length;
+    return await use(admin);
+  } finally {
+    admin.disconnect();
+  }
+}
+
+/** `state/known nodes/slot ranges` as one node sees the cluster. */
+function clusterState(node: LocalRedis): Promise<string> {
+  return withNode(node, async (admin) => {
+    const info = (await admin.call('CLUSTER', 'INFO')) as string;
+    const slots = ((await admin.call('CLUSTER', 'SLOTS')) as unknown[]).length;
     const state = /cluster_state:(\w+)/.exec(info)?.[1] ?? '?';
     const known = /cluster_known_nodes:(\d+)/.exec(info)?.[1] ?? '0';
     return `${state}/${known}/${slots}`;
-  } finally {
-    client.disconnect();
-  }
+  });
 }
 
 /** Starts `size` nodes (default 3), splits the slots, and waits until every node sees the whole cluster. */
 export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
-  const binary = findOnPath('redis-server');
-  if (!binary) throw new Error(clusterSkipReason());
+  const skip = clusterSkipReason();
+  if (skip !== undefined) throw new Error(`cannot start a Redis Cluster: ${skip}`);
+  const binary = findOnPath('redis-server')!;
   const prefix = uniquePrefix();
   const nodes: LocalRedis[] = [];
   const clients: Cluster[] = [];
@@ -68,25 +77,15 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   try {
     for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true }, prefix));
     const seed = nodes[0]!;
-    const seedBusPort = await (async () => {
-      const admin = new Redis(seed.url);
-      try {
-        return ((await admin.config('GET', 'cluster-port')) as string[])[1] ?? '';
-      } finally {
-        admin.disconnect();
-      }
-    })();
+    const seedBusPort = await withNode(seed, async (admin) => ((await admin.config('GET', 'cluster-port')) as string[])[1] ?? '');
     for (const [i, node] of nodes.entries()) {
-      const admin = new Redis(node.url);
-      try {
+      await withNode(node, async (admin) => {
         const from = Math.floor((SLOTS * i) / size);
         const to = Math.floor((SLOTS * (i + 1)) / size);
         await admin.call('CLUSTER', 'ADDSLOTS', ...Array.from({ length: to - from }, (_, k) => String(from + k)));
         // The seed's bus port is not port + 10000 (see redis-process.ts), so MEET names it.
         if (i > 0) await admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBusPort);
-      } finally {
-        admin.disconnect();
-      }
+      });
     }
     // Ready when every node reports state ok, knows every node, and sees one slot range per node.
     const ready = `ok/${size}/${size}`;
@@ -110,17 +109,14 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
       clients.push(client);
       return client;
     },
-    async ownerOf(key) {
-      const admin = new Redis(nodes[0]!.url);
-      try {
+    ownerOf(key) {
+      return withNode(nodes[0]!, async (admin) => {
         const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
         const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
         const range = ranges.find(([from, to]) => slot >= from && slot <= to);
         if (!range) throw new Error(`no node serves slot ${slot}`);
         return `${range[2][0]}:${range[2][1]}`;
-      } finally {
-        admin.disconnect();
-      }
+      });
     },
     stop,
   };
