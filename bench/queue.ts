@@ -152,11 +152,14 @@ function jobData(tag: string, i: number, ms = 0): ToolJobData {
   };
 }
 
+/** Runs the tool for one call of a job, as both hand-written processors do. */
+const runTool = (call: ToolJobData['calls'][number]) => sendEmail((call.input as { ms: number }).ms);
+
 /** What a processor without receipts would do: run each call, hand the result back. */
 async function bareProcessor(job: Job<ToolJobData>) {
   const results = [];
   for (const call of job.data.calls) {
-    const value = await sendEmail((call.input as { ms: number }).ms);
+    const value = await runTool(call);
     results.push({ type: 'tool_result' as const, tool_use_id: call.id, content: JSON.stringify(value) });
   }
   return { results };
@@ -174,7 +177,7 @@ function controlProcessorOn(store: ReceiptStore) {
       const key = { tenantId, runId, toolName: call.name, argsHash: call.id };
       const claim = await store.claim(key, { effect: 'opaque' });
       if (claim.decision.kind !== 'execute') throw new Error(`control pass: ${call.id} got ${claim.decision.kind}`);
-      const content = JSON.stringify(await sendEmail((call.input as { ms: number }).ms));
+      const content = JSON.stringify(await runTool(call));
       await store.complete(key, claim.attempt ?? 1, { content });
       results.push({ type: 'tool_result' as const, tool_use_id: call.id, content, outcome: 'executed' as const });
     }
