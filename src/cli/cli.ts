@@ -181,7 +181,7 @@ function createRedis(url: string, cluster: boolean): RedisConnection {
     lazyConnect: true,
     enableOfflineQueue: false,
     clusterRetryStrategy: () => null,
-    redisOptions: { connectTimeout: FAIL_FAST.connectTimeout, maxRetriesPerRequest: 0, ...credentials },
+    redisOptions: { connectTimeout: FAIL_FAST.connectTimeout, maxRetriesPerRequest: FAIL_FAST.maxRetriesPerRequest, ...credentials },
   });
 }
 
