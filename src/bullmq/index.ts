@@ -35,3 +35,9 @@ export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor 
 export { type RecordedToolResult } from './run-call.js';
 export { offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
 export { type InputRepairOptions } from './prepare-call.js';
+export {
+  PARTIAL_RESULTS_LOG_PREFIX,
+  formatPartialResultsLog,
+  parsePartialResultsLog,
+  type PartialResults,
+} from './partial-results.js';

@@ -29,6 +29,7 @@ export {
   failureTier,
   failureFactsOf,
   NeverStartedError,
+  OutcomeUnknownError,
   DestructiveRanError,
 } from './tiers.js';
 export {

@@ -76,3 +76,13 @@ export function failureFactsOf(error: unknown): { destructiveRan: boolean; never
     neverStarted: error instanceof NeverStartedError,
   };
 }
+
+/**
+ * Thrown by a tool that cannot tell whether its effect landed (a provider
+ * timed out after the request was sent, say). The call is then treated like
+ * an attempt that crashed mid-effect: never run again blindly, reported as
+ * ambiguous until something settles it.
+ */
+export class OutcomeUnknownError extends ToolReceiptsError {
+  readonly code = 'tool.outcome_unknown';
+}
