@@ -12,7 +12,8 @@ export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
 /** Everything needed to build the `ctx` of one execution. */
 export interface CallContextInput
   extends Pick<ToolContext, 'signal' | 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
-  readonly store: ReceiptStore;
+  /** Where steps are recorded; `null` for a read-only call, which has no receipt (its steps just run). */
+  readonly store: ReceiptStore | null;
   readonly key: ToolCallReceiptKey;
   /** Steps recorded by earlier attempts (empty on attempt 1). */
   readonly recordedSteps: Record<string, unknown>;
@@ -44,6 +45,7 @@ export function createToolContext(input: CallContextInput): ToolContext {
       if (recorded.has(name)) return recorded.get(name) as T;
       input.signal.throwIfAborted();
       const value = await fn();
+      if (input.store === null) return value;
       try {
         await input.store.recordStep(input.key, input.attempt, name, value);
       } catch (error) {

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { ToolReceiptsError } from '../core/errors.js';
 import type { FailureTier } from '../core/tiers.js';
+import type { ToolResultBlock } from './job-data.js';
 
 /**
  * A call's effect may or may not have happened and nothing can tell which.
@@ -8,6 +9,13 @@ import type { FailureTier } from '../core/tiers.js';
  */
 export class AmbiguousToolCallError extends ToolReceiptsError {
   readonly code = 'receipt.ambiguous';
+  /**
+   * The results of the job's calls that ended before this one, in call
+   * order, so a host can still append them to the conversation. Filled in by
+   * the processor before the job fails; the same data is in the job's log
+   * (see `formatPartialResultsLog`).
+   */
+  results: readonly ToolResultBlock[] = [];
   constructor(
     readonly receiptKey: string,
     readonly tool: string,
@@ -27,6 +35,21 @@ export class JobLockLostError extends ToolReceiptsError {
   readonly code = 'job.lock_lost';
   constructor(readonly jobId: string) {
     super(`the BullMQ lock of job ${jobId} could not be renewed; it may be running elsewhere`);
+  }
+}
+
+/**
+ * The job was cancelled (BullMQ's abort signal fired, e.g. `worker.cancelJob`).
+ * No call of the job is claimed after that; the job fails with this error
+ * (unrecoverably) once the call in flight has ended.
+ */
+export class JobCancelledError extends ToolReceiptsError {
+  readonly code = 'job.cancelled';
+  constructor(
+    readonly jobId: string,
+    readonly reason: unknown,
+  ) {
+    super(`job ${jobId} was cancelled (${reason instanceof Error ? reason.message : String(reason)}); its remaining tool calls were not run`);
   }
 }
 

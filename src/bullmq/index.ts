@@ -20,7 +20,7 @@ export {
   type ToolResultBlock,
   type ToolJobResult,
 } from './job-data.js';
-export { AmbiguousToolCallError, JobLockLostError, ToolCallFailedError } from './errors.js';
+export { AmbiguousToolCallError, JobCancelledError, JobLockLostError, ToolCallFailedError } from './errors.js';
 export {
   ToolReceiptsEvents,
   type ToolReceiptsEventMap,
@@ -33,7 +33,7 @@ export {
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
 export { type RecordedToolResult } from './run-call.js';
-export { offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
+export { offloadOwnerOf, offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
 export { type InputRepairOptions } from './prepare-call.js';
 export {
   PARTIAL_RESULTS_LOG_PREFIX,

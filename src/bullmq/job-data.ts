@@ -1,20 +1,35 @@
 import { z } from 'zod';
 import { ToolReceiptsError } from '../core/errors.js';
+import { isWellFormedText } from '../core/identity.js';
+
+/** A name stored in receipt fields and keys: non-empty, and well-formed Unicode so it reads back as itself. */
+const storedName = (what: string) =>
+  z.string().min(1).refine(isWellFormedText, `the ${what} contains a lone UTF-16 surrogate; pass well-formed Unicode`);
 
 /** One tool call as a model emits it (the `id`/`name`/`input` of a `tool_use` block). */
 export const toolCallSchema = z.object({
   id: z.string().min(1, 'a tool call needs its tool_use id'),
   name: z.string().min(1, 'a tool call needs a tool name'),
-  // Left open on purpose: malformed inputs (a JSON string, nulls) are repaired per tool, later.
+  // Left open on purpose: malformed inputs (a JSON string, nulls, none at all) are repaired or refused per call, later.
   input: z.unknown(),
 });
 
 /** The data of a job the wrapper processes. */
 export const toolJobDataSchema = z.object({
-  tenantId: z.string().min(1),
-  runId: z.string().min(1),
-  sessionId: z.string().min(1).optional(),
-  calls: z.array(toolCallSchema).min(1, 'a job needs at least one tool call'),
+  tenantId: storedName('tenant id'),
+  runId: storedName('run id'),
+  sessionId: storedName('session id').optional(),
+  calls: z
+    .array(toolCallSchema)
+    .min(1, 'a job needs at least one tool call')
+    .superRefine((calls, ctx) => {
+      // Two tool_result blocks with one tool_use_id would be rejected by the model's API.
+      const seen = new Set<string>();
+      calls.forEach((call, i) => {
+        if (seen.has(call.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate tool call id ${JSON.stringify(call.id)}; each call of a job needs its own id` });
+        seen.add(call.id);
+      });
+    }),
 });
 
 /** One tool call of a job, as parsed by {@link toolCallSchema}. */
@@ -32,6 +47,21 @@ export interface ToolResultBlock {
   readonly content: string;
   readonly is_error?: true;
   readonly outcome: ToolCallOutcome;
+}
+
+/** The block for `call` with the given outcome and result text. */
+export function toolResultBlock(
+  call: ToolCall,
+  outcome: ToolCallOutcome,
+  result: { readonly content: string; readonly is_error?: true },
+): ToolResultBlock {
+  return {
+    type: 'tool_result',
+    tool_use_id: call.id,
+    content: result.content,
+    ...(result.is_error ? { is_error: true as const } : {}),
+    outcome,
+  };
 }
 
 /** The return value of a wrapped job. */

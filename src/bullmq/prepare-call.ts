@@ -40,6 +40,9 @@ export async function prepareCall(
   options: InputRepairOptions,
   signal: AbortSignal,
 ): Promise<PreparedCall> {
+  if (call.input === undefined) {
+    return { ok: false, countsAsRejection: false, message: `Invalid input for ${tool.name}: the call has no input. Nothing was run; send the arguments as an object.` };
+  }
   const destructive = options.isDestructive(tool);
   const spec = { name: tool.name, schema: tool.input, aliases: tool.aliases, destructive };
   const prepared = await prepareToolInputAsync(call.input, spec);

@@ -8,7 +8,9 @@ import type { AnyToolDefinition } from './define-tool.js';
 import { forwardAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
-import { InvalidJobDataError, parseToolJobData, type ToolJobResult } from './job-data.js';
+import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
+import { keepPartialResults } from './ambiguity.js';
+import { throwIfInterrupted } from './interruption.js';
 import { runToolCall, type CallRuntime } from './run-call.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
@@ -135,12 +137,16 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const jobKey = job.id ?? '';
     lockLost.set(jobKey, lock);
     const unlink = forwardAbort(signal, lock);
+    const results: ToolResultBlock[] = [];
     try {
-      const results = [];
       for (const call of data.calls) {
+        throwIfInterrupted(jobKey, lock.signal);
         results.push(await runToolCall(runtime, { job, token, data, signal: lock.signal }, call));
       }
       return { results };
+    } catch (error) {
+      await keepPartialResults(job, results, error, logger);
+      throw error;
     } finally {
       lockLost.delete(jobKey);
       unlink();

@@ -1,7 +1,8 @@
 import { capToolResultForLlm } from '../offload/capper.js';
 import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS, stringifyToolResult } from '../offload/shaping.js';
 import { createReadToolResultTool } from '../offload/read-tool.js';
-import type { ToolResultStore } from '../offload/types.js';
+import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js';
+import { ToolRefusedError } from '../core/tiers.js';
 import { defineTool, type AnyToolDefinition } from './define-tool.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
 import type { RecordedToolResult } from './run-call.js';
@@ -21,8 +22,19 @@ export interface ResultShapingOptions {
  * its tenant and run when it names none. It is both the ref's first segment
  * and the recorded owner.
  */
-export function offloadSessionOf(data: ToolJobData): string {
+export function offloadSessionOf(data: Pick<ToolJobData, 'tenantId' | 'runId' | 'sessionId'>): string {
   return data.sessionId ?? `${data.tenantId}/${data.runId}`;
+}
+
+/**
+ * The owner the wrapper records with a job's offloaded results, and the only
+ * owner its `ReadToolResult` reads for: the job's session (see
+ * {@link offloadSessionOf}), narrowed to its tenant (`taskId` is
+ * `tenant:<tenantId>`), so two tenants that reuse a session id cannot read
+ * each other's results. `deleteBySession(offloadSessionOf(data))` removes them.
+ */
+export function offloadOwnerOf(data: Pick<ToolJobData, 'tenantId' | 'runId' | 'sessionId'>): ToolResultProvenance {
+  return { sessionId: offloadSessionOf(data), taskId: `tenant:${data.tenantId}` };
 }
 
 /**
@@ -38,6 +50,7 @@ export function resultShaper(options: ResultShapingOptions) {
       ? {
           store: options.resultStore,
           sessionId,
+          provenance: offloadOwnerOf(data),
           overChars: options.offloadThresholdChars ?? DEFAULT_TOOL_RESULT_THRESHOLD_CHARS,
         }
       : null;
@@ -49,7 +62,12 @@ export function resultShaper(options: ResultShapingOptions) {
   };
 }
 
-/** The page-back tool as a wrapper tool: read-only, so it is idempotent and never destructive. */
+/**
+ * The page-back tool as a wrapper tool: read-only, so it runs without a
+ * receipt, is idempotent and never destructive. It reads only results the
+ * job's own tenant and session stored ({@link offloadOwnerOf}); any other ref
+ * is refused with the same error result as a ref that does not exist.
+ */
 export function readToolResultTool(store: ToolResultStore): AnyToolDefinition {
   const reader = createReadToolResultTool(store);
   return defineTool({
@@ -58,6 +76,10 @@ export function readToolResultTool(store: ToolResultStore): AnyToolDefinition {
     input: reader.input,
     effect: 'resumable',
     readOnly: true,
-    execute: (args) => reader.execute(args),
+    async execute(args, ctx) {
+      const answer = await reader.read(args, offloadOwnerOf(ctx));
+      if (!answer.found) throw new ToolRefusedError(answer.text);
+      return answer.text;
+    },
   });
 }

@@ -2,18 +2,23 @@ import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
 import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
-import { failureFactsOf, failureTier, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../core/tiers.js';
+import { failureFactsOf, failureTier, NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
 import { FencedOutError } from '../redis/errors.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import { createToolContext } from './call-context.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { AmbiguousToolCallError, ToolCallFailedError, unrecoverable } from './errors.js';
+import { ToolCallFailedError, unrecoverable } from './errors.js';
 import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
-import type { ToolCall, ToolCallOutcome, ToolJobData, ToolResultBlock } from './job-data.js';
+import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolJobData, type ToolResultBlock } from './job-data.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { forwardAbort } from './abort.js';
 import { stringifyToolResult } from '../offload/shaping.js';
+import { ambiguousOutcome } from './ambiguity.js';
+import { runReadOnlyCall, type FailureLog } from './direct-call.js';
+import { errorText, failureContent, retriesJob } from './failure-policy.js';
+import { throwIfInterrupted } from './interruption.js';
+import { parkJobOnServerClock } from './park-job.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -54,14 +59,6 @@ export interface JobScope {
   readonly signal: AbortSignal;
 }
 
-const block = (call: ToolCall, outcome: ToolCallOutcome, result: RecordedToolResult): ToolResultBlock => ({
-  type: 'tool_result',
-  tool_use_id: call.id,
-  content: result.content,
-  ...(result.is_error ? { is_error: true as const } : {}),
-  outcome,
-});
-
 /**
  * The result a completed receipt holds, as a tool_result. Receipts the
  * wrapper completed hold a {@link RecordedToolResult}; one an operator
@@ -75,8 +72,6 @@ function recordedResult(stored: unknown): RecordedToolResult {
   return { content: stringifyToolResult(stored) };
 }
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-
 /**
  * Run one tool call at most once: prepare its input, claim its receipt, and
  * act on the decision. Returns the block to hand back to the model, or
@@ -87,8 +82,8 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
   const started = performance.now();
   const { tenantId, runId } = scope.data;
   const log = rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id });
-  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number) =>
-    log.info({ decision, outcome, attempt, ms: Math.round(performance.now() - started) }, 'tool call');
+  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) =>
+    log.info({ decision, outcome, attempt, ...failure, ms: Math.round(performance.now() - started) }, 'tool call');
 
   const tool = rt.tools.get(call.name);
   if (!tool) {
@@ -116,6 +111,9 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     toolName: tool.name,
     argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
   };
+  if (tool.readOnly) return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision });
+  // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
+  throwIfInterrupted(scope.job.id ?? '', scope.signal);
   // One command: the claim script also reads the tool's breaker state in the run.
   const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner });
   const decision: ReceiptDecision = claim.decision;
@@ -137,21 +135,11 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
       const remaining = claim.leaseRemainingMs ?? rt.leaseMs;
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
       logDecision('wait', 'waited');
-      await scope.job.moveToDelayed(Date.now() + delay, scope.token);
+      await parkJobOnServerClock(scope.job, scope.token, claim.serverNowMs ?? Date.now(), delay);
       throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
     }
-    case 'ambiguous': {
-      rt.events.emit('ambiguous', { ...base, reason: decision.reason });
-      log.warn({ receiptKey: claim.redisKey, reason: decision.reason, outcome: 'ambiguous' }, 'tool call outcome unknown; not repeated');
-      const error = new AmbiguousToolCallError(claim.redisKey, tool.name, call.id, decision.reason);
-      if (rt.onAmbiguous === 'report') {
-        return block(call, 'ambiguous', {
-          content: `The outcome of this ${tool.name} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
-          is_error: true,
-        });
-      }
-      throw unrecoverable(error);
-    }
+    case 'ambiguous':
+      return ambiguousOutcome(rt, call, base, decision.reason, log);
     case 'execute':
       return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, base, log, logDecision });
   }
@@ -168,7 +156,7 @@ interface Execution {
   readonly attempt: number;
   readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
   readonly log: Logger;
-  readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number) => void;
+  readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
@@ -209,6 +197,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
       }
       throw abandoned(x, scope.signal.reason, error);
     }
+    if (error instanceof OutcomeUnknownError) return await outcomeUnknown(x, error, onFencedOut('fail'));
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {
     keeper.stop();
@@ -274,10 +263,40 @@ function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
 }
 
 /**
+ * The tool said it cannot tell whether its effect landed: leave the receipt
+ * as a crash would (running, lease expired now; an opaque one flagged
+ * ambiguous), so nothing runs it again blindly. An opaque call is then
+ * ambiguous at once (per `onAmbiguous`); a resumable one fails this delivery,
+ * and the job's next delivery takes it over from its recorded steps.
+ */
+async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
+  const { rt, call, tool, key, attempt } = x;
+  try {
+    await rt.store.markOutcomeUnknown(key, attempt, error.message);
+  } catch (markError) {
+    if (!(markError instanceof FencedOutError)) throw markError;
+    onFencedOut(markError);
+    throw fencedOutFailure(x, 'fail', markError);
+  }
+  x.log.warn({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool cannot tell whether its effect landed');
+  if (tool.effect === 'opaque') {
+    return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log);
+  }
+  throw new ToolCallFailedError(
+    tool.name,
+    call.id,
+    'neutral',
+    `attempt ${attempt} of tool call ${call.id} ended with an unknown outcome (${error.message}); the next delivery takes it over from its recorded steps`,
+    { cause: error },
+  );
+}
+
+/**
  * Record a tool's failure on its receipt and the breaker, then decide what
- * the job does: a destructive failure stops the job; others retry while the
- * job has attempts left, and on the last attempt become an error result for
- * the model.
+ * the job does: a destructive failure stops the job; a failure that allows an
+ * automatic rerun (nothing ran, or the tool is idempotent) retries the job
+ * while it has attempts left; any other failure, and the last attempt, is an
+ * error result for the model.
  */
 async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt } = x;
@@ -296,12 +315,12 @@ async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: Fenc
     reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
   });
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
-  x.logDecision('execute', 'failed', attempt);
-  const content = `Tool ${tool.name} failed: ${message} ${TIER_SUFFIX[tier]}`;
+  x.logDecision('execute', 'failed', attempt, { error: message, tier });
+  if (error instanceof ToolRefusedError) return block(call, 'rejected', { content: message, is_error: true });
+  const content = failureContent(tool.name, message, tier);
   const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
   if (tier === 'destructive') throw unrecoverable(failure);
   if (breaker.removed) return block(call, 'failed', { content: `${content} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
-  const attemptsAllowed = scope.job.opts.attempts ?? 1;
-  if (scope.job.attemptsMade + 1 < attemptsAllowed) throw failure;
+  if (retriesJob(scope.job, tier, error)) throw failure;
   return block(call, 'failed', { content, is_error: true });
 }

@@ -1,5 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
+import { ToolReceiptsError } from './errors.js';
 
 /**
  * What identifies one tool call across every retry: who asked (tenant), in
@@ -63,4 +64,29 @@ export async function toolCallArgsHash(args: unknown, digest: DigestFn = sha256D
  */
 export function toolCallReceiptKeyString(key: ToolCallReceiptKey): string {
   return [key.tenantId, key.runId, key.toolName, key.argsHash].map((part) => `${part.length}:${part}`).join('');
+}
+
+/**
+ * True when `text` is well-formed Unicode: no UTF-16 surrogate without its
+ * pair. Such a string has no UTF-8 form, so Redis would store another name
+ * (U+FFFD) and every later read would show it.
+ */
+export function isWellFormedText(text: string): boolean {
+  // With the `u` flag a surrogate pair is one code point, so only lone surrogates match.
+  return !/\p{Surrogate}/u.test(text);
+}
+
+/** A tenant, run or tool name that is not well-formed Unicode; nothing was written. */
+export class MalformedNameError extends ToolReceiptsError {
+  readonly code = 'identity.malformed_name';
+  constructor(readonly what: string) {
+    super(`the ${what} contains a lone UTF-16 surrogate, so it cannot be stored as itself; pass well-formed Unicode text (String.prototype.toWellFormed() repairs it)`);
+  }
+}
+
+/** Throws {@link MalformedNameError} for the first name that is not well-formed. */
+export function assertWellFormedNames(names: Readonly<Record<string, string>>): void {
+  for (const [what, value] of Object.entries(names)) {
+    if (!isWellFormedText(value)) throw new MalformedNameError(what);
+  }
 }

@@ -12,6 +12,9 @@ export {
   hmacSha256Digest,
   toolCallArgsHash,
   toolCallReceiptKeyString,
+  isWellFormedText,
+  assertWellFormedNames,
+  MalformedNameError,
 } from './identity.js';
 export {
   type ReceiptState,
@@ -30,6 +33,8 @@ export {
   failureFactsOf,
   NeverStartedError,
   OutcomeUnknownError,
+  ToolRefusedError,
+  retriesAutomatically,
   DestructiveRanError,
 } from './tiers.js';
 export {
@@ -47,4 +52,5 @@ export {
   type ToolCallJournal,
   type ToolCallJournalEntry,
   type JournalReceiptRecord,
+  type JournalReceiptFields,
 } from './journal.js';

@@ -154,6 +154,19 @@ function resultText(value: unknown): string | undefined {
   return '[result has no JSON form]';
 }
 
+/**
+ * The text a model saw for a stored result: the `content` of a tool_result
+ * the wrapper recorded, else the value itself. Without this the journal would
+ * show the recorded block as JSON, the content encoded twice.
+ */
+function recordedContent(value: unknown): unknown {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const content = (value as { content?: unknown }).content;
+    if (typeof content === 'string') return content;
+  }
+  return value;
+}
+
 function byOrder(a: ToolCallJournalEntry, b: ToolCallJournalEntry): number {
   return a.order - b.order;
 }
@@ -337,14 +350,21 @@ export function buildResumeJournalNote(journal: ToolCallJournal): string | null 
  * The fields of a stored receipt that the journal reads. Structural, so any
  * receipt record with at least these fields can be passed in.
  */
-export interface JournalReceiptRecord {
-  /** The tool's name. */
-  tool: string;
+export type JournalReceiptRecord = JournalReceiptFields & (
+  | { /** The tool's name. */ tool: string }
+  | { /** The receipt's key, as `ReceiptStore.listRun` returns it; its `toolName` names the tool. */ key: { toolName: string } }
+);
+
+/** The fields of {@link JournalReceiptRecord} besides the tool's name. */
+export interface JournalReceiptFields {
   /** The receipt's state. */
   status: 'running' | 'completed' | 'failed';
   /** When the receipt was first created, in milliseconds; orders the calls. */
   createdMs: number;
-  /** The stored result of a completed call. */
+  /**
+   * The stored result of a completed call. A tool_result as the wrapper
+   * records it (`{ content: string, … }`) is shown as its `content`.
+   */
   result?: unknown;
   /** When the store judged the outcome unknown, if it has; `null` or absent otherwise. */
   ambiguousMs?: number | null;
@@ -381,9 +401,9 @@ export function journalFromReceipts(records: readonly JournalReceiptRecord[]): T
   const completed: ToolCallJournalEntry[] = [];
   const interrupted: ToolCallJournalEntry[] = [];
   sorted.forEach(({ record }, order) => {
-    const entry = makeEntry(record.tool, undefined, undefined, order);
+    const entry = makeEntry('tool' in record ? record.tool : record.key.toolName, undefined, undefined, order);
     if (record.status === 'completed') {
-      const result = resultText(record.result);
+      const result = resultText(recordedContent(record.result));
       completed.push(result === undefined ? entry : { ...entry, result });
       return;
     }

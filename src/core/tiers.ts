@@ -69,12 +69,34 @@ export class DestructiveRanError extends ToolReceiptsError {
   readonly code = 'tool.destructive_ran';
 }
 
+/**
+ * Thrown by a tool that refuses the call as asked (a record that is not
+ * there, or not the caller's to read). Nothing ran, and asking again the same
+ * way gets the same answer: the model gets the message as an error result,
+ * and the job is not retried for it. Classified as the `neverStarted` tier.
+ */
+export class ToolRefusedError extends ToolReceiptsError {
+  readonly code = 'tool.refused';
+}
+
 /** Read the tier facts off whatever a tool threw. */
 export function failureFactsOf(error: unknown): { destructiveRan: boolean; neverStarted: boolean } {
   return {
     destructiveRan: error instanceof DestructiveRanError,
-    neverStarted: error instanceof NeverStartedError,
+    neverStarted: error instanceof NeverStartedError || error instanceof ToolRefusedError,
   };
+}
+
+/**
+ * Whether a failed call may be run again automatically (its BullMQ job
+ * retried): only when the failure proves nothing ran, or the tool is
+ * idempotent. Any other failure leaves the outcome unknown, so the model gets
+ * the error and decides; a refusal is never retried, since it would be
+ * refused again.
+ */
+export function retriesAutomatically(tier: FailureTier, error: unknown): boolean {
+  if (error instanceof ToolRefusedError) return false;
+  return tier === 'neverStarted' || tier === 'idempotent';
 }
 
 /**

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OFFLOAD_TOOL_NAME, unescapeRefAttribute } from './preview.js';
-import type { ToolResultSlice, ToolResultStore } from './types.js';
+import { sameToolResultOwner } from './provenance.js';
+import type { ToolResultProvenance, ToolResultSlice, ToolResultStore } from './types.js';
 
 /** Characters one page-back call returns when the model gives no `limit`. */
 export const READ_TOOL_RESULT_DEFAULT_LIMIT = 20_000;
@@ -31,7 +32,15 @@ export interface ReadToolResultTool {
   readonly input: typeof readToolResultInput;
   readonly effect: 'resumable';
   readonly readOnly: true;
-  execute(args: ReadToolResultArgs): Promise<string>;
+  /** The answer for the model (see {@link ReadToolResultTool.read}). */
+  execute(args: ReadToolResultArgs, reader?: ToolResultProvenance): Promise<string>;
+  /**
+   * The answer, and whether the ref was found. With `reader`, a ref counts as
+   * found only when its recorded owner is exactly `reader`: for any other
+   * owner, an unowned entry or an unknown ref the answer is the same "nothing
+   * stored" text, so a refusal reveals nothing about the ref.
+   */
+  read(args: ReadToolResultArgs, reader?: ToolResultProvenance): Promise<{ found: boolean; text: string }>;
 }
 
 /** Options of {@link createReadToolResultTool}. */
@@ -66,23 +75,26 @@ export function createReadToolResultTool(
     input: readToolResultInput,
     effect: 'resumable',
     readOnly: true,
-    async execute(args: ReadToolResultArgs): Promise<string> {
+    async execute(args: ReadToolResultArgs, reader?: ToolResultProvenance): Promise<string> {
+      return (await this.read(args, reader)).text;
+    },
+    async read(args: ReadToolResultArgs, reader?: ToolResultProvenance): Promise<{ found: boolean; text: string }> {
       const parsed = readToolResultInput.safeParse(args);
-      if (!parsed.success) return invalidArgsAnswer(parsed.error);
+      if (!parsed.success) return { found: false, text: invalidArgsAnswer(parsed.error) };
       const { ref, offset, limit } = parsed.data;
       const window = { offset: offset ?? 0, limit: Math.min(limit ?? maxLimit, maxLimit) };
-      let slice = await store.get(ref, window);
-      let shownRef = ref;
-      if (slice === undefined) {
-        // The model may copy the ref with the marker's attribute escaping left in.
-        const unescaped = unescapeRefAttribute(ref);
-        if (unescaped !== ref) {
-          slice = await store.get(unescaped, window);
-          shownRef = unescaped;
-        }
+      const readable = async (candidate: string) => {
+        if (reader === undefined) return true;
+        const owner = await store.ownerOf(candidate);
+        return owner !== undefined && sameToolResultOwner(owner, reader);
+      };
+      // The model may copy the ref with the marker's attribute escaping left in.
+      for (const candidate of new Set([ref, unescapeRefAttribute(ref)])) {
+        if (!(await readable(candidate))) continue;
+        const slice = await store.get(candidate, window);
+        if (slice !== undefined) return { found: true, text: pageAnswer(candidate, slice) };
       }
-      if (slice === undefined) return unknownRefAnswer(ref);
-      return pageAnswer(shownRef, slice);
+      return { found: false, text: unknownRefAnswer(ref) };
     },
   };
 }

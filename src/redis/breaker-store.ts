@@ -5,6 +5,7 @@
  */
 import type { RedisConnection } from './connection.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
+import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
 import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
@@ -82,6 +83,7 @@ export class BreakerStore {
     removeNow: boolean,
     reason: string,
   ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
+    assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId, 'tool name': toolName });
     const reply = await runScript(this.redis, SCRIPT.breakerRecord, [this.redisKey(tenantId, runId)], [
       kind,
       encodeKeyComponent(toolName),

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { isCluster, type RedisConnection } from './connection.js';
 import { decideToolCallReceipt, type EffectResumability, type ReceiptDecision, type ReceiptState } from '../core/decision.js';
-import type { ToolCallReceiptKey } from '../core/identity.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, UnexpectedScriptReplyError } from './errors.js';
 import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
 import {
@@ -72,6 +72,12 @@ export interface ClaimResult {
    * other attempt's lease; for `ambiguous`, 0. In ms, on the server clock.
    */
   readonly leaseRemainingMs?: number;
+  /**
+   * For `wait`: the Redis server's clock (`TIME`, in ms) when the claim read
+   * the receipt, so a caller can schedule its return on the server's clock
+   * rather than its own.
+   */
+  readonly serverNowMs?: number;
   /** For `execute`: end of the granted lease on the server clock. */
   readonly leaseUntilMs?: number;
   /** For `ambiguous`: when a claim first found this attempt ambiguous (server clock). */
@@ -198,6 +204,7 @@ export class ReceiptStore {
     if (options.effect !== 'resumable' && options.effect !== 'opaque') {
       throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
     }
+    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
     const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
     const owner = options.owner ?? this.owner;
     const claimKeys = this.keysWithBreaker(key);
@@ -238,7 +245,7 @@ export class ReceiptStore {
             : { decision, state, effect, redisKey, result, ...breaker };
         }
         case 'wait':
-          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs, ...breaker };
+          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs, serverNowMs: seen.nowMs, ...breaker };
         case 'execute': {
           // A removed tool is never taken over: report the decision, write nothing.
           if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
@@ -337,6 +344,19 @@ export class ReceiptStore {
    */
   async fail(key: ToolCallReceiptKey, attempt: number, failure: { error: string; tier?: string }): Promise<void> {
     await this.fenced('fail', SCRIPT.fail, key, attempt, [attempt, failure.error, failure.tier ?? '', this.retentionMs]);
+  }
+
+  /**
+   * Records that `attempt` cannot tell whether its effect landed: the receipt
+   * stays running with its lease expired now (server clock) and the error
+   * kept, exactly as if the worker had crashed, and an opaque receipt is
+   * flagged ambiguous at once. The next claim decides as after a crash: an
+   * opaque call is ambiguous, a resumable one is taken over. Throws
+   * {@link FencedOutError} when `attempt` no longer owns the receipt.
+   */
+  async markOutcomeUnknown(key: ToolCallReceiptKey, attempt: number, error: string): Promise<{ ambiguousMs: number | null }> {
+    const seen = await this.fenced('markOutcomeUnknown', SCRIPT.outcomeUnknown, key, attempt, [attempt, error, this.retentionMs]);
+    return { ambiguousMs: seen.ambiguousMs };
   }
 
   /**

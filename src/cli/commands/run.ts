@@ -29,16 +29,7 @@ export interface RunReport {
 
 /** Builds the report of a run from its receipts (no I/O). */
 export function runReport(tenantId: string, runId: string, receipts: ReceiptRecord[]): RunReport {
-  const journal = journalFromReceipts(
-    receipts.map((r) => ({
-      tool: r.key.toolName,
-      status: r.status,
-      createdMs: r.createdMs,
-      ambiguousMs: r.ambiguousMs,
-      leaseExpired: r.leaseExpired,
-      ...('result' in r ? { result: r.result } : {}),
-    })),
-  );
+  const journal = journalFromReceipts(receipts);
   return { tenantId, runId, receipts, journal, note: buildResumeJournalNote(journal) };
 }
 

@@ -1,0 +1,42 @@
+--[[
+  outcome-unknown: the caller's attempt reports that it cannot tell whether
+  its effect landed (the tool threw OutcomeUnknownError). The receipt is left
+  exactly as a crash would leave it, at once: still running, its lease
+  expired now by TIME, so the next claim decides as after a crash (an opaque
+  call is ambiguous, a resumable one is taken over). An opaque receipt is
+  also flagged ambiguous now, so it is listed for an operator at once.
+
+  KEYS[1]  receipt hash
+  KEYS[2]  run index
+
+  ARGV[1]  attempt of the caller
+  ARGV[2]  error text, kept in `error` for the operator
+  ARGV[3]  retention in milliseconds
+
+  Returns an observation (see claim-3.lua for its first ten fields):
+  code  1  done: lease_until_ms = TIME, `error` set; for an effect other than
+           'resumable', ambiguous_ms = TIME unless already set. The receipt
+           (and the run index) live at least retention ms from now.
+  code  0  fenced out: status is not running or attempts differ from ARGV[1]
+           (status '' when the receipt does not exist). Nothing was written.
+]]
+--- @include "server-now"
+--- @include "ttl"
+--- @include "fenced"
+
+local rcall = redis.call
+local now = serverNow()
+
+local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
+if fencedOut then return fencedOut end
+
+rcall('HSET', KEYS[1], 'lease_until_ms', now, 'error', ARGV[2], 'updated_ms', now)
+receipt.leaseUntil = now
+if receipt.effect ~= 'resumable' then
+  rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
+  receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
+end
+local ttl = tonumber(ARGV[3])
+keepAtLeast(KEYS[1], ttl)
+keepAtLeast(KEYS[2], ttl)
+return observation(1, receipt, now)

@@ -1,0 +1,61 @@
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { Logger } from 'pino';
+import { AmbiguousToolCallError, unrecoverable } from './errors.js';
+import type { ToolCallEventBase, ToolReceiptsEvents } from './events.js';
+import type { ToolCall, ToolResultBlock } from './job-data.js';
+import { formatPartialResultsLog } from './partial-results.js';
+
+/** What deciding an ambiguous call needs from the wrapper. */
+export interface AmbiguityPolicy {
+  readonly events: ToolReceiptsEvents;
+  readonly onAmbiguous: 'fail' | 'report';
+}
+
+/**
+ * Act on a call whose outcome is unknown (a claim found its attempt lost
+ * mid-effect, or the tool said so with `OutcomeUnknownError`): emit
+ * `ambiguous`, log it, and either return the error result for the model
+ * (`onAmbiguous: 'report'`) or throw BullMQ's `UnrecoverableError` around
+ * {@link AmbiguousToolCallError} (`'fail'`). Never runs anything.
+ */
+export function ambiguousOutcome(
+  policy: AmbiguityPolicy,
+  call: ToolCall,
+  base: ToolCallEventBase,
+  reason: string,
+  log: Logger,
+): ToolResultBlock {
+  policy.events.emit('ambiguous', { ...base, reason });
+  log.warn({ receiptKey: base.receiptKey, reason, decision: 'ambiguous', outcome: 'ambiguous' }, 'tool call outcome unknown; not repeated');
+  if (policy.onAmbiguous === 'report') {
+    return {
+      type: 'tool_result',
+      tool_use_id: call.id,
+      content: `The outcome of this ${base.tool} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
+      is_error: true,
+      outcome: 'ambiguous',
+    };
+  }
+  throw unrecoverable(new AmbiguousToolCallError(base.receiptKey, base.tool, call.id, reason));
+}
+
+/**
+ * When a job fails because a call is ambiguous, keep the results of the calls
+ * that ended before it: on the error (`AmbiguousToolCallError.results`, the
+ * `cause` of the UnrecoverableError) and as one line of the job's log
+ * (`formatPartialResultsLog`), so a host can still append them. Any other
+ * error is left alone. A log write that fails is logged, never thrown over
+ * the job's own error.
+ */
+export async function keepPartialResults(job: Job, results: readonly ToolResultBlock[], error: unknown, log: Logger): Promise<void> {
+  if (!(error instanceof UnrecoverableError)) return;
+  const cause = (error as { cause?: unknown }).cause;
+  if (!(cause instanceof AmbiguousToolCallError)) return;
+  cause.results = [...results];
+  const ambiguous = { tool_use_id: cause.callId, tool: cause.tool, receiptKey: cause.receiptKey };
+  try {
+    await job.log(formatPartialResultsLog({ results: cause.results, ambiguous }));
+  } catch (logError) {
+    log.warn({ err: logError, jobId: job.id }, 'could not write the partial results of an ambiguous job to its log');
+  }
+}

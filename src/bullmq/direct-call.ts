@@ -1,0 +1,57 @@
+import type { Logger } from 'pino';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { failureFactsOf, failureTier, ToolRefusedError } from '../core/tiers.js';
+import { createToolContext } from './call-context.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import { ToolCallFailedError } from './errors.js';
+import { errorText, failureContent, retriesJob } from './failure-policy.js';
+import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
+import type { CallRuntime, JobScope } from './run-call.js';
+
+/** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
+export interface DirectCall {
+  readonly scope: JobScope;
+  readonly call: ToolCall;
+  readonly tool: AnyToolDefinition;
+  /** The identity the call would have; only `ctx.idempotencyKey` derives from it. */
+  readonly key: ToolCallReceiptKey;
+  readonly args: unknown;
+  readonly log: Logger;
+  readonly logDecision: (decision: string, outcome: ToolResultBlock['outcome'], attempt?: number, failure?: FailureLog) => void;
+}
+
+/** What the log line of a failed call adds. */
+export interface FailureLog {
+  readonly error: string;
+  readonly tier: string;
+}
+
+/**
+ * Run a read-only tool with no receipt: no Redis round trip, so it can never
+ * be ambiguous or replayed, and its steps simply run. Its failures follow the
+ * same rule as any other call's (see `retriesAutomatically`), without the
+ * run's circuit breaker, which only counts calls that hold receipts.
+ */
+export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
+  const { scope, call, tool } = d;
+  const ctx = createToolContext({
+    store: null, key: d.key, attempt: scope.job.attemptsMade + 1, signal: scope.signal,
+    tenantId: scope.data.tenantId, runId: scope.data.runId, sessionId: scope.data.sessionId,
+    callId: call.id, job: scope.job, logger: d.log, recordedSteps: {}, onFencedOut: () => undefined,
+  });
+  let value: unknown;
+  try {
+    value = await tool.execute(d.args, ctx);
+  } catch (error) {
+    const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
+    const message = errorText(error);
+    d.logDecision('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
+    if (error instanceof ToolRefusedError) return toolResultBlock(call, 'rejected', { content: message, is_error: true });
+    const content = failureContent(tool.name, message, tier);
+    if (retriesJob(scope.job, tier, error)) throw new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
+    return toolResultBlock(call, 'failed', { content, is_error: true });
+  }
+  const result = await rt.shape(value, call, tool, scope.data);
+  d.logDecision('direct', 'executed');
+  return toolResultBlock(call, 'executed', result);
+}

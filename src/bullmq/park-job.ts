@@ -1,0 +1,30 @@
+import type { Job } from 'bullmq';
+
+/** The one method of BullMQ's queue backend this module needs. */
+interface DelayingBackend {
+  moveToDelayed(jobId: string, timestamp: number, delay: number, token?: string, opts?: { skipAttempt?: boolean }): Promise<unknown>;
+}
+
+/**
+ * Park an active job in BullMQ's delayed set until `serverNowMs + delayMs`,
+ * without using one of its attempts.
+ *
+ * BullMQ stores a delayed job under `timestamp + delay`, and the public
+ * `job.moveToDelayed(at)` takes `timestamp` from this worker's `Date.now()`
+ * (and clips a target in its past to "now"). Workers fetching jobs promote
+ * the delayed ones due by their own clocks, so a parking worker whose clock
+ * runs ten minutes fast would park the job ten minutes late for everyone
+ * else. The claim has just read the Redis server's clock, so the target is
+ * stated on that clock, which the rest of a healthy fleet agrees with.
+ *
+ * Uses the job's queue backend (BullMQ 6) when it is there; otherwise falls
+ * back to the public method on the local clock.
+ */
+export async function parkJobOnServerClock(job: Job, token: string | undefined, serverNowMs: number, delayMs: number): Promise<void> {
+  const backend = (job as unknown as { backend?: Partial<DelayingBackend> }).backend;
+  if (job.id !== undefined && typeof backend?.moveToDelayed === 'function') {
+    await (backend as DelayingBackend).moveToDelayed(job.id, serverNowMs, delayMs, token, { skipAttempt: true });
+    return;
+  }
+  await job.moveToDelayed(Date.now() + delayMs, token);
+}
