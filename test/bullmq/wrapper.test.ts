@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { defineTool, NeverStartedError, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -142,7 +142,7 @@ describe('withToolReceipts', () => {
         seen.push({ key: ctx.idempotencyKey, attempt: ctx.attempt });
         if (failFirst) {
           failFirst = false;
-          throw new Error('provider timeout');
+          throw new NeverStartedError('provider refused the request before charging');
         }
         return 'charged';
       },

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { z } from 'zod';
+import {
+  defineTool,
+  NeverStartedError,
+  OutcomeUnknownError,
+  parsePartialResultsLog,
+  TIER_SUFFIX,
+  type AmbiguousToolCallError,
+  type ToolJobResult,
+} from '../../src/index.js';
+import { call, jobData, RETRYING, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
+
+/** A tool that counts its runs and throws what `fail` makes of the run number (nothing: it succeeds). */
+function countedTool(name: string, flags: { effect?: 'opaque' | 'resumable'; destructive?: boolean; idempotent?: boolean }, fail: (n: number) => Error | undefined) {
+  let runs = 0;
+  const tool = defineTool({
+    name,
+    input: z.object({ n: z.number() }),
+    effect: flags.effect ?? 'opaque',
+    ...(flags.destructive === undefined ? {} : { destructive: flags.destructive }),
+    ...(flags.idempotent === undefined ? {} : { idempotent: flags.idempotent }),
+    execute() {
+      runs++;
+      const error = fail(runs);
+      if (error) throw error;
+      return `ok after ${runs}`;
+    },
+  });
+  return { tool, runs: () => runs };
+}
+
+describe('which failures retry the job', () => {
+  it('an error of unknown meaning runs once: the model gets the error, the job does not retry', async () => {
+    const l = await lane();
+    const charge = countedTool('charge_card', { destructive: false }, () => new Error('payment gateway 503'));
+    const mcpDefault = countedTool('delete_file', {}, () => new Error('disk busy')); // destructive by MCP's default
+    l.worker({ tools: [charge.tool, mcpDefault.tool] });
+    const data = jobData([call('charge_card', { n: 1 }), call('delete_file', { n: 1 })]);
+    const job = await l.run(data, RETRYING);
+    expect(job.attemptsMade).toBe(1);
+    expect(charge.runs()).toBe(1);
+    expect(mcpDefault.runs()).toBe(1);
+    const [a, b] = results(job);
+    expect(a).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(a!.content).toContain('payment gateway 503');
+    expect(a!.content).toContain(TIER_SUFFIX.neutral);
+    expect(b).toMatchObject({ outcome: 'failed', is_error: true });
+    // The receipt stays failed: a later, deliberate call (a new job) may run it again.
+    const again = await l.run({ ...data, calls: [call('charge_card', { n: 1 })] }, RETRYING);
+    expect(charge.runs()).toBe(2);
+    expect(results(again)[0]).toMatchObject({ outcome: 'failed' });
+    const receipt = (await l.store.listRun(data.tenantId, data.runId)).find((r) => r.key.toolName === 'charge_card');
+    expect(receipt).toMatchObject({ status: 'failed', attempts: 2, tier: 'neutral' });
+  });
+
+  it('a failure that proves nothing ran, or of an idempotent tool, retries the job', async () => {
+    const l = await lane();
+    const lookup = countedTool('lookup', { destructive: false }, (n) => (n === 1 ? new NeverStartedError('rate limited before sending') : undefined));
+    const weather = countedTool('get_weather', { destructive: false, idempotent: true }, (n) => (n === 1 ? new Error('timeout') : undefined));
+    l.worker({ tools: [lookup.tool, weather.tool] });
+    const job = await l.run(jobData([call('lookup', { n: 1 }), call('get_weather', { n: 1 })]), RETRYING);
+    expect(results(job).map((r) => r.content)).toEqual(['ok after 2', 'ok after 2']);
+    expect(job.attemptsMade).toBe(3);
+  });
+});
+
+describe('OutcomeUnknownError', () => {
+  it('makes an opaque call ambiguous like a crash: listed, never rerun, the job fails keeping earlier results', async () => {
+    const l = await lane();
+    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
+    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('gateway timed out after the request was sent'));
+    const { processor } = l.worker({ tools: [ok.tool, pay.tool] });
+    const data = jobData([call('lookup_order', { n: 1 }, 'toolu_first'), call('charge_card', { n: 7 }, 'toolu_pay'), call('lookup_order', { n: 2 })]);
+    const job = await l.run(data, RETRYING);
+    expect(job.failedReason).toMatch(/^receipt\.ambiguous: /);
+    expect(job.attemptsMade).toBe(1);
+    expect(ok.runs()).toBe(1); // the call after the ambiguous one was not run
+
+    const receipt = (await l.store.listRun(data.tenantId, data.runId)).find((r) => r.key.toolName === 'charge_card')!;
+    expect(receipt).toMatchObject({ status: 'running', leaseExpired: true });
+    expect(receipt.ambiguousMs).not.toBeNull();
+    expect((await processor.store.listAmbiguous()).map((r) => r.redisKey)).toContain(receipt.redisKey);
+
+    // The completed results stay reachable: one job-log line in the shared format.
+    const { logs } = await l.queue.getJobLogs(job.id!);
+    const partial = logs.map(parsePartialResultsLog).filter((p) => p !== undefined);
+    expect(partial).toHaveLength(1);
+    expect(partial[0]!.results.map((r) => [r.tool_use_id, r.outcome, r.content])).toEqual([['toolu_first', 'executed', 'ok after 1']]);
+    expect(partial[0]!.ambiguous).toEqual({ tool_use_id: 'toolu_pay', tool: 'charge_card', receiptKey: receipt.redisKey });
+
+    // A redelivery of the call is ambiguous too; the tool never runs again.
+    const again = await l.run({ ...data, calls: [call('charge_card', { n: 7 })] }, RETRYING);
+    expect(again.failedReason).toMatch(/^receipt\.ambiguous: /);
+    expect(pay.runs()).toBe(1);
+  });
+
+  it('carries the earlier results on the thrown error too', async () => {
+    const l = await lane();
+    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
+    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('no answer'));
+    const { worker } = l.worker({ tools: [ok.tool, pay.tool] });
+    const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
+    await l.run(jobData([call('lookup_order', { n: 1 }, 'toolu_a'), call('charge_card', { n: 1 }, 'toolu_b')]));
+    const error = await failed;
+    expect(error.message).toMatch(/^receipt\.ambiguous: /);
+    const cause = (error as { cause?: AmbiguousToolCallError }).cause!;
+    expect(cause.code).toBe('receipt.ambiguous');
+    expect(cause.results.map((r) => r.tool_use_id)).toEqual(['toolu_a']);
+  });
+
+  it("with onAmbiguous 'report', the model gets an unknown-outcome result and the job goes on", async () => {
+    const l = await lane();
+    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('no answer'));
+    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
+    l.worker({ tools: [pay.tool, ok.tool], onAmbiguous: 'report' });
+    const job = await l.run(jobData([call('charge_card', { n: 1 }), call('lookup_order', { n: 1 })]), RETRYING);
+    expect(results(job).map((r) => r.outcome)).toEqual(['ambiguous', 'executed']);
+    expect(results(job)[0]!.content).toMatch(/unknown/);
+  });
+
+  it('leaves a resumable call to be taken over from its recorded steps, like a crash', async () => {
+    const l = await lane();
+    let sent = 0;
+    const sync = defineTool({
+      name: 'sync_ledger',
+      input: z.object({ n: z.number() }),
+      effect: 'resumable',
+      destructive: false,
+      async execute(_args, ctx) {
+        await ctx.step('send', () => ++sent);
+        if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
+        return `confirmed on attempt ${ctx.attempt}`;
+      },
+    });
+    l.worker({ tools: [sync] });
+    const job = await l.run(jobData([call('sync_ledger', { n: 1 })]), RETRYING);
+    expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: 'confirmed on attempt 2' });
+    expect(sent).toBe(1);
+  });
+});
+
+describe('the log line of a failed call', () => {
+  it('carries the error text and the tier', async () => {
+    const l = await lane();
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const t = countedTool('sync', { destructive: false }, () => new Error('upstream said 500'));
+    l.worker({ tools: [t.tool], logger });
+    await l.run(jobData([call('sync', { n: 1 })]));
+    const line = lines.find((x) => x.msg === 'tool call');
+    expect(line).toMatchObject({ decision: 'execute', outcome: 'failed', error: 'upstream said 500', tier: 'neutral' });
+  });
+});

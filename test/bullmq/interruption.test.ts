@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, type ToolJobResult } from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+
+/**
+ * A first tool that waits until its signal aborts and then finishes anyway
+ * (as a tool that ignores its signal would), and a second tool that counts
+ * its runs.
+ */
+function twoTools() {
+  let started = () => {};
+  const running = new Promise<void>((r) => (started = r));
+  let laterRuns = 0;
+  const first = defineTool({
+    name: 'first_call',
+    input: z.object({}),
+    effect: 'opaque',
+    destructive: false,
+    execute: (_args, ctx) =>
+      new Promise((resolve) => {
+        started();
+        ctx.signal.addEventListener('abort', () => resolve('finished despite the abort'), { once: true });
+      }),
+  });
+  const later = defineTool({
+    name: 'later_call',
+    input: z.object({}),
+    effect: 'opaque',
+    destructive: false,
+    execute: () => `ran ${++laterRuns}`,
+  });
+  return { tools: [first, later], running, laterRuns: () => laterRuns };
+}
+
+describe('a job whose lock was lost or that was cancelled', () => {
+  it('claims none of its later calls after lockRenewalFailed and ends with job.lock_lost', async () => {
+    const l = await lane();
+    const t = twoTools();
+    const { worker } = l.worker({ tools: t.tools });
+    const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
+    const data = jobData([call('first_call', {}), call('later_call', {})]);
+    const job = await l.add(data, { attempts: 1 });
+    await t.running;
+    worker.emit('lockRenewalFailed', [job.id!]);
+    const done = await l.settle(job);
+    expect(done.finishedOn).toBeDefined();
+    expect((await failed as { code?: string }).code).toBe('job.lock_lost');
+    expect(t.laterRuns()).toBe(0);
+    const receipts = await l.store.listRun(data.tenantId, data.runId);
+    expect(receipts.map((r) => r.key.toolName)).toEqual(['first_call']);
+  });
+
+  it('claims none of its later calls after a cancellation and fails with job.cancelled, unrecoverably', async () => {
+    const l = await lane();
+    const t = twoTools();
+    const { worker } = l.worker({ tools: t.tools });
+    const data = jobData([call('first_call', {}), call('later_call', {})]);
+    const job = await l.add(data, { attempts: 3 });
+    await t.running;
+    worker.cancelJob(job.id!, 'operator cancelled');
+    const done = await l.settle(job);
+    expect(done.failedReason).toMatch(/^job\.cancelled: /);
+    expect(done.attemptsMade).toBe(1);
+    expect(done.returnvalue as ToolJobResult | null).toBeFalsy();
+    expect(t.laterRuns()).toBe(0);
+    const receipts = await l.store.listRun(data.tenantId, data.runId);
+    expect(receipts.map((r) => r.key.toolName)).toEqual(['first_call']);
+  });
+});

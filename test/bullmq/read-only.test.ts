@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { defineTool, OFFLOAD_TOOL_NAME, RedisToolResultStore, type ToolJobResult } from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
+
+describe('read-only tools', () => {
+  it('run without a receipt or a Redis command, every time, and log the decision as direct', async () => {
+    const l = await lane();
+    let runs = 0;
+    const flags = [{ readOnly: true }, { annotations: { readOnlyHint: true } }] as const;
+    const [lookup, search] = flags.map((f, i) =>
+      defineTool({ name: `lookup_${i}`, input: z.object({ q: z.string() }), effect: 'opaque', ...f, execute: (a) => `${a.q} #${++runs}` }),
+    );
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { processor } = l.worker({ tools: [lookup!, search!], logger });
+    // Count the commands on the receipts connection while the jobs run.
+    const monitor = await l.redis.monitor();
+    const receiptCommands: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args.some((a) => typeof a === 'string' && a.includes(':rcpt:'))) receiptCommands.push(args.join(' '));
+    });
+    const data = jobData([call('lookup_0', { q: 'a' }), call('lookup_1', { q: 'b' })]);
+    const first = await l.run(data);
+    const second = await l.run({ ...data, calls: [call('lookup_0', { q: 'a' })] });
+    monitor.disconnect();
+    expect(results(first).map((r) => [r.outcome, r.content])).toEqual([['executed', 'a #1'], ['executed', 'b #2']]);
+    expect(results(second)[0]).toMatchObject({ outcome: 'executed', content: 'a #3' }); // never replayed
+    expect(receiptCommands).toEqual([]);
+    expect(await processor.store.listRun(data.tenantId, data.runId)).toEqual([]);
+    const decisions = lines.filter((x) => x.msg === 'tool call');
+    expect(decisions.map((d) => [d.tool, d.decision, d.outcome])).toEqual([
+      ['lookup_0', 'direct', 'executed'],
+      ['lookup_1', 'direct', 'executed'],
+      ['lookup_0', 'direct', 'executed'],
+    ]);
+  });
+});
+
+describe('ReadToolResult across tenants and sessions', () => {
+  it("reads only the job's own tenant and session, and refuses others exactly like an unknown ref", async () => {
+    const l = await lane();
+    const dump = defineTool({ name: 'dump', input: z.object({}), effect: 'opaque', destructive: false, execute: () => 'secret '.repeat(10_000) });
+    l.worker({ tools: [dump], resultStore: new RedisToolResultStore({ redis: l.redis, prefix: l.prefix }), offloadThresholdChars: 1000 });
+    const owner = { tenantId: 'tenant-a', runId: 'run-a' };
+    const stored = await l.run({ ...jobData([call('dump', {})], owner), sessionId: 'sess-a' });
+    const ref = /ref="([^"]+)"/.exec(results(stored)[0]!.content)![1]!;
+    const read = async (ids: { tenantId: string; runId: string }, sessionId: string, wanted = ref) =>
+      results(await l.run({ ...jobData([call(OFFLOAD_TOOL_NAME, { ref: wanted }, 'toolu_read')], ids), sessionId }))[0]!;
+
+    const own = await read({ tenantId: 'tenant-a', runId: 'run-a2' }, 'sess-a');
+    expect(own).toMatchObject({ outcome: 'executed' });
+    expect(own.content).toContain('secret secret');
+
+    const otherSession = await read({ tenantId: 'tenant-b', runId: 'run-b' }, 'sess-b');
+    const otherTenant = await read({ tenantId: 'tenant-b', runId: 'run-b' }, 'sess-a');
+    const unknown = await read({ tenantId: 'tenant-b', runId: 'run-b' }, 'sess-b', `${ref.slice(0, -4)}zzzz`);
+    for (const refused of [otherSession, otherTenant]) {
+      expect(refused).toMatchObject({ outcome: 'rejected', is_error: true });
+      expect(refused.content).not.toContain('secret');
+      // Same answer as for a ref that does not exist, apart from the ref the model itself sent.
+      expect(refused.content).toBe(unknown.content.replace(`${ref.slice(0, -4)}zzzz`, ref));
+    }
+  });
+});
