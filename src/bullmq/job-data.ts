@@ -11,7 +11,7 @@ export const toolCallSchema = z.object({
   id: z.string().min(1, 'a tool call needs its tool_use id'),
   name: z.string().min(1, 'a tool call needs a tool name'),
   // Left open on purpose: malformed inputs (a JSON string, nulls, none at all) are repaired or refused per call, later.
-  input: z.unknown(),
+  input: z.unknown().optional(),
 });
 
 /** The data of a job the wrapper processes. */
