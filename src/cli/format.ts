@@ -5,6 +5,7 @@
  * the terminal or pose as another line.
  */
 import { isAmbiguousRecord, type ReceiptRecord } from '../redis/receipt-record.js';
+import { recordedToolResultContent } from '../core/journal.js';
 
 /** Where a command writes. `process.stdout` fits, and so does a test's capture. */
 export interface Output {
@@ -159,7 +160,8 @@ export function compactJson(value: unknown): string {
 /** What a receipt ended with, cut to `max` characters: the result, `error: …`, or empty. */
 export function outcomePreview(record: ReceiptRecord, max = 48): string {
   if (record.status === 'completed') {
-    return clip(terminalText(compactJson(record.result)).replace(/\n/g, '\\n'), max);
+    const shown = recordedToolResultContent(record.result) ?? compactJson(record.result);
+    return clip(terminalText(shown).replace(/\n/g, '\\n'), max);
   }
   if (record.status === 'failed' && record.error !== null) {
     return clip(`error: ${token(record.error)}`, max);

@@ -43,6 +43,7 @@ export {
   findCompletedJournalEntry,
   buildResumeJournalNote,
   journalFromReceipts,
+  recordedToolResultContent,
   JOURNAL_NOTE_MAX_RESULT_CHARS,
   JOURNAL_NOTE_MAX_INPUT_CHARS,
   type JournalEvent,

@@ -156,15 +156,14 @@ function resultText(value: unknown): string | undefined {
 
 /**
  * The text a model saw for a stored result: the `content` of a tool_result
- * the wrapper recorded, else the value itself. Without this the journal would
- * show the recorded block as JSON, the content encoded twice.
+ * the BullMQ wrapper recorded (`{ content: string, … }`), else `undefined`.
+ * Shown instead of the recorded block as JSON, which would encode the
+ * content twice.
  */
-function recordedContent(value: unknown): unknown {
-  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
-    const content = (value as { content?: unknown }).content;
-    if (typeof content === 'string') return content;
-  }
-  return value;
+export function recordedToolResultContent(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const content = (value as { content?: unknown }).content;
+  return typeof content === 'string' ? content : undefined;
 }
 
 function byOrder(a: ToolCallJournalEntry, b: ToolCallJournalEntry): number {
@@ -403,7 +402,7 @@ export function journalFromReceipts(records: readonly JournalReceiptRecord[]): T
   sorted.forEach(({ record }, order) => {
     const entry = makeEntry('tool' in record ? record.tool : record.key.toolName, undefined, undefined, order);
     if (record.status === 'completed') {
-      const result = resultText(recordedContent(record.result));
+      const result = resultText(recordedToolResultContent(record.result) ?? record.result);
       completed.push(result === undefined ? entry : { ...entry, result });
       return;
     }

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { OptionValues } from '../../src/cli/command.js';
+import { buildResumeJournalNote, journalFromReceipts } from '../../src/index.js';
 import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
 import { resolveCommand, resolveSpec, type ResolveArgs, type ResolveReport } from '../../src/cli/commands/resolve.js';
 import { runCommand, type RunReport } from '../../src/cli/commands/run.js';
@@ -94,6 +95,21 @@ describe('run', () => {
     expect(report.journal.completed.map((e) => e.tool)).toEqual(['lookup_customer']);
     expect(report.journal.interrupted.map((e) => e.tool)).toEqual(['send_email']);
     expect(report.note).toContain('Outcome unknown');
+  });
+
+  it('shows the content of a result the wrapper recorded, not the recorded block as JSON', async () => {
+    const store = fixture.store();
+    const sent = { ...freshKey(), toolName: 'send_email', argsHash: 'd4' };
+    await store.claim(sent, { effect: 'opaque' });
+    await store.complete(sent, 1, { content: '{"messageId":"msg-8f2c"}' });
+    const out = new Capture();
+    await runCommand({ store, out, args: { tenantId: sent.tenantId, runId: sent.runId, json: false } });
+    expect(out.text).toContain('  - send_email: result "{\\"messageId\\":\\"msg-8f2c\\"}"');
+    expect(out.text).not.toContain('content');
+    // The README's line: the store's records go straight in.
+    const journal = journalFromReceipts(await store.listRun(sent.tenantId, sent.runId));
+    expect(journal.completed).toEqual([{ key: 'send_email(-)@0', tool: 'send_email', order: 0, result: '{"messageId":"msg-8f2c"}' }]);
+    expect(buildResumeJournalNote(journal)).toContain('send_email: result "{\\"messageId\\":\\"msg-8f2c\\"}"');
   });
 
   it('says so for a run with no receipts', async () => {
