@@ -14,6 +14,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { idempotencyKeyFor, ReceiptStore } from '../src/index.js';
 import { duplicateEffects, providerDeduped, readOutbox } from '../examples/outbox-tools.js';
+import { ambiguousReceiptLines, DEMO_LEGEND, progressLine } from './demo-report.js';
 import { findOnPath } from '../test/support/redis-process.js';
 import { startRedis, type RedisHandle } from '../test/support/redis.js';
 
@@ -86,9 +87,15 @@ async function main(): Promise<void> {
   }, KILL_EVERY_MS);
 
   let counts = await queue.getJobCounts();
+  let lastProgress = 0;
   while (Date.now() - started < DEADLINE_MS) {
     counts = await queue.getJobCounts('completed', 'failed', 'active', 'waiting', 'delayed', 'prioritized');
-    if ((counts.completed ?? 0) + (counts.failed ?? 0) >= jobs) break;
+    const done = (counts.completed ?? 0) + (counts.failed ?? 0);
+    if (Date.now() - lastProgress >= 2000 || done >= jobs) {
+      lastProgress = Date.now();
+      console.log(progressLine(done, jobs, kills, Date.now() - started));
+    }
+    if (done >= jobs) break;
     // Stop the chaos for the tail so stalled jobs can drain.
     if (Date.now() - started > DEADLINE_MS * 0.6) clearInterval(killer);
     await new Promise((r) => setTimeout(r, 250));
@@ -126,18 +133,13 @@ async function main(): Promise<void> {
   console.log('');
   for (const [label, value] of rows) console.log(`  ${label.padEnd(42)} ${value}`);
   console.log('');
-  console.log('  executed:  the tool ran; its effect landed once');
-  console.log('  replayed:  a redelivered or duplicate call got the recorded result without running');
-  console.log('  waited:    a duplicate arrived while another worker held the live lease, and came back later');
-  console.log('  ambiguous: a worker died inside an opaque send_email; the email may or may not have gone,');
-  console.log('             so it was not sent again and the job failed with the receipt key (only the demo');
-  console.log('             can peek at the outbox to see which had gone; the library cannot, so it does not guess)');
-  console.log('  resumable create_ticket calls interrupted by a kill were taken over and finished step by step');
+  for (const line of DEMO_LEGEND) console.log(`  ${line}`);
   console.log('');
   if (ambiguous.length > 0) {
     console.log(`Ambiguous receipts (an email may or may not have gone out; not repeated, listed for an operator):`);
-    for (const r of ambiguous.slice(0, 10)) console.log(`  redis-cli HGETALL '${r.redisKey}'`);
-    if (ambiguous.length > 10) console.log(`  ... and ${ambiguous.length - 10} more`);
+    const serverKept = Boolean(process.env.REDIS_URL);
+    for (const line of ambiguousReceiptLines(ambiguous, { serverKept })) console.log(line);
+    if (!serverKept) console.log('  (read from the throwaway redis-server, which stops with the demo; set REDIS_URL to keep them)');
     console.log(`Failed jobs carry the reason, e.g.: ${failed[0]?.failedReason?.slice(0, 160) ?? '(none)'}`);
   }
   console.log(`Finished in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
