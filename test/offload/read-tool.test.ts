@@ -46,6 +46,20 @@ describe('createReadToolResultTool', () => {
     expect(await tool.execute({ ref: 'odd&quot;ref' })).toContain('quoted');
   });
 
+  it('with a reader, answers only for refs that reader owns, and the same for every other ref', async () => {
+    const own = await tool.read({ ref: 'tr_s~c', limit: 5 }, { sessionId: 's' });
+    expect(own).toEqual({ found: true, text: expect.stringContaining('abcde') });
+    const unknown = await tool.read({ ref: 'tr_s~zz' }, { sessionId: 's' });
+    expect(unknown.found).toBe(false);
+    for (const reader of [{ sessionId: 'other' }, { sessionId: 's', taskId: 'narrower' }]) {
+      const refused = await tool.read({ ref: 'tr_s~c' }, reader);
+      expect(refused.found).toBe(false);
+      expect(refused.text).toBe(unknown.text.replace('tr_s~zz', 'tr_s~c'));
+    }
+    // An entry stored without an owner is nobody's.
+    expect((await tool.read({ ref: 'odd"ref' }, { sessionId: 's' })).found).toBe(false);
+  });
+
   it('answers invalid arguments instead of throwing', async () => {
     expect(await tool.execute({ ref: 'tr_s~c', offset: -1 } as never)).toContain('was not run');
   });

@@ -155,6 +155,7 @@ describe('fenced writes', () => {
       () => store.fail(key, 2, { error: 'x' }),
       () => store.heartbeat(key, 2),
       () => store.recordStep(key, 2, 's', 1),
+      () => store.markOutcomeUnknown(key, 2, 'x'),
     ];
     for (const write of writes) {
       const err = await write().catch((e: unknown) => e);
@@ -163,6 +164,23 @@ describe('fenced writes', () => {
     }
     const after = await store.inspect(key);
     expect({ ...after, readAtMs: 0, ttlMs: 0 }).toEqual({ ...before, readAtMs: 0, ttlMs: 0 });
+  });
+
+  it('markOutcomeUnknown leaves the receipt as a crash would: an opaque one ambiguous at once, a resumable one ready for takeover', async () => {
+    const store = fixture.store();
+    const opaque = freshKey();
+    await store.claim(opaque, { effect: 'opaque', leaseMs: 60_000 });
+    const marked = await store.markOutcomeUnknown(opaque, 1, 'gateway timed out');
+    expect(marked.ambiguousMs).not.toBeNull();
+    expect(await store.inspect(opaque)).toMatchObject({ status: 'running', attempts: 1, leaseExpired: true, error: 'gateway timed out', ambiguousMs: marked.ambiguousMs });
+    expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(opaque));
+    expect((await store.claim(opaque, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+
+    const resumable = freshKey();
+    await store.claim(resumable, { effect: 'resumable', leaseMs: 60_000 });
+    expect((await store.markOutcomeUnknown(resumable, 1, 'reset')).ambiguousMs).toBeNull();
+    expect((await store.inspect(resumable))?.ambiguousMs).toBeNull();
+    expect((await store.claim(resumable, { effect: 'resumable' })).decision).toEqual({ kind: 'execute', attempt: 2 });
   });
 
   it('a settled receipt fences out every write, including a second completion', async () => {
