@@ -10,35 +10,16 @@ import {
   type AmbiguousToolCallError,
   type ToolJobResult,
 } from '../../src/index.js';
-import { call, jobData, RETRYING, useLanes } from './fixture.js';
+import { call, flakyTool, jobData, RETRYING, useLanes } from './fixture.js';
 
 const lane = useLanes();
 const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
 
-/** A tool that counts its runs and throws what `fail` makes of the run number (nothing: it succeeds). */
-function countedTool(name: string, flags: { effect?: 'opaque' | 'resumable'; destructive?: boolean; idempotent?: boolean }, fail: (n: number) => Error | undefined) {
-  let runs = 0;
-  const tool = defineTool({
-    name,
-    input: z.object({ n: z.number() }),
-    effect: flags.effect ?? 'opaque',
-    ...(flags.destructive === undefined ? {} : { destructive: flags.destructive }),
-    ...(flags.idempotent === undefined ? {} : { idempotent: flags.idempotent }),
-    execute() {
-      runs++;
-      const error = fail(runs);
-      if (error) throw error;
-      return `ok after ${runs}`;
-    },
-  });
-  return { tool, runs: () => runs };
-}
-
 describe('which failures retry the job', () => {
   it('an error of unknown meaning runs once: the model gets the error, the job does not retry', async () => {
     const l = await lane();
-    const charge = countedTool('charge_card', { destructive: false }, () => new Error('payment gateway 503'));
-    const mcpDefault = countedTool('delete_file', {}, () => new Error('disk busy')); // destructive by MCP's default
+    const charge = flakyTool('charge_card', () => new Error('payment gateway 503'));
+    const mcpDefault = flakyTool('delete_file', () => new Error('disk busy'), { destructive: undefined }); // destructive by MCP's default
     l.worker({ tools: [charge.tool, mcpDefault.tool] });
     const data = jobData([call('charge_card', { n: 1 }), call('delete_file', { n: 1 })]);
     const job = await l.run(data, RETRYING);
@@ -60,8 +41,8 @@ describe('which failures retry the job', () => {
 
   it('a failure that proves nothing ran, or of an idempotent tool, retries the job', async () => {
     const l = await lane();
-    const lookup = countedTool('lookup', { destructive: false }, (n) => (n === 1 ? new NeverStartedError('rate limited before sending') : undefined));
-    const weather = countedTool('get_weather', { destructive: false, idempotent: true }, (n) => (n === 1 ? new Error('timeout') : undefined));
+    const lookup = flakyTool('lookup', (n) => (n === 1 ? new NeverStartedError('rate limited before sending') : undefined));
+    const weather = flakyTool('get_weather', (n) => (n === 1 ? new Error('timeout') : undefined), { idempotent: true });
     l.worker({ tools: [lookup.tool, weather.tool] });
     const job = await l.run(jobData([call('lookup', { n: 1 }), call('get_weather', { n: 1 })]), RETRYING);
     expect(results(job).map((r) => r.content)).toEqual(['ok after 2', 'ok after 2']);
@@ -72,8 +53,8 @@ describe('which failures retry the job', () => {
 describe('OutcomeUnknownError', () => {
   it('makes an opaque call ambiguous like a crash: listed, never rerun, the job fails keeping earlier results', async () => {
     const l = await lane();
-    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
-    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('gateway timed out after the request was sent'));
+    const ok = flakyTool('lookup_order', () => undefined);
+    const pay = flakyTool('charge_card', () => new OutcomeUnknownError('gateway timed out after the request was sent'));
     const { processor } = l.worker({ tools: [ok.tool, pay.tool] });
     const data = jobData([call('lookup_order', { n: 1 }, 'toolu_first'), call('charge_card', { n: 7 }, 'toolu_pay'), call('lookup_order', { n: 2 })]);
     const job = await l.run(data, RETRYING);
@@ -101,8 +82,8 @@ describe('OutcomeUnknownError', () => {
 
   it('carries the earlier results on the thrown error too', async () => {
     const l = await lane();
-    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
-    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('no answer'));
+    const ok = flakyTool('lookup_order', () => undefined);
+    const pay = flakyTool('charge_card', () => new OutcomeUnknownError('no answer'));
     const { worker } = l.worker({ tools: [ok.tool, pay.tool] });
     const failed = new Promise<Error>((resolve) => worker.once('failed', (_job, error) => resolve(error)));
     await l.run(jobData([call('lookup_order', { n: 1 }, 'toolu_a'), call('charge_card', { n: 1 }, 'toolu_b')]));
@@ -115,8 +96,8 @@ describe('OutcomeUnknownError', () => {
 
   it("with onAmbiguous 'report', the model gets an unknown-outcome result and the job goes on", async () => {
     const l = await lane();
-    const pay = countedTool('charge_card', { destructive: false }, () => new OutcomeUnknownError('no answer'));
-    const ok = countedTool('lookup_order', { destructive: false }, () => undefined);
+    const pay = flakyTool('charge_card', () => new OutcomeUnknownError('no answer'));
+    const ok = flakyTool('lookup_order', () => undefined);
     l.worker({ tools: [pay.tool, ok.tool], onAmbiguous: 'report' });
     const job = await l.run(jobData([call('charge_card', { n: 1 }), call('lookup_order', { n: 1 })]), RETRYING);
     expect(results(job).map((r) => r.outcome)).toEqual(['ambiguous', 'executed']);
@@ -149,7 +130,7 @@ describe('the log line of a failed call', () => {
     const l = await lane();
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    const t = countedTool('sync', { destructive: false }, () => new Error('upstream said 500'));
+    const t = flakyTool('sync', () => new Error('upstream said 500'));
     l.worker({ tools: [t.tool], logger });
     await l.run(jobData([call('sync', { n: 1 })]));
     const line = lines.find((x) => x.msg === 'tool call');

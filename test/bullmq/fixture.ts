@@ -9,7 +9,9 @@ import { Job, Queue, QueueEvents, Worker, type JobsOptions, type WorkerOptions }
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
+import { z } from 'zod';
 import {
+  defineTool,
   ReceiptStore,
   withToolReceipts,
   type DecisionEvent,
@@ -138,6 +140,34 @@ export function useLanes() {
       },
     };
   };
+}
+
+/**
+ * An opaque, non-destructive tool taking `{ n: number }` that counts its runs
+ * and throws what `fail` makes of the run number, or succeeds with
+ * `ok after <runs>` when it makes nothing. `flags` override the defaults
+ * (`destructive: undefined` leaves MCP's default, destructive).
+ */
+export function flakyTool(
+  name: string,
+  fail: (n: number) => Error | undefined,
+  flags: { effect?: 'opaque' | 'resumable'; destructive?: boolean; idempotent?: boolean } = {},
+) {
+  let runs = 0;
+  const tool = defineTool({
+    name,
+    input: z.object({ n: z.number() }),
+    effect: 'opaque',
+    destructive: false,
+    ...flags,
+    execute() {
+      runs++;
+      const error = fail(runs);
+      if (error) throw error;
+      return `ok after ${runs}`;
+    },
+  });
+  return { tool, runs: () => runs };
 }
 
 /** A call for a job's `calls` list. */

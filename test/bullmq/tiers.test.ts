@@ -12,29 +12,10 @@ import {
   TIER_SUFFIX,
   type ToolJobResult,
 } from '../../src/index.js';
-import { call, jobData, useLanes } from './fixture.js';
+import { call, flakyTool, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
 const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
-
-/** A tool that throws what `fail` returns for as long as it returns something. */
-function flakyTool(name: string, fail: (n: number) => Error | undefined, flags: { idempotent?: boolean } = {}) {
-  let runs = 0;
-  const tool = defineTool({
-    name,
-    input: z.object({ n: z.number() }),
-    effect: 'opaque',
-    destructive: false,
-    ...flags,
-    execute() {
-      runs++;
-      const error = fail(runs);
-      if (error) throw error;
-      return `ok after ${runs}`;
-    },
-  });
-  return { tool, runs: () => runs };
-}
 
 describe('failure tiers', () => {
   it('neverStarted: receipt failed, the job retries, and the retry executes attempt 2', async () => {
