@@ -8,7 +8,10 @@ import { ToolReceiptsError } from '../core/errors.js';
 export interface ToolContext {
   /** Aborted when this attempt loses its receipt lease, its BullMQ lock, or the worker shuts down. */
   readonly signal: AbortSignal;
-  /** The attempt number this execution holds on the receipt (1 for the first). */
+  /**
+   * The attempt number this execution holds on the receipt (1 for the first).
+   * A read-only tool has no receipt: it gets the BullMQ job's attempt.
+   */
   readonly attempt: number;
   readonly tenantId: string;
   readonly runId: string;
@@ -56,6 +59,12 @@ export interface ToolSpec<S extends z.ZodType> {
   readonly effect: EffectResumability;
   readonly destructive?: boolean;
   readonly idempotent?: boolean;
+  /**
+   * The tool only reads: running it again is harmless. It then runs without
+   * a receipt (no Redis round trip; never replayed, never ambiguous), unless
+   * the wrapper's `destructiveTools` names it. Default: the MCP annotation
+   * `readOnlyHint`, else false.
+   */
   readonly readOnly?: boolean;
   readonly annotations?: ToolAnnotations;
   /** Alternative argument names models use, per parameter: `{ baseUrl: ['url'] }`. */

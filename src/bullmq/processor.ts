@@ -121,6 +121,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     maxWaitMs: options.maxWaitMs ?? 2000,
     onAmbiguous: options.onAmbiguous ?? 'fail',
     owner: store.owner,
+    runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool),
     prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
     shape: resultShaper(options),
   };

@@ -44,6 +44,8 @@ export interface CallRuntime {
   readonly maxWaitMs: number;
   readonly onAmbiguous: 'fail' | 'report';
   readonly owner: string;
+  /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
+  runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */
   prepare(call: ToolCall, tool: AnyToolDefinition, signal: AbortSignal): Promise<PreparedCall>;
   /** Turns a tool's return value into what the model sees (and the receipt stores). */
@@ -111,7 +113,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     toolName: tool.name,
     argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
   };
-  if (tool.readOnly) return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision });
+  if (rt.runsWithoutReceipt(tool)) return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision });
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.signal);
   // One command: the claim script also reads the tool's breaker state in the run.

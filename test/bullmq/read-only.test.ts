@@ -8,7 +8,7 @@ const lane = useLanes();
 const results = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results;
 
 describe('read-only tools', () => {
-  it('run without a receipt or a Redis command, every time, and log the decision as direct', async () => {
+  it('run without a receipt, every time, and log the decision as direct', async () => {
     const l = await lane();
     let runs = 0;
     const flags = [{ readOnly: true }, { annotations: { readOnlyHint: true } }] as const;
@@ -18,19 +18,12 @@ describe('read-only tools', () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const { processor } = l.worker({ tools: [lookup!, search!], logger });
-    // Count the commands on the receipts connection while the jobs run.
-    const monitor = await l.redis.monitor();
-    const receiptCommands: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args.some((a) => typeof a === 'string' && a.includes(':rcpt:'))) receiptCommands.push(args.join(' '));
-    });
     const data = jobData([call('lookup_0', { q: 'a' }), call('lookup_1', { q: 'b' })]);
     const first = await l.run(data);
     const second = await l.run({ ...data, calls: [call('lookup_0', { q: 'a' })] });
-    monitor.disconnect();
     expect(results(first).map((r) => [r.outcome, r.content])).toEqual([['executed', 'a #1'], ['executed', 'b #2']]);
     expect(results(second)[0]).toMatchObject({ outcome: 'executed', content: 'a #3' }); // never replayed
-    expect(receiptCommands).toEqual([]);
+    expect(await l.redis.keys(`${l.prefix}:rcpt:*`)).toEqual([]);
     expect(await processor.store.listRun(data.tenantId, data.runId)).toEqual([]);
     const decisions = lines.filter((x) => x.msg === 'tool call');
     expect(decisions.map((d) => [d.tool, d.decision, d.outcome])).toEqual([
@@ -38,6 +31,15 @@ describe('read-only tools', () => {
       ['lookup_1', 'direct', 'executed'],
       ['lookup_0', 'direct', 'executed'],
     ]);
+  });
+  it('take a receipt after all when the deployment names them destructive', async () => {
+    const l = await lane();
+    const peek = defineTool({ name: 'git_show', input: z.object({}), effect: 'opaque', readOnly: true, execute: () => 'shown' });
+    l.worker({ tools: [peek], destructiveTools: ['git_*'] });
+    const data = jobData([call('git_show', {})]);
+    await l.run(data);
+    expect((await l.receipt(data.tenantId, data.runId)).status).toBe('completed');
+    expect(results(await l.run(data))[0]!.outcome).toBe('replayed');
   });
 });
 

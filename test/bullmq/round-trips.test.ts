@@ -98,4 +98,23 @@ describe('commands per call on the wrapper connection', () => {
     // The removed tool's call was refused without a claim, so it made no decision.
     expect(decisions).toEqual(['execute', 'execute', 'replay', 'replay']);
   });
+
+  it('read-only: no command at all, and the call runs again every time', async () => {
+    const l = await lane();
+    let runs = 0;
+    const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: ({ q }) => `${q} #${++runs}` });
+    const connection = l.redis.duplicate();
+    closers.push(async () => connection.disconnect());
+    const processor = withToolReceipts({ logger: silent, tools: [lookup], redis: connection, prefix: l.prefix });
+    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
+    worker.on('error', () => undefined);
+    closers.push(() => worker.close(true));
+    await connection.ping(); // connected before counting
+    const sent = record(connection);
+    const data = jobData([call('lookup', { q: 'a' })]);
+    for (const expected of ['a #1', 'a #2']) {
+      expect(((await l.run(data)).returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'executed', content: expected });
+    }
+    expect(sent.take()).toEqual([]);
+  });
 });
