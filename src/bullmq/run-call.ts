@@ -280,7 +280,7 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
     onFencedOut(markError);
     throw fencedOutFailure(x, 'fail', markError);
   }
-  x.log.warn({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool cannot tell whether its effect landed');
+  x.logDecision('execute', tool.effect === 'opaque' ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
   if (tool.effect === 'opaque') {
     return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log);
   }
@@ -317,8 +317,9 @@ async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: Fenc
     reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
   });
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
-  x.logDecision('execute', 'failed', attempt, { error: message, tier });
-  if (error instanceof ToolRefusedError) return block(call, 'rejected', { content: message, is_error: true });
+  const refused = error instanceof ToolRefusedError;
+  x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
+  if (refused) return block(call, 'rejected', { content: message, is_error: true });
   const content = failureContent(tool.name, message, tier);
   const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
   if (tier === 'destructive') throw unrecoverable(failure);
