@@ -1,0 +1,127 @@
+import { Job, type JobsOptions, type Queue, type QueueEvents } from 'bullmq';
+import { canonicalJson } from '../core/canonical-json.js';
+import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bullmq/job-data.js';
+import { parsePartialResultsLog } from '../bullmq/partial-results.js';
+import {
+  AmbiguousTurnError,
+  TurnAbortedError,
+  TurnConflictError,
+  TurnFailedError,
+  TurnInvalidDataError,
+  TurnTimeoutError,
+  type TurnJobRef,
+} from './errors.js';
+import { turnJobId, type TurnIdentity } from './job-id.js';
+import { waitForJobEnd } from './wait.js';
+
+/** One call as the client submits it: the `id`/`name`/`input` of an Anthropic `tool_use` block. */
+export interface ToolCallInput {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/** One turn's tool calls, as {@link ToolCallClient.submit} takes them. */
+export interface TurnSubmission extends TurnIdentity {
+  readonly sessionId?: string;
+  readonly calls: readonly ToolCallInput[];
+  /** Stop waiting after this long (the job keeps running). Default: the client's `timeoutMs`, else no limit. */
+  readonly timeoutMs?: number;
+  /** Stop waiting when this fires (the job keeps running). */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of {@link createToolCallClient}. */
+export interface ToolCallClientOptions {
+  /** The queue the `withToolReceipts` workers take jobs from. */
+  readonly queue: Queue;
+  /** A `QueueEvents` of the same queue (name and prefix); the client waits through it. */
+  readonly queueEvents: QueueEvents;
+  /** The BullMQ job name. Default `tool-calls`. */
+  readonly jobName?: string;
+  /** Options for every job (attempts, backoff, removal…); the job id is the client's. */
+  readonly jobOptions?: Omit<JobsOptions, 'jobId' | 'repeat' | 'parent'>;
+  /** Default wait limit of a submit, in ms. */
+  readonly timeoutMs?: number;
+}
+
+/** The agent's side of the queue: submit a turn's calls and wait for their results. */
+export interface ToolCallClient {
+  /**
+   * Enqueue the turn's calls as one job (or attach to the job of an earlier
+   * submit of the same turn) and wait for it. Resolves with one tool_result
+   * block per call, in call order. Rejects with a `TurnError`:
+   * `turn.ambiguous`, `turn.invalid_data`, `turn.failed`, `turn.conflict`,
+   * or, with the job left running, `turn.timeout` / `turn.aborted`. Bad input
+   * is refused before anything is enqueued (`job.invalid_data`,
+   * `turn.invalid_id`).
+   */
+  submit(turn: TurnSubmission): Promise<ToolResultBlock[]>;
+  /** The job id a turn is enqueued under. */
+  jobIdOf(turn: TurnIdentity): string;
+}
+
+/**
+ * Create the client that enqueues turns for `withToolReceipts` workers.
+ *
+ * The job id derives from (tenant, run, turn), so a retried agent step that
+ * submits the same turn again waits for the job already there instead of
+ * enqueuing a second one; its calls must be the same (else `turn.conflict`).
+ * The worker's receipts keep each effect at most once even if a job is added
+ * again after the first was removed.
+ */
+export function createToolCallClient(options: ToolCallClientOptions): ToolCallClient {
+  const { queue, queueEvents } = options;
+  const jobName = options.jobName ?? 'tool-calls';
+
+  const submit = async (turn: TurnSubmission): Promise<ToolResultBlock[]> => {
+    const ref: TurnJobRef = { jobId: turnJobId(turn), tenantId: turn.tenantId, runId: turn.runId, turnId: turn.turnId };
+    const data = parseToolJobData({ tenantId: turn.tenantId, runId: turn.runId, sessionId: turn.sessionId, calls: turn.calls });
+    if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
+    const timeoutMs = turn.timeoutMs ?? options.timeoutMs;
+    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, { timeoutMs, signal: turn.signal }, () =>
+      enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref),
+    );
+    switch (end.status) {
+      case 'completed':
+        return resultsOf(end.returnvalue, data, ref);
+      case 'failed':
+        throw await failureOf(queue, ref, end.failedReason);
+      case 'timeout':
+        throw new TurnTimeoutError(ref, timeoutMs ?? 0);
+      case 'aborted':
+        throw new TurnAbortedError(ref, end.reason, true);
+    }
+  };
+
+  return { submit, jobIdOf: turnJobId };
+}
+
+/** Add the job; BullMQ keeps an existing job with the same id, so check it carries the same calls. */
+async function enqueueOrAttach(queue: Queue, jobName: string, data: ToolJobData, opts: JobsOptions, ref: TurnJobRef): Promise<void> {
+  await queue.add(jobName, data, opts);
+  const job = await Job.fromId(queue, ref.jobId);
+  // Gone already: it finished and was removed on completion; its event tells the end.
+  if (job && canonicalJson(job.data) !== canonicalJson(JSON.parse(JSON.stringify(data)))) throw new TurnConflictError(ref);
+}
+
+function resultsOf(returnvalue: unknown, data: ToolJobData, ref: TurnJobRef): ToolResultBlock[] {
+  const results = (returnvalue as { results?: unknown } | null)?.results;
+  if (!Array.isArray(results) || results.length !== data.calls.length) {
+    throw new TurnFailedError(ref, `the job completed without one result per call (is the worker wrapped with withToolReceipts?)`);
+  }
+  return results as ToolResultBlock[];
+}
+
+const RECEIPT_IN_REASON = /Receipt: (\S+)\s*$/;
+
+async function failureOf(queue: Queue, ref: TurnJobRef, failedReason: string): Promise<Error> {
+  if (failedReason.startsWith('receipt.ambiguous:')) {
+    const { logs } = await queue.getJobLogs(ref.jobId);
+    const partial = logs.map(parsePartialResultsLog).find((p) => p !== undefined);
+    const named = partial?.ambiguous.receiptKey ?? RECEIPT_IN_REASON.exec(failedReason)?.[1];
+    return new AmbiguousTurnError(ref, named ? [named] : [], partial?.results ?? [], partial?.ambiguous.tool_use_id, failedReason);
+  }
+  if (failedReason.startsWith('job.invalid_data:')) return new TurnInvalidDataError(ref, failedReason);
+  return new TurnFailedError(ref, failedReason);
+}

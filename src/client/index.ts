@@ -1,0 +1,37 @@
+/**
+ * The agent's side: submit a turn's tool calls to `withToolReceipts` workers
+ * and wait for the results, with adapters for Anthropic Messages, OpenAI Chat
+ * Completions, OpenAI Responses and the Vercel AI SDK.
+ */
+export {
+  createToolCallClient,
+  type ToolCallClient,
+  type ToolCallClientOptions,
+  type ToolCallInput,
+  type TurnSubmission,
+} from './client.js';
+export { turnJobId, InvalidTurnIdError, type TurnIdentity } from './job-id.js';
+export {
+  TurnError,
+  TurnTimeoutError,
+  TurnAbortedError,
+  AmbiguousTurnError,
+  TurnInvalidDataError,
+  TurnFailedError,
+  TurnConflictError,
+  resumeHint,
+  type TurnJobRef,
+} from './errors.js';
+export {
+  submitTurnCalls,
+  callsToSubmit,
+  resultsInOrder,
+  InvalidAssistantMessageError,
+  ResultCountMismatchError,
+  type TurnCalls,
+  type TurnCallEntry,
+} from './turn.js';
+export * from './formats/anthropic.js';
+export * from './formats/openai-chat.js';
+export * from './formats/openai-responses.js';
+export * from './formats/ai-sdk.js';
