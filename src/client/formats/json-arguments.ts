@@ -13,12 +13,12 @@ export function callFromJsonArguments(id: string, name: unknown, text: unknown):
   if (text.trim() === '') return { kind: 'call', call: { id, name, input: {} } };
   try {
     return { kind: 'call', call: { id, name, input: JSON.parse(text) as unknown } };
-  } catch (error) {
+  } catch {
     const quoted = text.length > QUOTED_CHARS ? `${text.slice(0, QUOTED_CHARS)}…` : text;
     return rejectedCall(
       id,
       name,
-      `the arguments of tool call ${id} (${name}) are not valid JSON (${(error as Error).message}), so the tool was not run. ` +
+      `the arguments of tool call ${id} (${name}) are not valid JSON, so the tool was not run. ` +
         `Received: ${quoted}. Send the arguments again as one JSON object.`,
     );
   }

@@ -1,0 +1,42 @@
+/** Tools and helpers shared by the client tests. */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { createToolCallClient, type ToolCallClientOptions } from '../../src/client/index.js';
+import { defineTool } from '../../src/index.js';
+import type { Lane } from '../bullmq/fixture.js';
+
+/** A fixture of test/fixtures/formats, parsed. */
+export const formatFixture = (name: string): unknown =>
+  JSON.parse(readFileSync(new URL(`../fixtures/formats/${name}`, import.meta.url), 'utf8'));
+
+/** The two read-only tools the format fixtures call; `runs` counts executions per tool. */
+export function fixtureTools() {
+  const runs = { get_weather: 0, lookup_order: 0 };
+  const getWeather = defineTool({
+    name: 'get_weather',
+    description: 'The forecast for a city.',
+    input: z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']).default('celsius') }),
+    effect: 'opaque',
+    readOnly: true,
+    execute: ({ city, unit }) => {
+      runs.get_weather++;
+      return { city, forecast: 'sunny', high: unit === 'fahrenheit' ? 70 : 21, unit };
+    },
+  });
+  const lookupOrder = defineTool({
+    name: 'lookup_order',
+    description: 'The shipping state of an order.',
+    input: z.object({ order_id: z.string() }),
+    effect: 'opaque',
+    readOnly: true,
+    execute: ({ order_id }) => {
+      runs.lookup_order++;
+      return `Order ${order_id} shipped on 2026-11-28.`;
+    },
+  });
+  return { runs, tools: [getWeather, lookupOrder] };
+}
+
+/** A client on the lane's queue and queue events. */
+export const clientOn = (l: Lane, options: Partial<ToolCallClientOptions> = {}) =>
+  createToolCallClient({ queue: l.queue, queueEvents: l.events, ...options });
