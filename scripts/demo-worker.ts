@@ -1,6 +1,9 @@
 /**
  * One worker process of the demo fleet. Started (and SIGKILLed) by
- * scripts/demo.ts; reads its settings from the environment.
+ * scripts/demo.ts and examples/agent-loop.ts; reads its settings from the
+ * environment. With DEMO_FREEZE_ONCE_AT=<tool>:<part>, the first worker of
+ * the fleet to land that part of an effect tells its parent (`mid-call`) and
+ * freezes there, for the parent to SIGKILL.
  */
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -14,7 +17,19 @@ const queueName = process.env.DEMO_QUEUE ?? 'tool-calls';
 const leaseMs = Number(process.env.DEMO_LEASE_MS ?? 1500);
 
 const redis = new Redis(url, { maxRetriesPerRequest: null });
-const { sendEmail, createTicket } = outboxTools(redis, prefix, { effectMs: Number(process.env.DEMO_EFFECT_MS ?? 250) });
+const freezeAt = process.env.DEMO_FREEZE_ONCE_AT;
+const { sendEmail, createTicket } = outboxTools(redis, prefix, {
+  effectMs: Number(process.env.DEMO_EFFECT_MS ?? 250),
+  hooks: {
+    async afterEffect(tool, part, ctx) {
+      if (`${tool}:${part}` !== freezeAt) return;
+      // Once per fleet: the worker that takes the call over must not freeze too.
+      if ((await redis.set(`${prefix}:demo:froze`, process.pid, 'NX')) !== 'OK') return;
+      process.send?.({ type: 'mid-call', tool, part, callId: ctx.callId, attempt: ctx.attempt, pid: process.pid });
+      await new Promise(() => undefined);
+    },
+  },
+});
 const processor = withToolReceipts({
   redis,
   tools: [sendEmail, createTicket],

@@ -15,24 +15,13 @@ import { Redis } from 'ioredis';
 import { idempotencyKeyFor, ReceiptStore } from '../src/index.js';
 import { duplicateEffects, providerDeduped, readOutbox } from '../examples/outbox-tools.js';
 import { ambiguousReceiptLines, DEMO_LEGEND, progressLine } from './demo-report.js';
-import { findOnPath } from '../test/support/redis-process.js';
-import { startRedis, type RedisHandle } from '../test/support/redis.js';
+import { redisForScript } from './demo-redis.js';
 
 const WORKERS = 4;
 const JOBS = 300;
 const DEADLINE_MS = 50_000;
 const KILL_EVERY_MS = 700;
 const workerScript = fileURLToPath(new URL('./demo-worker.ts', import.meta.url));
-
-async function redisForDemo(): Promise<{ url: string; stop: () => Promise<void> }> {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: async () => undefined };
-  if (!findOnPath('redis-server')) {
-    console.error('No Redis: run `docker compose up -d` and then `REDIS_URL=redis://127.0.0.1:6379 npm run demo`.');
-    process.exit(2);
-  }
-  const handle: RedisHandle = await startRedis();
-  return { url: handle.url, stop: () => handle.stop() };
-}
 
 const everyWorker = new Set<ChildProcess>();
 
@@ -56,7 +45,7 @@ function callsFor(i: number) {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const redisServer = await redisForDemo();
+  const redisServer = await redisForScript('demo');
   const prefix = `demo${randomBytes(3).toString('hex')}`;
   const env = { ...process.env, REDIS_URL: redisServer.url, DEMO_PREFIX: prefix, DEMO_QUEUE: 'tool-calls', DEMO_LEASE_MS: '1500' };
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
