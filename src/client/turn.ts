@@ -35,6 +35,21 @@ export function rejectedCall(id: string, name: string, message: string): TurnCal
   return { kind: 'rejected', id, name, result: { type: 'tool_result', tool_use_id: id, content: message, is_error: true, outcome: 'rejected' } };
 }
 
+/** The id a call is answered by; without one, the message cannot be answered. */
+export function requireCallId(format: string, id: unknown): asserts id is string {
+  if (typeof id !== 'string' || id === '') throw new InvalidAssistantMessageError(format, 'a tool call has no id');
+}
+
+/**
+ * One tool call as read from a message: a call without an id cannot be
+ * answered (a typed error); one without a tool name is refused.
+ */
+export function toolCallEntry(format: string, id: unknown, name: unknown, input: unknown): TurnCallEntry {
+  requireCallId(format, id);
+  if (typeof name !== 'string' || name === '') return rejectedCall(id, '', `tool call ${id} names no tool; call one of the listed tools by name`);
+  return { kind: 'call', call: { id, name, input } };
+}
+
 /** A call's id and tool name, whichever way it was read. */
 export const entryIdentity = (entry: TurnCallEntry): { id: string; name: string } =>
   entry.kind === 'call' ? { id: entry.call.id, name: entry.call.name } : entry;

@@ -41,6 +41,14 @@ function gatedTool() {
   return { tool, open, running, runs: () => runs };
 }
 
+/** A fresh lane with a worker running the gated tool, and a client on it. */
+async function gatedLane() {
+  const l = await lane();
+  const slow = gatedTool();
+  l.worker({ tools: [slow.tool] });
+  return { l, slow, client: clientOn(l) };
+}
+
 const turn = (turnId: string, name = 'q3') => ({
   tenantId: 'acme',
   runId: 'run-1',
@@ -52,10 +60,7 @@ const jobsOf = async (l: Lane) => (await l.queue.getJobs(['active', 'waiting', '
 
 describe('one job per turn', () => {
   it('two concurrent submits of the same turn enqueue one job and both get its results', async () => {
-    const l = await lane();
-    const slow = gatedTool();
-    l.worker({ tools: [slow.tool] });
-    const client = clientOn(l);
+    const { l, slow, client } = await gatedLane();
     const first = client.submit(turn('t-1'));
     const second = client.submit(turn('t-1'));
     await slow.running;
@@ -72,10 +77,7 @@ describe('one job per turn', () => {
   });
 
   it('refuses the same turn with other calls, leaving the first job alone', async () => {
-    const l = await lane();
-    const slow = gatedTool();
-    l.worker({ tools: [slow.tool] });
-    const client = clientOn(l);
+    const { l, slow, client } = await gatedLane();
     const first = client.submit(turn('t-1', 'q3'));
     await slow.running;
     const conflict = await client.submit(turn('t-1', 'q4')).catch((e: unknown) => e);
@@ -116,10 +118,7 @@ describe('waits that end before the job', () => {
     expect(await l.queue.getJobState(client.jobIdOf(turn(turnId)))).toBe('active');
 
   it('a timeout is typed, leaves the job running, and a later submit of the turn picks it up', async () => {
-    const l = await lane();
-    const slow = gatedTool();
-    l.worker({ tools: [slow.tool] });
-    const client = clientOn(l);
+    const { l, slow, client } = await gatedLane();
     const error = await client.submit({ ...turn('t-1'), timeoutMs: 300 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TurnTimeoutError);
     expect(error).toMatchObject({ code: 'turn.timeout', timeoutMs: 300, jobId: client.jobIdOf(turn('t-1')) });
@@ -134,10 +133,7 @@ describe('waits that end before the job', () => {
   });
 
   it('an abort is typed, leaves the job running, and a later submit of the turn picks it up', async () => {
-    const l = await lane();
-    const slow = gatedTool();
-    l.worker({ tools: [slow.tool] });
-    const client = clientOn(l);
+    const { l, slow, client } = await gatedLane();
     const controller = new AbortController();
     const waiting = client.submit({ ...turn('t-1'), signal: controller.signal }).catch((e: unknown) => e);
     await slow.running;

@@ -10,7 +10,7 @@ import { toolJsonSchema } from '../../bullmq/define-tool.js';
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
 import { ToolReceiptsError } from '../../core/errors.js';
 import type { ToolCallClient } from '../client.js';
-import { InvalidAssistantMessageError, pairResults, rejectedCall, type TurnCallEntry, type TurnCalls } from '../turn.js';
+import { pairResults, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
 
 /** Any content part; only `tool-call` parts the provider did not run itself are read. */
 export interface AiSdkContentPart {
@@ -48,10 +48,7 @@ export function aiSdkToolCalls(message: { readonly content: string | readonly Ai
   for (const part of parts) {
     if (part.type !== 'tool-call') continue;
     const { toolCallId: id, toolName: name, input, providerExecuted } = part as Partial<AiSdkToolCallPart>;
-    if (providerExecuted) continue;
-    if (typeof id !== 'string' || id === '') throw new InvalidAssistantMessageError('AI SDK', 'a tool-call part has no toolCallId');
-    if (typeof name !== 'string' || name === '') entries.push(rejectedCall(id, '', `tool call ${id} names no tool; call one of the listed tools by name`));
-    else entries.push({ kind: 'call', call: { id, name, input } });
+    if (!providerExecuted) entries.push(toolCallEntry('AI SDK', id, name, input));
   }
   return { entries };
 }

@@ -5,7 +5,7 @@
  * structurally; the SDK is not needed at run time.
  */
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
-import { InvalidAssistantMessageError, pairResults, rejectedCall, type TurnCallEntry, type TurnCalls } from '../turn.js';
+import { pairResults, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
 
 /** Any content block; only `tool_use` ones are read. */
 export interface AnthropicContentBlock {
@@ -46,9 +46,7 @@ export function anthropicToolCalls(message: AnthropicAssistantMessage): TurnCall
   for (const block of message.content) {
     if (block.type !== 'tool_use') continue;
     const { id, name, input } = block as Partial<AnthropicToolUseBlock>;
-    if (typeof id !== 'string' || id === '') throw new InvalidAssistantMessageError('Anthropic', 'a tool_use block has no id');
-    if (typeof name !== 'string' || name === '') entries.push(rejectedCall(id, '', `tool_use ${id} names no tool; call one of the listed tools by name`));
-    else entries.push({ kind: 'call', call: { id, name, input } });
+    entries.push(toolCallEntry('Anthropic', id, name, input));
   }
   return { entries };
 }

@@ -5,7 +5,7 @@
  * Declared structurally; the SDK is not needed at run time.
  */
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
-import { InvalidAssistantMessageError, pairResults, rejectedCall, type TurnCalls } from '../turn.js';
+import { pairResults, rejectedCall, requireCallId, type TurnCalls } from '../turn.js';
 import { callFromJsonArguments } from './json-arguments.js';
 
 /** One entry of `tool_calls`; only `function` calls can be run. */
@@ -30,13 +30,12 @@ export interface OpenAIChatToolMessage {
 /** Read an assistant message's `tool_calls`, in order. Arguments that are not JSON become refused calls. */
 export function openAIChatToolCalls(message: OpenAIChatAssistantMessage): TurnCalls {
   const entries = (message.tool_calls ?? []).map((toolCall) => {
-    const { id } = toolCall;
-    if (typeof id !== 'string' || id === '') throw new InvalidAssistantMessageError('OpenAI Chat', 'a tool call has no id');
-    const fn = toolCall.function;
+    const { id, function: fn } = toolCall;
     if (toolCall.type !== 'function' || !fn) {
+      requireCallId('OpenAI Chat', id);
       return rejectedCall(id, '', `tool call ${id} is of type ${JSON.stringify(toolCall.type)}; only function tools are run here`);
     }
-    return callFromJsonArguments(id, fn.name, fn.arguments);
+    return callFromJsonArguments('OpenAI Chat', id, fn.name, fn.arguments);
   });
   return { entries };
 }

@@ -5,7 +5,7 @@
  * SDK is not needed at run time.
  */
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
-import { InvalidAssistantMessageError, pairResults, type TurnCalls } from '../turn.js';
+import { pairResults, type TurnCalls } from '../turn.js';
 import { callFromJsonArguments } from './json-arguments.js';
 
 /** Any output item; only `function_call` ones are read. */
@@ -40,8 +40,7 @@ export function openAIResponsesToolCalls(response: OpenAIResponsesResponse | rea
     .filter((item) => item.type === 'function_call')
     .map((item) => {
       const { call_id: callId, name, arguments: text } = item as Partial<OpenAIResponsesFunctionCall>;
-      if (typeof callId !== 'string' || callId === '') throw new InvalidAssistantMessageError('OpenAI Responses', 'a function_call has no call_id');
-      return callFromJsonArguments(callId, name, text);
+      return callFromJsonArguments('OpenAI Responses', callId, name, text);
     });
   return { entries };
 }
