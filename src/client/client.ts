@@ -113,13 +113,14 @@ function resultsOf(returnvalue: unknown, data: ToolJobData, ref: TurnJobRef): To
   return results as ToolResultBlock[];
 }
 
-const RECEIPT_IN_REASON = /Receipt: (\S+)\s*$/;
+/** A receipt's Redis key (`<prefix>:rcpt:{<tenant>|<run>}:<tool>:<hash>`; no part holds whitespace) inside a failedReason. */
+const RECEIPT_IN_REASON = /(\S+:rcpt:\{[^\s}]+\}:\S+:\S+)/;
 
 async function failureOf(queue: Queue, ref: TurnJobRef, failedReason: string): Promise<Error> {
   if (failedReason.startsWith('receipt.ambiguous:')) {
     const { logs } = await queue.getJobLogs(ref.jobId);
     const partial = logs.map(parsePartialResultsLog).find((p) => p !== undefined);
-    const named = partial?.ambiguous.receiptKey ?? RECEIPT_IN_REASON.exec(failedReason)?.[1];
+    const named = partial?.ambiguous.receiptKey ?? RECEIPT_IN_REASON.exec(failedReason)?.[1]?.replace(/[.,;)]+$/, '');
     return new AmbiguousTurnError(ref, named ? [named] : [], partial?.results ?? [], partial?.ambiguous.tool_use_id, failedReason);
   }
   if (failedReason.startsWith('job.invalid_data:')) return new TurnInvalidDataError(ref, failedReason);
