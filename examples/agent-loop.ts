@@ -24,8 +24,7 @@ import {
   type AnthropicContentBlock,
   type AnthropicToolResultMessage,
 } from '../src/client/index.js';
-import { ReceiptStore } from '../src/index.js';
-import { runReport } from '../src/cli/commands/run.js';
+import { buildResumeJournalNote, journalFromReceipts, ReceiptStore } from '../src/index.js';
 import { redisForScript } from '../scripts/demo-redis.js';
 import { duplicateEffects, providerDeduped, readOutbox } from './outbox-tools.js';
 
@@ -150,7 +149,7 @@ async function main(): Promise<void> {
   }
 
   const store = new ReceiptStore({ redis, prefix });
-  const { note } = runReport(TENANT, runId, await store.listRun(TENANT, runId));
+  const note = buildResumeJournalNote(journalFromReceipts(await store.listRun(TENANT, runId)));
   console.log('\nIf this agent were resumed now (say its process died), it would be given this note:\n');
   console.log(note ?? '(nothing to resume)');
   if (process.env.REDIS_URL) {

@@ -6,22 +6,12 @@
  */
 import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
-import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { AmbiguousTurnError, aiSdkTools, createToolCallClient } from '../../src/client/index.js';
-import { formatPartialResultsLog, type ToolResultBlock } from '../../src/index.js';
+import type { ToolResultBlock } from '../../src/index.js';
 import { duplicateEffects, outboxTools, providerDeduped, readOutbox } from '../../examples/outbox-tools.js';
 import type { WorkerMessage } from '../support/worker-process.js';
 import { decisionTrail, expectWaitsThen, RETRYING, useLanes } from '../bullmq/fixture.js';
-
-/**
- * Whether the processor on this branch writes the partial-results job-log
- * line when a job fails as ambiguous (the contract in
- * src/bullmq/partial-results.ts, written by the issue-10 processor). Until it
- * does, the completed siblings' results are checked through a line appended
- * the same way, and the processor's own line is not asserted.
- */
-const PROCESSOR_LOGS_PARTIAL_RESULTS = false;
 
 const STEP_TIMEOUT_MS = 30_000;
 const TURN_TIMEOUT_MS = 45_000;
@@ -66,19 +56,14 @@ describe('an ambiguous call reaches the caller typed', () => {
       content: expect.stringContaining('"title":"Printer on fire"') as unknown as string,
       outcome: expect.stringMatching(/^(executed|replayed)$/) as unknown as ToolResultBlock['outcome'],
     };
-    if (PROCESSOR_LOGS_PARTIAL_RESULTS) {
-      expect(ambiguous.results).toEqual([ticketResult]);
-      expect(ambiguous.ambiguousCallId).toBe('toolu_email');
-    } else {
-      // The job log line the processor writes, appended here in the same format; a later submit of the turn reads it.
-      const job = (await Job.fromId(l.queue, ambiguous.jobId))!;
-      const ticket = { type: 'tool_result', tool_use_id: 'toolu_ticket', content: '{"ticket":"T-1","title":"Printer on fire"}', outcome: 'executed' } as const;
-      await job.log(formatPartialResultsLog({ results: [ticket], ambiguous: { tool_use_id: 'toolu_email', tool: 'send_email', receiptKey: emailReceipt! } }));
-      const again = (await client.submit(turn).catch((e: unknown) => e)) as AmbiguousTurnError;
-      expect(again).toBeInstanceOf(AmbiguousTurnError);
-      expect(again.results).toEqual([ticket]);
-      expect(again).toMatchObject({ ambiguousCallId: 'toolu_email', receiptKeys: [emailReceipt] });
-    }
+    // The ticket's result, from the job-log line the processor wrote as the job failed.
+    expect(ambiguous.results).toEqual([ticketResult]);
+    expect(ambiguous.ambiguousCallId).toBe('toolu_email');
+
+    // Submitting the turn again attaches to the failed job and ends the same way.
+    const again = await client.submit(turn).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(AmbiguousTurnError);
+    expect(again).toMatchObject({ receiptKeys: [emailReceipt], results: [ticketResult], ambiguousCallId: 'toolu_email' });
     expect((await l.queue.getJobs(['failed', 'completed', 'active', 'waiting', 'delayed'])).length).toBe(1);
   });
 });
