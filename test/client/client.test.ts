@@ -3,6 +3,7 @@
  * it is submitted, waits that end without touching the job, and every other
  * end as a typed error.
  */
+import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -10,6 +11,7 @@ import {
   TurnAbortedError,
   TurnConflictError,
   TurnFailedError,
+  TurnInvalidDataError,
   TurnTimeoutError,
   type ToolCallClient,
 } from '../../src/client/index.js';
@@ -168,6 +170,20 @@ describe('other ends', () => {
     await expect(client.submit({ ...turn(''), calls: turn('x').calls })).rejects.toBeInstanceOf(InvalidTurnIdError);
     await expect(client.submit({ ...turn('t'), runId: '' })).rejects.toMatchObject({ code: 'turn.invalid_id', field: 'runId' });
     expect(await jobsOf(l)).toEqual([]);
+  });
+
+  it('data the worker refuses (a worker stricter than the client) is typed as invalid data', async () => {
+    const l = await lane();
+    const client = clientOn(l);
+    const waiting = client.submit(turn('t-1')).catch((e: unknown) => e);
+    const jobId = client.jobIdOf(turn('t-1'));
+    await expect.poll(() => l.queue.getJobState(jobId)).toBe('waiting');
+    // Stands in for a worker whose schema differs: the job's data changes under it before any worker runs.
+    await (await Job.fromId(l.queue, jobId))!.updateData({ tenantId: 'acme', runId: 'run-1', calls: [] });
+    l.worker({ tools: [gatedTool().tool] });
+    const error = await waiting;
+    expect(error).toBeInstanceOf(TurnInvalidDataError);
+    expect(error).toMatchObject({ code: 'turn.invalid_data', jobId, failedReason: expect.stringMatching(/^job\.invalid_data: /) });
   });
 
   it('a job that fails for good is typed with its failedReason', async () => {
