@@ -78,6 +78,18 @@ describe('one job per turn', () => {
     expect(await jobsOf(l)).toHaveLength(1);
   });
 
+  it('a turn whose job was removed on completion is enqueued anew, and its receipts replay the calls', async () => {
+    const l = await lane();
+    const slow = gatedTool();
+    slow.open();
+    l.worker({ tools: [slow.tool] });
+    const client = clientOn(l, { jobOptions: { removeOnComplete: true } });
+    expect((await client.submit(turn('t-1')))[0]).toMatchObject({ content: 'report q3 (run 1)', outcome: 'executed' });
+    await expect.poll(() => jobsOf(l)).toEqual([]);
+    expect((await client.submit(turn('t-1')))[0]).toMatchObject({ content: 'report q3 (run 1)', outcome: 'replayed' });
+    expect(slow.runs()).toBe(1);
+  });
+
   it('refuses the same turn with other calls, leaving the first job alone', async () => {
     const { l, slow, client } = await gatedLane();
     const first = client.submit(turn('t-1', 'q3'));
