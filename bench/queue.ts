@@ -176,9 +176,9 @@ function controlProcessorOn(store: ReceiptStore) {
     for (const call of calls) {
       const key = { tenantId, runId, toolName: call.name, argsHash: call.id };
       const claim = await store.claim(key, { effect: 'opaque' });
-      if (claim.decision.kind !== 'execute') throw new Error(`control pass: ${call.id} got ${claim.decision.kind}`);
+      if (claim.fence === undefined) throw new Error(`control pass: ${call.id} got ${claim.decision.kind}`);
       const content = JSON.stringify(await runTool(call));
-      await store.complete(key, claim.attempt ?? 1, { content });
+      await store.complete(key, claim.fence, { content });
       results.push({ type: 'tool_result' as const, tool_use_id: call.id, content, outcome: 'executed' as const });
     }
     return { results };

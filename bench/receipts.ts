@@ -55,8 +55,8 @@ async function main(): Promise<void> {
     const viaStore = (round: number) => async (i: number) => {
       const key = keyOf('store', round, i);
       const claim = await store.claim(key, { effect: 'opaque' });
-      if (claim.attempt === undefined) throw new Error(`unexpected ${claim.decision.kind}`);
-      await store.complete(key, claim.attempt, result);
+      if (claim.fence === undefined) throw new Error(`unexpected ${claim.decision.kind}`);
+      await store.complete(key, claim.fence, result);
     };
     const viaRaw = (round: number) => async (i: number) => {
       const key = keyOf('raw', round, i);
@@ -67,9 +67,9 @@ async function main(): Promise<void> {
       ];
       const rejections = breakerField(key.toolName, 'rejections');
       const claimed = (await redis.evalsha(claimSha, 3, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
-        key.tenantId, key.runId, key.toolName, key.argsHash, breakerField(key.toolName, 'removed'), rejections)) as unknown[];
+        key.tenantId, key.runId, key.toolName, key.argsHash, breakerField(key.toolName, 'removed'), rejections, `e${i}`)) as unknown[];
       if (claimed[0] !== 1) throw new Error('raw claim did not create');
-      await redis.evalsha(completeSha, 3, ...keys, 1, resultJson, RETENTION_MS, rejections);
+      await redis.evalsha(completeSha, 3, ...keys, 1, resultJson, RETENTION_MS, rejections, `e${i}`);
     };
 
     // Warm-up: JIT, connection, script cache.

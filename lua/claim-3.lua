@@ -3,7 +3,8 @@
   together with the tool's circuit-breaker state in the run.
 
   KEYS[1]  receipt hash   <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>
-  KEYS[2]  run index      <prefix>:run:{<tenant>|<run>}  (sorted set, score = created_ms)
+  KEYS[2]  run index      <prefix>:run:{<tenant>|<run>}  (sorted set, score = created_ms
+                          of the receipt's current lifetime)
   KEYS[3]  breaker hash   <prefix>:brk:{<tenant>|<run>}  (read only here)
 
   ARGV[1]  lease in milliseconds (positive integer)
@@ -13,21 +14,30 @@
   ARGV[5]  tenant    ARGV[6] run    ARGV[7] tool    ARGV[8] args hash  (stored as given)
   ARGV[9]  breaker field holding the tool's removal reason   (<encoded tool>:removed)
   ARGV[10] breaker field holding the tool's rejection streak (<encoded tool>:rejections)
+  ARGV[11] epoch for a new lifetime: a fresh random token the caller mints per
+           claim; stored only when this claim creates the receipt
 
   Returns an observation followed by the breaker state:
     { code, status, attempts, lease_expired (0|1), lease_remaining_ms,
       effect, result ('' when none), ambiguous_ms ('' when unset), now_ms, lease_until_ms,
-      removal, rejections }
+      epoch, removal, rejections }
+    epoch       the lifetime's epoch: with the attempt, the fence every later
+                write of this attempt carries (see includes/fenced.lua)
     removal     the tool's removal reason, '' when the tool is not removed
                 (a removal stored with an empty reason reads 'removed')
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
-           is now running, attempt 1, leased until now + ARGV[1] by the server
-           clock, and listed in KEYS[2].
+           is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
+           leased until now + ARGV[1] by the server clock, and listed in KEYS[2]
+           with score now (replacing the score of an earlier lifetime of the
+           same call, whose entry is the same member).
   code  0  it exists: the observation describes it (whatever the breaker
            says); nothing was written.
   code  2  tool removed: no receipt exists and the breaker has removed the
            tool for the run; nothing claimed, nothing written (status '').
+  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
+           receipt hash is malformed (see includes/observe-receipt.lua);
+           nothing written.
 
   Time comes only from TIME. A new receipt lives lease + retention, so it
   cannot expire while its lease is live.
@@ -39,7 +49,9 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+corrupt = corrupt or wrongType(KEYS[3], 'hash')
+if corrupt then return corrupt end
 local breaker = rcall('HMGET', KEYS[3], ARGV[9], ARGV[10])
 local removal = breaker[1] or ''
 if breaker[1] and removal == '' then removal = 'removed' end
@@ -64,8 +76,8 @@ local leaseUntil = now + lease
 rcall('HSET', KEYS[1],
   'tenant', ARGV[5], 'run', ARGV[6], 'tool', ARGV[7], 'args_hash', ARGV[8],
   'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', ARGV[3],
-  'effect', ARGV[4], 'created_ms', now, 'updated_ms', now)
+  'effect', ARGV[4], 'created_ms', now, 'updated_ms', now, 'epoch', ARGV[11])
 rcall('PEXPIRE', KEYS[1], ttl)
-rcall('ZADD', KEYS[2], 'NX', now, KEYS[1])
+rcall('ZADD', KEYS[2], now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)
-return { 1, 'running', 1, 0, lease, ARGV[4], '', '', now, leaseUntil, removal, rejections }
+return { 1, 'running', 1, 0, lease, ARGV[4], '', '', now, leaseUntil, ARGV[11], removal, rejections }

@@ -1,6 +1,6 @@
 --[[
-  complete: settle the receipt as completed, fenced on the caller's attempt,
-  and end the tool's rejection streak in the run.
+  complete: settle the receipt as completed, fenced on the caller's attempt
+  and epoch, and end the tool's rejection streak in the run.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
@@ -10,38 +10,46 @@
   ARGV[2]  result as JSON text ('' = no result value)
   ARGV[3]  retention in milliseconds
   ARGV[4]  breaker field holding the tool's rejection streak (<encoded tool>:rejections)
+  ARGV[5]  epoch of the caller's lifetime (from its claim)
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  completed: status completed, result stored, completed_ms = TIME,
            lease cleared; the receipt now expires retention ms from now. When
            the tool's rejection streak in KEYS[3] is above 0 it is set to 0;
            otherwise KEYS[3] is not written (so never created), and no other
            breaker field is touched (a removed tool stays removed). The
            breaker hash keeps its TTL.
-  code  0  fenced out: status is not running or attempts differ from ARGV[1]
-           (status '' when the receipt does not exist). Nothing was written.
+  code  2  completed late: as code 1, but a claim had already reported this
+           attempt ambiguous (ambiguous_ms set). The attempt knows its outcome,
+           so its settle stands; late_settle_ms = TIME and
+           late_settle_attempt = the attempt record that it came late, and
+           ambiguous_ms is kept, so an operator can see both.
+  code  0  fenced out: status is not running, or attempts or epoch differ
+           from ARGV[1] / ARGV[5] (status '' when the receipt does not exist).
+           Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "settle"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local corrupt = wrongType(KEYS[3], 'hash')
+if corrupt then return corrupt end
+local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+if refused then return refused end
 
-local ttl = tonumber(ARGV[3])
-rcall('HSET', KEYS[1], 'status', 'completed', 'completed_ms', now, 'updated_ms', now)
+local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[3]))
+rcall('HSET', KEYS[1], 'status', 'completed')
 if ARGV[2] == '' then
-  rcall('HDEL', KEYS[1], 'result', 'lease_until_ms')
+  rcall('HDEL', KEYS[1], 'result')
 else
   rcall('HSET', KEYS[1], 'result', ARGV[2])
-  rcall('HDEL', KEYS[1], 'lease_until_ms')
 end
-rcall('PEXPIRE', KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
 local streak = tonumber(rcall('HGET', KEYS[3], ARGV[4]))
 if streak ~= nil and streak > 0 then rcall('HSET', KEYS[3], ARGV[4], 0) end
 receipt.status, receipt.result, receipt.leaseUntil = 'completed', ARGV[2], 0
-return observation(1, receipt, now)
+return observation(code, receipt, now)

@@ -1,6 +1,7 @@
 --[[
-  fail: settle the receipt as failed, fenced on the caller's attempt. A failed
-  receipt may be claimed again: the next claim starts attempt + 1.
+  fail: settle the receipt as failed, fenced on the caller's attempt and
+  epoch. A failed receipt may be claimed again: the next claim starts
+  attempt + 1 of the same lifetime.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
@@ -9,32 +10,37 @@
   ARGV[2]  error text
   ARGV[3]  failure tier ('' = none)
   ARGV[4]  retention in milliseconds
+  ARGV[5]  epoch of the caller's lifetime (from its claim)
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  failed: status failed, error and tier stored, completed_ms = TIME,
-           lease cleared; the receipt now expires retention ms from now.
-  code  0  fenced out: status is not running or attempts differ from ARGV[1]
+           lease and result cleared; the receipt now expires retention ms
+           from now.
+  code  2  failed late: as code 1, but a claim had already reported this
+           attempt ambiguous; late_settle_ms and late_settle_attempt are
+           written and ambiguous_ms kept (as in complete-3.lua).
+  code  0  fenced out: status is not running, or attempts or epoch differ
            (status '' when the receipt does not exist). Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "settle"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+if refused then return refused end
 
-local ttl = tonumber(ARGV[4])
-rcall('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[2], 'completed_ms', now, 'updated_ms', now)
+local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]))
+rcall('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[2])
+rcall('HDEL', KEYS[1], 'result')
 if ARGV[3] == '' then
-  rcall('HDEL', KEYS[1], 'tier', 'lease_until_ms', 'result')
+  rcall('HDEL', KEYS[1], 'tier')
 else
   rcall('HSET', KEYS[1], 'tier', ARGV[3])
-  rcall('HDEL', KEYS[1], 'lease_until_ms', 'result')
 end
-rcall('PEXPIRE', KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-return observation(1, receipt, now)
+return observation(code, receipt, now)

@@ -7,18 +7,31 @@
 
   ARGV[1]  attempts the caller observed
   ARGV[2]  retention in milliseconds
+  ARGV[3]  epoch the caller observed
+  ARGV[4]  effect the caller's claim asks for: 'resumable' | 'opaque'
 
-  Acts only while status = running, attempts = ARGV[1] and the lease is
-  expired by TIME. ambiguous_ms is set from TIME with HSETNX, so it keeps the
-  first time; every call keeps the receipt (and the run index) at least
-  retention ms from now, so an ambiguous call that is still being retried is
-  not forgotten.
+  Acts only while status = running at attempts ARGV[1] of epoch ARGV[3], and
+  either the attempt is already flagged, or its lease is expired by TIME and
+  the effect is opaque (the receipt's recorded effect, or the caller's: see
+  effectIsOpaque in includes/fenced.lua). These are exactly the cases
+  core/decision.ts answers ambiguous. ambiguous_ms is set from TIME with
+  HSETNX, so it keeps the first time; every call keeps the receipt (and the
+  run index) at least retention ms from now, so an ambiguous call that is
+  still being retried is not forgotten.
 
-  Returns an observation (see claim-3.lua for its first ten fields), ambiguous_ms filled:
+  Once set, the flag sticks for the attempt: a later claim answers ambiguous
+  whatever effect it asks for and whatever the lease says (a late heartbeat
+  of the attempt extends the lease but not the verdict), and reclaim-2.lua
+  refuses to take the attempt over. Only a settle clears the state: the
+  attempt completing or failing late, or an operator's resolve.
+
+  Returns an observation (see includes/observe-receipt.lua), ambiguous_ms filled:
   code  1  flagged now
   code  2  already flagged earlier (ambiguous_ms unchanged)
-  code  0  the state moved on (settled, reclaimed, heartbeated, or gone:
-           status ''); the observation is the current state. Nothing written.
+  code  0  the state moved on (settled, reclaimed, heartbeated before any
+           flag, another lifetime, or gone: status ''); the observation is the
+           current state. Nothing written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -27,8 +40,11 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-if not holdsFence(receipt, ARGV[1]) or receipt.leaseUntil > now then
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+if corrupt then return corrupt end
+local expired = leaseState(receipt, now)
+local ambiguous = isFlagged(receipt) or (expired == 1 and effectIsOpaque(receipt, ARGV[4]))
+if not holdsFence(receipt, ARGV[1], ARGV[3]) or not ambiguous then
   return observation(0, receipt, now)
 end
 

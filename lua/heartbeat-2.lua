@@ -1,7 +1,7 @@
 --[[
-  heartbeat: extend the lease of the caller's attempt, fenced on that attempt.
-  Works on an expired lease too, as long as no other attempt took over: the
-  worker has shown it is alive.
+  heartbeat: extend the lease of the caller's attempt, fenced on that attempt
+  and its epoch. Works on an expired lease too, as long as no other attempt
+  took over: the worker has shown it is alive.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
@@ -9,12 +9,20 @@
   ARGV[1]  attempt of the caller
   ARGV[2]  new lease in milliseconds, counted from TIME
   ARGV[3]  retention in milliseconds
+  ARGV[4]  epoch of the caller's lifetime (from its claim)
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  extended: lease_until_ms = TIME + ARGV[2]; the receipt (and the
            run index) live at least lease + retention from now.
-  code  0  fenced out: status is not running or attempts differ from ARGV[1]
+  code  2  extended, but contested: a claim had already reported this attempt
+           ambiguous (ambiguous_ms set). The lease is extended as for code 1
+           and late_heartbeat_ms = TIME records that the attempt is alive
+           after the verdict. The verdict stands: the receipt stays ambiguous
+           (claims keep answering ambiguous, listings keep showing it) until
+           the attempt settles late or an operator resolves it.
+  code  0  fenced out: status is not running, or attempts or epoch differ
            (status '' when the receipt does not exist). Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -23,13 +31,18 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[4], now)
+if refused then return refused end
 
 local lease = tonumber(ARGV[2])
 local ttl = lease + tonumber(ARGV[3])
-local leaseUntil = now + lease
-rcall('HSET', KEYS[1], 'lease_until_ms', leaseUntil, 'updated_ms', now)
+local code = 1
+receipt.leaseUntil = now + lease
+rcall('HSET', KEYS[1], 'lease_until_ms', receipt.leaseUntil, 'updated_ms', now)
+if isFlagged(receipt) then
+  rcall('HSET', KEYS[1], 'late_heartbeat_ms', now)
+  code = 2
+end
 keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
-return { 1, 'running', receipt.attempts, 0, lease, receipt.effect, '', receipt.ambiguous, now, leaseUntil }
+return observation(code, receipt, now)

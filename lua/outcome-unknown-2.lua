@@ -12,13 +12,18 @@
   ARGV[1]  attempt of the caller
   ARGV[2]  error text, kept in `error` for the operator
   ARGV[3]  retention in milliseconds
+  ARGV[4]  epoch of the caller's lifetime (from its claim)
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  The flag set here sticks like one set by a claim (see flag-ambiguous-2.lua):
+  every later claim answers ambiguous until the receipt is settled.
+
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  done: lease_until_ms = TIME, `error` set; for an effect other than
            'resumable', ambiguous_ms = TIME unless already set. The receipt
            (and the run index) live at least retention ms from now.
-  code  0  fenced out: status is not running or attempts differ from ARGV[1]
+  code  0  fenced out: status is not running, or attempts or epoch differ
            (status '' when the receipt does not exist). Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -27,8 +32,8 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[4], now)
+if refused then return refused end
 
 rcall('HSET', KEYS[1], 'lease_until_ms', now, 'error', ARGV[2], 'updated_ms', now)
 receipt.leaseUntil = now

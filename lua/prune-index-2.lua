@@ -1,12 +1,26 @@
 --[[
-  prune-index: drop a run-index entry whose receipt has expired, atomically
-  with the existence check so a receipt created meanwhile keeps its entry.
+  prune-index: keep one run-index entry true to what the index promises
+  (every live receipt of the run, scored by created_ms of its current
+  lifetime), atomically with the read of the receipt, so a receipt created
+  meanwhile keeps its entry.
 
   KEYS[1]  run index (sorted set)
   KEYS[2]  receipt hash the entry names
 
-  Returns 1 when the entry was removed, 0 when the receipt exists (kept) or
-  the entry was already gone.
+  Returns 1 when the entry was removed (the receipt has expired), 2 when it
+  was re-scored to the receipt's created_ms (an entry left by an earlier
+  lifetime, or by a version that kept the first score), 0 when it was right
+  or already gone. A receipt key that is not a readable hash is left alone.
+  error 'TRC_CORRUPT <key>: <why>' when KEYS[1] is not a sorted set.
 ]]
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-return redis.call('ZREM', KEYS[1], KEYS[2])
+--- @include "observe-receipt"
+
+local corrupt = wrongType(KEYS[1], 'zset')
+if corrupt then return corrupt end
+if redis.call('EXISTS', KEYS[2]) == 0 then return redis.call('ZREM', KEYS[1], KEYS[2]) end
+if wrongType(KEYS[2], 'hash') then return 0 end
+local created = tonumber(redis.call('HGET', KEYS[2], 'created_ms'))
+local score = redis.call('ZSCORE', KEYS[1], KEYS[2])
+if created == nil or score == false or tonumber(score) == created then return 0 end
+redis.call('ZADD', KEYS[1], created, KEYS[2])
+return 2

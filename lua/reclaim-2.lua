@@ -10,17 +10,27 @@
   ARGV[3]  lease in milliseconds
   ARGV[4]  retention in milliseconds
   ARGV[5]  owner of the new attempt
+  ARGV[6]  observed epoch
+  ARGV[7]  effect the caller's claim asks for: 'resumable' | 'opaque'
 
-  Wins only when the receipt still has the observed status and attempts and,
-  for 'running', its lease is expired by TIME and its stored effect is not
-  'opaque' (an opaque effect is never taken over, whoever asks).
+  Wins only when the receipt still has the observed status, attempts and
+  epoch and either it failed, or it is running with a lease expired by TIME,
+  no claim has flagged the attempt ambiguous, and the effect is resumable
+  both as recorded and as the caller asks (effectIsOpaque in
+  includes/fenced.lua). These are exactly the cases core/decision.ts answers
+  execute for an existing receipt: an opaque effect is never taken over,
+  whoever asks, and neither is an attempt anyone was told is ambiguous.
 
-  Returns an observation (see claim-3.lua for its first ten fields):
-  code  1  reclaimed: running, attempts + 1, new lease; error, tier,
-           completed_ms and ambiguous_ms of the previous attempt are cleared,
-           step:* fields are kept for the new attempt to resume from.
+  Returns an observation (see includes/observe-receipt.lua):
+  code  1  reclaimed: running, attempts + 1 in the same lifetime (the epoch
+           is kept), new lease; error, tier, completed_ms, ambiguous_ms and
+           resolved_ms of the previous attempt are cleared (late_settle_ms
+           and late_settle_attempt are kept as history), step:* fields are
+           kept for the new attempt to resume from; the run index entry is
+           scored by created_ms.
   code  0  not reclaimed: the observation is the current state
            (status '' when the receipt no longer exists). Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -29,20 +39,23 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt = readReceipt(KEYS[1])
-local wins = stillAt(receipt, ARGV[1], ARGV[2]) and (receipt.status == 'failed' or
-  (receipt.status == 'running' and receipt.leaseUntil <= now and receipt.effect ~= 'opaque'))
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+if corrupt then return corrupt end
+local expired = leaseState(receipt, now)
+local wins = stillAt(receipt, ARGV[1], ARGV[2], ARGV[6]) and (receipt.status == 'failed' or
+  (expired == 1 and not isFlagged(receipt) and not effectIsOpaque(receipt, ARGV[7])))
 if not wins then
   return observation(0, receipt, now)
 end
 
 local lease = tonumber(ARGV[3])
 local ttl = lease + tonumber(ARGV[4])
-local leaseUntil = now + lease
-local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
-rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', leaseUntil, 'owner', ARGV[5], 'updated_ms', now)
-rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms')
+receipt.leaseUntil = now + lease
+receipt.attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
+receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
+rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now)
+rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 keepAtLeast(KEYS[1], ttl)
-rcall('ZADD', KEYS[2], 'NX', tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
+rcall('ZADD', KEYS[2], tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)
-return { 1, 'running', attempts, 0, lease, receipt.effect, '', '', now, leaseUntil }
+return observation(1, receipt, now)

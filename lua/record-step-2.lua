@@ -1,6 +1,7 @@
 --[[
   record-step: store the outcome of one resumable sub-step, fenced on the
-  caller's attempt. A later attempt that reclaims the receipt reads it back.
+  caller's attempt and epoch. A later attempt that reclaims the receipt reads
+  it back.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
@@ -9,13 +10,16 @@
   ARGV[2]  field name: 'step:' .. step name
   ARGV[3]  value as JSON text
   ARGV[4]  retention in milliseconds
+  ARGV[5]  epoch of the caller's lifetime (from its claim)
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  recorded: field ARGV[2] = ARGV[3]; the TTL is kept at least
            (lease remaining + retention), which it already is unless the
-           retention setting grew.
-  code  0  fenced out: status is not running or attempts differ from ARGV[1]
+           retention setting grew. A step recorded after a claim reported the
+           attempt ambiguous is recorded too (the receipt stays ambiguous).
+  code  0  fenced out: status is not running, or attempts or epoch differ
            (status '' when the receipt does not exist). Nothing was written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -24,8 +28,8 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+if refused then return refused end
 
 local _, remaining = leaseState(receipt, now)
 rcall('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated_ms', now)

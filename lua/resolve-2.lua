@@ -1,6 +1,6 @@
 --[[
   resolve: an operator settles an ambiguous receipt, fenced on the attempts
-  the operator saw.
+  (and, when given, the epoch) the operator saw.
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
@@ -10,18 +10,27 @@
   ARGV[3]  for completed: result as JSON text ('' = no result value);
            for failed: error text
   ARGV[4]  retention in milliseconds
+  ARGV[5]  epoch the operator saw, '' to fence on the attempts alone. With
+           it, a verdict about one lifetime can never settle a later lifetime
+           of the same call that happens to be ambiguous at the same attempt.
 
-  A receipt is ambiguous when it is running, its lease is expired by TIME,
-  and its effect is opaque or a claim flagged it (ambiguous_ms set).
+  A receipt is ambiguous when it is running and either a claim flagged the
+  attempt (ambiguous_ms set; the flag sticks) or its lease is expired by TIME
+  and its recorded effect is opaque. It can be resolved only once its lease
+  is expired: a flagged attempt whose lease is live again has heartbeated
+  after the verdict, so it is alive and may still settle late; resolving it
+  then could contradict what it is doing (contested).
 
-  Returns an observation (see claim-3.lua for its first ten fields):
+  Returns an observation (see includes/observe-receipt.lua):
   code  1  resolved: status = ARGV[2], completed_ms = resolved_ms = TIME,
            lease cleared, expires retention ms from now. 'failed' lets the
-           next claim run the call again as attempt + 1.
-  code  0  fenced out: not running, or attempts differ from ARGV[1]
+           next claim run the call again as attempt + 1. ambiguous_ms is kept.
+  code  0  fenced out: not running, or attempts (or the given epoch) differ
            (status '' when the receipt does not exist). Nothing written.
-  code  3  not ambiguous: running at the seen attempts, but the lease is live,
-           or the effect is resumable and nobody flagged it. Nothing written.
+  code  3  not ambiguous: running at the seen attempts, but the lease is live
+           (contested when ambiguous_ms is set), or the effect is resumable
+           and nobody flagged it. Nothing written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -30,25 +39,29 @@
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, fencedOut = readFenced(KEYS[1], ARGV[1], now)
-if fencedOut then return fencedOut end
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+if corrupt then return corrupt end
+local epoch = ARGV[5]
+if epoch == '' then epoch = receipt.epoch end
+if not holdsFence(receipt, ARGV[1], epoch) then return observation(0, receipt, now) end
 local expired = leaseState(receipt, now)
-if expired == 0 or (receipt.effect ~= 'opaque' and receipt.ambiguous == '') then
+if expired == 0 or (receipt.effect == 'resumable' and not isFlagged(receipt)) then
   return observation(3, receipt, now)
 end
 
 local ttl = tonumber(ARGV[4])
 rcall('HSET', KEYS[1], 'status', ARGV[2], 'completed_ms', now, 'resolved_ms', now, 'updated_ms', now)
 rcall('HDEL', KEYS[1], 'lease_until_ms')
-local result = ''
+receipt.result = ''
 if ARGV[2] == 'completed' then
   if ARGV[3] ~= '' then
     rcall('HSET', KEYS[1], 'result', ARGV[3])
-    result = ARGV[3]
+    receipt.result = ARGV[3]
   end
 else
   rcall('HSET', KEYS[1], 'error', ARGV[3])
 end
 rcall('PEXPIRE', KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
-return { 1, ARGV[2], receipt.attempts, 0, 0, receipt.effect, result, receipt.ambiguous, now, 0 }
+receipt.status, receipt.leaseUntil = ARGV[2], 0
+return observation(1, receipt, now)

@@ -1,28 +1,47 @@
 --[[
-  fenced: defines stillAt(receipt, status, attempts),
-  holdsFence(receipt, attempt) and readFenced(key, attempt, now): the compare
-  of every compare-and-set on a receipt table read by readReceipt (from
-  observe-receipt), and the fenced read most transitions open with.
+  fenced: defines effectIsOpaque(receipt, requested), stillAt(receipt,
+  status, attempts, epoch), holdsFence(receipt, attempt, epoch) and
+  openFenced(receiptKey, indexKey, attempt, epoch, now): the compares of every
+  compare-and-set on a receipt table read by readReceipt (from
+  observe-receipt), and the guarded, fenced read most transitions open with.
 
-  stillAt     true when the receipt has exactly `status` and `attempts`
-              (an ARGV value, compared as a number).
-  holdsFence  true when the receipt is running at exactly `attempt`: the
-              caller's attempt still owns it. A missing receipt never does.
-  readFenced  readReceipt(key), plus the code-0 observation to return when
-              the caller's `attempt` does not hold the fence (else nil).
+  The fence of an attempt is its number AND the epoch of the receipt's
+  lifetime. A receipt that expires and is claimed again starts a new
+  lifetime, again at attempt 1, under a new epoch; an attempt of the old
+  lifetime (a worker stalled through the whole retention) holds the old
+  epoch, so it can never write to the new one.
+
+  effectIsOpaque  the effect a decision is made with, as core/decision.ts's
+              effectForClaim: opaque when the receipt's recorded effect is
+              not 'resumable' (opaque, or unreadable) or the claim asks for
+              'opaque'.
+  stillAt     true when the receipt has exactly `status`, `attempts` (an
+              ARGV value, compared as a number) and `epoch`.
+  holdsFence  true when the receipt is running at exactly `attempt` of
+              lifetime `epoch`: the caller's attempt still owns it. A missing
+              receipt never does.
+  openFenced  openReceipt(receiptKey, indexKey); returns the receipt,
+              then the reply to return instead: the corrupt-receipt error, or
+              the code-0 observation when the caller's attempt does not hold
+              the fence (nil when it does).
 ]]
 --- @include "observe-receipt"
 
-local function stillAt(receipt, status, attempts)
-  return receipt.status == status and receipt.attempts == tonumber(attempts)
+local function effectIsOpaque(receipt, requested)
+  return receipt.effect ~= 'resumable' or requested == 'opaque'
 end
 
-local function holdsFence(receipt, attempt)
-  return stillAt(receipt, 'running', attempt)
+local function stillAt(receipt, status, attempts, epoch)
+  return receipt.status == status and receipt.attempts == tonumber(attempts) and receipt.epoch == epoch
 end
 
-local function readFenced(key, attempt, now)
-  local receipt = readReceipt(key)
-  if holdsFence(receipt, attempt) then return receipt, nil end
+local function holdsFence(receipt, attempt, epoch)
+  return stillAt(receipt, 'running', attempt, epoch)
+end
+
+local function openFenced(receiptKey, indexKey, attempt, epoch, now)
+  local receipt, corrupt = openReceipt(receiptKey, indexKey)
+  if corrupt then return nil, corrupt end
+  if holdsFence(receipt, attempt, epoch) then return receipt, nil end
   return receipt, observation(0, receipt, now)
 end

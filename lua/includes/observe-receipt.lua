@@ -1,8 +1,24 @@
 --[[
-  observe-receipt: defines readReceipt(key), leaseState(receipt, now) and
-  observation(code, receipt, now), the reading and the reply every receipt
-  script shares. They touch only the key they are given, which the calling
-  script takes from its KEYS.
+  observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
+  openReceipt(receiptKey, indexKey), readReceipt(key), leaseState(receipt,
+  now), isFlagged(receipt) and observation(code, receipt, now): the reading
+  and the reply every receipt script shares. They touch only the keys they
+  are given, which the calling script takes from its KEYS.
+
+  corruptReply(key, why)  the error reply 'TRC_CORRUPT <key>: <why>' a script
+    returns for a key it must not touch; the store turns it into a typed
+    CorruptReceiptError.
+
+  wrongType(key, expected)  corruptReply when `key` exists with a Redis type
+    other than `expected` ('hash', 'zset'), else nil (a missing key is fine).
+
+  openReceipt(receiptKey, indexKey)  the guard every receipt transition opens
+    with, before it writes anything: returns readReceipt(receiptKey), or nil
+    and the corrupt reply when receiptKey is not a hash, indexKey not a
+    sorted set, or the receipt hash exists with a status other than running,
+    completed or failed (a missing status included) or with attempts that
+    are not a whole number >= 1. So a corrupt receipt is never taken for an
+    absent one, and nothing is written.
 
   readReceipt(key)  HMGET of the observed fields of receipt hash `key`, as
     { status      'running' | 'completed' | 'failed'; '' when no receipt
@@ -10,18 +26,26 @@
       leaseUntil  lease_until_ms as a number, 0 when absent
       effect      '' when absent
       result      stored result text, '' when absent
-      ambiguous   ambiguous_ms as stored, '' when unset }
+      ambiguous   ambiguous_ms as stored, '' when unset
+      epoch       the lifetime's epoch, minted by the claim that created it
+                  ('' when absent: a receipt written before epochs existed) }
 
   leaseState(receipt, now)  expired (0|1), remaining_ms of the lease of a
     running receipt on the server clock `now`; 0, 0 when not running.
 
+  isFlagged(receipt)  true when a claim has reported the current attempt
+    ambiguous (ambiguous_ms set while running). The verdict sticks: no
+    heartbeat or claim clears it, only a settle (an operator's resolve, or
+    the attempt itself completing or failing late).
+
   observation(code, receipt, now)  the reply
     { code, status, attempts, lease_expired (0|1), lease_remaining_ms,
-      effect, result ('' unless completed), ambiguous_ms, now_ms, lease_until_ms }
+      effect, result ('' unless completed), ambiguous_ms, now_ms, lease_until_ms,
+      epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
 local function readReceipt(key)
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms')
+  local f = redis.call('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch')
   return {
     status = f[1] or '',
     attempts = tonumber(f[2]) or 0,
@@ -29,7 +53,34 @@ local function readReceipt(key)
     effect = f[4] or '',
     result = f[5] or '',
     ambiguous = f[6] or '',
+    epoch = f[7] or '',
   }
+end
+
+local function corruptReply(key, why)
+  return redis.error_reply('TRC_CORRUPT ' .. key .. ': ' .. why)
+end
+
+local function wrongType(key, expected)
+  local actual = redis.call('TYPE', key)['ok']
+  if actual == 'none' or actual == expected then return nil end
+  return corruptReply(key, 'is a ' .. actual .. ', not a ' .. expected)
+end
+
+local function openReceipt(receiptKey, indexKey)
+  local bad = wrongType(receiptKey, 'hash') or wrongType(indexKey, 'zset')
+  if bad then return nil, bad end
+  local receipt = readReceipt(receiptKey)
+  if receipt.status == '' then
+    if redis.call('EXISTS', receiptKey) == 1 then
+      return nil, corruptReply(receiptKey, 'the hash has no status field')
+    end
+  elseif receipt.status ~= 'running' and receipt.status ~= 'completed' and receipt.status ~= 'failed' then
+    return nil, corruptReply(receiptKey, 'status is not running, completed or failed')
+  elseif receipt.attempts < 1 or receipt.attempts % 1 ~= 0 then
+    return nil, corruptReply(receiptKey, 'attempts is not a whole number >= 1')
+  end
+  return receipt, nil
 end
 
 local function leaseState(receipt, now)
@@ -38,10 +89,14 @@ local function leaseState(receipt, now)
   return 0, receipt.leaseUntil - now
 end
 
+local function isFlagged(receipt)
+  return receipt.status == 'running' and receipt.ambiguous ~= ''
+end
+
 local function observation(code, receipt, now)
   local expired, remaining = leaseState(receipt, now)
   local result = ''
   if receipt.status == 'completed' then result = receipt.result end
   return { code, receipt.status, receipt.attempts, expired, remaining,
-    receipt.effect, result, receipt.ambiguous, now, receipt.leaseUntil }
+    receipt.effect, result, receipt.ambiguous, now, receipt.leaseUntil, receipt.epoch }
 end

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
-import { FencedOutError } from '../redis/errors.js';
+import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import type { ToolContext } from './define-tool.js';
 
@@ -12,8 +12,12 @@ export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
 /** Everything needed to build the `ctx` of one execution. */
 export interface CallContextInput
   extends Pick<ToolContext, 'signal' | 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
-  /** Where steps are recorded; `null` for a read-only call, which has no receipt (its steps just run). */
-  readonly store: ReceiptStore | null;
+  /**
+   * Where steps are recorded, and the fence of this execution's attempt that
+   * every step write carries; `null` for a read-only call, which has no
+   * receipt (its steps just run).
+   */
+  readonly receipt: { readonly store: ReceiptStore; readonly fence: AttemptFence } | null;
   readonly key: ToolCallReceiptKey;
   /** Steps recorded by earlier attempts (empty on attempt 1). */
   readonly recordedSteps: Record<string, unknown>;
@@ -45,9 +49,9 @@ export function createToolContext(input: CallContextInput): ToolContext {
       if (recorded.has(name)) return recorded.get(name) as T;
       input.signal.throwIfAborted();
       const value = await fn();
-      if (input.store === null) return value;
+      if (input.receipt === null) return value;
       try {
-        await input.store.recordStep(input.key, input.attempt, name, value);
+        await input.receipt.store.recordStep(input.key, input.receipt.fence, name, value);
       } catch (error) {
         if (error instanceof FencedOutError) input.onFencedOut(error);
         throw error;

@@ -35,7 +35,7 @@ export interface FailureLog {
 export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
   const { scope, call, tool } = d;
   const ctx = createToolContext({
-    store: null, key: d.key, attempt: scope.job.attemptsMade + 1, signal: scope.signal,
+    receipt: null, key: d.key, attempt: scope.job.attemptsMade + 1, signal: scope.signal,
     tenantId: scope.data.tenantId, runId: scope.data.runId, sessionId: scope.data.sessionId,
     callId: call.id, job: scope.job, logger: d.log, recordedSteps: {}, onFencedOut: () => undefined,
   });

@@ -43,12 +43,29 @@ export interface SettledEvent extends ToolCallEventBase {
   readonly outcome: ToolCallOutcome;
 }
 
+/**
+ * Emitted when an attempt settled its receipt (completed or failed) after a
+ * claim had already reported it ambiguous: a worker that stalled (SIGSTOP, a
+ * paused VM) woke and finished. The settle stands and the receipt records it
+ * (`late_settle_ms`, `late_settle_attempt`); whoever was told "ambiguous"
+ * meanwhile may want to know the outcome after all.
+ */
+export interface LateSettleEvent extends ToolCallEventBase {
+  readonly attempt: number;
+  readonly outcome: 'executed' | 'failed';
+  /** When a claim first reported the attempt ambiguous (server clock). */
+  readonly ambiguousMs: number;
+  /** When the attempt settled (server clock). */
+  readonly settledMs: number;
+}
+
 /** Event names and payloads of {@link ToolReceiptsEvents}. */
 export interface ToolReceiptsEventMap {
   decision: [DecisionEvent];
   ambiguous: [AmbiguousEvent];
   fencedOut: [FencedOutEvent];
   settled: [SettledEvent];
+  lateSettle: [LateSettleEvent];
 }
 
 /** A typed event emitter for the wrapper's lifecycle. Listener errors are the listener's problem. */

@@ -29,6 +29,7 @@ export {
   type AmbiguousEvent,
   type FencedOutEvent,
   type SettledEvent,
+  type LateSettleEvent,
 } from './events.js';
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';

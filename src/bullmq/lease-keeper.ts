@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { FencedOutError } from '../redis/errors.js';
+import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 
 /**
@@ -9,15 +9,19 @@ import type { ReceiptStore } from '../redis/receipt-store.js';
  * another attempt owns the receipt, it calls `onFencedOut` once and stops.
  * Other errors (Redis briefly unreachable) are logged and retried on the next
  * tick; if the lease lapses meanwhile, the next heartbeat learns the outcome.
+ * A heartbeat that finds the attempt already reported ambiguous (contested)
+ * still extends the lease, and is logged once as a warning: the attempt goes
+ * on, and its settle will be recorded as late.
  */
 export class LeaseKeeper {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private contestedLogged = false;
 
   constructor(
     private readonly store: ReceiptStore,
     private readonly key: ToolCallReceiptKey,
-    private readonly attempt: number,
+    private readonly fence: AttemptFence,
     private readonly leaseMs: number,
     private readonly logger: Logger,
     private readonly onFencedOut: (error: FencedOutError) => void,
@@ -38,7 +42,14 @@ export class LeaseKeeper {
 
   private async beat(): Promise<void> {
     try {
-      await this.store.heartbeat(this.key, this.attempt, this.leaseMs);
+      const beat = await this.store.heartbeat(this.key, this.fence, this.leaseMs);
+      if (beat.contested && !this.contestedLogged && !this.stopped) {
+        this.contestedLogged = true;
+        this.logger.warn(
+          { attempt: this.fence.attempt },
+          'a claim already reported this attempt ambiguous; it goes on, and its settle will be recorded as late',
+        );
+      }
     } catch (error) {
       if (this.stopped) return;
       if (error instanceof FencedOutError) {
@@ -46,7 +57,7 @@ export class LeaseKeeper {
         this.onFencedOut(error);
         return;
       }
-      this.logger.warn({ err: error, attempt: this.attempt }, 'receipt heartbeat failed; will retry');
+      this.logger.warn({ err: error, attempt: this.fence.attempt }, 'receipt heartbeat failed; will retry');
     }
   }
 }

@@ -4,8 +4,8 @@ import type { ReceiptDecision } from '../core/decision.js';
 import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
 import { failureFactsOf, failureTier, NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
-import { FencedOutError } from '../redis/errors.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
+import type { ReceiptStore, SettleResult } from '../redis/receipt-store.js';
 import { createToolContext } from './call-context.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
@@ -142,8 +142,11 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     }
     case 'ambiguous':
       return ambiguousOutcome(rt, call, base, decision.reason, log);
-    case 'execute':
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, attempt: decision.attempt, base, log, logDecision });
+    case 'execute': {
+      // An execute decision without a removal always comes with the fence of the attempt the claim started.
+      if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision });
+    }
   }
 }
 
@@ -155,6 +158,8 @@ interface Execution {
   readonly tool: AnyToolDefinition;
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
+  /** The attempt's fence, carried by every write; `attempt` is its number, for logs and events. */
+  readonly fence: AttemptFence;
   readonly attempt: number;
   readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
   readonly log: Logger;
@@ -162,7 +167,7 @@ interface Execution {
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
-  const { rt, scope, call, tool, key, attempt, log } = x;
+  const { rt, scope, call, tool, key, attempt, fence, log } = x;
   const { tenantId, runId } = scope.data;
 
   // Aborted by the job's signal or by the first fence rejection, which wins: nothing is settled after it.
@@ -179,10 +184,10 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   const signal = aborter.signal;
   const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
   const ctx = createToolContext({
-    store: rt.store, key, attempt, signal, tenantId, runId, sessionId: scope.data.sessionId,
+    receipt: { store: rt.store, fence }, attempt, key, signal, tenantId, runId, sessionId: scope.data.sessionId,
     callId: call.id, job: scope.job, logger: log, recordedSteps, onFencedOut: onFencedOut('step'),
   });
-  const keeper = new LeaseKeeper(rt.store, key, attempt, rt.leaseMs, log, onFencedOut('heartbeat')).start();
+  const keeper = new LeaseKeeper(rt.store, key, fence, rt.leaseMs, log, onFencedOut('heartbeat')).start();
 
   let value: unknown;
   try {
@@ -208,17 +213,33 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   if (fencedDuring) throw fencedOutFailure(x, fencedDuring);
 
   const result = await rt.shape(value, call, tool, scope.data);
+  let settled: SettleResult;
   try {
     // Also ends the tool's rejection streak in the run, in the same script.
-    await rt.store.complete(key, attempt, result);
+    settled = await rt.store.complete(key, fence, result);
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
     onFencedOut('complete')(error);
     throw fencedOutFailure(x, 'complete', error);
   }
+  reportLateSettle(x, settled, 'executed');
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);
+}
+
+/**
+ * A settle that came after a claim had already reported the attempt
+ * ambiguous: the store recorded it on the receipt; tell the operator too.
+ */
+function reportLateSettle(x: Execution, settled: SettleResult, outcome: 'executed' | 'failed'): void {
+  if (!settled.late) return;
+  const { ambiguousMs } = settled.late;
+  x.rt.events.emit('lateSettle', { ...x.base, attempt: x.attempt, outcome, ambiguousMs, settledMs: settled.settledMs });
+  x.log.warn(
+    { attempt: x.attempt, outcome, receiptKey: x.base.receiptKey, ambiguousMs, settledMs: settled.settledMs },
+    'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
+  );
 }
 
 /**
@@ -242,8 +263,8 @@ function fencedOutFailure(x: Execution, during: FencedOutEvent['during'], cause?
  */
 async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
   const now = await x.rt.store.inspect(x.key).catch(() => null);
-  if (!now || (now.status === 'running' && now.attempts === x.attempt)) return undefined;
-  return new FencedOutError(now.redisKey, x.attempt, { status: now.status, attempts: now.attempts }, 'abort');
+  if (!now || (now.status === 'running' && now.attempts === x.fence.attempt && now.epoch === x.fence.epoch)) return undefined;
+  return new FencedOutError(now.redisKey, x.fence, { status: now.status, attempts: now.attempts, epoch: now.epoch }, 'abort');
 }
 
 /**
@@ -274,7 +295,7 @@ function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
 async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
   const { rt, call, tool, key, attempt } = x;
   try {
-    await rt.store.markOutcomeUnknown(key, attempt, error.message);
+    await rt.store.markOutcomeUnknown(key, x.fence, error.message);
   } catch (markError) {
     if (!(markError instanceof FencedOutError)) throw markError;
     onFencedOut(markError);
@@ -305,13 +326,15 @@ async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: Fenc
   const { tenantId, runId } = scope.data;
   const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
   const message = errorText(error);
+  let settled: SettleResult;
   try {
-    await rt.store.fail(key, attempt, { error: message, tier });
+    settled = await rt.store.fail(key, x.fence, { error: message, tier });
   } catch (failError) {
     if (!(failError instanceof FencedOutError)) throw failError;
     onFencedOut(failError);
     throw fencedOutFailure(x, 'fail', failError);
   }
+  reportLateSettle(x, settled, 'failed');
   const breaker = await rt.breaker.recordFailure(tenantId, runId, tool.name, {
     removeNow: tier === 'destructive',
     reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,

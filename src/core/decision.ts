@@ -6,7 +6,17 @@ export type ReceiptState =
   | { readonly kind: 'absent' }
   | { readonly kind: 'completed' }
   | { readonly kind: 'failed'; readonly attempts: number }
-  | { readonly kind: 'running'; readonly attempts: number; readonly leaseExpired: boolean };
+  | {
+      readonly kind: 'running';
+      readonly attempts: number;
+      readonly leaseExpired: boolean;
+      /**
+       * A claim has already reported this attempt ambiguous. The verdict
+       * sticks until the receipt is settled (by an operator, or by the
+       * attempt itself, late), whatever the lease or a later claim's effect.
+       */
+      readonly reportedAmbiguous: boolean;
+    };
 
 /**
  * Whether an interrupted attempt can be taken over safely.
@@ -17,6 +27,23 @@ export type ReceiptState =
  *   tell "never sent" from "sent, then died", so it is never retried blindly.
  */
 export type EffectResumability = 'resumable' | 'opaque';
+
+/**
+ * The effect a claim's decision is made with when the receipt's recorded
+ * effect (set by the claim that created it; `null` when absent or
+ * unreadable) and the claim's own disagree: the more conservative one. An
+ * existing receipt whose recorded effect is not `resumable` counts as
+ * `opaque`. The Lua transitions apply the same rule (`effectIsOpaque` in
+ * `lua/includes/fenced.lua`).
+ */
+export function effectForClaim(
+  recorded: EffectResumability | null,
+  requested: EffectResumability,
+  receiptExists: boolean,
+): EffectResumability {
+  if (receiptExists && recorded !== 'resumable') return 'opaque';
+  return requested === 'opaque' ? 'opaque' : recorded ?? requested;
+}
 
 /** What the caller should do about a receipt it found. */
 export type ReceiptDecision =
@@ -36,6 +63,10 @@ export type ReceiptDecision =
  * An expired lease on a running receipt is not ambiguous by itself: workers
  * stall and die routinely. It is safe to take over only when the effect left
  * a trail (`resumable`); an `opaque` effect is reported as ambiguous instead.
+ * Once any claim has reported an attempt ambiguous, every later claim gets
+ * the same answer until the receipt is settled, even if the attempt's lease
+ * is live again (it heartbeated late) or the later claim asks for
+ * `resumable`: a verdict given to one caller is not taken back for another.
  */
 export function decideToolCallReceipt(input: {
   readonly state: ReceiptState;
@@ -50,6 +81,12 @@ export function decideToolCallReceipt(input: {
     case 'failed':
       return { kind: 'execute', attempt: state.attempts + 1 };
     case 'running':
+      if (state.reportedAmbiguous) {
+        return {
+          kind: 'ambiguous',
+          reason: `attempt ${state.attempts} was already reported ambiguous; it stays so until an operator resolves it or the attempt settles late`,
+        };
+      }
       if (!state.leaseExpired) {
         return { kind: 'wait', reason: `attempt ${state.attempts} holds a live lease` };
       }

@@ -21,6 +21,7 @@ export {
   type EffectResumability,
   type ReceiptDecision,
   decideToolCallReceipt,
+  effectForClaim,
 } from './decision.js';
 export {
   type FailureTier,

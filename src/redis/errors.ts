@@ -6,32 +6,94 @@ import { ToolReceiptsError } from '../core/errors.js';
 /** Status of a receipt as stored in its `status` field. */
 export type ReceiptStatus = 'running' | 'completed' | 'failed';
 
+/**
+ * What identifies one attempt of one receipt across all its lifetimes: the
+ * attempt number, and the epoch the claim that created the receipt minted.
+ * A receipt that expires and is claimed again starts a new lifetime under a
+ * new epoch, again at attempt 1, so an attempt number alone could name an
+ * attempt of either lifetime; the pair cannot. Every fenced write carries it.
+ */
+export interface AttemptFence {
+  readonly attempt: number;
+  /** The lifetime's epoch, as the claim returned it. */
+  readonly epoch: string;
+}
+
 /** What a rejected write found in the receipt instead of the attempt it expected. */
 export interface ObservedFence {
   readonly status: ReceiptStatus;
   readonly attempts: number;
+  /** The epoch of the lifetime found (`''` for a receipt written before epochs existed). */
+  readonly epoch: string;
 }
 
 /**
  * A write by an attempt that no longer owns the receipt: it was reclaimed by a
- * later attempt, settled, resolved by an operator, or it expired. The write did
+ * later attempt, settled, resolved by an operator, it expired, or the call was
+ * claimed again after expiry (another lifetime, another epoch). The write did
  * not happen. `observed` is `null` when no receipt exists under the key.
  */
 export class FencedOutError extends ToolReceiptsError {
   readonly code = 'receipt.fenced_out';
   readonly redisKey: string;
   readonly attempt: number;
+  /** The epoch the refused write carried; `undefined` for an operator's resolve without one. */
+  readonly epoch: string | undefined;
   readonly observed: ObservedFence | null;
 
-  constructor(redisKey: string, attempt: number, observed: ObservedFence | null, operation: string) {
-    const found = observed
+  constructor(redisKey: string, fence: { attempt: number; epoch?: string | undefined }, observed: ObservedFence | null, operation: string) {
+    let found = observed
       ? `the receipt is ${observed.status} at attempt ${observed.attempts}`
       : 'no receipt exists (never claimed, or expired)';
-    super(`${operation} by attempt ${attempt} was fenced out of ${redisKey}: ${found}`);
+    if (observed && fence.epoch !== undefined && observed.epoch !== fence.epoch) {
+      found += ' of a later lifetime (the receipt expired and the call was claimed again)';
+    }
+    super(`${operation} by attempt ${fence.attempt} was fenced out of ${redisKey}: ${found}`);
     this.redisKey = redisKey;
-    this.attempt = attempt;
+    this.attempt = fence.attempt;
+    this.epoch = fence.epoch;
     this.observed = observed;
   }
+}
+
+/**
+ * A receipt (or its run index or breaker hash) that this package did not
+ * write as it is: a key of another Redis type, or a receipt hash without a
+ * valid `status` or `attempts` (edited by hand, or by other software sharing
+ * the prefix). Nothing was written: a corrupt receipt is never treated as
+ * absent (that would run the call again as attempt 1) nor repaired by a
+ * guess. Inspect it with `redis-cli`, then delete or fix it.
+ */
+export class CorruptReceiptError extends ToolReceiptsError {
+  readonly code = 'receipt.corrupt';
+  /** The key found corrupt. */
+  readonly redisKey: string;
+  /** What is wrong with it. */
+  readonly why: string;
+
+  constructor(redisKey: string, why: string, options?: { cause?: unknown }) {
+    super(
+      `${redisKey} is corrupt (${why}); nothing was written. Inspect it with redis-cli, then delete or repair it before using this call again`,
+      options,
+    );
+    this.redisKey = redisKey;
+    this.why = why;
+  }
+}
+
+const CORRUPT_REPLY = /^TRC_CORRUPT (.*?): (.*)$/s;
+
+/**
+ * The {@link CorruptReceiptError} a script's `TRC_CORRUPT <key>: <why>` error
+ * reply (or a raw `WRONGTYPE` reply on `redisKey`) stands for; any other
+ * error is returned unchanged.
+ */
+export function corruptReceiptErrorOf(error: unknown, redisKey: string): unknown {
+  if (!(error instanceof Error)) return error;
+  const match = CORRUPT_REPLY.exec(error.message);
+  if (match) return new CorruptReceiptError(match[1] ?? redisKey, match[2] ?? 'malformed', { cause: error });
+  if (error.message.startsWith('WRONGTYPE')) return new CorruptReceiptError(redisKey, 'a key holds the wrong Redis type', { cause: error });
+  return error;
 }
 
 /**

@@ -6,6 +6,8 @@ export {
   type ClaimOptions,
   type ClaimResult,
   type Resolution,
+  type SettleResult,
+  type HeartbeatResult,
 } from './receipt-store.js';
 export { type ReceiptRecord } from './receipt-record.js';
 export {
@@ -17,6 +19,8 @@ export {
 export {
   FencedOutError,
   NotAmbiguousError,
+  CorruptReceiptError,
+  type AttemptFence,
   ReceiptValueNotSerializableError,
   InvalidReceiptInputError,
   UnexpectedScriptReplyError,

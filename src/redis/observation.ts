@@ -20,9 +20,14 @@ export interface Observation {
   readonly ambiguousMs: number | null;
   readonly nowMs: number;
   readonly leaseUntilMs: number | null;
+  /** The lifetime's epoch; `''` when absent (no receipt, or one written before epochs existed). */
+  readonly epoch: string;
 }
 
 const STATUSES: readonly string[] = ['running', 'completed', 'failed'];
+
+/** How many fields an observation reply has (see lua/includes/observe-receipt.lua). */
+const OBSERVATION_FIELDS = 11;
 
 function text(value: unknown): string {
   if (typeof value === 'string') return value;
@@ -37,9 +42,9 @@ function int(value: unknown, script: string, reply: unknown): number {
   return n;
 }
 
-/** Parses `{ code, status, attempts, expired, remaining, effect, result, ambiguous_ms, now, lease_until }`. */
+/** Parses `{ code, status, attempts, expired, remaining, effect, result, ambiguous_ms, now, lease_until, epoch }`. */
 export function parseObservation(script: string, reply: unknown): Observation {
-  if (!Array.isArray(reply) || reply.length !== 10) throw new UnexpectedScriptReplyError(script, reply);
+  if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS) throw new UnexpectedScriptReplyError(script, reply);
   return observationFields(script, reply);
 }
 
@@ -52,30 +57,30 @@ export interface ClaimObservation extends Observation {
 }
 
 /**
- * Parses the claim script's reply: the ten observation fields, then
+ * Parses the claim script's reply: the observation fields, then
  * `removal` (text, `''` when none) and `rejections` (a non-negative integer).
  * Codes are 0 (exists), 1 (created) and 2 (tool removed, no receipt); code 1
  * and 2 only ever come with the state they imply.
  */
 export function parseClaimObservation(script: string, reply: unknown): ClaimObservation {
-  if (!Array.isArray(reply) || reply.length !== 12) throw new UnexpectedScriptReplyError(script, reply);
+  if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS + 2) throw new UnexpectedScriptReplyError(script, reply);
   const observed = observationFields(script, reply);
-  const removal = reply[10];
+  const removal = reply[OBSERVATION_FIELDS];
   if (typeof removal !== 'string' && !Buffer.isBuffer(removal)) throw new UnexpectedScriptReplyError(script, reply);
-  const rejectionStreak = int(reply[11], script, reply);
+  const rejectionStreak = int(reply[OBSERVATION_FIELDS + 1], script, reply);
   if (rejectionStreak < 0) throw new UnexpectedScriptReplyError(script, reply);
   const removalText = text(removal);
   const consistent =
     observed.code === 0
       ? observed.status !== null
       : observed.code === 1
-        ? observed.status === 'running' && removalText === ''
+        ? observed.status === 'running' && removalText === '' && observed.epoch !== ''
         : observed.code === 2 && observed.status === null && removalText !== '';
   if (!consistent) throw new UnexpectedScriptReplyError(script, reply);
   return { ...observed, toolRemoval: removalText === '' ? null : removalText, rejectionStreak };
 }
 
-/** The first ten fields of an observation reply whose length the caller has checked. */
+/** The observation fields of a reply whose length the caller has checked. */
 function observationFields(script: string, reply: readonly unknown[]): Observation {
   const status = text(reply[1]);
   if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
@@ -93,6 +98,7 @@ function observationFields(script: string, reply: readonly unknown[]): Observati
     ambiguousMs: ambiguous === '' ? null : int(ambiguous, script, reply),
     nowMs: int(reply[8], script, reply),
     leaseUntilMs: leaseUntil > 0 ? leaseUntil : null,
+    epoch: text(reply[10]),
   };
 }
 
@@ -106,25 +112,18 @@ export function toReceiptState(observation: Observation): ReceiptState {
     case 'failed':
       return { kind: 'failed', attempts: observation.attempts };
     case 'running':
-      return { kind: 'running', attempts: observation.attempts, leaseExpired: observation.leaseExpired };
+      return {
+        kind: 'running',
+        attempts: observation.attempts,
+        leaseExpired: observation.leaseExpired,
+        reportedAmbiguous: observation.ambiguousMs !== null,
+      };
   }
 }
 
-/** Status and attempts, for a fence error; `null` when absent. */
+/** Status, attempts and epoch, for a fence error; `null` when absent. */
 export function toFence(observation: Observation): ObservedFence | null {
-  return observation.status === null ? null : { status: observation.status, attempts: observation.attempts };
-}
-
-/**
- * The effect a decision is made with: `opaque` when either the receipt's first
- * claim or the current caller says so. A stored value that cannot be read
- * counts as opaque.
- */
-export function conservativeEffect(
-  stored: EffectResumability | null,
-  requested: EffectResumability,
-  receiptExists: boolean,
-): EffectResumability {
-  if (receiptExists && stored !== 'resumable') return 'opaque';
-  return requested === 'opaque' ? 'opaque' : stored ?? requested;
+  return observation.status === null
+    ? null
+    : { status: observation.status, attempts: observation.attempts, epoch: observation.epoch };
 }

@@ -4,6 +4,7 @@
  */
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
+import { corruptReceiptErrorOf } from './errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptRecord } from './receipt-record.js';
 import { SCRIPT } from './receipt-scripts.js';
 import { queueScript, runScript } from './scripts.js';
@@ -16,7 +17,16 @@ export class ReceiptReader {
   ) {}
 
   async inspect(redisKey: string): Promise<ReceiptRecord | null> {
-    return parseInspectReply(redisKey, await runScript(this.redis, SCRIPT.inspect, [redisKey], []));
+    return parseInspectReply(redisKey, await this.script(SCRIPT.inspect, [redisKey]));
+  }
+
+  /** Runs a read or index script; a corrupt key becomes a typed error. */
+  private async script(name: string, keys: readonly string[]): Promise<unknown> {
+    try {
+      return await runScript(this.redis, name, keys, []);
+    } catch (error) {
+      throw corruptReceiptErrorOf(error, keys[0] ?? '');
+    }
   }
 
   /**
@@ -32,24 +42,40 @@ export class ReceiptReader {
     const replies = (await pipeline.exec()) ?? [];
     return redisKeys.map((redisKey, i) => {
       const [err, reply] = replies[i] ?? [new Error('missing pipeline reply'), null];
-      if (err) throw err;
+      if (err) throw corruptReceiptErrorOf(err, redisKey);
       return parseInspectReply(redisKey, reply);
     });
   }
 
+  /**
+   * The run's live receipts, ordered by `created_ms` of their current
+   * lifetime (then by key). Entries of expired receipts are removed, and an
+   * entry whose score is not its receipt's `created_ms` (left by an earlier
+   * lifetime, or by an older version) is re-scored, each atomically with a
+   * fresh read of the receipt.
+   */
   async listRun(indexKey: string): Promise<ReceiptRecord[]> {
-    const members = await this.redis.zrange(indexKey, 0, -1);
+    let flat: string[];
+    try {
+      flat = await this.redis.zrange(indexKey, 0, -1, 'WITHSCORES');
+    } catch (error) {
+      throw corruptReceiptErrorOf(error, indexKey);
+    }
+    const members: string[] = [];
+    const scores: number[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      members.push(flat[i] as string);
+      scores.push(Number(flat[i + 1]));
+    }
     const records = await this.inspectMany(members);
     const found: ReceiptRecord[] = [];
-    const gone: string[] = [];
+    const stale: string[] = [];
     records.forEach((record, i) => {
       if (record) found.push(record);
-      else gone.push(members[i] as string);
+      if (!record || record.createdMs !== scores[i]) stale.push(members[i] as string);
     });
-    for (const member of gone) {
-      await runScript(this.redis, SCRIPT.pruneIndex, [indexKey, member], []);
-    }
-    return found;
+    for (const member of stale) await this.script(SCRIPT.pruneIndex, [indexKey, member]);
+    return found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
   }
 
   async listAmbiguous(count: number): Promise<ReceiptRecord[]> {

@@ -4,7 +4,7 @@
  */
 import type { EffectResumability } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
+import { CorruptReceiptError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
 import { fromStoredJson } from './stored-json.js';
 
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
@@ -17,6 +17,13 @@ export interface ReceiptRecord {
   readonly redisKey: string;
   readonly status: ReceiptStatus;
   readonly attempts: number;
+  /**
+   * The epoch of this lifetime of the receipt, minted by the claim that
+   * created it (`''` for a receipt written before epochs existed). With
+   * `attempts` it is the fence of the current attempt; an operator may pass
+   * it to `resolve` as `epochSeen`.
+   */
+  readonly epoch: string;
   /** End of the current lease on the server clock; `null` once settled. */
   readonly leaseUntilMs: number | null;
   /** Whether the lease had run out by the server's `TIME` when this was read. `false` unless running. */
@@ -33,8 +40,21 @@ export interface ReceiptRecord {
   readonly result?: unknown;
   readonly error: string | null;
   readonly tier: string | null;
-  /** When a claim first found the current attempt ambiguous. */
+  /**
+   * When a claim first found the current attempt ambiguous. Kept after a late
+   * settle or a resolve, so the record shows the call was once ambiguous.
+   */
   readonly ambiguousMs: number | null;
+  /**
+   * The last heartbeat of the current attempt after a claim reported it
+   * ambiguous: the attempt is alive and the verdict is contested.
+   */
+  readonly lateHeartbeatMs: number | null;
+  /**
+   * Set when an attempt completed or failed after a claim had reported it
+   * ambiguous: when, and which attempt. Kept across later attempts.
+   */
+  readonly lateSettle: { readonly atMs: number; readonly attempt: number } | null;
   /** When an operator resolved it, if one did. */
   readonly resolvedMs: number | null;
   /** Recorded sub-steps by name, values parsed. */
@@ -74,7 +94,10 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
 
   const status = fields.get('status');
   if (status !== 'running' && status !== 'completed' && status !== 'failed') {
-    throw new UnexpectedScriptReplyError('inspect', reply);
+    throw new CorruptReceiptError(
+      redisKey,
+      status === undefined ? 'the hash has no status field' : 'status is not running, completed or failed',
+    );
   }
   const steps: Record<string, unknown> = {};
   for (const [name, value] of fields) {
@@ -82,6 +105,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   }
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
+  const lateSettleMs = optionalInt(fields, 'late_settle_ms');
   const record: ReceiptRecord = {
     key: {
       tenantId: fields.get('tenant') ?? '',
@@ -92,6 +116,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     redisKey,
     status,
     attempts: optionalInt(fields, 'attempts') ?? 0,
+    epoch: fields.get('epoch') ?? '',
     leaseUntilMs,
     leaseExpired: status === 'running' && (leaseUntilMs === null || leaseUntilMs <= nowMs),
     owner: fields.get('owner') ?? null,
@@ -103,6 +128,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     tier: fields.get('tier') ?? null,
     ambiguousMs: optionalInt(fields, 'ambiguous_ms'),
     resolvedMs: optionalInt(fields, 'resolved_ms'),
+    lateHeartbeatMs: optionalInt(fields, 'late_heartbeat_ms'),
+    lateSettle: lateSettleMs === null ? null : { atMs: lateSettleMs, attempt: optionalInt(fields, 'late_settle_attempt') ?? 0 },
     steps,
     ttlMs,
     readAtMs: nowMs,
@@ -111,9 +138,20 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
 }
 
 /**
- * True when a read receipt is ambiguous: running, lease expired by the
- * server clock, and either flagged by a claim or recorded as opaque.
+ * True when a read receipt is ambiguous: running, and either a claim
+ * reported the attempt ambiguous (the verdict sticks, even while a late
+ * heartbeat keeps the lease live: see {@link isContestedRecord}) or its lease
+ * is expired by the server clock and its effect is opaque.
  */
 export function isAmbiguousRecord(record: ReceiptRecord): boolean {
-  return record.status === 'running' && record.leaseExpired && (record.ambiguousMs !== null || record.effect === 'opaque');
+  return record.status === 'running' && (record.ambiguousMs !== null || (record.leaseExpired && record.effect === 'opaque'));
+}
+
+/**
+ * True when a receipt reported ambiguous has a live lease again: its attempt
+ * heartbeated after the verdict and may still settle late. An operator
+ * cannot resolve it until that happens or the lease lapses.
+ */
+export function isContestedRecord(record: ReceiptRecord): boolean {
+  return record.status === 'running' && record.ambiguousMs !== null && !record.leaseExpired;
 }

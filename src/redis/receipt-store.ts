@@ -5,12 +5,18 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { isCluster, type RedisConnection } from './connection.js';
-import { decideToolCallReceipt, type EffectResumability, type ReceiptDecision, type ReceiptState } from '../core/decision.js';
+import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
-import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, UnexpectedScriptReplyError } from './errors.js';
+import {
+  corruptReceiptErrorOf,
+  FencedOutError,
+  InvalidReceiptInputError,
+  NotAmbiguousError,
+  UnexpectedScriptReplyError,
+  type AttemptFence,
+} from './errors.js';
 import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
 import {
-  conservativeEffect,
   parseClaimObservation,
   parseObservation,
   toFence,
@@ -23,8 +29,10 @@ import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
 import { fromStoredJson, toStoredJson } from './stored-json.js';
+import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
+export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 
@@ -45,72 +53,6 @@ export interface ReceiptStoreOptions {
   owner?: string;
 }
 
-/** Options of one {@link ReceiptStore.claim}. */
-export interface ClaimOptions {
-  /** Whether an interrupted attempt may be taken over. Recorded by the first claim. */
-  effect: EffectResumability;
-  /** Lease for the attempt this claim may start, in ms. */
-  leaseMs?: number;
-  /** Worker id for this attempt; default the store's. */
-  owner?: string;
-}
-
-/** What a claim decided, and what it saw. */
-export interface ClaimResult {
-  readonly decision: ReceiptDecision;
-  /** The receipt state the decision was made on (for `execute`, the state before this attempt started). */
-  readonly state: ReceiptState;
-  /**
-   * The attempt now owned by the caller; set when the decision is `execute`
-   * and {@link toolRemoval} is not.
-   */
-  readonly attempt?: number;
-  /** The recorded result when the decision is `replay` (absent when the call completed without one). */
-  readonly result?: unknown;
-  /**
-   * For `execute`, the lease just granted; for `wait`, what is left of the
-   * other attempt's lease; for `ambiguous`, 0. In ms, on the server clock.
-   */
-  readonly leaseRemainingMs?: number;
-  /**
-   * For `wait`: the Redis server's clock (`TIME`, in ms) when the claim read
-   * the receipt, so a caller can schedule its return on the server's clock
-   * rather than its own.
-   */
-  readonly serverNowMs?: number;
-  /** For `execute`: end of the granted lease on the server clock. */
-  readonly leaseUntilMs?: number;
-  /** For `ambiguous`: when a claim first found this attempt ambiguous (server clock). */
-  readonly ambiguousMs?: number;
-  /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
-  readonly effect: EffectResumability;
-  readonly redisKey: string;
-  /**
-   * Set when the run's circuit breaker has removed the tool: its removal
-   * reason, read in the same script as the receipt.
-   *
-   * With a decision of `execute` the store has NOT created, reclaimed or
-   * written anything (no receipt, no run-index entry, no lease), `attempt` is
-   * unset and `decision.attempt` is only the attempt it would have been: the
-   * caller must not run the tool, and has nothing to settle. `replay`, `wait`
-   * and `ambiguous` are decided and acted on as usual (an ambiguous receipt
-   * may still be flagged), with this field telling the caller the tool is
-   * removed.
-   */
-  readonly toolRemoval?: string;
-  /**
-   * The tool's streak of consecutive rejections in the run, as the claim read
-   * it (0 when none). {@link ReceiptStore.complete} resets a non-zero streak.
-   */
-  readonly rejectionStreak: number;
-}
-
-/** An operator's verdict on an ambiguous receipt. */
-export type Resolution = { attemptsSeen: number } & (
-  | { outcome: 'completed'; result: unknown }
-  | { outcome: 'failed'; error: string }
-);
-
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
 
@@ -124,8 +66,12 @@ const MAX_CLAIM_ROUNDS = 16;
  * attempt or a failed one (a compare-and-set on what was observed, so only one
  * of many racing callers wins), or report an opaque attempt that lost its lease
  * as ambiguous. Every later write (complete, fail, heartbeat, record a step) is
- * fenced on `status = running AND attempts = <caller's attempt>`, so an attempt
- * that was taken over can no longer write anything.
+ * fenced on the caller's {@link AttemptFence}: `status = running AND attempts =
+ * <its attempt> AND epoch = <its lifetime's epoch>`, so an attempt that was
+ * taken over, or that belongs to an earlier lifetime of the same call (the
+ * receipt expired and the call was claimed again), can no longer write
+ * anything. Once a claim has reported an attempt ambiguous, every claim gets
+ * that answer until the receipt is settled.
  *
  * Nothing here reads the local clock: leases start and expire by Redis `TIME`.
  *
@@ -178,7 +124,16 @@ export class ReceiptStore {
   }
 
   private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
-    return parseObservation(script, await runScript(this.redis, script, keys, args));
+    return parseObservation(script, await this.call(script, keys, args));
+  }
+
+  /** Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError}. */
+  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await runScript(this.redis, script, keys, args);
+    } catch (error) {
+      throw corruptReceiptErrorOf(error, keys[0] ?? '');
+    }
   }
 
   /**
@@ -187,13 +142,17 @@ export class ReceiptStore {
    * existing receipt, takes it over with a compare-and-set (a caller that loses
    * that race decides again from what it then sees, usually `wait`).
    *
-   * The effect is decided conservatively: the receipt keeps the effect of its
-   * first claim, and a later claim treats the call as `opaque` when either the
-   * recorded or the requested effect is opaque.
+   * The effect is decided conservatively (`effectForClaim`): the receipt keeps
+   * the effect of its first claim, and a claim treats the call as `opaque`
+   * when either the recorded or the requested effect is opaque.
    *
    * When the decision is `ambiguous`, the receipt is flagged (`ambiguous_ms`,
-   * set once) and kept at least `retentionMs` longer; it stays `running` until
-   * an operator {@link resolve}s it or the original attempt settles it late.
+   * set once) and kept at least `retentionMs` longer; it stays `running`, and
+   * every later claim answers `ambiguous` whatever it asks for, until an
+   * operator {@link resolve}s it or the original attempt settles it late.
+   *
+   * A receipt whose keys hold the wrong Redis type, or whose hash has no valid
+   * `status`, throws `CorruptReceiptError` and nothing is written.
    *
    * The same script reads the tool's circuit-breaker state in the run (the
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
@@ -213,6 +172,8 @@ export class ReceiptStore {
     const claimArgs = [
       leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
       breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
+      // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
+      randomBytes(12).toString('base64url'),
     ];
 
     let seen: Observation | null = null;
@@ -220,7 +181,7 @@ export class ReceiptStore {
     let breaker: { toolRemoval?: string; rejectionStreak: number } = { rejectionStreak: 0 };
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (seen === null || seen.status === null) {
-        const claimed = parseClaimObservation(SCRIPT.claim, await runScript(this.redis, SCRIPT.claim, claimKeys, claimArgs));
+        const claimed = parseClaimObservation(SCRIPT.claim, await this.call(SCRIPT.claim, claimKeys, claimArgs));
         breaker = claimed.toolRemoval === null
           ? { rejectionStreak: claimed.rejectionStreak }
           : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
@@ -235,7 +196,7 @@ export class ReceiptStore {
         }
       }
       const state = toReceiptState(seen);
-      const effect = conservativeEffect(seen.effect, options.effect, true);
+      const effect = effectForClaim(seen.effect, options.effect, true);
       const decision = decideToolCallReceipt({ state, effect });
       switch (decision.kind) {
         case 'replay': {
@@ -255,6 +216,8 @@ export class ReceiptStore {
             leaseMs,
             this.retentionMs,
             owner,
+            seen.epoch,
+            options.effect,
           ]);
           if (won.code === 1) {
             if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
@@ -264,7 +227,7 @@ export class ReceiptStore {
           continue;
         }
         case 'ambiguous': {
-          const flagged = await this.run(SCRIPT.flagAmbiguous, keys, [seen.attempts, this.retentionMs]);
+          const flagged = await this.run(SCRIPT.flagAmbiguous, keys, [seen.attempts, this.retentionMs, seen.epoch, options.effect]);
           if (flagged.code === 1 || flagged.code === 2) {
             return {
               decision,
@@ -295,6 +258,7 @@ export class ReceiptStore {
       decision: { kind: 'execute', attempt: won.attempts },
       state,
       attempt: won.attempts,
+      fence: { attempt: won.attempts, epoch: won.epoch },
       effect,
       redisKey,
       leaseRemainingMs: won.leaseRemainingMs,
@@ -303,18 +267,24 @@ export class ReceiptStore {
     };
   }
 
+  /** Runs a fenced transition; codes 1 and 2 are its successes, anything else is a fence refusal. */
   private async fenced(
     operation: string,
     script: string,
     key: ToolCallReceiptKey,
-    attempt: number,
+    fence: AttemptFence,
     args: readonly (string | number)[],
     keys: readonly [string, ...string[]] = this.keys(key),
   ): Promise<Observation> {
-    positiveInt(attempt, 'attempt');
-    const seen = await this.run(script, keys, args);
-    if (seen.code !== 1) throw new FencedOutError(keys[0], attempt, toFence(seen), operation);
+    checkFence(fence);
+    const seen = await this.run(script, keys, [fence.attempt, ...args, fence.epoch]);
+    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
     return seen;
+  }
+
+  private settled(seen: Observation, fence: AttemptFence): SettleResult {
+    if (seen.code !== 2) return { settledMs: seen.nowMs, late: null };
+    return { settledMs: seen.nowMs, late: { attempt: fence.attempt, ambiguousMs: seen.ambiguousMs ?? seen.nowMs } };
   }
 
   /**
@@ -322,52 +292,60 @@ export class ReceiptStore {
    * is kept as "no value"), and in the same script resets the tool's rejection
    * streak in the run's breaker hash when it is above 0 (a missing hash is not
    * created; a removed tool stays removed). Throws {@link FencedOutError} when
-   * `attempt` no longer owns the receipt (then nothing is written), and
+   * `fence` no longer owns the receipt (then nothing is written), and
    * `ReceiptValueNotSerializableError` (before writing) when the result has no
-   * faithful JSON form.
+   * faithful JSON form. When a claim had already reported the attempt
+   * ambiguous, the settle still stands (the attempt knows its outcome) and is
+   * recorded as late: see {@link SettleResult.late}.
    */
-  async complete(key: ToolCallReceiptKey, attempt: number, result: unknown): Promise<void> {
+  async complete(key: ToolCallReceiptKey, fence: AttemptFence, result: unknown): Promise<SettleResult> {
     const text = toStoredJson(result, 'the result');
-    await this.fenced(
+    const seen = await this.fenced(
       'complete',
       SCRIPT.complete,
       key,
-      attempt,
-      [attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections')],
+      fence,
+      [text, this.retentionMs, breakerField(key.toolName, 'rejections')],
       this.keysWithBreaker(key),
     );
+    return this.settled(seen, fence);
   }
 
   /**
    * Settles the receipt as failed; the next claim of the call executes again
-   * as the next attempt. Throws {@link FencedOutError}.
+   * as the next attempt. Throws {@link FencedOutError}. Late settles are
+   * recorded as for {@link complete}.
    */
-  async fail(key: ToolCallReceiptKey, attempt: number, failure: { error: string; tier?: string }): Promise<void> {
-    await this.fenced('fail', SCRIPT.fail, key, attempt, [attempt, failure.error, failure.tier ?? '', this.retentionMs]);
+  async fail(key: ToolCallReceiptKey, fence: AttemptFence, failure: { error: string; tier?: string }): Promise<SettleResult> {
+    const seen = await this.fenced('fail', SCRIPT.fail, key, fence, [failure.error, failure.tier ?? '', this.retentionMs]);
+    return this.settled(seen, fence);
   }
 
   /**
-   * Records that `attempt` cannot tell whether its effect landed: the receipt
-   * stays running with its lease expired now (server clock) and the error
-   * kept, exactly as if the worker had crashed, and an opaque receipt is
-   * flagged ambiguous at once. The next claim decides as after a crash: an
-   * opaque call is ambiguous, a resumable one is taken over. Throws
-   * {@link FencedOutError} when `attempt` no longer owns the receipt.
+   * Records that the fenced attempt cannot tell whether its effect landed:
+   * the receipt stays running with its lease expired now (server clock) and
+   * the error kept, exactly as if the worker had crashed, and an opaque
+   * receipt is flagged ambiguous at once. The next claim decides as after a
+   * crash: an opaque call is ambiguous, a resumable one is taken over. Throws
+   * {@link FencedOutError} when `fence` no longer owns the receipt.
    */
-  async markOutcomeUnknown(key: ToolCallReceiptKey, attempt: number, error: string): Promise<{ ambiguousMs: number | null }> {
-    const seen = await this.fenced('markOutcomeUnknown', SCRIPT.outcomeUnknown, key, attempt, [attempt, error, this.retentionMs]);
+  async markOutcomeUnknown(key: ToolCallReceiptKey, fence: AttemptFence, error: string): Promise<{ ambiguousMs: number | null }> {
+    const seen = await this.fenced('markOutcomeUnknown', SCRIPT.outcomeUnknown, key, fence, [error, this.retentionMs]);
     return { ambiguousMs: seen.ambiguousMs };
   }
 
   /**
-   * Extends the lease of `attempt` to `leaseMs` from now on the server clock
-   * (default: the store's lease). Throws {@link FencedOutError}.
+   * Extends the lease of the fenced attempt to `leaseMs` from now on the
+   * server clock (default: the store's lease). Throws {@link FencedOutError}.
+   * When a claim has already reported the attempt ambiguous, the lease is
+   * extended but the verdict stands (`contested`): the receipt stays listed
+   * as ambiguous until the attempt settles late or an operator resolves it.
    */
-  async heartbeat(key: ToolCallReceiptKey, attempt: number, leaseMs?: number): Promise<{ leaseUntilMs: number }> {
+  async heartbeat(key: ToolCallReceiptKey, fence: AttemptFence, leaseMs?: number): Promise<HeartbeatResult> {
     const lease = positiveInt(leaseMs ?? this.leaseMs, 'leaseMs');
-    const seen = await this.fenced('heartbeat', SCRIPT.heartbeat, key, attempt, [attempt, lease, this.retentionMs]);
+    const seen = await this.fenced('heartbeat', SCRIPT.heartbeat, key, fence, [lease, this.retentionMs]);
     if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError(SCRIPT.heartbeat, seen);
-    return { leaseUntilMs: seen.leaseUntilMs };
+    return { leaseUntilMs: seen.leaseUntilMs, contested: seen.code === 2 };
   }
 
   /**
@@ -376,15 +354,10 @@ export class ReceiptStore {
    * Throws {@link FencedOutError}, or `ReceiptValueNotSerializableError` before
    * writing.
    */
-  async recordStep(key: ToolCallReceiptKey, attempt: number, name: string, value: unknown): Promise<void> {
+  async recordStep(key: ToolCallReceiptKey, fence: AttemptFence, name: string, value: unknown): Promise<void> {
     if (name.length === 0) throw new InvalidReceiptInputError('a step name must not be empty');
     const text = toStoredJson(value, `step ${JSON.stringify(name)}`);
-    await this.fenced('recordStep', SCRIPT.recordStep, key, attempt, [
-      attempt,
-      STEP_FIELD_PREFIX + name,
-      text,
-      this.retentionMs,
-    ]);
+    await this.fenced('recordStep', SCRIPT.recordStep, key, fence, [STEP_FIELD_PREFIX + name, text, this.retentionMs]);
   }
 
   /** The recorded sub-steps of a receipt by name (empty when there is no receipt). */
@@ -419,12 +392,18 @@ export class ReceiptStore {
   /**
    * An operator settles an ambiguous receipt: `completed` with the result the
    * effect is known to have produced, or `failed` so the call may run again.
-   * Fenced on the attempts the operator saw. Throws {@link FencedOutError} when
-   * the receipt changed (or is gone), {@link NotAmbiguousError} when it is not
-   * ambiguous.
+   * Fenced on the attempts the operator saw and, when given, the epoch
+   * (`epochSeen`). Throws {@link FencedOutError} when the receipt changed (or
+   * is gone), {@link NotAmbiguousError} when it is not ambiguous, or when it
+   * is contested (flagged, but its attempt heartbeated since, so it is alive
+   * and may still settle late: wait for that or for its lease to lapse).
    */
   async resolve(key: ToolCallReceiptKey, resolution: Resolution): Promise<void> {
     const attempt = positiveInt(resolution.attemptsSeen, 'attemptsSeen');
+    const epochSeen = resolution.epochSeen;
+    if (epochSeen !== undefined && (typeof epochSeen !== 'string' || epochSeen === '')) {
+      throw new InvalidReceiptInputError('epochSeen must be the non-empty epoch shown on the receipt, or left out');
+    }
     let payload: string;
     if (resolution.outcome === 'completed') {
       payload = toStoredJson(resolution.result, 'the result');
@@ -434,16 +413,31 @@ export class ReceiptStore {
       throw new InvalidReceiptInputError(`outcome must be 'completed' or 'failed'`);
     }
     const keys = this.keys(key);
-    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs]);
+    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
     if (seen.code === 1) return;
     const fence = toFence(seen);
     if (seen.code === 3 && fence) {
       throw new NotAmbiguousError(
         keys[0],
         fence,
-        seen.leaseExpired ? 'its effect is resumable and no claim found it ambiguous' : 'its lease is still live',
+        seen.leaseExpired
+          ? 'its effect is resumable and no claim found it ambiguous'
+          : seen.ambiguousMs !== null
+            ? 'it is contested: a claim reported it ambiguous, but its attempt has heartbeated since and may still settle late; wait for that, or for its lease to lapse'
+            : 'its lease is still live',
       );
     }
-    throw new FencedOutError(keys[0], attempt, fence, 'resolve');
+    throw new FencedOutError(keys[0], { attempt, epoch: epochSeen }, fence, 'resolve');
+  }
+}
+
+/** Checks a fence before it is sent: a whole attempt number >= 1 and an epoch string. */
+function checkFence(fence: AttemptFence): void {
+  if (typeof fence !== 'object' || fence === null) {
+    throw new InvalidReceiptInputError('a fenced write needs the fence { attempt, epoch } its claim returned');
+  }
+  positiveInt(fence.attempt, 'attempt');
+  if (typeof fence.epoch !== 'string') {
+    throw new InvalidReceiptInputError(`the fence's epoch must be the string its claim returned, got ${typeof fence.epoch}`);
   }
 }

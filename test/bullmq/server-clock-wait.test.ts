@@ -36,7 +36,7 @@ describe.each([
     await skewed.signal('SIGKILL');
 
     // The live attempt finishes; a worker with a correct clock replays it soon after.
-    await l.store.complete(key, 1, { content: 'synced by the first attempt' });
+    await l.store.complete(key, held.fence!, { content: 'synced by the first attempt' });
     const slowSync = defineTool({
       name: 'slow_sync',
       input: z.object({ label: z.string() }),

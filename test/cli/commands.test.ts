@@ -28,8 +28,7 @@ describe('ambiguous', () => {
     const resumable = freshKey({ toolName: 'sync_rows' });
     await makeAmbiguous(store, flagged);
     await makeAmbiguous(store, unflagged, { flag: false });
-    await store.claim(completed, { effect: 'opaque' });
-    await store.complete(completed, 1, 'ok');
+    await store.complete(completed, (await store.claim(completed, { effect: 'opaque' })).fence!, 'ok');
     await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
     await store.claim(resumable, { effect: 'resumable', leaseMs: 60 });
     await waitForLeaseExpiry(store, resumable);
@@ -69,11 +68,9 @@ describe('run', () => {
     const done = { ...base, toolName: 'lookup_customer', argsHash: 'a1' };
     const unknown = { ...base, toolName: 'send_email', argsHash: 'b2' };
     const failed = { ...base, toolName: 'charge_card', argsHash: 'c3' };
-    await store.claim(done, { effect: 'resumable' });
-    await store.complete(done, 1, { id: 'cus_881' });
+    await store.complete(done, (await store.claim(done, { effect: 'resumable' })).fence!, { id: 'cus_881' });
     await makeAmbiguous(store, unknown);
-    await store.claim(failed, { effect: 'opaque' });
-    await store.fail(failed, 1, { error: 'card declined' });
+    await store.fail(failed, (await store.claim(failed, { effect: 'opaque' })).fence!, { error: 'card declined' });
 
     const out = new Capture();
     await runCommand({ store, out, args: { tenantId: base.tenantId, runId: base.runId, json: false } });
@@ -100,8 +97,7 @@ describe('run', () => {
   it('shows the content of a result the wrapper recorded, not the recorded block as JSON', async () => {
     const store = fixture.store();
     const sent = { ...freshKey(), toolName: 'send_email', argsHash: 'd4' };
-    await store.claim(sent, { effect: 'opaque' });
-    await store.complete(sent, 1, { content: '{"messageId":"msg-8f2c"}' });
+    await store.complete(sent, (await store.claim(sent, { effect: 'opaque' })).fence!, { content: '{"messageId":"msg-8f2c"}' });
     const out = new Capture();
     await runCommand({ store, out, args: { tenantId: sent.tenantId, runId: sent.runId, json: false } });
     expect(out.text).toContain('  - send_email: result "{\\"messageId\\":\\"msg-8f2c\\"}"');

@@ -75,7 +75,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
       const first = await store.claim(key, { effect: 'opaque' });
       expect(first.decision.kind).toBe('execute');
       expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('wait');
-      await store.complete(key, 1, { content: `done in ${runId}` });
+      await store.complete(key, first.fence!, { content: `done in ${runId}` });
       const again = await store.claim(key, { effect: 'opaque' });
       expect(again.decision.kind).toBe('replay');
       expect(again.result).toEqual({ content: `done in ${runId}` });

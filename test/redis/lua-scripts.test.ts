@@ -47,13 +47,17 @@ const RETENTION = 60_000;
 /** The breaker fields of the tool `tool`, the one every call here is for. */
 const REMOVED = breakerField('tool', 'removed');
 const REJECTIONS = breakerField('tool', 'rejections');
-const claim = async (keys: Keys, effect = 'resumable', lease = 10_000): Promise<ClaimObservation> =>
+/** The epoch every claim here mints (each test uses keys of its own, so one value is enough). */
+const EPOCH = 'epoch-1';
+const claim = async (keys: Keys, effect = 'resumable', lease = 10_000, epoch = EPOCH): Promise<ClaimObservation> =>
   parseClaimObservation(
     SCRIPT.claim,
-    await send(SCRIPT.claim, keys, [lease, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h', REMOVED, REJECTIONS]),
+    await send(SCRIPT.claim, keys, [lease, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h', REMOVED, REJECTIONS, epoch]),
   );
 /** ARGV of complete-3 for `attempt` and a result text. */
-const completeArgs = (attempt: number, result: string) => [attempt, result, RETENTION, REJECTIONS];
+const completeArgs = (attempt: number, result: string, epoch = EPOCH) => [attempt, result, RETENTION, REJECTIONS, epoch];
+/** ARGV of fail-2. */
+const failArgs = (attempt: number, error = 'boom', tier = 'neutral', epoch = EPOCH) => [attempt, error, tier, RETENTION, epoch];
 
 async function expiredRunning(keys: Keys, effect: string): Promise<Observation> {
   await claim(keys, effect, 60);
@@ -227,6 +231,8 @@ describe('claim-3', () => {
     const o = await claim(keys, 'opaque', 5_000);
     expect(o).toMatchObject({ code: 1, status: 'running', attempts: 1, leaseExpired: false, leaseRemainingMs: 5_000, effect: 'opaque' });
     expect(o.leaseUntilMs).toBe(o.nowMs + 5_000);
+    expect(o.epoch).toBe(EPOCH);
+    expect(await redis.hget(keys[0], 'epoch')).toBe(EPOCH);
     expect(await redis.zscore(keys[1], keys[0])).toBe(String(o.nowMs));
     const pttl = await redis.pttl(keys[0]);
     expect(pttl).toBeGreaterThan(RETENTION);
@@ -299,7 +305,7 @@ describe('claim-3', () => {
   it('0: an existing receipt of a removed tool is reported with the removal; nothing written', async () => {
     const keys = keysFor();
     await claim(keys);
-    await call(SCRIPT.fail, keys, [1, 'boom', 'neutral', RETENTION]);
+    await call(SCRIPT.fail, keys, failArgs(1));
     await redis.hset(keys[2], REMOVED, 'gone', REJECTIONS, 1);
     const before = await redis.hgetall(keys[0]);
     const o = await claim(keys);
@@ -376,15 +382,16 @@ describe('complete-3 and the rejection streak', () => {
 });
 
 describe('reclaim-2', () => {
-  const reclaim = (keys: Keys, status: string, attempts: number) =>
-    call(SCRIPT.reclaim, keys, [status, attempts, 10_000, RETENTION, 'w2']);
+  const reclaim = (keys: Keys, status: string, attempts: number, effect = 'resumable', epoch = EPOCH) =>
+    call(SCRIPT.reclaim, keys, [status, attempts, 10_000, RETENTION, 'w2', epoch, effect]);
 
   it('1: takes over a failed receipt as attempt + 1 and clears the failure', async () => {
     const keys = keysFor();
     await claim(keys);
-    await call(SCRIPT.fail, keys, [1, 'boom', 'neutral', RETENTION]);
+    await call(SCRIPT.fail, keys, failArgs(1));
+    expect(await reclaim(keys, 'failed', 1, 'resumable', 'another-lifetime')).toMatchObject({ code: 0, status: 'failed' });
     const o = await reclaim(keys, 'failed', 1);
-    expect(o).toMatchObject({ code: 1, status: 'running', attempts: 2, leaseRemainingMs: 10_000 });
+    expect(o).toMatchObject({ code: 1, status: 'running', attempts: 2, leaseRemainingMs: 10_000, epoch: EPOCH });
     const h = await redis.hgetall(keys[0]);
     expect(h).toMatchObject({ status: 'running', attempts: '2', owner: 'w2' });
     expect(h.error).toBeUndefined();
@@ -395,7 +402,7 @@ describe('reclaim-2', () => {
   it('1: takes over an expired resumable attempt and keeps its steps', async () => {
     const keys = keysFor();
     await claim(keys, 'resumable', 60);
-    await call(SCRIPT.recordStep, keys, [1, 'step:a', '1', RETENTION]);
+    await call(SCRIPT.recordStep, keys, [1, 'step:a', '1', RETENTION, EPOCH]);
     await expiredRunning(keys, 'resumable');
     expect(await reclaim(keys, 'running', 1)).toMatchObject({ code: 1, attempts: 2 });
     expect(await redis.hget(keys[0], 'step:a')).toBe('1');
@@ -408,13 +415,20 @@ describe('reclaim-2', () => {
 
     const stale = keysFor();
     await claim(stale);
-    await call(SCRIPT.fail, stale, [1, 'x', '', RETENTION]);
+    await call(SCRIPT.fail, stale, failArgs(1, 'x', ''));
     expect(await reclaim(stale, 'failed', 2)).toMatchObject({ code: 0, status: 'failed', attempts: 1 });
     expect(await reclaim(stale, 'running', 1)).toMatchObject({ code: 0, status: 'failed' });
 
     const opaque = keysFor();
     await expiredRunning(opaque, 'opaque');
     expect(await reclaim(opaque, 'running', 1)).toMatchObject({ code: 0, status: 'running', leaseExpired: true, effect: 'opaque' });
+
+    // A resumable receipt is not taken over by a claim that asks for opaque, nor once a claim flagged it.
+    const asked = keysFor();
+    await expiredRunning(asked, 'resumable');
+    expect(await reclaim(asked, 'running', 1, 'opaque')).toMatchObject({ code: 0, attempts: 1 });
+    expect(await call(SCRIPT.flagAmbiguous, asked, [1, RETENTION, EPOCH, 'opaque'])).toMatchObject({ code: 1 });
+    expect(await reclaim(asked, 'running', 1, 'resumable')).toMatchObject({ code: 0, attempts: 1 });
 
     const done = keysFor();
     await claim(done);
@@ -426,10 +440,10 @@ describe('reclaim-2', () => {
 });
 
 describe.each([
-  ['complete-3', SCRIPT.complete, (a: number) => completeArgs(a, '"ok"'), 'completed'],
-  ['fail-2', SCRIPT.fail, (a: number) => [a, 'err', 'neutral', RETENTION], 'failed'],
-  ['heartbeat-2', SCRIPT.heartbeat, (a: number) => [a, 20_000, RETENTION], 'running'],
-  ['record-step-2', SCRIPT.recordStep, (a: number) => [a, 'step:s', '"v"', RETENTION], 'running'],
+  ['complete-3', SCRIPT.complete, (a: number, e = EPOCH) => completeArgs(a, '"ok"', e), 'completed'],
+  ['fail-2', SCRIPT.fail, (a: number, e = EPOCH) => failArgs(a, 'err', 'neutral', e), 'failed'],
+  ['heartbeat-2', SCRIPT.heartbeat, (a: number, e = EPOCH) => [a, 20_000, RETENTION, e], 'running'],
+  ['record-step-2', SCRIPT.recordStep, (a: number, e = EPOCH) => [a, 'step:s', '"v"', RETENTION, e], 'running'],
 ] as const)('%s', (_name, script, args, after) => {
   it(`1: writes for the owning attempt (status then ${after})`, async () => {
     const keys = keysFor();
@@ -444,6 +458,8 @@ describe.each([
     await claim(keys);
     const before = await redis.hgetall(keys[0]);
     expect(await call(script, keys, args(2))).toMatchObject({ code: 0, status: 'running', attempts: 1 });
+    expect(await call(script, keys, args(1, 'another-lifetime'))).toMatchObject({ code: 0, status: 'running', attempts: 1, epoch: EPOCH });
+    expect(await call(script, keys, args(1, ''))).toMatchObject({ code: 0, status: 'running', attempts: 1 });
     expect(await redis.hgetall(keys[0])).toEqual(before);
 
     await call(SCRIPT.complete, keys, completeArgs(1, ''));
@@ -458,18 +474,44 @@ describe.each([
 });
 
 describe('flag-ambiguous-2', () => {
+  const flag = (keys: Keys, attempts = 1, effect = 'opaque', epoch = EPOCH) =>
+    call(SCRIPT.flagAmbiguous, keys, [attempts, RETENTION, epoch, effect]);
+
   it('1 then 2: flags once from TIME and keeps the first time; 0 while the lease is live or when gone', async () => {
     const keys = keysFor();
     await claim(keys, 'opaque', 60);
-    expect(await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION])).toMatchObject({ code: 0, leaseExpired: false });
+    expect(await flag(keys)).toMatchObject({ code: 0, leaseExpired: false });
     await expiredRunning(keys, 'opaque');
-    const first = await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION]);
+    expect(await flag(keys, 1, 'opaque', 'another-lifetime')).toMatchObject({ code: 0, ambiguousMs: null });
+    const first = await flag(keys);
     expect(first).toMatchObject({ code: 1, status: 'running', leaseExpired: true });
     expect(first.ambiguousMs).toBe(first.nowMs);
-    const second = await call(SCRIPT.flagAmbiguous, keys, [1, RETENTION]);
+    const second = await flag(keys);
     expect(second).toMatchObject({ code: 2, ambiguousMs: first.ambiguousMs });
-    expect(await call(SCRIPT.flagAmbiguous, keys, [2, RETENTION])).toMatchObject({ code: 0, attempts: 1 });
-    expect(await call(SCRIPT.flagAmbiguous, keysFor(), [1, RETENTION])).toMatchObject({ code: 0, status: null });
+    expect(await flag(keys, 2)).toMatchObject({ code: 0, attempts: 1 });
+    expect(await flag(keysFor())).toMatchObject({ code: 0, status: null });
+  });
+
+  it('0 for an expired resumable receipt asked as resumable; once flagged, it stays flagged for every effect and a live lease', async () => {
+    const keys = keysFor();
+    await expiredRunning(keys, 'resumable');
+    expect(await flag(keys, 1, 'resumable')).toMatchObject({ code: 0, ambiguousMs: null });
+    const first = await flag(keys, 1, 'opaque');
+    expect(first.code).toBe(1);
+    expect(await flag(keys, 1, 'resumable')).toMatchObject({ code: 2, ambiguousMs: first.ambiguousMs });
+    // The attempt heartbeats late: the lease is live again, the verdict stands (code 2, contested).
+    const beat = await call(SCRIPT.heartbeat, keys, [1, 20_000, RETENTION, EPOCH]);
+    expect(beat).toMatchObject({ code: 2, leaseExpired: false, ambiguousMs: first.ambiguousMs });
+    expect(await redis.hget(keys[0], 'late_heartbeat_ms')).toBe(String(beat.nowMs));
+    expect(await flag(keys, 1, 'resumable')).toMatchObject({ code: 2, leaseExpired: false, ambiguousMs: first.ambiguousMs });
+    // A late settle: code 2, recorded next to ambiguous_ms.
+    const late = await call(SCRIPT.complete, keys, completeArgs(1, '"landed"'));
+    expect(late).toMatchObject({ code: 2, status: 'completed', ambiguousMs: first.ambiguousMs });
+    expect(await redis.hgetall(keys[0])).toMatchObject({
+      ambiguous_ms: String(first.ambiguousMs),
+      late_settle_ms: String(late.nowMs),
+      late_settle_attempt: '1',
+    });
   });
 });
 
@@ -477,25 +519,26 @@ describe('resolve-2', () => {
   it('1: settles an ambiguous receipt; 0 on other attempts; 3 while not ambiguous', async () => {
     const live = keysFor();
     await claim(live, 'opaque');
-    expect(await call(SCRIPT.resolve, live, [1, 'completed', '1', RETENTION])).toMatchObject({ code: 3, leaseExpired: false });
+    expect(await call(SCRIPT.resolve, live, [1, 'completed', '1', RETENTION, ''])).toMatchObject({ code: 3, leaseExpired: false });
 
     const resumable = keysFor();
     await expiredRunning(resumable, 'resumable');
-    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'x', RETENTION])).toMatchObject({ code: 3, leaseExpired: true });
-    await call(SCRIPT.flagAmbiguous, resumable, [1, RETENTION]);
-    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'operator: not sent', RETENTION])).toMatchObject({ code: 1, status: 'failed' });
+    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'x', RETENTION, ''])).toMatchObject({ code: 3, leaseExpired: true });
+    await call(SCRIPT.flagAmbiguous, resumable, [1, RETENTION, EPOCH, 'opaque']);
+    expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'operator: not sent', RETENTION, ''])).toMatchObject({ code: 1, status: 'failed' });
     expect(await redis.hget(resumable[0], 'error')).toBe('operator: not sent');
 
     const opaque = keysFor();
     await expiredRunning(opaque, 'opaque');
-    expect(await call(SCRIPT.resolve, opaque, [2, 'completed', '1', RETENTION])).toMatchObject({ code: 0, attempts: 1 });
-    const done = await call(SCRIPT.resolve, opaque, [1, 'completed', '{"id":7}', RETENTION]);
+    expect(await call(SCRIPT.resolve, opaque, [2, 'completed', '1', RETENTION, ''])).toMatchObject({ code: 0, attempts: 1 });
+    expect(await call(SCRIPT.resolve, opaque, [1, 'completed', '1', RETENTION, 'another-lifetime'])).toMatchObject({ code: 0, attempts: 1 });
+    const done = await call(SCRIPT.resolve, opaque, [1, 'completed', '{"id":7}', RETENTION, EPOCH]);
     expect(done).toMatchObject({ code: 1, status: 'completed', resultText: '{"id":7}' });
     const h = await redis.hgetall(opaque[0]);
     expect(h).toMatchObject({ status: 'completed', result: '{"id":7}', resolved_ms: String(done.nowMs) });
     expect(h.lease_until_ms).toBeUndefined();
-    expect(await call(SCRIPT.resolve, opaque, [1, 'completed', '1', RETENTION])).toMatchObject({ code: 0, status: 'completed' });
-    expect(await call(SCRIPT.resolve, keysFor(), [1, 'completed', '1', RETENTION])).toMatchObject({ code: 0, status: null });
+    expect(await call(SCRIPT.resolve, opaque, [1, 'completed', '1', RETENTION, ''])).toMatchObject({ code: 0, status: 'completed' });
+    expect(await call(SCRIPT.resolve, keysFor(), [1, 'completed', '1', RETENTION, ''])).toMatchObject({ code: 0, status: null });
   });
 });
 
@@ -518,5 +561,61 @@ describe('inspect-1 and prune-index-2', () => {
     expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(1);
     expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(0);
     expect(await redis.zcard(keys[1])).toBe(0);
+  });
+
+  it('prune re-scores an entry whose score is not its receipt\'s created_ms', async () => {
+    const keys = keysFor();
+    const created = await claim(keys);
+    await redis.zadd(keys[1], 5, keys[0]);
+    expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(2);
+    expect(await redis.zscore(keys[1], keys[0])).toBe(String(created.nowMs));
+    expect(await runScript(redis, SCRIPT.pruneIndex, [keys[1], keys[0]], [])).toBe(0);
+  });
+});
+
+describe('corrupt keys', () => {
+  /** Every transition, with ARGV that would write if the keys were sound. */
+  const transitions: Array<[string, (keys: Keys) => Promise<unknown>]> = [
+    ['claim', (keys) => send(SCRIPT.claim, keys, [10_000, RETENTION, 'w1', 'opaque', 't', 'r', 'tool', 'h', REMOVED, REJECTIONS, EPOCH])],
+    ['complete', (keys) => send(SCRIPT.complete, keys, completeArgs(1, '"x"'))],
+    ['fail', (keys) => send(SCRIPT.fail, keys, failArgs(1))],
+    ['heartbeat', (keys) => send(SCRIPT.heartbeat, keys, [1, 20_000, RETENTION, EPOCH])],
+    ['recordStep', (keys) => send(SCRIPT.recordStep, keys, [1, 'step:s', '1', RETENTION, EPOCH])],
+    ['flagAmbiguous', (keys) => send(SCRIPT.flagAmbiguous, keys, [1, RETENTION, EPOCH, 'opaque'])],
+    ['reclaim', (keys) => send(SCRIPT.reclaim, keys, ['running', 1, 10_000, RETENTION, 'w2', EPOCH, 'resumable'])],
+    ['resolve', (keys) => send(SCRIPT.resolve, keys, [1, 'failed', 'x', RETENTION, ''])],
+    ['inspect', (keys) => send(SCRIPT.inspect, keys, [])],
+  ];
+  const corruptions: Array<[string, (keys: Keys) => Promise<unknown>, RegExp]> = [
+    ['a receipt hash without status', (k) => redis.hset(k[0], 'attempts', 1, 'result', '"old"', 'epoch', EPOCH), /no status/],
+    ['a receipt with attempts 0', (k) => redis.hset(k[0], 'status', 'running', 'attempts', 0, 'epoch', EPOCH), /attempts/],
+    ['a receipt key holding a string', (k) => redis.set(k[0], 'x'), /is a string, not a hash/],
+    ['a run index holding a hash', (k) => redis.hset(k[1], 'x', 1), /is a hash, not a zset/],
+  ];
+
+  it.each(corruptions)('%s: every transition answers TRC_CORRUPT and writes nothing', async (_label, corrupt, why) => {
+    for (const [name, run] of transitions) {
+      if (name === 'inspect' && _label.includes('index')) continue; // inspect reads the receipt only
+      if (name === 'inspect' && !_label.includes('string')) continue; // inspect returns a hash as it is
+      const keys = keysFor();
+      await corrupt(keys);
+      const before = await Promise.all(keys.map((k) => redis.dump(k)));
+      const error = await run(keys).then(() => undefined, (e: unknown) => e);
+      expect(error, name).toBeInstanceOf(Error);
+      expect((error as Error).message, name).toMatch(/^TRC_CORRUPT /);
+      expect((error as Error).message, name).toMatch(why);
+      expect(await Promise.all(keys.map((k) => redis.dump(k))), name).toEqual(before);
+    }
+  });
+
+  it('a breaker hash of the wrong type stops claim and complete before they write', async () => {
+    for (const [name, run] of transitions.filter(([n]) => n === 'claim' || n === 'complete')) {
+      const keys = keysFor();
+      if (name === 'complete') await claim(keys);
+      await redis.set(keys[2], 'x');
+      const before = await Promise.all(keys.map((k) => redis.dump(k)));
+      await expect(run(keys), name).rejects.toThrow(/TRC_CORRUPT .*is a string, not a hash/);
+      expect(await Promise.all(keys.map((k) => redis.dump(k))), name).toEqual(before);
+    }
   });
 });

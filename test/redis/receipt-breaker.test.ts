@@ -66,8 +66,7 @@ describe('claim with the breaker', () => {
   it('never reclaims a failed receipt of a removed tool', async () => {
     const { store, breaker } = stores();
     const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
-    await store.fail(key, 1, { error: 'boom', tier: 'neutral' });
+    await store.fail(key, (await store.claim(key, { effect: 'opaque' })).fence!, { error: 'boom', tier: 'neutral' });
     await breaker.recordFailure(key.tenantId, key.runId, key.toolName, { removeNow: true, reason: 'gone' });
     const before = await store.inspect(key);
     for (let i = 0; i < 3; i++) {
@@ -97,8 +96,7 @@ describe('claim with the breaker', () => {
     const done = freshKey();
     const live = freshKey({ tenantId: done.tenantId, runId: done.runId, argsHash: `${done.argsHash}-live` });
     const lost = freshKey({ tenantId: done.tenantId, runId: done.runId, argsHash: `${done.argsHash}-lost` });
-    await store.claim(done, { effect: 'opaque' });
-    await store.complete(done, 1, { id: 1 });
+    await store.complete(done, (await store.claim(done, { effect: 'opaque' })).fence!, { id: 1 });
     await store.claim(lost, { effect: 'opaque' });
     await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
     await waitForLeaseExpiry(store, lost);
@@ -122,8 +120,8 @@ describe('complete with the breaker', () => {
     await breaker.recordRejection(key.tenantId, key.runId, key.toolName);
     await breaker.recordFailure(key.tenantId, key.runId, key.toolName);
     await breaker.recordRejection(key.tenantId, key.runId, 'lookup');
-    const { attempt } = await store.claim(key, { effect: 'opaque' });
-    await store.complete(key, attempt!, 'ok');
+    const { fence } = await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, fence!, 'ok');
     expect(await breaker.state(key.tenantId, key.runId, key.toolName)).toEqual({ removal: null, rejections: 0 });
     expect(await redis.hget(brk, breakerField(key.toolName, 'failures'))).toBe('1');
     expect(await breaker.state(key.tenantId, key.runId, 'lookup')).toEqual({ removal: null, rejections: 1 });
@@ -134,8 +132,8 @@ describe('complete with the breaker', () => {
   it('leaves a missing breaker hash missing', async () => {
     const { store, breaker, redis } = stores();
     const key = freshKey();
-    const { attempt } = await store.claim(key, { effect: 'opaque' });
-    await store.complete(key, attempt!, 'ok');
+    const { fence } = await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, fence!, 'ok');
     expect(await redis.exists(breaker.redisKey(key.tenantId, key.runId))).toBe(0);
   });
 });

@@ -28,11 +28,12 @@ async function lifecycle(store: ReceiptStore): Promise<string[]> {
   note(await store.claim(opaque, { effect: 'opaque' }));
   await waitForLeaseExpiry(store, resumable);
   await waitForLeaseExpiry(store, opaque);
-  note(await store.claim(resumable, { effect: 'resumable', leaseMs: 60_000 }));
+  const takeover = await store.claim(resumable, { effect: 'resumable', leaseMs: 60_000 });
+  note(takeover);
   note(await store.claim(opaque, { effect: 'opaque' }));
   note(await store.claim(resumable, { effect: 'resumable' }));
-  await store.heartbeat(resumable, 2, 60_000);
-  await store.complete(resumable, 2, { ok: true });
+  await store.heartbeat(resumable, takeover.fence!, 60_000);
+  await store.complete(resumable, takeover.fence!, { ok: true });
   note(await store.claim(resumable, { effect: 'resumable' }));
   await store.resolve(opaque, { attemptsSeen: 1, outcome: 'failed', error: 'not sent' });
   note(await store.claim(opaque, { effect: 'opaque', leaseMs: 60_000 }));

@@ -2,7 +2,7 @@
  * Reading receipts back: one, a whole run, and every ambiguous one.
  */
 import { describe, expect, it } from 'vitest';
-import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
+import { claimFence, freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
@@ -12,14 +12,15 @@ describe('inspect', () => {
     const key = freshKey({ tenantId: 'acme {eu}', runId: 'run:7|b', toolName: 'send email\n' });
     expect(await store.inspect(key)).toBeNull();
     const claimed = await store.claim(key, { effect: 'resumable', leaseMs: 30_000, owner: 'w-1' });
-    await store.recordStep(key, 1, 'render', { bytes: 12 });
-    await store.fail(key, 1, { error: 'smtp down', tier: 'neutral' });
+    await store.recordStep(key, claimed.fence!, 'render', { bytes: 12 });
+    await store.fail(key, claimed.fence!, { error: 'smtp down', tier: 'neutral' });
     const record = await store.inspect(key);
     expect(record).toMatchObject({
       key,
       redisKey: store.redisKey(key),
       status: 'failed',
       attempts: 1,
+      epoch: claimed.fence!.epoch,
       leaseUntilMs: null,
       leaseExpired: false,
       owner: 'w-1',
@@ -28,6 +29,8 @@ describe('inspect', () => {
       tier: 'neutral',
       ambiguousMs: null,
       resolvedMs: null,
+      lateHeartbeatMs: null,
+      lateSettle: null,
       steps: { render: { bytes: 12 } },
     });
     expect(record!.createdMs).toBe(claimed.leaseUntilMs! - 30_000);
@@ -41,11 +44,10 @@ describe('inspect', () => {
     const store = fixture.store();
     const redis = fixture.connect();
     const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
-    await store.complete(key, 1, { ok: 1 });
+    await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), { ok: 1 });
     const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
     expect(fields).toEqual(
-      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'owner', 'result', 'run', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
+      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'epoch', 'owner', 'result', 'run', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
     );
   });
 });
@@ -79,8 +81,7 @@ describe('listRun', () => {
     const short = { ...base, toolName: 'short' };
     const long = { ...base, toolName: 'long' };
     await keeper.claim(long, { effect: 'opaque' });
-    await keeper.claim(short, { effect: 'opaque' });
-    await store.complete(short, 1, 'x');
+    await store.complete(short, await claimFence(keeper, short, { effect: 'opaque' }), 'x');
     await waitUntil(() => store.inspect(short), (r) => r === null, 10_000, 'expiry');
     expect(await redis.zcard(store.runIndexKey(base.tenantId, base.runId))).toBe(2);
     expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['long']);
@@ -107,8 +108,7 @@ describe('listAmbiguous', () => {
     await store.claim(resumableFlagged, { effect: 'resumable' });
     await store.claim(resumable, { effect: 'resumable' });
     await store.claim(live, { effect: 'opaque', leaseMs: 60_000 });
-    await store.claim(settled, { effect: 'opaque' });
-    await store.complete(settled, 1, 'ok');
+    await store.complete(settled, await claimFence(store, settled, { effect: 'opaque' }), 'ok');
     await otherPrefix.claim(foreign, { effect: 'opaque' });
     for (const k of [flagged, unflaggedOpaque, resumableFlagged, resumable]) await waitForLeaseExpiry(store, k);
     await waitForLeaseExpiry(otherPrefix, foreign);

@@ -37,8 +37,8 @@ describe('races', () => {
     const workers = stores(WORKERS);
     await connected(workers);
     const key = freshKey();
-    await workers[0]!.claim(key, { effect: 'resumable', leaseMs: 150 });
-    await workers[0]!.recordStep(key, 1, 'first', 'done');
+    const stale = (await workers[0]!.claim(key, { effect: 'resumable', leaseMs: 150 })).fence!;
+    await workers[0]!.recordStep(key, stale, 'first', 'done');
     await waitForLeaseExpiry(workers[0]!, key);
     const results = await Promise.all(workers.map((s) => s.claim(key, { effect: 'resumable', leaseMs: 60_000 })));
     const executes = results.filter((r) => r.decision.kind === 'execute');
@@ -48,16 +48,16 @@ describe('races', () => {
     expect(await workers[0]!.inspect(key)).toMatchObject({ status: 'running', attempts: 2, steps: { first: 'done' } });
 
     // The loser that used to own attempt 1 can no longer write.
-    await expect(workers[0]!.complete(key, 1, 'stale')).rejects.toMatchObject({ code: 'receipt.fenced_out' });
-    await expect(workers[0]!.recordStep(key, 1, 'second', 'stale')).rejects.toMatchObject({ code: 'receipt.fenced_out' });
+    await expect(workers[0]!.complete(key, stale, 'stale')).rejects.toMatchObject({ code: 'receipt.fenced_out' });
+    await expect(workers[0]!.recordStep(key, stale, 'second', 'stale')).rejects.toMatchObject({ code: 'receipt.fenced_out' });
   });
 
   it(`${WORKERS} concurrent retries of a failed call: exactly one runs attempt 2`, async () => {
     const workers = stores(WORKERS);
     await connected(workers);
     const key = freshKey();
-    await workers[0]!.claim(key, { effect: 'opaque' });
-    await workers[0]!.fail(key, 1, { error: 'timeout', tier: 'neverStarted' });
+    const first = (await workers[0]!.claim(key, { effect: 'opaque' })).fence!;
+    await workers[0]!.fail(key, first, { error: 'timeout', tier: 'neverStarted' });
     const results = await Promise.all(workers.map((s) => s.claim(key, { effect: 'opaque', leaseMs: 60_000 })));
     expect(results.filter((r) => r.decision.kind === 'execute').map((r) => r.attempt)).toEqual([2]);
     expect(results.filter((r) => r.decision.kind === 'wait')).toHaveLength(WORKERS - 1);
@@ -79,13 +79,13 @@ describe('races', () => {
     const workers = stores(8);
     await connected(workers);
     const key = freshKey();
-    await workers[0]!.claim(key, { effect: 'resumable', leaseMs: 150 });
+    const stale = (await workers[0]!.claim(key, { effect: 'resumable', leaseMs: 150 })).fence!;
     await waitForLeaseExpiry(workers[0]!, key);
     const takeover = await workers[1]!.claim(key, { effect: 'resumable', leaseMs: 60_000 });
     expect(takeover.attempt).toBe(2);
     const outcomes = await Promise.allSettled([
-      workers[1]!.complete(key, 2, 'attempt-2'),
-      ...workers.slice(2).map((w) => w.complete(key, 1, 'attempt-1')),
+      workers[1]!.complete(key, takeover.fence!, 'attempt-2'),
+      ...workers.slice(2).map((w) => w.complete(key, stale, 'attempt-1')),
     ]);
     expect(outcomes[0]!.status).toBe('fulfilled');
     expect(outcomes.slice(1).every((o) => o.status === 'rejected')).toBe(true);

@@ -55,10 +55,10 @@ describe('retention', () => {
     const store = fixture.store({ retentionMs: 10_000 });
     const redis = fixture.connect();
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable', leaseMs: 1_000 });
-    await store.heartbeat(key, 1, 100_000);
+    const fence = (await store.claim(key, { effect: 'resumable', leaseMs: 1_000 })).fence!;
+    await store.heartbeat(key, fence, 100_000);
     expect(await redis.pttl(store.redisKey(key))).toBeGreaterThan(100_000);
-    await store.heartbeat(key, 1, 1_000);
+    await store.heartbeat(key, fence, 1_000);
     expect(await redis.pttl(store.redisKey(key))).toBeGreaterThan(100_000);
     expect(await redis.pttl(store.runIndexKey(key.tenantId, key.runId))).toBeGreaterThan(100_000);
   });
@@ -68,9 +68,9 @@ describe('retention', () => {
     const longer = fixture.store({ retentionMs: 60_000 });
     const redis = fixture.connect();
     const key = freshKey();
-    await longer.claim(key, { effect: 'opaque', leaseMs: 60_000 });
-    if (how === 'complete') await store.complete(key, 1, 'r');
-    else await store.fail(key, 1, { error: 'e' });
+    const fence = (await longer.claim(key, { effect: 'opaque', leaseMs: 60_000 })).fence!;
+    if (how === 'complete') await store.complete(key, fence, 'r');
+    else await store.fail(key, fence, { error: 'e' });
     const pttl = await redis.pttl(store.redisKey(key));
     expect(pttl).toBeGreaterThan(0);
     expect(pttl).toBeLessThanOrEqual(300);

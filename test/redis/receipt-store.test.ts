@@ -9,7 +9,7 @@ import {
   ReceiptValueNotSerializableError,
 } from '../../src/redis/errors.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const LEASE = 200;
@@ -28,7 +28,10 @@ describe('claim', () => {
     });
     const second = await store.claim(key, { effect: 'opaque' });
     expect(second.decision.kind).toBe('wait');
-    expect(second.state).toEqual({ kind: 'running', attempts: 1, leaseExpired: false });
+    expect(second.state).toEqual({ kind: 'running', attempts: 1, leaseExpired: false, reportedAmbiguous: false });
+    expect(first.fence).toEqual({ attempt: 1, epoch: expect.any(String) });
+    expect(first.fence!.epoch.length).toBeGreaterThanOrEqual(16);
+    expect(second.fence).toBeUndefined();
     expect(second.attempt).toBeUndefined();
     expect(second.leaseRemainingMs).toBeGreaterThan(0);
     expect(second.leaseRemainingMs).toBeLessThanOrEqual(10_000);
@@ -37,8 +40,8 @@ describe('claim', () => {
   it('replays a completed result without running anything', async () => {
     const store = fixture.store();
     const key = freshKey();
-    const { attempt } = await store.claim(key, { effect: 'opaque' });
-    await store.complete(key, attempt!, { messageId: 'm-1', sent: [1, 2] });
+    const { fence } = await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, fence!, { messageId: 'm-1', sent: [1, 2] });
     const again = await store.claim(key, { effect: 'opaque' });
     expect(again).toMatchObject({ decision: { kind: 'replay' }, state: { kind: 'completed' }, result: { messageId: 'm-1', sent: [1, 2] } });
     expect(again.attempt).toBeUndefined();
@@ -47,14 +50,12 @@ describe('claim', () => {
   it('replays a completion without a value as undefined, and null as null', async () => {
     const store = fixture.store();
     const a = freshKey();
-    await store.claim(a, { effect: 'opaque' });
-    await store.complete(a, 1, undefined);
+    await store.complete(a, await claimFence(store, a, { effect: 'opaque' }), undefined);
     const ra = await store.claim(a, { effect: 'opaque' });
     expect(ra.decision.kind).toBe('replay');
     expect('result' in ra).toBe(false);
     const b = freshKey();
-    await store.claim(b, { effect: 'opaque' });
-    await store.complete(b, 1, null);
+    await store.complete(b, await claimFence(store, b, { effect: 'opaque' }), null);
     expect(await store.claim(b, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: null });
   });
 
@@ -62,10 +63,11 @@ describe('claim', () => {
     const store = fixture.store();
     for (const effect of ['opaque', 'resumable'] as const) {
       const key = freshKey();
-      await store.claim(key, { effect });
-      await store.fail(key, 1, { error: 'smtp 421', tier: 'neverStarted' });
+      const first = await claimFence(store, key, { effect });
+      await store.fail(key, first, { error: 'smtp 421', tier: 'neverStarted' });
       const retry = await store.claim(key, { effect });
       expect(retry).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, attempt: 2, state: { kind: 'failed', attempts: 1 } });
+      expect(retry.fence).toEqual({ attempt: 2, epoch: first.epoch });
       const record = await store.inspect(key);
       expect(record).toMatchObject({ status: 'running', attempts: 2, error: null, tier: null });
     }
@@ -74,11 +76,13 @@ describe('claim', () => {
   it('takes over a resumable attempt whose lease expired; the steps survive for it', async () => {
     const store = fixture.store({ leaseMs: LEASE });
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable' });
-    await store.recordStep(key, 1, 'draft', { id: 'd-1' });
+    await store.recordStep(key, await claimFence(store, key, { effect: 'resumable' }), 'draft', { id: 'd-1' });
     await waitForLeaseExpiry(store, key);
     const takeover = await store.claim(key, { effect: 'resumable', owner: 'worker-b' });
-    expect(takeover).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, state: { kind: 'running', attempts: 1, leaseExpired: true } });
+    expect(takeover).toMatchObject({
+      decision: { kind: 'execute', attempt: 2 },
+      state: { kind: 'running', attempts: 1, leaseExpired: true, reportedAmbiguous: false },
+    });
     expect(await store.steps(key)).toEqual({ draft: { id: 'd-1' } });
     expect((await store.inspect(key))?.owner).toBe('worker-b');
   });
@@ -108,7 +112,7 @@ describe('claim', () => {
     for (let i = 0; i < 5; i++) seen.push(await store.claim(key, { effect: 'opaque' }));
     for (const c of seen) {
       expect(c.decision.kind).toBe('ambiguous');
-      expect(c.state).toEqual({ kind: 'running', attempts: 1, leaseExpired: true });
+      expect(c.state).toMatchObject({ kind: 'running', attempts: 1, leaseExpired: true });
       expect(c.attempt).toBeUndefined();
       expect(c.ambiguousMs).toBe(seen[0]!.ambiguousMs);
     }
@@ -132,36 +136,47 @@ describe('fenced writes', () => {
   it('complete, fail, heartbeat and recordStep by the owning attempt succeed', async () => {
     const store = fixture.store();
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable', leaseMs: 1_000 });
+    const fence = await claimFence(store, key, { effect: 'resumable', leaseMs: 1_000 });
     const before = await store.inspect(key);
-    const { leaseUntilMs } = await store.heartbeat(key, 1, 60_000);
+    const { leaseUntilMs, contested } = await store.heartbeat(key, fence, 60_000);
+    expect(contested).toBe(false);
     expect(leaseUntilMs).toBeGreaterThan(before!.leaseUntilMs!);
     expect((await store.inspect(key))?.leaseUntilMs).toBe(leaseUntilMs);
-    await store.recordStep(key, 1, 'a', 1);
-    await store.recordStep(key, 1, 'b:with:colons', { nested: ['x'] });
-    await store.recordStep(key, 1, 'a', 2);
+    await store.recordStep(key, fence, 'a', 1);
+    await store.recordStep(key, fence, 'b:with:colons', { nested: ['x'] });
+    await store.recordStep(key, fence, 'a', 2);
     expect(await store.steps(key)).toEqual({ a: 2, 'b:with:colons': { nested: ['x'] } });
-    await store.complete(key, 1, 'done');
+    expect(await store.complete(key, fence, 'done')).toMatchObject({ late: null, settledMs: expect.any(Number) });
     expect(await store.inspect(key)).toMatchObject({ status: 'completed', result: 'done', leaseUntilMs: null, leaseExpired: false });
   });
 
-  it('every fenced write by a wrong attempt throws FencedOutError with what it found, and writes nothing', async () => {
+  it('every fenced write by a wrong attempt or a wrong epoch throws FencedOutError with what it found, and writes nothing', async () => {
     const store = fixture.store();
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable' });
+    const { epoch } = await claimFence(store, key, { effect: 'resumable' });
     const before = await store.inspect(key);
-    const writes = [
-      () => store.complete(key, 2, 'x'),
-      () => store.fail(key, 2, { error: 'x' }),
-      () => store.heartbeat(key, 2),
-      () => store.recordStep(key, 2, 's', 1),
-      () => store.markOutcomeUnknown(key, 2, 'x'),
-    ];
-    for (const write of writes) {
-      const err = await write().catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(FencedOutError);
-      expect(err).toMatchObject({ code: 'receipt.fenced_out', attempt: 2, redisKey: store.redisKey(key), observed: { status: 'running', attempts: 1 } });
+    for (const fence of [{ attempt: 2, epoch }, { attempt: 1, epoch: 'guessed' }, { attempt: 1, epoch: '' }]) {
+      const writes = [
+        () => store.complete(key, fence, 'x'),
+        () => store.fail(key, fence, { error: 'x' }),
+        () => store.heartbeat(key, fence),
+        () => store.recordStep(key, fence, 's', 1),
+        () => store.markOutcomeUnknown(key, fence, 'x'),
+      ];
+      for (const write of writes) {
+        const err = await write().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(FencedOutError);
+        expect(err).toMatchObject({
+          code: 'receipt.fenced_out',
+          attempt: fence.attempt,
+          epoch: fence.epoch,
+          redisKey: store.redisKey(key),
+          observed: { status: 'running', attempts: 1, epoch },
+        });
+      }
     }
+    await expect(store.complete(key, { attempt: 1 } as never, 'x')).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.complete(key, 1 as never, 'x')).rejects.toBeInstanceOf(InvalidReceiptInputError);
     const after = await store.inspect(key);
     expect({ ...after, readAtMs: 0, ttlMs: 0 }).toEqual({ ...before, readAtMs: 0, ttlMs: 0 });
   });
@@ -169,16 +184,16 @@ describe('fenced writes', () => {
   it('markOutcomeUnknown leaves the receipt as a crash would: an opaque one ambiguous at once, a resumable one ready for takeover', async () => {
     const store = fixture.store();
     const opaque = freshKey();
-    await store.claim(opaque, { effect: 'opaque', leaseMs: 60_000 });
-    const marked = await store.markOutcomeUnknown(opaque, 1, 'gateway timed out');
+    const opaqueFence = await claimFence(store, opaque, { effect: 'opaque', leaseMs: 60_000 });
+    const marked = await store.markOutcomeUnknown(opaque, opaqueFence, 'gateway timed out');
     expect(marked.ambiguousMs).not.toBeNull();
     expect(await store.inspect(opaque)).toMatchObject({ status: 'running', attempts: 1, leaseExpired: true, error: 'gateway timed out', ambiguousMs: marked.ambiguousMs });
     expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(opaque));
     expect((await store.claim(opaque, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
 
     const resumable = freshKey();
-    await store.claim(resumable, { effect: 'resumable', leaseMs: 60_000 });
-    expect((await store.markOutcomeUnknown(resumable, 1, 'reset')).ambiguousMs).toBeNull();
+    const resumableFence = await claimFence(store, resumable, { effect: 'resumable', leaseMs: 60_000 });
+    expect((await store.markOutcomeUnknown(resumable, resumableFence, 'reset')).ambiguousMs).toBeNull();
     expect((await store.inspect(resumable))?.ambiguousMs).toBeNull();
     expect((await store.claim(resumable, { effect: 'resumable' })).decision).toEqual({ kind: 'execute', attempt: 2 });
   });
@@ -186,13 +201,13 @@ describe('fenced writes', () => {
   it('a settled receipt fences out every write, including a second completion', async () => {
     const store = fixture.store();
     const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
-    await store.fail(key, 1, { error: 'nope' });
+    const fence = await claimFence(store, key, { effect: 'opaque' });
+    await store.fail(key, fence, { error: 'nope' });
     for (const write of [
-      () => store.complete(key, 1, 'x'),
-      () => store.fail(key, 1, { error: 'again' }),
-      () => store.heartbeat(key, 1),
-      () => store.recordStep(key, 1, 's', 1),
+      () => store.complete(key, fence, 'x'),
+      () => store.fail(key, fence, { error: 'again' }),
+      () => store.heartbeat(key, fence),
+      () => store.recordStep(key, fence, 's', 1),
     ]) {
       await expect(write()).rejects.toMatchObject({ code: 'receipt.fenced_out', observed: { status: 'failed', attempts: 1 } });
     }
@@ -202,53 +217,61 @@ describe('fenced writes', () => {
   it('writes to a receipt that does not exist are fenced out with observed = null', async () => {
     const store = fixture.store();
     const key = freshKey();
-    await expect(store.complete(key, 1, 1)).rejects.toMatchObject({ code: 'receipt.fenced_out', observed: null });
-    await expect(store.heartbeat(key, 1)).rejects.toMatchObject({ observed: null });
+    await expect(store.complete(key, { attempt: 1, epoch: 'x' }, 1)).rejects.toMatchObject({ code: 'receipt.fenced_out', observed: null });
+    await expect(store.heartbeat(key, { attempt: 1, epoch: 'x' })).rejects.toMatchObject({ observed: null });
     expect(await store.inspect(key)).toBeNull();
   });
 
   it('the stale attempt 1 cannot write once attempt 2 has taken over', async () => {
     const store = fixture.store({ leaseMs: LEASE });
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable' });
+    const stale = await claimFence(store, key, { effect: 'resumable' });
     await waitForLeaseExpiry(store, key);
-    expect((await store.claim(key, { effect: 'resumable' })).attempt).toBe(2);
+    const second = await claimFence(store, key, { effect: 'resumable' });
+    expect(second.attempt).toBe(2);
     for (const write of [
-      () => store.complete(key, 1, 'late'),
-      () => store.fail(key, 1, { error: 'late' }),
-      () => store.heartbeat(key, 1),
-      () => store.recordStep(key, 1, 'late', true),
+      () => store.complete(key, stale, 'late'),
+      () => store.fail(key, stale, { error: 'late' }),
+      () => store.heartbeat(key, stale),
+      () => store.recordStep(key, stale, 'late', true),
     ]) {
       await expect(write()).rejects.toMatchObject({ code: 'receipt.fenced_out', attempt: 1, observed: { status: 'running', attempts: 2 } });
     }
     expect(await store.steps(key)).toEqual({});
-    await store.complete(key, 2, 'on time');
+    await store.complete(key, second, 'on time');
     expect(await store.claim(key, { effect: 'resumable' })).toMatchObject({ decision: { kind: 'replay' }, result: 'on time' });
   });
 
-  it('an opaque attempt that outlived its lease may still settle it when nobody took over', async () => {
+  it('an opaque attempt that outlived its lease may still settle it when nobody took over, recorded as late', async () => {
     const store = fixture.store({ leaseMs: LEASE });
     const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
+    const fence = await claimFence(store, key, { effect: 'opaque' });
     await waitForLeaseExpiry(store, key);
-    expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
-    await store.complete(key, 1, 'it did land');
+    const verdict = await store.claim(key, { effect: 'opaque' });
+    expect(verdict.decision.kind).toBe('ambiguous');
+    const settled = await store.complete(key, fence, 'it did land');
+    expect(settled.late).toEqual({ attempt: 1, ambiguousMs: verdict.ambiguousMs });
+    expect(await store.inspect(key)).toMatchObject({
+      status: 'completed',
+      ambiguousMs: verdict.ambiguousMs,
+      lateSettle: { atMs: settled.settledMs, attempt: 1 },
+    });
     expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: 'it did land' });
   });
 
   it('refuses values with no faithful JSON form before writing anything', async () => {
     const store = fixture.store();
     const key = freshKey();
-    await store.claim(key, { effect: 'resumable' });
+    const fence = await claimFence(store, key, { effect: 'resumable' });
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     for (const bad of [() => 1, Symbol('s'), 10n, new Map([[1, 2]]), new Set([1]), NaN, Infinity, cyclic, { nested: { f: () => 1 } }]) {
-      await expect(store.complete(key, 1, bad)).rejects.toBeInstanceOf(ReceiptValueNotSerializableError);
-      await expect(store.recordStep(key, 1, 's', bad)).rejects.toMatchObject({ code: 'receipt.not_serializable' });
+      await expect(store.complete(key, fence, bad)).rejects.toBeInstanceOf(ReceiptValueNotSerializableError);
+      await expect(store.recordStep(key, fence, 's', bad)).rejects.toMatchObject({ code: 'receipt.not_serializable' });
     }
     expect(await store.inspect(key)).toMatchObject({ status: 'running', steps: {} });
-    await expect(store.recordStep(key, 1, '', 1)).rejects.toBeInstanceOf(InvalidReceiptInputError);
-    await store.complete(key, 1, { at: new Date(0) });
+    await expect(store.recordStep(key, fence, '', 1)).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await store.complete(key, fence, { at: new Date(0) });
     expect((await store.inspect(key))?.result).toEqual({ at: '1970-01-01T00:00:00.000Z' });
   });
 });
@@ -293,13 +316,18 @@ describe('resolve', () => {
     await expect(store.resolve(resumable, { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toBeInstanceOf(NotAmbiguousError);
 
     const opaque = freshKey();
-    await store.claim(opaque, { effect: 'opaque' });
+    const opaqueFence = await claimFence(store, opaque, { effect: 'opaque' });
     await waitForLeaseExpiry(store, opaque);
     await expect(store.resolve(opaque, { attemptsSeen: 2, outcome: 'failed', error: 'x' })).rejects.toMatchObject({
       code: 'receipt.fenced_out',
       observed: { status: 'running', attempts: 1 },
     });
-    await store.complete(opaque, 1, 'late but real');
+    await expect(store.resolve(opaque, { attemptsSeen: 1, epochSeen: 'another-lifetime', outcome: 'failed', error: 'x' })).rejects.toMatchObject({
+      code: 'receipt.fenced_out',
+      observed: { status: 'running', attempts: 1, epoch: opaqueFence.epoch },
+    });
+    await expect(store.resolve(opaque, { attemptsSeen: 1, epochSeen: '', outcome: 'failed', error: 'x' })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await store.complete(opaque, opaqueFence, 'late but real');
     await expect(store.resolve(opaque, { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toMatchObject({
       code: 'receipt.fenced_out',
       observed: { status: 'completed', attempts: 1 },
@@ -322,9 +350,9 @@ describe('construction', () => {
     const store = fixture.store();
     const redis = fixture.connect();
     const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
+    const fence = await claimFence(store, key, { effect: 'opaque' });
     await redis.script('FLUSH');
     expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('wait');
-    await store.complete(key, 1, 1);
+    await store.complete(key, fence, 1);
   });
 });

@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { ReceiptStore, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
+import type { AttemptFence } from '../../src/redis/errors.js';
+import { ReceiptStore, type ClaimOptions, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
 import { startRedis, type RedisHandle } from './redis.js';
 
 export interface RedisFixture {
@@ -79,4 +80,14 @@ export async function waitForLeaseExpiry(store: ReceiptStore, key: ToolCallRecei
     10_000,
     'the lease to expire on the server clock',
   );
+}
+
+/**
+ * Claims `key` and returns the fence of the attempt the claim started;
+ * fails the test when the claim decided anything but execute.
+ */
+export async function claimFence(store: ReceiptStore, key: ToolCallReceiptKey, options: ClaimOptions): Promise<AttemptFence> {
+  const claim = await store.claim(key, options);
+  if (claim.fence === undefined) throw new Error(`expected the claim to execute, got ${claim.decision.kind}`);
+  return claim.fence;
 }

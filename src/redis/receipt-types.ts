@@ -1,0 +1,108 @@
+/**
+ * The shapes the receipt store's methods take and return.
+ */
+import type { EffectResumability, ReceiptDecision, ReceiptState } from '../core/decision.js';
+import type { AttemptFence } from './errors.js';
+
+/** Options of one {@link ReceiptStore.claim}. */
+export interface ClaimOptions {
+  /** Whether an interrupted attempt may be taken over. Recorded by the first claim. */
+  effect: EffectResumability;
+  /** Lease for the attempt this claim may start, in ms. */
+  leaseMs?: number;
+  /** Worker id for this attempt; default the store's. */
+  owner?: string;
+}
+
+/** What a claim decided, and what it saw. */
+export interface ClaimResult {
+  readonly decision: ReceiptDecision;
+  /** The receipt state the decision was made on (for `execute`, the state before this attempt started). */
+  readonly state: ReceiptState;
+  /**
+   * The attempt now owned by the caller; set when the decision is `execute`
+   * and {@link toolRemoval} is not.
+   */
+  readonly attempt?: number;
+  /**
+   * The fence of that attempt (its number and the receipt lifetime's epoch);
+   * set exactly when {@link attempt} is. Pass it to every later write of the
+   * attempt: complete, fail, heartbeat, recordStep.
+   */
+  readonly fence?: AttemptFence;
+  /** The recorded result when the decision is `replay` (absent when the call completed without one). */
+  readonly result?: unknown;
+  /**
+   * For `execute`, the lease just granted; for `wait`, what is left of the
+   * other attempt's lease; for `ambiguous`, 0. In ms, on the server clock.
+   */
+  readonly leaseRemainingMs?: number;
+  /**
+   * For `wait`: the Redis server's clock (`TIME`, in ms) when the claim read
+   * the receipt, so a caller can schedule its return on the server's clock
+   * rather than its own.
+   */
+  readonly serverNowMs?: number;
+  /** For `execute`: end of the granted lease on the server clock. */
+  readonly leaseUntilMs?: number;
+  /** For `ambiguous`: when a claim first found this attempt ambiguous (server clock). */
+  readonly ambiguousMs?: number;
+  /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
+  readonly effect: EffectResumability;
+  readonly redisKey: string;
+  /**
+   * Set when the run's circuit breaker has removed the tool: its removal
+   * reason, read in the same script as the receipt.
+   *
+   * With a decision of `execute` the store has NOT created, reclaimed or
+   * written anything (no receipt, no run-index entry, no lease), `attempt` is
+   * unset and `decision.attempt` is only the attempt it would have been: the
+   * caller must not run the tool, and has nothing to settle. `replay`, `wait`
+   * and `ambiguous` are decided and acted on as usual (an ambiguous receipt
+   * may still be flagged), with this field telling the caller the tool is
+   * removed.
+   */
+  readonly toolRemoval?: string;
+  /**
+   * The tool's streak of consecutive rejections in the run, as the claim read
+   * it (0 when none). {@link ReceiptStore.complete} resets a non-zero streak.
+   */
+  readonly rejectionStreak: number;
+}
+
+/**
+ * An operator's verdict on an ambiguous receipt, fenced on what the operator
+ * saw: `attemptsSeen`, and `epochSeen` when given (the receipt's epoch, which
+ * `inspect` and the CLI's `show` print). Without `epochSeen` the fence is the
+ * attempts alone, so a verdict about a receipt that has since expired could
+ * settle a later lifetime of the same call that is ambiguous at the same
+ * attempt; pass it whenever you have it.
+ */
+export type Resolution = { attemptsSeen: number; epochSeen?: string } & (
+  | { outcome: 'completed'; result: unknown }
+  | { outcome: 'failed'; error: string }
+);
+
+/** What {@link ReceiptStore.complete} and {@link ReceiptStore.fail} report once the receipt settled. */
+export interface SettleResult {
+  /** When it settled, on the server clock. */
+  readonly settledMs: number;
+  /**
+   * Set when the settle came late: a claim had already reported this attempt
+   * ambiguous (at `ambiguousMs`). The settle stands, and the receipt records
+   * it (`late_settle_ms`, `late_settle_attempt`) next to `ambiguous_ms`.
+   */
+  readonly late: { readonly attempt: number; readonly ambiguousMs: number } | null;
+}
+
+/** What {@link ReceiptStore.heartbeat} reports. */
+export interface HeartbeatResult {
+  /** End of the extended lease on the server clock. */
+  readonly leaseUntilMs: number;
+  /**
+   * True when a claim has already reported this attempt ambiguous: the lease
+   * was extended, but the receipt stays ambiguous (listed, and answered so to
+   * claims) until the attempt settles late or an operator resolves it.
+   */
+  readonly contested: boolean;
+}
