@@ -4,7 +4,7 @@
  * from Redis (a tenant, a tool name, a result) can move the cursor, recolour
  * the terminal or pose as another line.
  */
-import { isAmbiguousRecord, type ReceiptRecord } from '../redis/receipt-record.js';
+import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../redis/receipt-record.js';
 import { recordedToolResultContent } from '../core/journal.js';
 
 /** Where a command writes. `process.stdout` fits, and so does a test's capture. */
@@ -130,13 +130,16 @@ export function ambiguousSinceMs(record: ReceiptRecord): number | null {
 
 /**
  * One word (or two) for where a receipt stands, for an operator:
- * `ambiguous`, `running`, `running (lease expired)`, `completed`,
- * `completed (resolved)`, `failed` or `failed (resolved)`.
+ * `ambiguous`, `ambiguous (contested: …)`, `running`, `running (lease
+ * expired)`, `completed`, `completed (resolved)`, `completed (late)`, `failed`,
+ * `failed (resolved)` or `failed (late)`.
  */
 export function stateLabel(record: ReceiptRecord): string {
+  if (isContestedRecord(record)) return 'ambiguous (contested: the attempt heartbeated after the verdict)';
   if (isAmbiguousRecord(record)) return 'ambiguous';
   if (record.status === 'running') return record.leaseExpired ? 'running (lease expired)' : 'running';
-  return record.resolvedMs === null ? record.status : `${record.status} (resolved)`;
+  if (record.resolvedMs !== null) return `${record.status} (resolved)`;
+  return record.lateSettle !== null && record.lateSettle.attempt === record.attempts ? `${record.status} (late)` : record.status;
 }
 
 /** The lease of a receipt: `live, 12.3s left`, `expired 4s ago`, or `-` once settled. */

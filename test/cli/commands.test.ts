@@ -13,7 +13,7 @@ import { showCommand } from '../../src/cli/commands/show.js';
 import { InvalidReceiptKeyError, ReceiptNotFoundError, ResolveRefusedError } from '../../src/cli/errors.js';
 import { FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
 import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 import { Capture, makeAmbiguous } from './support.js';
 
 const fixture = useRedis();
@@ -130,8 +130,10 @@ describe('show', () => {
     expect(out.text).toMatch(/effect\s+opaque\n/);
     expect(out.text).toMatch(/owner\s+worker-7\n/);
     expect(out.text).toMatch(/ambiguous since\s+\d{4}-\d\d-\d\dT/);
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --completed`);
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --failed`);
+    const { epoch } = (await store.inspect(key))!;
+    expect(out.text).toMatch(new RegExp(`epoch\\s+${epoch}\n`));
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --completed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --failed`);
     expect(out.text).toContain(`--prefix ${store.prefix}`);
 
     const json = new Capture();
@@ -232,6 +234,22 @@ describe('resolve', () => {
     expect((error as Error).cause).toBeInstanceOf(FencedOutError);
     const after = await store.inspect(key);
     expect(after).toMatchObject({ status: 'running', attempts: 2, resolvedMs: null, ambiguousMs: before!.ambiguousMs });
+  });
+
+  it('with --epoch, refuses a later lifetime of the same call that is ambiguous at the same attempt', async () => {
+    const store = fixture.store({ retentionMs: 400 });
+    const key = freshKey();
+    await makeAmbiguous(store, key);
+    const seen = (await store.inspect(key))!;
+    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'the first lifetime to expire');
+    await makeAmbiguous(store, key); // claimed again: a new lifetime, ambiguous at attempt 1 too
+    const args = resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', seen.epoch, '--failed', '--error', 'about the old one']);
+    expect(args.resolution).toMatchObject({ attemptsSeen: 1, epochSeen: seen.epoch });
+    const error = await resolveCommand({ store, out: new Capture(), args }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ResolveRefusedError);
+    expect((error as Error).message).toContain('another lifetime');
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1, resolvedMs: null });
+    expect(() => resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', 'x y', '--completed'])).toThrow(/--epoch/);
   });
 
   it('refuses a receipt whose lease is still live', async () => {

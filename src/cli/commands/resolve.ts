@@ -1,5 +1,5 @@
 /**
- * `tool-receipts resolve <redisKey> --attempts <n> (--completed [--result <json>] | --failed --error <text>)`:
+ * `tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] (--completed [--result <json>] | --failed --error <text>)`:
  * an operator settles an ambiguous receipt after checking whether its effect
  * happened.
  */
@@ -60,6 +60,8 @@ function refusal(store: ReceiptStore, redisKey: string, seen: number, err: unkno
       `the receipt is already ${observed.status} at attempt ${observed.attempts}` +
       (observed.attempts === seen ? '' : ` (you passed --attempts ${seen})`) +
       ', settled since you looked';
+  } else if (observed.attempts === seen) {
+    why = `the receipt is running at attempt ${seen}, but of another lifetime than the epoch you passed (the receipt expired and the call was claimed again)`;
   } else {
     why = `the receipt is running at attempt ${observed.attempts}, not at attempt ${seen} as you passed, so it moved on since you looked`;
   }
@@ -142,8 +144,17 @@ function parseAttempts(text: string | undefined): number {
   return n;
 }
 
+function parseEpoch(text: string | undefined): { epochSeen?: string } {
+  if (text === undefined) return {};
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(text)) {
+    throw new CliUsageError(`--epoch must be the epoch show prints for the receipt (letters, digits, - and _), got ${JSON.stringify(text)}`, 'resolve');
+  }
+  return { epochSeen: text };
+}
+
 function parseResolution(values: OptionValues): Resolution {
   const attemptsSeen = parseAttempts(stringOption(values, 'attempts'));
+  const epoch = parseEpoch(stringOption(values, 'epoch'));
   const completed = values['completed'] === true;
   const failed = values['failed'] === true;
   const resultText = stringOption(values, 'result');
@@ -153,7 +164,7 @@ function parseResolution(values: OptionValues): Resolution {
   }
   if (completed) {
     if (error !== undefined) throw new CliUsageError('--error goes with --failed, not --completed', 'resolve');
-    if (resultText === undefined) return { attemptsSeen, outcome: 'completed', result: undefined };
+    if (resultText === undefined) return { attemptsSeen, ...epoch, outcome: 'completed', result: undefined };
     let result: unknown;
     try {
       result = JSON.parse(resultText);
@@ -163,13 +174,13 @@ function parseResolution(values: OptionValues): Resolution {
         'resolve',
       );
     }
-    return { attemptsSeen, outcome: 'completed', result };
+    return { attemptsSeen, ...epoch, outcome: 'completed', result };
   }
   if (resultText !== undefined) throw new CliUsageError('--result goes with --completed, not --failed', 'resolve');
   if (error === undefined || error.trim() === '') {
     throw new CliUsageError('--failed needs --error <text>: say what you found, it is stored on the receipt', 'resolve');
   }
-  return { attemptsSeen, outcome: 'failed', error };
+  return { attemptsSeen, ...epoch, outcome: 'failed', error };
 }
 
 /** The `resolve` command. */
@@ -177,19 +188,25 @@ export const resolveSpec: CommandSpec<ResolveArgs> = {
   name: 'resolve',
   summary: 'settle an ambiguous receipt as completed or failed',
   synopsis: 'resolve <redisKey> ...',
-  help: `Usage: tool-receipts resolve <redisKey> --attempts <n> --completed [--result <json>]
-       tool-receipts resolve <redisKey> --attempts <n> --failed --error <text>
+  help: `Usage: tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --completed [--result <json>]
+       tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --failed --error <text>
 
 Settles an ambiguous receipt once you have checked whether its effect happened
 (the email went out, the charge went through...). Prints the fields that
 changed. Exits 1 without writing anything when the receipt is gone, has moved
-on since you looked, or is not ambiguous (its lease is still live, or it is
-resumable and no claim found it ambiguous).
+on since you looked, or is not ambiguous (its lease is still live, it is
+resumable and no claim found it ambiguous, or it is contested: its attempt
+heartbeated after a claim reported it ambiguous and may still settle late).
 
 Options:
   --attempts <n>    the attempts you saw on the receipt (show prints them).
                     The write is fenced on it: if the original attempt settled
                     late or someone else resolved it meanwhile, it is refused.
+  --epoch <e>       the epoch you saw (show prints it, and the resolve commands
+                    it suggests include it). Optional but recommended: with it,
+                    your verdict cannot settle a later lifetime of the same
+                    call (the receipt expired and the call was claimed again)
+                    that happens to be ambiguous at the same attempt.
   --completed       the effect happened: later claims of the call replay the
                     result instead of running it
   --result <json>   with --completed, the result they replay, as JSON (quote a
@@ -202,6 +219,7 @@ Options:
   options: {
     ...JSON_OPTION,
     attempts: { type: 'string' },
+    epoch: { type: 'string' },
     completed: { type: 'boolean' },
     failed: { type: 'boolean' },
     result: { type: 'string' },

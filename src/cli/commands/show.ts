@@ -1,7 +1,7 @@
 /**
  * `tool-receipts show <redisKey>`: every field of one receipt.
  */
-import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ReceiptNotFoundError } from '../errors.js';
 import {
@@ -55,6 +55,7 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['state', stateLabel(record)],
     ['status', record.status],
     ['attempts', String(record.attempts)],
+    ['epoch', record.epoch === '' ? '-' : token(record.epoch)],
     ['effect', record.effect],
     ['owner', record.owner === null ? '-' : token(record.owner)],
     ['lease', record.leaseUntilMs === null ? '-' : `${leaseLabel(record)} (until ${isoTime(record.leaseUntilMs)})`],
@@ -62,6 +63,8 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['updated', when(record.updatedMs, now)],
     ['settled', when(record.completedMs, now)],
     ['ambiguous since', when(record.ambiguousMs, now)],
+    ['late heartbeat', when(record.lateHeartbeatMs, now)],
+    ['late settle', record.lateSettle === null ? '-' : `${when(record.lateSettle.atMs, now)}, by attempt ${record.lateSettle.attempt}`],
     ['resolved', when(record.resolvedMs, now)],
     ['result', 'result' in record ? terminalText(JSON.stringify(record.result, null, 2) ?? '') : '-'],
     ['error', record.error === null ? '-' : token(record.error)],
@@ -77,12 +80,20 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
 /** Prints what an operator can do about an ambiguous receipt. */
 export function writeResolveHint(out: Output, store: ReceiptStore, record: ReceiptRecord): void {
   writeLine(out);
+  if (isContestedRecord(record)) {
+    writeLine(
+      out,
+      `Contested: a claim reported attempt ${record.attempts} ambiguous, but the attempt has heartbeated since and may ` +
+        'still settle it late. It cannot be resolved until it settles or its lease lapses; look again then.',
+    );
+    return;
+  }
   writeLine(
     out,
     `Ambiguous: attempt ${record.attempts} of this ${record.effect} call lost its lease before completing, ` +
       'so its effect may or may not have happened. Check the effect, then settle it with one of:',
   );
-  const attempts = `--attempts ${record.attempts}`;
+  const attempts = `--attempts ${record.attempts}${record.epoch === '' ? '' : ` --epoch ${record.epoch}`}`;
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --completed --result '<result json>'`)}`);
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --failed --error '<what you found>'`)}`);
 }
