@@ -24,6 +24,8 @@ import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-proces
 
 export interface Lane {
   readonly prefix: string;
+  /** The URL of the lane's Redis server, for child processes. */
+  readonly redisUrl: string;
   readonly queueName: string;
   readonly queue: Queue;
   readonly events: QueueEvents;
@@ -105,6 +107,7 @@ export function useLanes() {
     const add = (data: unknown, opts?: JobsOptions) => queue.add('call', data, opts);
     return {
       prefix,
+      redisUrl: handle.url,
       queueName,
       queue,
       events,

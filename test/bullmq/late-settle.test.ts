@@ -1,0 +1,74 @@
+/**
+ * A late settle seen from the wrapper: an attempt stalls past its lease, a
+ * claim reports the call ambiguous meanwhile, and then the attempt finishes.
+ * Its settle stands, the receipt records it, and the operator is told (an
+ * event and a pino warning).
+ */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { z } from 'zod';
+import { defineTool, toolCallArgsHash, type ClaimResult, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
+import { call, jobData, useLanes } from './fixture.js';
+
+const lane = useLanes();
+const LEASE_MS = 300;
+
+const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta.url));
+
+/**
+ * Another delivery's claim, run in a child process while this one waits for
+ * it synchronously: this process is stalled meanwhile (no heartbeat leaves
+ * it), as a SIGSTOPped worker would be. The child waits for the lease to lapse.
+ */
+function claimWhileStalled(env: Record<string, string>): ClaimResult {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return JSON.parse(out) as ClaimResult;
+}
+
+describe('a late settle after an ambiguous verdict', () => {
+  it('is recorded on the receipt, emitted as lateSettle and logged as a warning', async () => {
+    const l = await lane();
+    const logged: Array<{ level: number; msg: string; [k: string]: unknown }> = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    let verdict: ClaimResult | undefined;
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      async execute(args, ctx) {
+        const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
+        verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
+        return `sent to ${args.to}`;
+      },
+    });
+    const { processor } = l.worker({ tools: [tool], leaseMs: LEASE_MS, logger });
+    const late: LateSettleEvent[] = [];
+    processor.events.on('lateSettle', (e) => late.push(e));
+
+    const job = await l.run(jobData([call('send_email', { to: 'a@x.test' }, 'toolu_late')]));
+    expect(verdict?.decision.kind).toBe('ambiguous');
+    expect((job.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'executed', content: 'sent to a@x.test' });
+
+    const receipt = await l.receipt(job.data.tenantId, job.data.runId);
+    expect(receipt).toMatchObject({ status: 'completed', attempts: 1, ambiguousMs: verdict!.ambiguousMs });
+    expect(receipt.lateSettle).toEqual({ atMs: receipt.completedMs, attempt: 1 });
+
+    expect(late).toEqual([
+      expect.objectContaining({
+        attempt: 1,
+        outcome: 'executed',
+        ambiguousMs: verdict!.ambiguousMs,
+        settledMs: receipt.completedMs,
+        receiptKey: receipt.redisKey,
+        callId: 'toolu_late',
+      }),
+    ]);
+    const warning = logged.find((line) => /settled late/.test(line.msg));
+    expect(warning).toMatchObject({ level: 40, attempt: 1, outcome: 'executed', receiptKey: receipt.redisKey, callId: 'toolu_late' });
+    // Later claims replay what the attempt recorded.
+    expect(await l.store.claim(receipt.key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' } });
+  });
+});
