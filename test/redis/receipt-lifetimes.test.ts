@@ -116,9 +116,11 @@ describe('the run index across lifetimes', () => {
 
     await waitUntil(() => store.inspect(recurring), (r) => r === null, 10_000, 'the first lifetime to expire');
     await claimFence(keeper, recurring, { effect: 'opaque' });
+    const index = keeper.runIndexKey(base.tenantId, base.runId);
+    // The claim itself scores the entry by the new lifetime, before any listing repairs anything.
+    expect(Number(await redis.zscore(index, keeper.redisKey(recurring)))).toBe((await keeper.inspect(recurring))!.createdMs);
     const listed = await keeper.listRun(base.tenantId, base.runId);
     expect(listed.map((r) => r.key.toolName)).toEqual(['steady', 'recurring']);
-    const index = keeper.runIndexKey(base.tenantId, base.runId);
     const scores = await redis.zrange(index, 0, -1, 'WITHSCORES');
     expect(scores).toEqual([keeper.redisKey(steady), String(listed[0]!.createdMs), keeper.redisKey(recurring), String(listed[1]!.createdMs)]);
     await keeper.complete(steady, steadyFence, 'ok');

@@ -278,6 +278,14 @@ class ResolveCommand implements fc.AsyncCommand<Model, Real> {
   toString = () => `resolve(call${this.call}, ${this.attemptsDelta >= 0 ? '+' : ''}${this.attemptsDelta}, ${this.withEpoch}, ${this.outcome})`;
 }
 
+class ListRunCommand implements fc.AsyncCommand<Model, Real> {
+  check = () => true;
+  async run(m: Model, real: Real) {
+    await checkInvariants(m, real, true);
+  }
+  toString = () => 'listRun()';
+}
+
 class SleepCommand implements fc.AsyncCommand<Model, Real> {
   constructor(readonly ms: number) {}
   check = () => true;
@@ -291,14 +299,18 @@ class SleepCommand implements fc.AsyncCommand<Model, Real> {
 /**
  * The rules, checked on what the store reads back: every call the model
  * knows to exist has the model's status, attempts, epoch, flag and late
- * settle; a flagged running receipt is listed ambiguous; listRun lists the
- * live receipts oldest first by created_ms of their current lifetime, and
- * leaves the index scored that way.
+ * settle; a flagged running receipt is listed ambiguous; the run index
+ * scores every live receipt by created_ms of its current lifetime (read
+ * before anything lists it, since listing repairs stale entries); and, when
+ * asked, listRun lists the live receipts oldest first that way.
  */
-async function checkInvariants(m: Model, real: Real): Promise<void> {
+async function checkInvariants(m: Model, real: Real, withListing = false): Promise<void> {
+  const index = real.stores[0]!.runIndexKey(real.keys[0]!.tenantId, real.keys[0]!.runId);
   const t0 = await nowOf(real.redis);
+  // Read before listRun, which repairs what it finds: the transitions alone must keep the scores right.
+  const scoresBefore = await Promise.all(real.keys.map((k) => real.redis.zscore(index, real.stores[0]!.redisKey(k))));
   const records = await Promise.all(real.keys.map((k) => real.stores[0]!.inspect(k)));
-  const listed = await real.stores[0]!.listRun(real.keys[0]!.tenantId, real.keys[0]!.runId);
+  const listed = withListing ? await real.stores[0]!.listRun(real.keys[0]!.tenantId, real.keys[0]!.runId) : [];
   const t1 = await nowOf(real.redis);
   const live: string[] = [];
   records.forEach((record, call) => {
@@ -323,6 +335,7 @@ async function checkInvariants(m: Model, real: Real): Promise<void> {
       status: s!.status, attempts: s!.attempts, epoch: s!.epoch, ambiguousSet: s!.ambiguousSet, late: s!.lateSettleAttempt, createdMs: s!.createdMs,
     });
     if (s!.flagged) expect(isAmbiguousRecord(record), `call${call} flagged but not listed ambiguous`).toBe(true);
+    expect(Number(scoresBefore[call]), `call${call}: index score is created_ms of the current lifetime`).toBe(s!.createdMs);
   });
   // The index: oldest first by the current lifetime's created_ms, every listed receipt live.
   const created = listed.map((r) => r.createdMs);
@@ -332,7 +345,7 @@ async function checkInvariants(m: Model, real: Real): Promise<void> {
     const s = m.receipts[call];
     if (s) expect(r.createdMs).toBe(s.createdMs);
   }
-  const scores = await real.redis.zrange(real.stores[0]!.runIndexKey(real.keys[0]!.tenantId, real.keys[0]!.runId), 0, -1, 'WITHSCORES');
+  const scores = await real.redis.zrange(index, 0, -1, 'WITHSCORES');
   for (let i = 0; i < scores.length; i += 2) {
     const r = listed.find((x) => x.redisKey === scores[i]);
     if (r) expect(Number(scores[i + 1]), 'index score').toBe(r.createdMs);
@@ -359,6 +372,7 @@ const commands = [
   fc.tuple(callIndex, fc.integer({ min: -1, max: 1 }), fc.constantFrom('current', 'none', 'stale') as fc.Arbitrary<'current' | 'none' | 'stale'>, fc.constantFrom('completed', 'failed') as fc.Arbitrary<'completed' | 'failed'>)
     .map(([c, d, e, o]) => new ResolveCommand(c, d, e, o)),
   fc.constantFrom(LEASE / 2, LEASE + 30, LEASE + RETENTION + 40).map((ms) => new SleepCommand(ms)),
+  fc.constant(new ListRunCommand()),
 ];
 
 describe('receipt store against a model of its rules', () => {
