@@ -4,7 +4,7 @@ import type { ReceiptDecision } from '../core/decision.js';
 import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
 import { failureFactsOf, failureTier, NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
 import type { BreakerStore } from '../redis/breaker-store.js';
-import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
+import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
 import type { ReceiptStore, SettleResult } from '../redis/receipt-store.js';
 import { createToolContext } from './call-context.js';
 import type { AnyToolDefinition } from './define-tool.js';
@@ -117,7 +117,14 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.signal);
   // One command: the claim script also reads the tool's breaker state in the run.
-  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner });
+  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner }).catch((error: unknown) => {
+    // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
+    if (error instanceof CorruptReceiptError) {
+      log.error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
+      throw unrecoverable(error);
+    }
+    throw error;
+  });
   const decision: ReceiptDecision = claim.decision;
   if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
     // Removed for the run: the claim created and took over nothing, so there is nothing to settle.

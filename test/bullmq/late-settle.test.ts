@@ -2,7 +2,8 @@
  * A late settle seen from the wrapper: an attempt stalls past its lease, a
  * claim reports the call ambiguous meanwhile, and then the attempt finishes.
  * Its settle stands, the receipt records it, and the operator is told (an
- * event and a pino warning).
+ * event and a pino warning). And a corrupt receipt met by the wrapper: the
+ * job fails for good, nothing runs, nothing is written.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { defineTool, toolCallArgsHash, type ClaimResult, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
+import { waitUntil } from '../support/redis-fixture.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -41,6 +43,8 @@ describe('a late settle after an ambiguous verdict', () => {
       async execute(args, ctx) {
         const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
         verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
+        // Awake again: the lease keeper's next heartbeat finds the verdict (contested) before the tool returns.
+        await waitUntil(() => l.store.inspect(key), (r) => r?.lateHeartbeatMs != null, 10_000, 'a contested heartbeat');
         return `sent to ${args.to}`;
       },
     });
@@ -66,9 +70,44 @@ describe('a late settle after an ambiguous verdict', () => {
         callId: 'toolu_late',
       }),
     ]);
-    const warning = logged.find((line) => /settled late/.test(line.msg));
+    expect(logged.filter((line) => /already reported this attempt ambiguous/.test(line.msg))).toEqual([
+    expect.objectContaining({ level: 40, attempt: 1, callId: 'toolu_late' }),
+  ]);
+  const warning = logged.find((line) => /settled late/.test(line.msg));
     expect(warning).toMatchObject({ level: 40, attempt: 1, outcome: 'executed', receiptKey: receipt.redisKey, callId: 'toolu_late' });
     // Later claims replay what the attempt recorded.
     expect(await l.store.claim(receipt.key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' } });
+  });
+});
+
+describe('a corrupt receipt met by the wrapper', () => {
+  it('fails the job unrecoverably with receipt.corrupt, runs nothing and writes nothing', async () => {
+    const l = await lane();
+    let ran = 0;
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      async execute() {
+        ran += 1;
+        return 'sent';
+      },
+    });
+    l.worker({ tools: [tool] });
+    const data = jobData([call('send_email', { to: 'c@x.test' }, 'toolu_corrupt')]);
+    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to: 'c@x.test' }) };
+    // Once completed, then hand-edited: the status field is gone, the old result is still there.
+    const first = await l.store.claim(key, { effect: 'opaque' });
+    await l.store.complete(key, first.fence!, { content: 'the old result' });
+    await l.redis.hdel(l.store.redisKey(key), 'status');
+    const before = await l.redis.hgetall(l.store.redisKey(key));
+
+    const job = await l.run(data, { attempts: 3 });
+    expect(await job.getState()).toBe('failed');
+    expect(job.failedReason).toMatch(/^receipt\.corrupt: /);
+    expect(job.attemptsMade).toBe(1);
+    expect(ran).toBe(0);
+    expect(await l.redis.hgetall(l.store.redisKey(key))).toEqual(before);
   });
 });
