@@ -4,7 +4,7 @@
  */
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
-import { corruptReceiptErrorOf } from './errors.js';
+import { CorruptReceiptError, corruptReceiptErrorOf } from './errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptRecord } from './receipt-record.js';
 import { SCRIPT } from './receipt-scripts.js';
 import { queueScript, runScript } from './scripts.js';
@@ -35,15 +35,31 @@ export class ReceiptReader {
    * calls the client routes key by key.
    */
   async inspectMany(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
+    return (await this.inspectEach(redisKeys)).map((read) => {
+      if (read instanceof CorruptReceiptError) throw read;
+      return read;
+    });
+  }
+
+  /** As {@link inspectMany}, but a corrupt receipt is returned as its error instead of failing the whole read. */
+  private async inspectEach(redisKeys: readonly string[]): Promise<(ReceiptRecord | null | CorruptReceiptError)[]> {
+    const corruptAsValue = (error: unknown): CorruptReceiptError => {
+      if (error instanceof CorruptReceiptError) return error;
+      throw error;
+    };
     if (redisKeys.length === 0) return [];
-    if (isCluster(this.redis)) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey)));
+    if (isCluster(this.redis)) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey).catch(corruptAsValue)));
     const pipeline = this.redis.pipeline();
     for (const redisKey of redisKeys) queueScript(pipeline, SCRIPT.inspect, [redisKey], []);
     const replies = (await pipeline.exec()) ?? [];
     return redisKeys.map((redisKey, i) => {
       const [err, reply] = replies[i] ?? [new Error('missing pipeline reply'), null];
-      if (err) throw corruptReceiptErrorOf(err, redisKey);
-      return parseInspectReply(redisKey, reply);
+      try {
+        if (err) throw corruptReceiptErrorOf(err, redisKey);
+        return parseInspectReply(redisKey, reply);
+      } catch (error) {
+        return corruptAsValue(error);
+      }
     });
   }
 
@@ -78,15 +94,16 @@ export class ReceiptReader {
     return found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
   }
 
-  async listAmbiguous(count: number): Promise<ReceiptRecord[]> {
+  async listAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<ReceiptRecord[]> {
     const found: ReceiptRecord[] = [];
     const visited = new Set<string>();
     for await (const keys of scanKeys(this.redis, receiptScanPattern(this.prefix), count)) {
       // SCAN may return a key more than once; read each once.
       const ours = keys.filter((k) => !visited.has(k) && isReceiptRedisKey(this.prefix, k));
       for (const k of ours) visited.add(k);
-      for (const record of await this.inspectMany(ours)) {
-        if (record && isAmbiguousRecord(record)) found.push(record);
+      for (const record of await this.inspectEach(ours)) {
+        if (record instanceof CorruptReceiptError) onCorrupt(record);
+        else if (record && isAmbiguousRecord(record)) found.push(record);
       }
     }
     return found;

@@ -9,6 +9,7 @@ import { decideToolCallReceipt, effectForClaim, type EffectResumability, type Re
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
   corruptReceiptErrorOf,
+  type CorruptReceiptError,
   FencedOutError,
   InvalidReceiptInputError,
   NotAmbiguousError,
@@ -383,10 +384,13 @@ export class ReceiptStore {
    * lease expired by the server clock, and flagged by a claim or recorded as
    * opaque. Meant for an operator's tool; it walks the whole keyspace of the
    * connection's server, or of every master of a Cluster. `count` is the SCAN
-   * batch hint (default 500).
+   * batch hint (default 500). A corrupt receipt met on the way is skipped and
+   * handed to `onCorrupt` (default: ignored), so one bad key does not hide
+   * the others. A reported attempt stays listed while contested (its lease
+   * live again after a late heartbeat).
    */
-  listAmbiguous(options?: { count?: number }): Promise<ReceiptRecord[]> {
-    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'));
+  listAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<ReceiptRecord[]> {
+    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
   }
 
   /**

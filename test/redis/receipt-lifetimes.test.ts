@@ -180,4 +180,22 @@ describe('corrupt receipts', () => {
     expect(await redis.exists(store.redisKey(indexAsList))).toBe(0);
     await expect(store.listRun(indexAsList.tenantId, indexAsList.runId)).rejects.toMatchObject({ code: 'receipt.corrupt', redisKey: index });
   });
+
+  it('listAmbiguous skips a corrupt receipt, hands it to onCorrupt, and still lists the others', async () => {
+    const store = fixture.store({ leaseMs: LEASE });
+    const redis = fixture.connect();
+    const ambiguous = freshKey();
+    await claimFence(store, ambiguous, { effect: 'opaque' });
+    await waitForLeaseExpiry(store, ambiguous);
+    const broken = freshKey();
+    await redis.hset(store.redisKey(broken), 'attempts', 1, 'effect', 'opaque');
+    const corrupt: CorruptReceiptError[] = [];
+    const found = await store.listAmbiguous({ onCorrupt: (e) => corrupt.push(e) });
+    expect(found.map((r) => r.redisKey)).toContain(store.redisKey(ambiguous));
+    // Other tests of this file left corrupt keys under the same prefix too.
+    expect(corrupt.map((e) => e.redisKey)).toContain(store.redisKey(broken));
+    expect(corrupt.every((e) => e.code === 'receipt.corrupt')).toBe(true);
+    expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(ambiguous));
+    await redis.del(store.redisKey(broken));
+  });
 });

@@ -3,6 +3,7 @@
  * attempt, so nobody knows whether the effect happened. Each one waits for an
  * operator to check and resolve it.
  */
+import type { CorruptReceiptError } from '../../redis/errors.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ambiguousSinceMs, table, token, when, writeJson, writeLine } from '../format.js';
@@ -24,11 +25,15 @@ function since(record: ReceiptRecord): number {
  * array (empty when there are none). Walks the server's keyspace with SCAN.
  */
 export async function ambiguousCommand({ store, out, args }: CommandContext<AmbiguousArgs>): Promise<void> {
-  const records = (await store.listAmbiguous()).sort((a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey));
+  const corrupt: CorruptReceiptError[] = [];
+  const records = (await store.listAmbiguous({ onCorrupt: (e) => corrupt.push(e) })).sort(
+    (a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey),
+  );
   if (args.json) {
     writeJson(out, records);
     return;
   }
+  for (const e of corrupt) writeLine(out, `Skipped a corrupt receipt: ${e.redisKey} (${e.why}); inspect it with redis-cli.`);
   if (records.length === 0) {
     writeLine(out, `No ambiguous receipts under prefix ${store.prefix}.`);
     return;
@@ -62,6 +67,8 @@ the effect and settles the receipt with \`tool-receipts resolve\`.
 Columns: tenant, run, tool, attempts, since when it is ambiguous (server
 clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
 holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
+A receipt hash that is corrupt (no valid status, or a key of another type) is
+skipped with a line naming it (not in --json output).
 
 Options:
   --json    print a JSON array of receipt records instead`,
