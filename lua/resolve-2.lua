@@ -28,8 +28,11 @@
   code  0  fenced out: not running, or attempts (or the given epoch) differ
            (status '' when the receipt does not exist). Nothing written.
   code  3  not ambiguous: running at the seen attempts, but the lease is live
-           (contested when ambiguous_ms is set), or the effect is resumable
-           and nobody flagged it. Nothing written.
+           and no claim flagged it, or the effect is resumable and nobody
+           flagged it. Nothing written.
+  code  4  contested: flagged, but the lease is live again (the attempt
+           heartbeated after the verdict and may still settle late). Nothing
+           written; resolve once it settles or its lease lapses.
   error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
@@ -45,6 +48,7 @@ local epoch = ARGV[5]
 if epoch == '' then epoch = receipt.epoch end
 if not holdsFence(receipt, ARGV[1], epoch) then return observation(0, receipt, now) end
 local expired = leaseState(receipt, now)
+if expired == 0 and isFlagged(receipt) then return observation(4, receipt, now) end
 if expired == 0 or (receipt.effect == 'resumable' and not isFlagged(receipt)) then
   return observation(3, receipt, now)
 end

@@ -114,6 +114,31 @@ export class NotAmbiguousError extends ToolReceiptsError {
 }
 
 /**
+ * An operator tried to resolve a receipt whose verdict is contested: a claim
+ * reported its attempt ambiguous, but the attempt has heartbeated since, so
+ * it is alive and may still settle the receipt itself (a late settle).
+ * Nothing was written. Resolve it once the attempt settles (then there is
+ * nothing left to resolve) or its lease lapses.
+ */
+export class ContestedReceiptError extends ToolReceiptsError {
+  readonly code = 'receipt.contested';
+  readonly redisKey: string;
+  readonly observed: ObservedFence;
+  /** End of the live lease the attempt renewed, on the server clock. */
+  readonly leaseUntilMs: number | null;
+
+  constructor(redisKey: string, observed: ObservedFence, leaseUntilMs: number | null) {
+    super(
+      `${redisKey} is contested (running at attempt ${observed.attempts}): a claim reported it ambiguous, but the attempt has ` +
+        'heartbeated since and may still settle it late; resolve it once it settles or its lease lapses',
+    );
+    this.redisKey = redisKey;
+    this.observed = observed;
+    this.leaseUntilMs = leaseUntilMs;
+  }
+}
+
+/**
  * A result, step value or failure cannot be stored as JSON without loss
  * (a function, a symbol, a `BigInt`, a `Map`, a `Set`, a non-finite number or a
  * cycle). Thrown before anything is written.

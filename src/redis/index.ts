@@ -20,6 +20,7 @@ export {
   FencedOutError,
   NotAmbiguousError,
   CorruptReceiptError,
+  ContestedReceiptError,
   type AttemptFence,
   ReceiptValueNotSerializableError,
   InvalidReceiptInputError,

@@ -8,6 +8,7 @@ import { isCluster, type RedisConnection } from './connection.js';
 import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
+  ContestedReceiptError,
   corruptReceiptErrorOf,
   type CorruptReceiptError,
   FencedOutError,
@@ -398,9 +399,10 @@ export class ReceiptStore {
    * effect is known to have produced, or `failed` so the call may run again.
    * Fenced on the attempts the operator saw and, when given, the epoch
    * (`epochSeen`). Throws {@link FencedOutError} when the receipt changed (or
-   * is gone), {@link NotAmbiguousError} when it is not ambiguous, or when it
-   * is contested (flagged, but its attempt heartbeated since, so it is alive
-   * and may still settle late: wait for that or for its lease to lapse).
+   * is gone), {@link NotAmbiguousError} when it is not ambiguous, and
+   * {@link ContestedReceiptError} when it is contested (reported ambiguous,
+   * but its attempt heartbeated since, so it is alive and may still settle
+   * late: wait for that or for its lease to lapse).
    */
   async resolve(key: ToolCallReceiptKey, resolution: Resolution): Promise<void> {
     const attempt = positiveInt(resolution.attemptsSeen, 'attemptsSeen');
@@ -420,15 +422,12 @@ export class ReceiptStore {
     const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
     if (seen.code === 1) return;
     const fence = toFence(seen);
+    if (seen.code === 4 && fence) throw new ContestedReceiptError(keys[0], fence, seen.leaseUntilMs);
     if (seen.code === 3 && fence) {
       throw new NotAmbiguousError(
         keys[0],
         fence,
-        seen.leaseExpired
-          ? 'its effect is resumable and no claim found it ambiguous'
-          : seen.ambiguousMs !== null
-            ? 'it is contested: a claim reported it ambiguous, but its attempt has heartbeated since and may still settle late; wait for that, or for its lease to lapse'
-            : 'its lease is still live',
+        seen.leaseExpired ? 'its effect is resumable and no claim found it ambiguous' : 'its lease is still live',
       );
     }
     throw new FencedOutError(keys[0], { attempt, epoch: epochSeen }, fence, 'resolve');

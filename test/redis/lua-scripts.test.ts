@@ -521,6 +521,15 @@ describe('resolve-2', () => {
     await claim(live, 'opaque');
     expect(await call(SCRIPT.resolve, live, [1, 'completed', '1', RETENTION, ''])).toMatchObject({ code: 3, leaseExpired: false });
 
+    // Flagged, then heartbeated late: contested (4) while the lease is live.
+    const contested = keysFor();
+    await expiredRunning(contested, 'opaque');
+    await call(SCRIPT.flagAmbiguous, contested, [1, RETENTION, EPOCH, 'opaque']);
+    await call(SCRIPT.heartbeat, contested, [1, 20_000, RETENTION, EPOCH]);
+    const before = await redis.hgetall(contested[0]);
+    expect(await call(SCRIPT.resolve, contested, [1, 'failed', 'x', RETENTION, ''])).toMatchObject({ code: 4, leaseExpired: false });
+    expect(await redis.hgetall(contested[0])).toEqual(before);
+
     const resumable = keysFor();
     await expiredRunning(resumable, 'resumable');
     expect(await call(SCRIPT.resolve, resumable, [1, 'failed', 'x', RETENTION, ''])).toMatchObject({ code: 3, leaseExpired: true });

@@ -4,7 +4,7 @@
  * leases and retention short enough that expiry really happens.
  */
 import { describe, expect, it } from 'vitest';
-import { CorruptReceiptError, FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
+import { ContestedReceiptError, CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
 import { claimFence, freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -75,8 +75,8 @@ describe('ambiguity that stays put', () => {
     expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(key));
     expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'ambiguous' }, ambiguousMs: verdict.ambiguousMs });
     const refused = await store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'x' }).catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(NotAmbiguousError);
-    expect((refused as Error).message).toContain('contested');
+    expect(refused).toBeInstanceOf(ContestedReceiptError);
+    expect(refused).toMatchObject({ code: 'receipt.contested', observed: { status: 'running', attempts: 1 }, leaseUntilMs: beat.leaseUntilMs });
 
     const settled = await store.complete(key, original, 'it landed');
     expect(settled.late).toEqual({ attempt: 1, ambiguousMs: verdict.ambiguousMs });

@@ -18,7 +18,7 @@ import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import type { EffectResumability } from '../../src/core/decision.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { FencedOutError, NotAmbiguousError, type AttemptFence } from '../../src/redis/errors.js';
+import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type AttemptFence } from '../../src/redis/errors.js';
 import { isAmbiguousRecord } from '../../src/redis/receipt-record.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
@@ -253,14 +253,19 @@ class ResolveCommand implements fc.AsyncCommand<Model, Real> {
       ? { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'completed' as const, result: 'operator' }
       : { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'failed' as const, error: 'operator' };
     const { t0, t1, error } = await timed(real, () => real.stores[0]!.resolve(key, resolution));
-    if (error !== undefined && !(error instanceof FencedOutError) && !(error instanceof NotAmbiguousError)) throw error;
-    const got = error === undefined ? 'resolved' : error instanceof NotAmbiguousError ? 'notAmbiguous' : 'fenced';
+    if (error !== undefined && !(error instanceof FencedOutError) && !(error instanceof NotAmbiguousError) && !(error instanceof ContestedReceiptError)) throw error;
+    const got =
+      error === undefined ? 'resolved'
+        : error instanceof NotAmbiguousError ? 'notAmbiguous'
+          : error instanceof ContestedReceiptError ? 'contested'
+            : 'fenced';
     const { world } = pick(
       worlds(r, t0, t1),
       (w) => {
         const s = w.receipt;
         if (s === null || !holds(s, { attempt: attemptsSeen, epoch: epochSeen ?? s.epoch })) return 'fenced';
-        return w.leaseExpired && (s.flagged || s.effect === 'opaque') ? 'resolved' : 'notAmbiguous';
+        if (!w.leaseExpired) return s.flagged ? 'contested' : 'notAmbiguous';
+        return s.flagged || s.effect === 'opaque' ? 'resolved' : 'notAmbiguous';
       },
       (p) => p === got,
       `${this} (seen ${attemptsSeen}/${epochSeen}) got ${got}`,

@@ -3,7 +3,7 @@
  * an operator settles an ambiguous receipt after checking whether its effect
  * happened.
  */
-import { FencedOutError, NotAmbiguousError } from '../../redis/errors.js';
+import { ContestedReceiptError, FencedOutError, NotAmbiguousError } from '../../redis/errors.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import type { Resolution } from '../../redis/receipt-store.js';
 import {
@@ -47,7 +47,7 @@ export interface ResolveReport {
 /** Turns the store's refusal into one sentence for the operator; other errors pass through. */
 function refusal(store: ReceiptStore, redisKey: string, seen: number, err: unknown): unknown {
   const look = `; look again with ${commandHint(store, 'show', redisKey)}`;
-  if (err instanceof NotAmbiguousError) {
+  if (err instanceof NotAmbiguousError || err instanceof ContestedReceiptError) {
     return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${err.message}${look}`, err);
   }
   if (!(err instanceof FencedOutError)) return err;
