@@ -1,6 +1,7 @@
 /**
  * Model-based test of the receipt store: random sequences of commands from
- * several simulated workers (claims, settles, heartbeats and steps with held,
+ * several simulated workers (claims, settles, heartbeats, steps and "outcome
+ * unknown" reports with held,
  * stale and guessed fences, operator resolves, and sleeps long enough for
  * leases and whole lifetimes to expire) run against a real Redis and against
  * a reference model of the rules the README states. After every command the
@@ -194,7 +195,7 @@ function fenceFor(m: Model, choice: FenceChoice): HeldFence {
   return { call, attempt, epoch: from?.epoch ?? 'guessed-epoch' };
 }
 
-type FencedOp = 'complete' | 'fail' | 'heartbeat' | 'step';
+type FencedOp = 'complete' | 'fail' | 'heartbeat' | 'step' | 'unknown';
 
 class FencedCommand implements fc.AsyncCommand<Model, Real> {
   constructor(readonly op: FencedOp, readonly worker: number, readonly choice: FenceChoice) {}
@@ -209,6 +210,7 @@ class FencedCommand implements fc.AsyncCommand<Model, Real> {
         case 'fail': return { settle: await store.fail(key, fence, { error: 'failed' }) };
         case 'heartbeat': return { beat: await store.heartbeat(key, fence, LEASE) };
         case 'step': return { step: await store.recordStep(key, fence, 's', fence.attempt) };
+        case 'unknown': return { unknown: await store.markOutcomeUnknown(key, fence, 'outcome unknown') };
       }
     });
     if (error !== undefined && !(error instanceof FencedOutError)) throw error;
@@ -231,6 +233,13 @@ class FencedCommand implements fc.AsyncCommand<Model, Real> {
         s.leaseUntil = beat.leaseUntilMs;
         s.expiresLo = Math.max(s.expiresLo, beat.leaseUntilMs + RETENTION);
         s.expiresHi = Math.max(s.expiresHi, beat.leaseUntilMs + RETENTION);
+      } else if (this.op === 'unknown') {
+        // As a crash would leave it: the lease ends now; an opaque receipt is flagged at once.
+        if (s.effect !== 'resumable') s.flagged = s.ambiguousSet = true;
+        expect(value!.unknown!.ambiguousMs !== null, `${this} flagged`).toBe(s.ambiguousSet);
+        s.leaseUntil = t1;
+        s.expiresLo = Math.max(s.expiresLo, t0 + RETENTION);
+        s.expiresHi = Math.max(s.expiresHi, t1 + RETENTION);
       } else {
         s.expiresLo = Math.max(s.expiresLo, Math.max(s.leaseUntil, t0) + RETENTION);
         s.expiresHi = Math.max(s.expiresHi, Math.max(s.leaseUntil, t1) + RETENTION);
@@ -373,7 +382,7 @@ const fenceChoice: fc.Arbitrary<FenceChoice> = fc.oneof(
 );
 const commands = [
   fc.tuple(worker, callIndex, fc.constantFrom<EffectResumability>('resumable', 'opaque')).map(([w, c, e]) => new ClaimCommand(w, c, e)),
-  fc.tuple(fc.constantFrom<FencedOp>('complete', 'fail', 'heartbeat', 'step'), worker, fenceChoice).map(([op, w, f]) => new FencedCommand(op, w, f)),
+  fc.tuple(fc.constantFrom<FencedOp>('complete', 'fail', 'heartbeat', 'step', 'unknown'), worker, fenceChoice).map(([op, w, f]) => new FencedCommand(op, w, f)),
   fc.tuple(callIndex, fc.integer({ min: -1, max: 1 }), fc.constantFrom('current', 'none', 'stale') as fc.Arbitrary<'current' | 'none' | 'stale'>, fc.constantFrom('completed', 'failed') as fc.Arbitrary<'completed' | 'failed'>)
     .map(([c, d, e, o]) => new ResolveCommand(c, d, e, o)),
   fc.constantFrom(LEASE / 2, LEASE + 30, LEASE + RETENTION + 40).map((ms) => new SleepCommand(ms)),
