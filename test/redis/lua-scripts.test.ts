@@ -591,6 +591,7 @@ describe('corrupt keys', () => {
     ['heartbeat', (keys) => send(SCRIPT.heartbeat, keys, [1, 20_000, RETENTION, EPOCH])],
     ['recordStep', (keys) => send(SCRIPT.recordStep, keys, [1, 'step:s', '1', RETENTION, EPOCH])],
     ['flagAmbiguous', (keys) => send(SCRIPT.flagAmbiguous, keys, [1, RETENTION, EPOCH, 'opaque'])],
+    ['outcomeUnknown', (keys) => send(SCRIPT.outcomeUnknown, keys, [1, 'timed out', RETENTION, EPOCH])],
     ['reclaim', (keys) => send(SCRIPT.reclaim, keys, ['running', 1, 10_000, RETENTION, 'w2', EPOCH, 'resumable'])],
     ['resolve', (keys) => send(SCRIPT.resolve, keys, [1, 'failed', 'x', RETENTION, ''])],
     ['inspect', (keys) => send(SCRIPT.inspect, keys, [])],
