@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { sha256Digest, type DigestFn } from '../core/identity.js';
 import { BreakerStore } from '../redis/breaker-store.js';
 import { ReceiptStore } from '../redis/receipt-store.js';
+import type { DurabilityOptions } from '../redis/durability.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { forwardAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
@@ -36,6 +37,14 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
   readonly leaseMs?: number;
   /** How long settled receipts are kept. Default 24 h. */
   readonly retentionMs?: number;
+  /**
+   * Wait for Redis replicas (`WAIT`) or AOF fsyncs (`aof`, `WAITAOF`) to
+   * acknowledge a call's claim before its effect starts, and its settle
+   * before the job returns. A claim not acknowledged within `timeoutMs` is
+   * settled as never started and the job retries without running the tool.
+   * Off by default: see the README's "Redis durability" for what each mode survives.
+   */
+  readonly durability?: DurabilityOptions;
   readonly logger?: Logger;
   /**
    * Digest of the canonical arguments. Default {@link sha256Digest}; a
@@ -96,7 +105,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
   const storeOptions = { redis: options.redis, prefix: options.prefix, leaseMs, retentionMs: options.retentionMs, owner: options.owner };
-  const store = new ReceiptStore(storeOptions);
+  const store = new ReceiptStore({ ...storeOptions, durability: options.durability });
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });

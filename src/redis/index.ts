@@ -43,3 +43,12 @@ export {
 } from './keys.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';
 export { NoClusterMastersError, type RedisConnection } from './connection.js';
+export {
+  DEFAULT_DURABILITY_TIMEOUT_MS,
+  DurabilityUnsupportedError,
+  InvalidDurabilityOptionsError,
+  ReceiptNotDurableError,
+  durabilityOptions,
+  type DurabilityOptions,
+  type DurableWrite,
+} from './durability.js';

@@ -30,6 +30,7 @@ import { ReceiptReader } from './receipt-reader.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
+import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite, type WriteMark } from './durability.js';
 import { fromStoredJson, toStoredJson } from './stored-json.js';
 import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
@@ -53,6 +54,14 @@ export interface ReceiptStoreOptions {
   retentionMs?: number;
   /** Worker id written as `owner`; default `<hostname>:<pid>:<random>`, one per store. */
   owner?: string;
+  /**
+   * Wait for replicas (and, with `aof`, fsyncs) to acknowledge each write
+   * that matters: a claim that starts an attempt (unacknowledged, the attempt
+   * is settled as failed `neverStarted` and the claim throws
+   * `ReceiptNotDurableError`), and every complete, fail, heartbeat, step and
+   * resolve (unacknowledged, they throw it after writing). Off by default.
+   */
+  durability?: DurabilityOptions;
 }
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
@@ -94,6 +103,7 @@ export class ReceiptStore {
   private readonly leaseMs: number;
   private readonly retentionMs: number;
   private readonly reader: ReceiptReader;
+  private readonly durability: DurabilityWaiter | undefined;
 
   constructor(options: ReceiptStoreOptions) {
     this.redis = options.redis;
@@ -104,6 +114,12 @@ export class ReceiptStore {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     defineScripts(this.redis, RECEIPT_SCRIPTS);
     this.reader = new ReceiptReader(this.redis, this.prefix);
+    this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
+  }
+
+  /** The durability asked of every write, with defaults filled in; undefined when off. */
+  get durabilityOptions(): Required<DurabilityOptions> | undefined {
+    return this.durability?.options;
   }
 
   /** The exact Redis key of a call's receipt, e.g. for `redis-cli HGETALL`. */
@@ -138,6 +154,41 @@ export class ReceiptStore {
     }
   }
 
+  /** Throws {@link ReceiptNotDurableError} unless the write marked by `mark` is acknowledged as the durability options ask. */
+  private async acknowledge(write: DurableWrite, redisKey: string, mark: WriteMark | undefined): Promise<void> {
+    if (!this.durability) return;
+    const ack = await this.durability.acknowledged(mark);
+    if (!ack.ok) throw new ReceiptNotDurableError(redisKey, write, ack, this.durability.options);
+  }
+
+  /**
+   * An attempt whose claim was not acknowledged: its effect never starts, so
+   * settle it as failed `neverStarted` (acknowledged or not: a failover that
+   * loses this write loses the claim with it) and throw.
+   */
+  private async unacknowledgedClaim(key: ToolCallReceiptKey, fence: AttemptFence, cause: ReceiptNotDurableError): Promise<never> {
+    try {
+      const seen = await this.run(SCRIPT.fail, this.keys(key), [fence.attempt, cause.message, 'neverStarted', this.retentionMs, fence.epoch]);
+      const mark = this.durability?.mark(this.redisKey(key));
+      if (seen.code === 1 || seen.code === 2) await this.durability?.acknowledged(mark);
+    } catch {
+      // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
+    }
+    throw cause;
+  }
+
+  /** The execute result, once the claim that started its attempt is acknowledged. */
+  private async durableClaim(key: ToolCallReceiptKey, result: ClaimResult, mark: WriteMark | undefined): Promise<ClaimResult> {
+    if (!this.durability || result.fence === undefined) return result;
+    try {
+      await this.acknowledge('claim', result.redisKey, mark);
+    } catch (error) {
+      if (error instanceof ReceiptNotDurableError) return this.unacknowledgedClaim(key, result.fence, error);
+      throw error;
+    }
+    return result;
+  }
+
   /**
    * Claims a tool call. Creates the receipt when there is none; otherwise
    * decides from what is there, and when the decision is to execute on an
@@ -168,6 +219,7 @@ export class ReceiptStore {
     assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
     const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
     const owner = options.owner ?? this.owner;
+    await this.durability?.ready();
     const claimKeys = this.keysWithBreaker(key);
     const keys: [string, string] = [claimKeys[0], claimKeys[1]];
     const redisKey = keys[0];
@@ -183,13 +235,15 @@ export class ReceiptStore {
     let breaker: { toolRemoval?: string; rejectionStreak: number } = { rejectionStreak: 0 };
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (seen === null || seen.status === null) {
-        const claimed = parseClaimObservation(SCRIPT.claim, await this.call(SCRIPT.claim, claimKeys, claimArgs));
+        const reply = await this.call(SCRIPT.claim, claimKeys, claimArgs);
+        const mark = this.durability?.mark(redisKey);
+        const claimed = parseClaimObservation(SCRIPT.claim, reply);
         breaker = claimed.toolRemoval === null
           ? { rejectionStreak: claimed.rejectionStreak }
           : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
         seen = claimed;
         if (claimed.code === 1) {
-          return this.executing({ kind: 'absent' }, claimed, options.effect, redisKey, breaker);
+          return this.durableClaim(key, this.executing({ kind: 'absent' }, claimed, options.effect, redisKey, breaker), mark);
         }
         if (claimed.code === 2) {
           // Tool removed and no receipt: the script wrote nothing, and neither does the store.
@@ -221,9 +275,10 @@ export class ReceiptStore {
             seen.epoch,
             options.effect,
           ]);
+          const mark = this.durability?.mark(redisKey);
           if (won.code === 1) {
             if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
-            return this.executing(state, won, effect, redisKey, breaker);
+            return this.durableClaim(key, this.executing(state, won, effect, redisKey, breaker), mark);
           }
           seen = won;
           continue;
@@ -271,7 +326,7 @@ export class ReceiptStore {
 
   /** Runs a fenced transition; codes 1 and 2 are its successes, anything else is a fence refusal. */
   private async fenced(
-    operation: string,
+    operation: DurableWrite,
     script: string,
     key: ToolCallReceiptKey,
     fence: AttemptFence,
@@ -280,7 +335,9 @@ export class ReceiptStore {
   ): Promise<Observation> {
     checkFence(fence);
     const seen = await this.run(script, keys, [fence.attempt, ...args, fence.epoch]);
+    const mark = this.durability?.mark(keys[0]);
     if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
+    await this.acknowledge(operation, keys[0], mark);
     return seen;
   }
 
@@ -420,7 +477,8 @@ export class ReceiptStore {
     }
     const keys = this.keys(key);
     const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
-    if (seen.code === 1) return;
+    const mark = this.durability?.mark(keys[0]);
+    if (seen.code === 1) return this.acknowledge('resolve', keys[0], mark);
     const fence = toFence(seen);
     if (seen.code === 4 && fence) throw new ContestedReceiptError(keys[0], fence, seen.leaseUntilMs);
     if (seen.code === 3 && fence) {

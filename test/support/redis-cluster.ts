@@ -41,9 +41,10 @@ export function clusterSkipReason(): string | undefined {
   return undefined;
 }
 
-/** Runs `use` on a short-lived plain connection to one node. */
-async function withNode<T>(node: LocalRedis, use: (admin: Redis) => Promise<T>): Promise<T> {
-  const admin = new Redis(node.url, { maxRetriesPerRequest: 1 });
+/** Runs `use` on a short-lived plain connection to one node; fails fast when the node is down. */
+export async function withNode<T>(node: LocalRedis, use: (admin: Redis) => Promise<T>): Promise<T> {
+  const admin = new Redis(node.url, { maxRetriesPerRequest: 1, connectTimeout: 2000, retryStrategy: () => null });
+  admin.on('error', () => undefined);
   try {
     return await use(admin);
   } finally {

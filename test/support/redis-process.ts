@@ -48,7 +48,15 @@ function setprivPath(): string | undefined {
   return pdeathsig;
 }
 
+function sentinelArgs(port: number, dir: string, config: string): string[] {
+  // Sentinel rewrites its config file, so it lives in the server's own temp dir.
+  const file = path.join(dir, 'sentinel.conf');
+  fs.writeFileSync(file, `port ${port}\nbind ${LOOPBACK}\ndir ${dir}\ndaemonize no\n${config}\n`);
+  return [file, '--sentinel'];
+}
+
 function serverArgs(port: number, dir: string, options: StartRedisOptions, busPort: number | undefined): string[] {
+  if (options.sentinelConfig !== undefined) return sentinelArgs(port, dir, options.sentinelConfig);
   const appendonly = options.appendonly ?? false;
   const args = [
     '--bind', LOOPBACK,
@@ -64,7 +72,7 @@ function serverArgs(port: number, dir: string, options: StartRedisOptions, busPo
     // The bus port is set explicitly: the default, port + 10000, may be taken or above 65535.
     args.push('--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-port', String(busPort));
   }
-  return args;
+  return [...args, ...(options.extraArgs ?? [])];
 }
 
 function unrefStream(stream: Readable | null): void {
@@ -87,7 +95,8 @@ export class LocalRedis implements RedisHandle {
   private constructor(
     private readonly binary: string,
     readonly port: number,
-    private readonly dir: string,
+    /** The server's own temp dir (its AOF lives under it). */
+    readonly dir: string,
     private readonly args: string[],
     readonly prefix: string,
   ) {}

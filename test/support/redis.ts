@@ -59,6 +59,13 @@ export interface StartRedisOptions {
    * `startRedisCluster`). Local `redis-server` only.
    */
   cluster?: boolean;
+  /** More `redis-server` arguments, e.g. `['--replicaof', host, port]`. Local `redis-server` only. */
+  extraArgs?: readonly string[];
+  /**
+   * Start a Sentinel instead (`redis-server <file> --sentinel`) whose config
+   * file holds these lines after its port, bind and dir. Local only.
+   */
+  sentinelConfig?: string;
 }
 
 /** A fresh `t<random hex>` key prefix. */

@@ -1,0 +1,181 @@
+/**
+ * Durability of receipt writes across a Redis failover or crash.
+ *
+ * Redis acknowledges a write once the primary has it in memory; replication
+ * and the AOF fsync follow later. A claim lost that way lets the next
+ * delivery run the effect again. With a {@link DurabilityOptions} a store
+ * follows each write that matters with `WAIT` (replicas) or `WAITAOF` (fsync,
+ * Redis ≥ 7.2), sent on the very connection that carried the write, to the
+ * node that owns the run's slot.
+ */
+import { Redis, type Cluster } from 'ioredis';
+import clusterKeySlot from 'cluster-key-slot';
+import { ToolReceiptsError } from '../core/errors.js';
+import { isCluster, type RedisConnection } from './connection.js';
+
+/** What a receipt write must reach before the store reports it done. */
+export interface DurabilityOptions {
+  /**
+   * Replicas that must have acknowledged the write (`WAIT`). With 1, a
+   * failover to any replica that acknowledged keeps the receipt.
+   */
+  readonly replicas: number;
+  /** Longest wait for the acknowledgements, in ms. Default 1000. Must be positive (`WAIT 0` would block forever). */
+  readonly timeoutMs?: number;
+  /**
+   * Also wait until the primary and `replicas` replicas have fsynced the write
+   * to their AOF (`WAITAOF`, Redis ≥ 7.2, `appendonly yes`). On an older
+   * server every claim is refused with {@link DurabilityUnsupportedError}.
+   */
+  readonly aof?: boolean;
+}
+
+/** Default of {@link DurabilityOptions.timeoutMs}. */
+export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
+
+/** Which receipt write was not acknowledged. */
+export type DurableWrite = 'claim' | 'complete' | 'fail' | 'heartbeat' | 'recordStep' | 'resolve';
+
+/** The durability options are malformed (negative replicas, a zero timeout, nothing asked for). */
+export class InvalidDurabilityOptionsError extends ToolReceiptsError {
+  readonly code = 'durability.invalid_options';
+}
+
+/**
+ * `aof: true` was asked of a server without `WAITAOF` (Redis < 7.2). Nothing
+ * was written. Drop `aof` and run Redis with `appendfsync always` instead, or
+ * upgrade Redis.
+ */
+export class DurabilityUnsupportedError extends ToolReceiptsError {
+  readonly code = 'durability.unsupported';
+}
+
+/**
+ * A receipt write was not acknowledged by the replicas (or fsyncs) the
+ * durability options ask for within `timeoutMs`: a failover now could lose
+ * it. Retryable. After a claim the effect was not started, and the attempt
+ * was settled as failed (`neverStarted`) where the primary took that write,
+ * so the next delivery runs the call again as a new attempt.
+ */
+export class ReceiptNotDurableError extends ToolReceiptsError {
+  readonly code = 'durability.not_acknowledged';
+  constructor(
+    readonly redisKey: string,
+    readonly write: DurableWrite,
+    readonly acknowledged: { readonly replicas: number; readonly localFsync?: boolean },
+    readonly wanted: Required<DurabilityOptions>,
+  ) {
+    const fsync = wanted.aof ? ` and ${acknowledged.localFsync ? 'the primary fsynced it' : 'the primary did not fsync it'}` : '';
+    super(
+      `${write} of ${redisKey} was acknowledged by ${acknowledged.replicas} of the ${wanted.replicas} replica(s) asked for within ${wanted.timeoutMs} ms${fsync}; ` +
+        `a failover could lose it, so the job should retry${write === 'claim' ? ' (the effect was not started)' : ''}`,
+    );
+  }
+}
+
+/** Checks durability options and fills in defaults; throws {@link InvalidDurabilityOptionsError}. */
+export function durabilityOptions(options: DurabilityOptions): Required<DurabilityOptions> {
+  const { replicas, timeoutMs = DEFAULT_DURABILITY_TIMEOUT_MS, aof = false } = options;
+  if (!Number.isSafeInteger(replicas) || replicas < 0) {
+    throw new InvalidDurabilityOptionsError(`durability.replicas must be a whole number of replicas (0 or more), got ${String(replicas)}`);
+  }
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
+    throw new InvalidDurabilityOptionsError(`durability.timeoutMs must be a positive whole number of ms, got ${String(timeoutMs)}`);
+  }
+  if (typeof aof !== 'boolean') throw new InvalidDurabilityOptionsError(`durability.aof must be true or false, got ${String(aof)}`);
+  if (replicas === 0 && !aof) {
+    throw new InvalidDurabilityOptionsError('durability asks for nothing: pass replicas ≥ 1, or aof: true, or leave durability out');
+  }
+  return { replicas, timeoutMs, aof };
+}
+
+/** Connection closes seen per node: a WAIT sent on a newer connection than its write proves nothing. */
+const closes = new WeakMap<Redis, { count: number }>();
+
+function closeCounter(node: Redis): { count: number } {
+  let counter = closes.get(node);
+  if (!counter) {
+    const created = { count: 0 };
+    node.on('close', () => void (created.count += 1));
+    closes.set(node, created);
+    counter = created;
+  }
+  return counter;
+}
+
+/** The connection to the master that owns `key`'s slot, as the Cluster client routes it now. */
+function slotMaster(cluster: Cluster, key: string): Redis | undefined {
+  const owner = cluster.slots[clusterKeySlot(key)]?.[0];
+  if (owner === undefined) return undefined;
+  return cluster.nodes('master').find((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}` === owner);
+}
+
+/** Whether the server knows `WAITAOF` (`COMMAND INFO` answers `nil` for an unknown command). */
+export async function hasWaitAof(node: RedisConnection): Promise<boolean> {
+  const info = (await node.call('COMMAND', 'INFO', 'WAITAOF')) as unknown[];
+  return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
+}
+
+/** A write made through a node, and the connection generation it was made on. */
+export interface WriteMark {
+  readonly node: Redis;
+  readonly generation: number;
+}
+
+/**
+ * Waits for a store's writes to be acknowledged as its options ask. Use
+ * {@link mark} right after the write's reply (before any other await), then
+ * {@link acknowledged}.
+ */
+export class DurabilityWaiter {
+  readonly options: Required<DurabilityOptions>;
+  private supported: Promise<void> | undefined;
+
+  constructor(
+    private readonly redis: RedisConnection,
+    options: DurabilityOptions,
+  ) {
+    this.options = durabilityOptions(options);
+  }
+
+  /** Resolves when the server can give what the options ask; rejects with {@link DurabilityUnsupportedError}. Checked once. */
+  ready(): Promise<void> {
+    if (!this.options.aof) return Promise.resolve();
+    this.supported ??= hasWaitAof(this.redis).then((yes) => {
+      if (!yes) {
+        this.supported = undefined; // look again next time: the server may be upgraded behind a failover
+        throw new DurabilityUnsupportedError(
+          'durability.aof needs WAITAOF (Redis 7.2 or later), which this server does not have; ' +
+            'drop aof and run Redis with appendonly yes and appendfsync always, or upgrade Redis',
+        );
+      }
+    });
+    return this.supported;
+  }
+
+  /** The node a write to `key` went through, and its connection generation now. */
+  mark(key: string): WriteMark | undefined {
+    const node = isCluster(this.redis) ? slotMaster(this.redis, key) : this.redis;
+    return node ? { node, generation: closeCounter(node).count } : undefined;
+  }
+
+  /**
+   * Waits for the acknowledgements. Resolves to what was acknowledged and
+   * whether that is enough. A connection that closed since the write, or a
+   * node that cannot be found, counts as not acknowledged.
+   */
+  async acknowledged(mark: WriteMark | undefined): Promise<{ ok: boolean; replicas: number; localFsync?: boolean }> {
+    if (!mark || mark.node.status !== 'ready') return { ok: false, replicas: 0 };
+    const { replicas, timeoutMs, aof } = this.options;
+    let result: { ok: boolean; replicas: number; localFsync?: boolean };
+    if (aof) {
+      const [local, remote] = (await mark.node.call('WAITAOF', 1, replicas, timeoutMs)) as [number, number];
+      result = { ok: local >= 1 && remote >= replicas, replicas: remote, localFsync: local >= 1 };
+    } else {
+      const count = Number(await mark.node.call('WAIT', replicas, timeoutMs));
+      result = { ok: count >= replicas, replicas: count };
+    }
+    if (closeCounter(mark.node).count !== mark.generation) return { ...result, ok: false };
+    return result;
+  }
+}

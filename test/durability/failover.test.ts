@@ -1,0 +1,78 @@
+/**
+ * The loss a failover causes, made deterministic, and its fix. The replica is
+ * SIGSTOPped and its link dropped, so nothing the first worker writes reaches it; the primary is
+ * SIGKILLed; the replica comes back and the sentinels promote it. BullMQ's
+ * own state is lost with the primary too, so the job is delivered again.
+ * Without durability the promoted replica has no claim and the effect runs a
+ * second time; with `durability: { replicas: 1 }` the first worker never
+ * starts the effect, and the call runs exactly once after the failover.
+ */
+import { Queue } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DurabilityOptions } from '../../src/index.js';
+import { sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
+import { failoverWorker } from './support.js';
+
+const skip = sentinelSkipReason();
+
+describe.skipIf(skip !== undefined)('a failover to a replica that missed the claim', () => {
+  let set: SentinelSetHandle;
+  beforeAll(async () => {
+    set = await startSentinelSet();
+  });
+  afterAll(async () => {
+    await set?.stop();
+  });
+
+  async function scenario(durability: DurabilityOptions | undefined) {
+    const effects: string[] = [];
+    const queueName = `failover${durability ? 'on' : 'off'}`;
+    const queue = new Queue(queueName, { connection: set.connect({ maxRetriesPerRequest: null }), prefix: set.prefix });
+    queue.on('error', () => undefined);
+    const primary = await set.master();
+    const replica = set.replicaOf(primary);
+    const job = await queue.add(
+      'call',
+      { tenantId: 'acme', runId: `run-${queueName}`, calls: [{ id: 'toolu_1', name: 'send_email', input: { to: 'a@example.com' } }] },
+      { attempts: 40, backoff: { type: 'fixed', delay: 100 } },
+    );
+    await set.waitForSync(primary, replica); // the job itself is on both
+    await set.cutOff(replica);
+
+    const worker = (name: string) => failoverWorker(set.connect, queueName, { outbox: effects, name, durability, prefix: set.prefix });
+    const first = worker('first');
+    const outcome = await first.next();
+    if (durability) {
+      // The claim was not acknowledged: the attempt was settled as never started, and the effect did not run.
+      expect(outcome.kind).toBe('failed');
+      expect(outcome.error).toMatch(/^durability\.not_acknowledged claim of /);
+      expect(effects).toEqual([]);
+    } else {
+      expect(outcome.kind).toBe('completed');
+      expect(effects).toEqual(['first']);
+    }
+
+    await primary.kill();
+    await first.close();
+    await replica.resume();
+    await set.waitForMaster(replica);
+    await primary.restart(); // back empty; the sentinels make it the new master's replica
+    await set.waitForSync(replica, primary);
+
+    const second = worker('second');
+    const after = await second.until((o) => o.kind === 'completed' && o.jobId === job.id);
+    expect(after.kind).toBe('completed');
+    await second.close();
+    await queue.close();
+    return effects;
+  }
+
+  it('without durability, the effect runs twice (the loss this mode exists for)', async () => {
+    expect(await scenario(undefined)).toEqual(['first', 'second']);
+  });
+
+  it('with durability { replicas: 1 }, the first worker never starts the effect and the call runs once', async () => {
+    expect(await scenario({ replicas: 1, timeoutMs: 300 })).toEqual(['second']);
+  });
+});
+
