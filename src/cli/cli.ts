@@ -13,8 +13,9 @@ import type { RedisConnection } from '../redis/connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
-import type { CommandSpec, OptionValues } from './command.js';
+import { stringOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
+import { doctorSpec } from './commands/doctor.js';
 import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
 import { showSpec } from './commands/show.js';
@@ -26,7 +27,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, runSpec, showSpec, resolveSpec] as CommandSpec<never>[]).map((spec) => [
+  ([ambiguousSpec, runSpec, showSpec, resolveSpec, doctorSpec] as CommandSpec<never>[]).map((spec) => [
     spec.name,
     spec as unknown as CommandSpec<unknown>,
   ]),
@@ -35,18 +36,23 @@ export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
 const CONNECTION_OPTIONS = {
   redis: { type: 'string' },
   cluster: { type: 'boolean' },
+  sentinels: { type: 'string' },
+  name: { type: 'string' },
   prefix: { type: 'string' },
   'retention-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 /** Options that take a value, so the word after them is not the command. */
-const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms']);
+const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms', '--sentinels', '--name', '--replicas']);
 
 const CONNECTION_HELP = `Connection options (any command, before or after it):
   --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}
   --cluster              the URL names one node of a Redis Cluster; commands
                          that search (ambiguous) then walk every master
+  --sentinels <h:p,...>  find the master through these Redis Sentinels
+  --name <master>        the master's name in the sentinels (with --sentinels);
+                         credentials still come from the --redis URL
   --prefix <p>           key prefix the workers' stores use; default ${DEFAULT_KEY_PREFIX}
   --retention-ms <ms>    how long a resolved receipt is kept; use the workers'
                          retentionMs (default ${DEFAULT_RETENTION_MS}, 24 h)
@@ -166,11 +172,46 @@ const FAIL_FAST = {
   enableOfflineQueue: false,
 } as const;
 
+/** Where the CLI connects: one URL (a server or a Cluster node), or a master found through sentinels. */
+interface Target {
+  readonly url: string;
+  readonly cluster: boolean;
+  readonly sentinel?: { readonly sentinels: { host: string; port: number }[]; readonly name: string };
+}
+
+function sentinelTarget(values: OptionValues): Target['sentinel'] {
+  const list = stringOption(values, 'sentinels');
+  const name = stringOption(values, 'name');
+  if (list === undefined && name === undefined) return undefined;
+  if (list === undefined || name === undefined || name === '') {
+    throw new CliUsageError('--sentinels and --name go together: --sentinels host:port[,host:port…] --name <master name>');
+  }
+  if (values['cluster'] === true) throw new CliUsageError('--cluster and --sentinels exclude each other: a Cluster has no sentinels');
+  const sentinels = list.split(',').map((entry) => {
+    const match = /^([^\s:,]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})$/.exec(entry.trim());
+    const port = Number(match?.[2]);
+    if (!match || port < 1 || port > 65535) throw new CliUsageError(`--sentinels takes host:port entries separated by commas, got ${JSON.stringify(entry)}`);
+    return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
+  });
+  return { sentinels, name };
+}
+
 /**
  * A connection, not yet open, that fails fast: no reconnect loop, no queueing
- * while down. With `cluster`, a Cluster client seeded with the URL's node.
+ * while down. With `cluster`, a Cluster client seeded with the URL's node;
+ * with sentinels, the master they name (credentials from the URL).
  */
-function createRedis(url: string, cluster: boolean): RedisConnection {
+function createRedis({ url, cluster, sentinel }: Target): RedisConnection {
+  if (sentinel) {
+    const { username, password } = new URL(url);
+    return new Redis({
+      ...FAIL_FAST,
+      ...sentinel,
+      sentinelRetryStrategy: () => null,
+      ...(username ? { username: decodeURIComponent(username) } : {}),
+      ...(password ? { password: decodeURIComponent(password) } : {}),
+    });
+  }
   if (!cluster) return new Redis(url, FAIL_FAST);
   const { hostname, port, username, password } = new URL(url);
   const credentials = {
@@ -263,11 +304,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     );
     const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : DEFAULT_KEY_PREFIX;
     const retentionMs = retentionOption(values);
-    redis = createRedis(url, values['cluster'] === true);
+    const sentinel = sentinelTarget(values);
+    redis = createRedis({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) });
     const store = new ReceiptStore({ redis, prefix, retentionMs });
-    await open(redis, url);
-    await spec.run({ store, out: io.stdout, args });
-    return 0;
+    await open(redis, sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : url);
+    const code = await spec.run({ store, redis, out: io.stdout, args });
+    return code ?? 0;
   } catch (err) {
     if (err instanceof ToolReceiptsError) {
       report(io, json, err.code, err.message);

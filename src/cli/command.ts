@@ -4,6 +4,7 @@
  * output and the parsed arguments (so tests call it without spawning).
  */
 import type { ParseArgsConfig } from 'node:util';
+import type { RedisConnection } from '../redis/connection.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { CliUsageError } from './errors.js';
@@ -13,6 +14,8 @@ import type { Output } from './format.js';
 export interface CommandContext<A> {
   /** The store to read and resolve receipts with, under the chosen prefix. */
   readonly store: ReceiptStore;
+  /** The open connection the store uses, for commands that read the server itself (always set by the CLI). */
+  readonly redis?: RedisConnection;
   /** Where the command prints its result (stdout for the real CLI). */
   readonly out: Output;
   /** The command's own arguments, already parsed and checked. */
@@ -35,7 +38,8 @@ export interface CommandSpec<A> {
   readonly options: NonNullable<ParseArgsConfig['options']>;
   /** Turns parsed option values and positionals into the command's arguments; throws {@link CliUsageError}. */
   parse(values: OptionValues, positionals: readonly string[]): A;
-  run(context: CommandContext<A>): Promise<void>;
+  /** Does the work; may resolve to an exit code (default 0). */
+  run(context: CommandContext<A>): Promise<void | number>;
 }
 
 /** The `--json` flag every command has. */

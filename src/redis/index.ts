@@ -52,3 +52,11 @@ export {
   type DurabilityOptions,
   type DurableWrite,
 } from './durability.js';
+export {
+  checkRedisForReceipts,
+  RECEIPT_RISKS,
+  type FindingStatus,
+  type ReceiptRisk,
+  type RedisFinding,
+  type RedisReport,
+} from './doctor.js';

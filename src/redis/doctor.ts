@@ -1,0 +1,216 @@
+/**
+ * What receipts need from Redis, checked: a receipt Redis drops, forgets or
+ * loses in a failover is an effect that runs again. Reads what the server
+ * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
+ * whether receipts are safe, at risk (and of what), or whether it cannot tell.
+ */
+import type { Redis } from 'ioredis';
+import { isCluster, type RedisConnection } from './connection.js';
+import { durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
+
+/** What a finding means for receipts. */
+export type FindingStatus = 'safe' | 'at-risk' | 'unknown';
+
+/**
+ * What puts receipts at risk, worst first: `eviction` drops receipts outright;
+ * `failover` promotes a replica that may miss acknowledged writes;
+ * `power-loss` loses what the AOF had not fsynced (or everything, without
+ * AOF); `stalled` means the durability asked for cannot be given, so every
+ * claim is refused and no call runs.
+ */
+export type ReceiptRisk = 'eviction' | 'failover' | 'power-loss' | 'stalled';
+
+/** The risks, worst first. */
+export const RECEIPT_RISKS: readonly ReceiptRisk[] = ['eviction', 'failover', 'power-loss', 'stalled'];
+
+/** One thing checked on one server. */
+export interface RedisFinding {
+  /** What was checked: `version`, `eviction`, `persistence`, `replicas`, `waitaof`, `cluster`. */
+  readonly check: string;
+  readonly status: FindingStatus;
+  /** Set when `status` is `at-risk`. */
+  readonly risk?: ReceiptRisk;
+  /** `host:port` of the server, when the connection reaches several (a Cluster). */
+  readonly node?: string;
+  /** One sentence: what was found and what to do about it. */
+  readonly message: string;
+}
+
+/** The doctor's verdict. */
+export interface RedisReport {
+  /** Every finding, worst first. */
+  readonly findings: readonly RedisFinding[];
+  /** True when any finding puts receipts at risk. */
+  readonly atRisk: boolean;
+  /** The worst risk found, if any. */
+  readonly worst?: ReceiptRisk;
+}
+
+/** What was read from one server; `undefined` where the server would not say. */
+interface ServerFacts {
+  readonly version?: string;
+  readonly policy?: string;
+  readonly appendonly?: boolean;
+  readonly appendfsync?: string;
+  readonly connectedReplicas?: number;
+  readonly role?: string;
+  readonly clusterEnabled?: boolean;
+  readonly waitAof?: boolean;
+}
+
+function infoField(info: string | undefined, field: string): string | undefined {
+  if (info === undefined) return undefined;
+  return new RegExp(`^${field}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+}
+
+async function attempt<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch {
+    return undefined; // refused (renamed, ACL, managed service) or unknown: the finding says "unknown"
+  }
+}
+
+async function configValue(node: Redis, name: string): Promise<string | undefined> {
+  const reply = await attempt(() => node.call('CONFIG', 'GET', name) as Promise<unknown>);
+  return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
+}
+
+async function readFacts(node: Redis): Promise<ServerFacts> {
+  const info = await attempt(() => node.info());
+  const policy = (await configValue(node, 'maxmemory-policy')) ?? infoField(info, 'maxmemory_policy');
+  const aofConfig = await configValue(node, 'appendonly');
+  const aofInfo = infoField(info, 'aof_enabled');
+  const replicas = infoField(info, 'connected_slaves');
+  const cluster = infoField(info, 'cluster_enabled');
+  return {
+    version: infoField(info, 'redis_version'),
+    policy,
+    appendonly: aofConfig !== undefined ? aofConfig === 'yes' : aofInfo !== undefined ? aofInfo === '1' : undefined,
+    appendfsync: await configValue(node, 'appendfsync'),
+    connectedReplicas: replicas === undefined ? undefined : Number(replicas),
+    role: infoField(info, 'role'),
+    clusterEnabled: cluster === undefined ? undefined : cluster === '1',
+    waitAof: await attempt(() => hasWaitAof(node)),
+  };
+}
+
+const safe = (check: string, message: string): RedisFinding => ({ check, status: 'safe', message });
+const unknown = (check: string, message: string): RedisFinding => ({ check, status: 'unknown', message });
+const atRisk = (check: string, risk: ReceiptRisk, message: string): RedisFinding => ({ check, status: 'at-risk', risk, message });
+
+/** The findings for one server's facts, given the durability the workers use. Pure. */
+function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions> | undefined): RedisFinding[] {
+  const findings: RedisFinding[] = [];
+  findings.push(
+    facts.version === undefined
+      ? unknown('version', 'the server would not say its version (INFO refused)')
+      : safe('version', `Redis ${facts.version}${facts.role ? `, role ${facts.role}` : ''}`),
+  );
+
+  if (facts.policy === undefined) {
+    findings.push(unknown('eviction', 'maxmemory-policy could not be read; receipts need noeviction, so check it with your provider'));
+  } else if (facts.policy === 'noeviction') {
+    findings.push(safe('eviction', 'maxmemory-policy is noeviction: Redis refuses writes when full rather than drop a receipt'));
+  } else {
+    findings.push(
+      atRisk(
+        'eviction',
+        'eviction',
+        `maxmemory-policy is ${facts.policy}: when memory runs out Redis drops keys, and receipts carry a TTL, so a dropped receipt lets its call run again; set maxmemory-policy noeviction`,
+      ),
+    );
+  }
+
+  if (facts.appendonly === undefined) {
+    findings.push(unknown('persistence', 'appendonly could not be read; a restart without an AOF forgets receipts'));
+  } else if (!facts.appendonly) {
+    findings.push(
+      atRisk('persistence', 'power-loss', 'appendonly is no: a crash or restart loses every receipt written since the last snapshot; set appendonly yes and appendfsync always'),
+    );
+  } else if (facts.appendfsync === undefined) {
+    findings.push(unknown('persistence', 'appendonly is yes but appendfsync could not be read (CONFIG refused); receipts survive power loss only with appendfsync always'));
+  } else if (facts.appendfsync === 'always') {
+    findings.push(safe('persistence', 'appendonly yes, appendfsync always: an acknowledged receipt is on disk before the reply'));
+  } else {
+    findings.push(
+      atRisk(
+        'persistence',
+        'power-loss',
+        `appendfsync is ${facts.appendfsync}: a power loss or OS crash loses up to ${facts.appendfsync === 'everysec' ? 'the last second' : 'the last 30 seconds or more'} of acknowledged receipts; set appendfsync always, or use durability with aof on Redis 7.2+`,
+      ),
+    );
+  }
+
+  const wanted = durability?.replicas ?? 0;
+  if (facts.connectedReplicas === undefined) {
+    findings.push(unknown('replicas', 'the number of connected replicas could not be read (INFO refused)'));
+  } else if (wanted > facts.connectedReplicas) {
+    findings.push(
+      atRisk('replicas', 'stalled', `durability asks ${wanted} replica(s) to acknowledge each write, but ${facts.connectedReplicas} are connected: every claim will time out and no call will run`),
+    );
+  } else if (wanted > 0) {
+    findings.push(safe('replicas', `${facts.connectedReplicas} replica(s) connected; durability waits for ${wanted} before an effect starts`));
+  } else if (facts.connectedReplicas > 0) {
+    findings.push(
+      atRisk('replicas', 'failover', `${facts.connectedReplicas} replica(s) replicate asynchronously: a failover can promote one that missed a claim, and the call runs again; pass durability: { replicas: 1 }`),
+    );
+  } else {
+    findings.push(safe('replicas', 'no replicas: no failover can promote a copy that missed a receipt (a managed service may still fail over: ask your provider)'));
+  }
+
+  if (facts.waitAof === undefined) {
+    findings.push(unknown('waitaof', 'could not tell whether WAITAOF exists (COMMAND refused)'));
+  } else if (durability?.aof && !facts.waitAof) {
+    findings.push(atRisk('waitaof', 'stalled', 'durability asks for aof, but this server has no WAITAOF (Redis < 7.2): every claim will be refused'));
+  } else if (durability?.aof) {
+    findings.push(
+      facts.appendonly === false
+        ? atRisk('waitaof', 'stalled', 'durability asks for aof, but appendonly is no, so WAITAOF fails and every claim will be refused')
+        : safe('waitaof', 'WAITAOF is available: each receipt write waits for its fsync'),
+    );
+  } else {
+    findings.push(safe('waitaof', facts.waitAof ? 'WAITAOF is available (durability aof can use it)' : 'no WAITAOF (Redis < 7.2): durability aof is unavailable; use appendfsync always'));
+  }
+
+  if (facts.clusterEnabled !== undefined) {
+    findings.push(safe('cluster', facts.clusterEnabled ? 'cluster mode: each run\'s receipts live on the master owning its hash tag' : 'not a cluster'));
+  }
+  return findings;
+}
+
+function nodeName(node: Redis): string {
+  return `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
+}
+
+/**
+ * Checks a Redis server (or every master of a Cluster) for what receipts
+ * need: `noeviction`, an AOF fsynced on every write, replicas enough for the
+ * durability asked for (and, without durability, none that a failover could
+ * promote), `WAITAOF` when `aof` is asked for. A worker can call it at start
+ * and refuse to run, or log the report. Reads only; never throws for a
+ * refused command (that finding is `unknown`).
+ */
+export async function checkRedisForReceipts(
+  redis: RedisConnection,
+  options: { durability?: DurabilityOptions } = {},
+): Promise<RedisReport> {
+  const durability = options.durability ? durabilityOptions(options.durability) : undefined;
+  let servers: { node: Redis; name?: string }[];
+  if (isCluster(redis)) {
+    if (redis.status !== 'ready') await redis.ping();
+    servers = redis.nodes('master').map((node) => ({ node, name: nodeName(node) }));
+  } else {
+    servers = [{ node: redis }];
+  }
+  const findings: RedisFinding[] = [];
+  for (const { node, name } of servers) {
+    for (const finding of assessServer(await readFacts(node), durability)) {
+      findings.push(name === undefined ? finding : { ...finding, node: name });
+    }
+  }
+  const rank = (f: RedisFinding) => (f.status === 'at-risk' ? RECEIPT_RISKS.indexOf(f.risk!) : f.status === 'unknown' ? 10 : 20);
+  const sorted = findings.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+  const worst = sorted.find((f) => f.status === 'at-risk')?.risk;
+  return worst === undefined ? { findings: sorted, atRisk: false } : { findings: sorted, atRisk: true, worst };
+}

@@ -1,0 +1,136 @@
+/**
+ * `checkRedisForReceipts` and `tool-receipts doctor` against real servers
+ * started with the settings under test: an evicting policy, no AOF, an AOF
+ * fsynced every second, replicas with and without durability, and a server
+ * whose CONFIG command is renamed away (as managed services hide it).
+ */
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import { checkRedisForReceipts, type RedisFinding, type RedisReport } from '../../src/index.js';
+import { hasWaitAof } from '../../src/redis/durability.js';
+import { Capture } from '../cli/support.js';
+import { LocalRedis, findOnPath } from '../support/redis-process.js';
+import { uniquePrefix } from '../support/redis.js';
+import { sentinelSkipReason } from '../support/redis-sentinel.js';
+
+const skip = sentinelSkipReason(); // needs servers this process starts with its own flags
+
+describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () => {
+  const started: LocalRedis[] = [];
+  const clients: Redis[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
+    await Promise.all(started.splice(0).map((s) => s.stop()));
+  });
+
+  async function server(args: string[], options: { appendonly?: boolean; appendfsync?: 'always' | 'everysec' } = {}): Promise<LocalRedis> {
+    const s = await LocalRedis.start(findOnPath('redis-server')!, { ...options, extraArgs: args }, uniquePrefix());
+    started.push(s);
+    return s;
+  }
+  function connect(s: LocalRedis): Redis {
+    const c = new Redis(s.url, { maxRetriesPerRequest: 1 });
+    clients.push(c);
+    return c;
+  }
+  const finding = (report: RedisReport, check: string): RedisFinding => {
+    const found = report.findings.find((f) => f.check === check);
+    if (!found) throw new Error(`no ${check} finding in ${JSON.stringify(report)}`);
+    return found;
+  };
+  async function cli(args: string[], url: string): Promise<{ code: number; out: string; err: string }> {
+    const stdout = new Capture();
+    const stderr = new Capture();
+    const code = await runCli(['doctor', '--redis', url, ...args], { stdout, stderr, env: {} });
+    return { code, out: stdout.text, err: stderr.text };
+  }
+
+  it('flags an evicting policy as the worst risk, and no AOF as a power-loss risk', async () => {
+    const s = await server(['--maxmemory-policy', 'allkeys-lru']);
+    const report = await checkRedisForReceipts(connect(s));
+    expect(report.atRisk).toBe(true);
+    expect(report.worst).toBe('eviction');
+    expect(report.findings[0]).toMatchObject({ check: 'eviction', status: 'at-risk', risk: 'eviction' });
+    expect(finding(report, 'eviction').message).toContain('allkeys-lru');
+    expect(finding(report, 'persistence')).toMatchObject({ status: 'at-risk', risk: 'power-loss' });
+
+    const run = await cli([], s.url);
+    expect(run.code).toBe(1);
+    expect(run.out).toMatch(/eviction\s+AT RISK \(eviction\)/);
+    expect(run.out).toContain('Receipts are at risk (worst: eviction)');
+    const json = await cli(['--json'], s.url);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.out)).toMatchObject({ atRisk: true, worst: 'eviction' });
+  });
+
+  it('passes a server set up as recommended: noeviction, appendonly yes, appendfsync always, no replicas', async () => {
+    const s = await server([], { appendonly: true, appendfsync: 'always' });
+    const report = await checkRedisForReceipts(connect(s));
+    expect(report.findings.filter((f) => f.status !== 'safe')).toEqual([]);
+    expect(report.atRisk).toBe(false);
+    const run = await cli([], s.url);
+    expect(run.code).toBe(0);
+    expect(run.out).toContain('Receipts are safe on this server.');
+  });
+
+  it('says what everysec loses', async () => {
+    const s = await server([], { appendonly: true, appendfsync: 'everysec' });
+    const persistence = finding(await checkRedisForReceipts(connect(s)), 'persistence');
+    expect(persistence).toMatchObject({ status: 'at-risk', risk: 'power-loss' });
+    expect(persistence.message).toContain('the last second');
+  });
+
+  it('flags missing replicas when durability asks for them, and unacknowledged replicas when it does not', async () => {
+    const primary = await server([], { appendonly: true });
+    const alone = await checkRedisForReceipts(connect(primary), { durability: { replicas: 1 } });
+    expect(finding(alone, 'replicas')).toMatchObject({ status: 'at-risk', risk: 'stalled' });
+    expect((await cli(['--replicas', '1'], primary.url)).code).toBe(1);
+    expect(finding(await checkRedisForReceipts(connect(primary)), 'replicas').status).toBe('safe');
+
+    await server(['--replicaof', primary.host, String(primary.port)]);
+    const admin = connect(primary);
+    const deadline = performance.now() + 10_000;
+    while (!/connected_slaves:1/.test(await admin.info('replication'))) {
+      if (performance.now() > deadline) throw new Error('the replica never connected');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const unprotected = await checkRedisForReceipts(admin);
+    expect(finding(unprotected, 'replicas')).toMatchObject({ status: 'at-risk', risk: 'failover' });
+    expect(unprotected.worst).toBe('failover');
+    const protectedByWait = await checkRedisForReceipts(admin, { durability: { replicas: 1 } });
+    expect(finding(protectedByWait, 'replicas').status).toBe('safe');
+    expect(protectedByWait.atRisk).toBe(false);
+    expect((await cli(['--replicas', '1'], primary.url)).code).toBe(0);
+  });
+
+  it('reports durability aof as stalling every claim when the server has no WAITAOF', async (ctx) => {
+    const s = await server([], { appendonly: true });
+    const redis = connect(s);
+    if (await hasWaitAof(redis)) ctx.skip('this redis-server has WAITAOF (7.2+); the refusal cannot be shown here');
+    const report = await checkRedisForReceipts(redis, { durability: { replicas: 0, aof: true } });
+    expect(finding(report, 'waitaof')).toMatchObject({ status: 'at-risk', risk: 'stalled' });
+    expect((await cli(['--aof'], s.url)).code).toBe(1);
+  });
+
+  it('says "unknown" for what it cannot read when CONFIG is refused, and still reads what INFO tells', async () => {
+    const s = await server(['--rename-command', 'CONFIG', ''], { appendonly: true, appendfsync: 'always' });
+    const redis = connect(s);
+    await expect(redis.config('GET', 'appendfsync')).rejects.toThrow(/unknown command/i);
+    const report = await checkRedisForReceipts(redis);
+    expect(finding(report, 'persistence')).toMatchObject({ status: 'unknown' });
+    expect(finding(report, 'persistence').message).toContain('appendfsync could not be read');
+    expect(finding(report, 'eviction').status).toBe('safe'); // INFO memory still names the policy
+    expect(report.atRisk).toBe(false);
+    const run = await cli([], s.url);
+    expect(run.code).toBe(0);
+    expect(run.out).toMatch(/persistence\s+unknown/);
+    expect(run.out).toContain('could not be made');
+  });
+
+  it('refuses a malformed --replicas with exit code 2', async () => {
+    const run = await cli(['--replicas', 'two'], 'redis://127.0.0.1:1');
+    expect(run.code).toBe(2);
+    expect(run.err).toContain('--replicas must be a whole number');
+  });
+});
