@@ -1,6 +1,7 @@
 /**
  * A small Redis Cluster for tests: a few `redis-server` processes in cluster
- * mode on free loopback ports, slots split evenly among them, no replicas.
+ * mode on free loopback ports, slots split evenly among the masters, and
+ * optionally one replica per master.
  * The nodes are joined with CLUSTER ADDSLOTS and CLUSTER MEET, so no
  * `redis-cli` is needed. Only a local `redis-server` can be clustered: with
  * `REDIS_URL` set, or with Docker only, {@link clusterSkipReason} says why the
@@ -16,7 +17,10 @@ const READY_DEADLINE_MS = 20_000;
 
 /** A running cluster: its nodes, and clients that are closed with it. */
 export interface RedisClusterHandle {
+  /** The masters, in slot order. */
   readonly nodes: readonly LocalRedis[];
+  /** With `replicas: 1`, `replicas[i]` replicates `nodes[i]`; empty otherwise. */
+  readonly replicas: readonly LocalRedis[];
   /** A key prefix unique to this cluster. */
   readonly prefix: string;
   /**
@@ -63,17 +67,27 @@ function clusterState(node: LocalRedis): Promise<string> {
   });
 }
 
-/** Starts `size` nodes (default 3), splits the slots, and waits until every node sees the whole cluster. */
-export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
+async function replicationCaughtUp(replica: LocalRedis): Promise<boolean> {
+  const info = await withNode(replica, (admin) => admin.info('replication'));
+  return /master_link_status:up/.test(info) && !/master_sync_in_progress:1/.test(info);
+}
+
+/**
+ * Starts `size` masters (default 3), splits the slots, gives each master
+ * `replicas` (0 or 1) replica, and waits until every node sees the whole
+ * cluster and every replica is linked.
+ */
+export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } = {}): Promise<RedisClusterHandle> {
   const skip = clusterSkipReason();
   if (skip !== undefined) throw new Error(`cannot start a Redis Cluster: ${skip}`);
   const binary = findOnPath('redis-server')!;
   const prefix = uniquePrefix();
   const nodes: LocalRedis[] = [];
+  const replicas: LocalRedis[] = [];
   const clients: Cluster[] = [];
   const stop = async () => {
     await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
-    await Promise.all(nodes.map((n) => n.stop()));
+    await Promise.all([...nodes, ...replicas].map((n) => n.stop()));
   };
   try {
     for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true }, prefix));
@@ -88,13 +102,28 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
         if (i > 0) await admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBusPort);
       });
     }
-    // Ready when every node reports state ok, knows every node, and sees one slot range per node.
-    const ready = `ok/${size}/${size}`;
+    const seedBus = seedBusPort;
+    for (let i = 0; i < (options.replicas ?? 0) * size; i++) {
+      const replica = await LocalRedis.start(binary, { cluster: true }, prefix);
+      replicas.push(replica);
+      await withNode(replica, (admin) => admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBus));
+    }
+    // Ready when every node reports state ok, knows every node, and sees one slot range per master.
+    const ready = `ok/${size + replicas.length}/${size}`;
     const deadline = performance.now() + READY_DEADLINE_MS;
     let states: string[] = [];
+    const replicated = new Set<number>();
     for (;;) {
-      states = await Promise.all(nodes.map(clusterState));
-      if (states.every((s) => s === ready)) break;
+      // A replica can only be told whom to follow once it knows that master.
+      for (const [i, replica] of replicas.entries()) {
+        if (replicated.has(i)) continue;
+        const masterId = await withNode(nodes[i]!, async (admin) => String(await admin.call('CLUSTER', 'MYID')));
+        const ok = await withNode(replica, (admin) => admin.call('CLUSTER', 'REPLICATE', masterId)).then(() => true, () => false);
+        if (ok) replicated.add(i);
+      }
+      states = await Promise.all([...nodes, ...replicas].map(clusterState));
+      const linked = replicated.size === replicas.length && (await Promise.all(replicas.map(replicationCaughtUp))).every(Boolean);
+      if (linked && states.every((s) => s === ready)) break;
       if (performance.now() > deadline) throw new Error(`cluster did not form: node states ${states.join(', ')}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -104,6 +133,7 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   }
   return {
     nodes,
+    replicas,
     prefix,
     connect(redisOptions = { maxRetriesPerRequest: 3 }) {
       const client = new Cluster([{ host: nodes[0]!.host, port: nodes[0]!.port }], { redisOptions });

@@ -1,0 +1,159 @@
+/**
+ * The store's durability modes against real replicas: a write is reported
+ * done only once the replicas asked for have it. A replica that is stopped
+ * and cut off makes a claim time out; the attempt is then settled as never
+ * started. On a Cluster the WAIT must reach the master owning the run's slot:
+ * stopping that master's replica blocks the claim, stopping another's does not.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  DurabilityUnsupportedError,
+  InvalidDurabilityOptionsError,
+  ReceiptNotDurableError,
+  ReceiptStore,
+  runHashTag,
+  type ToolCallReceiptKey,
+} from '../../src/index.js';
+import { hasWaitAof } from '../../src/redis/durability.js';
+import { freshKey } from '../support/redis-fixture.js';
+import { LocalRedis, findOnPath } from '../support/redis-process.js';
+import { startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { uniquePrefix } from '../support/redis.js';
+import { sentinelSkipReason } from '../support/redis-sentinel.js';
+
+const skip = sentinelSkipReason();
+
+async function waitLinked(replica: LocalRedis): Promise<void> {
+  const deadline = performance.now() + 15_000;
+  while (!/master_link_status:up/.test(await withNode(replica, (a) => a.info('replication')))) {
+    if (performance.now() > deadline) throw new Error(`replica ${replica.port} never linked`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** SIGSTOP the replica and have its master drop the link, so nothing more reaches it until {@link reconnect}. */
+async function cutOff(replica: LocalRedis, master: LocalRedis): Promise<void> {
+  await replica.pause();
+  await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
+}
+async function reconnect(replica: LocalRedis): Promise<void> {
+  await replica.resume();
+  await waitLinked(replica);
+}
+
+describe.skipIf(skip !== undefined)('durability on one primary with one replica', () => {
+  let primary: LocalRedis;
+  let replica: LocalRedis;
+  const clients: Redis[] = [];
+  const prefix = uniquePrefix();
+  beforeAll(async () => {
+    const binary = findOnPath('redis-server')!;
+    primary = await LocalRedis.start(binary, { appendonly: true }, prefix);
+    replica = await LocalRedis.start(binary, { extraArgs: ['--replicaof', primary.host, String(primary.port)] }, prefix);
+    await waitLinked(replica);
+  });
+  afterAll(async () => {
+    for (const c of clients) c.disconnect();
+    await replica?.stop();
+    await primary?.stop();
+  });
+  const store = (durability: ConstructorParameters<typeof ReceiptStore>[0]['durability']) => {
+    const redis = new Redis(primary.url, { maxRetriesPerRequest: 1 });
+    clients.push(redis);
+    return new ReceiptStore({ redis, prefix, durability });
+  };
+
+  it('rejects durability options that ask for nothing or cannot be waited on', () => {
+    for (const bad of [{ replicas: -1 }, { replicas: 1.5 }, { replicas: 1, timeoutMs: 0 }, { replicas: 0 }, { replicas: 1, aof: 'yes' as never }]) {
+      expect(() => store(bad)).toThrow(InvalidDurabilityOptionsError);
+    }
+  });
+
+  it('claims and completes once the replica has each write', async () => {
+    const s = store({ replicas: 1, timeoutMs: 2000 });
+    const key = freshKey();
+    const claim = await s.claim(key, { effect: 'opaque' });
+    expect(claim.decision).toEqual({ kind: 'execute', attempt: 1 });
+    await s.complete(key, 1, { ok: true });
+    // What the replica has is what a failover would keep.
+    const onReplica = await withNode(replica, (a) => a.hget(s.redisKey(key), 'status'));
+    expect(onReplica).toBe('completed');
+  });
+
+  it('settles an unacknowledged claim as never started and throws; the next claim runs attempt 2', async () => {
+    const s = store({ replicas: 1, timeoutMs: 200 });
+    const key = freshKey();
+    await cutOff(replica, primary);
+    try {
+      const error = await s.claim(key, { effect: 'opaque' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ReceiptNotDurableError);
+      expect(error).toMatchObject({ code: 'durability.not_acknowledged', write: 'claim', acknowledged: { replicas: 0 } });
+      const record = await s.inspect(key);
+      expect(record).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
+    } finally {
+      await reconnect(replica);
+    }
+    const again = await s.claim(key, { effect: 'opaque' });
+    expect(again.decision).toEqual({ kind: 'execute', attempt: 2 });
+  });
+
+  it('throws after a complete the replica did not acknowledge; the primary keeps the result for the retry to replay', async () => {
+    const s = store({ replicas: 1, timeoutMs: 200 });
+    const key = freshKey();
+    await s.claim(key, { effect: 'opaque' });
+    await cutOff(replica, primary);
+    try {
+      await expect(s.complete(key, 1, 'done')).rejects.toMatchObject({ code: 'durability.not_acknowledged', write: 'complete' });
+    } finally {
+      await reconnect(replica);
+    }
+    const retry = await s.claim(key, { effect: 'opaque' });
+    expect(retry).toMatchObject({ decision: { kind: 'replay' }, result: 'done' });
+  });
+
+  it('refuses aof durability before writing anything on a server without WAITAOF', async (ctx) => {
+    const s = store({ replicas: 1, aof: true });
+    if (await hasWaitAof(clients.at(-1)!)) ctx.skip('this redis-server has WAITAOF (7.2+)');
+    const key = freshKey();
+    await expect(s.claim(key, { effect: 'opaque' })).rejects.toBeInstanceOf(DurabilityUnsupportedError);
+    expect(await s.inspect(key)).toBeNull();
+  });
+});
+
+describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per master', () => {
+  let cluster: RedisClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3, { replicas: 1 });
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  /** A key whose run lives on master `index`, found by trying fresh runs. */
+  async function keyOnMaster(index: number): Promise<ToolCallReceiptKey> {
+    const wanted = `${cluster.nodes[index]!.host}:${cluster.nodes[index]!.port}`;
+    for (;;) {
+      const key = freshKey({ runId: `run-${randomBytes(4).toString('hex')}` });
+      if ((await cluster.ownerOf(runHashTag(key.tenantId, key.runId))) === wanted) return key;
+    }
+  }
+
+  it("waits on the master that owns the run's slot", async () => {
+    const store = new ReceiptStore({ redis: cluster.connect(), prefix: cluster.prefix, durability: { replicas: 1, timeoutMs: 300 } });
+    const onFirst = await keyOnMaster(0);
+    const onSecond = await keyOnMaster(1);
+    await cutOff(cluster.replicas[0]!, cluster.nodes[0]!);
+    try {
+      // The first master's replica is gone: its run cannot be claimed; the second master's can.
+      await expect(store.claim(onFirst, { effect: 'opaque' })).rejects.toBeInstanceOf(ReceiptNotDurableError);
+      expect(await store.inspect(onFirst)).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+      expect((await store.claim(onSecond, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
+      await store.complete(onSecond, 1, 'sent');
+    } finally {
+      await reconnect(cluster.replicas[0]!);
+    }
+    expect((await store.claim(onFirst, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 2 });
+  });
+});
