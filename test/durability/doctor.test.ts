@@ -13,6 +13,7 @@ import { Capture } from '../cli/support.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
+import { NO_SYNC_DELAY } from '../support/redis-cluster.js';
 
 const skip = sentinelSkipReason(); // needs servers this process starts with its own flags
 
@@ -82,7 +83,7 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
   });
 
   it('flags missing replicas when durability asks for them, and unacknowledged replicas when it does not', async () => {
-    const primary = await server([], { appendonly: true });
+    const primary = await server(NO_SYNC_DELAY, { appendonly: true });
     const alone = await checkRedisForReceipts(connect(primary), { durability: { replicas: 1 } });
     expect(finding(alone, 'replicas')).toMatchObject({ status: 'at-risk', risk: 'stalled' });
     expect((await cli(['--replicas', '1'], primary.url)).code).toBe(1);

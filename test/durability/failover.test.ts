@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DurabilityOptions } from '../../src/index.js';
 import { sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
-import { failoverWorker } from './support.js';
+import { Outbox, failoverWorker, sendEmailTool } from './support.js';
 
 const skip = sentinelSkipReason();
 
@@ -25,7 +25,8 @@ describe.skipIf(skip !== undefined)('a failover to a replica that missed the cla
   });
 
   async function scenario(durability: DurabilityOptions | undefined) {
-    const effects: string[] = [];
+    const outbox = new Outbox();
+    const effects = outbox.effects;
     const queueName = `failover${durability ? 'on' : 'off'}`;
     const queue = new Queue(queueName, { connection: set.connect({ maxRetriesPerRequest: null }), prefix: set.prefix });
     queue.on('error', () => undefined);
@@ -39,7 +40,8 @@ describe.skipIf(skip !== undefined)('a failover to a replica that missed the cla
     await set.waitForSync(primary, replica); // the job itself is on both
     await set.cutOff(replica);
 
-    const worker = (name: string) => failoverWorker(set.connect, queueName, { outbox: effects, name, durability, prefix: set.prefix });
+    const worker = (name: string) =>
+      failoverWorker(set.connect, queueName, { name, tools: [sendEmailTool(outbox, name)], durability, prefix: set.prefix });
     const first = worker('first');
     const outcome = await first.next();
     if (durability) {
@@ -56,8 +58,7 @@ describe.skipIf(skip !== undefined)('a failover to a replica that missed the cla
     await first.close();
     await replica.resume();
     await set.waitForMaster(replica);
-    await primary.restart(); // back empty; the sentinels make it the new master's replica
-    await set.waitForSync(replica, primary);
+    await set.rejoin(primary); // back empty, as the new master's replica
 
     const second = worker('second');
     const after = await second.until((o) => o.kind === 'completed' && o.jobId === job.id);

@@ -19,7 +19,7 @@ import {
 import { hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
-import { startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { NO_SYNC_DELAY, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 
@@ -50,8 +50,8 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   const prefix = uniquePrefix();
   beforeAll(async () => {
     const binary = findOnPath('redis-server')!;
-    primary = await LocalRedis.start(binary, { appendonly: true }, prefix);
-    replica = await LocalRedis.start(binary, { extraArgs: ['--replicaof', primary.host, String(primary.port)] }, prefix);
+    primary = await LocalRedis.start(binary, { appendonly: true, extraArgs: NO_SYNC_DELAY }, prefix);
+    replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
     await waitLinked(replica);
   });
   afterAll(async () => {

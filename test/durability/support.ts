@@ -3,10 +3,10 @@
  * wrapper on Sentinel (or Cluster) connections, with an outbox the test
  * owns, so effects are counted outside Redis and survive any failover.
  */
-import { Worker } from 'bullmq';
+import { Worker, type WorkerOptions } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
-import { defineTool, withToolReceipts, type DurabilityOptions } from '../../src/index.js';
+import { defineTool, withToolReceipts, type AnyToolDefinition, type DurabilityOptions } from '../../src/index.js';
 import { silent } from '../bullmq/fixture.js';
 
 /** What a worker saw happen to one job. */
@@ -16,16 +16,72 @@ export interface JobOutcome {
   readonly error?: string;
 }
 
-/** An opaque tool whose effect is one line in `outbox`, naming the worker that ran it. */
-export function sendEmailTool(outbox: string[], worker: string) {
+/**
+ * Where the test tools' effects land, in this process, so they survive any
+ * failover. A repeated opaque effect is a duplicate. A resumable step that
+ * runs again is a duplicate only when its record had been acknowledged
+ * (`ctx.step` had returned): a step cut off before its record landed runs
+ * again by the resumable contract, like after a worker crash.
+ */
+export class Outbox {
+  readonly effects: string[] = [];
+  readonly duplicates: string[] = [];
+  /** Steps run again after an interruption, before their record was acknowledged. */
+  redone = 0;
+  private readonly confirmed = new Set<string>();
+
+  effect(name: string, label = name): void {
+    if (this.effects.includes(name)) this.duplicates.push(name);
+    this.effects.push(label);
+  }
+
+  step(name: string): void {
+    if (this.confirmed.has(name)) this.duplicates.push(name);
+    else if (this.effects.includes(name)) this.redone += 1;
+    this.effects.push(name);
+  }
+
+  confirm(name: string): void {
+    this.confirmed.add(name);
+  }
+}
+
+const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : undefined);
+
+/** An opaque tool whose effect is sending to `to`; the outbox line is `label` when given. */
+export function sendEmailTool(outbox: Outbox, label?: string, delayMs = 0) {
   return defineTool({
     name: 'send_email',
     input: z.object({ to: z.string() }),
     effect: 'opaque',
     destructive: false,
     async execute(args) {
-      outbox.push(worker);
+      await pause(delayMs);
+      outbox.effect(args.to, label);
       return { sent: args.to };
+    },
+  });
+}
+
+/** A resumable tool with two steps, `<id>:create` and `<id>:notify`. */
+export function createTicketTool(outbox: Outbox, delayMs = 0) {
+  const step = async (ctx: { step<T>(name: string, fn: () => Promise<T>): Promise<T> }, name: string) => {
+    await ctx.step(name.slice(name.lastIndexOf(':') + 1), async () => {
+      await pause(delayMs);
+      outbox.step(name);
+      return name;
+    });
+    outbox.confirm(name);
+  };
+  return defineTool({
+    name: 'create_ticket',
+    input: z.object({ id: z.string() }),
+    effect: 'resumable',
+    destructive: false,
+    async execute(args, ctx) {
+      await step(ctx, `${args.id}:create`);
+      await step(ctx, `${args.id}:notify`);
+      return { ticket: args.id };
     },
   });
 }
@@ -35,7 +91,6 @@ function errorCode(error: unknown): string {
   if (typeof code === 'string') return code;
   return cause === undefined ? '' : errorCode(cause);
 }
-
 export interface FailoverWorker {
   /** The next job outcome this worker reports. */
   next(timeoutMs?: number): Promise<JobOutcome>;
@@ -45,26 +100,34 @@ export interface FailoverWorker {
   close(): Promise<void>;
 }
 
+export interface FailoverWorkerOptions {
+  readonly name: string;
+  readonly tools: AnyToolDefinition[];
+  readonly durability: DurabilityOptions | undefined;
+  readonly prefix: string;
+  readonly worker?: Partial<WorkerOptions>;
+}
+
 /**
- * A Worker on `connect()`ed connections running the wrapper with
- * `sendEmailTool(outbox, name)` with 2 s leases.
+ * A Worker on `connect()`ed connections running the wrapper (2 s leases)
+ * with `tools`.
  */
 export function failoverWorker(
   connect: (options: { maxRetriesPerRequest: number | null }) => Redis | Cluster,
   queueName: string,
-  options: { outbox: string[]; name: string; durability: DurabilityOptions | undefined; prefix: string; bullPrefix?: string },
+  options: FailoverWorkerOptions,
 ): FailoverWorker {
   const receipts = connect({ maxRetriesPerRequest: 3 });
   const blocking = connect({ maxRetriesPerRequest: null });
   const processor = withToolReceipts({
     redis: receipts,
-    tools: [sendEmailTool(options.outbox, options.name)],
+    tools: options.tools,
     prefix: options.prefix,
     leaseMs: 2000,
     logger: silent,
     ...(options.durability ? { durability: options.durability } : {}),
   });
-  const worker = new Worker(queueName, processor, { connection: blocking, prefix: options.bullPrefix ?? options.prefix });
+  const worker = new Worker(queueName, processor, { connection: blocking, prefix: options.prefix, ...options.worker });
   processor.attach(worker);
   worker.on('error', () => undefined);
   const seen: JobOutcome[] = [];

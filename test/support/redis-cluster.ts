@@ -14,6 +14,8 @@ import { uniquePrefix } from './redis.js';
 
 const SLOTS = 16384;
 const READY_DEADLINE_MS = 20_000;
+/** A replica's full sync starts at once, not after the default 5 s wait for more replicas. */
+export const NO_SYNC_DELAY = ['--repl-diskless-sync-delay', '0'];
 
 /** A running cluster: its nodes, and clients that are closed with it. */
 export interface RedisClusterHandle {
@@ -90,7 +92,7 @@ export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } 
     await Promise.all([...nodes, ...replicas].map((n) => n.stop()));
   };
   try {
-    for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true }, prefix));
+    for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true, extraArgs: NO_SYNC_DELAY }, prefix));
     const seed = nodes[0]!;
     const seedBusPort = await withNode(seed, async (admin) => ((await admin.config('GET', 'cluster-port')) as string[])[1] ?? '');
     for (const [i, node] of nodes.entries()) {
@@ -104,7 +106,7 @@ export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } 
     }
     const seedBus = seedBusPort;
     for (let i = 0; i < (options.replicas ?? 0) * size; i++) {
-      const replica = await LocalRedis.start(binary, { cluster: true }, prefix);
+      const replica = await LocalRedis.start(binary, { cluster: true, extraArgs: NO_SYNC_DELAY }, prefix);
       replicas.push(replica);
       await withNode(replica, (admin) => admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBus));
     }

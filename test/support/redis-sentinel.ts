@@ -9,7 +9,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { LocalRedis, findOnPath } from './redis-process.js';
 import { uniquePrefix } from './redis.js';
-import { withNode } from './redis-cluster.js';
+import { NO_SYNC_DELAY, withNode } from './redis-cluster.js';
 
 export { clusterSkipReason as sentinelSkipReason, withNode } from './redis-cluster.js';
 
@@ -17,8 +17,10 @@ export { clusterSkipReason as sentinelSkipReason, withNode } from './redis-clust
 export const SENTINEL_MASTER_NAME = 'receipts';
 /** Sentinel timing: a dead primary is subjectively down after this long. */
 const DOWN_AFTER_MS = 1000;
-const FAILOVER_TIMEOUT_MS = 3000;
+/** Also bounds how soon the sentinels fail over the same master again (twice this). */
+const FAILOVER_TIMEOUT_MS = 1500;
 const READY_DEADLINE_MS = 30_000;
+
 
 export interface SentinelSetHandle {
   /** The two data nodes; which one is master changes with failovers. */
@@ -39,6 +41,12 @@ export interface SentinelSetHandle {
    * waits in the stopped replica's socket buffer and is applied on SIGCONT.
    */
   cutOff(replica: LocalRedis): Promise<void>;
+  /**
+   * Starts a SIGKILLed former master again and makes it a replica of the
+   * current master at once (the sentinels would, but only at their next
+   * 10-second look), then waits until it has caught up.
+   */
+  rejoin(server: LocalRedis): Promise<void>;
   /** Waits until `replica` is linked to `master` and has caught up with its replication offset. */
   waitForSync(master: LocalRedis, replica: LocalRedis, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -74,9 +82,9 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
     await Promise.all(started.map((n) => n.stop()));
   };
   try {
-    const primary = await LocalRedis.start(binary, {}, prefix);
+    const primary = await LocalRedis.start(binary, { extraArgs: NO_SYNC_DELAY }, prefix);
     started.push(primary);
-    const replica = await LocalRedis.start(binary, { extraArgs: ['--replicaof', primary.host, String(primary.port)] }, prefix);
+    const replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
     started.push(replica);
     const config = [
       `sentinel monitor ${SENTINEL_MASTER_NAME} ${primary.host} ${primary.port} 2`,
@@ -146,6 +154,12 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
         });
       },
       waitForSync: waitLinked,
+      async rejoin(server) {
+        const master = handle.replicaOf(server);
+        await server.restart();
+        await withNode(server, (admin) => admin.call('REPLICAOF', master.host, String(master.port)));
+        await waitLinked(master, server);
+      },
       async cutOff(replica) {
         await replica.pause();
         await withNode(handle.replicaOf(replica), (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
