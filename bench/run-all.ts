@@ -7,6 +7,8 @@
  * 2. The receipt store against raw EVALSHA (bench/receipts.ts), in a child
  *    process pointed at the same server through REDIS_URL, so its event loop
  *    and heap are its own.
+ * 3. The cost of each durability mode (bench/durability.ts), in a child
+ *    process on a primary and replica of its own.
  *
  * Starts one throwaway redis-server on a free port, or uses REDIS_URL
  * (touching only this run's prefix). A missed goal is reported, not fatal.
@@ -66,7 +68,10 @@ async function main(): Promise<number> {
     );
     for (const line of formatQueueReport(report, GOALS)) console.log(line);
     console.log('');
-    return await runChild('./receipts.ts', { REDIS_URL: handle.url });
+    const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });
+    console.log('');
+    const durability = await runChild('./durability.ts', {});
+    return receipts || durability;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();
