@@ -105,6 +105,8 @@ export interface FailoverWorkerOptions {
   readonly tools: AnyToolDefinition[];
   readonly durability: DurabilityOptions | undefined;
   readonly prefix: string;
+  /** BullMQ's prefix when it differs (a Cluster needs a hash tag: `{bull}`). */
+  readonly bullPrefix?: string;
   readonly worker?: Partial<WorkerOptions>;
 }
 
@@ -127,7 +129,7 @@ export function failoverWorker(
     logger: silent,
     ...(options.durability ? { durability: options.durability } : {}),
   });
-  const worker = new Worker(queueName, processor, { connection: blocking, prefix: options.prefix, ...options.worker });
+  const worker = new Worker(queueName, processor, { connection: blocking, prefix: options.bullPrefix ?? options.prefix, ...options.worker });
   processor.attach(worker);
   worker.on('error', () => undefined);
   const seen: JobOutcome[] = [];

@@ -79,7 +79,11 @@ async function replicationCaughtUp(replica: LocalRedis): Promise<boolean> {
  * `replicas` (0 or 1) replica, and waits until every node sees the whole
  * cluster and every replica is linked.
  */
-export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } = {}): Promise<RedisClusterHandle> {
+export async function startRedisCluster(
+  size = 3,
+  options: { replicas?: 0 | 1; /** cluster-node-timeout: how soon a dead master's replica takes over. */ nodeTimeoutMs?: number } = {},
+): Promise<RedisClusterHandle> {
+  const extraArgs = [...NO_SYNC_DELAY, ...(options.nodeTimeoutMs ? ['--cluster-node-timeout', String(options.nodeTimeoutMs)] : [])];
   const skip = clusterSkipReason();
   if (skip !== undefined) throw new Error(`cannot start a Redis Cluster: ${skip}`);
   const binary = findOnPath('redis-server')!;
@@ -92,7 +96,7 @@ export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } 
     await Promise.all([...nodes, ...replicas].map((n) => n.stop()));
   };
   try {
-    for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true, extraArgs: NO_SYNC_DELAY }, prefix));
+    for (let i = 0; i < size; i++) nodes.push(await LocalRedis.start(binary, { cluster: true, extraArgs }, prefix));
     const seed = nodes[0]!;
     const seedBusPort = await withNode(seed, async (admin) => ((await admin.config('GET', 'cluster-port')) as string[])[1] ?? '');
     for (const [i, node] of nodes.entries()) {
@@ -106,7 +110,7 @@ export async function startRedisCluster(size = 3, options: { replicas?: 0 | 1 } 
     }
     const seedBus = seedBusPort;
     for (let i = 0; i < (options.replicas ?? 0) * size; i++) {
-      const replica = await LocalRedis.start(binary, { cluster: true, extraArgs: NO_SYNC_DELAY }, prefix);
+      const replica = await LocalRedis.start(binary, { cluster: true, extraArgs }, prefix);
       replicas.push(replica);
       await withNode(replica, (admin) => admin.call('CLUSTER', 'MEET', seed.host, String(seed.port), seedBus));
     }
