@@ -34,7 +34,7 @@ export interface DurabilityOptions {
 export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
 /** Which receipt write was not acknowledged. */
-export type DurableWrite = 'claim' | 'complete' | 'fail' | 'heartbeat' | 'recordStep' | 'resolve';
+export type DurableWrite = 'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve';
 
 /** The durability options are malformed (negative replicas, a zero timeout, nothing asked for). */
 export class InvalidDurabilityOptionsError extends ToolReceiptsError {
@@ -157,6 +157,12 @@ export class DurabilityWaiter {
   mark(key: string): WriteMark | undefined {
     const node = isCluster(this.redis) ? slotMaster(this.redis, key) : this.redis;
     return node ? { node, generation: closeCounter(node).count } : undefined;
+  }
+
+  /** Waits for the acknowledgements; throws {@link ReceiptNotDurableError} when they fall short. */
+  async require(write: DurableWrite, redisKey: string, mark: WriteMark | undefined): Promise<void> {
+    const ack = await this.acknowledged(mark);
+    if (!ack.ok) throw new ReceiptNotDurableError(redisKey, write, ack, this.options);
   }
 
   /**

@@ -154,13 +154,6 @@ export class ReceiptStore {
     }
   }
 
-  /** Throws {@link ReceiptNotDurableError} unless the write marked by `mark` is acknowledged as the durability options ask. */
-  private async acknowledge(write: DurableWrite, redisKey: string, mark: WriteMark | undefined): Promise<void> {
-    if (!this.durability) return;
-    const ack = await this.durability.acknowledged(mark);
-    if (!ack.ok) throw new ReceiptNotDurableError(redisKey, write, ack, this.durability.options);
-  }
-
   /**
    * An attempt whose claim was not acknowledged: its effect never starts, so
    * settle it as failed `neverStarted` (acknowledged or not: a failover that
@@ -181,7 +174,7 @@ export class ReceiptStore {
   private async durableClaim(key: ToolCallReceiptKey, result: ClaimResult, mark: WriteMark | undefined): Promise<ClaimResult> {
     if (!this.durability || result.fence === undefined) return result;
     try {
-      await this.acknowledge('claim', result.redisKey, mark);
+      await this.durability.require('claim', result.redisKey, mark);
     } catch (error) {
       if (error instanceof ReceiptNotDurableError) return this.unacknowledgedClaim(key, result.fence, error);
       throw error;
@@ -337,7 +330,7 @@ export class ReceiptStore {
     const seen = await this.run(script, keys, [fence.attempt, ...args, fence.epoch]);
     const mark = this.durability?.mark(keys[0]);
     if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
-    await this.acknowledge(operation, keys[0], mark);
+    await this.durability?.require(operation, keys[0], mark);
     return seen;
   }
 
@@ -478,7 +471,7 @@ export class ReceiptStore {
     const keys = this.keys(key);
     const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
     const mark = this.durability?.mark(keys[0]);
-    if (seen.code === 1) return this.acknowledge('resolve', keys[0], mark);
+    if (seen.code === 1) return this.durability?.require('resolve', keys[0], mark);
     const fence = toFence(seen);
     if (seen.code === 4 && fence) throw new ContestedReceiptError(keys[0], fence, seen.leaseUntilMs);
     if (seen.code === 3 && fence) {
