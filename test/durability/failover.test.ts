@@ -10,7 +10,9 @@
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DurabilityOptions } from '../../src/index.js';
-import { sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
+import { SENTINEL_MASTER_NAME, sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
+import { runCli } from '../../src/cli/cli.js';
+import { Capture } from '../cli/support.js';
 import { Outbox, failoverWorker, sendEmailTool } from './support.js';
 
 const skip = sentinelSkipReason();
@@ -67,6 +69,24 @@ describe.skipIf(skip !== undefined)('a failover to a replica that missed the cla
     await queue.close();
     return effects;
   }
+
+  it('the CLI finds the master through the sentinels', async () => {
+    const sentinels = set.sentinels.map((s) => `${s.host}:${s.port}`).join(',');
+    const run = async (...args: string[]) => {
+      const stdout = new Capture();
+      const stderr = new Capture();
+      const code = await runCli([...args, '--sentinels', sentinels, '--name', SENTINEL_MASTER_NAME], { stdout, stderr, env: {} });
+      return { code, out: stdout.text, err: stderr.text };
+    };
+    const doctor = await run('doctor', '--replicas', '1', '--json');
+    const report = JSON.parse(doctor.out) as { findings: { check: string; status: string; message: string }[] };
+    expect(report.findings.find((f) => f.check === 'replicas')).toMatchObject({ status: 'safe' });
+    expect(doctor.code).toBe(1); // these servers run without an AOF
+    expect(report.findings.find((f) => f.check === 'persistence')).toMatchObject({ status: 'at-risk' });
+    expect((await run('ambiguous', '--prefix', set.prefix)).code).toBe(0);
+    const lone = await runCli(['ambiguous', '--sentinels', sentinels], { stdout: new Capture(), stderr: new Capture(), env: {} });
+    expect(lone).toBe(2); // --sentinels without --name is a usage error
+  });
 
   it('without durability, the effect runs twice (the loss this mode exists for)', async () => {
     expect(await scenario(undefined)).toEqual(['first', 'second']);

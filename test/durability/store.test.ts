@@ -16,7 +16,7 @@ import {
   runHashTag,
   type ToolCallReceiptKey,
 } from '../../src/index.js';
-import { hasWaitAof } from '../../src/redis/durability.js';
+import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { NO_SYNC_DELAY, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
@@ -111,6 +111,22 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     }
     const retry = await s.claim(key, { effect: 'opaque' });
     expect(retry).toMatchObject({ decision: { kind: 'replay' }, result: 'done' });
+  });
+
+  it('counts a WAIT sent on a newer connection than its write as not acknowledged', async () => {
+    const redis = new Redis(primary.url, { maxRetriesPerRequest: 1 });
+    clients.push(redis);
+    const waiter = new DurabilityWaiter(redis, { replicas: 1, timeoutMs: 1000 });
+    await redis.set(`${prefix}:w`, '1');
+    expect((await waiter.acknowledged(waiter.mark(`${prefix}:w`))).ok).toBe(true);
+    await redis.set(`${prefix}:w`, '2');
+    const mark = waiter.mark(`${prefix}:w`);
+    const reconnected = new Promise((resolve) => redis.once('ready', resolve));
+    redis.disconnect(true); // ioredis reconnects: the WAIT below goes out on a connection that wrote nothing
+    await reconnected;
+    const ack = await waiter.acknowledged(mark);
+    expect(ack.replicas).toBe(1); // the replica is there, and WAIT on the fresh connection says so at once...
+    expect(ack.ok).toBe(false); // ...which proves nothing about the write
   });
 
   it('refuses aof durability before writing anything on a server without WAITAOF', async (ctx) => {
