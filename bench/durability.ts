@@ -54,18 +54,21 @@ async function pass(url: string, prefix: string, mode: Mode, concurrency: number
     ...(mode.durability ? { durability: mode.durability } : {}),
   });
   const latencies: number[] = [];
+  const outcomes: string[] = [];
   const timed = async (job: Job, token: string | undefined, signal?: AbortSignal) => {
     const started = performance.now();
     const result = await wrapped(job, token, signal);
     latencies.push(performance.now() - started);
+    outcomes.push(result.results[0]?.outcome ?? 'none');
     return result;
   };
+  // Runs unique to the pass, so every call executes (a run shared with another pass would replay).
   const queueName = `${mode.name.replace(/\W+/g, '-')}-c${concurrency}-${tag}`;
   const queue = new Queue(queueName, { connection, prefix: `${prefix}:bull` });
   await queue.addBulk(
     Array.from({ length: jobs }, (_, i) => ({
       name: 'call',
-      data: { tenantId: 'bench', runId: `run-${tag}-${i % 100}`, calls: [{ id: `toolu_${i}`, name: tool.name, input: { n: i } }] },
+      data: { tenantId: 'bench', runId: `run-${queueName}-${i % 100}`, calls: [{ id: `toolu_${i}`, name: tool.name, input: { n: i } }] },
       opts: { removeOnComplete: true, removeOnFail: true },
     })),
   );
@@ -87,6 +90,8 @@ async function pass(url: string, prefix: string, mode: Mode, concurrency: number
     await finished;
     const seconds = (performance.now() - started) / 1000;
     if (failures.length > 0) throw new Error(`${mode.name} at c=${concurrency}: ${failures.length} jobs failed, first: ${failures[0]}`);
+    const replayed = outcomes.filter((o) => o !== 'executed').length;
+    if (replayed > 0) throw new Error(`${mode.name} at c=${concurrency}: ${replayed} calls did not execute`);
     return { rate: jobs / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
   } finally {
     await worker.close();
