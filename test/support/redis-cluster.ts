@@ -69,6 +69,25 @@ function clusterState(node: LocalRedis): Promise<string> {
   });
 }
 
+const offset = (info: string, field: string) => Number(new RegExp(`^${field}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
+
+/**
+ * Waits until `replica` follows `master` with its link up and has everything
+ * `master` had written when the wait began (the master keeps writing: pings,
+ * sentinel hellos, so the offsets are compared with what was there at the start).
+ */
+export async function waitCaughtUp(master: LocalRedis, replica: LocalRedis, timeoutMs = READY_DEADLINE_MS): Promise<void> {
+  const target = offset(await withNode(master, (admin) => admin.info('replication')), 'master_repl_offset');
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const mine = await withNode(replica, (admin) => admin.info('replication')).catch(() => '');
+    const follows = mine.includes(`master_port:${master.port}\r\n`) && mine.includes('master_link_status:up');
+    if (follows && offset(mine, 'slave_repl_offset') >= target) return;
+    if (performance.now() > deadline) throw new Error(`port ${replica.port} did not catch up with port ${master.port} (offset ${target})`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function replicationCaughtUp(replica: LocalRedis): Promise<boolean> {
   const info = await withNode(replica, (admin) => admin.info('replication'));
   return /master_link_status:up/.test(info) && !/master_sync_in_progress:1/.test(info);

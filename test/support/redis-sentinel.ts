@@ -9,14 +9,14 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { LocalRedis, findOnPath } from './redis-process.js';
 import { uniquePrefix } from './redis.js';
-import { NO_SYNC_DELAY, withNode } from './redis-cluster.js';
+import { NO_SYNC_DELAY, waitCaughtUp, withNode } from './redis-cluster.js';
 
 export { clusterSkipReason as sentinelSkipReason, withNode } from './redis-cluster.js';
 
 /** The name the sentinels monitor the primary under. */
 export const SENTINEL_MASTER_NAME = 'receipts';
-/** Sentinel timing: a dead primary is subjectively down after this long. */
-const DOWN_AFTER_MS = 1000;
+/** Sentinel timing: a dead primary is subjectively down after this long (long enough that a loaded machine's pauses do not trigger failovers). */
+const DOWN_AFTER_MS = 2000;
 /** Also bounds how soon the sentinels fail over the same master again (twice this). */
 const FAILOVER_TIMEOUT_MS = 1500;
 const READY_DEADLINE_MS = 30_000;
@@ -173,11 +173,6 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
   }
 }
 
-async function waitLinked(master: LocalRedis, replica: LocalRedis, timeoutMs = READY_DEADLINE_MS): Promise<void> {
-  await poll(`port ${replica.port} to replicate port ${master.port}`, timeoutMs, async () => {
-    const mine = await withNode(replica, (admin) => admin.info('replication'));
-    if (infoField(mine, 'master_port') !== String(master.port) || infoField(mine, 'master_link_status') !== 'up') return false;
-    const theirs = await withNode(master, (admin) => admin.info('replication'));
-    return infoField(mine, 'slave_repl_offset') === infoField(theirs, 'master_repl_offset');
-  });
+function waitLinked(master: LocalRedis, replica: LocalRedis, timeoutMs = READY_DEADLINE_MS): Promise<void> {
+  return waitCaughtUp(master, replica, timeoutMs);
 }
