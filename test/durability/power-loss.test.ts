@@ -59,8 +59,8 @@ describe.skipIf(skip !== undefined)('receipts across a power loss', () => {
     const started = performance.now();
     while (performance.now() - started < WRITE_FOR_MS) {
       const key = freshKey();
-      await store.claim(key, { effect: 'opaque' });
-      await store.complete(key, 1, { n: acks.length });
+      const claim = await store.claim(key, { effect: 'opaque' });
+      await store.complete(key, claim.fence!, { n: acks.length });
       acks.push({ key, atMs: performance.now(), aofBytes: fs.statSync(file).size });
     }
     const crashAt = performance.now();

@@ -76,7 +76,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     const key = freshKey();
     const claim = await s.claim(key, { effect: 'opaque' });
     expect(claim.decision).toEqual({ kind: 'execute', attempt: 1 });
-    await s.complete(key, 1, { ok: true });
+    await s.complete(key, claim.fence!, { ok: true });
     // What the replica has is what a failover would keep.
     const onReplica = await withNode(replica, (a) => a.hget(s.redisKey(key), 'status'));
     expect(onReplica).toBe('completed');
@@ -102,10 +102,10 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   it('throws after a complete the replica did not acknowledge; the primary keeps the result for the retry to replay', async () => {
     const s = store({ replicas: 1, timeoutMs: 200 });
     const key = freshKey();
-    await s.claim(key, { effect: 'opaque' });
+    const claim = await s.claim(key, { effect: 'opaque' });
     await cutOff(replica, primary);
     try {
-      await expect(s.complete(key, 1, 'done')).rejects.toMatchObject({ code: 'durability.not_acknowledged', write: 'complete' });
+      await expect(s.complete(key, claim.fence!, 'done')).rejects.toMatchObject({ code: 'durability.not_acknowledged', write: 'complete' });
     } finally {
       await reconnect(replica);
     }
@@ -165,8 +165,9 @@ describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per 
       // The first master's replica is gone: its run cannot be claimed; the second master's can.
       await expect(store.claim(onFirst, { effect: 'opaque' })).rejects.toBeInstanceOf(ReceiptNotDurableError);
       expect(await store.inspect(onFirst)).toMatchObject({ status: 'failed', tier: 'neverStarted' });
-      expect((await store.claim(onSecond, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
-      await store.complete(onSecond, 1, 'sent');
+      const second = await store.claim(onSecond, { effect: 'opaque' });
+      expect(second.decision).toEqual({ kind: 'execute', attempt: 1 });
+      await store.complete(onSecond, second.fence!, 'sent');
     } finally {
       await reconnect(cluster.replicas[0]!);
     }
