@@ -6,6 +6,7 @@ import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError } from './errors.js';
 import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
+import type { CallObservation } from './observer.js';
 import type { CallRuntime, JobScope } from './run-call.js';
 
 /** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
@@ -18,6 +19,7 @@ export interface DirectCall {
   readonly args: unknown;
   readonly log: Logger;
   readonly logDecision: (decision: string, outcome: ToolResultBlock['outcome'], attempt?: number, failure?: FailureLog) => void;
+  readonly obs: CallObservation;
 }
 
 /** What the log line of a failed call adds. */
@@ -41,11 +43,12 @@ export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<T
   });
   let value: unknown;
   try {
-    value = await tool.execute(d.args, ctx);
+    value = await d.obs.runTool(async () => tool.execute(d.args, ctx));
   } catch (error) {
     const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
     const message = errorText(error);
     d.logDecision('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
+    d.obs.settled('failed', { tier, error });
     if (error instanceof ToolRefusedError) return toolResultBlock(call, 'rejected', { content: message, is_error: true });
     const content = failureContent(tool.name, message, tier);
     if (retriesJob(scope.job, tier, error)) throw new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });

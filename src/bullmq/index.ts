@@ -42,3 +42,12 @@ export {
   parsePartialResultsLog,
   type PartialResults,
 } from './partial-results.js';
+export {
+  NOOP_OBSERVER,
+  type ToolCallObserver,
+  type CallObservation,
+  type ObservedCall,
+  type ObservedDecision,
+  type ObservedEnd,
+  type ObserverBinding,
+} from './observer.js';

@@ -9,6 +9,7 @@ import type { AnyToolDefinition } from './define-tool.js';
 import { forwardAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
+import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
 import { keepPartialResults } from './ambiguity.js';
 import { throwIfInterrupted } from './interruption.js';
@@ -74,6 +75,11 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
   readonly maxRepairAttempts?: number;
   /** The model that wrote the calls, passed to the reshaper. */
   readonly backendModel?: string;
+  /**
+   * Told every call's milestones: pass `toolReceiptsOtel()` from
+   * `bullmq-tool-receipts/otel` for OpenTelemetry spans and metrics. Default: nothing observed.
+   */
+  readonly telemetry?: ToolCallObserver;
 }
 
 /** The processor, plus what a host needs to wire it to a Worker and observe it. */
@@ -118,6 +124,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     backendModel: options.backendModel,
   };
 
+  options.telemetry?.bind?.({ redis: options.redis, store });
   const runtime: CallRuntime = {
     store,
     breaker,
@@ -130,6 +137,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     maxWaitMs: options.maxWaitMs ?? 2000,
     onAmbiguous: options.onAmbiguous ?? 'fail',
     owner: store.owner,
+    observer: options.telemetry ?? NOOP_OBSERVER,
     runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool),
     prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
     shape: resultShaper(options),

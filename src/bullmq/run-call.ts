@@ -19,6 +19,7 @@ import { runReadOnlyCall, type FailureLog } from './direct-call.js';
 import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { throwIfInterrupted } from './interruption.js';
 import { parkJobOnServerClock } from './park-job.js';
+import type { CallObservation, ToolCallObserver } from './observer.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -44,6 +45,8 @@ export interface CallRuntime {
   readonly maxWaitMs: number;
   readonly onAmbiguous: 'fail' | 'report';
   readonly owner: string;
+  /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
+  readonly observer: ToolCallObserver;
   /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
   runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */
@@ -81,6 +84,19 @@ function recordedResult(stored: unknown): RecordedToolResult {
  * UnrecoverableError to stop, any other error to retry the job).
  */
 export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<ToolResultBlock> {
+  const { tenantId, runId } = scope.data;
+  const obs = rt.observer.callStarted({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  try {
+    const result = await runObservedCall(rt, scope, call, obs);
+    obs.ended({ result });
+    return result;
+  } catch (error) {
+    obs.ended({ error });
+    throw error;
+  }
+}
+
+async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall, obs: CallObservation): Promise<ToolResultBlock> {
   const started = performance.now();
   const { tenantId, runId } = scope.data;
   const log = rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id });
@@ -113,7 +129,10 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     toolName: tool.name,
     argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
   };
-  if (rt.runsWithoutReceipt(tool)) return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision });
+  if (rt.runsWithoutReceipt(tool)) {
+    obs.decided({ decision: 'direct', attempt: undefined });
+    return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision, obs });
+  }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.signal);
   // One command: the claim script also reads the tool's breaker state in the run.
@@ -133,6 +152,12 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
   }
   const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
   rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt });
+  obs.decided({
+    decision: decision.kind,
+    attempt: claim.attempt,
+    receiptKey: claim.redisKey,
+    ...(decision.kind === 'ambiguous' ? { reason: decision.reason } : {}),
+  });
 
   switch (decision.kind) {
     case 'replay': {
@@ -144,6 +169,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
       const remaining = claim.leaseRemainingMs ?? rt.leaseMs;
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
       logDecision('wait', 'waited');
+      obs.waiting(delay);
       await parkJobOnServerClock(scope.job, scope.token, claim.serverNowMs ?? Date.now(), delay);
       throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
     }
@@ -152,7 +178,7 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision });
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs });
     }
   }
 }
@@ -171,6 +197,7 @@ interface Execution {
   readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
   readonly log: Logger;
   readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
+  readonly obs: CallObservation;
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
@@ -184,6 +211,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     if (fencedDuring) return;
     fencedDuring = during;
     rt.events.emit('fencedOut', { ...x.base, attempt, during });
+    x.obs.fencedOut(during);
     log.warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
     aborter.abort(error);
   };
@@ -198,7 +226,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
 
   let value: unknown;
   try {
-    value = await tool.execute(x.args, ctx);
+    value = await x.obs.runTool(async () => tool.execute(x.args, ctx));
   } catch (error) {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
@@ -231,6 +259,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   }
   reportLateSettle(x, settled, 'executed');
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
+  x.obs.settled('executed');
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);
 }
@@ -283,6 +312,7 @@ async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
  */
 function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
   x.log.warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
+  x.obs.aborted(reason);
   return new ToolCallFailedError(
     x.tool.name,
     x.call.id,
@@ -309,6 +339,7 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
     throw fencedOutFailure(x, 'fail', markError);
   }
   x.logDecision('execute', tool.effect === 'opaque' ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
+  x.obs.outcomeUnknown(error);
   if (tool.effect === 'opaque') {
     return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log);
   }
@@ -347,6 +378,7 @@ async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: Fenc
     reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
   });
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
+  x.obs.settled('failed', { tier, error });
   const refused = error instanceof ToolRefusedError;
   x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
   if (refused) return block(call, 'rejected', { content: message, is_error: true });

@@ -1,0 +1,99 @@
+/**
+ * The wrapper's telemetry hook: a narrow interface `runToolCall` reports each
+ * call's milestones to. The default observes nothing and costs nothing; the
+ * OpenTelemetry implementation lives in the `otel` entry point, so this layer
+ * never loads `@opentelemetry/api`.
+ */
+import type { ReceiptDecision } from '../core/decision.js';
+import type { RedisConnection } from '../redis/connection.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { FencedOutEvent } from './events.js';
+import type { ToolResultBlock } from './job-data.js';
+
+/** What is known of a call when it starts, before anything is claimed. */
+export interface ObservedCall {
+  readonly tenantId: string;
+  readonly runId: string;
+  readonly tool: string;
+  readonly callId: string;
+  readonly jobId: string | undefined;
+}
+
+/**
+ * The claim's answer, as the wrapper acts on it; `direct` for a read-only
+ * tool, which runs without a receipt (no claim, no receipt key).
+ */
+export interface ObservedDecision {
+  readonly decision: ReceiptDecision['kind'] | 'direct';
+  readonly attempt: number | undefined;
+  readonly receiptKey?: string;
+  /** Why the call is ambiguous, for an `ambiguous` decision. */
+  readonly reason?: string;
+}
+
+/**
+ * How a call ended: the block handed back to the model, or the error thrown
+ * to BullMQ (a `DelayedError` after {@link CallObservation.waiting}, an
+ * `UnrecoverableError`, or a retryable one).
+ */
+export interface ObservedEnd {
+  readonly result?: ToolResultBlock;
+  readonly error?: unknown;
+}
+
+/** One call's observation; every method is called at most once except where noted. */
+export interface CallObservation {
+  /** The claim's decision (not called for calls refused before a claim). */
+  decided(decision: ObservedDecision): void;
+  /** Runs the tool itself, so an observer can time it and make its own context current. */
+  runTool<T>(fn: () => Promise<T>): Promise<T>;
+  /** The job is delayed this long for a live attempt. */
+  waiting(delayMs: number): void;
+  /** Another attempt took the receipt over; noticed during this write. */
+  fencedOut(during: FencedOutEvent['during']): void;
+  /** The job was cancelled or lost its BullMQ lock while the tool ran; the receipt is left to lapse. */
+  aborted(reason: unknown): void;
+  /**
+   * The tool threw `OutcomeUnknownError`: the receipt was left as a crash
+   * would leave it (an opaque call is now ambiguous; a resumable one is taken
+   * over by the next delivery).
+   */
+  outcomeUnknown(error: unknown): void;
+  /** This attempt settled the receipt: completed, or failed with this tier. */
+  settled(outcome: 'executed' | 'failed', failure?: { readonly tier: string; readonly error: unknown }): void;
+  /** The call is over; called exactly once. */
+  ended(end: ObservedEnd): void;
+}
+
+/** The wrapper's collaborators an observer may need (a gauge that reads receipts, for one). */
+export interface ObserverBinding {
+  readonly redis: RedisConnection;
+  readonly store: ReceiptStore;
+}
+
+/**
+ * Receives every tool call's milestones. Pass one as `telemetry` to
+ * `withToolReceipts`; `toolReceiptsOtel()` from `bullmq-tool-receipts/otel`
+ * is the OpenTelemetry one. Observer errors must not escape: the wrapper
+ * does not guard against them.
+ */
+export interface ToolCallObserver {
+  /** Called once by `withToolReceipts` with the stores it built. */
+  bind?(binding: ObserverBinding): void;
+  /** Called when a call starts; returns what observes it. */
+  callStarted(call: ObservedCall): CallObservation;
+}
+
+const NOOP_OBSERVATION: CallObservation = {
+  decided() {},
+  runTool: (fn) => fn(),
+  waiting() {},
+  fencedOut() {},
+  aborted() {},
+  outcomeUnknown() {},
+  settled() {},
+  ended() {},
+};
+
+/** Observes nothing: the wrapper's default. */
+export const NOOP_OBSERVER: ToolCallObserver = { callStarted: () => NOOP_OBSERVATION };
