@@ -59,7 +59,7 @@ export interface CallObservation {
    * over by the next delivery).
    */
   outcomeUnknown(error: unknown): void;
-  /** This attempt settled the receipt: completed, or failed with this tier. */
+  /** This attempt settled the receipt: completed, or failed with the tool's error and its tier. */
   settled(outcome: 'executed' | 'failed', failure?: { readonly tier: string; readonly error: unknown }): void;
   /** The call is over; called exactly once. */
   ended(end: ObservedEnd): void;

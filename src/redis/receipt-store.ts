@@ -422,6 +422,11 @@ export class ReceiptStore {
     return this.reader.inspect(this.redisKey(key));
   }
 
+  /** Reads receipts by their Redis keys, `null` for each that does not exist. */
+  inspectRedisKeys(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
+    return this.reader.inspectMany(redisKeys);
+  }
+
   /**
    * Every live receipt of a run, oldest first. Entries whose receipt has
    * expired are pruned from the run index on the way.

@@ -1,0 +1,37 @@
+/** The names of the spans' attributes and of the metrics `toolReceiptsOtel` records. */
+
+/** Span and metric attribute keys. */
+export const ATTR = {
+  tenant: 'tool_receipts.tenant',
+  run: 'tool_receipts.run',
+  tool: 'tool_receipts.tool',
+  callId: 'tool_receipts.call_id',
+  jobId: 'tool_receipts.job_id',
+  attempt: 'tool_receipts.attempt',
+  decision: 'tool_receipts.decision',
+  outcome: 'tool_receipts.outcome',
+  receiptKey: 'tool_receipts.receipt_key',
+  tier: 'tool_receipts.tier',
+  during: 'tool_receipts.during',
+  prefix: 'tool_receipts.prefix',
+} as const;
+
+/** Metric instrument names. */
+export const METRIC = {
+  calls: 'tool_receipts.calls',
+  toolDuration: 'tool_receipts.tool.duration',
+  overhead: 'tool_receipts.wrapper.overhead',
+  fencedOut: 'tool_receipts.fenced_out',
+  ambiguous: 'tool_receipts.ambiguous',
+} as const;
+
+/** Span event names. */
+export const EVENT = {
+  wait: 'wait',
+  fencedOut: 'fenced_out',
+  abort: 'abort',
+  ambiguous: 'ambiguous',
+} as const;
+
+/** Instrumentation scope name of the tracer and meter. */
+export const SCOPE = 'bullmq-tool-receipts';

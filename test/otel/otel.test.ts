@@ -1,0 +1,276 @@
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { BullMQOtel } from 'bullmq-otel';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
+import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
+import { countWhere, spansWhere, startOtelSdk, sumWhere, testMeter, type OtelSdk, type TestMeter } from './sdk.js';
+
+const lane = useLanes();
+let sdk: OtelSdk;
+beforeAll(() => {
+  sdk = startOtelSdk();
+});
+afterAll(async () => {
+  await sdk.shutdown();
+});
+beforeEach(() => sdk.spans.reset());
+
+/** A tool that counts its runs, optionally held at a gate, optionally throwing. */
+function gatedTool(options: { name?: string; effect?: 'opaque' | 'resumable'; fail?: string } = {}) {
+  let runs = 0;
+  let gate: Promise<void> = Promise.resolve();
+  let open = () => {};
+  let entered = () => {};
+  let enteredOnce = new Promise<void>((r) => (entered = r));
+  const tool = defineTool({
+    name: options.name ?? 'send_email',
+    input: z.object({ to: z.string() }),
+    effect: options.effect ?? 'opaque',
+    destructive: false,
+    async execute(args) {
+      runs++;
+      entered();
+      await gate;
+      if (options.fail) throw new Error(options.fail);
+      return `sent to ${args.to}`;
+    },
+  });
+  return {
+    tool,
+    runs: () => runs,
+    hold() {
+      gate = new Promise<void>((r) => (open = r));
+      enteredOnce = new Promise<void>((r) => (entered = r));
+    },
+    release: () => open(),
+    entered: () => enteredOnce,
+  };
+}
+
+/** A worker with our telemetry and, unless told otherwise, BullMQ's. */
+function tracedWorker(
+  l: Lane,
+  m: TestMeter,
+  options: Parameters<Lane['worker']>[0],
+  { bullmqTelemetry = true, otel = {}, concurrency = 1 }: { bullmqTelemetry?: boolean; otel?: ToolReceiptsOtelOptions; concurrency?: number } = {},
+) {
+  return l.worker(
+    { ...options, telemetry: toolReceiptsOtel({ meter: m.meter, ...otel }) },
+    { concurrency, ...(bullmqTelemetry ? { telemetry: new BullMQOtel({ tracerName: 'bullmq-test' }) } : {}) },
+  );
+}
+
+const callSpans = (runId: string) => spansWhere(sdk.spans, ATTR.run, runId).sort((a, b) => a.startTime[1] - b.startTime[1]);
+const byId = (id: string | undefined) => sdk.spans.getFinishedSpans().find((s) => s.spanContext().spanId === id);
+const events = (span: ReadableSpan) => span.events.map((e) => e.name);
+
+describe('OpenTelemetry: spans', () => {
+  it('each call is a span under BullMQ\'s job span, with the decision, outcome, attempt and receipt key', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const t = gatedTool();
+    tracedWorker(l, m, { tools: [t.tool] });
+    const data = jobData([call('send_email', { to: 'a@x.test' }, 'toolu_a')]);
+    const first = await l.run(data);
+    const second = await l.run(data);
+    expect([first, second].map((j) => (j.returnvalue as ToolJobResult).results[0]!.outcome)).toEqual(['executed', 'replayed']);
+
+    const spans = callSpans(data.runId);
+    expect(spans.map((s) => s.name)).toEqual(['send_email', 'send_email']);
+    const receipt = await l.receipt(data.tenantId, data.runId);
+    for (const [span, decision, outcome] of [
+      [spans[0]!, 'execute', 'executed'],
+      [spans[1]!, 'replay', 'replayed'],
+    ] as const) {
+      const parent = byId(span.parentSpanContext?.spanId);
+      expect(parent, 'the call span has a parent among the finished spans').toBeDefined();
+      expect(parent!.name).toBe(`process ${l.queueName}`);
+      expect(parent!.kind).toBe(SpanKind.CONSUMER);
+      expect(parent!.spanContext().traceId).toBe(span.spanContext().traceId);
+      expect(span.attributes).toMatchObject({
+        [ATTR.tenant]: data.tenantId,
+        [ATTR.run]: data.runId,
+        [ATTR.tool]: 'send_email',
+        [ATTR.callId]: 'toolu_a',
+        [ATTR.decision]: decision,
+        [ATTR.outcome]: outcome,
+        [ATTR.receiptKey]: receipt.redisKey,
+      });
+      expect(span.status.code).toBe(SpanStatusCode.OK);
+    }
+    expect(spans[0]!.attributes[ATTR.attempt]).toBe(1);
+    expect(spans[1]!.attributes[ATTR.attempt]).toBeUndefined();
+    // The two jobs are two traces.
+    expect(spans[0]!.spanContext().traceId).not.toBe(spans[1]!.spanContext().traceId);
+  });
+
+  it('without BullMQ telemetry the call span is a root span', async () => {
+    const l = await lane();
+    const t = gatedTool();
+    tracedWorker(l, testMeter(), { tools: [t.tool] }, { bullmqTelemetry: false });
+    const data = jobData([call('send_email', { to: 'r@x.test' })]);
+    await l.run(data);
+    const [span] = callSpans(data.runId);
+    expect(span!.parentSpanContext).toBeUndefined();
+    expect(span!.attributes[ATTR.outcome]).toBe('executed');
+  });
+
+  it('a wait is an event with the delay; the job comes back and replays', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const t = gatedTool();
+    t.hold();
+    tracedWorker(l, m, { tools: [t.tool], leaseMs: 2000, maxWaitMs: 200, waitJitterMs: 10 }, { otel: { tenantInMetrics: true }, concurrency: 2 });
+    const data = jobData([call('send_email', { to: 'w@x.test' })], { tenantId: 'globex' });
+    const first = await l.add(data);
+    await t.entered();
+    const second = await l.add(data);
+    await expect.poll(() => callSpans(data.runId).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    t.release();
+    await l.settle(first);
+    await l.settle(second);
+    const spans = callSpans(data.runId);
+    const waits = spans.filter((s) => s.attributes[ATTR.decision] === 'wait');
+    expect(waits.length).toBeGreaterThanOrEqual(1);
+    for (const w of waits) {
+      expect(w.attributes[ATTR.outcome]).toBe('waited');
+      expect(events(w)).toEqual([EVENT.wait]);
+      expect(w.events[0]!.attributes!['delay_ms']).toEqual(expect.any(Number));
+      expect(w.status.code).toBe(SpanStatusCode.OK);
+    }
+    expect(spans.map((s) => s.attributes[ATTR.outcome]).filter((o) => o !== 'waited').sort()).toEqual(['executed', 'replayed']);
+    // Tenant as a metric attribute, because this observer opted in.
+    const points = await m.points(METRIC.calls);
+    expect(sumWhere(points, { [ATTR.tenant]: 'globex', [ATTR.decision]: 'wait', [ATTR.outcome]: 'waited' })).toBe(waits.length);
+  });
+
+  it('a failed call records the tool\'s error and its tier', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const t = gatedTool({ fail: 'smtp is down' });
+    tracedWorker(l, m, { tools: [t.tool] });
+    const data = jobData([call('send_email', { to: 'f@x.test' })]);
+    const job = await l.run(data, { attempts: 1 });
+    expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('failed');
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.outcome]: 'failed', [ATTR.tier]: 'neutral', [ATTR.attempt]: 1 });
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+    const exception = span!.events.find((e) => e.name === 'exception');
+    expect(exception?.attributes?.['exception.message']).toBe('smtp is down');
+  });
+
+  it('an attempt fenced out by a takeover is an event, a counter and the outcome', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const t = gatedTool({ effect: 'resumable' });
+    t.hold();
+    tracedWorker(l, m, { tools: [t.tool] });
+    const data = jobData([call('send_email', { to: 'o@x.test' })]);
+    const job = await l.add(data, { attempts: 1 });
+    await t.entered();
+    // What a takeover does to the receipt: a new attempt now owns it.
+    const receipt = await l.receipt(data.tenantId, data.runId);
+    await l.redis.hincrby(receipt.redisKey, 'attempts', 1);
+    t.release();
+    const failed = await l.settle(job);
+    expect(failed.failedReason).toMatch(/fenced out/);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes[ATTR.outcome]).toBe('fenced_out');
+    const fenced = span!.events.find((e) => e.name === EVENT.fencedOut);
+    expect(['heartbeat', 'complete']).toContain(fenced?.attributes?.[ATTR.during]);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(sumWhere(await m.points(METRIC.fencedOut), { [ATTR.tool]: 'send_email' })).toBe(1);
+  });
+});
+
+describe('OpenTelemetry: aborted attempts', () => {
+  it('a call aborted by a lost BullMQ lock is an abort event and the outcome', async () => {
+    const l = await lane();
+    let running = () => {};
+    const started = new Promise<void>((r) => (running = r));
+    const tool = defineTool({
+      name: 'long_call',
+      input: z.object({ n: z.number() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: (_args, ctx) =>
+        new Promise((_resolve, reject) => {
+          running();
+          ctx.signal.addEventListener('abort', () => reject(new Error('cut off')), { once: true });
+        }),
+    });
+    const { worker } = tracedWorker(l, testMeter(), { tools: [tool], leaseMs: 300 });
+    const data = jobData([call('long_call', { n: 1 })]);
+    const job = await l.add(data, { attempts: 1 });
+    await started;
+    worker.emit('lockRenewalFailed', [job.id!]);
+    await l.settle(job);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes[ATTR.outcome]).toBe('aborted');
+    expect(events(span!)).toContain(EVENT.abort);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+  });
+});
+
+describe('OpenTelemetry: ambiguity', () => {
+  it('an ambiguous call is an event and an error status, and the gauge counts it until it is resolved', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const t = gatedTool();
+    tracedWorker(l, m, { tools: [t.tool], onAmbiguous: 'report' });
+    const data = jobData([call('send_email', { to: 'amb@x.test' })]);
+    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to: 'amb@x.test' }) };
+    // An attempt that died inside its effect: claimed with a short lease that lapses.
+    await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
+    await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+
+    const job = await l.run(data);
+    expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('ambiguous');
+    expect(t.runs()).toBe(0);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'ambiguous', [ATTR.outcome]: 'ambiguous' });
+    expect(events(span!)).toEqual([EVENT.ambiguous]);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+
+    const gauge = async () => sumWhere(await m.points(METRIC.ambiguous), { [ATTR.prefix]: l.prefix });
+    expect(await gauge()).toBe(1);
+    await l.store.resolve(key, { attemptsSeen: 1, outcome: 'completed', result: 'checked: it went out' });
+    expect(await gauge()).toBe(0);
+  });
+});
+
+describe('OpenTelemetry: metrics', () => {
+  it('counters and histograms match the calls made', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const ok = gatedTool();
+    const bad = gatedTool({ name: 'open_ticket', fail: 'tracker refused' });
+    tracedWorker(l, m, { tools: [ok.tool, bad.tool] });
+    const calls = ['a', 'b', 'c'].map((to) => call('send_email', { to }));
+    const data = jobData([...calls, call('open_ticket', { to: 't' }), call('no_such_tool', {})]);
+    await l.run(data, { attempts: 1 });
+    await l.run({ ...data, calls: calls.slice(0, 2) }, { attempts: 1 });
+
+    const counted = await m.points(METRIC.calls);
+    const send = { [ATTR.tool]: 'send_email' };
+    expect(sumWhere(counted, { ...send, [ATTR.decision]: 'execute', [ATTR.outcome]: 'executed' })).toBe(3);
+    expect(sumWhere(counted, { ...send, [ATTR.decision]: 'replay', [ATTR.outcome]: 'replayed' })).toBe(2);
+    expect(sumWhere(counted, { [ATTR.tool]: 'open_ticket', [ATTR.decision]: 'execute', [ATTR.outcome]: 'failed' })).toBe(1);
+    expect(sumWhere(counted, { [ATTR.tool]: 'no_such_tool', [ATTR.decision]: 'reject', [ATTR.outcome]: 'rejected' })).toBe(1);
+    expect(sumWhere(counted, {})).toBe(7);
+    expect(counted.every((p) => p.attributes[ATTR.tenant] === undefined)).toBe(true);
+
+    // The tool ran 4 times; every one of the 7 calls has an overhead figure.
+    expect(countWhere(await m.points(METRIC.toolDuration), {})).toBe(4);
+    expect(countWhere(await m.points(METRIC.overhead), {})).toBe(7);
+    expect(countWhere(await m.points(METRIC.overhead), { ...send, [ATTR.decision]: 'replay' })).toBe(2);
+    // Settled calls leave the open-receipt index, so the gauge has nothing to count.
+    expect(sumWhere(await m.points(METRIC.ambiguous), { [ATTR.prefix]: l.prefix })).toBe(0);
+    const shards = await l.redis.keys(`${l.prefix}:open:*`);
+    const sizes = await Promise.all(shards.map((k) => l.redis.zcard(k)));
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(0);
+  });
+});
