@@ -19,6 +19,7 @@ import { doctorSpec } from './commands/doctor.js';
 import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
 import { showSpec } from './commands/show.js';
+import { statsSpec } from './commands/stats.js';
 import { CliUsageError, InvalidReceiptKeyError, RedisUnavailableError } from './errors.js';
 import { terminalText, writeLine, type Output } from './format.js';
 
@@ -27,7 +28,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, runSpec, showSpec, resolveSpec, doctorSpec] as CommandSpec<never>[]).map((spec) => [
+  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec] as CommandSpec<never>[]).map((spec) => [
     spec.name,
     spec as unknown as CommandSpec<unknown>,
   ]),

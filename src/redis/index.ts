@@ -10,6 +10,7 @@ export {
   type HeartbeatResult,
 } from './receipt-store.js';
 export { type ReceiptRecord } from './receipt-record.js';
+export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
 export {
   BreakerStore,
   type BreakerStoreOptions,

@@ -144,6 +144,30 @@ export function breakerField(toolName: string, kind: BreakerFieldKind): string {
   return `${encodeKeyComponent(toolName)}:${kind}`;
 }
 
+/**
+ * SCAN pattern matching every run index under `prefix`, or only those of one
+ * tenant (an encoded component holds no glob characters either).
+ */
+export function runIndexScanPattern(prefix: string, tenantId?: string): string {
+  return tenantId === undefined ? `${prefix}:run:*` : `${prefix}:run:{${encodeKeyComponent(tenantId)}|*`;
+}
+
+/**
+ * The tenant and run of a run index key under `prefix`, or `undefined` when
+ * `redisKey` is not exactly one (a SCAN match of a longer prefix, say).
+ */
+export function parseRunIndexRedisKey(prefix: string, redisKey: string): { tenantId: string; runId: string } | undefined {
+  const head = `${prefix}:run:{`;
+  if (!redisKey.startsWith(head)) return undefined;
+  const match = /^([^{}:|]*)\|([^{}:|]*)\}$/.exec(redisKey.slice(head.length));
+  if (!match) return undefined;
+  try {
+    return { tenantId: decodeKeyComponent(match[1] ?? ''), runId: decodeKeyComponent(match[2] ?? '') };
+  } catch {
+    return undefined;
+  }
+}
+
 /** SCAN pattern matching every receipt under `prefix` (the prefix holds no glob characters). */
 export function receiptScanPattern(prefix: string): string {
   return `${prefix}:rcpt:*`;

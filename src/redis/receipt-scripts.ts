@@ -17,6 +17,7 @@ export const SCRIPT = {
   inspect: 'toolReceiptsInspect',
   pruneIndex: 'toolReceiptsPruneIndex',
   breakerRecord: 'toolReceiptsBreakerRecord',
+  tally: 'toolReceiptsTally',
 } as const;
 
 /** Every script the receipt store uses. Claim and complete also take the run's breaker hash as KEYS[3]. */
@@ -32,6 +33,7 @@ export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
   { name: SCRIPT.resolve, file: 'resolve-2.lua', numberOfKeys: 2 },
   { name: SCRIPT.inspect, file: 'inspect-1.lua', numberOfKeys: 1 },
   { name: SCRIPT.pruneIndex, file: 'prune-index-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.tally, file: 'tally-N.lua', numberOfKeys: 'any' },
 ];
 
 /** The script the breaker store uses. */

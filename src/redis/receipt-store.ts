@@ -27,6 +27,7 @@ import {
 } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { ReceiptReader } from './receipt-reader.js';
+import { tallyReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
@@ -447,6 +448,19 @@ export class ReceiptStore {
    */
   listAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<ReceiptRecord[]> {
     return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
+  }
+
+  /**
+   * Exact counts of the receipts under this prefix (or of one tenant): by
+   * status and effect, and the ambiguous ones with the oldest. Walks the run
+   * indexes with SCAN and reads each run's receipts with one script that
+   * returns only counts. `count` is the SCAN batch hint (default 500).
+   */
+  stats(options?: { tenantId?: string; count?: number }): Promise<ReceiptStats> {
+    return tallyReceipts(this.redis, this.prefix, {
+      ...(options?.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
+      count: positiveInt(options?.count ?? 500, 'count'),
+    });
   }
 
   /**

@@ -19,8 +19,12 @@ export interface ScriptDefinition {
   readonly name: string;
   /** File name inside the package's `lua/` directory, e.g. `claim-3.lua`. */
   readonly file: string;
-  /** Number of KEYS; must match the `-<n>.lua` suffix of `file`. */
-  readonly numberOfKeys: number;
+  /**
+   * Number of KEYS; must match the `-<n>.lua` suffix of `file`. `'any'` for a
+   * script that takes however many keys it is given (file `<name>-N.lua`), all
+   * still of one hash tag.
+   */
+  readonly numberOfKeys: number | 'any';
 }
 
 /** A script was used on a connection before it was defined, or its definition is inconsistent. */
@@ -121,8 +125,8 @@ const defined = new WeakMap<object, Map<string, string>>();
  * {@link expandIncludes}), read and expanded once per process.
  */
 export function scriptSource(file: string): string {
-  if (!/^[A-Za-z0-9_-]+-\d+\.lua$/.test(file)) {
-    throw new ScriptDefinitionError(`script file name ${JSON.stringify(file)} is not <name>-<numberOfKeys>.lua`);
+  if (!/^[A-Za-z0-9_-]+-(?:\d+|N)\.lua$/.test(file)) {
+    throw new ScriptDefinitionError(`script file name ${JSON.stringify(file)} is not <name>-<numberOfKeys>.lua or <name>-N.lua`);
   }
   let source = sourceCache.get(file);
   if (source === undefined) {
@@ -145,11 +149,10 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
     defined.set(redis, names);
   }
   for (const script of scripts) {
-    const suffix = /-(\d+)\.lua$/.exec(script.file)?.[1];
-    if (suffix === undefined || Number(suffix) !== script.numberOfKeys) {
-      throw new ScriptDefinitionError(
-        `script ${script.name}: file ${script.file} does not end in -${script.numberOfKeys}.lua`,
-      );
+    const suffix = /-(\d+|N)\.lua$/.exec(script.file)?.[1];
+    const expected = script.numberOfKeys === 'any' ? 'N' : String(script.numberOfKeys);
+    if (suffix !== expected) {
+      throw new ScriptDefinitionError(`script ${script.name}: file ${script.file} does not end in -${expected}.lua`);
     }
     const previous = names.get(script.name);
     if (previous !== undefined) {
@@ -160,7 +163,8 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
       }
       continue;
     }
-    redis.defineCommand(script.name, { numberOfKeys: script.numberOfKeys, lua: scriptSource(script.file) });
+    const numberOfKeys = script.numberOfKeys === 'any' ? undefined : script.numberOfKeys;
+    redis.defineCommand(script.name, { numberOfKeys, lua: scriptSource(script.file) });
     names.set(script.name, script.file);
   }
 }
@@ -175,6 +179,16 @@ export function runScript(redis: RedisConnection, name: string, keys: readonly s
     throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
   }
   return fn.call(redis, ...keys, ...args);
+}
+
+/** Runs a script defined with `numberOfKeys: 'any'`: the key count goes first. */
+export function runVariadicScript(
+  redis: RedisConnection,
+  name: string,
+  keys: readonly string[],
+  args: readonly ScriptArg[],
+): Promise<unknown> {
+  return runScript(redis, name, [String(keys.length), ...keys], args);
 }
 
 /** Queues a defined script on a pipeline or MULTI of the connection it was defined on. */

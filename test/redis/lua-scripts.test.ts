@@ -35,7 +35,7 @@ const KEY_COUNT = new Map(RECEIPT_SCRIPTS.map((s) => [s.name, s.numberOfKeys]));
 /** Runs `script` with as many of `keys` as it is defined with. */
 function send(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
   const count = KEY_COUNT.get(script);
-  if (count === undefined) throw new Error(`unknown script ${script}`);
+  if (count === undefined || count === 'any') throw new Error(`unknown script ${script}`);
   return runScript(redis, script, keys.slice(0, count), args);
 }
 
@@ -117,7 +117,8 @@ function keysNotFromKeys(source: string): string[] {
       .filter((name) => text.match(new RegExp(`\\b${name}\\s*=(?!=)`, 'g'))?.length === 1),
   );
   const whyNot = (arg: string, at: number, seen: ReadonlySet<string>): string | undefined => {
-    if (/^KEYS\[\d+\]$/.test(arg) || aliases.has(arg)) return undefined;
+    // KEYS[i] with a loop variable: a script taking any number of keys (<name>-N.lua) walks them.
+    if (/^KEYS\[(?:\d+|[a-z]\w*)\]$/.test(arg) || aliases.has(arg)) return undefined;
     const fn = functions.filter((f) => f.at < at).at(-1);
     const index = fn ? fn.params.indexOf(arg) : -1;
     if (!fn || index < 0) return `${arg} is not a KEYS key`;
@@ -221,7 +222,7 @@ describe('script files', () => {
   it('every .lua file of the receipt store is registered, and file names carry the key count', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.lua') && !f.startsWith('offload-'));
     for (const f of ours) expect(files).toContain(f);
-    for (const s of RECEIPT_SCRIPTS) expect(s.file).toMatch(new RegExp(`-${s.numberOfKeys}\\.lua$`));
+    for (const s of RECEIPT_SCRIPTS) expect(s.file).toMatch(new RegExp(`-${s.numberOfKeys === 'any' ? 'N' : s.numberOfKeys}\\.lua$`));
   });
 });
 

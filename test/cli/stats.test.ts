@@ -1,0 +1,152 @@
+/**
+ * `tool-receipts stats` and the store's `stats()`: counts checked against a
+ * receipt-by-receipt read of the same keyspace, through the real store.
+ */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { statsCommand, statsSpec } from '../../src/cli/commands/stats.js';
+import { ambiguousSinceMs } from '../../src/cli/format.js';
+import { CliUsageError } from '../../src/cli/errors.js';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import { isAmbiguousRecord, type ReceiptRecord } from '../../src/redis/receipt-record.js';
+import type { ReceiptStats } from '../../src/redis/receipt-stats.js';
+import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { useRedis, waitUntil } from '../support/redis-fixture.js';
+import { Capture, spawnCli } from './support.js';
+
+const fixture = useRedis();
+
+type Shape = 'completed' | 'failed' | 'live' | 'ambiguous' | 'flagged' | 'resumableLapsed' | 'gone';
+const SHAPES: readonly Shape[] = ['completed', 'completed', 'completed', 'failed', 'live', 'ambiguous', 'flagged', 'resumableLapsed', 'gone'];
+
+/** A deterministic pseudo-random sequence, so a failure can be replayed. */
+function lcg(seed: number) {
+  let state = seed >>> 0;
+  return (n: number) => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state % n;
+  };
+}
+
+/** Receipts in every state the store can leave them in, over runs of three tenants. */
+async function populate(store: ReceiptStore, seed: number): Promise<void> {
+  const pick = lcg(seed);
+  const lapsing: { key: ToolCallReceiptKey; shape: Shape }[] = [];
+  const gone: ToolCallReceiptKey[] = [];
+  for (let run = 0; run < 24; run++) {
+    const tenantId = ['acme', 'globex', 'acme {eu}'][run % 3]!;
+    for (let i = 0, n = pick(12); i < n; i++) {
+      const shape = SHAPES[pick(SHAPES.length)]!;
+      const key = { tenantId, runId: `run-${run}`, toolName: ['send_email', 'sync_rows'][i % 2]!, argsHash: `h${i}` };
+      const effect = shape === 'resumableLapsed' || (shape !== 'ambiguous' && shape !== 'flagged' && i % 2 === 1) ? 'resumable' : 'opaque';
+      const short = shape === 'ambiguous' || shape === 'flagged' || shape === 'resumableLapsed';
+      await store.claim(key, { effect, leaseMs: short ? 40 : 60_000 });
+      if (shape === 'completed') await store.complete(key, 1, { ok: i });
+      if (shape === 'failed') await store.fail(key, 1, { error: 'no', tier: 'neutral' });
+      if (short) lapsing.push({ key, shape });
+      if (shape === 'gone') gone.push(key);
+    }
+  }
+  for (const { key, shape } of lapsing) {
+    await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
+    if (shape === 'flagged') expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
+  }
+  // A receipt that expired while its run index still lists it.
+  const redis = fixture.connect();
+  for (const key of gone) await redis.del(store.redisKey(key));
+}
+
+/** The same counts, from every receipt read one by one. */
+async function expected(store: ReceiptStore, tenantId?: string) {
+  const redis = fixture.connect();
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${store.prefix}:rcpt:*`, 'COUNT', 500);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  const records = (await store.inspectRedisKeys([...new Set(keys)])).filter(
+    (r): r is ReceiptRecord => r !== null && (tenantId === undefined || r.key.tenantId === tenantId),
+  );
+  const pairs = new Map<string, number>();
+  for (const r of records) pairs.set(`${r.status}/${r.effect}`, (pairs.get(`${r.status}/${r.effect}`) ?? 0) + 1);
+  const ambiguous = records.filter(isAmbiguousRecord);
+  return {
+    total: records.length,
+    runs: new Set(records.map((r) => `${r.key.tenantId}|${r.key.runId}`)).size,
+    pairs: Object.fromEntries([...pairs].sort()),
+    ambiguous: ambiguous.length,
+    oldest: ambiguous.length === 0 ? null : Math.min(...ambiguous.map((r) => ambiguousSinceMs(r)!)),
+  };
+}
+
+const summary = (s: ReceiptStats) => ({
+  total: s.total,
+  runs: s.runs,
+  pairs: Object.fromEntries(s.byStatusAndEffect.map((c) => [`${c.status}/${c.effect}`, c.count] as const).sort()),
+  ambiguous: s.ambiguous,
+  oldest: s.oldestAmbiguousSinceMs,
+});
+
+describe('stats', () => {
+  it('counts exactly what a receipt-by-receipt read finds, per prefix and per tenant', async () => {
+    const prefix = `${fixture.handle().prefix}st${randomBytes(3).toString('hex')}`;
+    const store = fixture.store({ prefix });
+    // A store whose prefix extends this one: its keys match the same SCAN pattern and must not be counted.
+    const longer = fixture.store({ prefix: `${prefix}:run:x` });
+    await longer.claim({ tenantId: 'acme', runId: 'run-0', toolName: 'send_email', argsHash: 'other' }, { effect: 'opaque' });
+    await populate(store, 20261130);
+
+    const all = await store.stats({ count: 7 });
+    const truth = await expected(store);
+    expect(summary(all)).toEqual(truth);
+    expect(truth.ambiguous).toBeGreaterThan(0);
+    expect(all.byStatus.running + all.byStatus.completed + all.byStatus.failed).toBe(all.total);
+    for (const tenantId of ['acme', 'acme {eu}', 'nobody']) {
+      const one = await store.stats({ tenantId });
+      expect(one.tenantId).toBe(tenantId);
+      expect(summary(one)).toEqual(await expected(store, tenantId));
+    }
+  });
+
+  it('prints a table and the ambiguous count, or JSON, and says when there is nothing', async () => {
+    const store = fixture.store({ prefix: `${fixture.handle().prefix}sp${randomBytes(3).toString('hex')}` });
+    const empty = new Capture();
+    await statsCommand({ store, out: empty, args: { json: false } });
+    expect(empty.text).toBe(`No receipts under prefix ${store.prefix}.\n`);
+
+    const key = { tenantId: 'acme', runId: 'r1', toolName: 'send_email', argsHash: 'a' };
+    await store.claim(key, { effect: 'opaque', leaseMs: 40 });
+    await store.claim({ ...key, argsHash: 'b' }, { effect: 'opaque' });
+    await store.complete({ ...key, argsHash: 'b' }, 1, 'ok');
+    await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
+
+    const human = new Capture();
+    await statsCommand({ store, out: human, args: { json: false } });
+    expect(human.lines[0]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
+    expect(human.lines[2]).toMatch(/^STATUS\s+EFFECT\s+RECEIPTS$/);
+    expect(human.text).toMatch(/completed\s+opaque\s+1\n/);
+    expect(human.text).toMatch(/running\s+opaque\s+1\n/);
+    expect(human.text).toMatch(/Ambiguous: 1, the oldest since \d{4}-\d\d-\d\dT/);
+
+    const json = new Capture();
+    await statsCommand({ store, out: json, args: { json: true, tenantId: 'acme' } });
+    expect(JSON.parse(json.text)).toMatchObject({ prefix: store.prefix, tenantId: 'acme', total: 2, runs: 1, ambiguous: 1 });
+  });
+
+  it('parses --tenant and refuses an empty one or a positional', () => {
+    expect(statsSpec.parse({ tenant: 'acme', json: true }, [])).toEqual({ tenantId: 'acme', json: true });
+    expect(() => statsSpec.parse({ tenant: '' }, [])).toThrow(CliUsageError);
+    expect(() => statsSpec.parse({}, ['acme'])).toThrow(CliUsageError);
+  });
+
+  it('runs as a real command', async () => {
+    const prefix = `${fixture.handle().prefix}sc${randomBytes(3).toString('hex')}`;
+    const store = fixture.store({ prefix });
+    await store.claim({ tenantId: 'acme', runId: 'r', toolName: 't', argsHash: 'h' }, { effect: 'opaque' });
+    const run = await spawnCli(['--prefix', prefix, 'stats', '--tenant', 'acme', '--json'], fixture.handle().url);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ total: 1, byStatus: { running: 1, completed: 0, failed: 0 } });
+  });
+});
