@@ -18,7 +18,12 @@
  *   claims, executes and settles a receipt;
  * - replay: the very jobs of the wrapped pass before it, enqueued again
  *   (same tenant, run, call ids and arguments), so every call finds a
- *   completed receipt and replays it.
+ *   completed receipt and replays it;
+ * - traced: `withToolReceipts` with `toolReceiptsOtel()` on an OpenTelemetry
+ *   SDK (AsyncLocalStorage context, a batching span processor whose exporter
+ *   drops what it is given, a meter provider), so every call also makes a
+ *   span, records its metrics and keeps the ambiguous gauge's index: the
+ *   cost of tracing on, next to `wrapped` (off) in the same rounds.
  *
  * Jobs are added with `removeOnComplete: true` on every side. Rounds rotate
  * the order of the kinds so drift on the machine lands on all of them, and
@@ -46,12 +51,14 @@ import type { ToolJobData } from '../src/bullmq/job-data.js';
 import { withToolReceipts, type ToolReceiptsProcessor } from '../src/bullmq/processor.js';
 import type { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
+import { toolReceiptsOtel } from '../src/otel/index.js';
+import { startBenchOtel } from './otel.js';
 import { callsDelta, commandCalls, median } from './support.js';
 
-export type PassKind = 'bare' | 'control' | 'wrapped' | 'replay';
-const KINDS = ['bare', 'control', 'wrapped', 'replay'] as const;
+export type PassKind = 'bare' | 'control' | 'wrapped' | 'replay' | 'traced';
+const KINDS = ['bare', 'control', 'wrapped', 'replay', 'traced'] as const;
 /** Fresh per-kind arrays. */
-const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], wrapped: [], replay: [] });
+const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], wrapped: [], replay: [], traced: [] });
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -86,6 +93,8 @@ export interface LevelFigures {
   readonly redisCpu: Record<PassKind, number[]>;
   /** Per-round ratio of each kind to bare (bare's own is all 1). */
   readonly ratios: Record<PassKind, number[]>;
+  /** Per-round ratio of traced to wrapped: what turning tracing on keeps. */
+  readonly tracedToWrapped: number[];
 }
 
 /** Commands per job for one kind of pass. */
@@ -99,7 +108,9 @@ export interface CommandCount {
 
 export interface QueueBenchReport {
   readonly levels: LevelFigures[];
-  readonly commands: Record<Exclude<PassKind, 'control'>, CommandCount>;
+  readonly commands: Record<Exclude<PassKind, 'control' | 'traced'>, CommandCount>;
+  /** Spans the traced passes handed to the exporter. */
+  readonly spansExported: number;
   readonly memory: {
     readonly receiptBytes: number;
     readonly receiptFields: number;
@@ -260,6 +271,15 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     logger: pino({ level: 'silent' }),
   });
   const controlProcessor = controlProcessorOn(wrapped.store);
+  const otel = startBenchOtel();
+  const traced: ToolReceiptsProcessor = withToolReceipts({
+    redis: receiptsRedis,
+    tools: [tool],
+    prefix: receiptsPrefix,
+    leaseMs: 30_000,
+    logger: pino({ level: 'silent' }),
+    telemetry: toolReceiptsOtel({ tracer: otel.tracer, meter: otel.meter }),
+  });
   try {
 
     let passNo = 0;
@@ -275,9 +295,9 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       const expected = kind === 'bare' ? undefined : kind === 'replay' ? 'replayed' : 'executed';
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
-        const processor = kind === 'bare' ? bareProcessor : kind === 'control' ? controlProcessor : wrapped;
+        const processor = { bare: bareProcessor, control: controlProcessor, wrapped, replay: wrapped, traced }[kind];
         const worker = new Worker(queueName, processor, { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = kind === 'bare' || kind === 'control' ? () => undefined : wrapped.attach(worker);
+        const detach = kind === 'bare' || kind === 'control' ? () => undefined : (processor as ToolReceiptsProcessor).attach(worker);
         try {
           let done = 0;
           const problems: string[] = [];
@@ -327,7 +347,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     async function round(tag: string, concurrency: number, jobs: number, toolMs: number, order: PassKind[]) {
       const jobsOf = (kind: PassKind) => Array.from({ length: jobs }, (_, i) => jobData(`${tag}-${kind}`, i, toolMs));
       // Replay re-runs the wrapped pass's very jobs.
-      const byKind = { bare: jobsOf('bare'), control: jobsOf('control'), wrapped: jobsOf('wrapped') };
+      const byKind = { bare: jobsOf('bare'), control: jobsOf('control'), wrapped: jobsOf('wrapped'), traced: jobsOf('traced') };
       const figures = {} as Record<PassKind, PassFigures>;
       for (const kind of order) {
         figures[kind] = await pass(kind, concurrency, kind === 'replay' ? byKind.wrapped : byKind[kind]);
@@ -357,10 +377,11 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         nodeCpu: perKind(),
         redisCpu: perKind(),
         ratios: perKind(),
+        tracedToWrapped: [],
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
-        const order: PassKind[] = r % 2 === 0 ? [...KINDS] : ['wrapped', 'replay', 'control', 'bare'];
+        const order: PassKind[] = r % 2 === 0 ? [...KINDS] : ['traced', 'wrapped', 'replay', 'control', 'bare'];
         const figures = await round(`c${concurrency}-t${toolMs}-r${r}`, concurrency, jobs, toolMs, order);
         for (const kind of KINDS) {
           level.rates[kind].push(figures[kind].rate);
@@ -368,13 +389,14 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
           level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
+        level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
       }
       levels.push(level);
     }
 
     // Commands per job, untimed: the wrapper's connection (client side) and the whole server (commandstats).
     // The control pass sends the same two scripts as the wrapped one, so it is not counted again.
-    const commands = {} as Record<Exclude<PassKind, 'control'>, CommandCount>;
+    const commands = {} as Record<Exclude<PassKind, 'control' | 'traced'>, CommandCount>;
     const probeBare = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-bare', i));
     const probeWrapped = Array.from({ length: options.probeJobs }, (_, i) => jobData('count-wrapped', i));
     for (const kind of ['bare', 'wrapped', 'replay'] as const) {
@@ -450,8 +472,10 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     const bullmqVersion = JSON.parse(
       readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'),
     ).version as string;
-    return { levels, commands, memory, bullmqVersion, seconds: (performance.now() - began) / 1000 };
+    await otel.flush();
+    return { levels, commands, memory, bullmqVersion, spansExported: otel.exported(), seconds: (performance.now() - began) / 1000 };
   } finally {
+    await otel.shutdown();
     receiptsRedis.disconnect();
     admin.disconnect();
   }
@@ -485,6 +509,15 @@ export function formatQueueReport(report: QueueBenchReport, goals: { c1: number;
     ];
     lines.push(`  ${levelName(level).padEnd(12)}${cells.join(' ')}`);
   }
+  lines.push('  tracing on vs off (toolReceiptsOtel on an OpenTelemetry SDK; same rounds):');
+  for (const level of report.levels) {
+    lines.push(
+      `    ${levelName(level).padEnd(12)} traced ${fmt(median(level.rates.traced), 6)} j/s vs wrapped ${fmt(median(level.rates.wrapped), 6)} j/s: ` +
+        `traced/wrapped ${median(level.tracedToWrapped).toFixed(2)} [${list(level.tracedToWrapped, 2)}]; ` +
+        `node CPU per job ${median(level.nodeCpu.traced).toFixed(0)} vs ${median(level.nodeCpu.wrapped).toFixed(0)} µs`,
+    );
+  }
+  lines.push(`    spans exported: ${report.spansExported}`);
   lines.push('  per round (jobs/s; ratios per round):');
   for (const level of report.levels) {
     lines.push(

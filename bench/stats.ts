@@ -1,0 +1,119 @@
+/**
+ * `npm run bench:stats`: how long `tool-receipts stats` (the store's
+ * `stats()`) takes on a large keyspace, and whether its counts are exact.
+ *
+ * Loads BENCH_STATS_RUNS runs (default 10,000) of BENCH_STATS_PER_RUN
+ * receipts (default 100) with bench/load-receipts.lua: 95% completed, 2%
+ * failed, 2% running on a live lease, 1% ambiguous, effects mixed. The
+ * loader's field layout is first checked against receipts the real store
+ * writes. Then times `stats()` over the prefix and for one tenant
+ * (BENCH_STATS_ROUNDS rounds, default 3, median) and compares the counts
+ * with what was loaded. Starts its own redis-server (or uses REDIS_URL,
+ * touching only its prefix).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { Redis } from 'ioredis';
+import { ReceiptStore, receiptRedisKey, runIndexRedisKey } from '../src/index.js';
+import { startRedis } from '../test/support/redis.js';
+import { median, redisVersion, unlinkMatching } from './support.js';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const RUNS = env('BENCH_STATS_RUNS', 10_000);
+const PER_RUN = env('BENCH_STATS_PER_RUN', 100);
+const ROUNDS = env('BENCH_STATS_ROUNDS', 3);
+const TENANTS = 50;
+const RETENTION_MS = 3_600_000;
+
+/** The state of receipt `i` of a run: c completed, f failed, r running, a ambiguous. */
+const stateOf = (i: number): string => (i % 100 === 0 ? 'a' : i % 100 < 3 ? 'f' : i % 100 < 5 ? 'r' : 'c');
+const effectOf = (i: number): string => (i % 3 === 0 ? 'r' : 'o');
+
+type Loader = Redis & { loadReceipts(...args: (string | number)[]): Promise<number> };
+
+async function load(redis: Loader, prefix: string, run: number): Promise<void> {
+  const tenantId = `tenant-${run % TENANTS}`;
+  const runId = `run-${run}`;
+  const keys = [runIndexRedisKey(prefix, tenantId, runId)];
+  let states = '';
+  let effects = '';
+  for (let i = 0; i < PER_RUN; i++) {
+    const argsHash = createHash('sha256').update(`${run}/${i}`).digest('hex');
+    keys.push(receiptRedisKey(prefix, { tenantId, runId, toolName: 'send_email', argsHash }));
+    // An ambiguous receipt is opaque, whatever the effect column says.
+    states += stateOf(i);
+    effects += stateOf(i) === 'a' ? 'o' : effectOf(i);
+  }
+  await redis.loadReceipts(keys.length, ...keys, tenantId, runId, 'send_email', RETENTION_MS, states, effects);
+}
+
+/** Field names of a receipt in each state as the real store writes it, against the loader's. */
+async function checkLayout(redis: Loader, store: ReceiptStore, prefix: string): Promise<void> {
+  const key = (argsHash: string) => ({ tenantId: 'layout', runId: 'real', toolName: 'send_email', argsHash });
+  await store.claim(key('c'), { effect: 'opaque' });
+  await store.complete(key('c'), 1, { content: 'ok' });
+  await store.claim(key('f'), { effect: 'opaque' });
+  await store.fail(key('f'), 1, { error: 'x', tier: 'neutral' });
+  await store.claim(key('r'), { effect: 'opaque' });
+  const loaded = ['c', 'f', 'r'].map((s) => receiptRedisKey(prefix, { tenantId: 'layout', runId: 'loaded', toolName: 'send_email', argsHash: s }));
+  await redis.loadReceipts(4, runIndexRedisKey(prefix, 'layout', 'loaded'), ...loaded, 'layout', 'loaded', 'send_email', RETENTION_MS, 'cfr', 'ooo');
+  for (const [i, state] of ['c', 'f', 'r'].entries()) {
+    const real = Object.keys(await redis.hgetall(store.redisKey(key(state)))).sort();
+    const ours = Object.keys(await redis.hgetall(loaded[i]!)).sort();
+    if (real.join() !== ours.join()) throw new Error(`loader layout for ${state} differs: real ${real.join()} / loaded ${ours.join()}`);
+  }
+  await unlinkMatching(redis, `${prefix}:*`);
+}
+
+async function main(): Promise<void> {
+  const handle = await startRedis();
+  const redis = new Redis(handle.url) as Loader;
+  const prefix = `${handle.prefix}:stats`;
+  redis.defineCommand('loadReceipts', { lua: readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8') });
+  try {
+    const store = new ReceiptStore({ redis, prefix });
+    await checkLayout(redis, store, prefix);
+    const loadStarted = performance.now();
+    for (let run = 0; run < RUNS; run += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, RUNS - run) }, (_, j) => load(redis, prefix, run + j)));
+    }
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    const dbsize = await redis.dbsize();
+
+    const expected = { c: 0, f: 0, r: 0, a: 0 } as Record<string, number>;
+    for (let i = 0; i < PER_RUN; i++) expected[stateOf(i)]! += RUNS;
+    const timings: number[] = [];
+    const tenantTimings: number[] = [];
+    let stats = await store.stats();
+    for (let round = 0; round < ROUNDS; round++) {
+      let t = performance.now();
+      stats = await store.stats();
+      timings.push(performance.now() - t);
+      t = performance.now();
+      await store.stats({ tenantId: 'tenant-7' });
+      tenantTimings.push(performance.now() - t);
+    }
+    const exact =
+      stats.total === RUNS * PER_RUN &&
+      stats.runs === RUNS &&
+      stats.byStatus.completed === expected['c'] &&
+      stats.byStatus.failed === expected['f'] &&
+      stats.byStatus.running === (expected['r'] ?? 0) + (expected['a'] ?? 0) &&
+      stats.ambiguous === expected['a'];
+    console.log(
+      `stats bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ` +
+        `${RUNS.toLocaleString('en-US')} runs x ${PER_RUN} receipts loaded in ${loadSeconds.toFixed(1)} s (${dbsize.toLocaleString('en-US')} keys)`,
+    );
+    console.log(`  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`);
+    console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
+    console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
+    if (!exact) process.exitCode = 1;
+  } finally {
+    if (!handle.controllable) await unlinkMatching(redis, `${prefix}:*`);
+    redis.disconnect();
+    await handle.stop();
+  }
+}
+
+await main();
