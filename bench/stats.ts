@@ -16,6 +16,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { ReceiptStore, receiptRedisKey, runIndexRedisKey } from '../src/index.js';
+import { statsCommand } from '../src/cli/commands/stats.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, unlinkMatching } from './support.js';
 
@@ -108,6 +109,8 @@ async function main(): Promise<void> {
     console.log(`  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`);
     console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
     console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
+    console.log('  what tool-receipts stats prints for it:');
+    await statsCommand({ store, out: { write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, '    ')) }, args: { json: false } });
     if (!exact) process.exitCode = 1;
   } finally {
     if (!handle.controllable) await unlinkMatching(redis, `${prefix}:*`);

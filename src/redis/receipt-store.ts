@@ -454,14 +454,12 @@ export class ReceiptStore {
    * Exact counts of the receipts under this prefix (or of one tenant): by
    * status and effect, and the ambiguous ones with the oldest. Walks the run
    * indexes with SCAN and reads each run's receipts with one script that
-   * returns only counts. `count` is the SCAN batch hint (default 10,000:
-   * run indexes are a small share of the keys, so small batches would make
-   * the walk a long series of round trips that find almost nothing).
+   * returns only counts. `count` is the SCAN batch hint (default 500).
    */
   stats(options?: { tenantId?: string; count?: number }): Promise<ReceiptStats> {
     return tallyReceipts(this.redis, this.prefix, {
       ...(options?.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
-      count: positiveInt(options?.count ?? 10_000, 'count'),
+      count: positiveInt(options?.count ?? 500, 'count'),
     });
   }
 
