@@ -23,26 +23,33 @@ class IdleReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
 }
 
+/**
+ * The SDK for the traced passes. The context manager is installed only
+ * around them (`enterPass` / `leavePass`): AsyncLocalStorage hooks every
+ * promise in the process once enabled, and the other passes must not pay for it.
+ */
 export function startBenchOtel(): {
   tracer: Tracer;
   meter: Meter;
+  enterPass(): void;
+  leavePass(): void;
   exported(): number;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
 } {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = new CountingExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
   const meterProvider = new MeterProvider({ readers: [new IdleReader()] });
   return {
     tracer: tracerProvider.getTracer('bench'),
     meter: meterProvider.getMeter('bench'),
+    enterPass: () => void context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable()),
+    leavePass: () => context.disable(),
     exported: () => exporter.count,
     flush: () => tracerProvider.forceFlush(),
     async shutdown() {
       await tracerProvider.shutdown();
       await meterProvider.shutdown();
-      context.disable();
     },
   };
 }

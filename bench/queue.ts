@@ -263,23 +263,12 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   const admin = new Redis(options.url);
   const receiptsRedis = new Redis(options.url, { maxRetriesPerRequest: null });
   const counter = commandCounter(receiptsRedis);
-  const wrapped: ToolReceiptsProcessor = withToolReceipts({
-    redis: receiptsRedis,
-    tools: [tool],
-    prefix: receiptsPrefix,
-    leaseMs: 30_000,
-    logger: pino({ level: 'silent' }),
-  });
+  const wrapperOptions = { redis: receiptsRedis, tools: [tool], prefix: receiptsPrefix, leaseMs: 30_000, logger: pino({ level: 'silent' }) };
+  const wrapped: ToolReceiptsProcessor = withToolReceipts(wrapperOptions);
   const controlProcessor = controlProcessorOn(wrapped.store);
   const otel = startBenchOtel();
-  const traced: ToolReceiptsProcessor = withToolReceipts({
-    redis: receiptsRedis,
-    tools: [tool],
-    prefix: receiptsPrefix,
-    leaseMs: 30_000,
-    logger: pino({ level: 'silent' }),
-    telemetry: toolReceiptsOtel({ tracer: otel.tracer, meter: otel.meter }),
-  });
+  // The same wrapper with tracing on: the traced passes against the wrapped ones.
+  const traced = withToolReceipts({ ...wrapperOptions, telemetry: toolReceiptsOtel({ tracer: otel.tracer, meter: otel.meter }) });
   try {
 
     let passNo = 0;
@@ -316,6 +305,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           worker.on('error', (error) => problems.push(error.message));
           await worker.waitUntilReady();
           await hooks.before?.();
+          if (kind === 'traced') otel.enterPass();
           const redisCpuBefore = await redisCpuSeconds(admin);
           const cpuBefore = process.cpuUsage();
           const started = performance.now();
@@ -324,6 +314,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           const seconds = (performance.now() - started) / 1000;
           const cpu = process.cpuUsage(cpuBefore);
           const redisCpu = (await redisCpuSeconds(admin)) - redisCpuBefore;
+          if (kind === 'traced') otel.leavePass();
           await hooks.after?.();
           if (problems.length > 0) {
             throw new Error(`${kind} pass at c=${concurrency}: ${problems.length} jobs went wrong, first: ${problems[0]}`);
