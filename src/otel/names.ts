@@ -31,6 +31,7 @@ export const EVENT = {
   fencedOut: 'fenced_out',
   abort: 'abort',
   ambiguous: 'ambiguous',
+  outcomeUnknown: 'outcome_unknown',
 } as const;
 
 /** Instrumentation scope name of the tracer and meter. */

@@ -84,6 +84,7 @@ class OtelCallObservation implements CallObservation {
   private waited = false;
   private wasFencedOut = false;
   private wasAborted = false;
+  private unknownOutcome = false;
   private settledAs: SeenMilestones['settled'];
   private errorRecorded = false;
 
@@ -96,14 +97,11 @@ class OtelCallObservation implements CallObservation {
   decided(decision: ObservedDecision): void {
     this.decision = decision;
     this.span.setAttribute(ATTR.decision, decision.decision);
-    this.span.setAttribute(ATTR.receiptKey, decision.receiptKey);
     if (decision.attempt !== undefined) this.span.setAttribute(ATTR.attempt, decision.attempt);
-    if (decision.decision === 'ambiguous') {
-      this.span.addEvent(EVENT.ambiguous, { reason: decision.reason ?? '' });
-      this.owner.openIndex?.add(decision.receiptKey);
-    } else if (decision.decision === 'execute') {
-      this.owner.openIndex?.add(decision.receiptKey);
-    }
+    if (decision.decision === 'ambiguous') this.span.addEvent(EVENT.ambiguous, { reason: decision.reason ?? '' });
+    if (decision.receiptKey === undefined) return;
+    this.span.setAttribute(ATTR.receiptKey, decision.receiptKey);
+    if (decision.decision === 'ambiguous' || decision.decision === 'execute') this.owner.openIndex?.add(decision.receiptKey);
   }
 
   async runTool<T>(fn: () => Promise<T>): Promise<T> {
@@ -132,13 +130,21 @@ class OtelCallObservation implements CallObservation {
     this.span.addEvent(EVENT.abort, { reason: reason instanceof Error ? reason.message : String(reason) });
   }
 
+  outcomeUnknown(error: unknown): void {
+    // The receipt stays running (an opaque one is now ambiguous), so its index entry stays too.
+    this.unknownOutcome = true;
+    this.span.setAttribute(ATTR.tier, 'outcomeUnknown');
+    this.span.addEvent(EVENT.outcomeUnknown);
+    this.recordError(error);
+  }
+
   settled(outcome: 'executed' | 'failed', failure?: { readonly tier: string; readonly error: unknown }): void {
     this.settledAs = outcome;
     if (failure) {
       this.span.setAttribute(ATTR.tier, failure.tier);
       this.recordError(failure.error);
     }
-    if (this.decision) this.owner.openIndex?.remove(this.decision.receiptKey);
+    if (this.decision?.receiptKey !== undefined) this.owner.openIndex?.remove(this.decision.receiptKey);
   }
 
   private recordError(error: unknown): void {
@@ -152,6 +158,7 @@ class OtelCallObservation implements CallObservation {
       waited: this.waited,
       fencedOut: this.wasFencedOut,
       aborted: this.wasAborted,
+      outcomeUnknown: this.unknownOutcome,
       settled: this.settledAs,
     });
     const decision = this.decision?.decision ?? (end.result?.outcome === 'rejected' ? 'reject' : 'none');

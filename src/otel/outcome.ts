@@ -7,10 +7,12 @@ import type { ToolCallOutcome } from '../bullmq/job-data.js';
 
 /**
  * `waited`: delayed for a live attempt. `fenced_out` / `aborted`: the attempt
- * ended without settling the receipt. `error`: anything else that escaped
- * (Redis unreachable, a shaping error).
+ * ended without settling the receipt. `outcome_unknown`: the tool threw
+ * `OutcomeUnknownError` and the job failed on it (an opaque call is now
+ * ambiguous; a resumable one is taken over by the next delivery). `error`:
+ * anything else that escaped (Redis unreachable, a shaping error).
  */
-export type CallOutcomeLabel = ToolCallOutcome | 'waited' | 'fenced_out' | 'aborted' | 'error';
+export type CallOutcomeLabel = ToolCallOutcome | 'waited' | 'fenced_out' | 'aborted' | 'outcome_unknown' | 'error';
 
 /** The milestones an observation saw before the call ended. */
 export interface SeenMilestones {
@@ -18,6 +20,7 @@ export interface SeenMilestones {
   readonly waited: boolean;
   readonly fencedOut: boolean;
   readonly aborted: boolean;
+  readonly outcomeUnknown: boolean;
   readonly settled: 'executed' | 'failed' | undefined;
 }
 
@@ -30,6 +33,7 @@ export function outcomeOf(end: ObservedEnd, seen: SeenMilestones): CallOutcomeLa
   if (seen.waited) return 'waited';
   if (seen.fencedOut) return 'fenced_out';
   if (seen.aborted) return 'aborted';
+  if (seen.outcomeUnknown) return 'outcome_unknown';
   if (seen.settled === 'failed') return 'failed';
   if (seen.decision === 'ambiguous') return 'ambiguous';
   return 'error';

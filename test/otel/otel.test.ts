@@ -3,7 +3,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { BullMQOtel } from 'bullmq-otel';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { defineTool, OutcomeUnknownError, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
 import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
 import { countWhere, spansWhere, startOtelSdk, sumWhere, testMeter, type OtelSdk, type TestMeter } from './sdk.js';
@@ -183,6 +183,44 @@ describe('OpenTelemetry: spans', () => {
     expect(['heartbeat', 'complete']).toContain(fenced?.attributes?.[ATTR.during]);
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
     expect(sumWhere(await m.points(METRIC.fencedOut), { [ATTR.tool]: 'send_email' })).toBe(1);
+  });
+});
+
+describe('OpenTelemetry: calls without a claim, and unknown outcomes', () => {
+  it('a read-only tool is a direct call with no receipt key, and its duration is measured', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: (a) => a.q });
+    tracedWorker(l, m, { tools: [lookup] });
+    const data = jobData([call('lookup', { q: 'x' })]);
+    await l.run(data);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'direct', [ATTR.outcome]: 'executed' });
+    expect(span!.attributes[ATTR.receiptKey]).toBeUndefined();
+    expect(countWhere(await m.points(METRIC.toolDuration), { [ATTR.tool]: 'lookup' })).toBe(1);
+  });
+
+  it('an opaque tool that cannot tell whether its effect landed ends ambiguous and stays in the gauge', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const pay = defineTool({
+      name: 'charge_card',
+      input: z.object({ cents: z.number() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: async () => {
+        throw new OutcomeUnknownError('gateway timed out after the request was sent');
+      },
+    });
+    tracedWorker(l, m, { tools: [pay] });
+    const data = jobData([call('charge_card', { cents: 100 })]);
+    const job = await l.run(data, { attempts: 1 });
+    expect(job.failedReason).toMatch(/^receipt\.ambiguous/);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.outcome]: 'outcome_unknown', [ATTR.tier]: 'outcomeUnknown' });
+    expect(events(span!)).toContain(EVENT.outcomeUnknown);
+    expect(span!.events.find((e) => e.name === 'exception')?.attributes?.['exception.message']).toMatch(/gateway timed out/);
+    expect(sumWhere(await m.points(METRIC.ambiguous), { [ATTR.prefix]: l.prefix })).toBe(1);
   });
 });
 

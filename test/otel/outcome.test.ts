@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { outcomeOf, type SeenMilestones } from '../../src/otel/outcome.js';
 
-const none: SeenMilestones = { decision: undefined, waited: false, fencedOut: false, aborted: false, settled: undefined };
+const none: SeenMilestones = { decision: undefined, waited: false, fencedOut: false, aborted: false, outcomeUnknown: false, settled: undefined };
 const thrown = { error: new Error('x') };
 
 describe('outcomeOf', () => {
@@ -14,6 +14,7 @@ describe('outcomeOf', () => {
     expect(outcomeOf(thrown, { ...none, decision: 'wait', waited: true })).toBe('waited');
     expect(outcomeOf(thrown, { ...none, decision: 'execute', fencedOut: true, aborted: true })).toBe('fenced_out');
     expect(outcomeOf(thrown, { ...none, decision: 'execute', aborted: true })).toBe('aborted');
+    expect(outcomeOf(thrown, { ...none, decision: 'execute', outcomeUnknown: true })).toBe('outcome_unknown');
     expect(outcomeOf(thrown, { ...none, decision: 'execute', settled: 'failed' })).toBe('failed');
     expect(outcomeOf(thrown, { ...none, decision: 'ambiguous' })).toBe('ambiguous');
     expect(outcomeOf(thrown, { ...none, decision: 'execute' })).toBe('error');
