@@ -20,6 +20,7 @@ import { toolResultStoreContract } from '../../src/offload/contract/index.js';
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { ReceiptReader } from '../../src/redis/receipt-reader.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { OpenReceiptIndex } from '../../src/otel/open-receipts.js';
 import { Capture } from '../cli/support.js';
 import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
@@ -130,6 +131,30 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     expect(code).toBe(0);
     const listed = (JSON.parse(out.text) as { redisKey: string }[]).map((r) => r.redisKey).sort();
     expect(listed).toEqual(keys.map((k) => store.redisKey(k)).sort());
+  });
+
+  it('counts receipts of every master with stats, and the open-receipt index counts its ambiguous ones', async () => {
+    const prefix = `${cluster.prefix}:stats`;
+    const store = new ReceiptStore({ redis, prefix });
+    const index = new OpenReceiptIndex(redis, store, 4);
+    const lapsing = [...runsByNode.values()].map((runId) => keyIn(runId));
+    for (const runId of runsByNode.values()) {
+      const done = keyIn(runId);
+      await store.claim(done, { effect: 'resumable' });
+      await store.complete(done, 1, 'ok');
+    }
+    for (const key of lapsing) {
+      await store.claim(key, { effect: 'opaque', leaseMs: 60 });
+      index.add(store.redisKey(key));
+    }
+    for (const key of lapsing) await waitForLeaseExpiry(store, key);
+    const stats = await store.stats({ count: 10 });
+    expect(stats).toMatchObject({ runs: 3, total: 6, ambiguous: 3, byStatus: { running: 3, completed: 3, failed: 0 } });
+    expect(stats.byStatusAndEffect).toEqual([
+      { status: 'completed', effect: 'resumable', count: 3 },
+      { status: 'running', effect: 'opaque', count: 3 },
+    ]);
+    expect(await index.countAmbiguous()).toBe(3);
   });
 
   describe('offload store contract', () => {
