@@ -59,6 +59,9 @@ function parseTally(reply: unknown): RunTally {
   return { nowMs: Number(r[0]), ambiguous: Number(r[2]), oldestAmbiguousSinceMs: Number(r[3]), pairs };
 }
 
+/** How many batches of runs {@link tallyReceipts} keeps in flight. */
+const BATCHES_IN_FLIGHT = 4;
+
 /** The tallies of `indexKeys`' runs: their members, then one script per run. */
 async function tallyRuns(redis: RedisConnection, indexKeys: readonly string[]): Promise<RunTally[]> {
   if (isCluster(redis)) {
@@ -98,11 +101,8 @@ export async function tallyReceipts(redis: RedisConnection, prefix: string, opti
   let ambiguous = 0;
   let oldest: number | null = null;
   let readAtMs = 0;
-  for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
-    // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
-    const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
-    for (const k of ours) visited.add(k);
-    for (const tally of await tallyRuns(redis, ours)) {
+  const add = (tallies: RunTally[]) => {
+    for (const tally of tallies) {
       if (tally.pairs.length > 0) runs++;
       ambiguous += tally.ambiguous;
       if (tally.oldestAmbiguousSinceMs >= 0 && (oldest === null || tally.oldestAmbiguousSinceMs < oldest)) {
@@ -114,7 +114,25 @@ export async function tallyReceipts(redis: RedisConnection, prefix: string, opti
         counts.set(id, { ...pair, count: (counts.get(id)?.count ?? 0) + pair.count });
       }
     }
+  };
+  // A few batches in flight, so this process reads one batch's replies while the server tallies the next.
+  // A batch never rejects: its error is kept, and the first one is thrown once seen.
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
+    // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
+    const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
+    for (const k of ours) visited.add(k);
+    if (ours.length === 0) continue;
+    const batch: Promise<void> = tallyRuns(redis, ours)
+      .then(add, (error: unknown) => void (failure ??= { error }))
+      .finally(() => inFlight.delete(batch));
+    inFlight.add(batch);
+    if (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+    if (failure) throw failure.error;
   }
+  await Promise.all(inFlight);
+  if (failure) throw failure.error;
   const byStatusAndEffect = [...counts.values()].sort(
     (a, b) => b.count - a.count || a.status.localeCompare(b.status) || a.effect.localeCompare(b.effect),
   );
