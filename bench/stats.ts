@@ -86,11 +86,15 @@ async function main(): Promise<void> {
     for (let i = 0; i < PER_RUN; i++) expected[stateOf(i)]! += RUNS;
     const timings: number[] = [];
     const tenantTimings: number[] = [];
+    const cpuMs: number[] = [];
     let stats = await store.stats();
     for (let round = 0; round < ROUNDS; round++) {
       let t = performance.now();
+      const cpu = process.cpuUsage();
       stats = await store.stats();
       timings.push(performance.now() - t);
+      const used = process.cpuUsage(cpu);
+      cpuMs.push((used.user + used.system) / 1000);
       t = performance.now();
       await store.stats({ tenantId: 'tenant-7' });
       tenantTimings.push(performance.now() - t);
@@ -107,6 +111,7 @@ async function main(): Promise<void> {
         `${RUNS.toLocaleString('en-US')} runs x ${PER_RUN} receipts loaded in ${loadSeconds.toFixed(1)} s (${dbsize.toLocaleString('en-US')} keys)`,
     );
     console.log(`  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`);
+    console.log(`    of which this process's CPU median ${median(cpuMs).toFixed(0)} ms (the rest is the server and waiting)`);
     console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
     console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
     console.log('  what tool-receipts stats prints for it:');
