@@ -25,7 +25,7 @@ for i = 2, #KEYS do
   local hash = string.match(key, ':([^:]*)$')
   redis.call('HSET', key, 'tenant', ARGV[1], 'run', ARGV[2], 'tool', ARGV[3], 'args_hash', hash,
     'status', 'running', 'attempts', 1, 'owner', 'bench:1:loader', 'effect', effect,
-    'created_ms', now, 'updated_ms', now)
+    'created_ms', now, 'updated_ms', now, 'epoch', 'bench-' .. i)
   if state == 'c' then
     redis.call('HSET', key, 'status', 'completed', 'completed_ms', now, 'result', '{"content":"ok"}')
   elseif state == 'f' then

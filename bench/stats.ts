@@ -52,10 +52,10 @@ async function load(redis: Loader, prefix: string, run: number): Promise<void> {
 /** Field names of a receipt in each state as the real store writes it, against the loader's. */
 async function checkLayout(redis: Loader, store: ReceiptStore, prefix: string): Promise<void> {
   const key = (argsHash: string) => ({ tenantId: 'layout', runId: 'real', toolName: 'send_email', argsHash });
-  await store.claim(key('c'), { effect: 'opaque' });
-  await store.complete(key('c'), 1, { content: 'ok' });
-  await store.claim(key('f'), { effect: 'opaque' });
-  await store.fail(key('f'), 1, { error: 'x', tier: 'neutral' });
+  const completed = await store.claim(key('c'), { effect: 'opaque' });
+  await store.complete(key('c'), completed.fence!, { content: 'ok' });
+  const failed = await store.claim(key('f'), { effect: 'opaque' });
+  await store.fail(key('f'), failed.fence!, { error: 'x', tier: 'neutral' });
   await store.claim(key('r'), { effect: 'opaque' });
   const loaded = ['c', 'f', 'r'].map((s) => receiptRedisKey(prefix, { tenantId: 'layout', runId: 'loaded', toolName: 'send_email', argsHash: s }));
   await redis.loadReceipts(4, runIndexRedisKey(prefix, 'layout', 'loaded'), ...loaded, 'layout', 'loaded', 'send_email', RETENTION_MS, 'cfr', 'ooo');

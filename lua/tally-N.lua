@@ -10,8 +10,9 @@
 
   Returns { now_ms, gone, ambiguous, oldest_ambiguous_since_ms,
             status1, effect1, count1, status2, effect2, count2, ... }
-    ambiguous  receipts running, lease expired by TIME, and opaque or
-               flagged by a claim (ambiguous_ms set): as the CLI's
+    ambiguous  receipts running and either reported ambiguous by a claim
+               (ambiguous_ms set; it sticks until a settle, live lease or
+               not) or opaque with a lease expired by TIME: as the CLI's
                `ambiguous` and the wrapper judge it.
     oldest_ambiguous_since_ms  the smallest ambiguous_ms, else lease_until_ms,
                among the ambiguous; -1 when none.
@@ -33,7 +34,7 @@ for i = 1, #KEYS do
     counts[pair] = (counts[pair] or 0) + 1
     local leaseUntil = tonumber(f[3]) or 0
     local flagged = f[4] and f[4] ~= ''
-    if status == 'running' and leaseUntil <= now and (effect == 'opaque' or flagged) then
+    if status == 'running' and (flagged or (leaseUntil <= now and effect == 'opaque')) then
       ambiguous = ambiguous + 1
       local since = tonumber(f[4]) or leaseUntil
       if oldest < 0 or since < oldest then oldest = since end

@@ -59,6 +59,11 @@ export interface CallObservation {
    * over by the next delivery).
    */
   outcomeUnknown(error: unknown): void;
+  /**
+   * This attempt's settle came after a claim had reported the call ambiguous:
+   * it stands and the receipt records it, but someone was told "ambiguous".
+   */
+  lateSettle(outcome: 'executed' | 'failed'): void;
   /** This attempt settled the receipt: completed, or failed with the tool's error and its tier. */
   settled(outcome: 'executed' | 'failed', failure?: { readonly tier: string; readonly error: unknown }): void;
   /** The call is over; called exactly once. */
@@ -91,6 +96,7 @@ const NOOP_OBSERVATION: CallObservation = {
   fencedOut() {},
   aborted() {},
   outcomeUnknown() {},
+  lateSettle() {},
   settled() {},
   ended() {},
 };

@@ -272,6 +272,7 @@ function reportLateSettle(x: Execution, settled: SettleResult, outcome: 'execute
   if (!settled.late) return;
   const { ambiguousMs } = settled.late;
   x.rt.events.emit('lateSettle', { ...x.base, attempt: x.attempt, outcome, ambiguousMs, settledMs: settled.settledMs });
+  x.obs.lateSettle(outcome);
   x.log.warn(
     { attempt: x.attempt, outcome, receiptKey: x.base.receiptKey, ambiguousMs, settledMs: settled.settledMs },
     'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',

@@ -22,6 +22,7 @@ export const METRIC = {
   toolDuration: 'tool_receipts.tool.duration',
   overhead: 'tool_receipts.wrapper.overhead',
   fencedOut: 'tool_receipts.fenced_out',
+  lateSettles: 'tool_receipts.late_settles',
   ambiguous: 'tool_receipts.ambiguous',
 } as const;
 
@@ -32,6 +33,7 @@ export const EVENT = {
   abort: 'abort',
   ambiguous: 'ambiguous',
   outcomeUnknown: 'outcome_unknown',
+  lateSettle: 'late_settle',
 } as const;
 
 /** Instrumentation scope name of the tracer and meter. */

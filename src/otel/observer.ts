@@ -53,6 +53,7 @@ interface Instruments {
   readonly toolDuration: Histogram;
   readonly overhead: Histogram;
   readonly fencedOut: Counter;
+  readonly lateSettles: Counter;
 }
 
 function instrumentsOf(meter: Meter): Instruments {
@@ -72,6 +73,10 @@ function instrumentsOf(meter: Meter): Instruments {
     fencedOut: meter.createCounter(METRIC.fencedOut, {
       description: 'Attempts that found another attempt had taken their receipt over',
       unit: '{attempt}',
+    }),
+    lateSettles: meter.createCounter(METRIC.lateSettles, {
+      description: 'Settles that came after a claim had reported the call ambiguous',
+      unit: '{settle}',
     }),
   };
 }
@@ -136,6 +141,11 @@ class OtelCallObservation implements CallObservation {
     this.span.setAttribute(ATTR.tier, 'outcomeUnknown');
     this.span.addEvent(EVENT.outcomeUnknown);
     this.recordError(error);
+  }
+
+  lateSettle(outcome: 'executed' | 'failed'): void {
+    this.span.addEvent(EVENT.lateSettle, { [ATTR.outcome]: outcome });
+    this.owner.instruments.lateSettles.add(1, { ...this.owner.metricBase(this.call), [ATTR.outcome]: outcome });
   }
 
   settled(outcome: 'executed' | 'failed', failure?: { readonly tier: string; readonly error: unknown }): void {

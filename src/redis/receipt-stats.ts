@@ -28,7 +28,7 @@ export interface ReceiptStats {
   /** One entry per status and effect present, largest first. */
   readonly byStatusAndEffect: readonly ReceiptCount[];
   readonly byStatus: Readonly<Record<ReceiptStatus, number>>;
-  /** Running, lease expired, and opaque or flagged by a claim: what `tool-receipts ambiguous` lists. */
+  /** Running and reported ambiguous by a claim, or opaque with its lease expired: what `tool-receipts ambiguous` lists. */
   readonly ambiguous: number;
   /** Server time the oldest ambiguous receipt became ambiguous; `null` when none is. */
   readonly oldestAmbiguousSinceMs: number | null;

@@ -4,7 +4,9 @@
  * Workers run in process (`lane.worker`) or as real `crash-worker` processes
  * (`lane.spawn`), which cleanup SIGKILLs before the connections they use close.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { Job, Queue, QueueEvents, Worker, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -14,6 +16,7 @@ import {
   defineTool,
   ReceiptStore,
   withToolReceipts,
+  type ClaimResult,
   type DecisionEvent,
   type ReceiptRecord,
   type ToolReceiptsOptions,
@@ -194,3 +197,15 @@ export const expectWaitsThen = (trail: string[], verdict: string) => {
   expect(trail.at(-1)).toBe(verdict);
   expect(trail.slice(0, -1).every((d) => d === 'wait')).toBe(true);
 };
+
+const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta.url));
+
+/**
+ * Another delivery's claim, run in a child process while this one waits for
+ * it synchronously: this process is stalled meanwhile (no heartbeat leaves
+ * it), as a SIGSTOPped worker would be. The child waits for the lease to lapse.
+ */
+export function claimWhileStalled(env: Record<string, string>): ClaimResult {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  return JSON.parse(out) as ClaimResult;
+}

@@ -5,29 +5,15 @@
  * event and a pino warning). And a corrupt receipt met by the wrapper: the
  * job fails for good, nothing runs, nothing is written.
  */
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { defineTool, toolCallArgsHash, type ClaimResult, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
 import { waitUntil } from '../support/redis-fixture.js';
-import { call, jobData, useLanes } from './fixture.js';
+import { call, claimWhileStalled, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
 const LEASE_MS = 300;
-
-const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta.url));
-
-/**
- * Another delivery's claim, run in a child process while this one waits for
- * it synchronously: this process is stalled meanwhile (no heartbeat leaves
- * it), as a SIGSTOPped worker would be. The child waits for the lease to lapse.
- */
-function claimWhileStalled(env: Record<string, string>): ClaimResult {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
-  return JSON.parse(out) as ClaimResult;
-}
 
 describe('a late settle after an ambiguous verdict', () => {
   it('is recorded on the receipt, emitted as lateSettle and logged as a warning', async () => {

@@ -40,9 +40,9 @@ async function populate(store: ReceiptStore, seed: number): Promise<void> {
       const key = { tenantId, runId: `run-${run}`, toolName: ['send_email', 'sync_rows'][i % 2]!, argsHash: `h${i}` };
       const effect = shape === 'resumableLapsed' || (shape !== 'ambiguous' && shape !== 'flagged' && i % 2 === 1) ? 'resumable' : 'opaque';
       const short = shape === 'ambiguous' || shape === 'flagged' || shape === 'resumableLapsed';
-      await store.claim(key, { effect, leaseMs: short ? 40 : 60_000 });
-      if (shape === 'completed') await store.complete(key, 1, { ok: i });
-      if (shape === 'failed') await store.fail(key, 1, { error: 'no', tier: 'neutral' });
+      const { fence } = await store.claim(key, { effect, leaseMs: short ? 40 : 60_000 });
+      if (shape === 'completed') await store.complete(key, fence!, { ok: i });
+      if (shape === 'failed') await store.fail(key, fence!, { error: 'no', tier: 'neutral' });
       if (short) lapsing.push({ key, shape });
       if (shape === 'gone') gone.push(key);
     }
@@ -118,8 +118,8 @@ describe('stats', () => {
 
     const key = { tenantId: 'acme', runId: 'r1', toolName: 'send_email', argsHash: 'a' };
     await store.claim(key, { effect: 'opaque', leaseMs: 40 });
-    await store.claim({ ...key, argsHash: 'b' }, { effect: 'opaque' });
-    await store.complete({ ...key, argsHash: 'b' }, 1, 'ok');
+    const { fence } = await store.claim({ ...key, argsHash: 'b' }, { effect: 'opaque' });
+    await store.complete({ ...key, argsHash: 'b' }, fence!, 'ok');
     await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
 
     const human = new Capture();

@@ -140,8 +140,8 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     const lapsing = [...runsByNode.values()].map((runId) => keyIn(runId));
     for (const runId of runsByNode.values()) {
       const done = keyIn(runId);
-      await store.claim(done, { effect: 'resumable' });
-      await store.complete(done, 1, 'ok');
+      const { fence } = await store.claim(done, { effect: 'resumable' });
+      await store.complete(done, fence!, 'ok');
     }
     for (const key of lapsing) {
       await store.claim(key, { effect: 'opaque', leaseMs: 60 });

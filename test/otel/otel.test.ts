@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, OutcomeUnknownError, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
-import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
+import { call, claimWhileStalled, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
 import { countWhere, spansWhere, startOtelSdk, sumWhere, testMeter, type OtelSdk, type TestMeter } from './sdk.js';
 
 const lane = useLanes();
@@ -221,6 +221,34 @@ describe('OpenTelemetry: calls without a claim, and unknown outcomes', () => {
     expect(events(span!)).toContain(EVENT.outcomeUnknown);
     expect(span!.events.find((e) => e.name === 'exception')?.attributes?.['exception.message']).toMatch(/gateway timed out/);
     expect(sumWhere(await m.points(METRIC.ambiguous), { [ATTR.prefix]: l.prefix })).toBe(1);
+  });
+});
+
+describe('OpenTelemetry: late settles', () => {
+  it('a settle after an ambiguous verdict is an event on the call span and a counter', async () => {
+    const l = await lane();
+    const m = testMeter();
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      async execute(args, ctx) {
+        const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
+        // Another delivery claims while this process is stalled, after the lease lapsed: it reports the call ambiguous.
+        const verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
+        expect(verdict.decision.kind).toBe('ambiguous');
+        return `sent to ${args.to}`;
+      },
+    });
+    tracedWorker(l, m, { tools: [tool], leaseMs: 300 });
+    const data = jobData([call('send_email', { to: 'late@x.test' })]);
+    const job = await l.run(data);
+    expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('executed');
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes[ATTR.outcome]).toBe('executed');
+    expect(span!.events.find((e) => e.name === EVENT.lateSettle)?.attributes).toEqual({ [ATTR.outcome]: 'executed' });
+    expect(sumWhere(await m.points(METRIC.lateSettles), { [ATTR.tool]: 'send_email', [ATTR.outcome]: 'executed' })).toBe(1);
   });
 });
 
