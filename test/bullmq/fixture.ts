@@ -15,8 +15,11 @@ import { z } from 'zod';
 import {
   defineTool,
   ReceiptStore,
+  toolCallArgsHash,
   withToolReceipts,
+  type AnyToolDefinition,
   type ClaimResult,
+  type ToolCallReceiptKey,
   type DecisionEvent,
   type ReceiptRecord,
   type ToolReceiptsOptions,
@@ -208,4 +211,29 @@ const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta
 export function claimWhileStalled(env: Record<string, string>): ClaimResult {
   const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
   return JSON.parse(out) as ClaimResult;
+}
+
+/**
+ * An opaque `send_email` whose attempt stalls mid-effect while another
+ * delivery's claim (see {@link claimWhileStalled}) reports it ambiguous; then
+ * `afterVerdict` runs and the tool returns, so its settle comes late.
+ */
+export function sendEmailSettlingLate(
+  l: Lane,
+  afterVerdict: (key: ToolCallReceiptKey) => Promise<void> = async () => {},
+): { tool: AnyToolDefinition; verdict: () => ClaimResult | undefined } {
+  let verdict: ClaimResult | undefined;
+  const tool = defineTool({
+    name: 'send_email',
+    input: z.object({ to: z.string() }),
+    effect: 'opaque',
+    destructive: false,
+    async execute(args, ctx) {
+      const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
+      verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
+      await afterVerdict(key);
+      return `sent to ${args.to}`;
+    },
+  });
+  return { tool, verdict: () => verdict };
 }

@@ -8,9 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, toolCallArgsHash, type ClaimResult, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
+import { defineTool, toolCallArgsHash, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
 import { waitUntil } from '../support/redis-fixture.js';
-import { call, claimWhileStalled, jobData, useLanes } from './fixture.js';
+import { call, jobData, sendEmailSettlingLate, useLanes } from './fixture.js';
 
 const lane = useLanes();
 const LEASE_MS = 300;
@@ -20,37 +20,27 @@ describe('a late settle after an ambiguous verdict', () => {
     const l = await lane();
     const logged: Array<{ level: number; msg: string; [k: string]: unknown }> = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
-    let verdict: ClaimResult | undefined;
-    const tool = defineTool({
-      name: 'send_email',
-      input: z.object({ to: z.string() }),
-      effect: 'opaque',
-      destructive: false,
-      async execute(args, ctx) {
-        const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
-        verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
-        // Awake again: the lease keeper's next heartbeat finds the verdict (contested) before the tool returns.
-        await waitUntil(() => l.store.inspect(key), (r) => r?.lateHeartbeatMs != null, 10_000, 'a contested heartbeat');
-        return `sent to ${args.to}`;
-      },
-    });
+    // Awake again after the verdict: the lease keeper's next heartbeat finds it (contested) before the tool returns.
+    const { tool, verdict } = sendEmailSettlingLate(l, (key) =>
+      waitUntil(() => l.store.inspect(key), (r) => r?.lateHeartbeatMs != null, 10_000, 'a contested heartbeat').then(() => undefined),
+    );
     const { processor } = l.worker({ tools: [tool], leaseMs: LEASE_MS, logger });
     const late: LateSettleEvent[] = [];
     processor.events.on('lateSettle', (e) => late.push(e));
 
     const job = await l.run(jobData([call('send_email', { to: 'a@x.test' }, 'toolu_late')]));
-    expect(verdict?.decision.kind).toBe('ambiguous');
+    expect(verdict()?.decision.kind).toBe('ambiguous');
     expect((job.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'executed', content: 'sent to a@x.test' });
 
     const receipt = await l.receipt(job.data.tenantId, job.data.runId);
-    expect(receipt).toMatchObject({ status: 'completed', attempts: 1, ambiguousMs: verdict!.ambiguousMs });
+    expect(receipt).toMatchObject({ status: 'completed', attempts: 1, ambiguousMs: verdict()!.ambiguousMs });
     expect(receipt.lateSettle).toEqual({ atMs: receipt.completedMs, attempt: 1 });
 
     expect(late).toEqual([
       expect.objectContaining({
         attempt: 1,
         outcome: 'executed',
-        ambiguousMs: verdict!.ambiguousMs,
+        ambiguousMs: verdict()!.ambiguousMs,
         settledMs: receipt.completedMs,
         receiptKey: receipt.redisKey,
         callId: 'toolu_late',

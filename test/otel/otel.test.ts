@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, OutcomeUnknownError, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
 import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
-import { call, claimWhileStalled, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
+import { call, jobData, sendEmailSettlingLate, useLanes, type Lane } from '../bullmq/fixture.js';
 import { countWhere, spansWhere, startOtelSdk, sumWhere, testMeter, type OtelSdk, type TestMeter } from './sdk.js';
 
 const lane = useLanes();
@@ -228,22 +228,12 @@ describe('OpenTelemetry: late settles', () => {
   it('a settle after an ambiguous verdict is an event on the call span and a counter', async () => {
     const l = await lane();
     const m = testMeter();
-    const tool = defineTool({
-      name: 'send_email',
-      input: z.object({ to: z.string() }),
-      effect: 'opaque',
-      destructive: false,
-      async execute(args, ctx) {
-        const key = { tenantId: ctx.tenantId, runId: ctx.runId, toolName: 'send_email', argsHash: await toolCallArgsHash(args) };
-        // Another delivery claims while this process is stalled, after the lease lapsed: it reports the call ambiguous.
-        const verdict = claimWhileStalled({ REDIS_URL: l.redisUrl, PREFIX: l.prefix, KEY: JSON.stringify(key), EFFECT: 'opaque' });
-        expect(verdict.decision.kind).toBe('ambiguous');
-        return `sent to ${args.to}`;
-      },
-    });
+    // Another delivery claims while this process is stalled, after the lease lapsed: it reports the call ambiguous.
+    const { tool, verdict } = sendEmailSettlingLate(l);
     tracedWorker(l, m, { tools: [tool], leaseMs: 300 });
     const data = jobData([call('send_email', { to: 'late@x.test' })]);
     const job = await l.run(data);
+    expect(verdict()?.decision.kind).toBe('ambiguous');
     expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('executed');
     const [span] = callSpans(data.runId);
     expect(span!.attributes[ATTR.outcome]).toBe('executed');
