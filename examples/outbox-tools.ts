@@ -37,13 +37,25 @@ const sleep = (ms: number, signal?: AbortSignal) =>
  * request lands. The ticket provider honours idempotency keys, as real
  * ticketing and payment APIs do, so a step repeated after a crash between its
  * effect and its record is absorbed (and counted) instead of landing twice.
- * KEYS: outbox list, provider's seen-keys hash, deduped counts by part. ARGV: entry, dedupe key or '', part.
+ * Every landed effect is also indexed by tool, part and idempotency key, so a
+ * reconcile can look it up as it would ask a real provider.
+ * KEYS: outbox list, provider's seen-keys hash, deduped counts by part, landed index.
+ * ARGV: entry, dedupe key or '', part, landed-index field.
  */
 const LAND = `
 if ARGV[2] ~= '' and redis.call('HSETNX', KEYS[2], ARGV[2], 1) == 0 then
   return redis.call('HINCRBY', KEYS[3], ARGV[3], 1) * 0
 end
+redis.call('HSET', KEYS[4], ARGV[4], ARGV[1])
 return redis.call('RPUSH', KEYS[1], ARGV[1])`;
+
+const landedKey = (prefix: string) => `${prefix}:demo:landed`;
+const landedField = (tool: string, part: string, idempotencyKey: string) => `${tool}|${part}|${idempotencyKey}`;
+
+/** Whether an effect with this idempotency key landed: what a reconcile asks the provider. */
+export async function effectLanded(redis: Redis, prefix: string, tool: string, part: string, idempotencyKey: string): Promise<boolean> {
+  return (await redis.hexists(landedKey(prefix), landedField(tool, part, idempotencyKey))) === 1;
+}
 
 /** The Redis list a prefix's outbox lives in. */
 export const outboxKey = (prefix: string) => `${prefix}:demo:outbox`;
@@ -69,17 +81,30 @@ export function duplicateEffects(entries: readonly OutboxEntry[]): OutboxEntry[]
   return [...groups.values()].filter((g) => g.length > 1);
 }
 
+/** Options of {@link outboxTools}. */
+export interface OutboxToolOptions {
+  /** How long each effect takes, in ms. Default 30. */
+  effectMs?: number;
+  hooks?: OutboxHooks;
+  /** Give send_email a reconcile that looks the email up in the outbox by idempotency key. */
+  reconcileEmail?: boolean;
+  /** The charge provider's deduplication window, in ms (charge_card's keyWindowMs). Default 24 h. */
+  chargeKeyWindowMs?: number;
+}
+
 /**
- * `send_email` (opaque: one indivisible effect) and `create_ticket`
- * (resumable: three recorded steps), both writing to the outbox.
+ * `send_email` (opaque: one indivisible effect), `create_ticket` (resumable:
+ * three recorded steps) and `charge_card` (keyed: its provider deduplicates
+ * on the idempotency key), all writing to the outbox.
  */
-export function outboxTools(redis: Redis, prefix: string, options: { effectMs?: number; hooks?: OutboxHooks } = {}) {
+export function outboxTools(redis: Redis, prefix: string, options: OutboxToolOptions = {}) {
   const effectMs = options.effectMs ?? 30;
   const hooks = options.hooks ?? {};
   const land = async (tool: string, part: string, ctx: ToolContext, honoursIdempotencyKey: boolean) => {
     const entry: OutboxEntry = { tool, part, idempotencyKey: ctx.idempotencyKey, callId: ctx.callId, attempt: ctx.attempt, pid: process.pid };
-    const keys = [outboxKey(prefix), `${prefix}:demo:provider-seen`, `${prefix}:demo:provider-deduped`];
-    await redis.eval(LAND, 3, ...keys, JSON.stringify(entry), honoursIdempotencyKey ? `${ctx.idempotencyKey}|${part}` : '', part);
+    const keys = [outboxKey(prefix), `${prefix}:demo:provider-seen`, `${prefix}:demo:provider-deduped`, landedKey(prefix)];
+    const dedupeKey = honoursIdempotencyKey ? `${ctx.idempotencyKey}|${part}` : '';
+    await redis.eval(LAND, 4, ...keys, JSON.stringify(entry), dedupeKey, part, landedField(tool, part, ctx.idempotencyKey));
     await hooks.afterEffect?.(tool, part, ctx);
   };
 
@@ -94,6 +119,32 @@ export function outboxTools(redis: Redis, prefix: string, options: { effectMs?: 
       await sleep(effectMs, ctx.signal);
       await land('send_email', 'send', ctx, false);
       return { sent: true, to: args.to };
+    },
+    // The provider can be asked whether a message with this key went out. A process that was
+    // SIGKILLed can send nothing afterwards, so "not in the outbox" means it never will be.
+    ...(options.reconcileEmail
+      ? {
+          async reconcile(args: { to: string }, ctx: { idempotencyKey: string }) {
+            return (await effectLanded(redis, prefix, 'send_email', 'send', ctx.idempotencyKey))
+              ? { status: 'completed' as const, result: { sent: true, to: args.to } }
+              : { status: 'not_started' as const };
+          },
+        }
+      : {}),
+  });
+
+  const chargeCard = defineTool({
+    name: 'charge_card',
+    description: 'Charge a card through a payment provider that deduplicates on the idempotency key.',
+    input: z.object({ customer: z.string(), cents: z.number().int().positive() }),
+    effect: 'keyed',
+    keyWindowMs: options.chargeKeyWindowMs ?? 86_400_000,
+    destructive: false,
+    async execute(args, ctx) {
+      await hooks.beforeEffect?.('charge_card', ctx);
+      await sleep(effectMs, ctx.signal);
+      await land('charge_card', 'charge', ctx, true);
+      return { charged: args.cents, customer: args.customer };
     },
   });
 
@@ -124,5 +175,5 @@ export function outboxTools(redis: Redis, prefix: string, options: { effectMs?: 
     },
   });
 
-  return { sendEmail, createTicket };
+  return { sendEmail, createTicket, chargeCard };
 }

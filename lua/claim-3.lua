@@ -16,6 +16,8 @@
   ARGV[10] breaker field holding the tool's rejection streak (<encoded tool>:rejections)
   ARGV[11] epoch for a new lifetime: a fresh random token the caller mints per
            claim; stored only when this claim creates the receipt
+  ARGV[12] the BullMQ job of this attempt as JSON {"queue","prefix","id"}
+           ('' or absent = none), stored as field job:1
 
   Returns an observation followed by the breaker state:
     { code, status, attempts, lease_expired (0|1), lease_remaining_ms,
@@ -28,7 +30,8 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           leased until now + ARGV[1] by the server clock, and listed in KEYS[2]
+           started_ms = now, leased until now + ARGV[1] by the
+           server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).
   code  0  it exists: the observation describes it (whatever the breaker
@@ -76,7 +79,8 @@ local leaseUntil = now + lease
 rcall('HSET', KEYS[1],
   'tenant', ARGV[5], 'run', ARGV[6], 'tool', ARGV[7], 'args_hash', ARGV[8],
   'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', ARGV[3],
-  'effect', ARGV[4], 'created_ms', now, 'updated_ms', now, 'epoch', ARGV[11])
+  'effect', ARGV[4], 'created_ms', now, 'updated_ms', now, 'epoch', ARGV[11], 'started_ms', now)
+if ARGV[12] and ARGV[12] ~= '' then rcall('HSET', KEYS[1], 'job:1', ARGV[12]) end
 rcall('PEXPIRE', KEYS[1], ttl)
 rcall('ZADD', KEYS[2], now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)

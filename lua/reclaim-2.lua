@@ -12,6 +12,8 @@
   ARGV[5]  owner of the new attempt
   ARGV[6]  observed epoch
   ARGV[7]  effect the caller's claim asks for: 'resumable' | 'opaque'
+  ARGV[8]  the BullMQ job of the new attempt as JSON {"queue","prefix","id"}
+           ('' or absent = none), stored as field job:<new attempts>
 
   Wins only when the receipt still has the observed status, attempts and
   epoch and either it failed, or it is running with a lease expired by TIME,
@@ -23,7 +25,7 @@
 
   Returns an observation (see includes/observe-receipt.lua):
   code  1  reclaimed: running, attempts + 1 in the same lifetime (the epoch
-           is kept), new lease; error, tier, completed_ms, ambiguous_ms and
+           is kept), new lease, started_ms = now; error, tier, completed_ms, ambiguous_ms and
            resolved_ms of the previous attempt are cleared (late_settle_ms
            and late_settle_attempt are kept as history), step:* fields are
            kept for the new attempt to resume from; the run index entry is
@@ -53,8 +55,9 @@ local ttl = lease + tonumber(ARGV[4])
 receipt.leaseUntil = now + lease
 receipt.attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
-rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now)
+rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now)
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
+if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attempts, ARGV[8]) end
 keepAtLeast(KEYS[1], ttl)
 rcall('ZADD', KEYS[2], tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)

@@ -18,8 +18,10 @@ const leaseMs = Number(process.env.DEMO_LEASE_MS ?? 1500);
 
 const redis = new Redis(url, { maxRetriesPerRequest: null });
 const freezeAt = process.env.DEMO_FREEZE_ONCE_AT;
+// send_email's reconcile asks the outbox (the demo's email provider) whether the message went out.
 const { sendEmail, createTicket } = outboxTools(redis, prefix, {
   effectMs: Number(process.env.DEMO_EFFECT_MS ?? 250),
+  reconcileEmail: process.env.DEMO_RECONCILE !== '0',
   hooks: {
     async afterEffect(tool, part, ctx) {
       if (`${tool}:${part}` !== freezeAt) return;
@@ -41,6 +43,7 @@ const processor = withToolReceipts({
 const stats = `${prefix}:demo:stats`;
 processor.events.on('decision', (e) => void redis.hincrby(stats, e.decision, 1));
 processor.events.on('fencedOut', () => void redis.hincrby(stats, 'fencedOut', 1));
+processor.events.on('reconciled', (e) => void redis.hincrby(stats, `reconciled:${e.verdict}`, 1));
 
 const worker = new Worker(queueName, processor, {
   connection: new Redis(url, { maxRetriesPerRequest: null }),

@@ -101,6 +101,8 @@ async function main(): Promise<void> {
   const ambiguousSent = ambiguous.filter((r) => sentKeys.has(idempotencyKeyFor(r.key))).length;
   const calls = (await queue.getJobs(['completed'])).reduce((n, j) => n + (j.returnvalue?.results?.length ?? 0), 0);
   const failed = await queue.getJobs(['failed']);
+  const reconciledSent = Number(stats['reconciled:completed'] ?? 0);
+  const reconciledNotSent = Number(stats['reconciled:not_started'] ?? 0);
 
   const rows: Array<[string, string | number]> = [
     ['jobs enqueued (1 in 3 twice)', jobs],
@@ -112,7 +114,10 @@ async function main(): Promise<void> {
     ['decisions: waited', stats.wait ?? 0],
     ['decisions: ambiguous', stats.ambiguous ?? 0],
     // A receipt can be met as ambiguous more than once (its job enqueued twice, or retried).
-    ['ambiguous receipts', ambiguous.length],
+    ['interrupted emails settled by reconcile', reconciledSent + reconciledNotSent],
+    ['  sent (replayed) / not sent (run again)', `${reconciledSent} / ${reconciledNotSent}`],
+    ['  reconcile could not tell', stats['reconciled:unknown'] ?? 0],
+    ['LEFT FOR A PERSON (ambiguous receipts)', ambiguous.length],
     ['  of which the email had gone / not', `${ambiguousSent} / ${ambiguous.length - ambiguousSent}`],
     ['attempts fenced out', stats.fencedOut ?? 0],
     ['effects in the outbox', outbox.length],

@@ -36,6 +36,37 @@ export interface ToolContext {
   step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
 }
 
+/** What a tool's `reconcile` receives: the lost attempt it is asked about. */
+export interface ReconcileContext
+  extends Pick<ToolContext, 'idempotencyKey' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
+  /** The attempt that lost its lease (its `idempotencyKey` is the call's, the same for every attempt). */
+  readonly attempt: number;
+  /** When that attempt started, in ms on the Redis server's clock. */
+  readonly attemptStartedMs: number;
+  /** Aborted when the reconcile times out or the job loses its lock. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A reconcile's answer. `completed`: the effect landed, and `result` is what
+ * the call returns (it is recorded and replayed from then on). `not_started`:
+ * the effect did not land and the lost attempt can no longer land it, so the
+ * call runs again as the next attempt. `unknown`: nobody can tell; the call
+ * stays ambiguous for a person.
+ */
+export type ReconcileAnswer =
+  | { readonly status: 'completed'; readonly result: unknown }
+  | { readonly status: 'not_started' }
+  | { readonly status: 'unknown'; readonly reason?: string };
+
+/**
+ * How a tool's effect can be recovered after a crash. `resumable` and
+ * `opaque` as in {@link EffectResumability}; `keyed`: an opaque effect sent to
+ * a provider that deduplicates on `ctx.idempotencyKey` for `keyWindowMs`, so
+ * an interrupted attempt is run again with the same key inside that window.
+ */
+export type ToolEffect = EffectResumability | 'keyed';
+
 /**
  * MCP tool annotations. They are hints from whoever wrote the tool; explicit
  * flags on {@link defineTool} and the wrapper's `destructiveTools` patterns
@@ -55,8 +86,22 @@ export interface ToolSpec<S extends z.ZodType> {
   readonly description?: string;
   /** Validates the model's input; `execute` receives its parsed output. */
   readonly input: S;
-  /** `opaque` unless every effect is recorded through `ctx.step`. */
-  readonly effect: EffectResumability;
+  /**
+   * `opaque` unless every effect is recorded through `ctx.step`, or `keyed`
+   * when the provider deduplicates on `ctx.idempotencyKey` (then set
+   * `keyWindowMs`). `keyed` is a promise about the provider: see the README.
+   */
+  readonly effect: ToolEffect;
+  /** For `keyed`: how long the provider deduplicates a key, from the first attempt's start. */
+  readonly keyWindowMs?: number;
+  /**
+   * For `opaque` and `keyed` tools: asked, by exactly one worker, whether an
+   * attempt that lost its lease had its effect land. Throwing or taking
+   * longer than `reconcileTimeoutMs` counts as `unknown`.
+   */
+  reconcile?(args: z.output<S>, ctx: ReconcileContext): ReconcileAnswer | Promise<ReconcileAnswer>;
+  /** How long `reconcile` may take before its answer counts as `unknown`. Default 10 s. */
+  readonly reconcileTimeoutMs?: number;
   readonly destructive?: boolean;
   readonly idempotent?: boolean;
   /**
@@ -102,9 +147,10 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
       `tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`,
     );
   }
-  if (spec.effect !== 'opaque' && spec.effect !== 'resumable') {
-    throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque" or "resumable"`);
+  if (spec.effect !== 'opaque' && spec.effect !== 'resumable' && spec.effect !== 'keyed') {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque", "resumable" or "keyed"`);
   }
+  checkRecovery(spec);
   if (typeof spec.execute !== 'function') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: execute must be a function`);
   }
@@ -114,6 +160,36 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
   const idempotent = spec.idempotent ?? (readOnly ? true : (hints.idempotentHint ?? false));
   const openWorld = hints.openWorldHint ?? true;
   return Object.freeze({ ...spec, readOnly, destructive, idempotent, openWorld });
+}
+
+const isPositiveInt = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;
+
+/** The keyed window and the reconcile hook make sense only for the effects they recover. */
+function checkRecovery(spec: ToolSpec<z.ZodType>): void {
+  if (spec.effect === 'keyed' && !isPositiveInt(spec.keyWindowMs)) {
+    throw new InvalidToolDefinitionError(
+      `tool ${spec.name}: effect "keyed" needs keyWindowMs, the provider's deduplication window in ms (a positive integer), e.g. 86400000 for 24 h`,
+    );
+  }
+  if (spec.effect !== 'keyed' && spec.keyWindowMs !== undefined) {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: keyWindowMs goes with effect "keyed" only`);
+  }
+  if (spec.reconcile !== undefined && typeof spec.reconcile !== 'function') {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: reconcile must be a function`);
+  }
+  if (spec.reconcile !== undefined && spec.effect === 'resumable') {
+    throw new InvalidToolDefinitionError(
+      `tool ${spec.name}: a resumable tool is taken over step by step and needs no reconcile; give reconcile to "opaque" or "keyed" tools`,
+    );
+  }
+  if (spec.reconcileTimeoutMs !== undefined && !isPositiveInt(spec.reconcileTimeoutMs)) {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: reconcileTimeoutMs must be a positive integer (ms)`);
+  }
+}
+
+/** The effect a tool's receipt records: a keyed effect is opaque to the receipt. */
+export function receiptEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): EffectResumability {
+  return tool.effect === 'keyed' ? 'opaque' : tool.effect;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ReceiptDecision } from '../core/decision.js';
+import type { ReconcileVerdict } from '../redis/receipt-record.js';
 import type { ToolCallOutcome } from './job-data.js';
 
 /** Identifiers every event carries, so a listener can correlate without the job. */
@@ -23,6 +24,8 @@ export interface ToolCallEventBase {
 export interface DecisionEvent extends ToolCallEventBase {
   readonly decision: ReceiptDecision['kind'];
   readonly attempt: number | undefined;
+  /** Set when the decision came from a reconcile of an expired attempt, with its verdict. */
+  readonly reconciled?: ReconcileVerdict;
 }
 
 /** Emitted when a call's effect may or may not have happened. */
@@ -59,6 +62,23 @@ export interface LateSettleEvent extends ToolCallEventBase {
   readonly settledMs: number;
 }
 
+/**
+ * Emitted when a tool's `reconcile` answered about an attempt that lost its
+ * lease (a throw or a timeout is recorded as `unknown`, with `note` saying so).
+ */
+export interface ReconciledEvent extends ToolCallEventBase {
+  /** The attempt that was judged. */
+  readonly attempt: number;
+  readonly verdict: ReconcileVerdict;
+  readonly note?: string;
+}
+
+/** Emitted when a provider-keyed call is run again, with the same key, inside its window. */
+export interface KeyedRerunEvent extends ToolCallEventBase {
+  /** The new attempt. */
+  readonly attempt: number;
+}
+
 /** Event names and payloads of {@link ToolReceiptsEvents}. */
 export interface ToolReceiptsEventMap {
   decision: [DecisionEvent];
@@ -66,6 +86,8 @@ export interface ToolReceiptsEventMap {
   fencedOut: [FencedOutEvent];
   settled: [SettledEvent];
   lateSettle: [LateSettleEvent];
+  reconciled: [ReconciledEvent];
+  keyedRerun: [KeyedRerunEvent];
 }
 
 /** A typed event emitter for the wrapper's lifecycle. Listener errors are the listener's problem. */

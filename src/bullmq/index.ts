@@ -8,6 +8,9 @@ export {
   type AnyToolDefinition,
   type ToolContext,
   type ToolAnnotations,
+  type ToolEffect,
+  type ReconcileContext,
+  type ReconcileAnswer,
 } from './define-tool.js';
 export {
   toolCallSchema,
@@ -30,7 +33,12 @@ export {
   type FencedOutEvent,
   type SettledEvent,
   type LateSettleEvent,
+  type ReconciledEvent,
+  type KeyedRerunEvent,
 } from './events.js';
+export { DEFAULT_RECONCILE_TIMEOUT_MS } from './settle-expired.js';
+export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './retry-jobs.js';
+export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions, type SweptReceipt } from './reconcile-sweep.js';
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
 export { type RecordedToolResult } from './run-call.js';

@@ -5,6 +5,7 @@ import { sha256Digest, type DigestFn } from '../core/identity.js';
 import { BreakerStore } from '../redis/breaker-store.js';
 import { ReceiptStore } from '../redis/receipt-store.js';
 import type { DurabilityOptions } from '../redis/durability.js';
+import { ReconcileStore } from '../redis/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { forwardAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
@@ -127,6 +128,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   options.telemetry?.bind?.({ redis: options.redis, store });
   const runtime: CallRuntime = {
     store,
+    reconciles: new ReconcileStore(storeOptions),
     breaker,
     tools,
     logger,

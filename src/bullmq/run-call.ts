@@ -6,8 +6,9 @@ import { failureFactsOf, failureTier, NeverStartedError, OutcomeUnknownError, RE
 import type { BreakerStore } from '../redis/breaker-store.js';
 import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
 import type { ReceiptStore, SettleResult } from '../redis/receipt-store.js';
+import type { ReconcileStore } from '../redis/reconcile-store.js';
 import { createToolContext } from './call-context.js';
-import type { AnyToolDefinition } from './define-tool.js';
+import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
 import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
 import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolJobData, type ToolResultBlock } from './job-data.js';
@@ -20,6 +21,7 @@ import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { throwIfInterrupted } from './interruption.js';
 import { parkJobOnServerClock } from './park-job.js';
 import type { CallObservation, ToolCallObserver } from './observer.js';
+import { claimCall, settlesExpired } from './settle-expired.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -35,6 +37,8 @@ export type PreparedCall =
 /** The wrapper's fixed collaborators, shared by every call. */
 export interface CallRuntime {
   readonly store: ReceiptStore;
+  /** Reconcile leases and keyed re-runs, on the same connection and prefix as `store`. */
+  readonly reconciles: ReconcileStore;
   readonly breaker: BreakerStore;
   readonly tools: ReadonlyMap<string, AnyToolDefinition>;
   readonly logger: Logger;
@@ -96,12 +100,19 @@ export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCa
   }
 }
 
-async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall, obs: CallObservation): Promise<ToolResultBlock> {
+async function runObservedCall(
+  rt: CallRuntime,
+  scope: JobScope,
+  call: ToolCall,
+  obs: CallObservation,
+  options: { readonly afterUnknownOutcome?: boolean } = {},
+): Promise<ToolResultBlock> {
   const started = performance.now();
   const { tenantId, runId } = scope.data;
   const log = rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  let reconciled: string | undefined;
   const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) =>
-    log.info({ decision, outcome, attempt, ...failure, ms: Math.round(performance.now() - started) }, 'tool call');
+    log.info({ decision, outcome, attempt, reconciled, ...failure, ms: Math.round(performance.now() - started) }, 'tool call');
 
   const tool = rt.tools.get(call.name);
   if (!tool) {
@@ -135,8 +146,9 @@ async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall,
   }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.signal);
-  // One command: the claim script also reads the tool's breaker state in the run.
-  const claim = await rt.store.claim(key, { effect: tool.effect, leaseMs: rt.leaseMs, owner: rt.owner }).catch((error: unknown) => {
+  // One command: the claim script also reads the tool's breaker state in the run. An expired
+  // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
+  const claim = await claimCall({ rt, scope, call, tool, key, args: prepared.args, log }).catch((error: unknown) => {
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
     if (error instanceof CorruptReceiptError) {
       log.error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
@@ -144,6 +156,7 @@ async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall,
     }
     throw error;
   });
+  reconciled = claim.reconciled;
   const decision: ReceiptDecision = claim.decision;
   if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
     // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
@@ -151,7 +164,7 @@ async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall,
     return block(call, 'rejected', { content: `${claim.toolRemoval} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
   }
   const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
-  rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt });
+  rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt, ...(claim.reconciled ? { reconciled: claim.reconciled } : {}) });
   obs.decided({
     decision: decision.kind,
     attempt: claim.attempt,
@@ -178,7 +191,9 @@ async function runObservedCall(rt: CallRuntime, scope: JobScope, call: ToolCall,
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs });
+      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs,
+        afterUnknownOutcome: options.afterUnknownOutcome ?? false,
+      });
     }
   }
 }
@@ -198,6 +213,8 @@ interface Execution {
   readonly log: Logger;
   readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
   readonly obs: CallObservation;
+  /** This attempt followed another whose tool reported an unknown outcome in this delivery. */
+  readonly afterUnknownOutcome: boolean;
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
@@ -326,9 +343,11 @@ function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
 /**
  * The tool said it cannot tell whether its effect landed: leave the receipt
  * as a crash would (running, lease expired now; an opaque one flagged
- * ambiguous), so nothing runs it again blindly. An opaque call is then
- * ambiguous at once (per `onAmbiguous`); a resumable one fails this delivery,
- * and the job's next delivery takes it over from its recorded steps.
+ * ambiguous), so nothing runs it again blindly. An opaque call whose tool
+ * can settle it (a `reconcile`, or `keyed`) is claimed again at once, once,
+ * and the claim settles it; any other opaque call is ambiguous at once (per
+ * `onAmbiguous`); a resumable one fails this delivery, and the job's next
+ * delivery takes it over from its recorded steps.
  */
 async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
   const { rt, call, tool, key, attempt } = x;
@@ -339,9 +358,16 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
     onFencedOut(markError);
     throw fencedOutFailure(x, 'fail', markError);
   }
-  x.logDecision('execute', tool.effect === 'opaque' ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
   x.obs.outcomeUnknown(error);
-  if (tool.effect === 'opaque') {
+  const opaque = receiptEffectOf(tool) === 'opaque';
+  if (opaque && settlesExpired(tool) && !x.afterUnknownOutcome) {
+    // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a
+    // keyed call) in this delivery. Only once: a second unknown outcome is left ambiguous.
+    x.log.info({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool call outcome unknown; settling it');
+    return await runObservedCall(rt, x.scope, call, x.obs, { afterUnknownOutcome: true });
+  }
+  x.logDecision('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
+  if (opaque) {
     return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log);
   }
   throw new ToolCallFailedError(

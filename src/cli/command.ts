@@ -14,7 +14,7 @@ import type { Output } from './format.js';
 export interface CommandContext<A> {
   /** The store to read and resolve receipts with, under the chosen prefix. */
   readonly store: ReceiptStore;
-  /** The open connection the store uses, for commands that read the server itself (always set by the CLI). */
+  /** The open connection the store uses, for commands that read the server itself or reach BullMQ (`resolve --retry-job`); always set by the CLI. */
   readonly redis?: RedisConnection;
   /** Where the command prints its result (stdout for the real CLI). */
   readonly out: Output;

@@ -7,10 +7,10 @@ import type { RedisConnection } from './connection.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
-import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, encodeKeyComponent, validateKeyPrefix } from './keys.js';
+import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
-import { DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
+import { positiveInt, storeSettings } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
@@ -62,8 +62,7 @@ export class BreakerStore {
 
   constructor(options: BreakerStoreOptions) {
     this.redis = options.redis;
-    this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
-    this.retentionMs = positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
+    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.maxFailures = positiveInt(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
     this.maxRejections = positiveInt(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');
     defineScripts(this.redis, BREAKER_SCRIPTS);

@@ -9,8 +9,16 @@ export {
   type SettleResult,
   type HeartbeatResult,
 } from './receipt-store.js';
-export { type ReceiptRecord } from './receipt-record.js';
+export { type ReceiptRecord, type AttemptJob, type ReconcileVerdict, type ReconcileRecord } from './receipt-record.js';
 export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
+export {
+  ReconcileStore,
+  type ReconcileStoreOptions,
+  type ReconcileStart,
+  type KeyedRerun,
+  type VerdictToRecord,
+  type ReconcileFence,
+} from './reconcile-store.js';
 export {
   BreakerStore,
   type BreakerStoreOptions,

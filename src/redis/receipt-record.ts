@@ -10,6 +10,56 @@ import { fromStoredJson } from './stored-json.js';
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
 export const STEP_FIELD_PREFIX = 'step:';
 
+/** Hash field prefix of the BullMQ job an attempt ran in: `job:<attempt>`. */
+export const JOB_FIELD_PREFIX = 'job:';
+
+/** Hash field prefix of a BullMQ job that met the call while it was ambiguous: `met_job:<job JSON>`. */
+export const MET_JOB_FIELD_PREFIX = 'met_job:';
+
+/** The BullMQ job an attempt ran in: enough to find it again with a `Queue`. */
+export interface AttemptJob {
+  /** The queue's name. */
+  readonly queue: string;
+  /** The queue's BullMQ key prefix (`bull` unless the worker set another). */
+  readonly prefix: string;
+  readonly id: string;
+}
+
+/** How a reconcile judged a lost attempt: its effect landed, never started, or nobody can tell. */
+export type ReconcileVerdict = 'completed' | 'not_started' | 'unknown';
+
+/** A reconcile's verdict as the receipt records it. */
+export interface ReconcileRecord {
+  readonly verdict: ReconcileVerdict;
+  /** When it was recorded (server clock). */
+  readonly atMs: number;
+  /** Worker id of the reconciler. */
+  readonly by: string;
+  /** The attempt it judged. */
+  readonly attempt: number;
+  /** For `unknown`: why (the tool's answer, an error, or a timeout). */
+  readonly note: string | null;
+}
+
+/** The stored form of an {@link AttemptJob}. */
+export function attemptJobText(job: AttemptJob): string {
+  return JSON.stringify({ queue: job.queue, prefix: job.prefix, id: job.id });
+}
+
+function parseAttemptJob(text: string): AttemptJob | null {
+  try {
+    const v = JSON.parse(text) as Partial<AttemptJob>;
+    if (typeof v.queue === 'string' && typeof v.prefix === 'string' && typeof v.id === 'string') {
+      return { queue: v.queue, prefix: v.prefix, id: v.id };
+    }
+  } catch {
+    // A hand-edited field is shown as absent rather than failing the whole read.
+  }
+  return null;
+}
+
+const VERDICTS: readonly string[] = ['completed', 'not_started', 'unknown'];
+
 /** One receipt, as {@link ReceiptStore.inspect} and the listing methods return it. */
 export interface ReceiptRecord {
   readonly key: ToolCallReceiptKey;
@@ -59,6 +109,18 @@ export interface ReceiptRecord {
   readonly resolvedMs: number | null;
   /** Recorded sub-steps by name, values parsed. */
   readonly steps: Record<string, unknown>;
+  /** When the current (or last) attempt started, server clock; `null` for receipts written before it was recorded. */
+  readonly startedMs: number | null;
+  /** The BullMQ job of each attempt that recorded one, by attempt, oldest first. */
+  readonly jobs: ReadonlyArray<AttemptJob & { readonly attempt: number }>;
+  /** Other BullMQ jobs that met the call while it was ambiguous (a duplicate of the turn, say). */
+  readonly metJobs: readonly AttemptJob[];
+  /** The last reconcile's verdict, if a reconcile answered. */
+  readonly reconciled: ReconcileRecord | null;
+  /** End of a reconcile lease in progress (server clock); `null` when none is held. */
+  readonly reconcilingUntilMs: number | null;
+  /** When a provider-keyed call was last re-run inside its window. */
+  readonly keyedRerunMs: number | null;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -100,9 +162,22 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     );
   }
   const steps: Record<string, unknown> = {};
+  const jobs: Array<AttemptJob & { attempt: number }> = [];
+  const metJobs: AttemptJob[] = [];
   for (const [name, value] of fields) {
     if (name.startsWith(STEP_FIELD_PREFIX)) steps[name.slice(STEP_FIELD_PREFIX.length)] = fromStoredJson(value);
+    if (name.startsWith(MET_JOB_FIELD_PREFIX)) {
+      const job = parseAttemptJob(name.slice(MET_JOB_FIELD_PREFIX.length));
+      if (job) metJobs.push(job);
+    }
+    if (name.startsWith(JOB_FIELD_PREFIX)) {
+      const job = parseAttemptJob(value);
+      const attempt = Number(name.slice(JOB_FIELD_PREFIX.length));
+      if (job && Number.isSafeInteger(attempt)) jobs.push({ ...job, attempt });
+    }
   }
+  jobs.sort((a, b) => a.attempt - b.attempt);
+  const verdict = fields.get('reconciled') ?? '';
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
@@ -131,6 +206,20 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     lateHeartbeatMs: optionalInt(fields, 'late_heartbeat_ms'),
     lateSettle: lateSettleMs === null ? null : { atMs: lateSettleMs, attempt: optionalInt(fields, 'late_settle_attempt') ?? 0 },
     steps,
+    startedMs: optionalInt(fields, 'started_ms'),
+    jobs,
+    metJobs,
+    reconciled: VERDICTS.includes(verdict)
+      ? {
+          verdict: verdict as ReconcileVerdict,
+          atMs: optionalInt(fields, 'reconciled_ms') ?? 0,
+          by: fields.get('reconciled_by') ?? '',
+          attempt: optionalInt(fields, 'reconciled_attempt') ?? 0,
+          note: fields.get('reconcile_note') ?? null,
+        }
+      : null,
+    reconcilingUntilMs: optionalInt(fields, 'reconciling_until_ms'),
+    keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
     ttlMs,
     readAtMs: nowMs,
   };
@@ -138,13 +227,19 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
 }
 
 /**
- * True when a read receipt is ambiguous: running, and either a claim
- * reported the attempt ambiguous (the verdict sticks, even while a late
- * heartbeat keeps the lease live: see {@link isContestedRecord}) or its lease
- * is expired by the server clock and its effect is opaque.
+ * True when a read receipt is ambiguous: running, either a claim reported
+ * the attempt ambiguous (the verdict sticks, even while a late heartbeat
+ * keeps the lease live: see {@link isContestedRecord}) or its lease is
+ * expired by the server clock and its effect is opaque, and no reconcile is
+ * under way (a live reconcile lease means a worker is settling it right now,
+ * so no person is needed yet).
  */
 export function isAmbiguousRecord(record: ReceiptRecord): boolean {
-  return record.status === 'running' && (record.ambiguousMs !== null || (record.leaseExpired && record.effect === 'opaque'));
+  return (
+    record.status === 'running' &&
+    (record.ambiguousMs !== null || (record.leaseExpired && record.effect === 'opaque')) &&
+    !(record.reconcilingUntilMs !== null && record.reconcilingUntilMs > record.readAtMs)
+  );
 }
 
 /**

@@ -18,6 +18,10 @@ export const SCRIPT = {
   pruneIndex: 'toolReceiptsPruneIndex',
   breakerRecord: 'toolReceiptsBreakerRecord',
   tally: 'toolReceiptsTally',
+  reconcileBegin: 'toolReceiptsReconcileBegin',
+  reconcileSettle: 'toolReceiptsReconcileSettle',
+  reclaimKeyed: 'toolReceiptsReclaimKeyed',
+  noteJob: 'toolReceiptsNoteJob',
 } as const;
 
 /** Every script the receipt store uses. Claim and complete also take the run's breaker hash as KEYS[3]. */
@@ -39,4 +43,12 @@ export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
 /** The script the breaker store uses. */
 export const BREAKER_SCRIPTS: readonly ScriptDefinition[] = [
   { name: SCRIPT.breakerRecord, file: 'breaker-record-1.lua', numberOfKeys: 1 },
+];
+
+/** The scripts that settle an expired opaque attempt without a person: reconcile and keyed re-runs. */
+export const RECONCILE_SCRIPTS: readonly ScriptDefinition[] = [
+  { name: SCRIPT.reconcileBegin, file: 'reconcile-begin-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.reconcileSettle, file: 'reconcile-settle-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.reclaimKeyed, file: 'reclaim-keyed-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.noteJob, file: 'note-job-1.lua', numberOfKeys: 1 },
 ];

@@ -17,7 +17,7 @@ import {
   UnexpectedScriptReplyError,
   type AttemptFence,
 } from './errors.js';
-import { DEFAULT_KEY_PREFIX, breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey, validateKeyPrefix } from './keys.js';
+import { breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import {
   parseClaimObservation,
   parseObservation,
@@ -25,12 +25,12 @@ import {
   toReceiptState,
   type Observation,
 } from './observation.js';
-import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
+import { attemptJobText, STEP_FIELD_PREFIX, type AttemptJob, type ReceiptRecord } from './receipt-record.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { tallyReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
-import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, positiveInt } from './settings.js';
+import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite, type WriteMark } from './durability.js';
 import { fromStoredJson, toStoredJson } from './stored-json.js';
 import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
@@ -109,9 +109,8 @@ export class ReceiptStore {
   constructor(options: ReceiptStoreOptions) {
     this.redis = options.redis;
     this.clustered = isCluster(options.redis);
-    this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
+    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
-    this.retentionMs = positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs');
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     defineScripts(this.redis, RECEIPT_SCRIPTS);
     this.reader = new ReceiptReader(this.redis, this.prefix);
@@ -217,11 +216,13 @@ export class ReceiptStore {
     const claimKeys = this.keysWithBreaker(key);
     const keys: [string, string] = [claimKeys[0], claimKeys[1]];
     const redisKey = keys[0];
+    const job = options.job ? attemptJobText(options.job) : '';
     const claimArgs = [
       leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
       breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
       // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
       randomBytes(12).toString('base64url'),
+      job,
     ];
 
     let seen: Observation | null = null;
@@ -268,6 +269,7 @@ export class ReceiptStore {
             owner,
             seen.epoch,
             options.effect,
+            job,
           ]);
           const mark = this.durability?.mark(redisKey);
           if (won.code === 1) {
@@ -278,6 +280,10 @@ export class ReceiptStore {
           continue;
         }
         case 'ambiguous': {
+          if (options.settlesExpired) {
+            const lostFence = { attempt: seen.attempts, epoch: seen.epoch };
+            return { decision, state, effect, redisKey, leaseRemainingMs: 0, lostFence, ...breaker };
+          }
           const flagged = await this.run(SCRIPT.flagAmbiguous, keys, [seen.attempts, this.retentionMs, seen.epoch, options.effect]);
           if (flagged.code === 1 || flagged.code === 2) {
             return {
@@ -338,6 +344,19 @@ export class ReceiptStore {
   private settled(seen: Observation, fence: AttemptFence): SettleResult {
     if (seen.code !== 2) return { settledMs: seen.nowMs, late: null };
     return { settledMs: seen.nowMs, late: { attempt: fence.attempt, ambiguousMs: seen.ambiguousMs ?? seen.nowMs } };
+  }
+
+  /**
+   * Records that the expired attempt `fence` is ambiguous (as a claim does,
+   * `ambiguous_ms` set once) and keeps the receipt at least `retentionMs`.
+   * For callers that claimed with `settlesExpired` and could not settle it.
+   * Returns when it was first found ambiguous, or `null` when the receipt
+   * moved on (then nothing was written).
+   */
+  async flagAmbiguous(key: ToolCallReceiptKey, fence: AttemptFence, effect: EffectResumability): Promise<number | null> {
+    positiveInt(fence.attempt, 'attempt');
+    const flagged = await this.run(SCRIPT.flagAmbiguous, this.keys(key), [fence.attempt, this.retentionMs, fence.epoch, effect]);
+    return flagged.code === 1 || flagged.code === 2 ? flagged.ambiguousMs : null;
   }
 
   /**

@@ -3,6 +3,7 @@
  */
 import type { EffectResumability, ReceiptDecision, ReceiptState } from '../core/decision.js';
 import type { AttemptFence } from './errors.js';
+import type { AttemptJob } from './receipt-record.js';
 
 /** Options of one {@link ReceiptStore.claim}. */
 export interface ClaimOptions {
@@ -12,6 +13,15 @@ export interface ClaimOptions {
   leaseMs?: number;
   /** Worker id for this attempt; default the store's. */
   owner?: string;
+  /** The BullMQ job this attempt runs in, recorded as `job:<attempt>` when the claim starts one. */
+  job?: AttemptJob;
+  /**
+   * The caller will try to settle an expired opaque attempt itself (a
+   * reconcile, or a keyed re-run): an `ambiguous` decision is then returned
+   * without flagging the receipt, with {@link ClaimResult.lostFence}, and the
+   * caller flags it with `ReceiptStore.flagAmbiguous` if it cannot settle it.
+   */
+  settlesExpired?: boolean;
 }
 
 /** What a claim decided, and what it saw. */
@@ -47,6 +57,8 @@ export interface ClaimResult {
   readonly leaseUntilMs?: number;
   /** For `ambiguous`: when a claim first found this attempt ambiguous (server clock). */
   readonly ambiguousMs?: number;
+  /** For `ambiguous` with `settlesExpired`: the fence (number and epoch) of the attempt that lost its lease. */
+  readonly lostFence?: AttemptFence;
   /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
   readonly effect: EffectResumability;
   readonly redisKey: string;

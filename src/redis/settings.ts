@@ -3,6 +3,7 @@
  * numeric settings.
  */
 import { InvalidReceiptInputError } from './errors.js';
+import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from './keys.js';
 
 /** Default lease of an attempt: 30 s. */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -15,4 +16,12 @@ export function positiveInt(value: number, what: string): number {
     throw new InvalidReceiptInputError(`${what} must be a positive integer, got ${value}`);
   }
   return value;
+}
+
+/** The key prefix and retention every store takes, checked, with their defaults. */
+export function storeSettings(options: { prefix?: string; retentionMs?: number }): { prefix: string; retentionMs: number } {
+  return {
+    prefix: validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX),
+    retentionMs: positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs'),
+  };
 }

@@ -37,6 +37,23 @@ describe('defineTool', () => {
     }
   });
 
+  it.each([
+    ['keyed without a window', { effect: 'keyed' }, /needs keyWindowMs/],
+    ['keyed with a window of 0', { effect: 'keyed', keyWindowMs: 0 }, /needs keyWindowMs/],
+    ['a window without keyed', { keyWindowMs: 1000 }, /keyWindowMs goes with effect "keyed"/],
+    ['a reconcile on a resumable tool', { effect: 'resumable', reconcile: () => ({ status: 'unknown' }) }, /resumable tool .* needs no reconcile/],
+    ['a reconcile that is not a function', { reconcile: 'yes' }, /reconcile must be a function/],
+    ['a reconcile timeout of 1.5 ms', { reconcile: () => ({ status: 'unknown' }), reconcileTimeoutMs: 1.5 }, /reconcileTimeoutMs must be a positive integer/],
+  ])('rejects %s, saying what to pass', (_label, spec, message) => {
+    expect(() => defineTool({ name: 'x', ...base, ...(spec as object) } as never)).toThrow(message);
+  });
+
+  it('accepts a keyed tool with its window and a reconcile, and an opaque one with a reconcile', () => {
+    const reconcile = () => ({ status: 'not_started' as const });
+    expect(defineTool({ name: 'charge', ...base, effect: 'keyed', keyWindowMs: 86_400_000, reconcile })).toMatchObject({ effect: 'keyed', keyWindowMs: 86_400_000 });
+    expect(defineTool({ name: 'mail', ...base, reconcile, reconcileTimeoutMs: 500 }).reconcileTimeoutMs).toBe(500);
+  });
+
   it('exports each tool as JSON Schema for the model', () => {
     const tool = defineTool({ name: 'search', description: 'Find things.', ...base, input: z.object({ q: z.string(), limit: z.number().default(10) }) });
     const [entry] = toolListForModel([tool]);

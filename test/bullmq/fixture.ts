@@ -29,6 +29,8 @@ import { startRedis, type RedisHandle } from '../support/redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
 export interface Lane {
+  /** The Redis server's URL. */
+  readonly url: string;
   readonly prefix: string;
   /** The URL of the lane's Redis server, for child processes. */
   readonly redisUrl: string;
@@ -112,6 +114,7 @@ export function useLanes() {
     };
     const add = (data: unknown, opts?: JobsOptions) => queue.add('call', data, opts);
     return {
+      url: handle.url,
       prefix,
       redisUrl: handle.url,
       queueName,

@@ -13,6 +13,7 @@ import { showCommand } from '../../src/cli/commands/show.js';
 import { InvalidReceiptKeyError, ReceiptNotFoundError, ResolveRefusedError } from '../../src/cli/errors.js';
 import { FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
 import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
+import { ReconcileStore } from '../../src/redis/reconcile-store.js';
 import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 import { Capture, makeAmbiguous } from './support.js';
 
@@ -35,7 +36,7 @@ describe('ambiguous', () => {
 
     const human = new Capture();
     await ambiguousCommand({ store, out: human, args: { json: false } });
-    expect(human.lines[0]).toMatch(/^TENANT\s+RUN\s+TOOL\s+ATTEMPTS\s+SINCE\s+REDIS KEY$/);
+    expect(human.lines[0]).toMatch(/^TENANT\s+RUN\s+TOOL\s+ATTEMPTS\s+RECONCILED\s+SINCE\s+REDIS KEY$/);
     expect(human.text).toContain(store.redisKey(flagged));
     expect(human.text).toContain(store.redisKey(unflagged));
     expect(human.text).toContain('"acme {eu}"');
@@ -139,6 +140,36 @@ describe('show', () => {
     const json = new Capture();
     await showCommand({ store, out: json, args: { redisKey: store.redisKey(key), json: true } });
     expect(JSON.parse(json.text)).toMatchObject({ key, status: 'running', attempts: 1, leaseExpired: true });
+  });
+
+  it('says how a reconcile judged the call: under way, or its verdict with when, by whom and about which attempt', async () => {
+    const store = fixture.store();
+    const reconciles = new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix });
+    const key = freshKey();
+    await makeAmbiguous(store, key, { flag: false });
+    const fenceOf = async (k: typeof key) => ({ attempt: 1, epoch: (await store.inspect(k))!.epoch });
+    await reconciles.begin(key, await fenceOf(key), 60_000, 'reconciler-1');
+    const during = new Capture();
+    await showCommand({ store, out: during, args: { redisKey: store.redisKey(key), json: false } });
+    expect(during.text).toMatch(/reconciled\s+in progress, lease \S+ left\n/);
+    expect(during.text).not.toContain('Ambiguous:');
+
+    const other = freshKey();
+    await makeAmbiguous(store, other, { flag: false });
+    const otherFence = await fenceOf(other);
+    await reconciles.begin(other, otherFence, 60_000, 'reconciler-2');
+    await reconciles.settle(other, { ...otherFence, reconciles: 1, worker: 'reconciler-2' }, { verdict: 'unknown', note: 'no lookup' });
+    const after = new Capture();
+    await showCommand({ store, out: after, args: { redisKey: store.redisKey(other), json: false } });
+    expect(after.text).toMatch(/reconciled\s+unknown \(no lookup\), attempt 1, by reconciler-2 \d{4}-/);
+    expect(after.text).toContain('Ambiguous:');
+
+    // Only the one that still needs a person is listed, and it says the reconcile could not tell.
+    const listed = new Capture();
+    await ambiguousCommand({ store, out: listed, args: { json: false } });
+    expect(listed.text).not.toContain(store.redisKey(key));
+    const row = listed.lines.find((l) => l.includes(store.redisKey(other)));
+    expect(row).toMatch(/\s1\s+unknown\s/);
   });
 
   it('refuses a key with no receipt, and a key under another prefix', async () => {

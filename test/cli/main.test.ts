@@ -132,7 +132,7 @@ describe('the tool-receipts binary (spawned)', () => {
     const listed = await spawnCli(['ambiguous', '--prefix', prefix], url);
     expect(listed.code).toBe(0);
     expect(listed.stderr).toBe('');
-    expect(listed.stdout).toMatch(/^TENANT\s+RUN\s+TOOL\s+ATTEMPTS\s+SINCE\s+REDIS KEY\n/);
+    expect(listed.stdout).toMatch(/^TENANT\s+RUN\s+TOOL\s+ATTEMPTS\s+RECONCILED\s+SINCE\s+REDIS KEY\n/);
     expect(listed.stdout).toContain(`${key.tenantId}  ${key.runId}  send_email  1`);
     expect(listed.stdout).toContain(redisKey);
 

@@ -7,7 +7,7 @@ import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakerField } from '../../src/redis/keys.js';
 import { parseClaimObservation, parseObservation, type ClaimObservation, type Observation } from '../../src/redis/observation.js';
-import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
+import { RECEIPT_SCRIPTS, RECONCILE_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
 import { defineScripts, runScript, scriptSource } from '../../src/redis/scripts.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 
@@ -169,7 +169,7 @@ describe('the KEYS check itself', () => {
 describe('script files', () => {
   const dir = new URL('../../lua/', import.meta.url);
   const includesDir = new URL('includes/', dir);
-  const ours = RECEIPT_SCRIPTS.map((s) => s.file).concat('breaker-record-1.lua');
+  const ours = [...RECEIPT_SCRIPTS, ...RECONCILE_SCRIPTS].map((s) => s.file).concat('breaker-record-1.lua');
   const allScripts = readdirSync(dir).filter((f) => f.endsWith('.lua'));
   const includes = readdirSync(includesDir).filter((f) => f.endsWith('.lua'));
 

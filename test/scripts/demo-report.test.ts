@@ -22,6 +22,12 @@ const record = (n: number): ReceiptRecord => ({
   lateHeartbeatMs: null,
   lateSettle: null,
   steps: {},
+  startedMs: 1_799_999_999_000,
+  jobs: [],
+  metJobs: [],
+  reconciled: null,
+  reconcilingUntilMs: null,
+  keyedRerunMs: null,
   ttlMs: 1000,
   readAtMs: 1_800_000_002_000,
 });
@@ -41,7 +47,7 @@ describe('the demo report', () => {
 
   it('explains every row of the table it prints, the outbox and the absorbed repeats included', () => {
     const legend = DEMO_LEGEND.join('\n');
-    for (const row of ['executed:', 'replayed:', 'waited:', 'ambiguous:', 'effects in the outbox:', 'repeats absorbed by the ticket provider:']) {
+    for (const row of ['executed:', 'replayed:', 'waited:', 'reconcile:', 'ambiguous:', 'effects in the outbox:', 'repeats absorbed by the ticket provider:']) {
       expect(legend).toContain(row);
     }
   });

@@ -43,10 +43,12 @@ export async function ambiguousCommand({ store, out, args }: CommandContext<Ambi
     token(r.key.runId),
     token(r.key.toolName),
     String(r.attempts),
+    // Only what still needs a person is listed: a reconcile, if any, could not tell.
+    r.reconciled?.verdict === 'unknown' && r.reconciled.attempt === r.attempts ? 'unknown' : '-',
     when(since(r), r.readAtMs),
     r.redisKey,
   ]);
-  for (const line of table(['TENANT', 'RUN', 'TOOL', 'ATTEMPTS', 'SINCE', 'REDIS KEY'], rows)) writeLine(out, line);
+  for (const line of table(['TENANT', 'RUN', 'TOOL', 'ATTEMPTS', 'RECONCILED', 'SINCE', 'REDIS KEY'], rows)) writeLine(out, line);
   writeLine(out);
   const count = records.length === 1 ? '1 ambiguous receipt' : `${records.length} ambiguous receipts`;
   writeLine(out, `${count}. Look at one with: ${commandHint(store, 'show', '<redis key>')}`);
@@ -61,10 +63,11 @@ export const ambiguousSpec: CommandSpec<AmbiguousArgs> = {
 
 Lists every ambiguous receipt under the prefix: an opaque tool call whose
 attempt lost its lease before it completed, so its side effect may or may not
-have happened. Claims of such a call refuse to run it until an operator checks
+have happened, and which nothing settled on its own (no reconcile is under
+way; RECONCILED says unknown when the tool's reconcile could not tell). Claims of such a call refuse to run it until an operator checks
 the effect and settles the receipt with \`tool-receipts resolve\`.
 
-Columns: tenant, run, tool, attempts, since when it is ambiguous (server
+Columns: tenant, run, tool, attempts, reconciled, since when it is ambiguous (server
 clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
 holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
 A receipt hash that is corrupt (no valid status, or a key of another type) is

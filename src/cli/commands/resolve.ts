@@ -18,6 +18,7 @@ import {
 import { CliUsageError, ResolveRefusedError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
 import { readReceipt } from './show.js';
+import { retryFailedJobs, type JobRetryReport } from '../../bullmq/retry-jobs.js';
 import type { ReceiptStore } from '../../redis/receipt-store.js';
 
 /** Arguments of {@link resolveCommand}. */
@@ -31,6 +32,8 @@ export interface ResolveArgs {
   readonly resolution: Resolution;
   /** Print a JSON object with the receipt before and after instead of text. */
   readonly json: boolean;
+  /** Then retry the failed BullMQ jobs recorded on the receipt, so their turns finish. */
+  readonly retryJob?: boolean;
 }
 
 /** What `resolve --json` prints. */
@@ -42,6 +45,8 @@ export interface ResolveReport {
   readonly before: ReceiptRecord;
   /** The receipt as read just after; `null` if it was already gone. */
   readonly after: ReceiptRecord | null;
+  /** With `--retry-job`: what was done with each job recorded on the receipt. */
+  readonly jobs?: JobRetryReport[];
 }
 
 /** Turns the store's refusal into one sentence for the operator; other errors pass through. */
@@ -106,7 +111,8 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
  * {@link ResolveRefusedError} when the store refused (fenced out, or not
  * ambiguous) and `ReceiptNotFoundError` when there is no receipt.
  */
-export async function resolveCommand({ store, out, args }: CommandContext<ResolveArgs>): Promise<void> {
+export async function resolveCommand({ store, redis, out, args }: CommandContext<ResolveArgs>): Promise<void> {
+  if (args.retryJob && redis === undefined) throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
   const before = await readReceipt(store, args.redisKey);
   const seen = args.resolution.attemptsSeen;
   try {
@@ -115,8 +121,9 @@ export async function resolveCommand({ store, out, args }: CommandContext<Resolv
     throw refusal(store, args.redisKey, seen, err);
   }
   const after = await store.inspect(before.key);
+  const jobs = args.retryJob && after !== null && redis !== undefined ? await retryFailedJobs(redis, after) : undefined;
   if (args.json) {
-    const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after };
+    const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after, ...(jobs ? { jobs } : {}) };
     writeJson(out, report);
     return;
   }
@@ -131,6 +138,17 @@ export async function resolveCommand({ store, out, args }: CommandContext<Resolv
       ? 'Later claims of this call replay the recorded result instead of running it.'
       : `The next claim of this call runs it again, as attempt ${seen + 1}.`,
   );
+  if (jobs) writeJobRetries(out, jobs);
+}
+
+/** One line per job recorded on the receipt: retried, or the state it was left in. */
+function writeJobRetries(out: CommandContext<unknown>['out'], jobs: readonly JobRetryReport[]): void {
+  writeLine(out);
+  if (jobs.length === 0) writeLine(out, 'No BullMQ job is recorded on this receipt; nothing was retried.');
+  for (const { job, action } of jobs) {
+    const name = `job ${token(job.id)} of queue ${token(job.queue)} (prefix ${token(job.prefix)})`;
+    writeLine(out, action === 'retried' ? `Retried ${name}: it replays this call and runs the rest of its turn.` : `Left ${name} alone: it is ${action}.`);
+  }
 }
 
 function parseAttempts(text: string | undefined): number {
@@ -215,7 +233,10 @@ Options:
                     again as attempt n+1
   --error <text>    with --failed (required), what you found; stored on the
                     receipt
-  --json            print {redisKey, outcome, attemptsSeen, before, after}`,
+  --retry-job       then retry the BullMQ jobs recorded on the receipt (the
+                    job of each attempt) that failed: each replays this call
+                    and runs the rest of its turn. Other jobs are left alone.
+  --json            print {redisKey, outcome, attemptsSeen, before, after, jobs?}`,
   options: {
     ...JSON_OPTION,
     attempts: { type: 'string' },
@@ -224,10 +245,11 @@ Options:
     failed: { type: 'boolean' },
     result: { type: 'string' },
     error: { type: 'string' },
+    'retry-job': { type: 'boolean' },
   },
   parse(values, positionals) {
     const [redisKey] = expectPositionals('resolve', positionals, ['redisKey']) as [string];
-    return { redisKey, resolution: parseResolution(values), json: values['json'] === true };
+    return { redisKey, resolution: parseResolution(values), json: values['json'] === true, retryJob: values['retry-job'] === true };
   },
   run: resolveCommand,
 };

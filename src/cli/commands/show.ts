@@ -1,7 +1,7 @@
 /**
  * `tool-receipts show <redisKey>`: every field of one receipt.
  */
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { isAmbiguousRecord, isContestedRecord, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ReceiptNotFoundError } from '../errors.js';
 import {
@@ -73,8 +73,33 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
       'steps',
       steps.length === 0 ? '-' : steps.map(([name, value]) => `${token(name)} = ${clip(terminalText(compactJson(value)), 200)}`).join('\n'),
     ],
+    ['started', when(record.startedMs, now)],
+    ['reconciled', reconciledLabel(record)],
+    ['keyed re-run', when(record.keyedRerunMs, now)],
+    ['jobs', jobLines(record)],
     ['expires', record.ttlMs < 0 ? 'never (no TTL)' : `in ${duration(record.ttlMs)}`],
   ];
+}
+
+/** The BullMQ jobs recorded on a receipt: each attempt's, then those that met it ambiguous. */
+function jobLines(record: ReceiptRecord): string {
+  const name = (j: AttemptJob) => `${token(j.prefix)}:${token(j.queue)} job ${token(j.id)}`;
+  const lines = [
+    ...record.jobs.map((j) => `attempt ${j.attempt}: ${name(j)}`),
+    ...record.metJobs.map((j) => `met it ambiguous: ${name(j)}`),
+  ];
+  return lines.length === 0 ? '-' : lines.join('\n');
+}
+
+/** `reconciled: completed | not_started | unknown`, with when, by whom and about which attempt; or a reconcile under way. */
+export function reconciledLabel(record: ReceiptRecord): string {
+  if (record.reconcilingUntilMs !== null && record.reconcilingUntilMs > record.readAtMs) {
+    return `in progress, lease ${duration(record.reconcilingUntilMs - record.readAtMs)} left`;
+  }
+  const r = record.reconciled;
+  if (r === null) return '-';
+  const note = r.note === null ? '' : ` (${clip(terminalText(r.note), 200)})`;
+  return `${r.verdict}${note}, attempt ${r.attempt}, by ${token(r.by)} ${when(r.atMs, record.readAtMs)}`;
 }
 
 /** Prints what an operator can do about an ambiguous receipt. */

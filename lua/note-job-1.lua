@@ -1,0 +1,21 @@
+--[[
+  note-job: record on a receipt that a BullMQ job met it while its call was
+  ambiguous (a duplicate of the turn, say), so the job can be retried once
+  the call is settled, like the jobs of its attempts.
+
+  KEYS[1]  receipt hash
+
+  ARGV[1]  the job as JSON {"queue","prefix","id"}; stored as the field
+           'met_job:' .. ARGV[1] with the server time as its value
+
+  Returns 1 when recorded (or already there), 0 when the receipt does not
+  exist or is not running (nothing written: it would create a stray hash or
+  mark a settled call).
+]]
+--- @include "server-now"
+--- @include "observe-receipt"
+
+local receipt = readReceipt(KEYS[1])
+if receipt.status ~= 'running' then return 0 end
+redis.call('HSETNX', KEYS[1], 'met_job:' .. ARGV[1], serverNow())
+return 1

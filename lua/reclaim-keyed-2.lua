@@ -1,0 +1,59 @@
+--[[
+  reclaim-keyed: run a provider-keyed call again after its attempt lost its
+  lease, while the provider's deduplication window is still open. The new
+  attempt uses the same idempotency key, so a provider that keeps its promise
+  absorbs the repeat if the lost attempt's request had landed.
+
+  KEYS[1]  receipt hash
+  KEYS[2]  run index
+
+  ARGV[1]  attempts the caller observed (the lost attempt)
+  ARGV[2]  the provider's window in milliseconds, counted from created_ms
+           (the first attempt's start)
+  ARGV[3]  lease of the new attempt in milliseconds
+  ARGV[4]  retention in milliseconds
+  ARGV[5]  owner of the new attempt
+  ARGV[6]  the BullMQ job of the new attempt as JSON ('' = none)
+  ARGV[7]  epoch of the lost attempt's lifetime (kept by the new attempt)
+
+  The window must still be open at the end of the new lease
+  (TIME + ARGV[3] <= created_ms + ARGV[2]), so the repeat reaches the
+  provider inside it.
+
+  Returns { code, n, now_ms }:
+  code  1  reclaimed: running, attempts + 1 = n, lease until TIME + ARGV[3],
+           started_ms = TIME, keyed_rerun_ms = TIME; error, tier, completed_ms,
+           ambiguous_ms and resolved_ms cleared, steps kept.
+  code  2  a reconcile holds a live lease: n = ms left on it. Nothing written.
+  code  3  the window is closed (or closes within the new lease). Nothing written.
+  code  0  not running at ARGV[1] of epoch ARGV[7], lease still live, or
+           gone. Nothing written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+]]
+--- @include "server-now"
+--- @include "ttl"
+--- @include "fenced"
+--- @include "reconcile-lease"
+
+local rcall = redis.call
+local now = serverNow()
+
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+if corrupt then return corrupt end
+if not holdsFence(receipt, ARGV[1], ARGV[7]) or receipt.leaseUntil > now then
+  return { 0, 0, now }
+end
+local left = reconcileLeaseLeft(KEYS[1], now)
+if left > 0 then return { 2, left, now } end
+local lease = tonumber(ARGV[3])
+local created = tonumber(rcall('HGET', KEYS[1], 'created_ms')) or 0
+if now + lease > created + tonumber(ARGV[2]) then return { 3, 0, now } end
+
+local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
+rcall('HSET', KEYS[1], 'lease_until_ms', now + lease, 'owner', ARGV[5], 'started_ms', now,
+  'keyed_rerun_ms', now, 'updated_ms', now)
+if ARGV[6] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[6]) end
+rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
+keepAtLeast(KEYS[1], lease + tonumber(ARGV[4]))
+keepAtLeast(KEYS[2], lease + tonumber(ARGV[4]))
+return { 1, attempts, now }

@@ -1,0 +1,98 @@
+--[[
+  reconcile-settle: record a reconcile's verdict on the attempt it judged and
+  act on it, fenced on that attempt and on the reconcile that asked.
+
+  KEYS[1]  receipt hash
+  KEYS[2]  run index
+
+  ARGV[1]  the attempt judged (attempts when the reconcile began)
+  ARGV[2]  reconciles: the fence reconcile-begin returned
+  ARGV[3]  verdict: 'completed' | 'not_started' | 'unknown'
+  ARGV[4]  worker id of the reconciler (stored as reconciled_by; for
+           not_started also the owner of the new attempt)
+  ARGV[5]  completed: result as JSON text ('' = no result value);
+           unknown: why, stored as reconcile_note ('' = none)
+  ARGV[6]  not_started: lease of the new attempt in milliseconds, or 0 to
+           release the call for a later claim instead of starting it here
+  ARGV[7]  retention in milliseconds
+  ARGV[8]  not_started: the BullMQ job of the new attempt as JSON ('' = none)
+  ARGV[9]  epoch of the judged attempt's lifetime (kept by a not_started re-run)
+
+  Every verdict sets reconciled = ARGV[3], reconciled_ms = TIME,
+  reconciled_by = ARGV[4], reconciled_attempt = ARGV[1] and ends the
+  reconcile lease. Then:
+    completed    status completed, result stored, completed_ms = TIME, lease
+                 cleared; the receipt expires retention ms from now.
+    not_started  attempts + 1 under a fresh lease owned by ARGV[4]
+                 (started_ms = TIME, job:<attempt> = ARGV[8]); error, tier,
+                 completed_ms, ambiguous_ms and resolved_ms are cleared.
+                 With ARGV[6] = 0: status failed (tier neverStarted, error
+                 saying so, completed_ms = TIME, lease cleared), so the next
+                 claim runs it as attempt + 1; expires retention ms from now.
+    unknown      still running and expired: ambiguous_ms is set if unset and
+                 the receipt kept at least retention ms, for an operator.
+
+  Returns { code, attempts, lease_until_ms, ambiguous_ms }:
+  code  1  recorded as above (lease_until_ms 0 unless not_started,
+           ambiguous_ms '' unless unknown)
+  code  0  fenced out: not running at ARGV[1] of epoch ARGV[9], another reconcile began
+           since (reconciles differs), or the judged attempt's lease is live
+           again (it heartbeated: it was paused, not lost). Nothing written.
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+]]
+--- @include "server-now"
+--- @include "ttl"
+--- @include "fenced"
+
+local rcall = redis.call
+local now = serverNow()
+
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+if corrupt then return corrupt end
+local reconciles = tonumber(rcall('HGET', KEYS[1], 'reconciles')) or 0
+-- A lost attempt that heartbeated since (it was paused, not dead) owns the call again: the verdict is dropped.
+if not holdsFence(receipt, ARGV[1], ARGV[9]) or reconciles ~= tonumber(ARGV[2]) or receipt.leaseUntil > now then
+  return { 0, receipt.attempts, 0, '' }
+end
+
+local verdict = ARGV[3]
+local retention = tonumber(ARGV[7])
+rcall('HSET', KEYS[1], 'reconciled', verdict, 'reconciled_ms', now, 'reconciled_by', ARGV[4],
+  'reconciled_attempt', ARGV[1], 'updated_ms', now)
+rcall('HDEL', KEYS[1], 'reconciling_until_ms', 'reconciler')
+
+if verdict == 'completed' then
+  rcall('HSET', KEYS[1], 'status', 'completed', 'completed_ms', now)
+  if ARGV[5] == '' then rcall('HDEL', KEYS[1], 'result') else rcall('HSET', KEYS[1], 'result', ARGV[5]) end
+  rcall('HDEL', KEYS[1], 'lease_until_ms')
+  rcall('PEXPIRE', KEYS[1], retention)
+  keepAtLeast(KEYS[2], retention)
+  return { 1, receipt.attempts, 0, '' }
+end
+
+if verdict == 'not_started' and tonumber(ARGV[6]) == 0 then
+  rcall('HSET', KEYS[1], 'status', 'failed', 'completed_ms', now, 'tier', 'neverStarted',
+    'error', 'a reconcile found that the effect never started')
+  rcall('HDEL', KEYS[1], 'lease_until_ms', 'result')
+  rcall('PEXPIRE', KEYS[1], retention)
+  keepAtLeast(KEYS[2], retention)
+  return { 1, receipt.attempts, 0, '' }
+end
+
+if verdict == 'not_started' then
+  local lease = tonumber(ARGV[6])
+  local leaseUntil = now + lease
+  local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
+  rcall('HSET', KEYS[1], 'lease_until_ms', leaseUntil, 'owner', ARGV[4], 'started_ms', now)
+  if ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[8]) end
+  rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
+  keepAtLeast(KEYS[1], lease + retention)
+  keepAtLeast(KEYS[2], lease + retention)
+  return { 1, attempts, leaseUntil, '' }
+end
+
+if ARGV[5] == '' then rcall('HDEL', KEYS[1], 'reconcile_note') else rcall('HSET', KEYS[1], 'reconcile_note', ARGV[5]) end
+rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
+keepAtLeast(KEYS[1], retention)
+keepAtLeast(KEYS[2], retention)
+return { 1, receipt.attempts, 0, rcall('HGET', KEYS[1], 'ambiguous_ms') }

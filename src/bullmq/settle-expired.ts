@@ -1,0 +1,265 @@
+/**
+ * Claiming a call whose opaque attempt lost its lease, for tools that can
+ * settle that themselves instead of leaving it to a person: a `keyed` tool is
+ * run again with the same idempotency key while its provider's window is
+ * open, and a tool with `reconcile` is asked (by one worker under a fenced
+ * reconcile lease, while the others wait) whether the effect landed.
+ *
+ * What comes back is a claim result like the store's, with the decision the
+ * wrapper acts on: replay (reconciled completed), execute (not started, or a
+ * keyed re-run), wait (another worker is reconciling) or ambiguous.
+ */
+import type { Job } from 'bullmq';
+import type { Logger } from 'pino';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { FencedOutError, type AttemptFence } from '../redis/errors.js';
+import type { AttemptJob, ReconcileVerdict } from '../redis/receipt-record.js';
+import type { ClaimResult } from '../redis/receipt-store.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ReconcileStore, VerdictToRecord } from '../redis/reconcile-store.js';
+import { idempotencyKeyFor } from './call-context.js';
+import { receiptEffectOf, type AnyToolDefinition, type ReconcileAnswer, type ReconcileContext } from './define-tool.js';
+import type { ToolCallEventBase, ToolReceiptsEvents } from './events.js';
+import type { ToolCall, ToolJobData } from './job-data.js';
+
+/** Default of `reconcileTimeoutMs`. */
+export const DEFAULT_RECONCILE_TIMEOUT_MS = 10_000;
+
+/** Rounds of claim and settle before falling back to a plain claim; each lost round means the receipt moved on. */
+const MAX_ROUNDS = 4;
+
+/** A claim result, plus how an expired attempt was settled on the way, if it was. */
+export type CallClaim = ClaimResult & {
+  /** Set when a reconcile answered in this claim. */
+  readonly reconciled?: ReconcileVerdict;
+  /** Set when this claim re-ran a keyed call inside its window. */
+  readonly keyedRerun?: true;
+};
+
+/** The parts of the wrapper's runtime the settling uses. */
+export interface SettleRuntime {
+  readonly store: ReceiptStore;
+  readonly reconciles: ReconcileStore;
+  readonly events: ToolReceiptsEvents;
+  readonly leaseMs: number;
+  readonly owner: string;
+  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<unknown>;
+}
+
+/** One call's claim, with the job it belongs to. */
+export interface SettleScope {
+  readonly rt: SettleRuntime;
+  readonly scope: { readonly job: Job; readonly data: ToolJobData; readonly signal: AbortSignal };
+  readonly call: ToolCall;
+  readonly tool: AnyToolDefinition;
+  readonly key: ToolCallReceiptKey;
+  readonly args: unknown;
+  readonly log: Logger;
+}
+
+/** The BullMQ job a claim records for the attempt it may start. */
+export function attemptJobOf(job: Job): AttemptJob | undefined {
+  if (job.id === undefined) return undefined;
+  const qualified = job.queueQualifiedName;
+  const prefix = qualified.endsWith(`:${job.queueName}`) ? qualified.slice(0, -(job.queueName.length + 1)) : 'bull';
+  return { queue: job.queueName, prefix, id: job.id };
+}
+
+/** How long a tool's reconcile may take. */
+export const reconcileTimeoutOf = (tool: AnyToolDefinition): number => tool.reconcileTimeoutMs ?? DEFAULT_RECONCILE_TIMEOUT_MS;
+
+/** The reconcile lease outlives the timeout by a full receipt lease, so the verdict is written while it is still held. */
+export const reconcileLeaseMs = (tool: AnyToolDefinition, leaseMs: number): number => reconcileTimeoutOf(tool) + leaseMs;
+
+/** Whether a tool settles its own expired attempts. */
+export const settlesExpired = (tool: AnyToolDefinition): boolean => tool.effect === 'keyed' || tool.reconcile !== undefined;
+
+/**
+ * Claim the call; when the claim finds an expired opaque attempt and the tool
+ * can settle it, try to. Tools that cannot get the store's claim unchanged.
+ * A job that meets the call ambiguous is noted on the receipt, so it can be
+ * retried once the call is settled.
+ */
+export async function claimCall(x: SettleScope): Promise<CallClaim> {
+  const claim = await claimOrSettle(x);
+  const job = attemptJobOf(x.scope.job);
+  if (claim.decision.kind === 'ambiguous' && job) {
+    await x.rt.reconciles.noteJob(x.key, job).catch((error: unknown) => {
+      x.log.warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
+    });
+  }
+  return claim;
+}
+
+async function claimOrSettle(x: SettleScope): Promise<CallClaim> {
+  const { rt, scope, tool, key } = x;
+  const settles = settlesExpired(tool);
+  const job = attemptJobOf(scope.job);
+  const options = { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, ...(job ? { job } : {}) };
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const claim = await rt.store.claim(key, { ...options, settlesExpired: settles });
+    if (!settles || claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
+    const lost = claim.lostFence;
+    // A removed tool is never run again; it is left ambiguous for a person.
+    if (tool.effect === 'keyed' && claim.toolRemoval === undefined) {
+      const rerun = await rt.reconciles.reclaimKeyed(key, {
+        lost, keyWindowMs: tool.keyWindowMs ?? 0, leaseMs: rt.leaseMs, owner: rt.owner, ...(job ? { job } : {}),
+      });
+      if (rerun.kind === 'movedOn') continue;
+      if (rerun.kind === 'busy') return waiting(claim, rerun);
+      if (rerun.kind === 'reclaimed') {
+        const { attempt } = rerun.fence;
+        rt.events.emit('keyedRerun', { ...eventBase(x, claim.redisKey), attempt });
+        x.log.info({ attempt, keyWindowMs: tool.keyWindowMs }, 'keyed call run again with the same idempotency key');
+        return { ...claim, decision: { kind: 'execute', attempt }, attempt, fence: rerun.fence, keyedRerun: true };
+      }
+    }
+    if (tool.reconcile !== undefined && claim.toolRemoval === undefined) {
+      const settled = await reconcileLost(x, claim, lost);
+      if (settled === 'movedOn') continue;
+      return settled;
+    }
+    const ambiguousMs = await rt.store.flagAmbiguous(key, lost, receiptEffectOf(tool));
+    if (ambiguousMs === null) continue;
+    return { ...claim, ambiguousMs };
+  }
+  return rt.store.claim(key, options);
+}
+
+const waiting = (claim: ClaimResult, busy: { remainingMs: number; nowMs: number }): CallClaim => ({
+  ...claim,
+  decision: { kind: 'wait', reason: 'another worker is reconciling this call' },
+  leaseRemainingMs: busy.remainingMs,
+  serverNowMs: busy.nowMs,
+});
+
+const eventBase = (x: SettleScope, receiptKey: string): ToolCallEventBase => ({
+  tenantId: x.scope.data.tenantId,
+  runId: x.scope.data.runId,
+  tool: x.tool.name,
+  callId: x.call.id,
+  jobId: x.scope.job.id,
+  receiptKey,
+});
+
+/** What a reconcile is told about the lost attempt of a call. */
+export function lostAttemptContext(lost: {
+  key: ToolCallReceiptKey;
+  attempt: number;
+  attemptStartedMs: number;
+  data: ToolJobData;
+  call: ToolCall;
+  job: Job;
+  logger: Logger;
+}): Omit<ReconcileContext, 'signal'> {
+  return {
+    idempotencyKey: idempotencyKeyFor(lost.key),
+    attempt: lost.attempt,
+    attemptStartedMs: lost.attemptStartedMs,
+    tenantId: lost.data.tenantId,
+    runId: lost.data.runId,
+    sessionId: lost.data.sessionId,
+    callId: lost.call.id,
+    job: lost.job,
+    logger: lost.logger,
+  };
+}
+
+/** Ask the tool about the lost attempt under the reconcile lease, record its verdict, and act on it. */
+async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: AttemptFence): Promise<CallClaim | 'movedOn'> {
+  const lost = lostFence.attempt;
+  const { rt, tool, key } = x;
+  const timeoutMs = reconcileTimeoutOf(tool);
+  const start = await rt.reconciles.begin(key, lostFence, reconcileLeaseMs(tool, rt.leaseMs), rt.owner);
+  switch (start.kind) {
+    case 'movedOn':
+      return 'movedOn';
+    case 'busy':
+      return waiting(claim, start);
+    case 'unknown':
+      return {
+        ...claim,
+        decision: { kind: 'ambiguous', reason: `a reconcile of attempt ${lost} could not tell whether its effect happened` },
+        ambiguousMs: start.ambiguousMs,
+        reconciled: 'unknown',
+      };
+    case 'begun':
+      break;
+  }
+
+  const startedAt = performance.now();
+  const context = lostAttemptContext({ ...x.scope, key, attempt: lost, attemptStartedMs: start.attemptStartedMs, call: x.call, logger: x.log });
+  const answer = await askReconcile(tool, x.args, context, x.scope.signal, timeoutMs);
+  const job = attemptJobOf(x.scope.job);
+  const toRecord: VerdictToRecord =
+    answer.status === 'completed'
+      ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data) }
+      : answer.status === 'not_started'
+        ? { verdict: 'not_started', leaseMs: rt.leaseMs, ...(job ? { job } : {}) }
+        : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
+  let owner: AttemptFence;
+  try {
+    owner = await rt.reconciles.settle(key, { ...lostFence, reconciles: start.reconciles, worker: rt.owner }, toRecord);
+  } catch (error) {
+    if (!(error instanceof FencedOutError)) throw error;
+    x.log.warn({ attempt: lost, verdict: toRecord.verdict }, 'reconcile verdict fenced out; the receipt moved on');
+    return 'movedOn';
+  }
+
+  const note = toRecord.verdict === 'unknown' ? toRecord.note : undefined;
+  rt.events.emit('reconciled', { ...eventBase(x, claim.redisKey), attempt: lost, verdict: toRecord.verdict, ...(note ? { note } : {}) });
+  x.log.info(
+    { reconciled: toRecord.verdict, attempt: lost, note, ms: Math.round(performance.now() - startedAt) },
+    `tool call reconciled: ${toRecord.verdict}`,
+  );
+  switch (toRecord.verdict) {
+    case 'completed':
+      return { ...claim, decision: { kind: 'replay' }, result: toRecord.result, reconciled: 'completed' };
+    case 'not_started':
+      return { ...claim, decision: { kind: 'execute', attempt: owner.attempt }, attempt: owner.attempt, fence: owner, reconciled: 'not_started' };
+    case 'unknown':
+      return {
+        ...claim,
+        decision: { kind: 'ambiguous', reason: `attempt ${lost} lost its lease and the tool's reconcile could not tell whether its effect happened (${note})` },
+        reconciled: 'unknown',
+      };
+  }
+}
+
+/**
+ * Ask a tool's `reconcile` about a lost attempt. A throw, a malformed answer
+ * or a timeout is `unknown`, saying which; `ctx.signal` aborts at the timeout
+ * or when `outer` does.
+ */
+export async function askReconcile(
+  tool: AnyToolDefinition,
+  args: unknown,
+  lost: Omit<ReconcileContext, 'signal'>,
+  outer: AbortSignal,
+  timeoutMs: number,
+): Promise<ReconcileAnswer> {
+  const timeout = new AbortController();
+  const ctx: ReconcileContext = { ...lost, signal: AbortSignal.any([timeout.signal, outer]) };
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<ReconcileAnswer>((resolve) => {
+    timer = setTimeout(() => {
+      timeout.abort();
+      resolve({ status: 'unknown', reason: `reconcile timed out after ${timeoutMs} ms` });
+    }, timeoutMs);
+  });
+  try {
+    const answer = await Promise.race([Promise.resolve().then(() => tool.reconcile!(args, ctx)), timedOut]);
+    return validAnswer(answer);
+  } catch (error) {
+    return { status: 'unknown', reason: `reconcile threw: ${error instanceof Error ? error.message : String(error)}` };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function validAnswer(answer: unknown): ReconcileAnswer {
+  const status = (answer as { status?: unknown } | null)?.status;
+  if (status === 'completed' && answer !== null && typeof answer === 'object' && 'result' in answer) return answer as ReconcileAnswer;
+  if (status === 'not_started' || status === 'unknown') return answer as ReconcileAnswer;
+  return { status: 'unknown', reason: `reconcile returned ${JSON.stringify(answer) ?? String(answer)}, not {status: 'completed', result} | {status: 'not_started'} | {status: 'unknown'}` };
+}

@@ -1,0 +1,198 @@
+/**
+ * The Redis side of settling an expired opaque attempt without a person:
+ * a reconcile lease (so one worker asks the tool while the others wait), the
+ * verdict it records, and re-running a provider-keyed call inside its
+ * window. Each transition is one Lua script on the receipt, fenced like the
+ * receipt store's own.
+ */
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { RedisConnection } from './connection.js';
+import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
+import { receiptRedisKey, runIndexRedisKey } from './keys.js';
+import { RECONCILE_SCRIPTS, SCRIPT } from './receipt-scripts.js';
+import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
+import { defineScripts, runScript } from './scripts.js';
+import { positiveInt, storeSettings } from './settings.js';
+import { toStoredJson } from './stored-json.js';
+
+/** What {@link ReconcileStore.begin} found. */
+export type ReconcileStart =
+  /** This caller holds the reconcile lease; `reconciles` fences its verdict. */
+  | { readonly kind: 'begun'; readonly reconciles: number; readonly attemptStartedMs: number; readonly nowMs: number }
+  /** Another worker is reconciling; look again after `remainingMs` (from `nowMs`, server clock). */
+  | { readonly kind: 'busy'; readonly remainingMs: number; readonly nowMs: number }
+  /** A reconcile of this attempt already answered unknown: the call is ambiguous (flagged). */
+  | { readonly kind: 'unknown'; readonly ambiguousMs: number }
+  /** The receipt moved on (settled, taken over, heartbeated, gone): claim again. */
+  | { readonly kind: 'movedOn' };
+
+/** What {@link ReconcileStore.reclaimKeyed} found. */
+export type KeyedRerun =
+  /** The new attempt's fence (the lifetime's epoch is kept). */
+  | { readonly kind: 'reclaimed'; readonly fence: AttemptFence }
+  | { readonly kind: 'busy'; readonly remainingMs: number; readonly nowMs: number }
+  | { readonly kind: 'windowClosed' }
+  | { readonly kind: 'movedOn' };
+
+/** A verdict to record, with what it needs. */
+export type VerdictToRecord =
+  | { readonly verdict: 'completed'; readonly result: unknown }
+  /** With `leaseMs`, attempt n+1 starts now for the caller; without, the receipt is failed (neverStarted) for a later claim to run. */
+  | { readonly verdict: 'not_started'; readonly leaseMs?: number; readonly job?: AttemptJob }
+  | { readonly verdict: 'unknown'; readonly note?: string };
+
+/** The fence of one reconcile: the attempt it judges (number and epoch) and the reconcile that asked. */
+export interface ReconcileFence extends AttemptFence {
+  readonly reconciles: number;
+  /** Worker id recorded as `reconciled_by` (and owner of a not_started re-run). */
+  readonly worker: string;
+}
+
+/** How a {@link ReconcileStore} talks to Redis: the same connection, prefix and retention as the receipt store. */
+export interface ReconcileStoreOptions {
+  readonly redis: RedisConnection;
+  readonly prefix?: string;
+  readonly retentionMs?: number;
+}
+
+const ints = (script: string, reply: unknown, count: number): number[] => {
+  if (!Array.isArray(reply) || reply.length < count) throw new UnexpectedScriptReplyError(script, reply);
+  return reply.slice(0, count).map((v) => {
+    const n = Number(v);
+    if (!Number.isSafeInteger(n)) throw new UnexpectedScriptReplyError(script, reply);
+    return n;
+  });
+};
+
+/** Reconcile leases, verdicts and keyed re-runs on receipts. */
+export class ReconcileStore {
+  private readonly redis: RedisConnection;
+  private readonly prefix: string;
+  private readonly retentionMs: number;
+
+  constructor(options: ReconcileStoreOptions) {
+    this.redis = options.redis;
+    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
+    defineScripts(this.redis, RECONCILE_SCRIPTS);
+  }
+
+  private keys(key: ToolCallReceiptKey): [string, string] {
+    return [receiptRedisKey(this.prefix, key), runIndexRedisKey(this.prefix, key.tenantId, key.runId)];
+  }
+
+  /** Runs a script; a corrupt key becomes a typed `CorruptReceiptError`. */
+  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await runScript(this.redis, script, keys, args);
+    } catch (error) {
+      throw corruptReceiptErrorOf(error, keys[0] ?? '');
+    }
+  }
+
+  /**
+   * Takes the reconcile lease of the expired opaque attempt `lost`,
+   * unless another worker holds a live one or a reconcile already answered
+   * unknown for it (`again` asks once more all the same).
+   */
+  async begin(
+    key: ToolCallReceiptKey,
+    lost: AttemptFence,
+    leaseMs: number,
+    worker: string,
+    options: { again?: boolean } = {},
+  ): Promise<ReconcileStart> {
+    const args = [positiveInt(lost.attempt, 'attempt'), positiveInt(leaseMs, 'leaseMs'), worker, this.retentionMs, options.again ? '1' : '', lost.epoch];
+    const reply = await this.call(SCRIPT.reconcileBegin, this.keys(key), args);
+    const [code, n, startedMs, nowMs] = ints(SCRIPT.reconcileBegin, reply, 4) as [number, number, number, number];
+    switch (code) {
+      case 1:
+        return { kind: 'begun', reconciles: n, attemptStartedMs: startedMs, nowMs };
+      case 2:
+        return { kind: 'busy', remainingMs: n, nowMs };
+      case 3:
+        return { kind: 'unknown', ambiguousMs: n };
+      case 0:
+        return { kind: 'movedOn' };
+      default:
+        throw new UnexpectedScriptReplyError(SCRIPT.reconcileBegin, reply);
+    }
+  }
+
+  /**
+   * Records a verdict under the reconcile's fence and acts on it (see
+   * `reconcile-settle-2.lua`). Returns the fence of the attempt that now
+   * owns the call: the new one for `not_started` with a lease, the judged one
+   * otherwise. Throws
+   * {@link FencedOutError} when the receipt moved on or another reconcile
+   * began since; then nothing was written.
+   */
+  async settle(key: ToolCallReceiptKey, fence: ReconcileFence, verdict: VerdictToRecord): Promise<AttemptFence> {
+    const payload =
+      verdict.verdict === 'completed' ? toStoredJson(verdict.result, 'the reconciled result') : verdict.verdict === 'unknown' ? (verdict.note ?? '') : '';
+    const leaseMs = verdict.verdict === 'not_started' && verdict.leaseMs !== undefined ? positiveInt(verdict.leaseMs, 'leaseMs') : 0;
+    const job = verdict.verdict === 'not_started' && verdict.job ? attemptJobText(verdict.job) : '';
+    const keys = this.keys(key);
+    const reply = await this.call(SCRIPT.reconcileSettle, keys, [
+      positiveInt(fence.attempt, 'attempt'),
+      positiveInt(fence.reconciles, 'reconciles'),
+      verdict.verdict,
+      fence.worker,
+      payload,
+      leaseMs,
+      this.retentionMs,
+      job,
+      fence.epoch,
+    ]);
+    const [code, attempts] = ints(SCRIPT.reconcileSettle, reply, 2) as [number, number];
+    if (code !== 1) {
+      const observed = attempts > 0 ? { status: 'running' as const, attempts, epoch: fence.epoch } : null;
+      throw new FencedOutError(keys[0], fence, observed, `reconcile (${verdict.verdict})`);
+    }
+    return { attempt: attempts, epoch: fence.epoch };
+  }
+
+  /**
+   * Records that `job` met this call while it was ambiguous, so
+   * `retryFailedJobs` retries it too once the call is settled. Writes nothing
+   * unless the receipt exists and is running; returns whether it was recorded.
+   */
+  async noteJob(key: ToolCallReceiptKey, job: AttemptJob): Promise<boolean> {
+    const reply = await this.call(SCRIPT.noteJob, [receiptRedisKey(this.prefix, key)], [attemptJobText(job)]);
+    return Number(reply) === 1;
+  }
+
+  /**
+   * Starts the attempt after `lost` of a provider-keyed call whose attempt
+   * lost its lease, when the provider's window (from the first attempt's
+   * start) is still open at the end of the new lease.
+   */
+  async reclaimKeyed(
+    key: ToolCallReceiptKey,
+    options: { lost: AttemptFence; keyWindowMs: number; leaseMs: number; owner: string; job?: AttemptJob },
+  ): Promise<KeyedRerun> {
+    const reply = await this.call(SCRIPT.reclaimKeyed, this.keys(key), [
+      positiveInt(options.lost.attempt, 'attempt'),
+      positiveInt(options.keyWindowMs, 'keyWindowMs'),
+      positiveInt(options.leaseMs, 'leaseMs'),
+      this.retentionMs,
+      options.owner,
+      options.job ? attemptJobText(options.job) : '',
+      options.lost.epoch,
+    ]);
+    const [code, n, nowMs] = ints(SCRIPT.reclaimKeyed, reply, 3) as [number, number, number];
+    switch (code) {
+      case 1:
+        return { kind: 'reclaimed', fence: { attempt: n, epoch: options.lost.epoch } };
+      case 2:
+        return { kind: 'busy', remainingMs: n, nowMs };
+      case 3:
+        return { kind: 'windowClosed' };
+      case 0:
+        return { kind: 'movedOn' };
+      default:
+        throw new UnexpectedScriptReplyError(SCRIPT.reclaimKeyed, reply);
+    }
+  }
+}
+
+export type { ReconcileVerdict };
