@@ -128,7 +128,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   options.telemetry?.bind?.({ redis: options.redis, store });
   const runtime: CallRuntime = {
     store,
-    reconciles: new ReconcileStore(storeOptions),
+    reconciles: new ReconcileStore({ ...storeOptions, durability: options.durability }),
     breaker,
     tools,
     logger,

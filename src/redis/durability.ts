@@ -34,7 +34,8 @@ export interface DurabilityOptions {
 export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
 /** Which receipt write was not acknowledged. */
-export type DurableWrite = 'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve';
+export type DurableWrite =
+  | 'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve' | 'reconcile' | 'reclaimKeyed';
 
 /** The durability options are malformed (negative replicas, a zero timeout, nothing asked for). */
 export class InvalidDurabilityOptionsError extends ToolReceiptsError {

@@ -11,6 +11,7 @@ import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type
 import { receiptRedisKey, runIndexRedisKey } from './keys.js';
 import { RECONCILE_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
+import { DurabilityWaiter, type DurabilityOptions } from './durability.js';
 import { defineScripts, runScript } from './scripts.js';
 import { positiveInt, storeSettings } from './settings.js';
 import { toStoredJson } from './stored-json.js';
@@ -48,11 +49,17 @@ export interface ReconcileFence extends AttemptFence {
   readonly worker: string;
 }
 
-/** How a {@link ReconcileStore} talks to Redis: the same connection, prefix and retention as the receipt store. */
+/** How a {@link ReconcileStore} talks to Redis: the same connection, prefix, retention and durability as the receipt store. */
 export interface ReconcileStoreOptions {
   readonly redis: RedisConnection;
   readonly prefix?: string;
   readonly retentionMs?: number;
+  /**
+   * As the receipt store's: a verdict that settles the call or starts an
+   * attempt, and a keyed re-run, wait for it, and throw
+   * `ReceiptNotDurableError` (nothing to run) when it is not acknowledged.
+   */
+  readonly durability?: DurabilityOptions;
 }
 
 const ints = (script: string, reply: unknown, count: number): number[] => {
@@ -69,10 +76,12 @@ export class ReconcileStore {
   private readonly redis: RedisConnection;
   private readonly prefix: string;
   private readonly retentionMs: number;
+  private readonly durability: DurabilityWaiter | undefined;
 
   constructor(options: ReconcileStoreOptions) {
     this.redis = options.redis;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
+    this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
     defineScripts(this.redis, RECONCILE_SCRIPTS);
   }
 
@@ -132,6 +141,7 @@ export class ReconcileStore {
     const leaseMs = verdict.verdict === 'not_started' && verdict.leaseMs !== undefined ? positiveInt(verdict.leaseMs, 'leaseMs') : 0;
     const job = verdict.verdict === 'not_started' && verdict.job ? attemptJobText(verdict.job) : '';
     const keys = this.keys(key);
+    const mark = this.durability?.mark(keys[0]);
     const reply = await this.call(SCRIPT.reconcileSettle, keys, [
       positiveInt(fence.attempt, 'attempt'),
       positiveInt(fence.reconciles, 'reconciles'),
@@ -148,6 +158,8 @@ export class ReconcileStore {
       const observed = attempts > 0 ? { status: 'running' as const, attempts, epoch: fence.epoch } : null;
       throw new FencedOutError(keys[0], fence, observed, `reconcile (${verdict.verdict})`);
     }
+    // An unknown verdict changes nothing a failover could turn into a repeated effect.
+    if (verdict.verdict !== 'unknown') await this.durability?.require('reconcile', keys[0], mark);
     return { attempt: attempts, epoch: fence.epoch };
   }
 
@@ -170,7 +182,9 @@ export class ReconcileStore {
     key: ToolCallReceiptKey,
     options: { lost: AttemptFence; keyWindowMs: number; leaseMs: number; owner: string; job?: AttemptJob },
   ): Promise<KeyedRerun> {
-    const reply = await this.call(SCRIPT.reclaimKeyed, this.keys(key), [
+    const keys = this.keys(key);
+    const mark = this.durability?.mark(keys[0]);
+    const reply = await this.call(SCRIPT.reclaimKeyed, keys, [
       positiveInt(options.lost.attempt, 'attempt'),
       positiveInt(options.keyWindowMs, 'keyWindowMs'),
       positiveInt(options.leaseMs, 'leaseMs'),
@@ -182,6 +196,7 @@ export class ReconcileStore {
     const [code, n, nowMs] = ints(SCRIPT.reclaimKeyed, reply, 3) as [number, number, number];
     switch (code) {
       case 1:
+        await this.durability?.require('reclaimKeyed', keys[0], mark);
         return { kind: 'reclaimed', fence: { attempt: n, epoch: options.lost.epoch } };
       case 2:
         return { kind: 'busy', remainingMs: n, nowMs };

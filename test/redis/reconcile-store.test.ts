@@ -106,6 +106,22 @@ describe('verdicts', () => {
   });
 });
 
+describe('durability', () => {
+  it('a verdict that starts an attempt, and a keyed re-run, throw when no replica acknowledges them', async () => {
+    const { key, f1, store } = await expired();
+    const durable = new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix, durability: { replicas: 1, timeoutMs: 50 } });
+    await expect(durable.reclaimKeyed(key, { lost: f1, keyWindowMs: 60_000, leaseMs: 5_000, owner: 'w1' })).rejects.toMatchObject({
+      code: 'durability.not_acknowledged',
+    });
+    const other = await expired();
+    const begun = await durable.begin(other.key, other.f1, 10_000, 'w1');
+    if (begun.kind !== 'begun') throw new Error(begun.kind);
+    await expect(
+      durable.settle(other.key, { ...other.f1, reconciles: begun.reconciles, worker: 'w1' }, { verdict: 'not_started', leaseMs: 5_000 }),
+    ).rejects.toMatchObject({ code: 'durability.not_acknowledged' });
+  });
+});
+
 describe('keyed re-run', () => {
   it('runs attempt 2 while the window is open at the end of the new lease, and refuses once it is not', async () => {
     const { store, reconciles, key, f1, f2 } = await expired();
