@@ -9,6 +9,7 @@ import { Job, Queue } from 'bullmq';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
 import type { RedisConnection } from '../redis/connection.js';
+import type { DurabilityOptions } from '../redis/durability.js';
 import type { AttemptJob, ReceiptRecord } from '../redis/receipt-record.js';
 import { DEFAULT_LEASE_MS, ReceiptStore } from '../redis/receipt-store.js';
 import { ReconcileStore, type VerdictToRecord } from '../redis/reconcile-store.js';
@@ -31,6 +32,8 @@ export interface ReconcileSweepOptions extends ResultShapingOptions {
   readonly leaseMs?: number;
   /** The workers' digest; default {@link sha256Digest}. */
   readonly digest?: DigestFn;
+  /** The workers' durability: verdicts that settle a call wait for it. */
+  readonly durability?: DurabilityOptions;
   /** Recorded as `reconciled_by`. Default `reconcile-sweep:<pid>`. */
   readonly owner?: string;
   readonly logger?: Logger;
@@ -66,7 +69,7 @@ interface FoundCall {
 export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal: AbortSignal = new AbortController().signal): Promise<SweptReceipt[]> {
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
   const store = new ReceiptStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs });
-  const reconciles = new ReconcileStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs });
+  const reconciles = new ReconcileStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, durability: options.durability });
   const log = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
   const owner = options.owner ?? `reconcile-sweep:${process.pid}`;
   const shape = resultShaper(options);
