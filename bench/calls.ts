@@ -1,0 +1,235 @@
+/**
+ * One call at a time, without BullMQ's own work in the way: ours against the
+ * peer (AWS Powertools' `makeIdempotent` over Redis, bench/peer.ts), on the
+ * same server in the same run.
+ *
+ * 1. Sequential latency per call, fresh and replay: our processor called
+ *    directly with a real BullMQ `Job` object (built untimed, never enqueued)
+ *    holding one call, against the peer-wrapped tool. Rounds alternate the
+ *    sides; the ratio is the median of per-round ratios.
+ * 2. This process's CPU per call at `BENCH_CALL_CONCURRENCY` in flight:
+ *    wrapped, control (the receipt store's claim + complete alone), peer. The
+ *    wrapper's own cost per call is wrapped − control.
+ * 3. Redis CPU per command: each Lua script alone (EVALSHA through the
+ *    store), and the peer's SET / GET, as the server's execution µs (INFO
+ *    commandstats) and its whole CPU (INFO cpu, reading and answering the
+ *    socket included), per call.
+ *
+ * Starts its own redis-server, or uses REDIS_URL (touching only its prefix).
+ * Tunables: BENCH_LATENCY_CALLS (default 2000), BENCH_CALL_ROUNDS (default 3),
+ * BENCH_CPU_CALLS (default 5000), BENCH_CALL_CONCURRENCY (default 50),
+ * BENCH_SCRIPT_CALLS (default 3000).
+ */
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { z } from 'zod';
+import type { ToolCallReceiptKey } from '../src/core/identity.js';
+import { defineTool } from '../src/bullmq/define-tool.js';
+import type { ToolJobData } from '../src/bullmq/job-data.js';
+import { withToolReceipts } from '../src/bullmq/processor.js';
+import { startRedis } from '../test/support/redis.js';
+import { peerIdempotent, type PeerCall } from './peer.js';
+import { median, redisVersion, throughput, unlinkMatching } from './support.js';
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const LATENCY_CALLS = env('BENCH_LATENCY_CALLS', 2000);
+const ROUNDS = env('BENCH_CALL_ROUNDS', 3);
+const CPU_CALLS = env('BENCH_CPU_CALLS', 5000);
+const CONCURRENCY = env('BENCH_CALL_CONCURRENCY', 50);
+const SCRIPT_CALLS = env('BENCH_SCRIPT_CALLS', 3000);
+const RETENTION_MS = 86_400_000;
+
+const RESULT = { ok: true, messageId: 'msg-0000000000' };
+const tool = defineTool({
+  name: 'send_email',
+  input: z.object({ to: z.string(), n: z.number().int() }),
+  effect: 'opaque',
+  destructive: false,
+  execute: () => RESULT,
+});
+
+/** Cumulative µs of `commands` (INFO commandstats) and the server's used CPU µs (INFO cpu). */
+async function serverMicros(redis: Redis, commands: readonly string[]): Promise<{ exec: number; cpu: number }> {
+  const info = String(await redis.call('INFO', 'cpu', 'commandstats'));
+  let exec = 0;
+  for (const command of commands) {
+    exec += Number(new RegExp(`^cmdstat_${command}:calls=\\d+,usec=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  }
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return { exec, cpu: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6 };
+}
+
+/** Redis µs per op while `work` runs `ops` ops: executing `commands`, and the server's whole CPU (I/O included). */
+interface ServerCost {
+  readonly exec: number;
+  readonly cpu: number;
+}
+async function serverCost(admin: Redis, commands: readonly string[], ops: number, work: () => Promise<unknown>): Promise<ServerCost> {
+  const before = await serverMicros(admin, commands);
+  await work();
+  const after = await serverMicros(admin, commands);
+  return { exec: (after.exec - before.exec) / ops, cpu: (after.cpu - before.cpu) / ops };
+}
+
+/** Mean wall µs per op, `count` ops one after another. */
+async function sequentialUs(count: number, op: (i: number) => Promise<unknown>): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < count; i++) await op(i);
+  return ((performance.now() - started) * 1000) / count;
+}
+
+/** This process's CPU µs per op, `count` ops with `CONCURRENCY` in flight. */
+async function cpuUs(count: number, op: (i: number) => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  await throughput(count, CONCURRENCY, async (i) => void (await op(i)));
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / count;
+}
+
+const spread = (values: number[]) =>
+  `${Math.min(...values).toFixed(2)}/${median(values).toFixed(2)}/${Math.max(...values).toFixed(2)}`;
+
+async function main(): Promise<void> {
+  const handle = await startRedis();
+  const admin = new Redis(handle.url);
+  const ours = new Redis(handle.url, { maxRetriesPerRequest: null });
+  const theirs = new Redis(handle.url, { maxRetriesPerRequest: null });
+  const prefix = `${handle.prefix}:calls`;
+  // The Jobs are never enqueued: the queue only gives them their home.
+  const queueConnection = new Redis(handle.url, { maxRetriesPerRequest: null, lazyConnect: true });
+  const queue = new Queue('calls', { connection: queueConnection, prefix: `${prefix}:bull` });
+  try {
+    const wrapped = withToolReceipts({
+      redis: ours,
+      tools: [tool],
+      prefix: `${prefix}:trc`,
+      retentionMs: RETENTION_MS,
+      logger: pino({ level: 'silent' }),
+    });
+    const peer = peerIdempotent(theirs, `${prefix}:peer`, { retentionSeconds: RETENTION_MS / 1000, leaseMs: 30_000 }, () => RESULT);
+    const store = wrapped.store;
+
+    /** Real Job objects (never enqueued), one fresh call each, built before timing. */
+    const jobsFor = (tag: string, count: number) =>
+      Array.from({ length: count }, (_, i) => {
+        const data: ToolJobData = {
+          tenantId: 'bench',
+          runId: `run-${tag}-${i % 100}`,
+          calls: [{ id: `toolu_${tag}_${i}`, name: tool.name, input: { to: 'user@example.com', n: i } }],
+        };
+        return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
+      });
+    const peerCallsFor = (tag: string, count: number): PeerCall[] =>
+      Array.from({ length: count }, (_, i) => ({
+        tenantId: 'bench',
+        runId: `run-${tag}-${i % 100}`,
+        name: tool.name,
+        input: { to: 'user@example.com', n: i },
+      }));
+    const runJob = (job: Job) => wrapped(job, undefined);
+    const keyFor = (tag: string, i: number): ToolCallReceiptKey => ({
+      tenantId: 'bench',
+      runId: `run-${tag}-${i % 100}`,
+      toolName: tool.name,
+      argsHash: `${tag}-${i}`,
+    });
+
+    // Warm-up: JIT, connections, script cache.
+    for (const job of jobsFor('warm', 2000)) await runJob(job);
+    for (const call of peerCallsFor('warm', 2000)) await peer(call);
+
+    // 1. Sequential latency, fresh then replay of the same calls.
+    const latency = { ours: { fresh: [] as number[], replay: [] as number[] }, peer: { fresh: [] as number[], replay: [] as number[] } };
+    for (let r = 0; r < ROUNDS; r++) {
+      const jobs = jobsFor(`lat${r}`, LATENCY_CALLS);
+      const calls = peerCallsFor(`lat${r}`, LATENCY_CALLS);
+      const sides = [
+        async () => {
+          latency.ours.fresh.push(await sequentialUs(LATENCY_CALLS, (i) => runJob(jobs[i]!)));
+          latency.ours.replay.push(await sequentialUs(LATENCY_CALLS, (i) => runJob(jobs[i]!)));
+        },
+        async () => {
+          latency.peer.fresh.push(await sequentialUs(LATENCY_CALLS, (i) => peer(calls[i]!)));
+          latency.peer.replay.push(await sequentialUs(LATENCY_CALLS, (i) => peer(calls[i]!)));
+        },
+      ];
+      if (r % 2 === 1) sides.reverse();
+      for (const side of sides) await side();
+    }
+
+    // 2. This process's CPU per call.
+    const cpu = { wrapped: [] as number[], control: [] as number[], peer: [] as number[] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const jobs = jobsFor(`cpu${r}`, CPU_CALLS);
+      const calls = peerCallsFor(`cpu${r}`, CPU_CALLS);
+      cpu.wrapped.push(await cpuUs(CPU_CALLS, (i) => runJob(jobs[i]!)));
+      cpu.control.push(
+        await cpuUs(CPU_CALLS, async (i) => {
+          const key = keyFor(`cpu${r}`, i);
+          const claim = await store.claim(key, { effect: 'opaque' });
+          await store.complete(key, claim.attempt ?? 1, { content: JSON.stringify(RESULT) });
+        }),
+      );
+      cpu.peer.push(await cpuUs(CPU_CALLS, (i) => peer(calls[i]!)));
+    }
+
+    // 3. Redis CPU per command, each alone.
+    const n = SCRIPT_CALLS;
+    const keys = Array.from({ length: n }, (_, i) => keyFor('lua', i));
+    const failKeys = Array.from({ length: n }, (_, i) => keyFor('lua-fail', i));
+    const each = <K>(list: readonly K[], op: (item: K) => Promise<unknown>) => () =>
+      throughput(list.length, 16, async (i) => void (await op(list[i]!)));
+    const script = (list: ToolCallReceiptKey[], op: (key: ToolCallReceiptKey) => Promise<unknown>) =>
+      serverCost(admin, ['evalsha'], list.length, each(list, op));
+    const result = { content: JSON.stringify(RESULT) };
+    const scripts: [string, ServerCost][] = [
+      ['claim (creates)', await script(keys, (k) => store.claim(k, { effect: 'opaque' }))],
+      ['heartbeat', await script(keys, (k) => store.heartbeat(k, 1))],
+      ['complete', await script(keys, (k) => store.complete(k, 1, result))],
+      ['claim (replays)', await script(keys, (k) => store.claim(k, { effect: 'opaque' }))],
+    ];
+    await each(failKeys, (k) => store.claim(k, { effect: 'opaque' }))();
+    scripts.push(['fail', await script(failKeys, (k) => store.fail(k, 1, { error: 'x', tier: 'neutral' }))]);
+    const peerKeys = Array.from({ length: n }, (_, i) => `${prefix}:peer-raw:${i}`);
+    const record = JSON.stringify({ status: 'INPROGRESS', expiration: 0 });
+    const completed = JSON.stringify({ status: 'COMPLETED', expiration: 0, data: RESULT });
+    const peerCommand = (command: string, op: (key: string) => Promise<unknown>) => serverCost(admin, [command], n, each(peerKeys, op));
+    const peerCommands: [string, ServerCost][] = [
+      ['SET NX EX (creates)', await peerCommand('set', (k) => theirs.set(k, record, 'EX', 86_400, 'NX'))],
+      ['SET EX (result)', await peerCommand('set', (k) => theirs.set(k, completed, 'EX', 86_400))],
+      ['GET', await peerCommand('get', (k) => theirs.get(k))],
+    ];
+    // The peer's whole call, every command it sends: a fresh call, then a replay.
+    const peerCalls = peerCallsFor('lua', n);
+    const peerWhole = () => serverCost(admin, ['set', 'get'], n, each(peerCalls, (call) => peer(call)));
+    const peerTotals: [string, ServerCost][] = [['fresh', await peerWhole()], ['replay', await peerWhole()]];
+
+    const version = await redisVersion(admin);
+    console.log(`calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`);
+    const perRound = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] ?? x));
+    const us = (values: number[]) => `${median(values).toFixed(0)} µs [${values.map((v) => v.toFixed(0)).join(', ')}]`;
+    console.log(`  sequential latency per call (${LATENCY_CALLS} calls one after another, processor called directly):`);
+    console.log(`    fresh  ours ${us(latency.ours.fresh)}  peer ${us(latency.peer.fresh)}  ours/peer ${spread(perRound(latency.ours.fresh, latency.peer.fresh))}  (goal <= 1.10)`);
+    console.log(`    replay ours ${us(latency.ours.replay)}  peer ${us(latency.peer.replay)}  ours/peer ${spread(perRound(latency.ours.replay, latency.peer.replay))}  (goal <= 0.70)`);
+    console.log(`  this process's CPU per fresh call at ${CONCURRENCY} in flight (${CPU_CALLS} calls):`);
+    const own = cpu.wrapped.map((w, i) => w - (cpu.control[i] ?? w));
+    console.log(`    wrapped ${us(cpu.wrapped)}  control (claim + complete only) ${us(cpu.control)}  peer ${us(cpu.peer)}`);
+    console.log(`    the wrapper's own cost (wrapped − control): ${us(own)}`);
+    const cost = ([name, c]: [string, ServerCost]) => `${name} ${c.exec.toFixed(1)} / ${c.cpu.toFixed(0)}`;
+    console.log(`  Redis µs per command, executing / whole server CPU incl. I/O (${n} each alone, 16 in flight):`);
+    console.log(`    ours (EVALSHA): ${scripts.map(cost).join(', ')}`);
+    console.log(`    peer:           ${peerCommands.map(cost).join(', ')}`);
+    console.log(`    peer per call:  ${peerTotals.map(cost).join(', ')}`);
+  } finally {
+    if (!handle.controllable) await unlinkMatching(admin, `${prefix}:*`);
+    await queue.close();
+    queueConnection.disconnect();
+    ours.disconnect();
+    theirs.disconnect();
+    admin.disconnect();
+    await handle.stop();
+  }
+}
+
+await main();
