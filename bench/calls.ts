@@ -25,6 +25,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
 import type { ToolCallReceiptKey } from '../src/core/identity.js';
+import type { AttemptFence } from '../src/redis/errors.js';
 import { defineTool } from '../src/bullmq/define-tool.js';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
 import { withToolReceipts } from '../src/bullmq/processor.js';
@@ -168,7 +169,8 @@ async function main(): Promise<void> {
         await cpuUs(CPU_CALLS, async (i) => {
           const key = keyFor(`cpu${r}`, i);
           const claim = await store.claim(key, { effect: 'opaque' });
-          await store.complete(key, claim.attempt ?? 1, { content: JSON.stringify(RESULT) });
+          if (claim.fence === undefined) throw new Error(`control: ${claim.decision.kind}`);
+          await store.complete(key, claim.fence, { content: JSON.stringify(RESULT) });
         }),
       );
       cpu.peer.push(await cpuUs(CPU_CALLS, (i) => peer(calls[i]!)));
@@ -183,14 +185,22 @@ async function main(): Promise<void> {
     const script = (list: ToolCallReceiptKey[], op: (key: ToolCallReceiptKey) => Promise<unknown>) =>
       serverCost(admin, ['evalsha'], list.length, each(list, op));
     const result = { content: JSON.stringify(RESULT) };
+    // The fence each creating claim handed out, for the fenced writes after it.
+    const fences = new Map<ToolCallReceiptKey, AttemptFence>();
+    const claimNew = async (k: ToolCallReceiptKey) => {
+      const claim = await store.claim(k, { effect: 'opaque' });
+      if (claim.fence === undefined) throw new Error(`claim of a new key: ${claim.decision.kind}`);
+      fences.set(k, claim.fence);
+    };
+    const fenceOf = (k: ToolCallReceiptKey) => fences.get(k)!;
     const scripts: [string, ServerCost][] = [
-      ['claim (creates)', await script(keys, (k) => store.claim(k, { effect: 'opaque' }))],
-      ['heartbeat', await script(keys, (k) => store.heartbeat(k, 1))],
-      ['complete', await script(keys, (k) => store.complete(k, 1, result))],
+      ['claim (creates)', await script(keys, claimNew)],
+      ['heartbeat', await script(keys, (k) => store.heartbeat(k, fenceOf(k)))],
+      ['complete', await script(keys, (k) => store.complete(k, fenceOf(k), result))],
       ['claim (replays)', await script(keys, (k) => store.claim(k, { effect: 'opaque' }))],
     ];
-    await each(failKeys, (k) => store.claim(k, { effect: 'opaque' }))();
-    scripts.push(['fail', await script(failKeys, (k) => store.fail(k, 1, { error: 'x', tier: 'neutral' }))]);
+    await each(failKeys, claimNew)();
+    scripts.push(['fail', await script(failKeys, (k) => store.fail(k, fenceOf(k), { error: 'x', tier: 'neutral' }))]);
     const peerKeys = Array.from({ length: n }, (_, i) => `${prefix}:peer-raw:${i}`);
     const record = JSON.stringify({ status: 'INPROGRESS', expiration: 0 });
     const completed = JSON.stringify({ status: 'COMPLETED', expiration: 0, data: RESULT });

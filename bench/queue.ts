@@ -174,7 +174,7 @@ function jobData(tag: string, i: number, ms = 0, calls = 1): ToolJobData {
 }
 
 /** Runs the tool for one call of a job, as both hand-written processors do. */
-const runTool = (call: { readonly input: unknown }) => sendEmail((call.input as { ms: number }).ms);
+const runTool = (call: { readonly input?: unknown }) => sendEmail((call.input as { ms: number }).ms);
 
 /** What a processor without receipts would do: run each call, hand the result back. */
 async function bareProcessor(job: Job<ToolJobData>) {

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
+import type { Logger } from 'pino';
 import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { LazyAbort } from './abort.js';
 import type { ToolContext } from './define-tool.js';
 
 /** A stable idempotency key for every attempt of one call: a digest of the receipt key. */
@@ -10,8 +12,11 @@ export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
 }
 
 /** Everything needed to build the `ctx` of one execution. */
-export interface CallContextInput
-  extends Pick<ToolContext, 'signal' | 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
+export interface CallContextInput extends Pick<ToolContext, 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job'> {
+  /** The execution's abort; `ctx.signal` is its signal, made when the tool first reads it. */
+  readonly abort: LazyAbort;
+  /** The call's logger, made when first asked for. */
+  readonly logger: () => Logger;
   /**
    * Where steps are recorded, and the fence of this execution's attempt that
    * every step write carries; `null` for a read-only call, which has no
@@ -31,23 +36,29 @@ export interface CallContextInput
  * its value under this attempt's fence before returning it.
  */
 export function createToolContext(input: CallContextInput): ToolContext {
-  const recorded = new Map(Object.entries(input.recordedSteps));
+  let recorded: Map<string, unknown> | undefined;
   return {
-    signal: input.signal,
+    // Getters: most tools read neither, and each costs an allocation per call to make.
+    get signal() {
+      return input.abort.signal;
+    },
+    get logger() {
+      return input.logger();
+    },
     attempt: input.attempt,
     tenantId: input.tenantId,
     runId: input.runId,
     sessionId: input.sessionId,
     callId: input.callId,
     job: input.job,
-    logger: input.logger,
     // Computed on first read: most tools never ask for it.
     get idempotencyKey() {
       return idempotencyKeyFor(input.key);
     },
     async step<T>(name: string, fn: () => T | Promise<T>): Promise<T> {
-      if (recorded.has(name)) return recorded.get(name) as T;
-      input.signal.throwIfAborted();
+      const steps = (recorded ??= new Map(Object.entries(input.recordedSteps)));
+      if (steps.has(name)) return steps.get(name) as T;
+      input.abort.throwIfAborted();
       const value = await fn();
       if (input.receipt === null) return value;
       try {
@@ -56,7 +67,7 @@ export function createToolContext(input: CallContextInput): ToolContext {
         if (error instanceof FencedOutError) input.onFencedOut(error);
         throw error;
       }
-      recorded.set(name, value);
+      steps.set(name, value);
       return value;
     },
   };

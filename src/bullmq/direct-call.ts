@@ -17,7 +17,8 @@ export interface DirectCall {
   /** The identity the call would have; only `ctx.idempotencyKey` derives from it. */
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
-  readonly log: Logger;
+  /** The call's logger, made on first use. */
+  readonly log: () => Logger;
   readonly logDecision: (decision: string, outcome: ToolResultBlock['outcome'], attempt?: number, failure?: FailureLog) => void;
   readonly obs: CallObservation;
 }
@@ -37,7 +38,7 @@ export interface FailureLog {
 export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
   const { scope, call, tool } = d;
   const ctx = createToolContext({
-    receipt: null, key: d.key, attempt: scope.job.attemptsMade + 1, signal: scope.signal,
+    receipt: null, key: d.key, attempt: scope.job.attemptsMade + 1, abort: scope.abort,
     tenantId: scope.data.tenantId, runId: scope.data.runId, sessionId: scope.data.sessionId,
     callId: call.id, job: scope.job, logger: d.log, recordedSteps: {}, onFencedOut: () => undefined,
   });

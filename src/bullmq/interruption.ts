@@ -10,7 +10,7 @@ import { JobCancelledError, JobLockLostError, unrecoverable } from './errors.js'
  * be delivered again, and its next delivery claims afresh); a cancellation
  * throws BullMQ's `UnrecoverableError` around {@link JobCancelledError}.
  */
-export function throwIfInterrupted(jobId: string, signal: AbortSignal): void {
+export function throwIfInterrupted(jobId: string, signal: Pick<AbortSignal, 'aborted' | 'reason'>): void {
   if (!signal.aborted) return;
   const reason: unknown = signal.reason;
   if (reason instanceof JobLockLostError) throw reason;

@@ -55,13 +55,10 @@ export function toolResultBlock(
   outcome: ToolCallOutcome,
   result: { readonly content: string; readonly is_error?: true },
 ): ToolResultBlock {
-  return {
-    type: 'tool_result',
-    tool_use_id: call.id,
-    content: result.content,
-    ...(result.is_error ? { is_error: true as const } : {}),
-    outcome,
-  };
+  // Two literals rather than a conditional spread: this runs for every call (the bench measures it).
+  return result.is_error
+    ? { type: 'tool_result', tool_use_id: call.id, content: result.content, is_error: true, outcome }
+    : { type: 'tool_result', tool_use_id: call.id, content: result.content, outcome };
 }
 
 /** The return value of a wrapped job. */

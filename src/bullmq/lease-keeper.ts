@@ -23,7 +23,8 @@ export class LeaseKeeper {
     private readonly key: ToolCallReceiptKey,
     private readonly fence: AttemptFence,
     private readonly leaseMs: number,
-    private readonly logger: Logger,
+    /** The call's logger, made only when a heartbeat has something to say. */
+    private readonly logger: () => Logger,
     private readonly onFencedOut: (error: FencedOutError) => void,
   ) {}
 
@@ -45,7 +46,7 @@ export class LeaseKeeper {
       const beat = await this.store.heartbeat(this.key, this.fence, this.leaseMs);
       if (beat.contested && !this.contestedLogged && !this.stopped) {
         this.contestedLogged = true;
-        this.logger.warn(
+        this.logger().warn(
           { attempt: this.fence.attempt },
           'a claim already reported this attempt ambiguous; it goes on, and its settle will be recorded as late',
         );
@@ -57,7 +58,7 @@ export class LeaseKeeper {
         this.onFencedOut(error);
         return;
       }
-      this.logger.warn({ err: error, attempt: this.fence.attempt }, 'receipt heartbeat failed; will retry');
+      this.logger().warn({ err: error, attempt: this.fence.attempt }, 'receipt heartbeat failed; will retry');
     }
   }
 }

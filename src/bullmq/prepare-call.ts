@@ -38,7 +38,7 @@ export async function prepareCall(
   call: ToolCall,
   tool: AnyToolDefinition,
   options: InputRepairOptions,
-  signal: AbortSignal,
+  abort: { readonly signal: AbortSignal },
 ): Promise<PreparedCall> {
   if (call.input === undefined) {
     return { ok: false, countsAsRejection: false, message: `Invalid input for ${tool.name}: the call has no input. Nothing was run; send the arguments as an object.` };
@@ -48,7 +48,8 @@ export async function prepareCall(
   const prepared = await prepareToolInputAsync(call.input, spec);
   if (prepared.ok) return { ok: true, rawInput: prepared.input, args: prepared.parsed };
   if (prepared.reason === 'invalid' && options.reshaper) {
-    const reshaped = await reshape(call, tool, options, signal);
+    // The signal is read only here: most calls never make one.
+    const reshaped = await reshape(call, tool, options, abort.signal);
     if (reshaped) return reshaped;
   }
   return rejection(tool, prepared);

@@ -7,7 +7,7 @@ import { ReceiptStore } from '../redis/receipt-store.js';
 import type { DurabilityOptions } from '../redis/durability.js';
 import { ReconcileStore } from '../redis/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { forwardAbort } from './abort.js';
+import { LazyAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
 import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
@@ -116,7 +116,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
-  const lockLost = new Map<string, AbortController>();
+  const lockLost = new Map<string, LazyAbort>();
   const destructivePattern = destructiveMatcher(options.destructiveTools ?? []);
   const repairOptions: InputRepairOptions = {
     isDestructive: (tool) => tool.destructive || destructivePattern(tool.name),
@@ -141,7 +141,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     owner: store.owner,
     observer: options.telemetry ?? NOOP_OBSERVER,
     runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool),
-    prepare: (call, tool, signal) => prepareCall(call, tool, repairOptions, signal),
+    prepare: (call, tool, abort) => prepareCall(call, tool, repairOptions, abort),
     shape: resultShaper(options),
   };
 
@@ -153,15 +153,16 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
       if (error instanceof InvalidJobDataError) throw unrecoverable(error);
       throw error;
     }
-    const lock = new AbortController();
+    // Aborted by BullMQ's signal or a lost lock; no AbortController unless a call asks for the signal.
+    const abort = new LazyAbort(signal);
     const jobKey = job.id ?? '';
-    lockLost.set(jobKey, lock);
-    const unlink = forwardAbort(signal, lock);
+    lockLost.set(jobKey, abort);
+    const scope = { job, token, data, abort };
     const results: ToolResultBlock[] = [];
     try {
       for (const call of data.calls) {
-        throwIfInterrupted(jobKey, lock.signal);
-        results.push(await runToolCall(runtime, { job, token, data, signal: lock.signal }, call));
+        throwIfInterrupted(jobKey, abort);
+        results.push(await runToolCall(runtime, scope, call));
       }
       return { results };
     } catch (error) {
@@ -169,7 +170,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
       throw error;
     } finally {
       lockLost.delete(jobKey);
-      unlink();
+      abort.dispose();
     }
   };
 

@@ -136,7 +136,7 @@ async function failedJobCall(
       return 'its job data is not valid';
     }
     for (const call of data.calls.filter((c) => c.name === tool.name)) {
-      const prepared = await prepareCall(call, tool, { isDestructive: (t) => t.destructive }, signal);
+      const prepared = await prepareCall(call, tool, { isDestructive: (t) => t.destructive }, { signal });
       if (!prepared.ok) continue;
       const key: ToolCallReceiptKey = { ...record.key, argsHash: await toolCallArgsHash(prepared.rawInput, options.digest ?? sha256Digest) };
       if (key.argsHash === record.key.argsHash && key.tenantId === data.tenantId && key.runId === data.runId) {

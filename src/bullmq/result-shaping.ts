@@ -1,5 +1,5 @@
 import { capToolResultForLlm } from '../offload/capper.js';
-import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS, stringifyToolResult } from '../offload/shaping.js';
+import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../offload/shaping.js';
 import { createReadToolResultTool } from '../offload/read-tool.js';
 import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js';
 import { ToolRefusedError } from '../core/tiers.js';
@@ -58,7 +58,8 @@ export function resultShaper(options: ResultShapingOptions) {
       capChars: options.maxResultChars,
       spill,
     });
-    return { content: capped.kind === 'unchanged' ? stringifyToolResult(capped.value) : capped.value };
+    // The capper has already turned an unchanged result into text: use it rather than stringify again.
+    return { content: capped.kind === 'unchanged' ? capped.text : capped.value };
   };
 }
 

@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import { DelayedError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
@@ -10,10 +11,10 @@ import type { ReconcileStore } from '../redis/reconcile-store.js';
 import { createToolContext } from './call-context.js';
 import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
-import type { FencedOutEvent, ToolReceiptsEvents } from './events.js';
+import type { FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from './events.js';
 import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolJobData, type ToolResultBlock } from './job-data.js';
 import { LeaseKeeper } from './lease-keeper.js';
-import { forwardAbort } from './abort.js';
+import { LazyAbort } from './abort.js';
 import { stringifyToolResult } from '../offload/shaping.js';
 import { ambiguousOutcome } from './ambiguity.js';
 import { runReadOnlyCall, type FailureLog } from './direct-call.js';
@@ -54,7 +55,7 @@ export interface CallRuntime {
   /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
   runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */
-  prepare(call: ToolCall, tool: AnyToolDefinition, signal: AbortSignal): Promise<PreparedCall>;
+  prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): Promise<PreparedCall>;
   /** Turns a tool's return value into what the model sees (and the receipt stores). */
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
 }
@@ -65,7 +66,21 @@ export interface JobScope {
   readonly token: string | undefined;
   readonly data: ToolJobData;
   /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
-  readonly signal: AbortSignal;
+  readonly abort: LazyAbort;
+}
+
+/**
+ * Emits `name` only when someone listens, building the payload then: with no
+ * listener (the usual worker) a call allocates no event objects.
+ */
+function emitIfListened<K extends keyof ToolReceiptsEventMap>(
+  events: ToolReceiptsEvents,
+  name: K,
+  payload: () => ToolReceiptsEventMap[K][0],
+): void {
+  if (events.listenerCount(name) === 0) return;
+  // The typed emit cannot see that one payload is the whole argument list of every event.
+  (events as EventEmitter).emit(name, payload());
 }
 
 /**
@@ -109,10 +124,16 @@ async function runObservedCall(
 ): Promise<ToolResultBlock> {
   const started = performance.now();
   const { tenantId, runId } = scope.data;
-  const log = rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  // The call's child logger is made on first use: with info lines off, a call that goes well never makes one.
+  let callLogger: Logger | undefined;
+  const log = () =>
+    (callLogger ??= rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id }));
   let reconciled: string | undefined;
-  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) =>
-    log.info({ decision, outcome, attempt, reconciled, ...failure, ms: Math.round(performance.now() - started) }, 'tool call');
+  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) => {
+    if (!rt.logger.isLevelEnabled('info')) return;
+    const ms = Math.round(performance.now() - started);
+    log().info(failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
+  };
 
   const tool = rt.tools.get(call.name);
   if (!tool) {
@@ -123,7 +144,7 @@ async function runObservedCall(
     });
   }
 
-  const prepared = await rt.prepare(call, tool, scope.signal);
+  const prepared = await rt.prepare(call, tool, scope.abort);
   if (!prepared.ok) {
     let content = prepared.message;
     if (prepared.countsAsRejection) {
@@ -145,13 +166,13 @@ async function runObservedCall(
     return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision, obs });
   }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
-  throwIfInterrupted(scope.job.id ?? '', scope.signal);
+  throwIfInterrupted(scope.job.id ?? '', scope.abort);
   // One command: the claim script also reads the tool's breaker state in the run. An expired
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
   const claim = await claimCall({ rt, scope, call, tool, key, args: prepared.args, log }).catch((error: unknown) => {
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
     if (error instanceof CorruptReceiptError) {
-      log.error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
+      log().error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
       throw unrecoverable(error);
     }
     throw error;
@@ -163,8 +184,13 @@ async function runObservedCall(
     logDecision('reject', 'rejected');
     return block(call, 'rejected', { content: `${claim.toolRemoval} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
   }
-  const base = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
-  rt.events.emit('decision', { ...base, decision: decision.kind, attempt: claim.attempt, ...(claim.reconciled ? { reconciled: claim.reconciled } : {}) });
+  const base: ToolCallEventBase = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
+  emitIfListened(rt.events, 'decision', () => ({
+    ...base,
+    decision: decision.kind,
+    attempt: claim.attempt,
+    ...(claim.reconciled ? { reconciled: claim.reconciled } : {}),
+  }));
   obs.decided({
     decision: decision.kind,
     attempt: claim.attempt,
@@ -187,7 +213,7 @@ async function runObservedCall(
       throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
     }
     case 'ambiguous':
-      return ambiguousOutcome(rt, call, base, decision.reason, log);
+      return ambiguousOutcome(rt, call, base, decision.reason, log());
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
@@ -209,8 +235,9 @@ interface Execution {
   /** The attempt's fence, carried by every write; `attempt` is its number, for logs and events. */
   readonly fence: AttemptFence;
   readonly attempt: number;
-  readonly base: Omit<FencedOutEvent, 'attempt' | 'during'>;
-  readonly log: Logger;
+  readonly base: ToolCallEventBase;
+  /** The call's logger, made on first use. */
+  readonly log: () => Logger;
   readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
   readonly obs: CallObservation;
   /** This attempt followed another whose tool reported an unknown outcome in this delivery. */
@@ -221,22 +248,21 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt, fence, log } = x;
   const { tenantId, runId } = scope.data;
 
-  // Aborted by the job's signal or by the first fence rejection, which wins: nothing is settled after it.
-  const aborter = new AbortController();
+  // Aborted by the job's abort or by the first fence rejection, whichever comes first: nothing is
+  // settled after it. Its AbortController is made only if the tool reads ctx.signal.
+  const abort = new LazyAbort(scope.abort);
   let fencedDuring: FencedOutEvent['during'] | undefined;
   const onFencedOut = (during: FencedOutEvent['during']) => (error: FencedOutError) => {
     if (fencedDuring) return;
     fencedDuring = during;
     rt.events.emit('fencedOut', { ...x.base, attempt, during });
     x.obs.fencedOut(during);
-    log.warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
-    aborter.abort(error);
+    log().warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
+    abort.abort(error);
   };
-  const unlink = forwardAbort(scope.signal, aborter);
-  const signal = aborter.signal;
   const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
   const ctx = createToolContext({
-    receipt: { store: rt.store, fence }, attempt, key, signal, tenantId, runId, sessionId: scope.data.sessionId,
+    receipt: { store: rt.store, fence }, attempt, key, abort, tenantId, runId, sessionId: scope.data.sessionId,
     callId: call.id, job: scope.job, logger: log, recordedSteps, onFencedOut: onFencedOut('step'),
   });
   const keeper = new LeaseKeeper(rt.store, key, fence, rt.leaseMs, log, onFencedOut('heartbeat')).start();
@@ -247,20 +273,20 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   } catch (error) {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
-    if (scope.signal.aborted && !(error instanceof NeverStartedError)) {
+    if (scope.abort.aborted && !(error instanceof NeverStartedError)) {
       // Aborted from outside: first learn whether another attempt already took the call over.
       const takenOver = await takeoverOf(x);
       if (takenOver) {
         onFencedOut('abort')(takenOver);
         throw fencedOutFailure(x, 'abort', error);
       }
-      throw abandoned(x, scope.signal.reason, error);
+      throw abandoned(x, scope.abort.reason, error);
     }
     if (error instanceof OutcomeUnknownError) return await outcomeUnknown(x, error, onFencedOut('fail'));
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {
     keeper.stop();
-    unlink();
+    abort.dispose();
   }
   if (fencedDuring) throw fencedOutFailure(x, fencedDuring);
 
@@ -275,7 +301,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     throw fencedOutFailure(x, 'complete', error);
   }
   reportLateSettle(x, settled, 'executed');
-  rt.events.emit('settled', { ...x.base, attempt, outcome: 'executed' });
+  emitIfListened(rt.events, 'settled', () => ({ ...x.base, attempt, outcome: 'executed' }));
   x.obs.settled('executed');
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);
@@ -290,7 +316,7 @@ function reportLateSettle(x: Execution, settled: SettleResult, outcome: 'execute
   const { ambiguousMs } = settled.late;
   x.rt.events.emit('lateSettle', { ...x.base, attempt: x.attempt, outcome, ambiguousMs, settledMs: settled.settledMs });
   x.obs.lateSettle(outcome);
-  x.log.warn(
+  x.log().warn(
     { attempt: x.attempt, outcome, receiptKey: x.base.receiptKey, ambiguousMs, settledMs: settled.settledMs },
     'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
   );
@@ -329,7 +355,7 @@ async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
  * is settled as failed.
  */
 function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
-  x.log.warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
+  x.log().warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
   x.obs.aborted(reason);
   return new ToolCallFailedError(
     x.tool.name,
@@ -363,12 +389,12 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
   if (opaque && settlesExpired(tool) && !x.afterUnknownOutcome) {
     // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a
     // keyed call) in this delivery. Only once: a second unknown outcome is left ambiguous.
-    x.log.info({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool call outcome unknown; settling it');
+    x.log().info({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool call outcome unknown; settling it');
     return await runObservedCall(rt, x.scope, call, x.obs, { afterUnknownOutcome: true });
   }
   x.logDecision('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
   if (opaque) {
-    return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log);
+    return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log());
   }
   throw new ToolCallFailedError(
     tool.name,

@@ -49,12 +49,14 @@ export interface SettleRuntime {
 /** One call's claim, with the job it belongs to. */
 export interface SettleScope {
   readonly rt: SettleRuntime;
-  readonly scope: { readonly job: Job; readonly data: ToolJobData; readonly signal: AbortSignal };
+  /** `abort.signal` is read only when a reconcile runs: most claims never make one. */
+  readonly scope: { readonly job: Job; readonly data: ToolJobData; readonly abort: { readonly signal: AbortSignal } };
   readonly call: ToolCall;
   readonly tool: AnyToolDefinition;
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
-  readonly log: Logger;
+  /** The call's logger, made on first use. */
+  readonly log: () => Logger;
 }
 
 /** The BullMQ job a claim records for the attempt it may start. */
@@ -85,7 +87,7 @@ export async function claimCall(x: SettleScope): Promise<CallClaim> {
   const job = attemptJobOf(x.scope.job);
   if (claim.decision.kind === 'ambiguous' && job) {
     await x.rt.reconciles.noteJob(x.key, job).catch((error: unknown) => {
-      x.log.warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
+      x.log().warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
     });
   }
   return claim;
@@ -110,7 +112,7 @@ async function claimOrSettle(x: SettleScope): Promise<CallClaim> {
       if (rerun.kind === 'reclaimed') {
         const { attempt } = rerun.fence;
         rt.events.emit('keyedRerun', { ...eventBase(x, claim.redisKey), attempt });
-        x.log.info({ attempt, keyWindowMs: tool.keyWindowMs }, 'keyed call run again with the same idempotency key');
+        x.log().info({ attempt, keyWindowMs: tool.keyWindowMs }, 'keyed call run again with the same idempotency key');
         return { ...claim, decision: { kind: 'execute', attempt }, attempt, fence: rerun.fence, keyedRerun: true };
       }
     }
@@ -188,8 +190,8 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
   }
 
   const startedAt = performance.now();
-  const context = lostAttemptContext({ ...x.scope, key, attempt: lost, attemptStartedMs: start.attemptStartedMs, call: x.call, logger: x.log });
-  const answer = await askReconcile(tool, x.args, context, x.scope.signal, timeoutMs);
+  const context = lostAttemptContext({ ...x.scope, key, attempt: lost, attemptStartedMs: start.attemptStartedMs, call: x.call, logger: x.log() });
+  const answer = await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
   const job = attemptJobOf(x.scope.job);
   const toRecord: VerdictToRecord =
     answer.status === 'completed'
@@ -202,13 +204,13 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     owner = await rt.reconciles.settle(key, { ...lostFence, reconciles: start.reconciles, worker: rt.owner }, toRecord);
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
-    x.log.warn({ attempt: lost, verdict: toRecord.verdict }, 'reconcile verdict fenced out; the receipt moved on');
+    x.log().warn({ attempt: lost, verdict: toRecord.verdict }, 'reconcile verdict fenced out; the receipt moved on');
     return 'movedOn';
   }
 
   const note = toRecord.verdict === 'unknown' ? toRecord.note : undefined;
   rt.events.emit('reconciled', { ...eventBase(x, claim.redisKey), attempt: lost, verdict: toRecord.verdict, ...(note ? { note } : {}) });
-  x.log.info(
+  x.log().info(
     { reconciled: toRecord.verdict, attempt: lost, note, ms: Math.round(performance.now() - startedAt) },
     `tool call reconciled: ${toRecord.verdict}`,
   );

@@ -46,13 +46,14 @@ export interface ToolResultCall {
 /**
  * What the model gets for one result:
  * - `unchanged`: within the limits; `value` is the (unwrapped) result itself,
- *   so it serializes exactly as it would have without the capper;
+ *   so it serializes exactly as it would have without the capper, and `text`
+ *   is that serialization (`stringifyToolResult(value)`), made once here;
  * - `offloaded`: the full text is in the store under `ref` and `value` is its preview;
  * - `truncated`: `value` is the start of the text plus a line saying the rest
  *   was not kept. `storeError` is set when an offload was tried and failed.
  */
 export type CappedToolResult =
-  | { kind: 'unchanged'; value: unknown; totalChars: number; storeError?: unknown }
+  | { kind: 'unchanged'; value: unknown; text: string; totalChars: number; storeError?: unknown }
   | { kind: 'offloaded'; value: string; ref: string; totalChars: number }
   | { kind: 'truncated'; value: string; totalChars: number; storeError?: unknown };
 
@@ -123,7 +124,7 @@ export async function capToolResultForLlm(
   const spill = call.toolName === OFFLOAD_TOOL_NAME ? null : (options.spill ?? null);
   const threshold = spill ? limitOrInfinity(spill.overChars, DEFAULT_TOOL_RESULT_THRESHOLD_CHARS) : Number.POSITIVE_INFINITY;
   const totalChars = text.length;
-  if (totalChars <= cap && totalChars <= threshold) return { kind: 'unchanged', value, totalChars };
+  if (totalChars <= cap && totalChars <= threshold) return { kind: 'unchanged', value, text, totalChars };
 
   let failure: { error: unknown } | undefined;
   if (spill) {
@@ -138,7 +139,7 @@ export async function capToolResultForLlm(
     }
   }
   const failed = failure === undefined ? {} : { storeError: failure.error };
-  if (totalChars <= cap) return { kind: 'unchanged', value, totalChars, ...failed };
+  if (totalChars <= cap) return { kind: 'unchanged', value, text, totalChars, ...failed };
   return { kind: 'truncated', value: truncateToolResultText(text, cap), totalChars, ...failed };
 }
 

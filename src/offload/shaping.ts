@@ -41,6 +41,15 @@ export function unwrapToolResultForLlm(result: unknown): unknown {
 export function stringifyToolResult(result: unknown, indent?: number): string {
   if (typeof result === 'string') return result;
   try {
+    // Most results hold no cycle and no bigint: JSON.stringify without a replacer called on
+    // every key is then the same text, several times faster. It throws on either (or on a
+    // throwing toJSON), and the careful pass below takes over.
+    const json = JSON.stringify(result, null, indent);
+    return json === undefined ? plainString(result) : json;
+  } catch {
+    // a cycle, a bigint or a throwing toJSON
+  }
+  try {
     const json = JSON.stringify(result, circularSafeReplacer(), indent);
     if (json !== undefined) return json;
   } catch {

@@ -20,6 +20,9 @@ export const NO_VALUE = '';
  */
 export function toStoredJson(value: unknown, what: string): string {
   if (value === undefined) return NO_VALUE;
+  // The wrapper's results ({ content, is_error? }) and most step values take this path:
+  // nothing in them JSON could alter, so no replacer needs to visit every key.
+  if (isFlatJsonValue(value)) return JSON.stringify(value);
   let text: string | undefined;
   try {
     text = JSON.stringify(value, function replacer(this: unknown, key: string, v: unknown) {
@@ -47,6 +50,20 @@ export function toStoredJson(value: unknown, what: string): string {
   }
   if (text === undefined) throw new ReceiptValueNotSerializableError(what, 'JSON.stringify produced nothing');
   return text;
+}
+
+/** A string, boolean, null or finite number: JSON writes it exactly as it is. */
+const isExactScalar = (v: unknown): boolean =>
+  v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+
+/** An exact scalar, or a plain object whose own enumerable values all are. */
+function isFlatJsonValue(value: unknown): boolean {
+  if (isExactScalar(value)) return true;
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const key of Object.keys(value as object)) {
+    if (!isExactScalar((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 /** Parses text written by {@link toStoredJson}; {@link NO_VALUE} reads back as `undefined`. */

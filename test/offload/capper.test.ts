@@ -9,9 +9,14 @@ import type { ToolResultStore } from '../../src/offload/types.js';
 const call = { toolName: 'Search', toolCallId: 'call_1' };
 
 describe('capToolResultForLlm', () => {
-  it('returns a result within the limits unchanged (unwrapped, not stringified)', async () => {
+  it('returns a result within the limits unchanged (unwrapped), with the text it measured', async () => {
     const value = { rows: [1, 2, 3] };
-    expect(await capToolResultForLlm({ success: true, value }, call)).toEqual({ kind: 'unchanged', value, totalChars: 16 });
+    expect(await capToolResultForLlm({ success: true, value }, call)).toEqual({
+      kind: 'unchanged',
+      value,
+      text: '{"rows":[1,2,3]}',
+      totalChars: 16,
+    });
   });
 
   it('cuts a result over the cap when no store is configured', async () => {
