@@ -14,6 +14,8 @@
  *    store), and the peer's SET / GET, as the server's execution µs (INFO
  *    commandstats) and its whole CPU (INFO cpu, reading and answering the
  *    socket included), per call.
+ * 4. A turn of three 200 ms calls of a tool declared `parallel`, against the
+ *    same calls of a tool that is not: wall time of the whole job.
  *
  * Starts its own redis-server, or uses REDIS_URL (touching only its prefix).
  * Tunables: BENCH_LATENCY_CALLS (default 2000), BENCH_CALL_ROUNDS (default 3),
@@ -49,6 +51,18 @@ const tool = defineTool({
   destructive: false,
   execute: () => RESULT,
 });
+/** A 200 ms lookup, safe to run side by side, and the same lookup not declared so. */
+const SLOW_MS = 200;
+const slowTool = (name: string, parallel: boolean) =>
+  defineTool({
+    name,
+    input: z.object({ n: z.number().int() }),
+    effect: 'opaque',
+    destructive: false,
+    parallel,
+    execute: () => new Promise((resolve) => setTimeout(() => resolve(RESULT), SLOW_MS)),
+  });
+const slowTools = [slowTool('search_parallel', true), slowTool('search_serial', false)];
 
 /** Cumulative µs of `commands` (INFO commandstats) and the server's used CPU µs (INFO cpu). */
 async function serverMicros(redis: Redis, commands: readonly string[]): Promise<{ exec: number; cpu: number }> {
@@ -103,7 +117,7 @@ async function main(): Promise<void> {
   try {
     const wrapped = withToolReceipts({
       redis: ours,
-      tools: [tool],
+      tools: [tool, ...slowTools],
       prefix: `${prefix}:trc`,
       retentionMs: RETENTION_MS,
       logger: pino({ level: 'silent' }),
@@ -215,6 +229,24 @@ async function main(): Promise<void> {
     const peerWhole = () => serverCost(admin, ['set', 'get'], n, each(peerCalls, (call) => peer(call)));
     const peerTotals: [string, ServerCost][] = [['fresh', await peerWhole()], ['replay', await peerWhole()]];
 
+    // 4. A turn of three 200 ms calls, side by side and one after another.
+    const turnMs = async (toolName: string, r: number) => {
+      const data: ToolJobData = {
+        tenantId: 'bench',
+        runId: `run-turn-${toolName}-${r}`,
+        calls: [1, 2, 3].map((n) => ({ id: `toolu_turn_${r}_${n}`, name: toolName, input: { n } })),
+      };
+      const job = new Job(queue, 'call', data, { attempts: 1 }, `turn-${toolName}-${r}`);
+      const started = performance.now();
+      await runJob(job);
+      return performance.now() - started;
+    };
+    const turns = { parallel: [] as number[], serial: [] as number[] };
+    for (let r = 0; r < ROUNDS; r++) {
+      turns.parallel.push(await turnMs('search_parallel', r));
+      turns.serial.push(await turnMs('search_serial', r));
+    }
+
     const version = await redisVersion(admin);
     console.log(`calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`);
     const perRound = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] ?? x));
@@ -226,6 +258,8 @@ async function main(): Promise<void> {
     const own = cpu.wrapped.map((w, i) => w - (cpu.control[i] ?? w));
     console.log(`    wrapped ${us(cpu.wrapped)}  control (claim + complete only) ${us(cpu.control)}  peer ${us(cpu.peer)}`);
     console.log(`    the wrapper's own cost (wrapped − control): ${us(own)}`);
+    const ms = (values: number[]) => `${median(values).toFixed(0)} ms [${values.map((v) => v.toFixed(0)).join(', ')}]`;
+    console.log(`  a turn of three ${SLOW_MS} ms calls: parallel tool ${ms(turns.parallel)} (goal < 300), one after another ${ms(turns.serial)}`);
     const cost = ([name, c]: [string, ServerCost]) => `${name} ${c.exec.toFixed(1)} / ${c.cpu.toFixed(0)}`;
     console.log(`  Redis µs per command, executing / whole server CPU incl. I/O (${n} each alone, 16 in flight):`);
     console.log(`    ours (EVALSHA): ${scripts.map(cost).join(', ')}`);

@@ -111,6 +111,12 @@ export interface ToolSpec<S extends z.ZodType> {
    * `readOnlyHint`, else false.
    */
   readonly readOnly?: boolean;
+  /**
+   * Safe to run side by side with the other calls of its turn (default
+   * false). Consecutive calls of such tools in one job run concurrently, each
+   * with its own receipt, lease and fence; results stay in call order.
+   */
+  readonly parallel?: boolean;
   readonly annotations?: ToolAnnotations;
   /** Alternative argument names models use, per parameter: `{ baseUrl: ['url'] }`. */
   readonly aliases?: Readonly<Record<string, readonly string[]>>;
@@ -123,6 +129,7 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> extends ToolSpe
   readonly idempotent: boolean;
   readonly readOnly: boolean;
   readonly openWorld: boolean;
+  readonly parallel: boolean;
 }
 
 /** A tool definition whose input type has been forgotten, for collections of tools. */
@@ -159,7 +166,7 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
   const destructive = spec.destructive ?? (readOnly ? false : (hints.destructiveHint ?? true));
   const idempotent = spec.idempotent ?? (readOnly ? true : (hints.idempotentHint ?? false));
   const openWorld = hints.openWorldHint ?? true;
-  return Object.freeze({ ...spec, readOnly, destructive, idempotent, openWorld });
+  return Object.freeze({ ...spec, readOnly, destructive, idempotent, openWorld, parallel: spec.parallel ?? false });
 }
 
 const isPositiveInt = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;

@@ -30,6 +30,12 @@ export const toolJobDataSchema = z.object({
         seen.add(call.id);
       });
     }),
+  /**
+   * Run every call of this job side by side, whatever its tool says (default:
+   * only consecutive calls of tools declared `parallel` do). Each keeps its
+   * own receipt, lease and fence; results stay in call order.
+   */
+  parallel: z.boolean().optional(),
 });
 
 /** One tool call of a job, as parsed by {@link toolCallSchema}. */

@@ -13,8 +13,9 @@ import { ToolReceiptsEvents } from './events.js';
 import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
 import { keepPartialResults } from './ambiguity.js';
-import { throwIfInterrupted } from './interruption.js';
-import { runToolCall, type CallRuntime } from './run-call.js';
+import { parkJobOnServerClock } from './park-job.js';
+import type { CallRuntime } from './run-call.js';
+import { runTurn } from './turn.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
@@ -157,13 +158,10 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const abort = new LazyAbort(signal);
     const jobKey = job.id ?? '';
     lockLost.set(jobKey, abort);
-    const scope = { job, token, data, abort };
+    const park = (serverNowMs: number, delayMs: number) => parkJobOnServerClock(job, token, serverNowMs, delayMs);
     const results: ToolResultBlock[] = [];
     try {
-      for (const call of data.calls) {
-        throwIfInterrupted(jobKey, abort);
-        results.push(await runToolCall(runtime, scope, call));
-      }
+      await runTurn(runtime, { job, token, data, abort, park }, results);
       return { results };
     } catch (error) {
       await keepPartialResults(job, results, error, logger);

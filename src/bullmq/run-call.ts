@@ -20,7 +20,6 @@ import { ambiguousOutcome } from './ambiguity.js';
 import { runReadOnlyCall, type FailureLog } from './direct-call.js';
 import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { throwIfInterrupted } from './interruption.js';
-import { parkJobOnServerClock } from './park-job.js';
 import type { CallObservation, ToolCallObserver } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
 
@@ -67,6 +66,12 @@ export interface JobScope {
   readonly data: ToolJobData;
   /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
   readonly abort: LazyAbort;
+  /**
+   * Park the job until `serverNowMs + delayMs` on the Redis server's clock
+   * (a call waits for a live attempt). Calls running side by side defer it
+   * until all of them have ended.
+   */
+  park(serverNowMs: number, delayMs: number): Promise<void>;
 }
 
 /**
@@ -209,7 +214,7 @@ async function runObservedCall(
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
       logDecision('wait', 'waited');
       obs.waiting(delay);
-      await parkJobOnServerClock(scope.job, scope.token, claim.serverNowMs ?? Date.now(), delay);
+      await scope.park(claim.serverNowMs ?? Date.now(), delay);
       throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
     }
     case 'ambiguous':
