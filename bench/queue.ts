@@ -19,6 +19,8 @@
  * - replay: the very jobs of the wrapped pass before it, enqueued again
  *   (same tenant, run, call ids and arguments), so every call finds a
  *   completed receipt and replays it;
+ * - parallel (turn levels only): the wrapped pass with `parallel: true` in
+ *   the job data, so the turn's calls run side by side;
  * - peer: the bare processor's calls each wrapped in AWS Powertools'
  *   `makeIdempotent` over its Redis persistence layer (bench/peer.ts), on
  *   its own connection to the same server: what a team would use instead.
@@ -55,10 +57,12 @@ import { scriptSource } from '../src/redis/scripts.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { callsDelta, commandCalls, median } from './support.js';
 
-export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay';
+export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'parallel';
+/** The kinds of every level; turn levels add `parallel`. */
 const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay'] as const;
+const kindsOf = (calls: number): PassKind[] => (calls > 1 ? [...KINDS, 'parallel'] : [...KINDS]);
 /** Fresh per-kind arrays. */
-const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [] });
+const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], parallel: [] });
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -285,7 +289,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   });
   const controlProcessor = controlProcessorOn(wrapped.store);
   const peer = peerProcessor(peerIdempotent(peerRedis, `${options.prefix}:peer`, PEER_TIMES, (call) => runTool(call)));
-  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped };
+  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, parallel: wrapped };
   try {
 
     let passNo = 0;
@@ -298,11 +302,11 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     ): Promise<PassFigures> {
       const queueName = `${kind}-c${concurrency}-p${passNo++}`;
       const queue = new Queue(queueName, { connection, prefix: bullPrefix });
-      const expected = kind === 'wrapped' || kind === 'control' ? 'executed' : kind === 'replay' ? 'replayed' : undefined;
+      const expected = kind === 'wrapped' || kind === 'control' || kind === 'parallel' ? 'executed' : kind === 'replay' ? 'replayed' : undefined;
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
         const worker = new Worker(queueName, processors[kind], { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = kind === 'wrapped' || kind === 'replay' ? wrapped.attach(worker) : () => undefined;
+        const detach = processors[kind] === wrapped ? wrapped.attach(worker) : () => undefined;
         try {
           let done = 0;
           const problems: string[] = [];
@@ -353,7 +357,13 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     async function round(tag: string, concurrency: number, jobs: number, toolMs: number, calls: number, order: PassKind[]) {
       const jobsOf = (kind: PassKind) => Array.from({ length: jobs }, (_, i) => jobData(`${tag}-${kind}`, i, toolMs, calls));
       // Replay re-runs the wrapped pass's very jobs.
-      const byKind = { bare: jobsOf('bare'), control: jobsOf('control'), peer: jobsOf('peer'), wrapped: jobsOf('wrapped') };
+      const byKind = {
+        bare: jobsOf('bare'),
+        control: jobsOf('control'),
+        peer: jobsOf('peer'),
+        wrapped: jobsOf('wrapped'),
+        parallel: jobsOf('parallel').map((data) => ({ ...data, parallel: true })),
+      };
       const figures = {} as Record<PassKind, PassFigures>;
       for (const kind of order) {
         figures[kind] = await pass(kind, concurrency, kind === 'replay' ? byKind.wrapped : byKind[kind]);
@@ -389,9 +399,10 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
-        const order: PassKind[] = r % 2 === 0 ? [...KINDS] : ['wrapped', 'replay', 'peer', 'control', 'bare'];
+        const kinds = kindsOf(calls);
+        const order: PassKind[] = r % 2 === 0 ? kinds : ['wrapped', 'replay', 'peer', 'control', 'bare', ...kinds.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
-        for (const kind of KINDS) {
+        for (const kind of kinds) {
           level.rates[kind].push(figures[kind].rate);
           level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
@@ -523,7 +534,7 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
   const lines: string[] = [];
   lines.push(
     '  jobs/s, medians of rounds; ratios are per round, min/median/max',
-    '  level            jobs  bare j/s  peer j/s  wrapped j/s  replay j/s   wrapped/peer  wrapped/control   replay/peer   wrapped/bare',
+    '  level            jobs  bare j/s  peer j/s  wrapped j/s  replay j/s   wrapped/peer  wrapped/control   replay/peer   wrapped/bare  parallel/peer',
   );
   for (const level of report.levels) {
     const m = (kind: PassKind) => median(level.rates[kind]);
@@ -537,17 +548,18 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       spread(roundRatios(level, 'wrapped', 'control')).padStart(16),
       spread(roundRatios(level, 'replay', 'peer')).padStart(13),
       spread(level.ratios.wrapped).padStart(14),
+      (level.rates.parallel.length > 0 ? spread(roundRatios(level, 'parallel', 'peer')) : '-').padStart(14),
     ];
     lines.push(`  ${levelName(level).padEnd(14)}${cells.join(' ')}`);
   }
   lines.push('  per round, jobs/s:');
   for (const level of report.levels) {
-    lines.push(`    ${levelName(level)}: ${KINDS.map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`);
+    lines.push(`    ${levelName(level)}: ${kindsOf(level.calls).map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`);
   }
   lines.push('  CPU per job, µs (median of rounds): node = this process (BullMQ + wrapper), redis = server');
   for (const level of report.levels) {
     const cpu = (figures: Record<PassKind, number[]>) =>
-      KINDS.map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
+      kindsOf(level.calls).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
     lines.push(`    ${levelName(level).padEnd(14)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
   const goal = (what: string, ratios: number[], target: number) => {
@@ -561,7 +573,8 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       goal(`wrapped/peer ${at}`, roundRatios(level, 'wrapped', 'peer'), goals.peer);
       goal(`wrapped/control ${at}`, roundRatios(level, 'wrapped', 'control'), goals.control);
     } else {
-      goal(`wrapped/peer ${at}, ${level.calls}-call turn`, roundRatios(level, 'wrapped', 'peer'), goals.turnPeer);
+      goal(`wrapped/peer ${at}, ${level.calls}-call turn, one after another`, roundRatios(level, 'wrapped', 'peer'), goals.turnPeer);
+      goal(`parallel/peer ${at}, ${level.calls}-call turn side by side`, roundRatios(level, 'parallel', 'peer'), goals.turnPeer);
     }
   }
   lines.push('  commands per job (untimed count pass, c=50):');
