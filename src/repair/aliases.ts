@@ -42,13 +42,19 @@ export interface ToolArguments {
  * kept, a renamed key taking the alias's place. An alias that is ambiguous
  * (listed for two parameters, or itself the name of a parameter) is ignored;
  * {@link assertValidAliases} reports such tables up front. Arguments that are
- * not an object are returned unchanged.
+ * not an object, or that have nothing to rename or drop, are returned
+ * unchanged (the same value, not a copy).
  */
 export function toolArgumentsFor(
   args: unknown,
   tool: { schema: z.ZodType | null; aliases?: ParamAliases },
 ): ToolArguments {
   if (!isRecord(args)) return { args, corrections: [], dropped: [] };
+  // The usual call: no alias table and no null to drop, so nothing can change. Skipping the
+  // walk and the copy saves a few µs on every call (the bench measures it).
+  if (Object.keys(tool.aliases ?? {}).length === 0 && !Object.values(args).includes(null)) {
+    return { args, corrections: [], dropped: [] };
+  }
   const params = declaredParams(tool.schema, tool.aliases);
   const aliasToParam = usableAliases(tool.aliases, params);
 
