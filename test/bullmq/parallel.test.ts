@@ -133,3 +133,42 @@ describe('calls side by side', () => {
     expect(receipts.filter((r) => r.status === 'completed')).toHaveLength(2);
   });
 });
+
+describe('side-by-side calls under contention', () => {
+  it('64 concurrent turns over overlapping calls, on two workers: every effect runs once, every turn gets every result', async () => {
+    const l = await lane();
+    const runs = new Map<number, number>();
+    const book = defineTool({
+      name: 'book_slot',
+      input: z.object({ slot: z.number() }),
+      effect: 'opaque',
+      destructive: false,
+      parallel: true,
+      async execute({ slot }) {
+        runs.set(slot, (runs.get(slot) ?? 0) + 1);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return `slot ${slot} booked`;
+      },
+    });
+    const options = { tools: [book], maxWaitMs: 100, waitJitterMs: 20 };
+    let waits = 0;
+    for (const { processor } of [l.worker(options, { concurrency: 16 }), l.worker(options, { concurrency: 16 })]) {
+      processor.events.on('decision', (event) => void (event.decision === 'wait' && waits++));
+    }
+    const ids = { tenantId: 'tenant-race', runId: 'run-race' };
+    // Each turn books three of eight slots; neighbouring turns overlap.
+    const turns = Array.from({ length: 64 }, (_, t) => [t % 8, (t + 1) % 8, (t + 3) % 8]);
+    const jobs = await Promise.all(
+      turns.map((slots, t) => l.add({ ...jobData(slots.map((slot, k) => call('book_slot', { slot }, `toolu_${t}_${k}`)), ids) })),
+    );
+    const done = await Promise.all(jobs.map((job) => l.settle(job, 60_000)));
+    for (const [t, job] of done.entries()) {
+      expect(job.failedReason).toBeUndefined();
+      expect(results(job).map((r) => r.content)).toEqual(turns[t]!.map((slot) => `slot ${slot} booked`));
+    }
+    expect([...runs.entries()].sort((a, b) => a[0] - b[0])).toEqual(Array.from({ length: 8 }, (_, slot) => [slot, 1]));
+    const receipts = await l.store.listRun(ids.tenantId, ids.runId);
+    expect(receipts.map((r) => r.status)).toEqual(Array.from({ length: 8 }, () => 'completed'));
+    expect(waits).toBeGreaterThan(0); // the turns did contend for the same receipts
+  });
+});
