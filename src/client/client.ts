@@ -25,6 +25,8 @@ export interface ToolCallInput {
 export interface TurnSubmission extends TurnIdentity {
   readonly sessionId?: string;
   readonly calls: readonly ToolCallInput[];
+  /** Run every call of this turn side by side (the job data's `parallel`); default: as the tools declare. */
+  readonly parallel?: boolean;
   /** Stop waiting after this long (the job keeps running). Default: the client's `timeoutMs`, else no limit. */
   readonly timeoutMs?: number;
   /** Stop waiting when this fires (the job keeps running). */
@@ -76,7 +78,13 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
 
   const submit = async (turn: TurnSubmission): Promise<ToolResultBlock[]> => {
     const ref: TurnJobRef = { jobId: turnJobId(turn), tenantId: turn.tenantId, runId: turn.runId, turnId: turn.turnId };
-    const data = parseToolJobData({ tenantId: turn.tenantId, runId: turn.runId, sessionId: turn.sessionId, calls: turn.calls });
+    const data = parseToolJobData({
+      tenantId: turn.tenantId,
+      runId: turn.runId,
+      sessionId: turn.sessionId,
+      calls: turn.calls,
+      ...(turn.parallel === undefined ? {} : { parallel: turn.parallel }),
+    });
     if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
     const timeoutMs = turn.timeoutMs ?? options.timeoutMs;
     const end = await waitForJobEnd(queue, queueEvents, ref.jobId, { timeoutMs, signal: turn.signal }, () =>

@@ -219,3 +219,18 @@ describe('other ends', () => {
     expect((await l.queue.getJob((error as TurnFailedError).jobId))?.attemptsMade).toBe(1);
   });
 });
+
+describe('calls side by side', () => {
+  it('a turn submitted with parallel: true runs its calls at the same time; results in call order', async () => {
+    const { slow, client } = await gatedLane();
+    const calls = ['a', 'b'].map((name, i) => ({ id: `toolu_${i + 1}`, name: 'slow_report', input: { name } }));
+    const pending = client.submit({ tenantId: 'acme', runId: 'run-1', turnId: 't-side', parallel: true, calls });
+    // Both started while the gate is still shut: neither waited for the other.
+    await expect.poll(() => slow.runs(), { timeout: 10_000 }).toBe(2);
+    slow.open();
+    expect((await pending).map((r) => [r.tool_use_id, r.outcome])).toEqual([
+      ['toolu_1', 'executed'],
+      ['toolu_2', 'executed'],
+    ]);
+  });
+});
