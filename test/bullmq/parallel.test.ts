@@ -95,12 +95,13 @@ describe('calls side by side', () => {
     const held = { tenantId: data.tenantId, runId: data.runId, toolName: 'search', argsHash: await toolCallArgsHash({ n: 2 }) };
     const claim = await l.store.claim(held, { effect: 'opaque', leaseMs: 30_000 });
     expect(claim.decision.kind).toBe('execute');
+    const fence = claim.fence!;
 
     const job = await l.add(data);
     await expect.poll(() => job.getState(), { timeout: 10_000 }).toBe('delayed');
     // The two free calls ran to the end and settled while the job was parked.
     expect(search.spans.map((s) => s.n).sort()).toEqual([1, 3]);
-    await l.store.complete(held, 1, { content: 'held result' });
+    await l.store.complete(held, fence, { content: 'held result' });
 
     const done = await l.settle(job);
     expect(results(done).map((r) => [r.tool_use_id, r.outcome, r.content])).toEqual([
