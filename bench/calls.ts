@@ -3,9 +3,9 @@
  * peer (AWS Powertools' `makeIdempotent` over Redis, bench/peer.ts), on the
  * same server in the same run.
  *
- * 1. Sequential latency per call, fresh and replay: our processor called
- *    directly with a real BullMQ `Job` object (built untimed, never enqueued)
- *    holding one call, against the peer-wrapped tool. Rounds alternate the
+ * 1. Sequential latency per call (the median call), fresh and replay: our
+ *    processor called directly with a real BullMQ `Job` object (built
+ *    untimed, never enqueued) holding one call, against the peer-wrapped tool. Rounds alternate the
  *    sides; the ratio is the median of per-round ratios.
  * 2. This process's CPU per call at `BENCH_CALL_CONCURRENCY` in flight:
  *    wrapped, control (the receipt store's claim + complete alone), peer. The
@@ -87,11 +87,19 @@ async function serverCost(admin: Redis, commands: readonly string[], ops: number
   return { exec: (after.exec - before.exec) / ops, cpu: (after.cpu - before.cpu) / ops };
 }
 
-/** Mean wall µs per op, `count` ops one after another. */
+/**
+ * Median wall µs of one op, `count` ops one after another. The median, not
+ * the mean: on a shared machine a few ops stall for a scheduler slice, and
+ * the mean would report the machine rather than the code.
+ */
 async function sequentialUs(count: number, op: (i: number) => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < count; i++) await op(i);
-  return ((performance.now() - started) * 1000) / count;
+  const each: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await op(i);
+    each.push((performance.now() - started) * 1000);
+  }
+  return median(each);
 }
 
 /** This process's CPU µs per op, `count` ops with `CONCURRENCY` in flight. */
@@ -251,7 +259,7 @@ async function main(): Promise<void> {
     console.log(`calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`);
     const perRound = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] ?? x));
     const us = (values: number[]) => `${median(values).toFixed(0)} µs [${values.map((v) => v.toFixed(0)).join(', ')}]`;
-    console.log(`  sequential latency per call (${LATENCY_CALLS} calls one after another, processor called directly):`);
+    console.log(`  sequential latency per call, median of ${LATENCY_CALLS} calls one after another (processor called directly):`);
     console.log(`    fresh  ours ${us(latency.ours.fresh)}  peer ${us(latency.peer.fresh)}  ours/peer ${spread(perRound(latency.ours.fresh, latency.peer.fresh))}  (goal <= 1.10)`);
     console.log(`    replay ours ${us(latency.ours.replay)}  peer ${us(latency.peer.replay)}  ours/peer ${spread(perRound(latency.ours.replay, latency.peer.replay))}  (goal <= 0.70)`);
     console.log(`  this process's CPU per fresh call at ${CONCURRENCY} in flight (${CPU_CALLS} calls):`);

@@ -72,8 +72,9 @@ export function toolCallReceiptKeyString(key: ToolCallReceiptKey): string {
  * (U+FFFD) and every later read would show it.
  */
 export function isWellFormedText(text: string): boolean {
-  // With the `u` flag a surrogate pair is one code point, so only lone surrogates match.
-  return !/\p{Surrogate}/u.test(text);
+  // Node 20's V8 has String.prototype.isWellFormed (ES2024; the ES2022 lib does not declare it):
+  // several times faster than the regex, and every claim checks four names.
+  return (text as string & { isWellFormed(): boolean }).isWellFormed();
 }
 
 /** A tenant, run or tool name that is not well-formed Unicode; nothing was written. */

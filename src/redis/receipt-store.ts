@@ -30,6 +30,7 @@ import { ReceiptReader } from './receipt-reader.js';
 import { tallyReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
+import { newEpoch } from './epochs.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite, type WriteMark } from './durability.js';
 import { fromStoredJson, toStoredJson } from './stored-json.js';
@@ -221,7 +222,7 @@ export class ReceiptStore {
       leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
       breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
       // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
-      randomBytes(12).toString('base64url'),
+      newEpoch(),
       job,
     ];
 
