@@ -19,6 +19,11 @@
  * - replay: the very jobs of the wrapped pass before it, enqueued again
  *   (same tenant, run, call ids and arguments), so every call finds a
  *   completed receipt and replays it;
+ * - traced: `withToolReceipts` with `toolReceiptsOtel()` on an OpenTelemetry
+ *   SDK (AsyncLocalStorage context, a batching span processor whose exporter
+ *   drops what it is given, a meter provider), so every call also makes a
+ *   span, records its metrics and keeps the ambiguous gauge's index: the
+ *   cost of tracing on, next to `wrapped` (off) in the same rounds;
  * - parallel (turn levels only): the wrapped pass with `parallel: true` in
  *   the job data, so the turn's calls run side by side;
  * - peer: the bare processor's calls each wrapped in AWS Powertools'
@@ -54,15 +59,17 @@ import type { ToolJobData } from '../src/bullmq/job-data.js';
 import { withToolReceipts, type ToolReceiptsProcessor } from '../src/bullmq/processor.js';
 import type { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
+import { toolReceiptsOtel } from '../src/otel/index.js';
+import { startBenchOtel } from './otel.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { callsDelta, commandCalls, median } from './support.js';
 
-export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'parallel';
+export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'traced' | 'parallel';
 /** The kinds of every level; turn levels add `parallel`. */
-const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay'] as const;
+const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay', 'traced'] as const;
 const kindsOf = (calls: number): PassKind[] => (calls > 1 ? [...KINDS, 'parallel'] : [...KINDS]);
 /** Fresh per-kind arrays. */
-const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], parallel: [] });
+const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], traced: [], parallel: [] });
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -102,6 +109,8 @@ export interface LevelFigures {
   readonly redisCpu: Record<PassKind, number[]>;
   /** Per-round ratio of each kind to bare (bare's own is all 1). */
   readonly ratios: Record<PassKind, number[]>;
+  /** Per-round ratio of traced to wrapped: what turning tracing on keeps. */
+  readonly tracedToWrapped: number[];
 }
 
 /** Commands per job for one kind of pass. */
@@ -115,7 +124,9 @@ export interface CommandCount {
 
 export interface QueueBenchReport {
   readonly levels: LevelFigures[];
-  readonly commands: Record<Exclude<PassKind, 'control'>, CommandCount>;
+  readonly commands: Record<Exclude<PassKind, 'control' | 'traced' | 'parallel'>, CommandCount>;
+  /** Spans the traced passes handed to the exporter. */
+  readonly spansExported: number;
   readonly memory: {
     readonly receiptBytes: number;
     readonly receiptFields: number;
@@ -279,17 +290,21 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   // The peer gets its own connection, as the wrapper has.
   const peerRedis = new Redis(options.url, { maxRetriesPerRequest: null });
   const counters = { wrapper: commandCounter(receiptsRedis), peer: commandCounter(peerRedis) };
-  const wrapped: ToolReceiptsProcessor = withToolReceipts({
+  const wrapperOptions = {
     redis: receiptsRedis,
     tools: [tool],
     prefix: receiptsPrefix,
     leaseMs: LEASE_MS,
     retentionMs: RETENTION_MS,
     logger: pino({ level: 'silent' }),
-  });
+  };
+  const wrapped: ToolReceiptsProcessor = withToolReceipts(wrapperOptions);
   const controlProcessor = controlProcessorOn(wrapped.store);
+  const otel = startBenchOtel();
+  // The same wrapper with tracing on: the traced passes against the wrapped ones.
+  const traced = withToolReceipts({ ...wrapperOptions, telemetry: toolReceiptsOtel({ tracer: otel.tracer, meter: otel.meter }) });
   const peer = peerProcessor(peerIdempotent(peerRedis, `${options.prefix}:peer`, PEER_TIMES, (call) => runTool(call)));
-  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, parallel: wrapped };
+  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, traced, parallel: wrapped };
   try {
 
     let passNo = 0;
@@ -302,11 +317,12 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     ): Promise<PassFigures> {
       const queueName = `${kind}-c${concurrency}-p${passNo++}`;
       const queue = new Queue(queueName, { connection, prefix: bullPrefix });
-      const expected = kind === 'wrapped' || kind === 'control' || kind === 'parallel' ? 'executed' : kind === 'replay' ? 'replayed' : undefined;
+      const expected = kind === 'replay' ? 'replayed' : kind === 'bare' || kind === 'peer' ? undefined : 'executed';
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
         const worker = new Worker(queueName, processors[kind], { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = processors[kind] === wrapped ? wrapped.attach(worker) : () => undefined;
+        const processor = processors[kind];
+        const detach = processor === wrapped || processor === traced ? processor.attach(worker) : () => undefined;
         try {
           let done = 0;
           const problems: string[] = [];
@@ -326,6 +342,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           worker.on('error', (error) => problems.push(error.message));
           await worker.waitUntilReady();
           await hooks.before?.();
+          if (kind === 'traced') otel.enterPass();
           const redisCpuBefore = await redisCpuSeconds(admin);
           const cpuBefore = process.cpuUsage();
           const started = performance.now();
@@ -334,6 +351,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           const seconds = (performance.now() - started) / 1000;
           const cpu = process.cpuUsage(cpuBefore);
           const redisCpu = (await redisCpuSeconds(admin)) - redisCpuBefore;
+          if (kind === 'traced') otel.leavePass();
           await hooks.after?.();
           if (problems.length > 0) {
             throw new Error(`${kind} pass at c=${concurrency}: ${problems.length} jobs went wrong, first: ${problems[0]}`);
@@ -362,6 +380,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         control: jobsOf('control'),
         peer: jobsOf('peer'),
         wrapped: jobsOf('wrapped'),
+        traced: jobsOf('traced'),
         parallel: jobsOf('parallel').map((data) => ({ ...data, parallel: true })),
       };
       const figures = {} as Record<PassKind, PassFigures>;
@@ -396,11 +415,12 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         nodeCpu: perKind(),
         redisCpu: perKind(),
         ratios: perKind(),
+        tracedToWrapped: [],
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
         const kinds = kindsOf(calls);
-        const order: PassKind[] = r % 2 === 0 ? kinds : ['wrapped', 'replay', 'peer', 'control', 'bare', ...kinds.slice(KINDS.length)];
+        const order: PassKind[] = r % 2 === 0 ? kinds : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...kinds.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
         for (const kind of kinds) {
           level.rates[kind].push(figures[kind].rate);
@@ -408,13 +428,14 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
           level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
+        level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
       }
       levels.push(level);
     }
 
     // Commands per job, untimed: the wrapper's connection (client side) and the whole server (commandstats).
     // The control pass sends the same two scripts as the wrapped one, so it is not counted again.
-    const commands = {} as Record<Exclude<PassKind, 'control'>, CommandCount>;
+    const commands = {} as Record<Exclude<PassKind, 'control' | 'traced' | 'parallel'>, CommandCount>;
     const probe = (tag: string) => Array.from({ length: options.probeJobs }, (_, i) => jobData(tag, i));
     const probeJobs = { bare: probe('count-bare'), peer: probe('count-peer'), wrapped: probe('count-wrapped') };
     for (const kind of ['bare', 'peer', 'wrapped', 'replay'] as const) {
@@ -491,8 +512,10 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     const bullmqVersion = JSON.parse(
       readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'),
     ).version as string;
-    return { levels, commands, memory, bullmqVersion, seconds: (performance.now() - began) / 1000 };
+    await otel.flush();
+    return { levels, commands, memory, bullmqVersion, spansExported: otel.exported(), seconds: (performance.now() - began) / 1000 };
   } finally {
+    await otel.shutdown();
     receiptsRedis.disconnect();
     peerRedis.disconnect();
     admin.disconnect();
@@ -552,6 +575,15 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     ];
     lines.push(`  ${levelName(level).padEnd(14)}${cells.join(' ')}`);
   }
+  lines.push('  tracing on vs off (toolReceiptsOtel on an OpenTelemetry SDK; same rounds):');
+  for (const level of report.levels) {
+    lines.push(
+      `    ${levelName(level).padEnd(14)} traced ${fmt(median(level.rates.traced), 6)} j/s vs wrapped ${fmt(median(level.rates.wrapped), 6)} j/s: ` +
+        `traced/wrapped ${median(level.tracedToWrapped).toFixed(2)} [${list(level.tracedToWrapped, 2)}]; ` +
+        `node CPU per job ${median(level.nodeCpu.traced).toFixed(0)} vs ${median(level.nodeCpu.wrapped).toFixed(0)} µs`,
+    );
+  }
+  lines.push(`    spans exported: ${report.spansExported}`);
   lines.push('  per round, jobs/s:');
   for (const level of report.levels) {
     lines.push(`    ${levelName(level)}: ${kindsOf(level.calls).map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`);
