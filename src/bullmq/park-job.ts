@@ -17,11 +17,13 @@ interface DelayingBackend {
  * else. The claim has just read the Redis server's clock, so the target is
  * stated on that clock, which the rest of a healthy fleet agrees with.
  *
- * Uses the job's queue backend (BullMQ 6) when it is there; otherwise falls
- * back to the public method on the local clock.
+ * The low-level method lives on the job's `backend` in BullMQ 6 and on its
+ * `scripts` in BullMQ 5, with the same arguments; only a job with neither
+ * falls back to the public method on the local clock.
  */
 export async function parkJobOnServerClock(job: Job, token: string | undefined, serverNowMs: number, delayMs: number): Promise<void> {
-  const backend = (job as unknown as { backend?: Partial<DelayingBackend> }).backend;
+  const internals = job as unknown as { backend?: Partial<DelayingBackend>; scripts?: Partial<DelayingBackend> };
+  const backend = typeof internals.backend?.moveToDelayed === 'function' ? internals.backend : internals.scripts;
   if (job.id !== undefined && typeof backend?.moveToDelayed === 'function') {
     await (backend as DelayingBackend).moveToDelayed(job.id, serverNowMs, delayMs, token, { skipAttempt: true });
     return;
