@@ -123,13 +123,19 @@ export class ReceiptStore {
     return this.durability?.options;
   }
 
-  /** The exact Redis key of a call's receipt, e.g. for `redis-cli HGETALL`. */
+  /**
+   * The exact Redis key of a call's receipt, e.g. for `redis-cli HGETALL`.
+   * Every method that takes a call goes through it, so a name that is not
+   * well-formed Unicode throws `MalformedNameError` before anything is sent.
+   */
   redisKey(key: ToolCallReceiptKey): string {
+    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
     return receiptRedisKey(this.prefix, key);
   }
 
-  /** The key of the sorted set listing a run's receipts by creation time. */
+  /** The key of the sorted set listing a run's receipts by creation time; checks the names as {@link redisKey} does. */
   runIndexKey(tenantId: string, runId: string): string {
+    assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId });
     return runIndexRedisKey(this.prefix, tenantId, runId);
   }
 
@@ -210,11 +216,10 @@ export class ReceiptStore {
     if (options.effect !== 'resumable' && options.effect !== 'opaque') {
       throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
     }
-    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
+    const claimKeys = this.keysWithBreaker(key);
     const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
     const owner = options.owner ?? this.owner;
     await this.durability?.ready();
-    const claimKeys = this.keysWithBreaker(key);
     const keys: [string, string] = [claimKeys[0], claimKeys[1]];
     const redisKey = keys[0];
     const job = options.job ? attemptJobText(options.job) : '';
@@ -429,6 +434,7 @@ export class ReceiptStore {
    */
   async recordStep(key: ToolCallReceiptKey, fence: AttemptFence, name: string, value: unknown): Promise<void> {
     if (name.length === 0) throw new InvalidReceiptInputError('a step name must not be empty');
+    assertWellFormedNames({ 'step name': name });
     const text = toStoredJson(value, `step ${JSON.stringify(name)}`);
     await this.fenced('recordStep', SCRIPT.recordStep, key, fence, [STEP_FIELD_PREFIX + name, text, this.retentionMs]);
   }
@@ -439,7 +445,7 @@ export class ReceiptStore {
   }
 
   /** Reads one receipt with every field, or `null` when there is none. */
-  inspect(key: ToolCallReceiptKey): Promise<ReceiptRecord | null> {
+  async inspect(key: ToolCallReceiptKey): Promise<ReceiptRecord | null> {
     return this.reader.inspect(this.redisKey(key));
   }
 
@@ -452,7 +458,7 @@ export class ReceiptStore {
    * Every live receipt of a run, oldest first. Entries whose receipt has
    * expired are pruned from the run index on the way.
    */
-  listRun(tenantId: string, runId: string): Promise<ReceiptRecord[]> {
+  async listRun(tenantId: string, runId: string): Promise<ReceiptRecord[]> {
     return this.reader.listRun(this.runIndexKey(tenantId, runId));
   }
 
