@@ -298,6 +298,19 @@ describe('resolve', () => {
     expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1 });
   });
 
+  it('refuses a key whose names decode to a lone surrogate with the typed error, writing nothing', async () => {
+    const store = fixture.store();
+    const key = store.redisKey(freshKey()).replace(':rcpt:{', ':rcpt:{%ED%A0%80');
+    const before = await fixture.connect().keys(`${store.prefix}:*`);
+    const shown = await showCommand({ store, out: new Capture(), args: { redisKey: key, json: false } }).catch((err: unknown) => err);
+    expect(shown).toMatchObject({ code: 'identity.malformed_name' });
+    const resolved = await resolveCommand({ store, out: new Capture(), args: resolveArgs(key, ['--attempts', '1', '--failed', '--error', 'x']) }).catch(
+      (err: unknown) => err,
+    );
+    expect(resolved).toMatchObject({ code: 'identity.malformed_name' });
+    expect(await fixture.connect().keys(`${store.prefix}:*`)).toEqual(before);
+  });
+
   it('refuses a key with no receipt', async () => {
     const store = fixture.store();
     const error = await resolveCommand({
