@@ -5,7 +5,7 @@
  * window. Each transition is one Lua script on the receipt, fenced like the
  * receipt store's own.
  */
-import type { ToolCallReceiptKey } from '../core/identity.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import type { RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
 import { receiptRedisKey, runIndexRedisKey } from './keys.js';
@@ -85,7 +85,9 @@ export class ReconcileStore {
     defineScripts(this.redis, RECONCILE_SCRIPTS);
   }
 
+  /** The receipt and its run index; a name that is not well-formed Unicode throws `MalformedNameError` first. */
   private keys(key: ToolCallReceiptKey): [string, string] {
+    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
     return [receiptRedisKey(this.prefix, key), runIndexRedisKey(this.prefix, key.tenantId, key.runId)];
   }
 
@@ -169,7 +171,7 @@ export class ReconcileStore {
    * unless the receipt exists and is running; returns whether it was recorded.
    */
   async noteJob(key: ToolCallReceiptKey, job: AttemptJob): Promise<boolean> {
-    const reply = await this.call(SCRIPT.noteJob, [receiptRedisKey(this.prefix, key)], [attemptJobText(job)]);
+    const reply = await this.call(SCRIPT.noteJob, [this.keys(key)[0]], [attemptJobText(job)]);
     return Number(reply) === 1;
   }
 

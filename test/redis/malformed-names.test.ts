@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { MalformedNameError } from '../../src/core/identity.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { ReconcileStore } from '../../src/redis/reconcile-store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -26,7 +27,14 @@ const calls: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<
   ['inspect', (s, k) => s.inspect(k)],
   ['steps', (s, k) => s.steps(k)],
   ['listRun', (s, k) => s.listRun(k.tenantId, k.runId)],
+  ['ReconcileStore.begin', (s, k) => reconciles(s).begin(k, fence, 1_000, 'w')],
+  ['ReconcileStore.settle', (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' })],
+  ['ReconcileStore.noteJob', (s, k) => reconciles(s).noteJob(k, { queue: 'q', prefix: 'bull', id: '1' })],
+  ['ReconcileStore.reclaimKeyed', (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' })],
 ];
+
+/** A reconcile store on the same connection and prefix as `store`. */
+const reconciles = (store: ReceiptStore): ReconcileStore => new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix });
 
 async function keysUnder(prefix: string): Promise<string[]> {
   return fixture.connect().keys(`${prefix}*`);
