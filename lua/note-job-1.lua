@@ -11,11 +11,13 @@
   Returns 1 when recorded (or already there), 0 when the receipt does not
   exist or is not running (nothing written: it would create a stray hash or
   mark a settled call).
+  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "observe-receipt"
 
-local receipt = readReceipt(KEYS[1])
+local receipt, corrupt = openReceiptHash(KEYS[1])
+if corrupt then return corrupt end
 if receipt.status ~= 'running' then return 0 end
 redis.call('HSETNX', KEYS[1], 'met_job:' .. ARGV[1], serverNow())
 return 1

@@ -1,7 +1,8 @@
 --[[
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
-  openReceipt(receiptKey, indexKey), readReceipt(key), leaseState(receipt,
-  now), isFlagged(receipt) and observation(code, receipt, now): the reading
+  openReceipt(receiptKey, indexKey), openReceiptHash(receiptKey),
+  readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
+  observation(code, receipt, now): the reading
   and the reply every receipt script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
 
@@ -19,6 +20,9 @@
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. So a corrupt receipt is never taken for an
     absent one, and nothing is written.
+
+  openReceiptHash(receiptKey)  openReceipt for a script that does not touch
+    the run index: the same checks of receiptKey alone.
 
   readReceipt(key)  HMGET of the observed fields of receipt hash `key`, as
     { status      'running' | 'completed' | 'failed'; '' when no receipt
@@ -67,8 +71,8 @@ local function wrongType(key, expected)
   return corruptReply(key, 'is a ' .. actual .. ', not a ' .. expected)
 end
 
-local function openReceipt(receiptKey, indexKey)
-  local bad = wrongType(receiptKey, 'hash') or wrongType(indexKey, 'zset')
+local function openReceiptHash(receiptKey)
+  local bad = wrongType(receiptKey, 'hash')
   if bad then return nil, bad end
   local receipt = readReceipt(receiptKey)
   if receipt.status == '' then
@@ -81,6 +85,12 @@ local function openReceipt(receiptKey, indexKey)
     return nil, corruptReply(receiptKey, 'attempts is not a whole number >= 1')
   end
   return receipt, nil
+end
+
+local function openReceipt(receiptKey, indexKey)
+  local bad = wrongType(indexKey, 'zset')
+  if bad then return nil, bad end
+  return openReceiptHash(receiptKey)
 end
 
 local function leaseState(receipt, now)
