@@ -11,6 +11,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConnection } from '../redis/connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
+import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
 import { stringOption, type CommandSpec, type OptionValues } from './command.js';
@@ -242,7 +243,8 @@ async function open(redis: RedisConnection, url: string): Promise<void> {
 
 /** Exit code for an error the CLI expected. */
 function exitCodeOf(err: ToolReceiptsError): number {
-  const usage = err instanceof CliUsageError || err instanceof InvalidReceiptKeyError || err instanceof InvalidKeyPrefixError;
+  const usage =
+    err instanceof CliUsageError || err instanceof InvalidReceiptKeyError || err instanceof InvalidKeyPrefixError || err instanceof MalformedNameError;
   return usage ? 2 : 1;
 }
 

@@ -96,6 +96,15 @@ describe('runCli: command line', () => {
     });
   });
 
+  it('treats a key whose names decode to a lone surrogate as a bad command line (exit 2, identity.malformed_name)', async () => {
+    const key = `${fixture.handle().prefix}:rcpt:{t%ED%A0%80|r}:send_email:h`;
+    for (const argv of [['show', key], ['resolve', key, '--attempts', '1', '--failed', '--error', 'x']]) {
+      const run = await cli([...argv, '--json', ...conn()]);
+      expect(run.code).toBe(2);
+      expect(JSON.parse(run.stderr)).toMatchObject({ error: { code: 'identity.malformed_name' } });
+    }
+  });
+
   it('takes the URL from REDIS_URL, and connection options before or after the command', async () => {
     const store = fixture.store();
     const key = freshKey();
