@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { failureFactsOf, failureTier, ToolRefusedError } from '../core/tiers.js';
+import { DestructiveRanError, failureTier, NeverStartedError, OutcomeUnknownError, ToolRefusedError, type FailureTier } from '../core/tiers.js';
 import { createToolContext } from './call-context.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError } from './errors.js';
@@ -30,10 +30,23 @@ export interface FailureLog {
 }
 
 /**
+ * The tier of a read-only tool's failure. It changed nothing, so running it
+ * again is as harmless as an idempotent tool's rerun. A tool that says
+ * otherwise (it cannot tell what happened, or a destructive operation ran)
+ * contradicts its own declaration: that is `neutral`, never retried, because
+ * there is no receipt or breaker here to make the destructive tier's promise
+ * (removal for the run) true.
+ */
+function readOnlyFailureTier(error: unknown): FailureTier {
+  if (error instanceof DestructiveRanError || error instanceof OutcomeUnknownError) return 'neutral';
+  return failureTier({ neverStarted: error instanceof NeverStartedError }, { idempotent: true });
+}
+
+/**
  * Run a read-only tool with no receipt: no Redis round trip, so it can never
- * be ambiguous or replayed, and its steps simply run. Its failures follow the
- * same rule as any other call's (see `retriesAutomatically`), without the
- * run's circuit breaker, which only counts calls that hold receipts.
+ * be ambiguous or replayed, and its steps simply run. A failure retries the
+ * job like an idempotent tool's (see {@link readOnlyFailureTier}), without
+ * the run's circuit breaker, which only counts calls that hold receipts.
  */
 export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
   const { scope, call, tool } = d;
@@ -46,7 +59,7 @@ export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<T
   try {
     value = await d.obs.runTool(async () => tool.execute(d.args, ctx));
   } catch (error) {
-    const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
+    const tier = readOnlyFailureTier(error);
     const message = errorText(error);
     d.logDecision('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
     d.obs.settled('failed', { tier, error });

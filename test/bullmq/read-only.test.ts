@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, OFFLOAD_TOOL_NAME, RedisToolResultStore, type ToolJobResult } from '../../src/index.js';
+import { defineTool, DestructiveRanError, OFFLOAD_TOOL_NAME, RedisToolResultStore, type ToolJobResult } from '../../src/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -40,6 +40,36 @@ describe('read-only tools', () => {
     await l.run(data);
     expect((await l.receipt(data.tenantId, data.runId)).status).toBe('completed');
     expect(results(await l.run(data))[0]!.outcome).toBe('replayed');
+  });
+});
+
+describe('read-only tools that fail', () => {
+  it('retry the job on a plain error, as an idempotent tool would: rerunning a read changes nothing', async () => {
+    const l = await lane();
+    let runs = 0;
+    const lookup = defineTool({
+      name: 'lookup', input: z.object({}), effect: 'opaque', readOnly: true,
+      execute: () => { if (++runs === 1) throw new Error('index busy'); return 'found'; },
+    });
+    l.worker({ tools: [lookup] });
+    const job = await l.run(jobData([call('lookup', {})]), { attempts: 2 });
+    expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: 'found' });
+    expect(runs).toBe(2);
+  });
+  it('are not retried and promise no removal when they claim a destructive operation ran', async () => {
+    const l = await lane();
+    let runs = 0;
+    const peek = defineTool({
+      name: 'peek', input: z.object({}), effect: 'opaque', readOnly: true,
+      execute: () => { runs++; throw new DestructiveRanError('wrote after all'); },
+    });
+    l.worker({ tools: [peek] });
+    const job = await l.run(jobData([call('peek', {})]), { attempts: 3 });
+    expect(runs).toBe(1);
+    const [result] = results(job);
+    expect(result).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(result!.content).toContain('wrote after all');
+    expect(result!.content).not.toContain('removed');
   });
 });
 
