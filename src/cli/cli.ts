@@ -9,7 +9,6 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
-import type { RedisConnection } from '../redis/connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
@@ -203,7 +202,7 @@ function sentinelTarget(values: OptionValues): Target['sentinel'] {
  * while down. With `cluster`, a Cluster client seeded with the URL's node;
  * with sentinels, the master they name (credentials from the URL).
  */
-function createRedis({ url, cluster, sentinel }: Target): RedisConnection {
+function createRedis({ url, cluster, sentinel }: Target): Redis | Cluster {
   if (sentinel) {
     const { username, password } = new URL(url);
     return new Redis({
@@ -228,7 +227,7 @@ function createRedis({ url, cluster, sentinel }: Target): RedisConnection {
   });
 }
 
-async function open(redis: RedisConnection, url: string): Promise<void> {
+async function open(redis: Redis | Cluster, url: string): Promise<void> {
   let lastError: Error | undefined;
   redis.on('error', (err: Error) => {
     lastError = err;
@@ -274,7 +273,7 @@ function report(io: CliIo, json: boolean, code: string, message: string): void {
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const { name, rest } = splitCommand(argv);
   let json = argv.includes('--json');
-  let redis: RedisConnection | undefined;
+  let redis: Redis | Cluster | undefined;
   try {
     if (name === undefined || name === 'help') {
       if (rest.includes('--version')) {

@@ -1,10 +1,11 @@
 /**
- * The connections the stores accept: one ioredis `Redis`, or an ioredis
- * `Cluster`. Every script touches keys of one hash tag, so a Cluster routes
- * each call to the node that owns it; only walking the keyspace (SCAN) must
- * visit every master, which {@link scanKeys} does.
+ * The connections the stores accept: an ioredis 5 or 6 `Redis` or `Cluster`,
+ * described by what the stores call rather than by class, so the user's own
+ * copy of ioredis (whichever major) fits without a second copy or a clash of
+ * protected members. Every script touches keys of one hash tag, so a Cluster
+ * routes each call to the node that owns it; only walking the keyspace (SCAN)
+ * must visit every master, which {@link scanKeys} does.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** A Cluster client that answered yet named no master to search. */
@@ -15,11 +16,67 @@ export class NoClusterMastersError extends ToolReceiptsError {
   }
 }
 
-/** A single Redis connection or a Redis Cluster client. */
-export type RedisConnection = Redis | Cluster;
+/**
+ * A store or the wrapper was given something other than an ioredis connection
+ * as `redis` (often `undefined`, or a node-redis client).
+ */
+export class InvalidRedisConnectionError extends ToolReceiptsError {
+  readonly code = 'redis.invalid_connection';
+  constructor(owner: string, got: string) {
+    super(`${owner} needs \`redis\`: an ioredis Redis or Cluster (ioredis 5 or 6, e.g. new Redis(url)); got ${got}`);
+  }
+}
 
-/** True for an ioredis `Cluster` (checked by behaviour, so two copies of ioredis agree). */
-export function isCluster(connection: RedisConnection): connection is Cluster {
+/**
+ * `value` when it has what the stores call on a connection; otherwise an
+ * {@link InvalidRedisConnectionError} naming `owner` (who was given it).
+ */
+export function checkedConnection(value: unknown, owner: string): RedisConnection {
+  if (typeof value === 'object' && value !== null) {
+    const candidate = value as Record<string, unknown>;
+    if (typeof candidate['defineCommand'] === 'function' && typeof candidate['pipeline'] === 'function') {
+      return value as RedisConnection;
+    }
+    const nodeRedis = typeof candidate['sendCommand'] === 'function' && 'isOpen' in candidate;
+    throw new InvalidRedisConnectionError(owner, nodeRedis ? 'a node-redis client, which is not supported' : 'an object without defineCommand');
+  }
+  throw new InvalidRedisConnectionError(owner, value === undefined || value === null ? String(value) : `a ${typeof value}`);
+}
+
+/** A reply of a SCAN-family command: the next cursor and a batch. */
+type ScanReply = Promise<[cursor: string, elements: string[]]>;
+
+/** The pipeline the stores batch script calls on (ioredis `pipeline()`). */
+export interface RedisPipeline {
+  exec(): Promise<[error: Error | null, result: unknown][] | null>;
+}
+
+/**
+ * What the stores call on a connection: an ioredis `Redis` or `Cluster` (5 or
+ * 6) has all of it. Scripts are registered with `defineCommand` and then called
+ * as methods of the connection, so ioredis sends EVALSHA and falls back to EVAL.
+ */
+export interface RedisConnection {
+  /** `true` on an ioredis `Cluster`. */
+  readonly isCluster: boolean;
+  /** ioredis' connection state; `ready` once commands go straight out. */
+  readonly status: string;
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
+  pipeline(): RedisPipeline;
+  ping(): Promise<unknown>;
+  zrange(key: string, start: number, stop: number): Promise<string[]>;
+  hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
+  hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
+  scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
+}
+
+/** A Cluster connection: it can also name its masters for a keyspace walk. */
+export interface RedisClusterConnection extends RedisConnection {
+  nodes(role: 'master'): RedisConnection[];
+}
+
+/** True for an ioredis `Cluster` (checked by behaviour, so any copy of ioredis agrees). */
+export function isCluster(connection: RedisConnection): connection is RedisClusterConnection {
   return (connection as { isCluster?: unknown }).isCluster === true;
 }
 
@@ -44,7 +101,7 @@ export async function* scanKeys(connection: RedisConnection, pattern: string, co
  * an empty list would read as "no keys": a routed command waits until the
  * client is ready (or fails as any command would), and an empty list is an error.
  */
-async function masters(cluster: Cluster): Promise<Redis[]> {
+async function masters(cluster: RedisClusterConnection): Promise<RedisConnection[]> {
   if (cluster.status !== 'ready') await cluster.ping();
   const found = cluster.nodes('master');
   if (found.length === 0) throw new NoClusterMastersError();

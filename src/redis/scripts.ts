@@ -9,8 +9,7 @@
  * script per command.
  */
 import { readFileSync } from 'node:fs';
-import type { ChainableCommander } from 'ioredis';
-import type { RedisConnection } from './connection.js';
+import type { RedisConnection, RedisPipeline } from './connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** One script to register: the command name, its file in `lua/`, and how many KEYS it takes. */
@@ -192,7 +191,7 @@ export function runVariadicScript(
 }
 
 /** Queues a defined script on a pipeline or MULTI of the connection it was defined on. */
-export function queueScript(pipeline: ChainableCommander, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
+export function queueScript(pipeline: RedisPipeline, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
   const fn = (pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>)[name];
   if (typeof fn !== 'function') {
     throw new ScriptDefinitionError(`script ${name} is not available on this pipeline; call defineScripts first`);
