@@ -143,12 +143,41 @@ export class InvalidToolDefinitionError extends ToolReceiptsError {
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
+ * A tool's `input` is not a zod 4 schema: a zod 3 schema, or no schema at
+ * all. Validation, repair and the JSON Schema for the model all read zod 4's
+ * internals, so such a tool is refused when it is defined, not at its first call.
+ */
+export class ToolSchemaUnsupportedError extends ToolReceiptsError {
+  readonly code = 'tool.schema_unsupported';
+  constructor(
+    readonly tool: string,
+    got: string,
+  ) {
+    super(
+      `tool ${tool}: \`input\` must be a zod 4 schema, got ${got}. ` +
+        'Install zod 4 (npm install zod@^4) and build the schema with `import { z } from "zod"`',
+    );
+  }
+}
+
+/** What `input` is, when it is not a zod 4 schema; `undefined` when it is one. */
+function unsupportedSchema(input: unknown): string | undefined {
+  if (typeof input !== 'object' || input === null) return input === undefined || input === null ? String(input) : `a ${typeof input}`;
+  const internals = (input as { _zod?: { def?: unknown } })._zod;
+  if (typeof internals === 'object' && internals !== null && typeof internals.def === 'object') return undefined;
+  return '_def' in input ? 'a zod 3 schema' : 'an object that is not a zod schema';
+}
+
+/**
  * Declare a tool once. Flags resolve with MCP's defaults: a tool that is not
  * read-only counts as destructive unless it says otherwise, and a read-only
  * tool is idempotent. Explicit `destructive` / `idempotent` / `readOnly` win
  * over annotation hints.
  */
 export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefinition<S> {
+  if (typeof spec !== 'object' || spec === null) {
+    throw new InvalidToolDefinitionError('defineTool needs a tool spec: { name, input, effect, execute }');
+  }
   if (!TOOL_NAME.test(spec.name)) {
     throw new InvalidToolDefinitionError(
       `tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`,
@@ -157,6 +186,8 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
   if (spec.effect !== 'opaque' && spec.effect !== 'resumable' && spec.effect !== 'keyed') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque", "resumable" or "keyed"`);
   }
+  const unsupported = unsupportedSchema(spec.input);
+  if (unsupported !== undefined) throw new ToolSchemaUnsupportedError(spec.name, unsupported);
   checkRecovery(spec);
   if (typeof spec.execute !== 'function') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: execute must be a function`);

@@ -70,6 +70,11 @@ export class ToolCallFailedError extends ToolReceiptsError {
   }
 }
 
+/** {@link withToolReceipts} was given an option it cannot use; the message names it and what to pass. */
+export class InvalidToolReceiptsOptionsError extends ToolReceiptsError {
+  readonly code = 'options.invalid';
+}
+
 /**
  * BullMQ's UnrecoverableError, carrying our typed error as `cause` and its
  * code at the front of the message (BullMQ keeps only the message as the

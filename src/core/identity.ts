@@ -30,6 +30,21 @@ export type DigestFn = (canonical: string) => string | Promise<string>;
 export const sha256Digest: DigestFn = (canonical) =>
   createHash('sha256').update(canonical, 'utf8').digest('hex');
 
+/** {@link hmacSha256Digest} got no usable secret (often an unset environment variable). */
+export class InvalidDigestSecretError extends ToolReceiptsError {
+  readonly code = 'digest.invalid_secret';
+  constructor(secret: unknown) {
+    const got = secret === undefined ? 'undefined (an unset environment variable reads as undefined)' : describe(secret);
+    super(`hmacSha256Digest needs a non-empty string or Buffer as its secret; got ${got}. Pass a stable secret, for instance from your secret store`);
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === '') return 'an empty string';
+  if (Buffer.isBuffer(value)) return 'an empty Buffer';
+  return value === null ? 'null' : `a ${typeof value}`;
+}
+
 /**
  * Keyed SHA-256 (HMAC) as lowercase hex.
  *
@@ -41,9 +56,8 @@ export const sha256Digest: DigestFn = (canonical) =>
  * unreachable, so a retry after rotation would execute again.
  */
 export function hmacSha256Digest(secret: string | Buffer): DigestFn {
-  if (typeof secret === 'string' ? secret.length === 0 : secret.byteLength === 0) {
-    throw new RangeError('hmacSha256Digest needs a non-empty secret');
-  }
+  const usable = typeof secret === 'string' ? secret.length > 0 : Buffer.isBuffer(secret) && secret.byteLength > 0;
+  if (!usable) throw new InvalidDigestSecretError(secret);
   return (canonical) => createHmac('sha256', secret).update(canonical, 'utf8').digest('hex');
 }
 

@@ -10,6 +10,7 @@ export {
   type DigestFn,
   sha256Digest,
   hmacSha256Digest,
+  InvalidDigestSecretError,
   toolCallArgsHash,
   toolCallReceiptKeyString,
   isWellFormedText,

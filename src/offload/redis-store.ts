@@ -1,4 +1,4 @@
-import { scanKeys, type RedisConnection } from '../redis/connection.js';
+import { checkedConnection, scanKeys, type RedisConnection } from '../redis/connection.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
 import { defineScripts, runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
@@ -75,7 +75,7 @@ export class RedisToolResultStore implements ToolResultStore {
   private readonly retentionMs: number;
 
   constructor(options: RedisToolResultStoreOptions) {
-    this.redis = options.redis;
+    this.redis = checkedConnection(options?.redis, 'RedisToolResultStore');
     this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
     const retention = options.retentionMs === undefined ? DEFAULT_TOOL_RESULT_RETENTION_MS : options.retentionMs;
     if (retention !== null && !(Number.isSafeInteger(retention) && retention > 0)) {

@@ -3,7 +3,7 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import type { RedisConnection } from './connection.js';
+import { checkedConnection, type RedisConnection } from './connection.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
@@ -61,7 +61,7 @@ export class BreakerStore {
   private readonly maxRejections: number;
 
   constructor(options: BreakerStoreOptions) {
-    this.redis = options.redis;
+    this.redis = checkedConnection(options?.redis, 'BreakerStore');
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.maxFailures = positiveInt(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
     this.maxRejections = positiveInt(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');

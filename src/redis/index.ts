@@ -51,7 +51,13 @@ export {
   receiptScanPattern,
 } from './keys.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';
-export { NoClusterMastersError, type RedisConnection } from './connection.js';
+export {
+  NoClusterMastersError,
+  InvalidRedisConnectionError,
+  type RedisConnection,
+  type RedisClusterConnection,
+  type RedisPipeline,
+} from './connection.js';
 export {
   DEFAULT_DURABILITY_TIMEOUT_MS,
   DurabilityUnsupportedError,

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { isCluster, type RedisConnection } from './connection.js';
+import { checkedConnection, isCluster, type RedisConnection } from './connection.js';
 import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
@@ -108,8 +108,8 @@ export class ReceiptStore {
   private readonly durability: DurabilityWaiter | undefined;
 
   constructor(options: ReceiptStoreOptions) {
-    this.redis = options.redis;
-    this.clustered = isCluster(options.redis);
+    this.redis = checkedConnection(options?.redis, 'ReceiptStore');
+    this.clustered = isCluster(this.redis);
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
