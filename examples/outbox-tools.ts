@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { defineTool, type ToolContext } from '../src/index.js';
+import { defineTool, type ToolContext } from '../src/bullmq/index.js';
 
 /** One landed side effect. */
 export interface OutboxEntry {

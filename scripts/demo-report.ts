@@ -3,7 +3,7 @@
  * the ambiguous receipts. Kept apart from the demo's process juggling so the
  * wording can be tested.
  */
-import type { ReceiptRecord } from '../src/index.js';
+import type { ReceiptRecord } from '../src/redis/index.js';
 
 /** What each row of the demo's table means. */
 export const DEMO_LEGEND: readonly string[] = [

@@ -8,7 +8,7 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import { withToolReceipts } from '../src/index.js';
+import { withToolReceipts } from '../src/bullmq/index.js';
 import { outboxTools } from '../examples/outbox-tools.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';

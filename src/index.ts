@@ -1,10 +1,17 @@
 /**
  * bullmq-tool-receipts: at-most-once side effects for AI-agent tool calls run
- * as BullMQ jobs. This entry re-exports each layer's public surface:
- * the pure core, the Redis stores, argument repair, and the BullMQ wrapper.
+ * as BullMQ jobs. This root entry holds what a worker needs: defining tools,
+ * wrapping them into a processor, the digests, the job shapes, and the errors
+ * a tool or host branches on. Each layer has its own entry for the rest:
+ * `/core` (pure: identity, decisions, tiers, the resume journal), `/redis`
+ * (the receipt and breaker stores), `/offload` (large results), `/repair`
+ * (argument repair) and `/testing` (the store contract and a job stand-in).
  */
-export * from './core/index.js';
-export * from './redis/index.js';
-export * from './repair/index.js';
-export * from './offload/index.js';
 export * from './bullmq/index.js';
+export { ToolReceiptsError } from './core/errors.js';
+export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
+export { NeverStartedError, DestructiveRanError, OutcomeUnknownError } from './core/tiers.js';
+export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
+export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
+export type { ToolResultStore } from './offload/types.js';
+export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';

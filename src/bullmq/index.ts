@@ -3,6 +3,7 @@ export {
   toolJsonSchema,
   toolListForModel,
   InvalidToolDefinitionError,
+  ToolSchemaUnsupportedError,
   type ToolSpec,
   type ToolDefinition,
   type AnyToolDefinition,
@@ -23,7 +24,13 @@ export {
   type ToolResultBlock,
   type ToolJobResult,
 } from './job-data.js';
-export { AmbiguousToolCallError, JobCancelledError, JobLockLostError, ToolCallFailedError } from './errors.js';
+export {
+  AmbiguousToolCallError,
+  InvalidToolReceiptsOptionsError,
+  JobCancelledError,
+  JobLockLostError,
+  ToolCallFailedError,
+} from './errors.js';
 export {
   ToolReceiptsEvents,
   type ToolReceiptsEventMap,

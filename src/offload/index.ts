@@ -87,8 +87,3 @@ export {
   type RedisToolResultStoreOptions,
 } from './redis-store.js';
 export { offloadHashKey, UNMINTED_HASH_TAG } from './redis-keys.js';
-export {
-  toolResultStoreContract,
-  type ToolResultStoreContractCase,
-  type ToolResultStoreFactory,
-} from './contract/index.js';

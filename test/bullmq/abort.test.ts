@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, NeverStartedError, type ToolJobResult } from '../../src/index.js';
+import { NeverStartedError } from '../../src/core/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

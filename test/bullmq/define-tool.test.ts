@@ -1,13 +1,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  defineTool,
-  DuplicateToolNameError,
-  InvalidToolDefinitionError,
-  toolListForModel,
-  withToolReceipts,
-} from '../../src/index.js';
+import { DuplicateToolNameError } from '../../src/repair/index.js';
+import { defineTool, InvalidToolDefinitionError, toolListForModel, withToolReceipts } from '../../src/bullmq/index.js';
 
 const base = { input: z.object({ q: z.string() }), effect: 'opaque' as const, execute: () => 'ok' };
 

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import {
-  defineTool,
-  NeverStartedError,
-  OutcomeUnknownError,
-  parsePartialResultsLog,
-  TIER_SUFFIX,
-  type AmbiguousToolCallError,
-  type ToolJobResult,
-} from '../../src/index.js';
+import { NeverStartedError, OutcomeUnknownError, TIER_SUFFIX } from '../../src/core/index.js';
+import { defineTool, parsePartialResultsLog, type AmbiguousToolCallError, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, flakyTool, jobData, RETRYING, useLanes } from './fixture.js';
 
 const lane = useLanes();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, type ToolJobResult } from '../../src/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

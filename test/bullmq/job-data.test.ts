@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BreakerStore, defineTool, MalformedNameError, sha256Digest, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { MalformedNameError, sha256Digest, toolCallArgsHash } from '../../src/core/index.js';
+import { BreakerStore } from '../../src/redis/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

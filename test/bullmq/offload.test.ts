@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  defineTool,
-  OFFLOAD_TOOL_NAME,
-  RedisToolResultStore,
-  type ToolJobResult,
-} from '../../src/index.js';
+import { OFFLOAD_TOOL_NAME, RedisToolResultStore } from '../../src/offload/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

@@ -8,7 +8,8 @@ import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, REJECTION_REMOVAL_SUFFIX, withToolReceipts, type ToolJobResult } from '../../src/index.js';
+import { REJECTION_REMOVAL_SUFFIX } from '../../src/core/index.js';
+import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { scriptSource } from '../../src/redis/scripts.js';
 import { call, jobData, silent, useLanes } from './fixture.js';
 

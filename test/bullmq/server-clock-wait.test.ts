@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, sha256Digest, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { sha256Digest, toolCallArgsHash } from '../../src/core/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

@@ -10,7 +10,7 @@
  */
 import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import type { FencedOutEvent, ToolJobResult } from '../../src/index.js';
+import type { FencedOutEvent, ToolJobResult } from '../../src/bullmq/index.js';
 import type { WorkerMessage } from '../support/worker-process.js';
 import { call, decisionTrail, expectWaitsThen, jobData, RETRYING, useLanes } from './fixture.js';
 

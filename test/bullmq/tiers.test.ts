@@ -1,17 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  BreakerStore,
-  defineTool,
-  DestructiveRanError,
-  MAX_TOOL_FAILURES,
-  MAX_TOOL_REJECTIONS,
-  NeverStartedError,
-  REJECTION_REMOVAL_SUFFIX,
-  ReceiptStore,
-  TIER_SUFFIX,
-  type ToolJobResult,
-} from '../../src/index.js';
+import { DestructiveRanError, MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../../src/core/index.js';
+import { BreakerStore, ReceiptStore } from '../../src/redis/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, flakyTool, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, NeverStartedError, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { NeverStartedError, toolCallArgsHash } from '../../src/core/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();

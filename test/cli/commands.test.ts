@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import type { OptionValues } from '../../src/cli/command.js';
-import { buildResumeJournalNote, journalFromReceipts } from '../../src/index.js';
+import { buildResumeJournalNote, journalFromReceipts } from '../../src/core/index.js';
 import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
 import { resolveCommand, resolveSpec, type ResolveArgs, type ResolveReport } from '../../src/cli/commands/resolve.js';
 import { runCommand, type RunReport } from '../../src/cli/commands/run.js';

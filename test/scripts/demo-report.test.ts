@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ReceiptRecord } from '../../src/index.js';
+import type { ReceiptRecord } from '../../src/redis/index.js';
 import { ambiguousReceiptLines, DEMO_LEGEND, progressLine } from '../../scripts/demo-report.js';
 
 const record = (n: number): ReceiptRecord => ({
