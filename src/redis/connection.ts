@@ -64,7 +64,7 @@ export interface RedisConnection {
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
   pipeline(): RedisPipeline;
   ping(): Promise<unknown>;
-  zrange(key: string, start: number, stop: number): Promise<string[]>;
+  zrange(key: string, start: number, stop: string, withScores: 'WITHSCORES'): Promise<string[]>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
   hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
   scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;

@@ -73,7 +73,7 @@ export class ReceiptReader {
   async listRun(indexKey: string): Promise<ReceiptRecord[]> {
     let flat: string[];
     try {
-      flat = await this.redis.zrange(indexKey, 0, -1, 'WITHSCORES');
+      flat = await this.redis.zrange(indexKey, 0, '-1', 'WITHSCORES');
     } catch (error) {
       throw corruptReceiptErrorOf(error, indexKey);
     }

@@ -1,0 +1,142 @@
+/**
+ * Builds and packs this package the way it is published, and makes scratch
+ * apps that install the tarball beside their own bullmq, ioredis and zod, as a
+ * new user would. Commands run for real (npm, tsc, node); nothing is faked.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const appSources = fileURLToPath(new URL('./app/', import.meta.url));
+const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+
+export interface Ran {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a command and resolves with its exit code and output, never rejecting
+ * on a non-zero exit. npm's own `npm_*` variables (set when this runs under
+ * `npm test`) are dropped, so a nested npm acts on `cwd`, not on this repo.
+ */
+export function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<Ran> {
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
+  return new Promise((resolve) => {
+    const options = { cwd, env: { ...inherited, ...env }, maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs, killSignal: 'SIGKILL' as const };
+    execFile(command, args, options, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      resolve({ code, stdout, stderr: error !== null && typeof error.code !== 'number' ? `${stderr}\n${error.message}` : stderr });
+    });
+  });
+}
+
+/** `ran`, or an error carrying its output when the command failed. */
+export function succeeded(what: string, ran: Ran): Ran {
+  if (ran.code !== 0) throw new Error(`${what} exited ${ran.code}\n${ran.stdout}\n${ran.stderr}`);
+  return ran;
+}
+
+/** One file the tarball holds, as `npm pack --json` lists it. */
+export interface PackedFile {
+  readonly path: string;
+}
+
+/** Builds `dist` from scratch and packs it; resolves with the tarball's path and file list. */
+export async function buildAndPack(into: string): Promise<{ tarball: string; files: string[] }> {
+  succeeded('npm run build', await run('npm', ['run', 'build'], repoRoot));
+  const packed = succeeded('npm pack', await run('npm', ['pack', '--json', '--pack-destination', into], repoRoot));
+  const [entry] = JSON.parse(packed.stdout) as { filename: string; files: PackedFile[] }[];
+  if (!entry) throw new Error(`npm pack printed no entry: ${packed.stdout}`);
+  return { tarball: path.join(into, entry.filename), files: entry.files.map((file) => file.path).sort() };
+}
+
+/** A scratch app: its directory and how to run tools in it. */
+export interface ScratchApp {
+  readonly dir: string;
+  /** `tsc` (this repo's TypeScript) over the app's `src`, emitting to `out`. */
+  typecheck(): Promise<Ran>;
+  /** `node <file>` in the app with extra environment. */
+  node(file: string, env: Record<string, string>): Promise<Ran>;
+  /** The directories of `name` that `npm ls --all --parseable` lists. */
+  copiesOf(names: readonly string[]): Promise<Record<string, string[]>>;
+}
+
+/**
+ * Makes an app in a new temp dir with `dependencies` (spec per name, e.g.
+ * `bullmq: '^5'`) plus the tarball, installs it, and copies in the app
+ * sources and `extraSources` (file name → text) under `src/`.
+ */
+export async function scratchApp(
+  name: string,
+  tarball: string,
+  dependencies: Record<string, string>,
+  extraSources: Record<string, string> = {},
+): Promise<ScratchApp> {
+  const dir = await mkdtemp(path.join(tmpdir(), `trc-consumer-${name}-`));
+  const manifest = {
+    name: `scratch-${name}`,
+    private: true,
+    type: 'module',
+    dependencies: { ...dependencies, 'bullmq-tool-receipts': `file:${tarball}` },
+  };
+  await writeFile(path.join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  const tsconfig = {
+    compilerOptions: {
+      target: 'ES2022',
+      lib: ['ES2022'],
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      skipLibCheck: false,
+      types: ['node'],
+      typeRoots: [path.join(repoRoot, 'node_modules/@types')],
+      rootDir: 'src',
+      outDir: 'out',
+    },
+    include: ['src'],
+  };
+  await writeFile(path.join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
+  await mkdir(path.join(dir, 'src'));
+  for (const file of ['use.ts', 'host.d.ts']) {
+    await writeFile(path.join(dir, 'src', file), await readFile(path.join(appSources, file)));
+  }
+  await writeFile(path.join(dir, 'require.cjs'), await readFile(path.join(appSources, 'require.cjs')));
+  for (const [file, text] of Object.entries(extraSources)) await writeFile(path.join(dir, 'src', file), text);
+  succeeded(
+    `npm install in ${name}`,
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir, {}, 240_000),
+  );
+  return {
+    dir,
+    typecheck: () => run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir),
+    node: (file, env) => run(process.execPath, [file], dir, env, 60_000),
+    async copiesOf(names) {
+      const listed = succeeded(`npm ls in ${name}`, await run('npm', ['ls', '--all', '--parseable'], dir));
+      const lines = listed.stdout.split('\n').map((line) => line.trim());
+      return Object.fromEntries(names.map((n) => [n, lines.filter((line) => line.endsWith(`${path.sep}node_modules${path.sep}${n}`))]));
+    },
+  };
+}
+
+/** The last `RESULT <json>` line a scratch script printed. */
+export function resultOf(ran: Ran): unknown {
+  const line = ran.stdout.split('\n').reverse().find((l) => l.startsWith('RESULT '));
+  if (line === undefined) throw new Error(`no RESULT line (exit ${ran.code})\n${ran.stdout}\n${ran.stderr}`);
+  return JSON.parse(line.slice('RESULT '.length));
+}
+
+/**
+ * The README's TypeScript blocks, each as its own module file
+ * (`readme-<n>.ts`); the host objects they assume come from `host.d.ts`.
+ */
+export function readmeBlocks(readme: string): Record<string, string> {
+  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+  return Object.fromEntries(blocks.map((code, i) => [`readme-${i + 1}.ts`, `${code}export {};\n`]));
+}
