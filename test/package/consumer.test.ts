@@ -32,13 +32,16 @@ let scratch: string;
 let packed: { tarball: string; files: string[] };
 const outcomes = new Map<AppName, AppOutcome>();
 
-/** Installs, typechecks, and runs both scripts of one app; the two apps go at once. */
-async function exercise(name: AppName, readmeSources: Record<string, string>): Promise<AppOutcome> {
-  const app = await scratchApp(name.replace(/\W+/g, '-'), packed.tarball, APPS[name], readmeSources);
+/**
+ * Installs, typechecks, and runs both scripts of one app (the two apps go at
+ * once); each script gets its own key prefix, so neither can replay the other's call.
+ */
+async function exercise(name: AppName, index: number, readmeSources: Record<string, string>): Promise<AppOutcome> {
+  const app = await scratchApp(`app${index}`, packed.tarball, APPS[name], readmeSources);
   const typecheck = await app.typecheck();
   const env = { REDIS_URL: redis.url };
-  const worker = typecheck.code === 0 ? await app.node('out/use.js', { ...env, RECEIPTS_PREFIX: `${redis.prefix}e${outcomes.size}` }) : typecheck;
-  const required = await app.node('require.cjs', { ...env, RECEIPTS_PREFIX: `${redis.prefix}c${name.length}${name.at(7)}` });
+  const worker = typecheck.code === 0 ? await app.node('out/use.js', { ...env, RECEIPTS_PREFIX: `${redis.prefix}esm${index}` }) : typecheck;
+  const required = await app.node('require.cjs', { ...env, RECEIPTS_PREFIX: `${redis.prefix}cjs${index}` });
   return { app, typecheck, worker, required };
 }
 
@@ -48,7 +51,7 @@ beforeAll(async () => {
   packed = await buildAndPack(scratch);
   const readmeSources = readmeBlocks(await readFile(path.join(repoRoot, 'README.md'), 'utf8'));
   const names = Object.keys(APPS) as AppName[];
-  const done = await Promise.all(names.map((name) => exercise(name, readmeSources)));
+  const done = await Promise.all(names.map((name, i) => exercise(name, i, readmeSources)));
   names.forEach((name, i) => outcomes.set(name, done[i]!));
 }, 300_000);
 
