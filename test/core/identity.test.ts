@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   hmacSha256Digest,
+  InvalidDigestSecretError,
   sha256Digest,
   toolCallArgsHash,
   toolCallReceiptKeyString,
@@ -70,8 +71,8 @@ describe('toolCallArgsHash', () => {
     expect(await toolCallArgsHash(args, hmacSha256Digest(Buffer.from('secret-1')))).toBe(k1);
   });
 
-  it('refuses an empty secret', () => {
-    expect(() => hmacSha256Digest('')).toThrow(RangeError);
+  it('refuses an empty secret with a typed error', () => {
+    expect(() => hmacSha256Digest('')).toThrow(InvalidDigestSecretError);
   });
 
   it('accepts an async digest and passes canonical text to it', async () => {
