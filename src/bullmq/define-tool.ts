@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EffectResumability } from '../core/decision.js';
-import { ToolReceiptsError } from '../core/errors.js';
+import { describeValue, ToolReceiptsError } from '../core/errors.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -162,7 +162,7 @@ export class ToolSchemaUnsupportedError extends ToolReceiptsError {
 
 /** What `input` is, when it is not a zod 4 schema; `undefined` when it is one. */
 function unsupportedSchema(input: unknown): string | undefined {
-  if (typeof input !== 'object' || input === null) return input === undefined || input === null ? String(input) : `a ${typeof input}`;
+  if (typeof input !== 'object' || input === null) return describeValue(input);
   const internals = (input as { _zod?: { def?: unknown } })._zod;
   if (typeof internals === 'object' && internals !== null && typeof internals.def === 'object') return undefined;
   return '_def' in input ? 'a zod 3 schema' : 'an object that is not a zod schema';

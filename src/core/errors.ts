@@ -13,3 +13,15 @@ export abstract class ToolReceiptsError extends Error {
     this.name = new.target.name;
   }
 }
+
+/**
+ * A few words naming what a caller passed instead of what was wanted, for
+ * error sentences: `undefined`, `null`, `an empty string`, `a number`, … The
+ * value itself is never quoted, since it may be a secret.
+ */
+export function describeValue(value: unknown): string {
+  if (value === undefined || value === null) return String(value);
+  if (value === '') return 'an empty string';
+  const kind = typeof value;
+  return kind === 'object' ? 'an object' : `a ${kind}`;
+}

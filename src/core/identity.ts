@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { ToolReceiptsError } from './errors.js';
+import { describeValue, ToolReceiptsError } from './errors.js';
 
 /**
  * What identifies one tool call across every retry: who asked (tenant), in
@@ -34,15 +34,12 @@ export const sha256Digest: DigestFn = (canonical) =>
 export class InvalidDigestSecretError extends ToolReceiptsError {
   readonly code = 'digest.invalid_secret';
   constructor(secret: unknown) {
-    const got = secret === undefined ? 'undefined (an unset environment variable reads as undefined)' : describe(secret);
+    const got =
+      secret === undefined ? 'undefined (an unset environment variable reads as undefined)'
+      : Buffer.isBuffer(secret) ? 'an empty Buffer'
+      : describeValue(secret);
     super(`hmacSha256Digest needs a non-empty string or Buffer as its secret; got ${got}. Pass a stable secret, for instance from your secret store`);
   }
-}
-
-function describe(value: unknown): string {
-  if (value === '') return 'an empty string';
-  if (Buffer.isBuffer(value)) return 'an empty Buffer';
-  return value === null ? 'null' : `a ${typeof value}`;
 }
 
 /**

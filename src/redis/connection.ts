@@ -6,7 +6,7 @@
  * routes each call to the node that owns it; only walking the keyspace (SCAN)
  * must visit every master, which {@link scanKeys} does.
  */
-import { ToolReceiptsError } from '../core/errors.js';
+import { describeValue, ToolReceiptsError } from '../core/errors.js';
 
 /** A Cluster client that answered yet named no master to search. */
 export class NoClusterMastersError extends ToolReceiptsError {
@@ -40,7 +40,7 @@ export function checkedConnection(value: unknown, owner: string): RedisConnectio
     const nodeRedis = typeof candidate['sendCommand'] === 'function' && 'isOpen' in candidate;
     throw new InvalidRedisConnectionError(owner, nodeRedis ? 'a node-redis client, which is not supported' : 'an object without defineCommand');
   }
-  throw new InvalidRedisConnectionError(owner, value === undefined || value === null ? String(value) : `a ${typeof value}`);
+  throw new InvalidRedisConnectionError(owner, describeValue(value));
 }
 
 /** A reply of a SCAN-family command: the next cursor and a batch. */
