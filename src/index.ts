@@ -10,7 +10,7 @@
 export * from './bullmq/index.js';
 export { ToolReceiptsError } from './core/errors.js';
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
-export { NeverStartedError, DestructiveRanError, OutcomeUnknownError } from './core/tiers.js';
+export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
 export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
