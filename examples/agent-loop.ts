@@ -24,7 +24,8 @@ import {
   type AnthropicContentBlock,
   type AnthropicToolResultMessage,
 } from '../src/client/index.js';
-import { buildResumeJournalNote, journalFromReceipts, ReceiptStore } from '../src/index.js';
+import { buildResumeJournalNote, journalFromReceipts } from '../src/core/index.js';
+import { ReceiptStore } from '../src/redis/index.js';
 import { redisForScript } from '../scripts/demo-redis.js';
 import { duplicateEffects, providerDeduped, readOutbox } from './outbox-tools.js';
 

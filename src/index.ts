@@ -5,7 +5,8 @@
  * a tool or host branches on. Each layer has its own entry for the rest:
  * `/core` (pure: identity, decisions, tiers, the resume journal), `/redis`
  * (the receipt and breaker stores), `/offload` (large results), `/repair`
- * (argument repair) and `/testing` (the store contract and a job stand-in).
+ * (argument repair), `/client` (the agent's side) and `/testing` (the store
+ * contract and a job stand-in).
  */
 export * from './bullmq/index.js';
 export { ToolReceiptsError } from './core/errors.js';

@@ -8,7 +8,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { aiSdkTools, ToolErrorResult } from '../../src/client/index.js';
-import { defineTool, toolJsonSchema } from '../../src/index.js';
+import { defineTool, toolJsonSchema } from '../../src/bullmq/index.js';
 import { useLanes } from '../bullmq/fixture.js';
 import { clientOn } from './support.js';
 

@@ -15,7 +15,8 @@ import {
   TurnTimeoutError,
   type ToolCallClient,
 } from '../../src/client/index.js';
-import { defineTool, DestructiveRanError, InvalidJobDataError } from '../../src/index.js';
+import { DestructiveRanError } from '../../src/core/index.js';
+import { defineTool, InvalidJobDataError } from '../../src/bullmq/index.js';
 import { RETRYING, useLanes, type Lane } from '../bullmq/fixture.js';
 import { clientOn } from './support.js';
 

@@ -8,7 +8,7 @@ import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { AmbiguousTurnError, aiSdkTools, createToolCallClient } from '../../src/client/index.js';
-import type { ToolResultBlock } from '../../src/index.js';
+import type { ToolResultBlock } from '../../src/bullmq/index.js';
 import { duplicateEffects, outboxTools, providerDeduped, readOutbox } from '../../examples/outbox-tools.js';
 import type { WorkerMessage } from '../support/worker-process.js';
 import { decisionTrail, expectWaitsThen, RETRYING, useLanes } from '../bullmq/fixture.js';

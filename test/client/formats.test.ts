@@ -19,7 +19,7 @@ import {
   resultsInOrder,
   type TurnCallEntry,
 } from '../../src/client/index.js';
-import type { ToolResultBlock } from '../../src/index.js';
+import type { ToolResultBlock } from '../../src/bullmq/index.js';
 
 const ok = (id: string, content: string): ToolResultBlock => ({ type: 'tool_result', tool_use_id: id, content, outcome: 'executed' });
 const failed = (id: string, content: string): ToolResultBlock => ({ type: 'tool_result', tool_use_id: id, content, is_error: true, outcome: 'failed' });

@@ -17,7 +17,7 @@ import {
   submitTurnCalls,
   type TurnCalls,
 } from '../../src/client/index.js';
-import type { ToolResultBlock } from '../../src/index.js';
+import type { ToolResultBlock } from '../../src/bullmq/index.js';
 import { useLanes } from '../bullmq/fixture.js';
 import { clientOn, fixtureTools, formatFixture } from './support.js';
 

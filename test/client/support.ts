@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { createToolCallClient, type ToolCallClientOptions } from '../../src/client/index.js';
-import { defineTool } from '../../src/index.js';
+import { defineTool } from '../../src/bullmq/index.js';
 import type { Lane } from '../bullmq/fixture.js';
 
 /** A fixture of test/fixtures/formats, parsed. */

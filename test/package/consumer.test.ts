@@ -139,6 +139,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
     expect(result.outcomes).toEqual(['executed', 'replayed']);
     expect(result.sent).toEqual(['printer']);
     expect(result.refused).toBe('digest.invalid_secret');
+    expect(Object.keys(result.exported)).toEqual(expect.arrayContaining(['core', 'redis', 'offload', 'repair', 'testing']));
     for (const [entry, count] of Object.entries(result.exported)) expect(count, entry).toBeGreaterThan(1);
   });
 });

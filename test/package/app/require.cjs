@@ -1,8 +1,12 @@
 // CommonJS: every entry loads with require(), and the required processor runs
 // a call on the real Redis (through the /testing job stand-in): executed, then replayed.
 const root = require('bullmq-tool-receipts');
+// Every subpath of the exports map, so an entry added later is loaded too.
+const { exports: exportsMap } = require('bullmq-tool-receipts/package.json');
 const entries = Object.fromEntries(
-  ['core', 'redis', 'offload', 'repair', 'testing'].map((name) => [name, require(`bullmq-tool-receipts/${name}`)]),
+  Object.keys(exportsMap)
+    .filter((subpath) => subpath !== '.' && subpath !== './package.json')
+    .map((subpath) => [subpath.slice(2), require(`bullmq-tool-receipts/${subpath.slice(2)}`)]),
 );
 const { Redis } = require('ioredis');
 const { z } = require('zod');
