@@ -68,11 +68,23 @@ export interface RedisConnection {
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
   hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
   scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
+  /** Any command by name: the durability waits (`WAIT`, `WAITAOF`) and the doctor's reads. */
+  call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  info(): Promise<string>;
+  /** Counts dropped connections, so a write is not taken as acknowledged across a reconnect. */
+  on(event: 'close', listener: () => void): unknown;
 }
 
-/** A Cluster connection: it can also name its masters for a keyspace walk. */
+/** One server's connection as a Cluster lists it: it also knows its address. */
+export interface RedisNodeConnection extends RedisConnection {
+  readonly options: { readonly host?: string; readonly port?: number };
+}
+
+/** A Cluster connection: it can also name its masters and the owners of each slot. */
 export interface RedisClusterConnection extends RedisConnection {
-  nodes(role: 'master'): RedisConnection[];
+  /** Per slot, the `host:port` of the nodes serving it, master first. */
+  readonly slots: readonly (readonly string[])[];
+  nodes(role: 'master'): RedisNodeConnection[];
 }
 
 /** True for an ioredis `Cluster` (checked by behaviour, so any copy of ioredis agrees). */

@@ -4,8 +4,7 @@
  * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
  * whether receipts are safe, at risk (and of what), or whether it cannot tell.
  */
-import type { Redis } from 'ioredis';
-import { isCluster, type RedisConnection } from './connection.js';
+import { isCluster, type RedisConnection, type RedisNodeConnection } from './connection.js';
 import { durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
 
 /** What a finding means for receipts. */
@@ -71,12 +70,12 @@ async function attempt<T>(read: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-async function configValue(node: Redis, name: string): Promise<string | undefined> {
+async function configValue(node: RedisConnection, name: string): Promise<string | undefined> {
   const reply = await attempt(() => node.call('CONFIG', 'GET', name) as Promise<unknown>);
   return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
 }
 
-async function readFacts(node: Redis): Promise<ServerFacts> {
+async function readFacts(node: RedisConnection): Promise<ServerFacts> {
   const info = await attempt(() => node.info());
   const policy = (await configValue(node, 'maxmemory-policy')) ?? infoField(info, 'maxmemory_policy');
   const aofConfig = await configValue(node, 'appendonly');
@@ -179,7 +178,7 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
   return findings;
 }
 
-function nodeName(node: Redis): string {
+function nodeName(node: RedisNodeConnection): string {
   return `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
 }
 
@@ -196,7 +195,7 @@ export async function checkRedisForReceipts(
   options: { durability?: DurabilityOptions } = {},
 ): Promise<RedisReport> {
   const durability = options.durability ? durabilityOptions(options.durability) : undefined;
-  let servers: { node: Redis; name?: string }[];
+  let servers: { node: RedisConnection; name?: string }[];
   if (isCluster(redis)) {
     if (redis.status !== 'ready') await redis.ping();
     servers = redis.nodes('master').map((node) => ({ node, name: nodeName(node) }));

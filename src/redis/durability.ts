@@ -8,10 +8,9 @@
  * Redis ≥ 7.2), sent on the very connection that carried the write, to the
  * node that owns the run's slot.
  */
-import { Redis, type Cluster } from 'ioredis';
 import clusterKeySlot from 'cluster-key-slot';
 import { ToolReceiptsError } from '../core/errors.js';
-import { isCluster, type RedisConnection } from './connection.js';
+import { isCluster, type RedisClusterConnection, type RedisConnection, type RedisNodeConnection } from './connection.js';
 
 /** What a receipt write must reach before the store reports it done. */
 export interface DurabilityOptions {
@@ -91,9 +90,9 @@ export function durabilityOptions(options: DurabilityOptions): Required<Durabili
 }
 
 /** Connection closes seen per node: a WAIT sent on a newer connection than its write proves nothing. */
-const closes = new WeakMap<Redis, { count: number }>();
+const closes = new WeakMap<RedisConnection, { count: number }>();
 
-function closeCounter(node: Redis): { count: number } {
+function closeCounter(node: RedisConnection): { count: number } {
   let counter = closes.get(node);
   if (!counter) {
     const created = { count: 0 };
@@ -105,7 +104,7 @@ function closeCounter(node: Redis): { count: number } {
 }
 
 /** The connection to the master that owns `key`'s slot, as the Cluster client routes it now. */
-function slotMaster(cluster: Cluster, key: string): Redis | undefined {
+function slotMaster(cluster: RedisClusterConnection, key: string): RedisNodeConnection | undefined {
   const owner = cluster.slots[clusterKeySlot(key)]?.[0];
   if (owner === undefined) return undefined;
   return cluster.nodes('master').find((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}` === owner);
@@ -119,7 +118,7 @@ export async function hasWaitAof(node: RedisConnection): Promise<boolean> {
 
 /** A write made through a node, and the connection generation it was made on. */
 export interface WriteMark {
-  readonly node: Redis;
+  readonly node: RedisConnection;
   readonly generation: number;
 }
 

@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import { checkRedisForReceipts, type RedisFinding, type RedisReport } from '../../src/index.js';
+import { checkRedisForReceipts, type RedisFinding, type RedisReport } from '../../src/redis/index.js';
 import { hasWaitAof } from '../../src/redis/durability.js';
 import { Capture } from '../cli/support.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';

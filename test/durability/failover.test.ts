@@ -9,7 +9,7 @@
  */
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DurabilityOptions } from '../../src/index.js';
+import type { DurabilityOptions } from '../../src/redis/index.js';
 import { SENTINEL_MASTER_NAME, sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
 import { runCli } from '../../src/cli/cli.js';
 import { Capture } from '../cli/support.js';

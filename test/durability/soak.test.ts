@@ -14,7 +14,7 @@
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DurabilityOptions } from '../../src/index.js';
+import type { DurabilityOptions } from '../../src/redis/index.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { startRedisCluster, waitCaughtUp, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';

@@ -8,14 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  DurabilityUnsupportedError,
-  InvalidDurabilityOptionsError,
-  ReceiptNotDurableError,
-  ReceiptStore,
-  runHashTag,
-  type ToolCallReceiptKey,
-} from '../../src/index.js';
+import { type ToolCallReceiptKey } from '../../src/core/index.js';
+import { DurabilityUnsupportedError, InvalidDurabilityOptionsError, ReceiptNotDurableError, ReceiptStore, runHashTag } from '../../src/redis/index.js';
 import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';

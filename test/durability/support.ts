@@ -6,7 +6,8 @@
 import { Worker, type WorkerOptions } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
-import { defineTool, withToolReceipts, type AnyToolDefinition, type DurabilityOptions } from '../../src/index.js';
+import { type DurabilityOptions } from '../../src/redis/index.js';
+import { defineTool, withToolReceipts, type AnyToolDefinition } from '../../src/bullmq/index.js';
 import { silent } from '../bullmq/fixture.js';
 
 /** What a worker saw happen to one job. */
