@@ -13,6 +13,12 @@ export { ToolReceiptsError } from './core/errors.js';
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
 export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
 export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
+export { checkRedisForReceipts, type RedisReport, type RedisFinding } from './redis/doctor.js';
+export {
+  DurabilityUnsupportedError,
+  ReceiptNotDurableError,
+  type DurabilityOptions,
+} from './redis/durability.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
 export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';
