@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
-import { ReceiptStore, receiptRedisKey, runIndexRedisKey } from '../src/index.js';
+import { ReceiptStore, receiptRedisKey, runIndexRedisKey } from '../src/redis/index.js';
 import { statsCommand } from '../src/cli/commands/stats.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, unlinkMatching } from './support.js';

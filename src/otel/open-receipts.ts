@@ -79,7 +79,7 @@ export class OpenReceiptIndex {
     let ambiguous = 0;
     for (let n = 0; n < this.shards; n++) {
       const shard = this.shardKeyAt(n);
-      const members = await this.redis.zrange(shard, 0, -1);
+      const members = await this.redis.zrange(shard, 0, '-1');
       if (members.length === 0) continue;
       const records = await this.store.inspectRedisKeys(members);
       const closed: string[] = [];

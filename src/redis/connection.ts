@@ -48,6 +48,7 @@ type ScanReply = Promise<[cursor: string, elements: string[]]>;
 
 /** The pipeline the stores batch script calls on (ioredis `pipeline()`). */
 export interface RedisPipeline {
+  zrange(key: string, start: number, stop: string): unknown;
   exec(): Promise<[error: Error | null, result: unknown][] | null>;
 }
 
@@ -64,7 +65,13 @@ export interface RedisConnection {
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number }): void;
   pipeline(): RedisPipeline;
   ping(): Promise<unknown>;
+  // ioredis 6 types `stop` as a string: pass '-1', not -1.
+  zrange(key: string, start: number, stop: string): Promise<string[]>;
   zrange(key: string, start: number, stop: string, withScores: 'WITHSCORES'): Promise<string[]>;
+  zadd(key: string, mode: 'NX', score: number, member: string): Promise<unknown>;
+  zrem(key: string, ...members: string[]): Promise<unknown>;
+  /** The server clock, `[seconds, microseconds]`. */
+  time(): Promise<unknown>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
   hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
   scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;

@@ -68,13 +68,13 @@ async function tallyRuns(redis: RedisConnection, indexKeys: readonly string[]): 
     // A Cluster pipeline must stay in one slot; the client routes each run's commands to its node.
     return Promise.all(
       indexKeys.map(async (indexKey) => {
-        const members = await redis.zrange(indexKey, 0, -1);
+        const members = await redis.zrange(indexKey, 0, '-1');
         return parseTally(members.length === 0 ? [0, 0, 0, -1] : await runVariadicScript(redis, SCRIPT.tally, members, []));
       }),
     );
   }
   const reads = redis.pipeline();
-  for (const indexKey of indexKeys) reads.zrange(indexKey, 0, -1);
+  for (const indexKey of indexKeys) reads.zrange(indexKey, 0, '-1');
   const memberLists = ((await reads.exec()) ?? []).map(([error, members]) => {
     if (error) throw error;
     return members as string[];

@@ -12,19 +12,9 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { z } from 'zod';
-import {
-  defineTool,
-  ReceiptStore,
-  toolCallArgsHash,
-  withToolReceipts,
-  type AnyToolDefinition,
-  type ClaimResult,
-  type ToolCallReceiptKey,
-  type DecisionEvent,
-  type ReceiptRecord,
-  type ToolReceiptsOptions,
-  type ToolReceiptsProcessor,
-} from '../../src/index.js';
+import { toolCallArgsHash, type ToolCallReceiptKey } from '../../src/core/index.js';
+import { ReceiptStore, type ClaimResult, type ReceiptRecord } from '../../src/redis/index.js';
+import { defineTool, withToolReceipts, type AnyToolDefinition, type DecisionEvent, type ToolReceiptsOptions, type ToolReceiptsProcessor } from '../../src/bullmq/index.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 

@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, toolCallArgsHash, type LateSettleEvent, type ToolJobResult } from '../../src/index.js';
+import { toolCallArgsHash } from '../../src/core/index.js';
+import { defineTool, type LateSettleEvent, type ToolJobResult } from '../../src/bullmq/index.js';
 import { waitUntil } from '../support/redis-fixture.js';
 import { call, jobData, sendEmailSettlingLate, useLanes } from './fixture.js';
 
