@@ -4,7 +4,7 @@
  */
 import type { Job } from 'bullmq';
 import { expect } from 'vitest';
-import type { ToolJobResult } from '../../src/index.js';
+import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { readOutbox } from '../../examples/outbox-tools.js';
 import type { WorkerMessage, WorkerProcess } from '../support/worker-process.js';
 import { call, decisionTrail, expectWaitsThen, jobData, RETRYING, type Lane } from './fixture.js';

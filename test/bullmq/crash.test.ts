@@ -8,7 +8,7 @@
  * fields); leases and locks are short so recovery takes seconds.
  */
 import { describe, expect, it } from 'vitest';
-import type { ToolJobResult } from '../../src/index.js';
+import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { duplicateEffects, providerDeduped } from '../../examples/outbox-tools.js';
 import {
   ambiguousReceipt,

@@ -5,7 +5,7 @@
  * deduplicates on the key). Real Queues, Workers and Redis throughout.
  */
 import { describe, expect, it } from 'vitest';
-import type { ToolJobResult } from '../../src/index.js';
+import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { duplicateEffects, providerDeduped } from '../../examples/outbox-tools.js';
 import { runCli } from '../../src/cli/cli.js';
 import { Capture } from '../cli/support.js';

@@ -7,16 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  defineTool,
-  idempotencyKeyFor,
-  OutcomeUnknownError,
-  toolCallArgsHash,
-  type DecisionEvent,
-  type ReconcileAnswer,
-  type ReconcileContext,
-  type ToolJobResult,
-} from '../../src/index.js';
+import { OutcomeUnknownError, toolCallArgsHash } from '../../src/core/index.js';
+import { defineTool, idempotencyKeyFor, type DecisionEvent, type ReconcileAnswer, type ReconcileContext, type ToolJobResult } from '../../src/bullmq/index.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 import { call, jobData, useLanes, type Lane } from './fixture.js';
 
