@@ -16,6 +16,10 @@ export interface TestJobOptions {
   readonly attempts?: number;
   /** Attempts already made before this one. Default 0. */
   readonly attemptsMade?: number;
+  /** The queue the job belongs to. Default `tool-calls`. */
+  readonly queueName?: string;
+  /** BullMQ's key prefix of that queue. Default `bull`. */
+  readonly prefix?: string;
 }
 
 /** What the processor did to the job, besides returning or throwing. */
@@ -40,7 +44,7 @@ let made = 0;
  * A job carrying `data` (a tool-call job: `{ tenantId, runId, calls }`) for
  * `processor(job, token)`. It answers the fields and methods the wrapper and
  * tools use (`id`, `name`, `data`, `opts.attempts`, `attemptsMade`,
- * `moveToDelayed`, `log`, `updateProgress`) and records the calls; anything
+ * `queueName`, `queueQualifiedName`, `moveToDelayed`, `log`, `updateProgress`) and records the calls; anything
  * else of BullMQ's Job is absent, so a tool that needs it should be tested
  * with a real Worker.
  */
@@ -53,6 +57,8 @@ export function testJob(data: unknown, options: TestJobOptions = {}): TestJob {
     data,
     opts: { attempts: options.attempts ?? 1 },
     attemptsMade: options.attemptsMade ?? 0,
+    queueName: options.queueName ?? 'tool-calls',
+    queueQualifiedName: `${options.prefix ?? 'bull'}:${options.queueName ?? 'tool-calls'}`,
     timestamp: Date.now(),
     async moveToDelayed(timestamp: number): Promise<void> {
       record.delayedUntil.push(timestamp);
