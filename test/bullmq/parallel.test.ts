@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, OutcomeUnknownError, parsePartialResultsLog, toolCallArgsHash, type ToolJobResult } from '../../src/index.js';
+import { OutcomeUnknownError, toolCallArgsHash } from '../../src/core/index.js';
+import { defineTool, parsePartialResultsLog, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, RETRYING, useLanes } from './fixture.js';
 
 const lane = useLanes();
