@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool, DestructiveRanError, OFFLOAD_TOOL_NAME, RedisToolResultStore, type ToolJobResult } from '../../src/index.js';
+import { DestructiveRanError } from '../../src/core/index.js';
+import { OFFLOAD_TOOL_NAME, RedisToolResultStore } from '../../src/offload/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
