@@ -6,6 +6,7 @@
  */
 import type { ReceiptDecision } from '../core/decision.js';
 import type { RedisConnection } from '../redis/connection.js';
+import type { ReconcileVerdict } from '../redis/receipt-record.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import type { FencedOutEvent } from './events.js';
 import type { ToolResultBlock } from './job-data.js';
@@ -29,6 +30,10 @@ export interface ObservedDecision {
   readonly receiptKey?: string;
   /** Why the call is ambiguous, for an `ambiguous` decision. */
   readonly reason?: string;
+  /** Set when this claim settled a lost attempt through the tool's `reconcile`: its verdict. */
+  readonly reconciled?: ReconcileVerdict;
+  /** Set when this claim re-ran a provider-keyed call inside its key window. */
+  readonly keyedRerun?: true;
 }
 
 /**

@@ -201,6 +201,8 @@ async function runObservedCall(
     attempt: claim.attempt,
     receiptKey: claim.redisKey,
     ...(decision.kind === 'ambiguous' ? { reason: decision.reason } : {}),
+    ...(claim.reconciled ? { reconciled: claim.reconciled } : {}),
+    ...(claim.keyedRerun ? { keyedRerun: true } : {}),
   });
 
   switch (decision.kind) {

@@ -14,6 +14,7 @@ export const ATTR = {
   tier: 'tool_receipts.tier',
   during: 'tool_receipts.during',
   prefix: 'tool_receipts.prefix',
+  verdict: 'tool_receipts.reconcile.verdict',
 } as const;
 
 /** Metric instrument names. */
@@ -34,6 +35,8 @@ export const EVENT = {
   ambiguous: 'ambiguous',
   outcomeUnknown: 'outcome_unknown',
   lateSettle: 'late_settle',
+  reconcile: 'reconcile',
+  keyedRerun: 'keyed_rerun',
 } as const;
 
 /** Instrumentation scope name of the tracer and meter. */

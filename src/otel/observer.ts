@@ -103,6 +103,9 @@ class OtelCallObservation implements CallObservation {
     this.decision = decision;
     this.span.setAttribute(ATTR.decision, decision.decision);
     if (decision.attempt !== undefined) this.span.setAttribute(ATTR.attempt, decision.attempt);
+    // The claim settled a lost attempt on its way to this decision: say how, before the decision's own event.
+    if (decision.reconciled !== undefined) this.span.addEvent(EVENT.reconcile, { [ATTR.verdict]: decision.reconciled });
+    if (decision.keyedRerun) this.span.addEvent(EVENT.keyedRerun);
     if (decision.decision === 'ambiguous') this.span.addEvent(EVENT.ambiguous, { reason: decision.reason ?? '' });
     if (decision.receiptKey === undefined) return;
     this.span.setAttribute(ATTR.receiptKey, decision.receiptKey);

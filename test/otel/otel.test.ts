@@ -299,6 +299,38 @@ describe('OpenTelemetry: ambiguity', () => {
   });
 });
 
+describe('OpenTelemetry: reconciles', () => {
+  it('a claim that settled a lost attempt through the tool\'s reconcile is a reconcile event with the verdict', async () => {
+    const l = await lane();
+    let sent = 0;
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: async (args) => `sent to ${args.to} (${++sent})`,
+      // The outbox knows the first address went out and the second never did.
+      reconcile: async (args) => (args.to === 'went@x.test' ? { status: 'completed', result: 'found in the outbox' } : { status: 'not_started' }),
+    });
+    tracedWorker(l, testMeter(), { tools: [tool] });
+    for (const [to, decision, verdict, outcome] of [
+      ['went@x.test', 'replay', 'completed', 'replayed'],
+      ['never@x.test', 'execute', 'not_started', 'executed'],
+    ] as const) {
+      const data = jobData([call('send_email', { to })]);
+      const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to }) };
+      // An attempt that died inside its effect: claimed with a short lease that lapses.
+      await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
+      await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+      await l.run(data);
+      const [span] = callSpans(data.runId);
+      expect(span!.attributes).toMatchObject({ [ATTR.decision]: decision, [ATTR.outcome]: outcome });
+      expect(span!.events.find((e) => e.name === EVENT.reconcile)?.attributes).toEqual({ [ATTR.verdict]: verdict });
+    }
+    expect(sent).toBe(1);
+  });
+});
+
 describe('OpenTelemetry: metrics', () => {
   it('counters and histograms match the calls made', async () => {
     const l = await lane();
