@@ -24,7 +24,7 @@ export const RECEIPT_RISKS: readonly ReceiptRisk[] = ['eviction', 'failover', 'p
 
 /** One thing checked on one server. */
 export interface RedisFinding {
-  /** What was checked: `version`, `eviction`, `persistence`, `replicas`, `waitaof`, `cluster`. */
+  /** What was checked: `version`, `config`, `eviction`, `persistence`, `replicas`, `waitaof`, `cluster`. */
   readonly check: string;
   readonly status: FindingStatus;
   /** Set when `status` is `at-risk`. */
@@ -55,6 +55,8 @@ interface ServerFacts {
   readonly role?: string;
   readonly clusterEnabled?: boolean;
   readonly waitAof?: boolean;
+  /** False when CONFIG GET was refused, so the settings come from INFO, where it shows them, or are unknown. */
+  readonly configReadable: boolean;
 }
 
 function infoField(info: string | undefined, field: string): string | undefined {
@@ -77,7 +79,8 @@ async function configValue(node: RedisConnection, name: string): Promise<string 
 
 async function readFacts(node: RedisConnection): Promise<ServerFacts> {
   const info = await attempt(() => node.info());
-  const policy = (await configValue(node, 'maxmemory-policy')) ?? infoField(info, 'maxmemory_policy');
+  const configPolicy = await configValue(node, 'maxmemory-policy');
+  const policy = configPolicy ?? infoField(info, 'maxmemory_policy');
   const aofConfig = await configValue(node, 'appendonly');
   const aofInfo = infoField(info, 'aof_enabled');
   const replicas = infoField(info, 'connected_slaves');
@@ -91,6 +94,7 @@ async function readFacts(node: RedisConnection): Promise<ServerFacts> {
     role: infoField(info, 'role'),
     clusterEnabled: cluster === undefined ? undefined : cluster === '1',
     waitAof: await attempt(() => hasWaitAof(node)),
+    configReadable: configPolicy !== undefined,
   };
 }
 
@@ -107,6 +111,11 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
       : safe('version', `Redis ${facts.version}${facts.role ? `, role ${facts.role}` : ''}`),
   );
 
+  if (!facts.configReadable) {
+    findings.push(
+      unknown('config', 'CONFIG GET is refused (renamed, denied by an ACL, or hidden by a managed service): what INFO shows was used, the rest is unknown; ask your provider for maxmemory-policy, appendonly and appendfsync'),
+    );
+  }
   if (facts.policy === undefined) {
     findings.push(unknown('eviction', 'maxmemory-policy could not be read; receipts need noeviction, so check it with your provider'));
   } else if (facts.policy === 'noeviction') {

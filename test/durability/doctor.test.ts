@@ -129,6 +129,19 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
     expect(run.out).toContain('could not be made');
   });
 
+  it('says CONFIG was refused as an unknown finding even when INFO tells the rest (a default server, no AOF)', async () => {
+    const s = await server(['--rename-command', 'CONFIG', '']);
+    const report = await checkRedisForReceipts(connect(s));
+    expect(finding(report, 'config')).toMatchObject({ status: 'unknown' });
+    expect(finding(report, 'config').message).toContain('CONFIG GET is refused');
+    expect(finding(report, 'persistence')).toMatchObject({ status: 'at-risk', risk: 'power-loss' }); // INFO: aof_enabled:0
+    const json = await cli(['--json'], s.url);
+    expect(json.code).toBe(1);
+    expect((JSON.parse(json.out) as RedisReport).findings.filter((f) => f.status === 'unknown').map((f) => f.check)).toEqual(['config']);
+    const readable = await server([]);
+    expect((await checkRedisForReceipts(connect(readable))).findings.some((f) => f.check === 'config')).toBe(false);
+  });
+
   it('refuses a malformed --replicas with exit code 2', async () => {
     const run = await cli(['--replicas', 'two'], 'redis://127.0.0.1:1');
     expect(run.code).toBe(2);
