@@ -300,7 +300,7 @@ describe('OpenTelemetry: ambiguity', () => {
 });
 
 describe('OpenTelemetry: reconciles', () => {
-  it('a claim that settled a lost attempt through the tool\'s reconcile is a reconcile event with the verdict', async () => {
+  it('a claim that settled a lost attempt through the tool\'s reconcile is a reconcile event with the verdict; a keyed re-run is its own event', async () => {
     const l = await lane();
     let sent = 0;
     const tool = defineTool({
@@ -312,7 +312,15 @@ describe('OpenTelemetry: reconciles', () => {
       // The outbox knows the first address went out and the second never did.
       reconcile: async (args) => (args.to === 'went@x.test' ? { status: 'completed', result: 'found in the outbox' } : { status: 'not_started' }),
     });
-    tracedWorker(l, testMeter(), { tools: [tool] });
+    const charge = defineTool({
+      name: 'charge_card',
+      input: z.object({ cents: z.number() }),
+      effect: 'keyed',
+      keyWindowMs: 60_000,
+      destructive: false,
+      execute: async (args) => `charged ${args.cents}`,
+    });
+    tracedWorker(l, testMeter(), { tools: [tool, charge] });
     for (const [to, decision, verdict, outcome] of [
       ['went@x.test', 'replay', 'completed', 'replayed'],
       ['never@x.test', 'execute', 'not_started', 'executed'],
@@ -328,6 +336,16 @@ describe('OpenTelemetry: reconciles', () => {
       expect(span!.events.find((e) => e.name === EVENT.reconcile)?.attributes).toEqual({ [ATTR.verdict]: verdict });
     }
     expect(sent).toBe(1);
+
+    // A keyed call inside its window is run again with the same key: a keyed_rerun event, and no reconcile.
+    const data = jobData([call('charge_card', { cents: 500 })]);
+    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'charge_card', argsHash: await toolCallArgsHash({ cents: 500 }) };
+    await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
+    await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+    await l.run(data);
+    const [span] = callSpans(data.runId);
+    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.attempt]: 2, [ATTR.outcome]: 'executed' });
+    expect(events(span!)).toEqual([EVENT.keyedRerun]);
   });
 });
 
