@@ -4,6 +4,8 @@ import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bul
 import { parsePartialResultsLog } from '../bullmq/partial-results.js';
 import {
   AmbiguousTurnError,
+  InvalidWaitLimitError,
+  MAX_WAIT_MS,
   TurnAbortedError,
   TurnConflictError,
   TurnFailedError,
@@ -56,7 +58,7 @@ export interface ToolCallClient {
    * `turn.ambiguous`, `turn.invalid_data`, `turn.failed`, `turn.conflict`,
    * or, with the job left running, `turn.timeout` / `turn.aborted`. Bad input
    * is refused before anything is enqueued (`job.invalid_data`,
-   * `turn.invalid_id`).
+   * `turn.invalid_id`, `turn.invalid_timeout`).
    */
   submit(turn: TurnSubmission): Promise<ToolResultBlock[]>;
   /** The job id a turn is enqueued under. */
@@ -74,10 +76,12 @@ export interface ToolCallClient {
  */
 export function createToolCallClient(options: ToolCallClientOptions): ToolCallClient {
   const { queue, queueEvents } = options;
+  waitLimit(options.timeoutMs);
   const jobName = options.jobName ?? 'tool-calls';
 
   const submit = async (turn: TurnSubmission): Promise<ToolResultBlock[]> => {
     const ref: TurnJobRef = { jobId: turnJobId(turn), tenantId: turn.tenantId, runId: turn.runId, turnId: turn.turnId };
+    const timeoutMs = waitLimit(turn.timeoutMs ?? options.timeoutMs);
     const data = parseToolJobData({
       tenantId: turn.tenantId,
       runId: turn.runId,
@@ -86,7 +90,6 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
       ...(turn.parallel === undefined ? {} : { parallel: turn.parallel }),
     });
     if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
-    const timeoutMs = turn.timeoutMs ?? options.timeoutMs;
     const end = await waitForJobEnd(queue, queueEvents, ref.jobId, { timeoutMs, signal: turn.signal }, () =>
       enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref),
     );
@@ -103,6 +106,13 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
   };
 
   return { submit, jobIdOf: turnJobId };
+}
+
+/** A wait limit a timer can honour (Node fires a longer or fractional one early), or none. */
+function waitLimit(timeoutMs: number | undefined): number | undefined {
+  if (timeoutMs === undefined) return undefined;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_WAIT_MS) throw new InvalidWaitLimitError(timeoutMs);
+  return timeoutMs;
 }
 
 /** Add the job; BullMQ keeps an existing job with the same id, so check it carries the same calls. */

@@ -23,6 +23,17 @@ export abstract class TurnError extends ToolReceiptsError {
   }
 }
 
+/** Longest delay a Node timer honours; a longer one fires at once. */
+export const MAX_WAIT_MS = 2 ** 31 - 1;
+
+/** A wait limit that is not a whole number of milliseconds a timer can honour. */
+export class InvalidWaitLimitError extends ToolReceiptsError {
+  readonly code = 'turn.invalid_timeout';
+  constructor(value: unknown) {
+    super(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_WAIT_MS}, got ${String(value)}; leave it out to wait without a limit`);
+  }
+}
+
 /** How to pick up a turn whose wait ended before its job did. */
 export const resumeHint = (ref: TurnJobRef) =>
   `the job keeps running; to get its results, submit the same turn again (tenantId ${JSON.stringify(ref.tenantId)}, ` +

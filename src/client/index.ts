@@ -19,6 +19,7 @@ export {
   TurnInvalidDataError,
   TurnFailedError,
   TurnConflictError,
+  InvalidWaitLimitError,
   resumeHint,
   type TurnJobRef,
 } from './errors.js';

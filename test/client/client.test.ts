@@ -7,7 +7,9 @@ import { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  createToolCallClient,
   InvalidTurnIdError,
+  InvalidWaitLimitError,
   TurnAbortedError,
   TurnConflictError,
   TurnFailedError,
@@ -183,6 +185,17 @@ describe('other ends', () => {
     await expect(client.submit({ ...turn(''), calls: turn('x').calls })).rejects.toBeInstanceOf(InvalidTurnIdError);
     await expect(client.submit({ ...turn('t'), runId: '' })).rejects.toMatchObject({ code: 'turn.invalid_id', field: 'runId' });
     expect(await jobsOf(l)).toEqual([]);
+  });
+
+  it('a wait limit a timer cannot honour is refused before anything is enqueued, not turned into an instant timeout', async () => {
+    const l = await lane();
+    const client = clientOn(l);
+    // Node fires a timer longer than 2^31-1 ms at once: 30 days must not read as "timed out".
+    for (const timeoutMs of [30 * 24 * 3600 * 1000, -1, Number.NaN, Infinity, 1.5]) {
+      await expect(client.submit({ ...turn('t-1'), timeoutMs })).rejects.toBeInstanceOf(InvalidWaitLimitError);
+    }
+    expect(await jobsOf(l)).toEqual([]);
+    expect(() => createToolCallClient({ queue: l.queue, queueEvents: l.events, timeoutMs: -5 })).toThrow(/timeoutMs must be a whole number/);
   });
 
   it('data the worker refuses (a worker stricter than the client) is typed as invalid data', async () => {
