@@ -17,7 +17,7 @@ import {
   TurnTimeoutError,
   type ToolCallClient,
 } from '../../src/client/index.js';
-import { DestructiveRanError } from '../../src/core/index.js';
+import { DestructiveRanError, NeverStartedError } from '../../src/core/index.js';
 import { defineTool, InvalidJobDataError } from '../../src/bullmq/index.js';
 import { RETRYING, useLanes, type Lane } from '../bullmq/fixture.js';
 import { clientOn } from './support.js';
@@ -210,6 +210,26 @@ describe('other ends', () => {
     const error = await waiting;
     expect(error).toBeInstanceOf(TurnInvalidDataError);
     expect(error).toMatchObject({ code: 'turn.invalid_data', jobId, failedReason: expect.stringMatching(/^job\.invalid_data: /) });
+  });
+
+  it('a delivery that fails and is retried is not an end: the caller gets the retry\'s results', async () => {
+    const l = await lane();
+    let runs = 0;
+    const flaky = defineTool({
+      name: 'flaky_lookup',
+      input: z.object({}),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => {
+        if (++runs === 1) throw new NeverStartedError('the provider refused the connection');
+        return `answered on run ${runs}`;
+      },
+    });
+    l.worker({ tools: [flaky] });
+    const results = await clientOn(l, { jobOptions: RETRYING }).submit({
+      tenantId: 'acme', runId: 'r', turnId: 't', calls: [{ id: 'c1', name: 'flaky_lookup', input: {} }],
+    });
+    expect(results[0]).toMatchObject({ content: 'answered on run 2', outcome: 'executed' });
   });
 
   it('a job that fails for good is typed with its failedReason', async () => {
