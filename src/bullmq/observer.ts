@@ -52,6 +52,11 @@ export interface CallObservation {
   decided(decision: ObservedDecision): void;
   /** Runs the tool itself, so an observer can time it and make its own context current. */
   runTool<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs one receipt round trip (the claim, with any reconcile it makes, or
+   * the complete / fail settle), so an observer can time it; most do not.
+   */
+  roundTrip<T>(name: 'claim' | 'complete' | 'fail', fn: () => Promise<T>): Promise<T>;
   /** The job is delayed this long for a live attempt. */
   waiting(delayMs: number): void;
   /** Another attempt took the receipt over; noticed during this write. */
@@ -97,6 +102,7 @@ export interface ToolCallObserver {
 const NOOP_OBSERVATION: CallObservation = {
   decided() {},
   runTool: (fn) => fn(),
+  roundTrip: (_name, fn) => fn(),
   waiting() {},
   fencedOut() {},
   aborted() {},

@@ -174,7 +174,7 @@ async function runObservedCall(
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
   // One command: the claim script also reads the tool's breaker state in the run. An expired
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
-  const claim = await claimCall({ rt, scope, call, tool, key, args: prepared.args, log }).catch((error: unknown) => {
+  const claim = await obs.roundTrip('claim', () => claimCall({ rt, scope, call, tool, key, args: prepared.args, log })).catch((error: unknown) => {
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
     if (error instanceof CorruptReceiptError) {
       log().error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
@@ -301,7 +301,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   let settled: SettleResult;
   try {
     // Also ends the tool's rejection streak in the run, in the same script.
-    settled = await rt.store.complete(key, fence, result);
+    settled = await x.obs.roundTrip('complete', () => rt.store.complete(key, fence, result));
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
     onFencedOut('complete')(error);
@@ -426,7 +426,7 @@ async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: Fenc
   const message = errorText(error);
   let settled: SettleResult;
   try {
-    settled = await rt.store.fail(key, x.fence, { error: message, tier });
+    settled = await x.obs.roundTrip('fail', () => rt.store.fail(key, x.fence, { error: message, tier }));
   } catch (failError) {
     if (!(failError instanceof FencedOutError)) throw failError;
     onFencedOut(failError);

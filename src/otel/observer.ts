@@ -46,6 +46,12 @@ export interface ToolReceiptsOtelOptions {
   readonly ambiguousGauge?: boolean;
   /** Shards of the open-receipt index per prefix. Default 16. */
   readonly openIndexShards?: number;
+  /**
+   * A child span per receipt round trip (`tool_receipts.claim`, `.complete`,
+   * `.fail`). Off by default: it doubles the spans per call for script calls
+   * whose time the overhead histogram already shows.
+   */
+  readonly roundTripSpans?: boolean;
 }
 
 interface Instruments {
@@ -119,6 +125,21 @@ class OtelCallObservation implements CallObservation {
       return await context.with(trace.setSpan(context.active(), this.span), fn);
     } finally {
       this.toolSeconds = (performance.now() - started) / 1000;
+    }
+  }
+
+  async roundTrip<T>(name: 'claim' | 'complete' | 'fail', fn: () => Promise<T>): Promise<T> {
+    if (!this.owner.roundTripSpans) return fn();
+    const parent = trace.setSpan(context.active(), this.span);
+    const span = this.owner.tracer.startSpan(`tool_receipts.${name}`, {}, parent);
+    try {
+      return await context.with(trace.setSpan(parent, span), fn);
+    } catch (error) {
+      span.recordException(error instanceof Error ? error : String(error));
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      throw error;
+    } finally {
+      span.end();
     }
   }
 
@@ -204,7 +225,8 @@ export class OtelObserver implements ToolCallObserver {
   readonly instruments: Instruments;
   /** Set once bound to a wrapper with the gauge on. */
   openIndex: OpenReceiptIndex | undefined;
-  private readonly tracer: Tracer;
+  readonly tracer: Tracer;
+  readonly roundTripSpans: boolean;
   private readonly meter: Meter;
   private readonly tenantInMetrics: boolean;
 
@@ -212,6 +234,7 @@ export class OtelObserver implements ToolCallObserver {
     this.tracer = options.tracer ?? trace.getTracer(SCOPE);
     this.meter = options.meter ?? metrics.getMeter(SCOPE);
     this.tenantInMetrics = options.tenantInMetrics ?? false;
+    this.roundTripSpans = options.roundTripSpans ?? false;
     this.instruments = instrumentsOf(this.meter);
   }
 

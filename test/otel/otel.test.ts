@@ -119,6 +119,22 @@ describe('OpenTelemetry: spans', () => {
     expect(span!.attributes[ATTR.outcome]).toBe('executed');
   });
 
+  it('round trips get child spans only when asked (roundTripSpans), the claim and the settle', async () => {
+    const childrenOf = (span: ReadableSpan) =>
+      sdk.spans.getFinishedSpans().filter((s) => s.parentSpanContext?.spanId === span.spanContext().spanId).map((s) => s.name);
+    for (const roundTripSpans of [false, true]) {
+      const l = await lane();
+      const t = gatedTool();
+      tracedWorker(l, testMeter(), { tools: [t.tool] }, { otel: { roundTripSpans } });
+      const data = jobData([call('send_email', { to: 'rt@x.test' })]);
+      await l.run(data);
+      await l.run(data);
+      const [executed, replayed] = callSpans(data.runId);
+      expect(childrenOf(executed!)).toEqual(roundTripSpans ? ['tool_receipts.claim', 'tool_receipts.complete'] : []);
+      expect(childrenOf(replayed!)).toEqual(roundTripSpans ? ['tool_receipts.claim'] : []);
+    }
+  });
+
   it('a wait is an event with the delay; the job comes back and replays', async () => {
     const l = await lane();
     const m = testMeter();
