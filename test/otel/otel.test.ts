@@ -64,6 +64,14 @@ function tracedWorker(
   );
 }
 
+/** An attempt that died inside its effect: the call claimed with a short lease, left to lapse. Returns the receipt key. */
+async function lostAttempt(l: Lane, data: ReturnType<typeof jobData>, toolName: string, args: unknown) {
+  const key = { tenantId: data.tenantId, runId: data.runId, toolName, argsHash: await toolCallArgsHash(args) };
+  await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
+  await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+  return key;
+}
+
 const callSpans = (runId: string) => spansWhere(sdk.spans, ATTR.run, runId).sort((a, b) => a.startTime[1] - b.startTime[1]);
 const byId = (id: string | undefined) => sdk.spans.getFinishedSpans().find((s) => s.spanContext().spanId === id);
 const events = (span: ReadableSpan) => span.events.map((e) => e.name);
@@ -295,10 +303,7 @@ describe('OpenTelemetry: ambiguity', () => {
     const t = gatedTool();
     tracedWorker(l, m, { tools: [t.tool], onAmbiguous: 'report' });
     const data = jobData([call('send_email', { to: 'amb@x.test' })]);
-    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to: 'amb@x.test' }) };
-    // An attempt that died inside its effect: claimed with a short lease that lapses.
-    await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
-    await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+    const key = await lostAttempt(l, data, 'send_email', { to: 'amb@x.test' });
 
     const job = await l.run(data);
     expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('ambiguous');
@@ -342,10 +347,7 @@ describe('OpenTelemetry: reconciles', () => {
       ['never@x.test', 'execute', 'not_started', 'executed'],
     ] as const) {
       const data = jobData([call('send_email', { to })]);
-      const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to }) };
-      // An attempt that died inside its effect: claimed with a short lease that lapses.
-      await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
-      await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+      await lostAttempt(l, data, 'send_email', { to });
       await l.run(data);
       const [span] = callSpans(data.runId);
       expect(span!.attributes).toMatchObject({ [ATTR.decision]: decision, [ATTR.outcome]: outcome });
@@ -355,9 +357,7 @@ describe('OpenTelemetry: reconciles', () => {
 
     // A keyed call inside its window is run again with the same key: a keyed_rerun event, and no reconcile.
     const data = jobData([call('charge_card', { cents: 500 })]);
-    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'charge_card', argsHash: await toolCallArgsHash({ cents: 500 }) };
-    await l.store.claim(key, { effect: 'opaque', leaseMs: 50 });
-    await expect.poll(async () => (await l.store.inspect(key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
+    await lostAttempt(l, data, 'charge_card', { cents: 500 });
     await l.run(data);
     const [span] = callSpans(data.runId);
     expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.attempt]: 2, [ATTR.outcome]: 'executed' });
