@@ -196,13 +196,14 @@ async function runObservedCall(
     attempt: claim.attempt,
     ...(claim.reconciled ? { reconciled: claim.reconciled } : {}),
   }));
+  // Plain fields, not conditional spreads: this object is built on every claimed call.
   obs.decided({
     decision: decision.kind,
     attempt: claim.attempt,
     receiptKey: claim.redisKey,
-    ...(decision.kind === 'ambiguous' ? { reason: decision.reason } : {}),
-    ...(claim.reconciled ? { reconciled: claim.reconciled } : {}),
-    ...(claim.keyedRerun ? { keyedRerun: true } : {}),
+    reason: decision.kind === 'ambiguous' ? decision.reason : undefined,
+    reconciled: claim.reconciled,
+    keyedRerun: claim.keyedRerun,
   });
 
   switch (decision.kind) {
