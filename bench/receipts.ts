@@ -2,8 +2,8 @@
  * Receipt store throughput and footprint.
  *
  * Measures claim + complete through ReceiptStore against the same two Lua
- * scripts (claim-3 and complete-3, with the same three keys: receipt, run
- * index and breaker hash) sent as raw EVALSHA with precomputed arguments, in
+ * scripts (claim-4 and complete-4, with the same four keys: receipt, run
+ * index, breaker hash and counting set) sent as raw EVALSHA with precomputed arguments, in
  * the same run and on the same connection, so the ratio is the cost of the TypeScript layer
  * (decision, parsing, JSON) over the bare scripts. Then prints MEMORY USAGE of
  * one settled receipt.
@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
+import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
 import { startRedis } from '../test/support/redis.js';
@@ -36,8 +36,8 @@ async function main(): Promise<void> {
   const prefix = `${handle.prefix}:bench`;
   try {
     const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
-    const claimLua = scriptSource('claim-3.lua');
-    const completeLua = scriptSource('complete-3.lua');
+    const claimLua = scriptSource('claim-4.lua');
+    const completeLua = scriptSource('complete-4.lua');
     const claimSha = sha1(claimLua);
     const completeSha = sha1(completeLua);
     await redis.script('LOAD', claimLua);
@@ -64,12 +64,13 @@ async function main(): Promise<void> {
         receiptRedisKey(prefix, key),
         runIndexRedisKey(prefix, key.tenantId, key.runId),
         breakerRedisKey(prefix, key.tenantId, key.runId),
+        receiptCountRedisKey(prefix, key.tenantId, key.runId),
       ];
       const rejections = breakerField(key.toolName, 'rejections');
-      const claimed = (await redis.evalsha(claimSha, 3, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
+      const claimed = (await redis.evalsha(claimSha, 4, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
         key.tenantId, key.runId, key.toolName, key.argsHash, breakerField(key.toolName, 'removed'), rejections, `e${i}`)) as unknown[];
       if (claimed[0] !== 1) throw new Error('raw claim did not create');
-      await redis.evalsha(completeSha, 3, ...keys, 1, resultJson, RETENTION_MS, rejections, `e${i}`);
+      await redis.evalsha(completeSha, 4, ...keys, 1, resultJson, RETENTION_MS, rejections, `e${i}`);
     };
 
     // Warm-up: JIT, connection, script cache.

@@ -1,7 +1,7 @@
 --[[
   fenced: defines effectIsOpaque(receipt, requested), stillAt(receipt,
   status, attempts, epoch), holdsFence(receipt, attempt, epoch) and
-  openFenced(receiptKey, indexKey, attempt, epoch, now): the compares of every
+  openFenced(receiptKey, indexKey, countKey, attempt, epoch, now): the compares of every
   compare-and-set on a receipt table read by readReceipt (from
   observe-receipt), and the guarded, fenced read most transitions open with.
 
@@ -20,7 +20,7 @@
   holdsFence  true when the receipt is running at exactly `attempt` of
               lifetime `epoch`: the caller's attempt still owns it. A missing
               receipt never does.
-  openFenced  openReceipt(receiptKey, indexKey); returns the receipt,
+  openFenced  openReceipt(receiptKey, indexKey, countKey); returns the receipt,
               then the reply to return instead: the corrupt-receipt error, or
               the code-0 observation when the caller's attempt does not hold
               the fence (nil when it does).
@@ -39,8 +39,8 @@ local function holdsFence(receipt, attempt, epoch)
   return stillAt(receipt, 'running', attempt, epoch)
 end
 
-local function openFenced(receiptKey, indexKey, attempt, epoch, now)
-  local receipt, corrupt = openReceipt(receiptKey, indexKey)
+local function openFenced(receiptKey, indexKey, countKey, attempt, epoch, now)
+  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
   if corrupt then return nil, corrupt end
   if holdsFence(receipt, attempt, epoch) then return receipt, nil end
   return receipt, observation(0, receipt, now)

@@ -1,6 +1,6 @@
 --[[
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
-  openReceipt(receiptKey, indexKey), openReceiptHash(receiptKey),
+  openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
   readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
   observation(code, receipt, now): the reading
   and the reply every receipt script shares. They touch only the keys they
@@ -13,10 +13,11 @@
   wrongType(key, expected)  corruptReply when `key` exists with a Redis type
     other than `expected` ('hash', 'zset'), else nil (a missing key is fine).
 
-  openReceipt(receiptKey, indexKey)  the guard every receipt transition opens
-    with, before it writes anything: returns readReceipt(receiptKey), or nil
-    and the corrupt reply when receiptKey is not a hash, indexKey not a
-    sorted set, or the receipt hash exists with a status other than running,
+  openReceipt(receiptKey, indexKey, countKey)  the guard every receipt
+    transition opens with, before it writes anything: returns
+    readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
+    not a hash, indexKey or countKey (the run's counting set, see
+    includes/count.lua) not a sorted set, or the receipt hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. So a corrupt receipt is never taken for an
     absent one, and nothing is written.
@@ -87,8 +88,8 @@ local function openReceiptHash(receiptKey)
   return receipt, nil
 end
 
-local function openReceipt(receiptKey, indexKey)
-  local bad = wrongType(indexKey, 'zset')
+local function openReceipt(receiptKey, indexKey, countKey)
+  local bad = wrongType(indexKey, 'zset') or wrongType(countKey, 'zset')
   if bad then return nil, bad end
   return openReceiptHash(receiptKey)
 end

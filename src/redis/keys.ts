@@ -5,6 +5,8 @@
  * <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>   hash: one receipt
  * <prefix>:run:{<tenant>|<run>}                      sorted set: the run's receipt keys, scored by creation time (ms)
  * <prefix>:brk:{<tenant>|<run>}                      hash: the run's per-tool failure / rejection counters
+ * <prefix>:cnt:{<tenant>|<run>}                      sorted set: the run's counting set (lua/includes/count.lua)
+ * <prefix>:runs:{runs-<n>}                           sorted set: runs registered in shard n, scored by registration time
  * ```
  *
  * The part in braces is a Redis Cluster hash tag, so every key of one run
@@ -124,6 +126,14 @@ export function receiptRedisKey(prefix: string, key: ToolCallReceiptKey): string
 /** Key of the sorted set listing one run's receipts by creation time. */
 export function runIndexRedisKey(prefix: string, tenantId: string, runId: string): string {
   return `${prefix}:run:${runHashTag(tenantId, runId)}`;
+}
+
+/**
+ * Key of the sorted set that counts one run's receipts by status, effect and
+ * expiry, so fleet-wide counts never read a receipt (see `lua/includes/count.lua`).
+ */
+export function receiptCountRedisKey(prefix: string, tenantId: string, runId: string): string {
+  return `${prefix}:cnt:${runHashTag(tenantId, runId)}`;
 }
 
 /** Key of the hash holding one run's per-tool circuit-breaker counters. */

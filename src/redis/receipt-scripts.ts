@@ -22,22 +22,29 @@ export const SCRIPT = {
   reconcileSettle: 'toolReceiptsReconcileSettle',
   reclaimKeyed: 'toolReceiptsReclaimKeyed',
   noteJob: 'toolReceiptsNoteJob',
+  countRun: 'toolReceiptsCountRun',
+  recountRun: 'toolReceiptsRecountRun',
 } as const;
 
-/** Every script the receipt store uses. Claim and complete also take the run's breaker hash as KEYS[3]. */
+/**
+ * Every script the receipt store uses. Each transition also takes the run's
+ * counting set as its last key; claim and complete take the breaker hash before it.
+ */
 export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
-  { name: SCRIPT.claim, file: 'claim-3.lua', numberOfKeys: 3 },
-  { name: SCRIPT.reclaim, file: 'reclaim-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.complete, file: 'complete-3.lua', numberOfKeys: 3 },
-  { name: SCRIPT.fail, file: 'fail-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.heartbeat, file: 'heartbeat-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.recordStep, file: 'record-step-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.flagAmbiguous, file: 'flag-ambiguous-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.outcomeUnknown, file: 'outcome-unknown-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.resolve, file: 'resolve-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.claim, file: 'claim-4.lua', numberOfKeys: 4 },
+  { name: SCRIPT.reclaim, file: 'reclaim-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.complete, file: 'complete-4.lua', numberOfKeys: 4 },
+  { name: SCRIPT.fail, file: 'fail-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.heartbeat, file: 'heartbeat-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.recordStep, file: 'record-step-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.flagAmbiguous, file: 'flag-ambiguous-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.outcomeUnknown, file: 'outcome-unknown-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.resolve, file: 'resolve-3.lua', numberOfKeys: 3 },
   { name: SCRIPT.inspect, file: 'inspect-1.lua', numberOfKeys: 1 },
   { name: SCRIPT.pruneIndex, file: 'prune-index-2.lua', numberOfKeys: 2 },
   { name: SCRIPT.tally, file: 'tally-N.lua', numberOfKeys: 'any' },
+  { name: SCRIPT.countRun, file: 'count-run-1.lua', numberOfKeys: 1 },
+  { name: SCRIPT.recountRun, file: 'recount-run-N.lua', numberOfKeys: 'any' },
 ];
 
 /** The script the breaker store uses. */
@@ -47,8 +54,8 @@ export const BREAKER_SCRIPTS: readonly ScriptDefinition[] = [
 
 /** The scripts that settle an expired opaque attempt without a person: reconcile and keyed re-runs. */
 export const RECONCILE_SCRIPTS: readonly ScriptDefinition[] = [
-  { name: SCRIPT.reconcileBegin, file: 'reconcile-begin-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.reconcileSettle, file: 'reconcile-settle-2.lua', numberOfKeys: 2 },
-  { name: SCRIPT.reclaimKeyed, file: 'reclaim-keyed-2.lua', numberOfKeys: 2 },
+  { name: SCRIPT.reconcileBegin, file: 'reconcile-begin-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.reconcileSettle, file: 'reconcile-settle-3.lua', numberOfKeys: 3 },
+  { name: SCRIPT.reclaimKeyed, file: 'reclaim-keyed-3.lua', numberOfKeys: 3 },
   { name: SCRIPT.noteJob, file: 'note-job-1.lua', numberOfKeys: 1 },
 ];

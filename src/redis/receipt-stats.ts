@@ -1,14 +1,18 @@
 /**
  * Fleet-wide counts of receipts: by status and effect, and the ambiguous
- * ones, under a prefix (or one tenant of it). Exact: every receipt is read,
- * on the server, by a script per run that returns only counts.
+ * ones, under a prefix (or one tenant of it). Exact and cheap: every
+ * transition script keeps its run's counting set up to date
+ * (`lua/includes/count.lua`), the run registry names every run that has
+ * receipts, and one read-only script per run returns its counts, so no
+ * receipt is read and the keyspace is never walked.
  */
 import type { EffectResumability } from '../core/decision.js';
-import { isCluster, scanKeys, type RedisConnection } from './connection.js';
+import { isCluster, type RedisConnection } from './connection.js';
 import type { ReceiptStatus } from './errors.js';
-import { parseRunIndexRedisKey, runIndexScanPattern } from './keys.js';
+import { receiptCountRedisKey } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
-import { queueScript, runVariadicScript } from './scripts.js';
+import type { RegisteredRun, RunRegistry } from './run-registry.js';
+import { queueScript, runScript } from './scripts.js';
 
 /** Receipts of one status and effect. */
 export interface ReceiptCount {
@@ -36,123 +40,125 @@ export interface ReceiptStats {
   readonly readAtMs: number;
 }
 
-/** Options of {@link tallyReceipts}. */
-export interface TallyOptions {
-  readonly tenantId?: string;
-  /** SCAN batch hint and runs read per pipeline. */
-  readonly count: number;
-}
-
-interface RunTally {
+/** What one run contributes: its counts, its ambiguous receipts and the server time it was read at. */
+export interface RunTally {
   readonly nowMs: number;
   readonly ambiguous: number;
+  /** -1 when none of its receipts is ambiguous. */
   readonly oldestAmbiguousSinceMs: number;
   readonly pairs: readonly ReceiptCount[];
 }
 
-function parseTally(reply: unknown): RunTally {
-  const r = reply as (string | number)[];
-  const pairs: ReceiptCount[] = [];
-  for (let i = 4; i + 2 < r.length; i += 3) {
-    pairs.push({ status: String(r[i]) as ReceiptStatus, effect: String(r[i + 1]) as EffectResumability, count: Number(r[i + 2]) });
+/** Adds up run tallies into {@link ReceiptStats}. */
+export class StatsTotals {
+  private readonly counts = new Map<string, ReceiptCount>();
+  private runs = 0;
+  private ambiguous = 0;
+  private oldest: number | null = null;
+  /** The latest server time seen, 0 before the first tally. */
+  readAtMs = 0;
+
+  add(tally: RunTally): void {
+    if (tally.pairs.length > 0) this.runs++;
+    this.ambiguous += tally.ambiguous;
+    if (tally.oldestAmbiguousSinceMs >= 0 && (this.oldest === null || tally.oldestAmbiguousSinceMs < this.oldest)) {
+      this.oldest = tally.oldestAmbiguousSinceMs;
+    }
+    this.readAtMs = Math.max(this.readAtMs, tally.nowMs);
+    for (const pair of tally.pairs) {
+      const id = `${pair.status}|${pair.effect}`;
+      this.counts.set(id, { ...pair, count: (this.counts.get(id)?.count ?? 0) + pair.count });
+    }
   }
-  return { nowMs: Number(r[0]), ambiguous: Number(r[2]), oldestAmbiguousSinceMs: Number(r[3]), pairs };
-}
 
-/** How many batches of runs {@link tallyReceipts} keeps in flight. */
-const BATCHES_IN_FLIGHT = 4;
-
-/** The tallies of `indexKeys`' runs: their members, then one script per run. */
-async function tallyRuns(redis: RedisConnection, indexKeys: readonly string[]): Promise<RunTally[]> {
-  if (isCluster(redis)) {
-    // A Cluster pipeline must stay in one slot; the client routes each run's commands to its node.
-    return Promise.all(
-      indexKeys.map(async (indexKey) => {
-        const members = await redis.zrange(indexKey, 0, '-1');
-        return parseTally(members.length === 0 ? [0, 0, 0, -1] : await runVariadicScript(redis, SCRIPT.tally, members, []));
-      }),
+  /** The stats, read at `readAtMs` (the server time to report when no run was read). */
+  finish(prefix: string, tenantId: string | undefined, readAtMs: number): ReceiptStats {
+    const byStatusAndEffect = [...this.counts.values()].sort(
+      (a, b) => b.count - a.count || a.status.localeCompare(b.status) || a.effect.localeCompare(b.effect),
     );
+    const byStatus: Record<ReceiptStatus, number> = { running: 0, completed: 0, failed: 0 };
+    for (const c of byStatusAndEffect) byStatus[c.status] = (byStatus[c.status] ?? 0) + c.count;
+    return {
+      prefix,
+      ...(tenantId !== undefined ? { tenantId } : {}),
+      runs: this.runs,
+      total: byStatusAndEffect.reduce((sum, c) => sum + c.count, 0),
+      byStatusAndEffect,
+      byStatus,
+      ambiguous: this.ambiguous,
+      oldestAmbiguousSinceMs: this.oldest,
+      readAtMs,
+    };
   }
-  const reads = redis.pipeline();
-  for (const indexKey of indexKeys) reads.zrange(indexKey, 0, '-1');
-  const memberLists = ((await reads.exec()) ?? []).map(([error, members]) => {
+}
+
+/** The server clock in ms. */
+export async function serverTimeMs(redis: RedisConnection): Promise<number> {
+  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+const STATUSES: readonly ReceiptStatus[] = ['running', 'completed', 'failed'];
+/** A band's effect; '' stands for a receipt whose effect field is missing, as the scan reports it. */
+const EFFECTS = ['resumable', 'opaque', ''] as unknown as readonly EffectResumability[];
+
+/** A count-run reply, or `undefined` when the run's counting set is gone. */
+function parseCountReply(reply: unknown): RunTally | undefined {
+  const r = (reply as (string | number)[]).map(Number);
+  if (r[1] === 0) return undefined;
+  const pairs: ReceiptCount[] = [];
+  for (let band = 0; band < 9; band++) {
+    const count = r[4 + band] ?? 0;
+    if (count > 0) pairs.push({ status: STATUSES[Math.floor(band / 3)]!, effect: EFFECTS[band % 3]!, count });
+  }
+  return { nowMs: r[0]!, ambiguous: r[2]!, oldestAmbiguousSinceMs: r[3]!, pairs };
+}
+
+/** Each run's count-run reply, in order. */
+async function countRuns(redis: RedisConnection, countKeys: readonly string[]): Promise<unknown[]> {
+  // A Cluster pipeline must stay in one slot; the client routes each run's script to its node.
+  if (isCluster(redis)) return Promise.all(countKeys.map((k) => runScript(redis, SCRIPT.countRun, [k], [])));
+  const pipeline = redis.pipeline();
+  for (const k of countKeys) queueScript(pipeline, SCRIPT.countRun, [k], []);
+  return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
     if (error) throw error;
-    return members as string[];
-  });
-  const tallies = redis.pipeline();
-  const nonEmpty = memberLists.filter((members) => members.length > 0);
-  for (const members of nonEmpty) queueScript(tallies, SCRIPT.tally, [String(members.length), ...members], []);
-  return ((await tallies.exec()) ?? []).map(([error, reply]) => {
-    if (error) throw error;
-    return parseTally(reply);
+    return reply;
   });
 }
+
+/** How many pages of runs {@link countReceipts} keeps in flight. */
+const PAGES_IN_FLIGHT = 4;
 
 /**
- * Counts every receipt under `prefix` (or of one tenant): finds the run
- * indexes with SCAN, then reads each run's receipts with one script that
- * returns only counts, so the receipts never cross the network. Index
- * entries whose receipt expired are not counted.
+ * Counts every live receipt under the registry's prefix (or of one tenant)
+ * from the runs' counting sets. Registry entries whose counting set is gone
+ * are pruned once past their grace (see {@link RunRegistry.prune}).
  */
-export async function tallyReceipts(redis: RedisConnection, prefix: string, options: TallyOptions): Promise<ReceiptStats> {
-  const counts = new Map<string, ReceiptCount>();
-  const visited = new Set<string>();
-  let runs = 0;
-  let ambiguous = 0;
-  let oldest: number | null = null;
-  let readAtMs = 0;
-  const add = (tallies: RunTally[]) => {
-    for (const tally of tallies) {
-      if (tally.pairs.length > 0) runs++;
-      ambiguous += tally.ambiguous;
-      if (tally.oldestAmbiguousSinceMs >= 0 && (oldest === null || tally.oldestAmbiguousSinceMs < oldest)) {
-        oldest = tally.oldestAmbiguousSinceMs;
-      }
-      readAtMs = Math.max(readAtMs, tally.nowMs);
-      for (const pair of tally.pairs) {
-        const id = `${pair.status}|${pair.effect}`;
-        counts.set(id, { ...pair, count: (counts.get(id)?.count ?? 0) + pair.count });
-      }
-    }
+export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats> {
+  const totals = new StatsTotals();
+  const gone: RegisteredRun[] = [];
+  const countPage = async (page: RegisteredRun[]) => {
+    const replies = await countRuns(redis, page.map((run) => receiptCountRedisKey(registry.prefix, run.tenantId, run.runId)));
+    replies.forEach((reply, i) => {
+      const tally = parseCountReply(reply);
+      if (tally === undefined) gone.push(page[i]!);
+      else totals.add(tally);
+    });
   };
-  // A few batches in flight, so this process reads one batch's replies while the server tallies the next.
-  // A batch never rejects: its error is kept, and the first one is thrown once seen.
+  // A page never rejects: its error is kept, and the first one is thrown once seen.
   const inFlight = new Set<Promise<void>>();
   let failure: { error: unknown } | undefined;
-  for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
-    // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
-    const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
-    for (const k of ours) visited.add(k);
-    if (ours.length === 0) continue;
-    const batch: Promise<void> = tallyRuns(redis, ours)
-      .then(add, (error: unknown) => void (failure ??= { error }))
-      .finally(() => inFlight.delete(batch));
-    inFlight.add(batch);
-    if (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+  for await (const page of registry.runs(tenantId)) {
+    const counted: Promise<void> = countPage(page)
+      .catch((error: unknown) => void (failure ??= { error }))
+      .finally(() => inFlight.delete(counted));
+    inFlight.add(counted);
+    if (inFlight.size >= PAGES_IN_FLIGHT) await Promise.race(inFlight);
     if (failure) throw failure.error;
   }
   await Promise.all(inFlight);
   if (failure) throw failure.error;
-  const byStatusAndEffect = [...counts.values()].sort(
-    (a, b) => b.count - a.count || a.status.localeCompare(b.status) || a.effect.localeCompare(b.effect),
-  );
-  const byStatus: Record<ReceiptStatus, number> = { running: 0, completed: 0, failed: 0 };
-  for (const c of byStatusAndEffect) byStatus[c.status] = (byStatus[c.status] ?? 0) + c.count;
-  if (readAtMs === 0) readAtMs = await serverTimeMs(redis);
-  return {
-    prefix,
-    ...(options.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
-    runs,
-    total: byStatusAndEffect.reduce((sum, c) => sum + c.count, 0),
-    byStatusAndEffect,
-    byStatus,
-    ambiguous,
-    oldestAmbiguousSinceMs: oldest,
-    readAtMs,
-  };
-}
-
-async function serverTimeMs(redis: RedisConnection): Promise<number> {
-  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  const readAtMs = totals.readAtMs || (await serverTimeMs(redis));
+  if (gone.length > 0) await registry.prune(gone, readAtMs);
+  return totals.finish(registry.prefix, tenantId, readAtMs);
 }

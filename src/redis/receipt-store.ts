@@ -17,7 +17,7 @@ import {
   UnexpectedScriptReplyError,
   type AttemptFence,
 } from './errors.js';
-import { breakerField, breakerRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
+import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import {
   parseClaimObservation,
   parseObservation,
@@ -27,7 +27,9 @@ import {
 } from './observation.js';
 import { attemptJobText, STEP_FIELD_PREFIX, type AttemptJob, type ReceiptRecord } from './receipt-record.js';
 import { ReceiptReader } from './receipt-reader.js';
-import { tallyReceipts, type ReceiptStats } from './receipt-stats.js';
+import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
+import { countReceipts, type ReceiptStats } from './receipt-stats.js';
+import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { newEpoch } from './epochs.js';
@@ -106,6 +108,7 @@ export class ReceiptStore {
   private readonly retentionMs: number;
   private readonly reader: ReceiptReader;
   private readonly durability: DurabilityWaiter | undefined;
+  private readonly registry: RunRegistry;
 
   constructor(options: ReceiptStoreOptions) {
     this.redis = checkedConnection(options?.redis, 'ReceiptStore');
@@ -115,6 +118,7 @@ export class ReceiptStore {
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     defineScripts(this.redis, RECEIPT_SCRIPTS);
     this.reader = new ReceiptReader(this.redis, this.prefix);
+    this.registry = new RunRegistry(this.redis, this.prefix);
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
   }
 
@@ -139,13 +143,15 @@ export class ReceiptStore {
     return runIndexRedisKey(this.prefix, tenantId, runId);
   }
 
-  private keys(key: ToolCallReceiptKey): [string, string] {
-    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId)];
+  /** The receipt, the run index and the run's counting set: the KEYS of a transition. */
+  private keys(key: ToolCallReceiptKey): [string, string, string] {
+    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId), receiptCountRedisKey(this.prefix, key.tenantId, key.runId)];
   }
 
-  /** The receipt, the run index and the run's breaker hash: the KEYS of claim and complete. */
-  private keysWithBreaker(key: ToolCallReceiptKey): [string, string, string] {
-    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId), breakerRedisKey(this.prefix, key.tenantId, key.runId)];
+  /** The receipt, the run index, the run's breaker hash and its counting set: the KEYS of claim and complete. */
+  private keysWithBreaker(key: ToolCallReceiptKey): [string, string, string, string] {
+    const [receipt, index, count] = this.keys(key);
+    return [receipt, index, breakerRedisKey(this.prefix, key.tenantId, key.runId), count];
   }
 
   private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
@@ -220,7 +226,7 @@ export class ReceiptStore {
     const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
     const owner = options.owner ?? this.owner;
     await this.durability?.ready();
-    const keys: [string, string] = [claimKeys[0], claimKeys[1]];
+    const keys: [string, string, string] = [claimKeys[0], claimKeys[1], claimKeys[3]];
     const redisKey = keys[0];
     const job = options.job ? attemptJobText(options.job) : '';
     const claimArgs = [
@@ -231,12 +237,17 @@ export class ReceiptStore {
       job,
     ];
 
+    // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
+    // the ZADD goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
+    const registered = this.registry.register(key.tenantId, key.runId);
+    if (this.clustered) await registered;
     let seen: Observation | null = null;
     // The breaker as the latest claim script read it.
     let breaker: { toolRemoval?: string; rejectionStreak: number } = { rejectionStreak: 0 };
     for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
       if (seen === null || seen.status === null) {
         const reply = await this.call(SCRIPT.claim, claimKeys, claimArgs);
+        await registered;
         const mark = this.durability?.mark(redisKey);
         const claimed = parseClaimObservation(SCRIPT.claim, reply);
         breaker = claimed.toolRemoval === null
@@ -477,16 +488,36 @@ export class ReceiptStore {
   }
 
   /**
-   * Exact counts of the receipts under this prefix (or of one tenant): by
-   * status and effect, and the ambiguous ones with the oldest. Walks the run
-   * indexes with SCAN and reads each run's receipts with one script that
-   * returns only counts. `count` is the SCAN batch hint (default 500).
+   * Exact counts of the live receipts under this prefix (or of one tenant):
+   * by status and effect, and the ambiguous ones with the oldest. Reads each
+   * registered run's counting set, never a receipt, so it stays fast on
+   * millions of receipts. With `scan: true` it instead walks the run indexes
+   * with SCAN and reads every receipt (`count` is the SCAN batch hint,
+   * default 500): slow, but it also counts receipts written before this
+   * version kept counting sets (see {@link rebuildCounts}).
    */
-  stats(options?: { tenantId?: string; count?: number }): Promise<ReceiptStats> {
-    return tallyReceipts(this.redis, this.prefix, {
+  stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
+    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
+    if (!options?.scan) return countReceipts(this.redis, this.registry, options?.tenantId);
+    return scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+  }
+
+  /**
+   * Rebuilds every run's counting set (or one tenant's) from its receipts and
+   * registers the run, so {@link stats} counts receipts an older version
+   * wrote. Walks the keyspace like `stats({ scan: true })`; safe beside
+   * running workers.
+   */
+  rebuildCounts(options?: { tenantId?: string; count?: number }): Promise<RebuildSummary> {
+    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
+    return rebuildReceiptCounts(this.redis, this.registry, this.scanOptions(options));
+  }
+
+  private scanOptions(options: { tenantId?: string; count?: number } | undefined) {
+    return {
       ...(options?.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
       count: positiveInt(options?.count ?? 500, 'count'),
-    });
+    };
   }
 
   /**

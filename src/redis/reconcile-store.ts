@@ -8,7 +8,7 @@
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import type { RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
-import { receiptRedisKey, runIndexRedisKey } from './keys.js';
+import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import { RECONCILE_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
 import { DurabilityWaiter, type DurabilityOptions } from './durability.js';
@@ -85,10 +85,14 @@ export class ReconcileStore {
     defineScripts(this.redis, RECONCILE_SCRIPTS);
   }
 
-  /** The receipt and its run index; a name that is not well-formed Unicode throws `MalformedNameError` first. */
-  private keys(key: ToolCallReceiptKey): [string, string] {
+  /** The receipt, its run index and the run's counting set; a name that is not well-formed Unicode throws `MalformedNameError` first. */
+  private keys(key: ToolCallReceiptKey): [string, string, string] {
     assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
-    return [receiptRedisKey(this.prefix, key), runIndexRedisKey(this.prefix, key.tenantId, key.runId)];
+    return [
+      receiptRedisKey(this.prefix, key),
+      runIndexRedisKey(this.prefix, key.tenantId, key.runId),
+      receiptCountRedisKey(this.prefix, key.tenantId, key.runId),
+    ];
   }
 
   /** Runs a script; a corrupt key becomes a typed `CorruptReceiptError`. */
@@ -131,7 +135,7 @@ export class ReconcileStore {
 
   /**
    * Records a verdict under the reconcile's fence and acts on it (see
-   * `reconcile-settle-2.lua`). Returns the fence of the attempt that now
+   * `reconcile-settle-3.lua`). Returns the fence of the attempt that now
    * owns the call: the new one for `not_started` with a lease, the judged one
    * otherwise. Throws
    * {@link FencedOutError} when the receipt moved on or another reconcile

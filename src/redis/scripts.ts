@@ -16,7 +16,7 @@ import { ToolReceiptsError } from '../core/errors.js';
 export interface ScriptDefinition {
   /** Name of the command added to the connection. Pick one that cannot clash with a Redis command. */
   readonly name: string;
-  /** File name inside the package's `lua/` directory, e.g. `claim-3.lua`. */
+  /** File name inside the package's `lua/` directory, e.g. `claim-4.lua`. */
   readonly file: string;
   /**
    * Number of KEYS; must match the `-<n>.lua` suffix of `file`. `'any'` for a

@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 
 const scripts = new Map(
-  ['claim-3.lua', 'complete-3.lua', 'fail-2.lua', 'reclaim-2.lua', 'breaker-record-1.lua'].map((file) => [
+  ['claim-4.lua', 'complete-4.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
     createHash('sha1').update(scriptSource(file)).digest('hex'),
     file.replace(/-\d+\.lua$/, ''),
   ]),

@@ -23,9 +23,9 @@ describe('defineScripts', () => {
 
   it('refuses a key count that disagrees with the file name, a reused name, or a bad file name', () => {
     const redis = fixture.connect();
-    expect(() => defineScripts(redis, [{ name: 'x1', file: 'claim-3.lua', numberOfKeys: 1 }])).toThrow(ScriptDefinitionError);
-    defineScripts(redis, [{ name: 'x2', file: 'claim-3.lua', numberOfKeys: 3 }]);
-    expect(() => defineScripts(redis, [{ name: 'x2', file: 'fail-2.lua', numberOfKeys: 2 }])).toThrow(/already defined/);
+    expect(() => defineScripts(redis, [{ name: 'x1', file: 'claim-4.lua', numberOfKeys: 1 }])).toThrow(ScriptDefinitionError);
+    defineScripts(redis, [{ name: 'x2', file: 'claim-4.lua', numberOfKeys: 4 }]);
+    expect(() => defineScripts(redis, [{ name: 'x2', file: 'fail-3.lua', numberOfKeys: 3 }])).toThrow(/already defined/);
     expect(() => scriptSource('../package.json')).toThrow(ScriptDefinitionError);
   });
 
@@ -66,14 +66,14 @@ describe('expandIncludes', () => {
   });
 
   it('names the script and the include when an include is missing, also when a nested include is', () => {
-    const direct = thrown(() => expandIncludes('claim-3.lua', '--- @include "nope"\n', from({})));
-    expect(direct).toMatchObject({ code: 'redis.script_include', problem: 'missing', script: 'claim-3.lua', include: 'nope', chain: [] });
-    expect(direct.message).toMatch(/claim-3\.lua/);
+    const direct = thrown(() => expandIncludes('claim-4.lua', '--- @include "nope"\n', from({})));
+    expect(direct).toMatchObject({ code: 'redis.script_include', problem: 'missing', script: 'claim-4.lua', include: 'nope', chain: [] });
+    expect(direct.message).toMatch(/claim-4\.lua/);
     expect(direct.message).toMatch(/lua\/includes\/nope\.lua/);
 
-    const nested = thrown(() => expandIncludes('fail-2.lua', '--- @include "outer"\n', from({ outer: '--- @include "inner"' })));
-    expect(nested).toMatchObject({ problem: 'missing', script: 'fail-2.lua', include: 'inner', chain: ['outer'] });
-    expect(nested.message).toMatch(/fail-2\.lua.*"inner".*via outer/);
+    const nested = thrown(() => expandIncludes('fail-3.lua', '--- @include "outer"\n', from({ outer: '--- @include "inner"' })));
+    expect(nested).toMatchObject({ problem: 'missing', script: 'fail-3.lua', include: 'inner', chain: ['outer'] });
+    expect(nested.message).toMatch(/fail-3\.lua.*"inner".*via outer/);
   });
 
   it('refuses a cycle of includes, naming the whole loop', () => {
@@ -98,19 +98,19 @@ describe('expandIncludes', () => {
 
 describe('scriptSource with includes', () => {
   it('expands the package includes once per script and caches the result per file', () => {
-    const source = scriptSource('complete-3.lua');
+    const source = scriptSource('complete-4.lua');
     expect(source).toMatch(/^--\[\[\n {2}complete:/);
     expect(source).not.toContain('@include');
     for (const fn of ['serverNow', 'readReceipt', 'observation', 'holdsFence']) {
       expect(source.match(new RegExp(`local function ${fn}\\(`, 'g')), fn).toHaveLength(1);
     }
     expect(source.indexOf('local function readReceipt(')).toBeLessThan(source.indexOf('local function holdsFence('));
-    expect(scriptSource('complete-3.lua')).toBe(source);
+    expect(scriptSource('complete-4.lua')).toBe(source);
   });
 
   it('defines and runs an expanded script on Redis', async () => {
     const redis = fixture.connect();
-    defineScripts(redis, [{ name: 'testComplete', file: 'complete-3.lua', numberOfKeys: 3 }]);
+    defineScripts(redis, [{ name: 'testComplete', file: 'complete-4.lua', numberOfKeys: 4 }]);
     const prefix = fixture.handle().prefix;
     const keys = [`${prefix}:rcpt:{x}`, `${prefix}:run:{x}`, `${prefix}:brk:{x}`];
     const reply = (await runScript(redis, 'testComplete', keys, [1, '', 1000, 'tool:rejections', 'epoch'])) as unknown[];

@@ -5,6 +5,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempt of the caller
   ARGV[2]  new lease in milliseconds, counted from TIME
@@ -27,11 +28,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[4], now)
+local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[4], now)
 if refused then return refused end
 
 local lease = tonumber(ARGV[2])
@@ -45,4 +47,5 @@ if isFlagged(receipt) then
 end
 keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(code, receipt, now)

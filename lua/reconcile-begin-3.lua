@@ -5,6 +5,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempts the caller observed (the lost attempt)
   ARGV[2]  reconcile lease in milliseconds
@@ -33,11 +34,12 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "reconcile-lease"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 if not holdsFence(receipt, ARGV[1], ARGV[6]) or receipt.leaseUntil > now or receipt.effect == 'resumable' then
   return { 0, 0, 0, now }
@@ -48,6 +50,7 @@ if verdict[1] == 'unknown' and tonumber(verdict[2]) == receipt.attempts and ARGV
   rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
   keepAtLeast(KEYS[1], retention)
   keepAtLeast(KEYS[2], retention)
+  recountReceipt(KEYS[3], KEYS[1], now)
   return { 3, tonumber(rcall('HGET', KEYS[1], 'ambiguous_ms')), 0, now }
 end
 local left = reconcileLeaseLeft(KEYS[1], now)
@@ -58,4 +61,5 @@ local reconciles = rcall('HINCRBY', KEYS[1], 'reconciles', 1)
 rcall('HSET', KEYS[1], 'reconciling_until_ms', now + lease, 'reconciler', ARGV[3], 'updated_ms', now)
 keepAtLeast(KEYS[1], lease + retention)
 keepAtLeast(KEYS[2], lease + retention)
+recountReceipt(KEYS[3], KEYS[1], now)
 return { 1, reconciles, tonumber(verdict[3]) or tonumber(verdict[4]) or 0, now }

@@ -4,6 +4,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  observed status: 'running' | 'failed'
   ARGV[2]  observed attempts
@@ -37,11 +38,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 local expired = leaseState(receipt, now)
 local wins = stillAt(receipt, ARGV[1], ARGV[2], ARGV[6]) and (receipt.status == 'failed' or
@@ -61,4 +63,5 @@ if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attem
 keepAtLeast(KEYS[1], ttl)
 rcall('ZADD', KEYS[2], tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(1, receipt, now)

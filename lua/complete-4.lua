@@ -5,6 +5,7 @@
   KEYS[1]  receipt hash
   KEYS[2]  run index
   KEYS[3]  breaker hash   <prefix>:brk:{<tenant>|<run>}
+  KEYS[4]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempt of the caller
   ARGV[2]  result as JSON text ('' = no result value)
@@ -33,13 +34,14 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "settle"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
 local corrupt = wrongType(KEYS[3], 'hash')
 if corrupt then return corrupt end
-local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[5], now)
 if refused then return refused end
 
 local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[3]))
@@ -52,4 +54,5 @@ end
 local streak = tonumber(rcall('HGET', KEYS[3], ARGV[4]))
 if streak ~= nil and streak > 0 then rcall('HSET', KEYS[3], ARGV[4], 0) end
 receipt.status, receipt.result, receipt.leaseUntil = 'completed', ARGV[2], 0
+countReceipt(KEYS[4], KEYS[1], receipt, now)
 return observation(code, receipt, now)

@@ -6,6 +6,7 @@
   KEYS[2]  run index      <prefix>:run:{<tenant>|<run>}  (sorted set, score = created_ms
                           of the receipt's current lifetime)
   KEYS[3]  breaker hash   <prefix>:brk:{<tenant>|<run>}  (read only here)
+  KEYS[4]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  lease in milliseconds (positive integer)
   ARGV[2]  retention in milliseconds (positive integer)
@@ -48,11 +49,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "observe-receipt"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[4])
 corrupt = corrupt or wrongType(KEYS[3], 'hash')
 if corrupt then return corrupt end
 local breaker = rcall('HMGET', KEYS[3], ARGV[9], ARGV[10])
@@ -84,4 +86,5 @@ if ARGV[12] and ARGV[12] ~= '' then rcall('HSET', KEYS[1], 'job:1', ARGV[12]) en
 rcall('PEXPIRE', KEYS[1], ttl)
 rcall('ZADD', KEYS[2], now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[4], KEYS[1], { status = 'running', effect = ARGV[4], leaseUntil = leaseUntil, ambiguous = '' }, now)
 return { 1, 'running', 1, 0, lease, ARGV[4], '', '', now, leaseUntil, ARGV[11], removal, rejections }

@@ -8,6 +8,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempt of the caller
   ARGV[2]  error text, kept in `error` for the operator
@@ -28,11 +29,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[4], now)
+local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[4], now)
 if refused then return refused end
 
 rcall('HSET', KEYS[1], 'lease_until_ms', now, 'error', ARGV[2], 'updated_ms', now)
@@ -44,4 +46,5 @@ end
 local ttl = tonumber(ARGV[3])
 keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(1, receipt, now)

@@ -4,6 +4,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempts the caller observed
   ARGV[2]  retention in milliseconds
@@ -36,11 +37,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 local expired = leaseState(receipt, now)
 local ambiguous = isFlagged(receipt) or (expired == 1 and effectIsOpaque(receipt, ARGV[4]))
@@ -54,4 +56,5 @@ local ttl = tonumber(ARGV[2])
 keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
 receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(code, receipt, now)

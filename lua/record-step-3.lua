@@ -5,6 +5,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempt of the caller
   ARGV[2]  field name: 'step:' .. step name
@@ -24,11 +25,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
 if refused then return refused end
 
 local _, remaining = leaseState(receipt, now)
@@ -36,4 +38,5 @@ rcall('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated_ms', now)
 local ttl = remaining + tonumber(ARGV[4])
 keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(1, receipt, now)

@@ -5,6 +5,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempt of the caller
   ARGV[2]  error text
@@ -27,11 +28,12 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "settle"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, refused = openFenced(KEYS[1], KEYS[2], ARGV[1], ARGV[5], now)
+local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
 if refused then return refused end
 
 local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]))
@@ -43,4 +45,5 @@ else
   rcall('HSET', KEYS[1], 'tier', ARGV[3])
 end
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(code, receipt, now)

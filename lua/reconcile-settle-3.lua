@@ -4,6 +4,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  the attempt judged (attempts when the reconcile began)
   ARGV[2]  reconciles: the fence reconcile-begin returned
@@ -43,11 +44,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 local reconciles = tonumber(rcall('HGET', KEYS[1], 'reconciles')) or 0
 -- A lost attempt that heartbeated since (it was paused, not dead) owns the call again: the verdict is dropped.
@@ -67,6 +69,7 @@ if verdict == 'completed' then
   rcall('HDEL', KEYS[1], 'lease_until_ms')
   rcall('PEXPIRE', KEYS[1], retention)
   keepAtLeast(KEYS[2], retention)
+  recountReceipt(KEYS[3], KEYS[1], now)
   return { 1, receipt.attempts, 0, '' }
 end
 
@@ -76,6 +79,7 @@ if verdict == 'not_started' and tonumber(ARGV[6]) == 0 then
   rcall('HDEL', KEYS[1], 'lease_until_ms', 'result')
   rcall('PEXPIRE', KEYS[1], retention)
   keepAtLeast(KEYS[2], retention)
+  recountReceipt(KEYS[3], KEYS[1], now)
   return { 1, receipt.attempts, 0, '' }
 end
 
@@ -88,6 +92,7 @@ if verdict == 'not_started' then
   rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
   keepAtLeast(KEYS[1], lease + retention)
   keepAtLeast(KEYS[2], lease + retention)
+  recountReceipt(KEYS[3], KEYS[1], now)
   return { 1, attempts, leaseUntil, '' }
 end
 
@@ -95,4 +100,5 @@ if ARGV[5] == '' then rcall('HDEL', KEYS[1], 'reconcile_note') else rcall('HSET'
 rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
 keepAtLeast(KEYS[1], retention)
 keepAtLeast(KEYS[2], retention)
+recountReceipt(KEYS[3], KEYS[1], now)
 return { 1, receipt.attempts, 0, rcall('HGET', KEYS[1], 'ambiguous_ms') }

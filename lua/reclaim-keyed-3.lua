@@ -6,6 +6,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempts the caller observed (the lost attempt)
   ARGV[2]  the provider's window in milliseconds, counted from created_ms
@@ -34,11 +35,12 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "reconcile-lease"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 if not holdsFence(receipt, ARGV[1], ARGV[7]) or receipt.leaseUntil > now then
   return { 0, 0, now }
@@ -56,4 +58,5 @@ if ARGV[6] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[6]) end
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 keepAtLeast(KEYS[1], lease + tonumber(ARGV[4]))
 keepAtLeast(KEYS[2], lease + tonumber(ARGV[4]))
+recountReceipt(KEYS[3], KEYS[1], now)
 return { 1, attempts, now }

@@ -4,6 +4,7 @@
 
   KEYS[1]  receipt hash
   KEYS[2]  run index
+  KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}  (see includes/count.lua)
 
   ARGV[1]  attempts the operator saw
   ARGV[2]  outcome: 'completed' | 'failed'
@@ -38,11 +39,12 @@
 --- @include "server-now"
 --- @include "ttl"
 --- @include "fenced"
+--- @include "count"
 
 local rcall = redis.call
 local now = serverNow()
 
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2])
+local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
 if corrupt then return corrupt end
 local epoch = ARGV[5]
 if epoch == '' then epoch = receipt.epoch end
@@ -68,4 +70,5 @@ end
 rcall('PEXPIRE', KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
 receipt.status, receipt.leaseUntil = ARGV[2], 0
+countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(1, receipt, now)

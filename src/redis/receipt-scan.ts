@@ -1,0 +1,141 @@
+/**
+ * Counts and rebuilds that read every receipt: the slow, independent path
+ * beside the counting sets. `scanReceipts` finds the run indexes with SCAN
+ * and tallies each run's receipts on the server; it is how receipts written
+ * before the counting sets existed are counted, and what the tests hold the
+ * fast counts to. `rebuildReceiptCounts` walks the same way and rebuilds each
+ * run's counting set and registration.
+ */
+import { isCluster, scanKeys, type RedisConnection } from './connection.js';
+import type { ReceiptStatus } from './errors.js';
+import type { EffectResumability } from '../core/decision.js';
+import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from './keys.js';
+import { SCRIPT } from './receipt-scripts.js';
+import { serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
+import type { RunRegistry } from './run-registry.js';
+import { queueScript, runVariadicScript } from './scripts.js';
+
+/** Options of {@link scanReceipts} and {@link rebuildReceiptCounts}. */
+export interface ScanOptions {
+  readonly tenantId?: string;
+  /** SCAN batch hint and runs read per pipeline. */
+  readonly count: number;
+}
+
+function parseTally(reply: unknown): RunTally {
+  const r = reply as (string | number)[];
+  const pairs: ReceiptCount[] = [];
+  for (let i = 4; i + 2 < r.length; i += 3) {
+    pairs.push({ status: String(r[i]) as ReceiptStatus, effect: String(r[i + 1]) as EffectResumability, count: Number(r[i + 2]) });
+  }
+  return { nowMs: Number(r[0]), ambiguous: Number(r[2]), oldestAmbiguousSinceMs: Number(r[3]), pairs };
+}
+
+/** Each run index's members, in order. */
+async function runMembers(redis: RedisConnection, indexKeys: readonly string[]): Promise<string[][]> {
+  if (isCluster(redis)) return Promise.all(indexKeys.map((k) => redis.zrange(k, 0, '-1')));
+  const reads = redis.pipeline();
+  for (const indexKey of indexKeys) reads.zrange(indexKey, 0, '-1');
+  return ((await reads.exec()) ?? []).map(([error, members]) => {
+    if (error) throw error;
+    return members as string[];
+  });
+}
+
+/** Runs the variadic `script` once per non-empty key list; the replies in order. */
+async function perRun(redis: RedisConnection, script: string, keyLists: readonly string[][]): Promise<unknown[]> {
+  // A Cluster pipeline must stay in one slot; the client routes each run's script to its node.
+  if (isCluster(redis)) return Promise.all(keyLists.map((keys) => runVariadicScript(redis, script, keys, [])));
+  const pipeline = redis.pipeline();
+  for (const keys of keyLists) queueScript(pipeline, script, [String(keys.length), ...keys], []);
+  return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
+    if (error) throw error;
+    return reply;
+  });
+}
+
+/** How many batches of runs a walk keeps in flight. */
+const BATCHES_IN_FLIGHT = 4;
+
+/** Calls `each` with every batch of run index keys under `prefix` (or of one tenant), a few batches at a time. */
+async function walkRuns(
+  redis: RedisConnection,
+  prefix: string,
+  options: ScanOptions,
+  each: (indexKeys: string[]) => Promise<void>,
+): Promise<void> {
+  const visited = new Set<string>();
+  // A batch never rejects: its error is kept, and the first one is thrown once seen.
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
+    // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
+    const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
+    for (const k of ours) visited.add(k);
+    if (ours.length === 0) continue;
+    const batch: Promise<void> = each(ours)
+      .catch((error: unknown) => void (failure ??= { error }))
+      .finally(() => inFlight.delete(batch));
+    inFlight.add(batch);
+    if (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
+    if (failure) throw failure.error;
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure.error;
+}
+
+/**
+ * Counts every receipt under `prefix` (or of one tenant) by reading it:
+ * finds the run indexes with SCAN, then reads each run's receipts with one
+ * script that returns only counts, so the receipts never cross the network.
+ * Index entries whose receipt expired are not counted. Slow on a large
+ * keyspace (it walks all of it); {@link countReceipts} is the everyday path.
+ */
+export async function scanReceipts(redis: RedisConnection, prefix: string, options: ScanOptions): Promise<ReceiptStats> {
+  const totals = new StatsTotals();
+  await walkRuns(redis, prefix, options, async (indexKeys) => {
+    const members = (await runMembers(redis, indexKeys)).filter((m) => m.length > 0);
+    for (const reply of await perRun(redis, SCRIPT.tally, members)) totals.add(parseTally(reply));
+  });
+  return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)));
+}
+
+/** What {@link rebuildReceiptCounts} did. */
+export interface RebuildSummary {
+  /** Runs whose counting set was rebuilt and that were registered. */
+  readonly runs: number;
+  /** Receipts counted. */
+  readonly receipts: number;
+  /** Keys skipped because they are not well-formed receipts. */
+  readonly corrupt: number;
+}
+
+/**
+ * Rebuilds the counting set of every run under the registry's prefix (or of
+ * one tenant) from its receipts, and registers the run: for receipts written
+ * before counting sets existed, or after one was lost. Safe beside live
+ * workers (each run is recounted by one atomic script), and as slow as
+ * {@link scanReceipts}.
+ */
+export async function rebuildReceiptCounts(redis: RedisConnection, registry: RunRegistry, options: ScanOptions): Promise<RebuildSummary> {
+  let runs = 0;
+  let receipts = 0;
+  let corrupt = 0;
+  await walkRuns(redis, registry.prefix, options, async (indexKeys) => {
+    const members = await runMembers(redis, indexKeys);
+    const lists: string[][] = [];
+    indexKeys.forEach((indexKey, i) => {
+      const run = parseRunIndexRedisKey(registry.prefix, indexKey)!;
+      if (members[i]!.length > 0) lists.push([receiptCountRedisKey(registry.prefix, run.tenantId, run.runId), ...members[i]!]);
+    });
+    // Registered first, so a run never has a counting set the registry does not name.
+    await Promise.all(indexKeys.map((k) => parseRunIndexRedisKey(registry.prefix, k)!).map((r) => registry.register(r.tenantId, r.runId)));
+    for (const reply of await perRun(redis, SCRIPT.recountRun, lists)) {
+      const [counted, , skipped] = (reply as number[]).map(Number) as [number, number, number];
+      runs++;
+      receipts += counted;
+      corrupt += skipped;
+    }
+  });
+  return { runs, receipts, corrupt };
+}
