@@ -15,7 +15,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
-import { ReceiptStore, receiptRedisKey, runIndexRedisKey } from '../src/redis/index.js';
+import { ReceiptStore, RunRegistry, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/index.js';
+import { expandIncludes } from '../src/redis/scripts.js';
 import { statsCommand } from '../src/cli/commands/stats.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, unlinkMatching } from './support.js';
@@ -33,10 +34,12 @@ const effectOf = (i: number): string => (i % 3 === 0 ? 'r' : 'o');
 
 type Loader = Redis & { loadReceipts(...args: (string | number)[]): Promise<number> };
 
-async function load(redis: Loader, prefix: string, run: number): Promise<void> {
+async function load(redis: Loader, registry: RunRegistry, run: number): Promise<void> {
+  const prefix = registry.prefix;
   const tenantId = `tenant-${run % TENANTS}`;
   const runId = `run-${run}`;
-  const keys = [runIndexRedisKey(prefix, tenantId, runId)];
+  await registry.register(tenantId, runId);
+  const keys = [runIndexRedisKey(prefix, tenantId, runId), receiptCountRedisKey(prefix, tenantId, runId)];
   let states = '';
   let effects = '';
   for (let i = 0; i < PER_RUN; i++) {
@@ -58,7 +61,7 @@ async function checkLayout(redis: Loader, store: ReceiptStore, prefix: string): 
   await store.fail(key('f'), failed.fence!, { error: 'x', tier: 'neutral' });
   await store.claim(key('r'), { effect: 'opaque' });
   const loaded = ['c', 'f', 'r'].map((s) => receiptRedisKey(prefix, { tenantId: 'layout', runId: 'loaded', toolName: 'send_email', argsHash: s }));
-  await redis.loadReceipts(4, runIndexRedisKey(prefix, 'layout', 'loaded'), ...loaded, 'layout', 'loaded', 'send_email', RETENTION_MS, 'cfr', 'ooo');
+  await redis.loadReceipts(5, runIndexRedisKey(prefix, 'layout', 'loaded'), receiptCountRedisKey(prefix, 'layout', 'loaded'), ...loaded, 'layout', 'loaded', 'send_email', RETENTION_MS, 'cfr', 'ooo');
   for (const [i, state] of ['c', 'f', 'r'].entries()) {
     const real = Object.keys(await redis.hgetall(store.redisKey(key(state)))).sort();
     const ours = Object.keys(await redis.hgetall(loaded[i]!)).sort();
@@ -71,13 +74,18 @@ async function main(): Promise<void> {
   const handle = await startRedis();
   const redis = new Redis(handle.url) as Loader;
   const prefix = `${handle.prefix}:stats`;
-  redis.defineCommand('loadReceipts', { lua: readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8') });
+  const includes = new URL('../lua/includes/', import.meta.url);
+  const loader = expandIncludes('load-receipts.lua', readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8'), (name) =>
+    readFileSync(new URL(`${name}.lua`, includes), 'utf8'),
+  );
+  redis.defineCommand('loadReceipts', { lua: loader });
   try {
     const store = new ReceiptStore({ redis, prefix });
+    const registry = new RunRegistry(redis, prefix);
     await checkLayout(redis, store, prefix);
     const loadStarted = performance.now();
     for (let run = 0; run < RUNS; run += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, RUNS - run) }, (_, j) => load(redis, prefix, run + j)));
+      await Promise.all(Array.from({ length: Math.min(50, RUNS - run) }, (_, j) => load(redis, registry, run + j)));
     }
     const loadSeconds = (performance.now() - loadStarted) / 1000;
     const dbsize = await redis.dbsize();
@@ -99,7 +107,12 @@ async function main(): Promise<void> {
       await store.stats({ tenantId: 'tenant-7' });
       tenantTimings.push(performance.now() - t);
     }
+    // The slow path, once, for the ratio: SCAN of the keyspace and a read of every receipt.
+    let t = performance.now();
+    const scanned = await store.stats({ scan: true });
+    const scanMs = performance.now() - t;
     const exact =
+      JSON.stringify(scanned.byStatusAndEffect) === JSON.stringify(stats.byStatusAndEffect) &&
       stats.total === RUNS * PER_RUN &&
       stats.runs === RUNS &&
       stats.byStatus.completed === expected['c'] &&
@@ -113,6 +126,7 @@ async function main(): Promise<void> {
     console.log(`  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`);
     console.log(`    of which this process's CPU median ${median(cpuMs).toFixed(0)} ms (the rest is the server and waiting)`);
     console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
+    console.log(`  stats({ scan: true }) (reads every receipt, the earlier way)  ${scanMs.toFixed(0)} ms`);
     console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
     console.log('  what tool-receipts stats prints for it:');
     await statsCommand({ store, out: { write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, '    ')) }, args: { json: false } });

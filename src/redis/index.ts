@@ -11,6 +11,15 @@ export {
 } from './receipt-store.js';
 export { type ReceiptRecord, type AttemptJob, type ReconcileVerdict, type ReconcileRecord } from './receipt-record.js';
 export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
+export { type RebuildSummary } from './receipt-scan.js';
+export {
+  RunRegistry,
+  RUN_REGISTRY_SHARDS,
+  REGISTRATION_GRACE_MS,
+  runRegistryRedisKey,
+  runRegistryShardKey,
+  type RegisteredRun,
+} from './run-registry.js';
 export {
   ReconcileStore,
   type ReconcileStoreOptions,
@@ -45,6 +54,7 @@ export {
   runHashTag,
   receiptRedisKey,
   runIndexRedisKey,
+  receiptCountRedisKey,
   breakerRedisKey,
   breakerField,
   type BreakerFieldKind,

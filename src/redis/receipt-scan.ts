@@ -14,6 +14,7 @@ import { SCRIPT } from './receipt-scripts.js';
 import { serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
 import type { RunRegistry } from './run-registry.js';
 import { queueScript, runVariadicScript } from './scripts.js';
+import { forEachBounded } from './bounded.js';
 
 /** Options of {@link scanReceipts} and {@link rebuildReceiptCounts}. */
 export interface ScanOptions {
@@ -65,23 +66,15 @@ async function walkRuns(
   each: (indexKeys: string[]) => Promise<void>,
 ): Promise<void> {
   const visited = new Set<string>();
-  // A batch never rejects: its error is kept, and the first one is thrown once seen.
-  const inFlight = new Set<Promise<void>>();
-  let failure: { error: unknown } | undefined;
-  for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
-    // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
-    const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
-    for (const k of ours) visited.add(k);
-    if (ours.length === 0) continue;
-    const batch: Promise<void> = each(ours)
-      .catch((error: unknown) => void (failure ??= { error }))
-      .finally(() => inFlight.delete(batch));
-    inFlight.add(batch);
-    if (inFlight.size >= BATCHES_IN_FLIGHT) await Promise.race(inFlight);
-    if (failure) throw failure.error;
+  async function* batches(): AsyncGenerator<string[]> {
+    for await (const keys of scanKeys(redis, runIndexScanPattern(prefix, options.tenantId), options.count)) {
+      // SCAN may return a key twice, and a longer prefix's keys match the pattern too.
+      const ours = keys.filter((k) => !visited.has(k) && parseRunIndexRedisKey(prefix, k) !== undefined);
+      for (const k of ours) visited.add(k);
+      if (ours.length > 0) yield ours;
+    }
   }
-  await Promise.all(inFlight);
-  if (failure) throw failure.error;
+  await forEachBounded(batches(), BATCHES_IN_FLIGHT, each);
 }
 
 /**
@@ -129,7 +122,7 @@ export async function rebuildReceiptCounts(redis: RedisConnection, registry: Run
       if (members[i]!.length > 0) lists.push([receiptCountRedisKey(registry.prefix, run.tenantId, run.runId), ...members[i]!]);
     });
     // Registered first, so a run never has a counting set the registry does not name.
-    await Promise.all(indexKeys.map((k) => parseRunIndexRedisKey(registry.prefix, k)!).map((r) => registry.register(r.tenantId, r.runId)));
+    await Promise.all(indexKeys.map((k) => parseRunIndexRedisKey(registry.prefix, k)!).map((r) => registry.register(r.tenantId, r.runId, true)));
     for (const reply of await perRun(redis, SCRIPT.recountRun, lists)) {
       const [counted, , skipped] = (reply as number[]).map(Number) as [number, number, number];
       runs++;

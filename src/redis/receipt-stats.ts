@@ -13,6 +13,7 @@ import { receiptCountRedisKey } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
 import { queueScript, runScript } from './scripts.js';
+import { forEachBounded } from './bounded.js';
 
 /** Receipts of one status and effect. */
 export interface ReceiptCount {
@@ -145,19 +146,7 @@ export async function countReceipts(redis: RedisConnection, registry: RunRegistr
       else totals.add(tally);
     });
   };
-  // A page never rejects: its error is kept, and the first one is thrown once seen.
-  const inFlight = new Set<Promise<void>>();
-  let failure: { error: unknown } | undefined;
-  for await (const page of registry.runs(tenantId)) {
-    const counted: Promise<void> = countPage(page)
-      .catch((error: unknown) => void (failure ??= { error }))
-      .finally(() => inFlight.delete(counted));
-    inFlight.add(counted);
-    if (inFlight.size >= PAGES_IN_FLIGHT) await Promise.race(inFlight);
-    if (failure) throw failure.error;
-  }
-  await Promise.all(inFlight);
-  if (failure) throw failure.error;
+  await forEachBounded(registry.runs(tenantId), PAGES_IN_FLIGHT, countPage);
   const readAtMs = totals.readAtMs || (await serverTimeMs(redis));
   if (gone.length > 0) await registry.prune(gone, readAtMs);
   return totals.finish(registry.prefix, tenantId, readAtMs);

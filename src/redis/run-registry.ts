@@ -93,14 +93,14 @@ export class RunRegistry {
   /**
    * Makes sure the run is registered before a claim may create its first
    * receipt. Resolves at once when this process registered it in the last
-   * minute; concurrent calls for one run share one write.
+   * minute (unless `force`); concurrent calls for one run share one write.
    */
-  register(tenantId: string, runId: string): Promise<void> {
+  register(tenantId: string, runId: string, force = false): Promise<void> {
     const tenant = encodeKeyComponent(tenantId);
     const tag = `${tenant}|${encodeKeyComponent(runId)}`;
     const now = Date.now();
     const known = this.registered.get(tag);
-    if (known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
+    if (!force && known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
     const done = this.redis.call('ZADD', runRegistryRedisKey(this.prefix, shardOf(tenant)), 'GT', now, tag).then(() => undefined);
     this.registered.set(tag, { at: now, done });

@@ -140,8 +140,32 @@ describe('stats', () => {
 
   it('parses --tenant and refuses an empty one or a positional', () => {
     expect(statsSpec.parse({ tenant: 'acme', json: true }, [])).toEqual({ tenantId: 'acme', json: true });
+    expect(statsSpec.parse({ scan: true }, [])).toEqual({ json: false, scan: true });
+    expect(statsSpec.parse({ rebuild: true }, [])).toEqual({ json: false, rebuild: true });
+    expect(() => statsSpec.parse({ scan: true, rebuild: true }, [])).toThrow(/do not go together/);
     expect(() => statsSpec.parse({ tenant: '' }, [])).toThrow(CliUsageError);
     expect(() => statsSpec.parse({}, ['acme'])).toThrow(CliUsageError);
+  });
+
+  it('--rebuild counts receipts that have no counting set, and says how many it rebuilt', async () => {
+    const store = fixture.store({ prefix: `${fixture.handle().prefix}sr${randomBytes(3).toString('hex')}` });
+    const redis = fixture.connect();
+    for (const argsHash of ['a', 'b']) await store.claim({ tenantId: 'acme', runId: 'r', toolName: 't', argsHash }, { effect: 'opaque' });
+    await redis.del(...(await redis.keys(`${store.prefix}:cnt:*`)));
+    const before = new Capture();
+    await statsCommand({ store, out: before, args: { json: false } });
+    expect(before.text).toBe(`No receipts under prefix ${store.prefix}.\n`);
+    const scanned = new Capture();
+    await statsCommand({ store, out: scanned, args: { json: true, scan: true } });
+    expect(JSON.parse(scanned.text)).toMatchObject({ total: 2 });
+
+    const rebuilt = new Capture();
+    await statsCommand({ store, out: rebuilt, args: { json: false, rebuild: true } });
+    expect(rebuilt.lines[0]).toBe('Rebuilt the counting sets of 1 run (2 receipts).');
+    expect(rebuilt.lines[1]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
+    const json = new Capture();
+    await statsCommand({ store, out: json, args: { json: true, rebuild: true } });
+    expect(JSON.parse(json.text)).toMatchObject({ total: 2, rebuilt: { runs: 1, receipts: 2, corrupt: 0 } });
   });
 
   it('runs as a real command', async () => {

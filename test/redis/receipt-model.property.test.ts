@@ -5,7 +5,8 @@
  * stale and guessed fences, operator resolves, and sleeps long enough for
  * leases and whole lifetimes to expire) run against a real Redis and against
  * a reference model of the rules the README states. After every command the
- * fence, the ambiguity and the run-index rules are checked.
+ * fence, the ambiguity and the run-index rules are checked, and the run's
+ * counting set against a read of every receipt.
  *
  * Time is the Redis server's: every command runs between two TIME reads, and
  * whatever depends on a deadline that falls inside that window (a lease, a
@@ -21,6 +22,7 @@ import type { EffectResumability } from '../../src/core/decision.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type AttemptFence } from '../../src/redis/errors.js';
 import { isAmbiguousRecord } from '../../src/redis/receipt-record.js';
+import type { ReceiptStats } from '../../src/redis/receipt-stats.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
@@ -364,6 +366,29 @@ async function checkInvariants(m: Model, real: Real, withListing = false): Promi
     const r = listed.find((x) => x.redisKey === scores[i]);
     if (r) expect(Number(scores[i + 1]), 'index score').toBe(r.createdMs);
   }
+  await expectCountsAsScanned(real.stores[0]!, real.keys[0]!.tenantId);
+}
+
+/**
+ * The run's counting set says what reading every receipt says: the counts
+ * stats() takes from it equal the SCAN tally. Compared between two fast reads
+ * that agree, so no expiry or lease lapse falls between the reads compared.
+ */
+async function expectCountsAsScanned(store: ReceiptStore, tenantId: string): Promise<void> {
+  const summary = (s: ReceiptStats) => ({
+    pairs: s.byStatusAndEffect.map((c) => `${c.status}/${c.effect}=${c.count}`).sort(),
+    ambiguous: s.ambiguous,
+    oldest: s.oldestAmbiguousSinceMs,
+  });
+  for (let tries = 0; tries < 10; tries++) {
+    const before = summary(await store.stats({ tenantId }));
+    const scanned = summary(await store.stats({ tenantId, scan: true }));
+    const after = summary(await store.stats({ tenantId }));
+    if (JSON.stringify(before) !== JSON.stringify(after)) continue;
+    expect(scanned, 'counting set against the receipts').toEqual(before);
+    return;
+  }
+  throw new Error('the counts changed under every read');
 }
 
 const worker = fc.nat({ max: WORKERS - 1 });

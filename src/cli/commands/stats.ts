@@ -1,7 +1,8 @@
 /**
  * `tool-receipts stats`: how many receipts there are under a prefix (or of
  * one tenant), by status and effect, and how many are ambiguous and since
- * when. Exact: every receipt is read, on the server.
+ * when. Exact, from each run's counting set; `--scan` reads every receipt
+ * instead, and `--rebuild` rebuilds the counting sets from the receipts.
  */
 import type { ReceiptStats } from '../../redis/receipt-stats.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
@@ -14,16 +15,26 @@ export interface StatsArgs {
   readonly tenantId?: string;
   /** Print the {@link ReceiptStats} as JSON instead of a table. */
   readonly json: boolean;
+  /** Count by reading every receipt (SCAN) instead of the counting sets. */
+  readonly scan?: boolean;
+  /** Rebuild the counting sets from the receipts first. */
+  readonly rebuild?: boolean;
 }
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
 /** Prints the counts of the store's receipts (or one tenant's). */
 export async function statsCommand({ store, out, args }: CommandContext<StatsArgs>): Promise<void> {
-  const stats: ReceiptStats = await store.stats(args.tenantId !== undefined ? { tenantId: args.tenantId } : {});
+  const tenant = args.tenantId !== undefined ? { tenantId: args.tenantId } : {};
+  const rebuilt = args.rebuild ? await store.rebuildCounts(tenant) : undefined;
+  const stats: ReceiptStats = await store.stats({ ...tenant, scan: args.scan === true });
   if (args.json) {
-    writeJson(out, stats);
+    writeJson(out, rebuilt ? { ...stats, rebuilt } : stats);
     return;
+  }
+  if (rebuilt) {
+    const skipped = rebuilt.corrupt > 0 ? `; ${plural(rebuilt.corrupt, 'key')} skipped as not well-formed receipts` : '';
+    writeLine(out, `Rebuilt the counting sets of ${plural(rebuilt.runs, 'run')} (${plural(rebuilt.receipts, 'receipt')})${skipped}.`);
   }
   const scope = `prefix ${store.prefix}${stats.tenantId !== undefined ? `, tenant ${token(stats.tenantId)}` : ''}`;
   if (stats.total === 0) {
@@ -48,24 +59,38 @@ export const statsSpec: CommandSpec<StatsArgs> = {
   name: 'stats',
   synopsis: 'stats',
   summary: 'count receipts by status and effect, and the ambiguous ones',
-  help: `Usage: tool-receipts stats [--tenant <id>] [--json] [connection options]
+  help: `Usage: tool-receipts stats [--tenant <id>] [--scan | --rebuild] [--json] [connection options]
 
 Counts every live receipt under the prefix (or of one tenant): by status
 (running, completed, failed) and effect (opaque, resumable), the number of
 runs they belong to, and how many are ambiguous, with the time the oldest of
-them became ambiguous (server clock). The counts are exact: the command finds
-the runs with SCAN and reads each run's receipts on the server with one
-script that returns only counts.
+them became ambiguous (server clock). The counts are exact and cheap: every
+transition keeps its run's counting set up to date, and the command reads
+one small script's answer per registered run, never a receipt.
+
+Receipts an earlier version wrote have no counting set: --rebuild counts
+them (and forgets receipts deleted by hand) once, and --scan counts by
+reading every receipt. Both walk the keyspace with SCAN: slow on millions of keys.
 
 Options:
   --tenant <id>   count only this tenant's receipts
+  --scan          count by reading every receipt instead of the counting sets
+  --rebuild       rebuild the counting sets from the receipts, then count
   --json          print the counts as one JSON object instead`,
-  options: { ...JSON_OPTION, tenant: { type: 'string' } },
+  options: { ...JSON_OPTION, tenant: { type: 'string' }, scan: { type: 'boolean' }, rebuild: { type: 'boolean' } },
   parse(values, positionals) {
     expectPositionals('stats', positionals, []);
     const tenantId = stringOption(values, 'tenant');
     if (tenantId === '') throw new CliUsageError('--tenant needs a tenant id; see tool-receipts stats --help', 'stats');
-    return { ...(tenantId !== undefined ? { tenantId } : {}), json: values['json'] === true };
+    if (values['scan'] === true && values['rebuild'] === true) {
+      throw new CliUsageError('--scan and --rebuild do not go together: --rebuild already reads every receipt', 'stats');
+    }
+    return {
+      ...(tenantId !== undefined ? { tenantId } : {}),
+      json: values['json'] === true,
+      ...(values['scan'] === true ? { scan: true } : {}),
+      ...(values['rebuild'] === true ? { rebuild: true } : {}),
+    };
   },
   run: statsCommand,
 };
