@@ -6,20 +6,21 @@
  * hash of the tenant (so one tenant's runs sit in one shard, and a Redis
  * Cluster spreads the shards over its nodes). A member is a run's hash-tag
  * text `<tenant>|<run>` (both percent-encoded), scored by when a store last
- * registered it (ms, the registering process's clock).
+ * registered it (ms, the server's clock, so no worker's clock matters).
  *
  * A store registers a run before the claim that could create its first
  * receipt, and the claim waits for it, so a run with a receipt is always
  * registered. Each process re-registers a run at most once a minute. An entry
  * goes only when its run's counting set is gone and it was registered more
  * than {@link REGISTRATION_GRACE_MS} ago: the grace covers a registration
- * whose claim has not landed yet and clocks that disagree, so pruning can
- * never drop a run that still has receipts.
+ * whose claim has not landed yet, so pruning can never drop a run that still
+ * has receipts.
  */
 import type { RedisConnection } from './connection.js';
 import { decodeKeyComponent, encodeKeyComponent } from './keys.js';
 import { defineScripts, runScript } from './scripts.js';
 
+const REGISTER = 'toolReceiptsRegisterRun';
 const UNREGISTER = 'toolReceiptsUnregisterRun';
 
 /** Shards per prefix. Fixed: every process of a fleet must agree on it. */
@@ -40,7 +41,7 @@ export interface RegisteredRun {
   readonly runId: string;
   /** The run's hash-tag text, `<tenant>|<run>` percent-encoded. */
   readonly tag: string;
-  /** When it was last registered, in ms of the registering process's clock. */
+  /** When it was last registered, in ms of the server clock. */
   readonly registeredMs: number;
   /** The registry shard holding it. */
   readonly shardKey: string;
@@ -87,7 +88,10 @@ export class RunRegistry {
     private readonly redis: RedisConnection,
     readonly prefix: string,
   ) {
-    defineScripts(redis, [{ name: UNREGISTER, file: 'unregister-run-1.lua', numberOfKeys: 1 }]);
+    defineScripts(redis, [
+      { name: REGISTER, file: 'register-run-1.lua', numberOfKeys: 1 },
+      { name: UNREGISTER, file: 'unregister-run-1.lua', numberOfKeys: 1 },
+    ]);
   }
 
   /**
@@ -102,7 +106,7 @@ export class RunRegistry {
     const known = this.registered.get(tag);
     if (!force && known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
-    const done = this.redis.call('ZADD', runRegistryRedisKey(this.prefix, shardOf(tenant)), 'GT', now, tag).then(() => undefined);
+    const done = runScript(this.redis, REGISTER, [runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
     this.registered.set(tag, { at: now, done });
     // A failed write is forgotten, so the next claim of the run tries again.
     done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));

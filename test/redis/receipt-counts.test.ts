@@ -72,9 +72,19 @@ describe('the run registry', () => {
   it('names a run before its first receipt exists, in the shard of its tenant', async () => {
     const store = fixture.store({ prefix: freshPrefix() });
     const redis = fixture.connect();
+    const serverMs = async () => {
+      const [s, us] = await redis.time();
+      return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    };
+    const before = await serverMs();
     await store.claim(call('run {1}', 'a', 'acme eu'), { effect: 'opaque' });
+    const after = await serverMs();
     const shard = runRegistryShardKey(store.prefix, 'acme eu');
     expect(await redis.zrange(shard, 0, -1)).toEqual(['acme%20eu|run%20%7B1%7D']);
+    // Scored by the server's clock, whatever this process's clock says.
+    const score = Number(await redis.zscore(shard, 'acme%20eu|run%20%7B1%7D'));
+    expect(score).toBeGreaterThanOrEqual(before);
+    expect(score).toBeLessThanOrEqual(after);
     const all = await Promise.all(Array.from({ length: RUN_REGISTRY_SHARDS }, (_, n) => redis.zcard(runRegistryRedisKey(store.prefix, n))));
     expect(all.reduce((a, b) => a + b, 0)).toBe(1);
   });
