@@ -151,7 +151,12 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
   }
 
   const wanted = durability?.replicas ?? 0;
-  if (facts.connectedReplicas === undefined) {
+  if (facts.role === 'slave') {
+    // A replica's own replica count says nothing of the primary the workers must write to.
+    findings.push(
+      atRisk('replicas', 'stalled', 'this server is a replica: it refuses writes, so no claim can be made here; point the receipts connection (and doctor) at the primary, or use --sentinels'),
+    );
+  } else if (facts.connectedReplicas === undefined) {
     findings.push(unknown('replicas', 'the number of connected replicas could not be read (INFO refused)'));
   } else if (wanted > facts.connectedReplicas) {
     findings.push(

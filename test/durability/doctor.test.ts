@@ -89,7 +89,7 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
     expect((await cli(['--replicas', '1'], primary.url)).code).toBe(1);
     expect(finding(await checkRedisForReceipts(connect(primary)), 'replicas').status).toBe('safe');
 
-    await server(['--replicaof', primary.host, String(primary.port)]);
+    const replica = await server(['--replicaof', primary.host, String(primary.port)]);
     const admin = connect(primary);
     const deadline = performance.now() + 10_000;
     while (!/connected_slaves:1/.test(await admin.info('replication'))) {
@@ -103,6 +103,12 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
     expect(finding(protectedByWait, 'replicas').status).toBe('safe');
     expect(protectedByWait.atRisk).toBe(false);
     expect((await cli(['--replicas', '1'], primary.url)).code).toBe(0);
+
+    // Pointed at the replica itself: not "no replicas: safe", but a server no claim can write to.
+    const onReplica = await checkRedisForReceipts(connect(replica));
+    expect(finding(onReplica, 'replicas')).toMatchObject({ status: 'at-risk', risk: 'stalled' });
+    expect(finding(onReplica, 'replicas').message).toContain('replica');
+    expect((await cli([], replica.url)).code).toBe(1);
   });
 
   it('reports durability aof as stalling every claim when the server has no WAITAOF', async (ctx) => {
