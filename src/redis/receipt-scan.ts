@@ -90,7 +90,7 @@ export async function scanReceipts(redis: RedisConnection, prefix: string, optio
     const members = (await runMembers(redis, indexKeys)).filter((m) => m.length > 0);
     for (const reply of await perRun(redis, SCRIPT.tally, members)) totals.add(parseTally(reply));
   });
-  return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)));
+  return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)), 'scan');
 }
 
 /** What {@link rebuildReceiptCounts} did. */

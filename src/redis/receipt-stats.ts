@@ -39,6 +39,12 @@ export interface ReceiptStats {
   readonly oldestAmbiguousSinceMs: number | null;
   /** Server time of the reads (the latest of them), in ms. */
   readonly readAtMs: number;
+  /**
+   * How the counts were read: from the runs' counting sets, or by reading
+   * every receipt (asked for, or because no run in scope is registered, as
+   * with receipts an earlier version wrote).
+   */
+  readonly readBy: 'counting-sets' | 'scan';
 }
 
 /** What one run contributes: its counts, its ambiguous receipts and the server time it was read at. */
@@ -73,7 +79,7 @@ export class StatsTotals {
   }
 
   /** The stats, read at `readAtMs` (the server time to report when no run was read). */
-  finish(prefix: string, tenantId: string | undefined, readAtMs: number): ReceiptStats {
+  finish(prefix: string, tenantId: string | undefined, readAtMs: number, readBy: ReceiptStats['readBy']): ReceiptStats {
     const byStatusAndEffect = [...this.counts.values()].sort(
       (a, b) => b.count - a.count || a.status.localeCompare(b.status) || a.effect.localeCompare(b.effect),
     );
@@ -89,6 +95,7 @@ export class StatsTotals {
       ambiguous: this.ambiguous,
       oldestAmbiguousSinceMs: this.oldest,
       readAtMs,
+      readBy,
     };
   }
 }
@@ -132,13 +139,16 @@ const PAGES_IN_FLIGHT = 4;
 
 /**
  * Counts every live receipt under the registry's prefix (or of one tenant)
- * from the runs' counting sets. Registry entries whose counting set is gone
- * are pruned once past their grace (see {@link RunRegistry.prune}).
+ * from the runs' counting sets; `undefined` when no run in scope is
+ * registered. Registry entries whose counting set is gone are pruned once
+ * past their grace (see {@link RunRegistry.prune}).
  */
-export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats> {
+export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats | undefined> {
   const totals = new StatsTotals();
   const gone: RegisteredRun[] = [];
+  let registered = 0;
   const countPage = async (page: RegisteredRun[]) => {
+    registered += page.length;
     const replies = await countRuns(redis, page.map((run) => receiptCountRedisKey(registry.prefix, run.tenantId, run.runId)));
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
@@ -147,7 +157,8 @@ export async function countReceipts(redis: RedisConnection, registry: RunRegistr
     });
   };
   await forEachBounded(registry.runs(tenantId), PAGES_IN_FLIGHT, countPage);
+  if (registered === 0) return undefined;
   const readAtMs = totals.readAtMs || (await serverTimeMs(redis));
   if (gone.length > 0) await registry.prune(gone, readAtMs);
-  return totals.finish(registry.prefix, tenantId, readAtMs);
+  return totals.finish(registry.prefix, tenantId, readAtMs, 'counting-sets');
 }

@@ -491,15 +491,16 @@ export class ReceiptStore {
    * Exact counts of the live receipts under this prefix (or of one tenant):
    * by status and effect, and the ambiguous ones with the oldest. Reads each
    * registered run's counting set, never a receipt, so it stays fast on
-   * millions of receipts. With `scan: true` it instead walks the run indexes
-   * with SCAN and reads every receipt (`count` is the SCAN batch hint,
-   * default 500): slow, but it also counts receipts written before this
-   * version kept counting sets (see {@link rebuildCounts}).
+   * millions of receipts. With `scan: true`, or when no run in scope is
+   * registered yet (receipts an earlier version wrote), it instead walks the
+   * run indexes with SCAN and reads every receipt (`count` is the SCAN batch
+   * hint, default 500): slow on a large keyspace. `readBy` says which; see
+   * {@link rebuildCounts}.
    */
-  stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
+  async stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
     if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
-    if (!options?.scan) return countReceipts(this.redis, this.registry, options?.tenantId);
-    return scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+    const counted = options?.scan ? undefined : await countReceipts(this.redis, this.registry, options?.tenantId);
+    return counted ?? scanReceipts(this.redis, this.prefix, this.scanOptions(options));
   }
 
   /**

@@ -151,10 +151,12 @@ describe('stats', () => {
     const store = fixture.store({ prefix: `${fixture.handle().prefix}sr${randomBytes(3).toString('hex')}` });
     const redis = fixture.connect();
     for (const argsHash of ['a', 'b']) await store.claim({ tenantId: 'acme', runId: 'r', toolName: 't', argsHash }, { effect: 'opaque' });
-    await redis.del(...(await redis.keys(`${store.prefix}:cnt:*`)));
+    await redis.del(...(await redis.keys(`${store.prefix}:cnt:*`)), ...(await redis.keys(`${store.prefix}:runs:*`)));
     const before = new Capture();
     await statsCommand({ store, out: before, args: { json: false } });
-    expect(before.text).toBe(`No receipts under prefix ${store.prefix}.\n`);
+    expect(before.lines[0]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
+    expect(before.lines[1]).toMatch(/^Counted by reading every receipt: no run in scope is registered/);
+    expect(before.lines[2]).toMatch(/stats --rebuild/);
     const scanned = new Capture();
     await statsCommand({ store, out: scanned, args: { json: true, scan: true } });
     expect(JSON.parse(scanned.text)).toMatchObject({ total: 2 });
@@ -163,9 +165,10 @@ describe('stats', () => {
     await statsCommand({ store, out: rebuilt, args: { json: false, rebuild: true } });
     expect(rebuilt.lines[0]).toBe('Rebuilt the counting sets of 1 run (2 receipts).');
     expect(rebuilt.lines[1]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
+    expect(rebuilt.text).not.toMatch(/Counted by reading every receipt/);
     const json = new Capture();
     await statsCommand({ store, out: json, args: { json: true, rebuild: true } });
-    expect(JSON.parse(json.text)).toMatchObject({ total: 2, rebuilt: { runs: 1, receipts: 2, corrupt: 0 } });
+    expect(JSON.parse(json.text)).toMatchObject({ total: 2, readBy: 'counting-sets', rebuilt: { runs: 1, receipts: 2, corrupt: 0 } });
   });
 
   it('runs as a real command', async () => {

@@ -42,6 +42,10 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
     return;
   }
   writeLine(out, `${plural(stats.total, 'receipt')} in ${plural(stats.runs, 'run')} under ${scope}:`);
+  if (stats.readBy === 'scan' && !args.scan) {
+    writeLine(out, 'Counted by reading every receipt: no run in scope is registered (receipts an earlier version wrote?);');
+    writeLine(out, 'tool-receipts stats --rebuild counts them once and makes the next count fast.');
+  }
   writeLine(out);
   const rows = stats.byStatusAndEffect.map((c) => [c.status, c.effect, c.count.toLocaleString('en-US')]);
   for (const line of table(['STATUS', 'EFFECT', 'RECEIPTS'], rows)) writeLine(out, line);
@@ -68,9 +72,10 @@ them became ambiguous (server clock). The counts are exact and cheap: every
 transition keeps its run's counting set up to date, and the command reads
 one small script's answer per registered run, never a receipt.
 
-Receipts an earlier version wrote have no counting set: --rebuild counts
-them (and forgets receipts deleted by hand) once, and --scan counts by
-reading every receipt. Both walk the keyspace with SCAN: slow on millions of keys.
+Receipts an earlier version wrote have no counting set: while no run in
+scope is registered, stats reads every receipt by itself (and says so);
+--rebuild counts them once (and forgets receipts deleted by hand), and --scan
+always counts by reading every receipt. Both walk the keyspace with SCAN: slow on millions of keys.
 
 Options:
   --tenant <id>   count only this tenant's receipts
