@@ -27,9 +27,10 @@
 local rcall = redis.call
 local now = serverNow()
 
-local corrupt = wrongType(KEYS[1], 'zset')
-if corrupt then return corrupt end
-if rcall('EXISTS', KEYS[1]) == 0 then return { now, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
+-- One TYPE answers both questions: is the set there, and is it a set.
+local kind = rcall('TYPE', KEYS[1])['ok']
+if kind == 'none' then return { now, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0 } end
+if kind ~= 'zset' then return corruptReply(KEYS[1], 'is a ' .. kind .. ', not a zset') end
 
 local reply = { now, 1, 0, -1 }
 for band = 0, 8 do

@@ -8,7 +8,7 @@
  */
 import type { EffectResumability } from '../core/decision.js';
 import { isCluster, type RedisConnection } from './connection.js';
-import type { ReceiptStatus } from './errors.js';
+import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
 import { receiptCountRedisKey } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
@@ -122,14 +122,16 @@ function parseCountReply(reply: unknown): RunTally | undefined {
   return { nowMs: r[0]!, ambiguous: r[2]!, oldestAmbiguousSinceMs: r[3]!, pairs };
 }
 
-/** Each run's count-run reply, in order. */
+/** Each run's count-run reply, in order; a counting set of the wrong type throws `CorruptReceiptError`. */
 async function countRuns(redis: RedisConnection, countKeys: readonly string[]): Promise<unknown[]> {
   // A Cluster pipeline must stay in one slot; the client routes each run's script to its node.
-  if (isCluster(redis)) return Promise.all(countKeys.map((k) => runScript(redis, SCRIPT.countRun, [k], [])));
+  if (isCluster(redis)) {
+    return Promise.all(countKeys.map((k) => runScript(redis, SCRIPT.countRun, [k], []).catch((e: unknown) => Promise.reject(corruptReceiptErrorOf(e, k)))));
+  }
   const pipeline = redis.pipeline();
   for (const k of countKeys) queueScript(pipeline, SCRIPT.countRun, [k], []);
-  return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
-    if (error) throw error;
+  return ((await pipeline.exec()) ?? []).map(([error, reply], i) => {
+    if (error) throw corruptReceiptErrorOf(error, countKeys[i]!);
     return reply;
   });
 }

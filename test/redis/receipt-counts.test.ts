@@ -65,6 +65,10 @@ describe('counting sets', () => {
     const error = await store.claim(call('r1', 'a'), { effect: 'opaque' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorruptReceiptError);
     expect(await redis.exists(store.redisKey(call('r1', 'a')))).toBe(0);
+    // The run was registered before the claim was refused: stats names the key instead of counting around it.
+    const refused = await store.stats().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CorruptReceiptError);
+    expect((refused as Error).message).toContain(receiptCountRedisKey(store.prefix, 'acme', 'r1'));
   });
 });
 
