@@ -70,6 +70,14 @@ async function checkLayout(redis: Loader, store: ReceiptStore, prefix: string): 
   await unlinkMatching(redis, `${prefix}:*`);
 }
 
+/** Commands by server time spent, from INFO commandstats. */
+function commandCosts(info: string): { command: string; calls: number; usec: number }[] {
+  return [...info.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)]
+    .map((m) => ({ command: m[1]!, calls: Number(m[2]), usec: Number(m[3]) }))
+    .filter((c) => c.command !== 'config' && c.command !== 'info')
+    .sort((a, b) => b.usec - a.usec);
+}
+
 async function main(): Promise<void> {
   const handle = await startRedis();
   const redis = new Redis(handle.url) as Loader;
@@ -107,6 +115,10 @@ async function main(): Promise<void> {
       await store.stats({ tenantId: 'tenant-7' });
       tenantTimings.push(performance.now() - t);
     }
+    // The server's share of one count: every command it ran for it (scripts include their inner calls).
+    if (handle.controllable) await redis.config('RESETSTAT');
+    await store.stats();
+    const serverStats = handle.controllable ? commandCosts(await redis.info('commandstats')) : [];
     // The slow path, once, for the ratio: SCAN of the keyspace and a read of every receipt.
     let t = performance.now();
     const scanned = await store.stats({ scan: true });
@@ -127,6 +139,10 @@ async function main(): Promise<void> {
     console.log(`    of which this process's CPU median ${median(cpuMs).toFixed(0)} ms (the rest is the server and waiting)`);
     console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
     console.log(`  stats({ scan: true }) (reads every receipt, the earlier way)  ${scanMs.toFixed(0)} ms`);
+    if (serverStats.length > 0) {
+      const total = serverStats.reduce((sum, c) => sum + c.usec, 0);
+      console.log(`  server time of one stats(): ${(total / 1000).toFixed(0)} ms — ${serverStats.slice(0, 6).map((c) => `${c.command} ${c.calls}x ${(c.usec / 1000).toFixed(0)} ms`).join(', ')}`);
+    }
     console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
     console.log('  what tool-receipts stats prints for it:');
     await statsCommand({ store, out: { write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, '    ')) }, args: { json: false } });

@@ -117,7 +117,8 @@ function parseCountReply(reply: unknown): RunTally | undefined {
   const pairs: ReceiptCount[] = [];
   for (let band = 0; band < 9; band++) {
     const count = r[4 + band] ?? 0;
-    if (count > 0) pairs.push({ status: STATUSES[Math.floor(band / 3)]!, effect: EFFECTS[band % 3]!, count });
+    // band = effect * 3 + status (lua/includes/count-score.lua)
+    if (count > 0) pairs.push({ status: STATUSES[band % 3]!, effect: EFFECTS[Math.floor(band / 3)]!, count });
   }
   return { nowMs: r[0]!, ambiguous: r[2]!, oldestAmbiguousSinceMs: r[3]!, pairs };
 }

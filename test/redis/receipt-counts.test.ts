@@ -70,6 +70,23 @@ describe('counting sets', () => {
     expect(refused).toBeInstanceOf(CorruptReceiptError);
     expect((refused as Error).message).toContain(receiptCountRedisKey(store.prefix, 'acme', 'r1'));
   });
+
+  it('count a receipt whose effect field is missing under an empty effect, as the scan does', async () => {
+    const store = fixture.store({ prefix: freshPrefix() });
+    const redis = fixture.connect();
+    for (const argsHash of ['a', 'b']) {
+      const { fence } = await store.claim(call('r1', argsHash), { effect: 'opaque' });
+      await store.complete(call('r1', argsHash), fence!, 'ok');
+    }
+    await redis.hdel(store.redisKey(call('r1', 'b')), 'effect');
+    await store.rebuildCounts();
+    const counted = await store.stats();
+    expect(counted.byStatusAndEffect).toEqual([
+      { status: 'completed', effect: '', count: 1 },
+      { status: 'completed', effect: 'opaque', count: 1 },
+    ]);
+    expect(counted.byStatusAndEffect).toEqual((await store.stats({ scan: true })).byStatusAndEffect);
+  });
 });
 
 describe('the run registry', () => {
