@@ -136,6 +136,11 @@ export function receiptCountRedisKey(prefix: string, tenantId: string, runId: st
   return `${prefix}:cnt:${runHashTag(tenantId, runId)}`;
 }
 
+/** {@link receiptCountRedisKey} from the text inside a run's hash tag (`<tenant>|<run>`, encoded), as the run registry holds it. */
+export function receiptCountRedisKeyOfTag(prefix: string, tag: string): string {
+  return `${prefix}:cnt:{${tag}}`;
+}
+
 /** Key of the hash holding one run's per-tool circuit-breaker counters. */
 export function breakerRedisKey(prefix: string, tenantId: string, runId: string): string {
   return `${prefix}:brk:${runHashTag(tenantId, runId)}`;

@@ -9,7 +9,7 @@
 import type { EffectResumability } from '../core/decision.js';
 import { isCluster, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
-import { receiptCountRedisKey } from './keys.js';
+import { receiptCountRedisKeyOfTag } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
 import { queueScript, runScript } from './scripts.js';
@@ -152,7 +152,7 @@ export async function countReceipts(redis: RedisConnection, registry: RunRegistr
   let registered = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
-    const replies = await countRuns(redis, page.map((run) => receiptCountRedisKey(registry.prefix, run.tenantId, run.runId)));
+    const replies = await countRuns(redis, page.map((run) => receiptCountRedisKeyOfTag(registry.prefix, run.tag)));
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);

@@ -17,7 +17,7 @@
  * has receipts.
  */
 import type { RedisConnection } from './connection.js';
-import { decodeKeyComponent, encodeKeyComponent } from './keys.js';
+import { encodeKeyComponent } from './keys.js';
 import { defineScripts, runScript } from './scripts.js';
 
 const REGISTER = 'toolReceiptsRegisterRun';
@@ -37,9 +37,7 @@ const REMEMBERED_RUNS = 10_000;
 
 /** One registered run. */
 export interface RegisteredRun {
-  readonly tenantId: string;
-  readonly runId: string;
-  /** The run's hash-tag text, `<tenant>|<run>` percent-encoded. */
+  /** The run's hash-tag text, `<tenant>|<run>` percent-encoded (what goes between the braces of its keys). */
   readonly tag: string;
   /** When it was last registered, in ms of the server clock. */
   readonly registeredMs: number;
@@ -67,15 +65,8 @@ export function runRegistryShardKey(prefix: string, tenantId: string): string {
   return runRegistryRedisKey(prefix, shardOf(encodeKeyComponent(tenantId)));
 }
 
-function parseTag(tag: string): { tenantId: string; runId: string } | undefined {
-  const match = /^([^{}:|]*)\|([^{}:|]*)$/.exec(tag);
-  if (!match) return undefined;
-  try {
-    return { tenantId: decodeKeyComponent(match[1] ?? ''), runId: decodeKeyComponent(match[2] ?? '') };
-  } catch {
-    return undefined;
-  }
-}
+/** A member that can be a run's hash tag: two encoded components (no decoding: stats reads thousands). */
+const TAG = /^[A-Za-z0-9._~%-]*\|[A-Za-z0-9._~%-]*$/;
 
 /** Entries read per ZRANGE, so a registry of millions of runs never arrives as one reply. */
 const PAGE = 5_000;
@@ -119,15 +110,15 @@ export class RunRegistry {
       tenantId === undefined
         ? Array.from({ length: RUN_REGISTRY_SHARDS }, (_, n) => runRegistryRedisKey(this.prefix, n))
         : [runRegistryShardKey(this.prefix, tenantId)];
+    const ofTenant = tenantId === undefined ? undefined : `${encodeKeyComponent(tenantId)}|`;
     for (const shardKey of shards) {
       for (let start = 0; ; start += PAGE) {
         const reply = await this.redis.zrange(shardKey, start, String(start + PAGE - 1), 'WITHSCORES');
         const page: RegisteredRun[] = [];
         for (let i = 0; i + 1 < reply.length; i += 2) {
           const tag = reply[i]!;
-          const names = parseTag(tag);
-          if (names === undefined || (tenantId !== undefined && names.tenantId !== tenantId)) continue;
-          page.push({ ...names, tag, registeredMs: Number(reply[i + 1]), shardKey });
+          if (!TAG.test(tag) || (ofTenant !== undefined && !tag.startsWith(ofTenant))) continue;
+          page.push({ tag, registeredMs: Number(reply[i + 1]), shardKey });
         }
         if (page.length > 0) yield page;
         if (reply.length < 2 * PAGE) break;

@@ -2,6 +2,8 @@ import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  receiptCountRedisKey,
+  receiptCountRedisKeyOfTag,
   InvalidKeyPrefixError,
   breakerRedisKey,
   decodeKeyComponent,
@@ -73,6 +75,7 @@ describe('key layout', () => {
     expect(receiptRedisKey('trc', key)).toBe('trc:rcpt:{acme|run-1}:send_email:ab12');
     expect(runIndexRedisKey('trc', 'acme', 'run-1')).toBe('trc:run:{acme|run-1}');
     expect(breakerRedisKey('trc', 'acme', 'run-1')).toBe('trc:brk:{acme|run-1}');
+    expect(receiptCountRedisKey('trc', 'acme', 'run-1')).toBe('trc:cnt:{acme|run-1}');
   });
 
   it('gives distinct, well-formed keys in one slot per run, whatever the components (property)', () => {
@@ -90,7 +93,13 @@ describe('key layout', () => {
           receiptRedisKey(prefix, { ...a, toolName: `${a.toolName}x`, argsHash: 'other' }),
           runIndexRedisKey(prefix, a.tenantId, a.runId),
           breakerRedisKey(prefix, a.tenantId, a.runId),
+          receiptCountRedisKey(prefix, a.tenantId, a.runId),
         ];
+        // The registry's member is the text inside the tag, and gives back the same counting set.
+        const tag = hashTagOf(ka);
+        expect(receiptCountRedisKeyOfTag(prefix, tag)).toBe(receiptCountRedisKey(prefix, a.tenantId, a.runId));
+        // stats --tenant keeps a member by its encoded tenant: exactly the members of that tenant.
+        expect(tag.startsWith(`${encodeKeyComponent(b.tenantId)}|`)).toBe(a.tenantId === b.tenantId);
         const tags = new Set(runKeys.map(hashTagOf));
         expect(tags.size).toBe(1);
         expect(new Set(runKeys.map((k) => calculateSlot(k))).size).toBe(1);
