@@ -47,44 +47,6 @@
   cannot expire while its lease is live.
 ]]
 --- @include "server-now"
---- @include "ttl"
---- @include "observe-receipt"
---- @include "count"
+--- @include "claim"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[4])
-corrupt = corrupt or wrongType(KEYS[3], 'hash')
-if corrupt then return corrupt end
-local breaker = rcall('HMGET', KEYS[3], ARGV[9], ARGV[10])
-local removal = breaker[1] or ''
-if breaker[1] and removal == '' then removal = 'removed' end
-local rejections = tonumber(breaker[2]) or 0
-
-local function withBreaker(reply)
-  reply[#reply + 1] = removal
-  reply[#reply + 1] = rejections
-  return reply
-end
-
-if receipt.status ~= '' then
-  return withBreaker(observation(0, receipt, now))
-end
-if removal ~= '' then
-  return withBreaker(observation(2, receipt, now))
-end
-
-local lease = tonumber(ARGV[1])
-local ttl = lease + tonumber(ARGV[2])
-local leaseUntil = now + lease
-rcall('HSET', KEYS[1],
-  'tenant', ARGV[5], 'run', ARGV[6], 'tool', ARGV[7], 'args_hash', ARGV[8],
-  'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', ARGV[3],
-  'effect', ARGV[4], 'created_ms', now, 'updated_ms', now, 'epoch', ARGV[11], 'started_ms', now)
-if ARGV[12] and ARGV[12] ~= '' then rcall('HSET', KEYS[1], 'job:1', ARGV[12]) end
-rcall('PEXPIRE', KEYS[1], ttl)
-rcall('ZADD', KEYS[2], now, KEYS[1])
-keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[4], KEYS[1], { status = 'running', effect = ARGV[4], leaseUntil = leaseUntil, ambiguous = '' }, now)
-return { 1, 'running', 1, 0, lease, ARGV[4], '', '', now, leaseUntil, ARGV[11], removal, rejections }
+return claimReceipt(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, serverNow())

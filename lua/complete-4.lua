@@ -31,28 +31,6 @@
   error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "settle"
---- @include "count"
+--- @include "complete"
 
-local rcall = redis.call
-local now = serverNow()
-
-local corrupt = wrongType(KEYS[3], 'hash')
-if corrupt then return corrupt end
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[4], ARGV[1], ARGV[5], now)
-if refused then return refused end
-
-local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[3]))
-rcall('HSET', KEYS[1], 'status', 'completed')
-if ARGV[2] == '' then
-  rcall('HDEL', KEYS[1], 'result')
-else
-  rcall('HSET', KEYS[1], 'result', ARGV[2])
-end
-local streak = tonumber(rcall('HGET', KEYS[3], ARGV[4]))
-if streak ~= nil and streak > 0 then rcall('HSET', KEYS[3], ARGV[4], 0) end
-receipt.status, receipt.result, receipt.leaseUntil = 'completed', ARGV[2], 0
-countReceipt(KEYS[4], KEYS[1], receipt, now)
-return observation(code, receipt, now)
+return (completeReceipt(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV, serverNow()))

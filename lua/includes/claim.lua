@@ -1,0 +1,52 @@
+--[[
+  claim: defines claimReceipt(receiptKey, indexKey, breakerKey, countKey,
+  args, now), the whole of a claim (see claim-4.lua for what it does and
+  returns), so the plain claim and a settle that carries the next call's
+  claim (complete-claim-5.lua) decide by one piece of code.
+
+  args  the claim's arguments as claim-4.lua takes them in ARGV[1..12]
+        (lease, retention, owner, effect, tenant, run, tool, args hash,
+        removal field, rejections field, epoch, job)
+  now   the server clock (serverNow) of the calling script
+
+  Returns claim-4.lua's reply: the observation followed by the breaker state,
+  or the TRC_CORRUPT error reply (then nothing was written). It touches only
+  the keys it is given, which the calling script takes from its KEYS.
+]]
+--- @include "ttl"
+--- @include "observe-receipt"
+--- @include "count"
+
+local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
+  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
+  corrupt = corrupt or wrongType(breakerKey, 'hash')
+  if corrupt then return corrupt end
+  local breaker = redis.call('HMGET', breakerKey, args[9], args[10])
+  local removal = breaker[1] or ''
+  if breaker[1] and removal == '' then removal = 'removed' end
+  local rejections = tonumber(breaker[2]) or 0
+
+  local reply
+  if receipt.status ~= '' then
+    reply = observation(0, receipt, now)
+  elseif removal ~= '' then
+    reply = observation(2, receipt, now)
+  else
+    local lease = tonumber(args[1])
+    local ttl = lease + tonumber(args[2])
+    local leaseUntil = now + lease
+    redis.call('HSET', receiptKey,
+      'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
+      'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', args[3],
+      'effect', args[4], 'created_ms', now, 'updated_ms', now, 'epoch', args[11], 'started_ms', now)
+    if args[12] and args[12] ~= '' then redis.call('HSET', receiptKey, 'job:1', args[12]) end
+    redis.call('PEXPIRE', receiptKey, ttl)
+    redis.call('ZADD', indexKey, now, receiptKey)
+    keepAtLeast(indexKey, ttl)
+    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now)
+    reply = { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
+  end
+  reply[#reply + 1] = removal
+  reply[#reply + 1] = rejections
+  return reply
+end

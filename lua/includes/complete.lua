@@ -1,0 +1,39 @@
+--[[
+  complete: defines completeReceipt(receiptKey, indexKey, breakerKey,
+  countKey, args, now), the whole of a complete (see complete-4.lua for what
+  it does and returns), shared by the plain complete and the complete that
+  carries the next call's claim (complete-claim-5.lua).
+
+  args  the complete's arguments as complete-4.lua takes them in ARGV[1..5]
+        (attempt, result text, retention, rejections field, epoch)
+  now   the server clock (serverNow) of the calling script
+
+  Returns complete-4.lua's reply (an observation, or the TRC_CORRUPT error
+  reply with nothing written), then true when the receipt was settled
+  (codes 1 and 2). It touches only the keys it is given, which the calling
+  script takes from its KEYS.
+]]
+--- @include "ttl"
+--- @include "fenced"
+--- @include "settle"
+--- @include "count"
+
+local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
+  local corrupt = wrongType(breakerKey, 'hash')
+  if corrupt then return corrupt, false end
+  local receipt, refused = openFenced(receiptKey, indexKey, countKey, args[1], args[5], now)
+  if refused then return refused, false end
+
+  local code = settleReceipt(receiptKey, indexKey, receipt, now, tonumber(args[3]))
+  redis.call('HSET', receiptKey, 'status', 'completed')
+  if args[2] == '' then
+    redis.call('HDEL', receiptKey, 'result')
+  else
+    redis.call('HSET', receiptKey, 'result', args[2])
+  end
+  local streak = tonumber(redis.call('HGET', breakerKey, args[4]))
+  if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end
+  receipt.status, receipt.result, receipt.leaseUntil = 'completed', args[2], 0
+  countReceipt(countKey, receiptKey, receipt, now)
+  return observation(code, receipt, now), true
+end
