@@ -8,6 +8,7 @@ export {
   type Resolution,
   type SettleResult,
   type HeartbeatResult,
+  type PrefetchedClaim,
 } from './receipt-store.js';
 export { type ReceiptRecord, type AttemptJob, type ReconcileVerdict, type ReconcileRecord } from './receipt-record.js';
 export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { checkedConnection, isCluster, type RedisConnection } from './connection.js';
-import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../core/decision.js';
+import type { EffectResumability } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
   ContestedReceiptError,
@@ -18,28 +18,23 @@ import {
   type AttemptFence,
 } from './errors.js';
 import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
-import {
-  parseClaimObservation,
-  parseObservation,
-  toFence,
-  toReceiptState,
-  type Observation,
-} from './observation.js';
-import { attemptJobText, STEP_FIELD_PREFIX, type AttemptJob, type ReceiptRecord } from './receipt-record.js';
+import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
+import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
+import { checkPrefetched, claimRequest, prefetched, releaseUnacknowledged, runClaim, type ClaimChannel, type PrefetchedClaim } from './receipt-claim.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
-import { newEpoch } from './epochs.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
-import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite, type WriteMark } from './durability.js';
-import { fromStoredJson, toStoredJson } from './stored-json.js';
+import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
+import { toStoredJson } from './stored-json.js';
 import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
 export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
+export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 
@@ -67,9 +62,6 @@ export interface ReceiptStoreOptions {
    */
   durability?: DurabilityOptions;
 }
-
-/** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
-const MAX_CLAIM_ROUNDS = 16;
 
 
 /**
@@ -109,6 +101,9 @@ export class ReceiptStore {
   private readonly reader: ReceiptReader;
   private readonly durability: DurabilityWaiter | undefined;
   private readonly registry: RunRegistry;
+  /** What claims run through: the store's scripts, retention and durability. */
+  private readonly channel: ClaimChannel;
+  private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
 
   constructor(options: ReceiptStoreOptions) {
     this.redis = checkedConnection(options?.redis, 'ReceiptStore');
@@ -120,6 +115,8 @@ export class ReceiptStore {
     this.reader = new ReceiptReader(this.redis, this.prefix);
     this.registry = new RunRegistry(this.redis, this.prefix);
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
+    this.channel = { retentionMs: this.retentionMs, durability: this.durability, call: (script, keys, args) => this.call(script, keys, args) };
+    this.claimDefaults = { leaseMs: this.leaseMs, retentionMs: this.retentionMs, owner: this.owner };
   }
 
   /** The durability asked of every write, with defaults filled in; undefined when off. */
@@ -168,34 +165,6 @@ export class ReceiptStore {
   }
 
   /**
-   * An attempt whose claim was not acknowledged: its effect never starts, so
-   * settle it as failed `neverStarted` (acknowledged or not: a failover that
-   * loses this write loses the claim with it) and throw.
-   */
-  private async unacknowledgedClaim(key: ToolCallReceiptKey, fence: AttemptFence, cause: ReceiptNotDurableError): Promise<never> {
-    try {
-      const seen = await this.run(SCRIPT.fail, this.keys(key), [fence.attempt, cause.message, 'neverStarted', this.retentionMs, fence.epoch]);
-      const mark = this.durability?.mark(this.redisKey(key));
-      if (seen.code === 1 || seen.code === 2) await this.durability?.acknowledged(mark);
-    } catch {
-      // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
-    }
-    throw cause;
-  }
-
-  /** The execute result, once the claim that started its attempt is acknowledged. */
-  private async durableClaim(key: ToolCallReceiptKey, result: ClaimResult, mark: WriteMark | undefined): Promise<ClaimResult> {
-    if (!this.durability || result.fence === undefined) return result;
-    try {
-      await this.durability.require('claim', result.redisKey, mark);
-    } catch (error) {
-      if (error instanceof ReceiptNotDurableError) return this.unacknowledgedClaim(key, result.fence, error);
-      throw error;
-    }
-    return result;
-  }
-
-  /**
    * Claims a tool call. Creates the receipt when there is none; otherwise
    * decides from what is there, and when the decision is to execute on an
    * existing receipt, takes it over with a compare-and-set (a caller that loses
@@ -217,128 +186,26 @@ export class ReceiptStore {
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
    * keeps). When the tool is removed and the decision is `execute`, nothing is
    * created or taken over: see {@link ClaimResult.toolRemoval}.
+   *
+   * `ahead` is the claim {@link completeAndClaim} already made for this very
+   * call (same key, effect, lease and owner, else `InvalidReceiptInputError`):
+   * the claim then decides from that answer, exactly as from its own claim
+   * script, and sends only what the decision still needs (a takeover, or
+   * flagging an ambiguous attempt). Use each prefetched claim once.
    */
-  async claim(key: ToolCallReceiptKey, options: ClaimOptions): Promise<ClaimResult> {
-    if (options.effect !== 'resumable' && options.effect !== 'opaque') {
-      throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
+  async claim(key: ToolCallReceiptKey, options: ClaimOptions, ahead?: PrefetchedClaim): Promise<ClaimResult> {
+    const request = claimRequest(key, this.keysWithBreaker(key), options, this.claimDefaults);
+    if (ahead !== undefined) {
+      // Claimed by the previous call's settle, which registered the run and waited for durability.
+      checkPrefetched(request, ahead);
+      return runClaim(this.channel, request, options.settlesExpired === true, Promise.resolve(), ahead.observation);
     }
-    const claimKeys = this.keysWithBreaker(key);
-    const leaseMs = positiveInt(options.leaseMs ?? this.leaseMs, 'leaseMs');
-    const owner = options.owner ?? this.owner;
     await this.durability?.ready();
-    const keys: [string, string, string] = [claimKeys[0], claimKeys[1], claimKeys[3]];
-    const redisKey = keys[0];
-    const job = options.job ? attemptJobText(options.job) : '';
-    const claimArgs = [
-      leaseMs, this.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
-      breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
-      // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
-      newEpoch(),
-      job,
-    ];
-
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
     // the ZADD goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
     const registered = this.registry.register(key.tenantId, key.runId);
     if (this.clustered) await registered;
-    let seen: Observation | null = null;
-    // The breaker as the latest claim script read it.
-    let breaker: { toolRemoval?: string; rejectionStreak: number } = { rejectionStreak: 0 };
-    for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
-      if (seen === null || seen.status === null) {
-        const reply = await this.call(SCRIPT.claim, claimKeys, claimArgs);
-        await registered;
-        const mark = this.durability?.mark(redisKey);
-        const claimed = parseClaimObservation(SCRIPT.claim, reply);
-        breaker = claimed.toolRemoval === null
-          ? { rejectionStreak: claimed.rejectionStreak }
-          : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
-        seen = claimed;
-        if (claimed.code === 1) {
-          return this.durableClaim(key, this.executing({ kind: 'absent' }, claimed, options.effect, redisKey, breaker), mark);
-        }
-        if (claimed.code === 2) {
-          // Tool removed and no receipt: the script wrote nothing, and neither does the store.
-          const state: ReceiptState = { kind: 'absent' };
-          return { decision: decideToolCallReceipt({ state, effect: options.effect }), state, effect: options.effect, redisKey, ...breaker };
-        }
-      }
-      const state = toReceiptState(seen);
-      const effect = effectForClaim(seen.effect, options.effect, true);
-      const decision = decideToolCallReceipt({ state, effect });
-      switch (decision.kind) {
-        case 'replay': {
-          const result = fromStoredJson(seen.resultText);
-          return result === undefined
-            ? { decision, state, effect, redisKey, ...breaker }
-            : { decision, state, effect, redisKey, result, ...breaker };
-        }
-        case 'wait':
-          return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs, serverNowMs: seen.nowMs, ...breaker };
-        case 'execute': {
-          // A removed tool is never taken over: report the decision, write nothing.
-          if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
-          const won = await this.run(SCRIPT.reclaim, keys, [
-            seen.status ?? '',
-            seen.attempts,
-            leaseMs,
-            this.retentionMs,
-            owner,
-            seen.epoch,
-            options.effect,
-            job,
-          ]);
-          const mark = this.durability?.mark(redisKey);
-          if (won.code === 1) {
-            if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
-            return this.durableClaim(key, this.executing(state, won, effect, redisKey, breaker), mark);
-          }
-          seen = won;
-          continue;
-        }
-        case 'ambiguous': {
-          if (options.settlesExpired) {
-            const lostFence = { attempt: seen.attempts, epoch: seen.epoch };
-            return { decision, state, effect, redisKey, leaseRemainingMs: 0, lostFence, ...breaker };
-          }
-          const flagged = await this.run(SCRIPT.flagAmbiguous, keys, [seen.attempts, this.retentionMs, seen.epoch, options.effect]);
-          if (flagged.code === 1 || flagged.code === 2) {
-            return {
-              decision,
-              state,
-              effect,
-              redisKey,
-              leaseRemainingMs: 0,
-              ...(flagged.ambiguousMs === null ? {} : { ambiguousMs: flagged.ambiguousMs }),
-              ...breaker,
-            };
-          }
-          seen = flagged;
-          continue;
-        }
-      }
-    }
-    throw new UnexpectedScriptReplyError(SCRIPT.claim, `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
-  }
-
-  private executing(
-    state: ReceiptState,
-    won: Observation,
-    effect: EffectResumability,
-    redisKey: string,
-    breaker: { rejectionStreak: number },
-  ): ClaimResult {
-    return {
-      decision: { kind: 'execute', attempt: won.attempts },
-      state,
-      attempt: won.attempts,
-      fence: { attempt: won.attempts, epoch: won.epoch },
-      effect,
-      redisKey,
-      leaseRemainingMs: won.leaseRemainingMs,
-      ...(won.leaseUntilMs === null ? {} : { leaseUntilMs: won.leaseUntilMs }),
-      rejectionStreak: breaker.rejectionStreak,
-    };
+    return runClaim(this.channel, request, options.settlesExpired === true, registered);
   }
 
   /** Runs a fenced transition; codes 1 and 2 are its successes, anything else is a fence refusal. */
@@ -398,6 +265,61 @@ export class ReceiptStore {
       this.keysWithBreaker(key),
     );
     return this.settled(seen, fence);
+  }
+
+  /**
+   * {@link complete}, and in the same script, once the receipt is settled,
+   * the claim of `next`: the following call of the same run (so the same hash
+   * tag), claimed exactly as {@link claim}'s script would, after the complete
+   * (so it sees the reset rejection streak). One round trip instead of two.
+   *
+   * Returns the settle and, unless nothing was claimed, the claim's answer to
+   * hand to `claim(next.key, next.options, ahead)`. Nothing is claimed when
+   * the next call's receipt is corrupt (its own claim then throws why).
+   * Throws as {@link complete} does; a fenced-out complete claims nothing.
+   * With durability, one acknowledgement covers both writes; when it falls
+   * short, an attempt the claim started is settled as failed `neverStarted`
+   * (its effect never starts) before `ReceiptNotDurableError` is thrown.
+   */
+  async completeAndClaim(
+    key: ToolCallReceiptKey,
+    fence: AttemptFence,
+    result: unknown,
+    next: { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions },
+  ): Promise<{ settled: SettleResult; ahead: PrefetchedClaim | null }> {
+    checkFence(fence);
+    const text = toStoredJson(result, 'the result');
+    const [receipt, index, breaker, count] = this.keysWithBreaker(key);
+    const request = claimRequest(next.key, this.keysWithBreaker(next.key), next.options, this.claimDefaults);
+    if (request.keys[1] !== index) {
+      throw new InvalidReceiptInputError(`completeAndClaim: the next call must belong to the same run as ${receipt}`);
+    }
+    await this.durability?.ready();
+    // As for claim: the run is registered before the claim can create a receipt.
+    const registered = this.registry.register(next.key.tenantId, next.key.runId);
+    if (this.clustered) await registered;
+    const reply = await this.call(
+      SCRIPT.completeClaim,
+      [receipt, index, breaker, request.keys[0], count],
+      [fence.attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections'), fence.epoch, ...request.args],
+    );
+    await registered;
+    const mark = this.durability?.mark(receipt);
+    if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) {
+      throw new UnexpectedScriptReplyError(SCRIPT.completeClaim, reply);
+    }
+    const seen = parseObservation(SCRIPT.completeClaim, reply[0]);
+    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(receipt, fence, toFence(seen), 'complete');
+    const ahead = reply[1].length === 0 ? null : prefetched(request, parseClaimObservation(SCRIPT.completeClaim, reply[1]));
+    if (this.durability) {
+      const ack = await this.durability.acknowledged(mark);
+      if (!ack.ok) {
+        const error = new ReceiptNotDurableError(receipt, 'complete', ack, this.durability.options);
+        if (ahead?.fence) await releaseUnacknowledged(this.channel, request, ahead.fence, error);
+        throw error;
+      }
+    }
+    return { settled: this.settled(seen, fence), ahead };
   }
 
   /**

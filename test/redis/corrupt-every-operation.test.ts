@@ -16,6 +16,7 @@ const reconciles = (store: ReceiptStore): ReconcileStore => new ReconcileStore({
 const operations: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<unknown>][] = [
   ['claim', (s, k) => s.claim(k, { effect: 'opaque' })],
   ['complete', (s, k) => s.complete(k, fence, 'x')],
+  ['completeAndClaim', (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } })],
   ['fail', (s, k) => s.fail(k, fence, { error: 'x' })],
   ['markOutcomeUnknown', (s, k) => s.markOutcomeUnknown(k, fence, 'x')],
   ['heartbeat', (s, k) => s.heartbeat(k, fence)],
