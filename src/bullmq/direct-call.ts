@@ -7,7 +7,7 @@ import { ToolCallFailedError } from './errors.js';
 import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
 import type { CallObservation } from './observer.js';
-import type { CallRuntime, JobScope } from './run-call.js';
+import type { CallRuntime, JobScope } from './call-runtime.js';
 
 /** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
 export interface DirectCall {

@@ -48,7 +48,7 @@ export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './ret
 export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions, type SweptReceipt } from './reconcile-sweep.js';
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
-export { type RecordedToolResult } from './run-call.js';
+export { type RecordedToolResult } from './call-runtime.js';
 export { offloadOwnerOf, offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
 export { type InputRepairOptions } from './prepare-call.js';
 export {
@@ -65,4 +65,5 @@ export {
   type ObservedDecision,
   type ObservedEnd,
   type ObserverBinding,
+  type ReceiptRoundTrip,
 } from './observer.js';

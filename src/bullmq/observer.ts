@@ -46,6 +46,9 @@ export interface ObservedEnd {
   readonly error?: unknown;
 }
 
+/** The receipt round trips a call makes, as {@link CallObservation.roundTrip} names them. */
+export type ReceiptRoundTrip = 'claim' | 'complete' | 'completeAndClaim' | 'fail';
+
 /** One call's observation; every method is called at most once except where noted. */
 export interface CallObservation {
   /** The claim's decision (not called for calls refused before a claim). */
@@ -55,8 +58,12 @@ export interface CallObservation {
   /**
    * Runs one receipt round trip (the claim, with any reconcile it makes, or
    * the complete / fail settle), so an observer can time it; most do not.
+   * `completeAndClaim` is a complete that also claims the next call of the
+   * turn in the same script; that call then makes no `claim` round trip of
+   * its own unless its decision needs more commands (a takeover, or an
+   * ambiguous attempt to flag or settle).
    */
-  roundTrip<T>(name: 'claim' | 'complete' | 'fail', fn: () => Promise<T>): Promise<T>;
+  roundTrip<T>(name: ReceiptRoundTrip, fn: () => Promise<T>): Promise<T>;
   /** The job is delayed this long for a live attempt. */
   waiting(delayMs: number): void;
   /** Another attempt took the receipt over; noticed during this write. */

@@ -5,7 +5,7 @@ import type { Reshaper } from '../repair/reshaper.js';
 import type { ValidationIssue } from '../repair/types.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolCall } from './job-data.js';
-import type { PreparedCall } from './run-call.js';
+import type { PreparedCall } from './call-runtime.js';
 
 /** How the wrapper treats input that does not validate as sent. */
 export interface InputRepairOptions {

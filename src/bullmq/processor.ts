@@ -14,7 +14,7 @@ import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
 import { keepPartialResults } from './ambiguity.js';
 import { parkJobOnServerClock } from './park-job.js';
-import type { CallRuntime } from './run-call.js';
+import type { CallRuntime } from './call-runtime.js';
 import { runTurn } from './turn.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';

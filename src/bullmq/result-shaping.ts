@@ -5,7 +5,7 @@ import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js'
 import { ToolRefusedError } from '../core/tiers.js';
 import { defineTool, type AnyToolDefinition } from './define-tool.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
-import type { RecordedToolResult } from './run-call.js';
+import type { RecordedToolResult } from './call-runtime.js';
 
 /** Where large results go and how much of a result the model may see. */
 export interface ResultShapingOptions {

@@ -1,92 +1,36 @@
-import type { EventEmitter } from 'node:events';
-import { DelayedError, type Job } from 'bullmq';
+import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
-import { toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
-import { failureFactsOf, failureTier, NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
-import type { BreakerStore } from '../redis/breaker-store.js';
-import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
-import type { ReceiptStore, SettleResult } from '../redis/receipt-store.js';
-import type { ReconcileStore } from '../redis/reconcile-store.js';
+import { NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX } from '../core/tiers.js';
+import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError } from '../redis/errors.js';
+import type { SettleResult } from '../redis/receipt-store.js';
 import { createToolContext } from './call-context.js';
-import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
+import { receiptEffectOf } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
-import type { FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from './events.js';
-import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolJobData, type ToolResultBlock } from './job-data.js';
+import type { FencedOutEvent, ToolCallEventBase } from './events.js';
+import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { LazyAbort } from './abort.js';
 import { stringifyToolResult } from '../offload/shaping.js';
 import { ambiguousOutcome } from './ambiguity.js';
 import { runReadOnlyCall, type FailureLog } from './direct-call.js';
-import { errorText, failureContent, retriesJob } from './failure-policy.js';
 import { throwIfInterrupted } from './interruption.js';
-import type { CallObservation, ToolCallObserver } from './observer.js';
+import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
+import type { CallObservation } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
+import { stageCall, type NextCall } from './next-call.js';
+import {
+  abandoned,
+  emitIfListened,
+  fencedOutFailure,
+  reportLateSettle,
+  settleCompleted,
+  settleFailure,
+  takeoverOf,
+  type Execution,
+} from './settle-call.js';
 
-/** What a receipt stores as a call's result, and what a replay returns. */
-export interface RecordedToolResult {
-  readonly content: string;
-  readonly is_error?: true;
-}
-
-/** The input a call will run with, or why it will not run. */
-export type PreparedCall =
-  | { readonly ok: true; readonly rawInput: unknown; readonly args: unknown }
-  | { readonly ok: false; readonly message: string; readonly countsAsRejection: boolean };
-
-/** The wrapper's fixed collaborators, shared by every call. */
-export interface CallRuntime {
-  readonly store: ReceiptStore;
-  /** Reconcile leases and keyed re-runs, on the same connection and prefix as `store`. */
-  readonly reconciles: ReconcileStore;
-  readonly breaker: BreakerStore;
-  readonly tools: ReadonlyMap<string, AnyToolDefinition>;
-  readonly logger: Logger;
-  readonly events: ToolReceiptsEvents;
-  readonly digest: DigestFn;
-  readonly leaseMs: number;
-  readonly waitJitterMs: number;
-  readonly maxWaitMs: number;
-  readonly onAmbiguous: 'fail' | 'report';
-  readonly owner: string;
-  /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
-  readonly observer: ToolCallObserver;
-  /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
-  runsWithoutReceipt(tool: AnyToolDefinition): boolean;
-  /** Validates (and where provable, repairs) a call's input before anything is claimed. */
-  prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): Promise<PreparedCall>;
-  /** Turns a tool's return value into what the model sees (and the receipt stores). */
-  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
-}
-
-/** The job a call belongs to. */
-export interface JobScope {
-  readonly job: Job;
-  readonly token: string | undefined;
-  readonly data: ToolJobData;
-  /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
-  readonly abort: LazyAbort;
-  /**
-   * Park the job until `serverNowMs + delayMs` on the Redis server's clock
-   * (a call waits for a live attempt). Calls running side by side defer it
-   * until all of them have ended.
-   */
-  park(serverNowMs: number, delayMs: number): Promise<void>;
-}
-
-/**
- * Emits `name` only when someone listens, building the payload then: with no
- * listener (the usual worker) a call allocates no event objects.
- */
-function emitIfListened<K extends keyof ToolReceiptsEventMap>(
-  events: ToolReceiptsEvents,
-  name: K,
-  payload: () => ToolReceiptsEventMap[K][0],
-): void {
-  if (events.listenerCount(name) === 0) return;
-  // The typed emit cannot see that one payload is the whole argument list of every event.
-  (events as EventEmitter).emit(name, payload());
-}
+export type { CallRuntime, JobScope, PreparedCall, RecordedToolResult } from './call-runtime.js';
 
 /**
  * The result a completed receipt holds, as a tool_result. Receipts the
@@ -102,16 +46,27 @@ function recordedResult(stored: unknown): RecordedToolResult {
 }
 
 /**
+ * How a call is linked to its neighbours in a sequential stretch of a turn:
+ * `self` is this call as the call before staged it (and maybe claimed it, in
+ * its complete); `next` is the call after it, which this call's complete may
+ * claim. See `NextCall`.
+ */
+export interface CallLinks {
+  readonly self?: NextCall;
+  readonly next?: NextCall;
+}
+
+/**
  * Run one tool call at most once: prepare its input, claim its receipt, and
  * act on the decision. Returns the block to hand back to the model, or
  * throws what BullMQ should see (DelayedError to come back later,
  * UnrecoverableError to stop, any other error to retry the job).
  */
-export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<ToolResultBlock> {
+export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = {}): Promise<ToolResultBlock> {
   const { tenantId, runId } = scope.data;
   const obs = rt.observer.callStarted({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
   try {
-    const result = await runObservedCall(rt, scope, call, obs);
+    const result = await runObservedCall(rt, scope, call, obs, links);
     obs.ended({ result });
     return result;
   } catch (error) {
@@ -125,6 +80,7 @@ async function runObservedCall(
   scope: JobScope,
   call: ToolCall,
   obs: CallObservation,
+  links: CallLinks,
   options: { readonly afterUnknownOutcome?: boolean } = {},
 ): Promise<ToolResultBlock> {
   const started = performance.now();
@@ -140,19 +96,18 @@ async function runObservedCall(
     log().info(failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
   };
 
-  const tool = rt.tools.get(call.name);
-  if (!tool) {
+  const staged = await (links.self?.stage() ?? stageCall(rt, scope, call));
+  if (staged.kind === 'unknownTool') {
     logDecision('reject', 'rejected');
     return block(call, 'rejected', {
       content: `Unknown tool "${call.name}". Nothing was run. Available tools: ${[...rt.tools.keys()].join(', ')}.`,
       is_error: true,
     });
   }
-
-  const prepared = await rt.prepare(call, tool, scope.abort);
-  if (!prepared.ok) {
-    let content = prepared.message;
-    if (prepared.countsAsRejection) {
+  const { tool } = staged;
+  if (staged.kind === 'rejected') {
+    let content = staged.prepared.message;
+    if (staged.prepared.countsAsRejection) {
       const streak = await rt.breaker.recordRejection(tenantId, runId, tool.name);
       if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
     }
@@ -160,21 +115,20 @@ async function runObservedCall(
     return block(call, 'rejected', { content, is_error: true });
   }
 
-  const key: ToolCallReceiptKey = {
-    tenantId,
-    runId,
-    toolName: tool.name,
-    argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest),
-  };
+  const { key, args } = staged;
   if (rt.runsWithoutReceipt(tool)) {
     obs.decided({ decision: 'direct', attempt: undefined });
-    return await runReadOnlyCall(rt, { scope, call, tool, key, args: prepared.args, log, logDecision, obs });
+    return await runReadOnlyCall(rt, { scope, call, tool, key, args, log, logDecision, obs });
   }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
   // One command: the claim script also reads the tool's breaker state in the run. An expired
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
-  const claim = await obs.roundTrip('claim', () => claimCall({ rt, scope, call, tool, key, args: prepared.args, log })).catch((error: unknown) => {
+  // Claimed already when the call before carried this claim in its complete: then a round trip of its own is
+  // made (and observed) only when the decision needs more commands (a takeover, an ambiguous attempt).
+  const ahead = links.self?.takeClaim();
+  const claiming = () => claimCall({ rt, scope, call, tool, key, args, log }, ahead);
+  const claim = await (ahead?.answersAlone ? claiming() : obs.roundTrip('claim', claiming)).catch((error: unknown) => {
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
     if (error instanceof CorruptReceiptError) {
       log().error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
@@ -225,31 +179,11 @@ async function runObservedCall(
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
-      return await execute({ rt, scope, call, tool, key, args: prepared.args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs,
-        afterUnknownOutcome: options.afterUnknownOutcome ?? false,
+      return await execute({ rt, scope, call, tool, key, args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs,
+        afterUnknownOutcome: options.afterUnknownOutcome ?? false, next: links.next,
       });
     }
   }
-}
-
-/** One execution's fixed facts, passed along instead of a long parameter list. */
-interface Execution {
-  readonly rt: CallRuntime;
-  readonly scope: JobScope;
-  readonly call: ToolCall;
-  readonly tool: AnyToolDefinition;
-  readonly key: ToolCallReceiptKey;
-  readonly args: unknown;
-  /** The attempt's fence, carried by every write; `attempt` is its number, for logs and events. */
-  readonly fence: AttemptFence;
-  readonly attempt: number;
-  readonly base: ToolCallEventBase;
-  /** The call's logger, made on first use. */
-  readonly log: () => Logger;
-  readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
-  readonly obs: CallObservation;
-  /** This attempt followed another whose tool reported an unknown outcome in this delivery. */
-  readonly afterUnknownOutcome: boolean;
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
@@ -301,8 +235,8 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   const result = await rt.shape(value, call, tool, scope.data);
   let settled: SettleResult;
   try {
-    // Also ends the tool's rejection streak in the run, in the same script.
-    settled = await x.obs.roundTrip('complete', () => rt.store.complete(key, fence, result));
+    // Also ends the tool's rejection streak in the run, in the same script, and may claim the next call.
+    settled = await settleCompleted(x, result);
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
     onFencedOut('complete')(error);
@@ -313,65 +247,6 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   x.obs.settled('executed');
   x.logDecision('execute', 'executed', attempt);
   return block(call, 'executed', result);
-}
-
-/**
- * A settle that came after a claim had already reported the attempt
- * ambiguous: the store recorded it on the receipt; tell the operator too.
- */
-function reportLateSettle(x: Execution, settled: SettleResult, outcome: 'executed' | 'failed'): void {
-  if (!settled.late) return;
-  const { ambiguousMs } = settled.late;
-  x.rt.events.emit('lateSettle', { ...x.base, attempt: x.attempt, outcome, ambiguousMs, settledMs: settled.settledMs });
-  x.obs.lateSettle(outcome);
-  x.log().warn(
-    { attempt: x.attempt, outcome, receiptKey: x.base.receiptKey, ambiguousMs, settledMs: settled.settledMs },
-    'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
-  );
-}
-
-/**
- * The error a fenced-out attempt leaves the job with. It is retryable: the
- * job's next delivery claims again and finds the attempt that took over
- * (wait) or its result (replay).
- */
-function fencedOutFailure(x: Execution, during: FencedOutEvent['during'], cause?: unknown): Error {
-  return new ToolCallFailedError(
-    x.tool.name,
-    x.call.id,
-    'neutral',
-    `attempt ${x.attempt} of tool call ${x.call.id} was fenced out during ${during}; another attempt owns it`,
-    { cause },
-  );
-}
-
-/**
- * Read the receipt once (no write, so a lease left to lapse is not renewed)
- * and report whether another attempt owns it now.
- */
-async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
-  const now = await x.rt.store.inspect(x.key).catch(() => null);
-  if (!now || (now.status === 'running' && now.attempts === x.fence.attempt && now.epoch === x.fence.epoch)) return undefined;
-  return new FencedOutError(now.redisKey, x.fence, { status: now.status, attempts: now.attempts, epoch: now.epoch }, 'abort');
-}
-
-/**
- * A tool that failed after its job was cancelled or lost its BullMQ lock may
- * have been cut off mid-effect, so its failure proves nothing. The receipt is
- * left running and its lease lapses: a resumable call is then taken over, an
- * opaque one becomes ambiguous. Only a tool that throws `NeverStartedError`
- * is settled as failed.
- */
-function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
-  x.log().warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
-  x.obs.aborted(reason);
-  return new ToolCallFailedError(
-    x.tool.name,
-    x.call.id,
-    'neutral',
-    `attempt ${x.attempt} of tool call ${x.call.id} was aborted (${errorText(reason)}); its outcome is unknown, so the receipt was left to lapse`,
-    { cause },
-  );
 }
 
 /**
@@ -398,7 +273,7 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
     // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a
     // keyed call) in this delivery. Only once: a second unknown outcome is left ambiguous.
     x.log().info({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool call outcome unknown; settling it');
-    return await runObservedCall(rt, x.scope, call, x.obs, { afterUnknownOutcome: true });
+    return await runObservedCall(rt, x.scope, call, x.obs, { next: x.next }, { afterUnknownOutcome: true });
   }
   x.logDecision('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
   if (opaque) {
@@ -411,42 +286,4 @@ async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFenced
     `attempt ${attempt} of tool call ${call.id} ended with an unknown outcome (${error.message}); the next delivery takes it over from its recorded steps`,
     { cause: error },
   );
-}
-
-/**
- * Record a tool's failure on its receipt and the breaker, then decide what
- * the job does: a destructive failure stops the job; a failure that allows an
- * automatic rerun (nothing ran, or the tool is idempotent) retries the job
- * while it has attempts left; any other failure, and the last attempt, is an
- * error result for the model.
- */
-async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
-  const { rt, scope, call, tool, key, attempt } = x;
-  const { tenantId, runId } = scope.data;
-  const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
-  const message = errorText(error);
-  let settled: SettleResult;
-  try {
-    settled = await x.obs.roundTrip('fail', () => rt.store.fail(key, x.fence, { error: message, tier }));
-  } catch (failError) {
-    if (!(failError instanceof FencedOutError)) throw failError;
-    onFencedOut(failError);
-    throw fencedOutFailure(x, 'fail', failError);
-  }
-  reportLateSettle(x, settled, 'failed');
-  const breaker = await rt.breaker.recordFailure(tenantId, runId, tool.name, {
-    removeNow: tier === 'destructive',
-    reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
-  });
-  rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
-  x.obs.settled('failed', { tier, error });
-  const refused = error instanceof ToolRefusedError;
-  x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
-  if (refused) return block(call, 'rejected', { content: message, is_error: true });
-  const content = failureContent(tool.name, message, tier);
-  const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
-  if (tier === 'destructive') throw unrecoverable(failure);
-  if (breaker.removed) return block(call, 'failed', { content: `${content} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
-  if (retriesJob(scope.job, tier, error)) throw failure;
-  return block(call, 'failed', { content, is_error: true });
 }

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { AttemptJob, ReconcileVerdict } from '../redis/receipt-record.js';
-import type { ClaimResult } from '../redis/receipt-store.js';
+import type { ClaimOptions, ClaimResult, PrefetchedClaim } from '../redis/receipt-store.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import type { ReconcileStore, VerdictToRecord } from '../redis/reconcile-store.js';
 import { idempotencyKeyFor } from './call-context.js';
@@ -82,8 +82,8 @@ export const settlesExpired = (tool: AnyToolDefinition): boolean => tool.effect 
  * A job that meets the call ambiguous is noted on the receipt, so it can be
  * retried once the call is settled.
  */
-export async function claimCall(x: SettleScope): Promise<CallClaim> {
-  const claim = await claimOrSettle(x);
+export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promise<CallClaim> {
+  const claim = await claimOrSettle(x, ahead);
   const job = attemptJobOf(x.scope.job);
   if (claim.decision.kind === 'ambiguous' && job) {
     await x.rt.reconciles.noteJob(x.key, job).catch((error: unknown) => {
@@ -93,13 +93,23 @@ export async function claimCall(x: SettleScope): Promise<CallClaim> {
   return claim;
 }
 
-async function claimOrSettle(x: SettleScope): Promise<CallClaim> {
+/**
+ * The options a call's claim is made with: the same whether the call claims
+ * on its own or the previous call's settle claims it ahead.
+ */
+export function claimOptionsOf(rt: { readonly leaseMs: number; readonly owner: string }, job: Job, tool: AnyToolDefinition): ClaimOptions {
+  const attemptJob = attemptJobOf(job);
+  return { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, ...(attemptJob ? { job: attemptJob } : {}) };
+}
+
+/** Claims, and settles an expired attempt when the tool can; `ahead` answers the first claim when given. */
+async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
   const { rt, scope, tool, key } = x;
   const settles = settlesExpired(tool);
   const job = attemptJobOf(scope.job);
-  const options = { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, ...(job ? { job } : {}) };
+  const options = claimOptionsOf(rt, scope.job, tool);
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const claim = await rt.store.claim(key, { ...options, settlesExpired: settles });
+    const claim = await rt.store.claim(key, { ...options, settlesExpired: settles }, round === 0 ? ahead : undefined);
     if (!settles || claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
     const lost = claim.lostFence;
     // A removed tool is never run again; it is left ambiguous for a person.

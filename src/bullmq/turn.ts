@@ -1,7 +1,10 @@
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import { throwIfInterrupted } from './interruption.js';
 import type { ToolCall, ToolJobData, ToolResultBlock } from './job-data.js';
-import { runToolCall, type CallRuntime, type JobScope } from './run-call.js';
+import type { CallRuntime, JobScope } from './call-runtime.js';
+import { errorText } from './failure-policy.js';
+import { NextCall } from './next-call.js';
+import { runToolCall } from './run-call.js';
 
 /** Whether a call may run side by side with its neighbours: the job says so, or its tool does. */
 const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
@@ -10,21 +13,42 @@ const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boo
 /**
  * Run a job's calls in order, appending each block to `results` as it ends.
  * Consecutive calls that may run side by side run as one concurrent group;
- * any other call runs alone. A job whose lock was lost or that was cancelled
- * starts nothing more (see `throwIfInterrupted`). What a call throws ends the
+ * any other call runs alone. A call that runs alone may have its claim
+ * carried by the complete of the call before it, when that one ran alone
+ * too (see `NextCall`). A job whose lock was lost or that was cancelled
+ * starts nothing more (see `throwIfInterrupted`), and an attempt claimed
+ * ahead for a call it will not run is released. What a call throws ends the
  * turn; `results` then holds the blocks of the calls that ended, in call
  * order, for the caller to keep.
  */
 export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
   const { calls } = scope.data;
-  for (let start = 0; start < calls.length; ) {
+  const groupEnd = (start: number): number => {
     let end = start + 1;
     if (runsSideBySide(rt, scope.data, calls[start]!)) {
       while (end < calls.length && runsSideBySide(rt, scope.data, calls[end]!)) end++;
     }
-    throwIfInterrupted(scope.job.id ?? '', scope.abort);
-    if (end - start === 1) results.push(await runToolCall(rt, scope, calls[start]!));
-    else await runSideBySide(rt, scope, calls.slice(start, end), results);
+    return end;
+  };
+  // The call about to run, as the call before it staged (and maybe claimed) it.
+  let self: NextCall | undefined;
+  let next: NextCall | undefined;
+  for (let start = 0; start < calls.length; ) {
+    const end = groupEnd(start);
+    try {
+      throwIfInterrupted(scope.job.id ?? '', scope.abort);
+      if (end - start === 1) {
+        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(rt, scope, calls[end]!) : undefined;
+        results.push(await runToolCall(rt, scope, calls[start]!, { self, next }));
+      } else {
+        await runSideBySide(rt, scope, calls.slice(start, end), results);
+      }
+    } catch (error) {
+      for (const unrun of [self, next]) await unrun?.release(`the job stopped before call ${unrun.call.id} started: ${errorText(error)}`);
+      throw error;
+    }
+    self = next;
+    next = undefined;
     start = end;
   }
 }

@@ -21,6 +21,7 @@ import type {
   ObservedDecision,
   ObservedEnd,
   ObserverBinding,
+  ReceiptRoundTrip,
   ToolCallObserver,
 } from '../bullmq/observer.js';
 import { ATTR, EVENT, METRIC, SCOPE } from './names.js';
@@ -48,7 +49,7 @@ export interface ToolReceiptsOtelOptions {
   readonly openIndexShards?: number;
   /**
    * A child span per receipt round trip (`tool_receipts.claim`, `.complete`,
-   * `.fail`). Off by default: it doubles the spans per call for script calls
+   * `.completeAndClaim`, `.fail`). Off by default: it doubles the spans per call for script calls
    * whose time the overhead histogram already shows.
    */
   readonly roundTripSpans?: boolean;
@@ -128,7 +129,7 @@ class OtelCallObservation implements CallObservation {
     }
   }
 
-  async roundTrip<T>(name: 'claim' | 'complete' | 'fail', fn: () => Promise<T>): Promise<T> {
+  async roundTrip<T>(name: ReceiptRoundTrip, fn: () => Promise<T>): Promise<T> {
     if (!this.owner.roundTripSpans) return fn();
     const parent = trace.setSpan(context.active(), this.span);
     const span = this.owner.tracer.startSpan(`tool_receipts.${name}`, {}, parent);

@@ -1,7 +1,9 @@
 /**
  * Commands the wrapper sends on its own connection per call: the claim script
  * also reads the breaker, and the complete script also ends the rejection
- * streak, so an executed call costs two commands and a replay one.
+ * streak, so an executed call costs two commands and a replay one. In a turn
+ * of calls run one after another, each complete also claims the next call,
+ * so k executed calls cost k + 1 commands.
  */
 import { createHash } from 'node:crypto';
 import { Worker } from 'bullmq';
@@ -20,7 +22,7 @@ afterEach(async () => {
 });
 
 const scripts = new Map(
-  ['claim-4.lua', 'complete-4.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
+  ['claim-4.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
     createHash('sha1').update(scriptSource(file)).digest('hex'),
     file.replace(/-\d+\.lua$/, ''),
   ]),
@@ -98,6 +100,47 @@ describe('commands per call on the wrapper connection', () => {
     expect(runs).toBe(2);
     // The removed tool's call was refused without a claim, so it made no decision.
     expect(decisions).toEqual(['execute', 'execute', 'replay', 'replay']);
+  });
+
+  it('a turn of three executed calls: four commands, each complete claiming the next call; its replay: three claims', async () => {
+    const l = await lane();
+    let runs = 0;
+    const send = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: ({ to }) => `sent ${++runs} to ${to}`,
+    });
+    const connection = l.redis.duplicate();
+    closers.push(async () => connection.disconnect());
+    const processor = withToolReceipts({ logger: silent, tools: [send], redis: connection, prefix: l.prefix });
+    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
+    worker.on('error', () => undefined);
+    closers.push(() => worker.close(true));
+    const outcomes = async (data: ReturnType<typeof jobData>) =>
+      ((await l.run(data)).returnvalue as ToolJobResult).results.map((r) => [r.outcome, r.content]);
+    // Warm-up, so every script is in the server's cache and no NOSCRIPT fallback is counted, and the run is
+    // registered (a first claim of a run sends that ZADD ahead of itself, in the same write).
+    const ids = { runId: 'run-three-calls' };
+    await outcomes(jobData([call('send_email', { to: 'w1@x.test' }), call('send_email', { to: 'w2@x.test' })], ids));
+    runs = 0;
+
+    const sent = record(connection);
+    const turn = jobData(['a', 'b', 'c'].map((to) => call('send_email', { to: `${to}@x.test` })), ids);
+    expect(await outcomes(turn)).toEqual([
+      ['executed', 'sent 1 to a@x.test'],
+      ['executed', 'sent 2 to b@x.test'],
+      ['executed', 'sent 3 to c@x.test'],
+    ]);
+    expect(sent.take()).toEqual(['claim', 'complete-claim', 'complete-claim', 'complete']);
+    expect(await outcomes(jobData(turn.calls, turn))).toEqual([
+      ['replayed', 'sent 1 to a@x.test'],
+      ['replayed', 'sent 2 to b@x.test'],
+      ['replayed', 'sent 3 to c@x.test'],
+    ]);
+    expect(sent.take()).toEqual(['claim', 'claim', 'claim']);
+    expect(runs).toBe(3);
   });
 
   it('read-only: no command at all, and the call runs again every time', async () => {

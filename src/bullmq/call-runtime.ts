@@ -1,0 +1,68 @@
+/**
+ * The shapes a tool call runs with: the wrapper's collaborators shared by
+ * every call, the job a call belongs to, and what preparing a call's input
+ * gives. Types only, so every module of the call path can name them without
+ * importing the code that runs calls.
+ */
+import type { Logger } from 'pino';
+import type { Job } from 'bullmq';
+import type { DigestFn } from '../core/identity.js';
+import type { BreakerStore } from '../redis/breaker-store.js';
+import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ReconcileStore } from '../redis/reconcile-store.js';
+import type { LazyAbort } from './abort.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import type { ToolReceiptsEvents } from './events.js';
+import type { ToolCall, ToolJobData } from './job-data.js';
+import type { ToolCallObserver } from './observer.js';
+
+/** What a receipt stores as a call's result, and what a replay returns. */
+export interface RecordedToolResult {
+  readonly content: string;
+  readonly is_error?: true;
+}
+
+/** The input a call will run with, or why it will not run. */
+export type PreparedCall =
+  | { readonly ok: true; readonly rawInput: unknown; readonly args: unknown }
+  | { readonly ok: false; readonly message: string; readonly countsAsRejection: boolean };
+
+/** The wrapper's fixed collaborators, shared by every call. */
+export interface CallRuntime {
+  readonly store: ReceiptStore;
+  /** Reconcile leases and keyed re-runs, on the same connection and prefix as `store`. */
+  readonly reconciles: ReconcileStore;
+  readonly breaker: BreakerStore;
+  readonly tools: ReadonlyMap<string, AnyToolDefinition>;
+  readonly logger: Logger;
+  readonly events: ToolReceiptsEvents;
+  readonly digest: DigestFn;
+  readonly leaseMs: number;
+  readonly waitJitterMs: number;
+  readonly maxWaitMs: number;
+  readonly onAmbiguous: 'fail' | 'report';
+  readonly owner: string;
+  /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
+  readonly observer: ToolCallObserver;
+  /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
+  runsWithoutReceipt(tool: AnyToolDefinition): boolean;
+  /** Validates (and where provable, repairs) a call's input before anything is claimed. */
+  prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): Promise<PreparedCall>;
+  /** Turns a tool's return value into what the model sees (and the receipt stores). */
+  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
+}
+
+/** The job a call belongs to. */
+export interface JobScope {
+  readonly job: Job;
+  readonly token: string | undefined;
+  readonly data: ToolJobData;
+  /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
+  readonly abort: LazyAbort;
+  /**
+   * Park the job until `serverNowMs + delayMs` on the Redis server's clock
+   * (a call waits for a live attempt). Calls running side by side defer it
+   * until all of them have ended.
+   */
+  park(serverNowMs: number, delayMs: number): Promise<void>;
+}

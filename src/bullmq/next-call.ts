@@ -1,0 +1,98 @@
+/**
+ * A call staged before it runs, and the claim the call before it may carry.
+ *
+ * In a turn whose calls run one after another, the complete of one call can
+ * claim the next in the same script (`ReceiptStore.completeAndClaim`), so a
+ * k-call turn costs about k + 1 round trips instead of 2k. The next call is
+ * claimed ahead only when a claim of its own would be made now: it names a
+ * known tool, its input prepared (validated, repaired where provable, hashed)
+ * without a rejection, its tool takes a receipt (not read-only), and the job
+ * is not interrupted. The claim's answer is handed to that call, which
+ * decides from it exactly as from a claim of its own.
+ */
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { toolCallArgsHash } from '../core/identity.js';
+import type { ClaimOptions, PrefetchedClaim } from '../redis/receipt-store.js';
+import type { CallRuntime, JobScope, PreparedCall } from './call-runtime.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import type { ToolCall } from './job-data.js';
+import { claimOptionsOf } from './settle-expired.js';
+
+/** A call looked up and prepared: what it will run with, or why it will not run. */
+export type StagedCall =
+  | { readonly kind: 'unknownTool' }
+  | { readonly kind: 'rejected'; readonly tool: AnyToolDefinition; readonly prepared: Extract<PreparedCall, { ok: false }> }
+  | { readonly kind: 'ready'; readonly tool: AnyToolDefinition; readonly args: unknown; readonly key: ToolCallReceiptKey };
+
+/**
+ * Looks the call's tool up, prepares its input and derives its receipt key.
+ * Writes nothing: a rejection is recorded by the call when it runs.
+ */
+export async function stageCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<StagedCall> {
+  const tool = rt.tools.get(call.name);
+  if (!tool) return { kind: 'unknownTool' };
+  const prepared = await rt.prepare(call, tool, scope.abort);
+  if (!prepared.ok) return { kind: 'rejected', tool, prepared };
+  const { tenantId, runId } = scope.data;
+  const key = { tenantId, runId, toolName: tool.name, argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest) };
+  return { kind: 'ready', tool, args: prepared.args, key };
+}
+
+/**
+ * The call that runs after the current one in a sequential stretch of a
+ * turn: staged at most once, and possibly claimed by the current call's
+ * complete. The turn hands it to both calls, and releases it when the job
+ * stops before the call runs.
+ */
+export class NextCall {
+  private staging: Promise<StagedCall> | undefined;
+  private claimed: PrefetchedClaim | undefined;
+
+  constructor(
+    private readonly rt: CallRuntime,
+    private readonly scope: JobScope,
+    readonly call: ToolCall,
+  ) {}
+
+  /** The call staged; staged on first use only, so a call is prepared once. */
+  stage(): Promise<StagedCall> {
+    return (this.staging ??= stageCall(this.rt, this.scope, this.call));
+  }
+
+  /**
+   * The claim to carry in the current call's complete, or `undefined` when
+   * this call must not be claimed ahead (it takes no claim, or the job was
+   * interrupted: a job that lost its lock or was cancelled claims nothing more).
+   */
+  async claimToCarry(): Promise<{ readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined> {
+    const staged = await this.stage();
+    if (staged.kind !== 'ready' || this.rt.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
+    return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
+  }
+
+  /** Keeps what the current call's complete claimed for this call. */
+  carried(ahead: PrefetchedClaim | null): void {
+    this.claimed = ahead ?? undefined;
+  }
+
+  /** The claim made ahead for this call, handed over once. */
+  takeClaim(): PrefetchedClaim | undefined {
+    const ahead = this.claimed;
+    this.claimed = undefined;
+    return ahead;
+  }
+
+  /**
+   * The job stops before this call runs. An attempt claimed ahead for it
+   * never started its effect: settle it as failed `neverStarted`, so the
+   * next delivery runs the call as its next attempt instead of finding an
+   * attempt that lost its lease (ambiguous, for an opaque tool). Never throws:
+   * a settle that cannot be written leaves the lease to lapse, as for any
+   * interrupted attempt.
+   */
+  async release(why: string): Promise<void> {
+    const ahead = this.takeClaim();
+    if (!ahead?.fence) return;
+    await this.rt.store.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+  }
+}
