@@ -61,11 +61,15 @@ export class NextCall {
 
   /**
    * The claim to carry in the current call's complete, or `undefined` when
-   * this call must not be claimed ahead (it takes no claim, or the job was
-   * interrupted: a job that lost its lock or was cancelled claims nothing more).
+   * this call must not be claimed ahead (it takes no claim, its staging
+   * threw, or the job was interrupted: a job that lost its lock or was
+   * cancelled claims nothing more).
    */
   async claimToCarry(): Promise<{ readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined> {
-    const staged = await this.stage();
+    // Staging that throws must not keep the current call from completing: the call then meets the same
+    // error (the staging is kept) when it runs, as it would have without a claim carried for it.
+    const staged = await this.stage().catch(() => undefined);
+    if (staged === undefined) return undefined;
     if (staged.kind !== 'ready' || this.rt.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
     return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
   }

@@ -166,6 +166,27 @@ describe('a complete that claims the next call of the turn', () => {
     ]);
   });
 
+  it('completes the current call when staging the next one throws; the next call then fails with that error', async () => {
+    const l = await lane();
+    const send = countingTool('send_email');
+    const seen = recorder();
+    // A digest that fails for one input, as an unreachable key service would.
+    const digest = (canonical: string) => {
+      if (canonical.includes('999')) throw new Error('digest service unreachable');
+      return canonical;
+    };
+    l.worker({ tools: [send.tool], telemetry: seen.observer, digest });
+    const data = jobData([call('send_email', { n: 1 }), call('send_email', { n: 999 })]);
+    const job = await l.run(data, { attempts: 1 });
+    expect(job.failedReason).toMatch(/digest service unreachable/);
+    expect(seen.take().map((c) => [c.decision, c.roundTrips])).toEqual([
+      ['execute', ['claim', 'complete']],
+      [undefined, []],
+    ]);
+    expect((await l.store.listRun(data.tenantId, data.runId)).map((r) => [r.key.toolName, r.status])).toEqual([['send_email', 'completed']]);
+    expect(send.runs()).toBe(1);
+  });
+
   it('releases an attempt claimed ahead when the job stops before running it: never started, and run once by the next delivery', async () => {
     const l = await lane();
     const send = countingTool('send_email');
