@@ -11,7 +11,8 @@
  *    wrapped, control (the receipt store's claim + complete alone), peer. The
  *    wrapper's own cost per call is wrapped − control.
  * 3. Redis CPU per command: each Lua script alone (EVALSHA through the
- *    store), and the peer's SET / GET, as the server's execution µs (INFO
+ *    store; claim-4, heartbeat-3, complete-4, fail-3, and complete-claim-5,
+ *    a complete that claims the next call), and the peer's SET / GET, as the server's execution µs (INFO
  *    commandstats) and its whole CPU (INFO cpu, reading and answering the
  *    socket included), per call.
  * 4. A turn of three 200 ms calls of a tool declared `parallel`, against the
@@ -223,6 +224,14 @@ async function main(): Promise<void> {
     ];
     await each(failKeys, claimNew)();
     scripts.push(['fail', await script(failKeys, (k) => store.fail(k, fenceOf(k), { error: 'x', tier: 'neutral' }))]);
+    // A turn's complete that also claims (creates) the next call of the run: one script for both.
+    const fusedKeys = Array.from({ length: n }, (_, i) => keyFor('lua-fused', i));
+    await each(fusedKeys, claimNew)();
+    const next = { effect: 'opaque' } as const;
+    scripts.push([
+      'complete + claim next (complete-claim-5)',
+      await script(fusedKeys, (k) => store.completeAndClaim(k, fenceOf(k), result, { key: { ...k, argsHash: `${k.argsHash}-next` }, options: next })),
+    ]);
     const peerKeys = Array.from({ length: n }, (_, i) => `${prefix}:peer-raw:${i}`);
     const record = JSON.stringify({ status: 'INPROGRESS', expiration: 0 });
     const completed = JSON.stringify({ status: 'COMPLETED', expiration: 0, data: RESULT });

@@ -124,7 +124,8 @@ export interface CommandCount {
 
 export interface QueueBenchReport {
   readonly levels: LevelFigures[];
-  readonly commands: Record<Exclude<PassKind, 'control' | 'traced' | 'parallel'>, CommandCount>;
+  /** By probe: `bare`, `peer`, `wrapped`, `replay` (one call per job), `peer turn`, `wrapped turn` (three calls per job). */
+  readonly commands: Map<string, CommandCount>;
   /** Spans the traced passes handed to the exporter. */
   readonly spansExported: number;
   readonly memory: {
@@ -434,16 +435,25 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     }
 
     // Commands per job, untimed: the wrapper's connection (client side) and the whole server (commandstats).
-    // The control pass sends the same two scripts as the wrapped one, so it is not counted again.
-    const commands = {} as Record<Exclude<PassKind, 'control' | 'traced' | 'parallel'>, CommandCount>;
-    const probe = (tag: string) => Array.from({ length: options.probeJobs }, (_, i) => jobData(tag, i));
-    const probeJobs = { bare: probe('count-bare'), peer: probe('count-peer'), wrapped: probe('count-wrapped') };
-    for (const kind of ['bare', 'peer', 'wrapped', 'replay'] as const) {
+    // The control pass sends the same two scripts as the wrapped one, so it is not counted again. The turn
+    // probes show what a turn of calls run one after another costs: each complete also claims the next call.
+    const commands = new Map<string, CommandCount>();
+    const probe = (tag: string, calls = 1) => Array.from({ length: options.probeJobs }, (_, i) => jobData(tag, i, 0, calls));
+    const wrappedProbe = probe('count-wrapped');
+    const probes: [string, 'bare' | 'peer' | 'wrapped' | 'replay', ToolJobData[]][] = [
+      ['bare', 'bare', probe('count-bare')],
+      ['peer', 'peer', probe('count-peer')],
+      ['wrapped', 'wrapped', wrappedProbe],
+      ['replay', 'replay', wrappedProbe],
+      ['peer turn', 'peer', probe('count-peer-turn', TURN_CALLS)],
+      ['wrapped turn', 'wrapped', probe('count-wrapped-turn', TURN_CALLS)],
+    ];
+    for (const [label, kind, jobs] of probes) {
       let before = new Map<string, number>();
       let server = new Map<string, number>();
       let client = new Map<string, number>();
       const counter = kind === 'peer' ? counters.peer : counters.wrapper;
-      await pass(kind, 50, probeJobs[kind === 'replay' ? 'wrapped' : kind], {
+      await pass(kind, 50, jobs, {
         before: async () => {
           before = await commandCalls(admin);
           counter.start();
@@ -457,7 +467,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           else server.delete('info');
         },
       });
-      commands[kind] = { wrapperConnection: client, server, jobs: options.probeJobs };
+      commands.set(label, { wrapperConnection: client, server, jobs: options.probeJobs });
     }
 
     // Memory: one retained job per side, and the receipt its wrapped call settled.
@@ -610,12 +620,11 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     }
   }
   lines.push('  commands per job (untimed count pass, c=50):');
-  for (const kind of ['bare', 'peer', 'wrapped', 'replay'] as const) {
-    const c = report.commands[kind];
+  for (const [kind, c] of report.commands) {
     const server = `${(total(c.server) / c.jobs).toFixed(1)} commands incl. inside scripts`;
     const evalsha = `${((c.server.get('evalsha') ?? 0) / c.jobs).toFixed(2)} EVALSHA`;
     const client = `${(total(c.wrapperConnection) / c.jobs).toFixed(2)} (${perJob(c.wrapperConnection, c.jobs)})`;
-    lines.push(`    ${kind.padEnd(8)} server ${server}, ${evalsha}; own connection round trips ${client}`);
+    lines.push(`    ${kind.padEnd(12)} server ${server}, ${evalsha}; own connection round trips ${client}`);
   }
   const mem = report.memory;
   lines.push(
