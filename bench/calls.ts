@@ -17,6 +17,9 @@
  *    socket included), per call.
  * 4. A turn of three 200 ms calls of a tool declared `parallel`, against the
  *    same calls of a tool that is not: wall time of the whole job.
+ * 5. A three-call turn through the store alone, one call after another: a
+ *    claim and a complete per call (six round trips) against each complete
+ *    also claiming the next call (`completeAndClaim`, four round trips).
  *
  * Starts its own redis-server, or uses REDIS_URL (touching only its prefix).
  * Tunables: BENCH_LATENCY_CALLS (default 2000), BENCH_CALL_ROUNDS (default 3),
@@ -264,6 +267,40 @@ async function main(): Promise<void> {
       turns.serial.push(await turnMs('search_serial', r));
     }
 
+    // 5. A three-call turn through the store alone, one call after another: a claim and a complete per call
+    //    (six round trips), against each complete also claiming the next call (four). Rounds alternate the order.
+    const TURN_CALLS = 3;
+    const turnKeys = (tag: string, i: number) =>
+      Array.from({ length: TURN_CALLS }, (_, k): ToolCallReceiptKey => ({ ...keyFor(tag, i), argsHash: `${tag}-${i}-${k}` }));
+    const separateTurn = async (keys: ToolCallReceiptKey[]) => {
+      for (const key of keys) {
+        const claim = await store.claim(key, { effect: 'opaque' });
+        await store.complete(key, claim.fence!, result);
+      }
+    };
+    const fusedTurn = async (keys: ToolCallReceiptKey[]) => {
+      let claim = await store.claim(keys[0]!, { effect: 'opaque' });
+      for (let k = 0; k < keys.length; k++) {
+        const next = keys[k + 1];
+        if (next === undefined) {
+          await store.complete(keys[k]!, claim.fence!, result);
+          break;
+        }
+        const { ahead } = await store.completeAndClaim(keys[k]!, claim.fence!, result, { key: next, options: { effect: 'opaque' } });
+        claim = await store.claim(next, { effect: 'opaque' }, ahead!);
+      }
+    };
+    const storeTurns = { separate: [] as number[], fused: [] as number[] };
+    const TURN_COUNT = Math.max(1, Math.floor(LATENCY_CALLS / 4));
+    for (let r = 0; r < ROUNDS; r++) {
+      const sides = [
+        async () => storeTurns.separate.push(await sequentialUs(TURN_COUNT, (i) => separateTurn(turnKeys(`turn-sep${r}`, i)))),
+        async () => storeTurns.fused.push(await sequentialUs(TURN_COUNT, (i) => fusedTurn(turnKeys(`turn-fused${r}`, i)))),
+      ];
+      if (r % 2 === 1) sides.reverse();
+      for (const side of sides) await side();
+    }
+
     const version = await redisVersion(admin);
     console.log(`calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`);
     const perRound = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] ?? x));
@@ -277,6 +314,11 @@ async function main(): Promise<void> {
     console.log(`    the wrapper's own cost (wrapped − control): ${us(own)}`);
     const ms = (values: number[]) => `${median(values).toFixed(0)} ms [${values.map((v) => v.toFixed(0)).join(', ')}]`;
     console.log(`  a turn of three ${SLOW_MS} ms calls: parallel tool ${ms(turns.parallel)} (goal < 300), one after another ${ms(turns.serial)}`);
+    console.log(
+      `  a three-call turn through the store, median of ${TURN_COUNT} turns one after another: claim + complete per call (6 round trips) ` +
+        `${us(storeTurns.separate)}, each complete claiming the next (4) ${us(storeTurns.fused)}, ` +
+        `fused/separate ${spread(perRound(storeTurns.fused, storeTurns.separate))}`,
+    );
     const cost = ([name, c]: [string, ServerCost]) => `${name} ${c.exec.toFixed(1)} / ${c.cpu.toFixed(0)}`;
     console.log(`  Redis µs per command, executing / whole server CPU incl. I/O (${n} each alone, 16 in flight):`);
     console.log(`    ours (EVALSHA): ${scripts.map(cost).join(', ')}`);
