@@ -20,13 +20,22 @@ import {
 import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
-import { checkPrefetched, claimRequest, prefetched, releaseUnacknowledged, runClaim, type ClaimChannel, type PrefetchedClaim } from './receipt-claim.js';
+import {
+  checkPrefetched,
+  claimRequest,
+  claimTogether,
+  prefetched,
+  releaseUnacknowledged,
+  runClaim,
+  type ClaimChannel,
+  type PrefetchedClaim,
+} from './receipt-claim.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, runScript } from './scripts.js';
+import { defineScripts, runScript, runVariadicScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
@@ -320,6 +329,41 @@ export class ReceiptStore {
       }
     }
     return { settled: this.settled(seen, fence), ahead };
+  }
+
+  /**
+   * Claims calls of one run that run side by side, all in one script, each
+   * exactly as {@link claim}'s script would claim it on its own (in the order
+   * given). Returns, per call, the answer to hand to `claim(key, options,
+   * ahead)` for that call, or `null` when its receipt is corrupt (its own
+   * claim then throws why). With durability, one acknowledgement covers
+   * every claim; when it falls short, every attempt started is settled as
+   * failed `neverStarted` and `ReceiptNotDurableError` is thrown.
+   */
+  async claimGroup(
+    calls: readonly { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions }[],
+  ): Promise<(PrefetchedClaim | null)[]> {
+    const requests = calls.map((c) => claimRequest(c.key, this.keysWithBreaker(c.key), c.options, this.claimDefaults));
+    const first = requests[0];
+    if (first === undefined) return [];
+    if (requests.some((r) => r.keys[1] !== first.keys[1])) {
+      throw new InvalidReceiptInputError('claimGroup: every call must belong to the same run');
+    }
+    await this.durability?.ready();
+    // As for claim: the run is registered before a claim can create a receipt.
+    const registered = this.registry.register(first.key.tenantId, first.key.runId);
+    if (this.clustered) await registered;
+    const answers = await claimTogether(this.channel, requests, async (keys, args) => {
+      try {
+        return await runVariadicScript(this.redis, SCRIPT.claimGroup, keys, args);
+      } catch (error) {
+        throw corruptReceiptErrorOf(error, keys[0] ?? '');
+      } finally {
+        await registered.catch(() => undefined);
+      }
+    });
+    await registered;
+    return answers;
   }
 
   /**

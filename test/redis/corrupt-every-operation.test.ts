@@ -17,6 +17,12 @@ const operations: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Pro
   ['claim', (s, k) => s.claim(k, { effect: 'opaque' })],
   ['complete', (s, k) => s.complete(k, fence, 'x')],
   ['completeAndClaim', (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } })],
+  ['claimGroup', async (s, k) => {
+    // A corrupt receipt is left to its own claim: the group answers null for it, and the claim says why.
+    const [ahead] = await s.claimGroup([{ key: k, options: { effect: 'opaque' } }]);
+    if (ahead !== null) throw new Error('expected no answer for a corrupt receipt');
+    return s.claim(k, { effect: 'opaque' });
+  }],
   ['fail', (s, k) => s.fail(k, fence, { error: 'x' })],
   ['markOutcomeUnknown', (s, k) => s.markOutcomeUnknown(k, fence, 'x')],
   ['heartbeat', (s, k) => s.heartbeat(k, fence)],
