@@ -16,6 +16,7 @@ import type { ClaimOptions, PrefetchedClaim } from '../redis/receipt-store.js';
 import type { CallRuntime, JobScope, PreparedCall } from './call-runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolCall } from './job-data.js';
+import type { CallObservation } from './observer.js';
 import { claimOptionsOf } from './settle-expired.js';
 
 /** A call looked up and prepared: what it will run with, or why it will not run. */
@@ -47,6 +48,7 @@ export async function stageCall(rt: CallRuntime, scope: JobScope, call: ToolCall
 export class NextCall {
   private staging: Promise<StagedCall> | undefined;
   private claimed: PrefetchedClaim | undefined;
+  private group: ClaimGroup | undefined;
 
   constructor(
     private readonly rt: CallRuntime,
@@ -74,13 +76,32 @@ export class NextCall {
     return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
   }
 
-  /** Keeps what the current call's complete claimed for this call. */
+  /** Makes this call take its claim from its side-by-side group's. */
+  joinGroup(group: ClaimGroup): void {
+    this.group = group;
+  }
+
+  /** Keeps what the current call's complete (or its group's claim) claimed for this call. */
   carried(ahead: PrefetchedClaim | null): void {
     this.claimed = ahead ?? undefined;
   }
 
+  /**
+   * The claim made ahead for this call, handed over once. A call of a
+   * side-by-side group waits for the group's claim; the first of the group to
+   * ask sends it, as a round trip of its own observation.
+   */
+  async claimedAhead(obs: CallObservation): Promise<PrefetchedClaim | undefined> {
+    const group = this.group;
+    if (group !== undefined) {
+      if (group.sent) await group.claim();
+      else await obs.roundTrip('claimGroup', () => group.claim());
+    }
+    return this.takeClaim();
+  }
+
   /** The claim made ahead for this call, handed over once. */
-  takeClaim(): PrefetchedClaim | undefined {
+  private takeClaim(): PrefetchedClaim | undefined {
     const ahead = this.claimed;
     this.claimed = undefined;
     return ahead;
@@ -100,3 +121,43 @@ export class NextCall {
     await this.rt.store.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
   }
 }
+
+/**
+ * Calls of a side-by-side group claimed together: one `claim-group-N.lua`
+ * round trip, sent by the first of them to reach its claim, answers each.
+ */
+export class ClaimGroup {
+  private sending: Promise<void> | undefined;
+
+  constructor(
+    private readonly rt: CallRuntime,
+    private readonly members: readonly { readonly call: NextCall; readonly claim: { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } }[],
+  ) {}
+
+  get sent(): boolean {
+    return this.sending !== undefined;
+  }
+
+  claim(): Promise<void> {
+    this.sending ??= this.rt.store.claimGroup(this.members.map((m) => m.claim)).then((answers) => {
+      for (const [i, answer] of answers.entries()) this.members[i]!.call.carried(answer);
+    });
+    return this.sending;
+  }
+
+  /**
+   * Stages `calls` (a side-by-side group, each staged once) and, when two or
+   * more of them would claim now, makes them claim together.
+   */
+  static async form(rt: CallRuntime, calls: readonly NextCall[]): Promise<void> {
+    const claims = await Promise.all(calls.map((call) => call.claimToCarry()));
+    const members = calls.flatMap((call, i) => (claims[i] === undefined ? [] : [{ call, claim: claims[i] }]));
+    if (members.length < 2) return;
+    const group = new ClaimGroup(rt, members);
+    for (const member of members) member.call.joinGroup(group);
+  }
+}
+
+/** Stages a side-by-side group's calls and has those that would claim now claim together (see {@link NextCall}). */
+export const claimSideBySide = (rt: CallRuntime, calls: readonly NextCall[]): Promise<void> => ClaimGroup.form(rt, calls);
+

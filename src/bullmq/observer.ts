@@ -47,7 +47,7 @@ export interface ObservedEnd {
 }
 
 /** The receipt round trips a call makes, as {@link CallObservation.roundTrip} names them. */
-export type ReceiptRoundTrip = 'claim' | 'complete' | 'completeAndClaim' | 'fail';
+export type ReceiptRoundTrip = 'claim' | 'claimGroup' | 'complete' | 'completeAndClaim' | 'fail';
 
 /** One call's observation; every method is called at most once except where noted. */
 export interface CallObservation {
@@ -61,7 +61,10 @@ export interface CallObservation {
    * `completeAndClaim` is a complete that also claims the next call of the
    * turn in the same script; that call then makes no `claim` round trip of
    * its own unless its decision needs more commands (a takeover, or an
-   * ambiguous attempt to flag or settle).
+   * ambiguous attempt to flag or settle). `claimGroup` claims every call of
+   * a side-by-side group at once; it is the round trip of the call that sent
+   * it, and the group's other calls make none of their own unless their
+   * decision needs more commands.
    */
   roundTrip<T>(name: ReceiptRoundTrip, fn: () => Promise<T>): Promise<T>;
   /** The job is delayed this long for a live attempt. */

@@ -126,7 +126,7 @@ async function runObservedCall(
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
   // Claimed already when the call before carried this claim in its complete: then a round trip of its own is
   // made (and observed) only when the decision needs more commands (a takeover, an ambiguous attempt).
-  const ahead = links.self?.takeClaim();
+  const ahead = await links.self?.claimedAhead(obs);
   const claiming = () => claimCall({ rt, scope, call, tool, key, args, log }, ahead);
   const claim = await (ahead?.answersAlone ? claiming() : obs.roundTrip('claim', claiming)).catch((error: unknown) => {
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.

@@ -3,7 +3,7 @@ import { throwIfInterrupted } from './interruption.js';
 import type { ToolCall, ToolJobData, ToolResultBlock } from './job-data.js';
 import type { CallRuntime, JobScope } from './call-runtime.js';
 import { errorText } from './failure-policy.js';
-import { NextCall } from './next-call.js';
+import { claimSideBySide, NextCall } from './next-call.js';
 import { runToolCall } from './run-call.js';
 
 /** Whether a call may run side by side with its neighbours: the job says so, or its tool does. */
@@ -73,7 +73,12 @@ async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[]
       if (due === undefined || serverNowMs + delayMs < due.serverNowMs + due.delayMs) due = { serverNowMs, delayMs };
     },
   };
-  const ended = await Promise.allSettled(calls.map((call) => runToolCall(rt, deferred, call)));
+  // Claimed together, in one round trip, when two or more of them would claim now.
+  const members = calls.map((call) => new NextCall(rt, scope, call));
+  await claimSideBySide(rt, members);
+  const ended = await Promise.allSettled(calls.map((call, i) => runToolCall(rt, deferred, call, { self: members[i] })));
+  // A call that stopped before taking its claim (the job was interrupted) never started its effect.
+  for (const member of members) await member.release(`the job stopped before call ${member.call.id} started`);
   let failure: { error: unknown } | undefined;
   let wait: DelayedError | undefined;
   for (const outcome of ended) {

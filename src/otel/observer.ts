@@ -49,7 +49,7 @@ export interface ToolReceiptsOtelOptions {
   readonly openIndexShards?: number;
   /**
    * A child span per receipt round trip (`tool_receipts.claim`, `.complete`,
-   * `.completeAndClaim`, `.fail`). Off by default: it doubles the spans per call for script calls
+   * `.completeAndClaim`, `.claimGroup`, `.fail`). Off by default: it doubles the spans per call for script calls
    * whose time the overhead histogram already shows.
    */
   readonly roundTripSpans?: boolean;

@@ -22,9 +22,9 @@ afterEach(async () => {
 });
 
 const scripts = new Map(
-  ['claim-4.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
+  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
     createHash('sha1').update(scriptSource(file)).digest('hex'),
-    file.replace(/-\d+\.lua$/, ''),
+    file.replace(/-(?:\d+|N)\.lua$/, ''),
   ]),
 );
 
@@ -102,7 +102,7 @@ describe('commands per call on the wrapper connection', () => {
     expect(decisions).toEqual(['execute', 'execute', 'replay', 'replay']);
   });
 
-  it('a turn of three executed calls: four commands, each complete claiming the next call; its replay: three claims', async () => {
+  it('a turn of three executed calls: four commands, each complete claiming the next call (its replay: three claims), or side by side one claim for all three', async () => {
     const l = await lane();
     let runs = 0;
     const send = defineTool({
@@ -141,6 +141,12 @@ describe('commands per call on the wrapper connection', () => {
     ]);
     expect(sent.take()).toEqual(['claim', 'claim', 'claim']);
     expect(runs).toBe(3);
+
+    // Side by side: one script claims the three calls, then each completes.
+    const parallel = { ...jobData(['d', 'e', 'f'].map((to) => call('send_email', { to: `${to}@x.test` })), ids), parallel: true };
+    expect((await outcomes(parallel)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
+    expect(sent.take()).toEqual(['claim-group', 'complete', 'complete', 'complete']);
+    expect(runs).toBe(6);
   });
 
   it('read-only: no command at all, and the call runs again every time', async () => {

@@ -149,6 +149,18 @@ describe('a complete that claims the next call of the turn', () => {
     expect(ticket.runs()).toBe(0);
   });
 
+  it('side by side: one call sends the group\'s claim as its round trip; the others make none', async () => {
+    const l = await lane();
+    const send = countingTool('send_email');
+    const seen = recorder();
+    l.worker({ tools: [send.tool], telemetry: seen.observer });
+    const data = { ...jobData([1, 2, 3].map((n) => call('send_email', { n }))), parallel: true };
+    expect(results(await l.run(data)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
+    const trips = seen.take().map((c) => c.roundTrips.join('+')).sort();
+    expect(trips).toEqual(['claimGroup+complete', 'complete', 'complete']);
+    expect(send.runs()).toBe(3);
+  });
+
   it('claims no next call that would take no claim: a read-only tool, or input that is rejected', async () => {
     const l = await lane();
     const send = countingTool('send_email');

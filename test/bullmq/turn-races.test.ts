@@ -1,8 +1,9 @@
 /**
  * Races of whole turns: 64 turns of three calls each, over calls that overlap
  * across turns (same tenant, run, tool and arguments), on four workers with
- * a store and connection each, all at once. Each complete claims the next
- * call in the same script, so the claims race with other workers' completes
+ * a store and connection each, all at once. One after another, each complete
+ * claims the next call in the same script; side by side, one script claims
+ * the whole group; either way the claims race with other workers' completes
  * and claims. Every effect must run exactly once, and every turn end with
  * each call's one result, executed or replayed.
  */
@@ -23,7 +24,10 @@ const POOL = [
   { name: 'create_ticket', n: 2 },
 ];
 
-describe('64 concurrent turns over overlapping calls on four workers', () => {
+describe.each([
+  ['one after another (each complete claims the next call)', false],
+  ['side by side (one script claims the group)', true],
+])('64 concurrent turns over overlapping calls on four workers, %s', (_how, parallel) => {
   it('runs each effect once; every turn ends with each call\'s one result', async () => {
     const l = await lane();
     const effects = new Map<string, string[]>();
@@ -69,7 +73,7 @@ describe('64 concurrent turns over overlapping calls on four workers', () => {
     const turns = Array.from({ length: TURNS }, (_, i) => {
       const runId = RUNS[i % RUNS.length]!;
       const picked = [0, 1, 2].map((k) => POOL[(Math.floor(i / RUNS.length) + k) % POOL.length]!);
-      return { tenantId: 'acme', runId, calls: picked.map((p, k) => call(p.name, { n: p.n }, `toolu_${i}_${k}`)) };
+      return { tenantId: 'acme', runId, parallel, calls: picked.map((p, k) => call(p.name, { n: p.n }, `toolu_${i}_${k}`)) };
     });
     const jobs = await Promise.all(turns.map((data) => l.add(data, { attempts: 3 })));
     const done = await Promise.all(jobs.map((job) => l.settle(job, 60_000)));
@@ -90,8 +94,8 @@ describe('64 concurrent turns over overlapping calls on four workers', () => {
         expect(block.content).toBe(effects.get(`${runId}:${c.name}:${(c.input as { n: number }).n}`)![0]);
       }
     }
-    // The fused path ran: completes claimed next calls.
-    expect(roundTrips.get('completeAndClaim') ?? 0).toBeGreaterThan(0);
+    // The fused path ran: completes claimed next calls, or groups were claimed in one script.
+    expect(roundTrips.get(parallel ? 'claimGroup' : 'completeAndClaim') ?? 0).toBeGreaterThan(0);
     // Every receipt settled, and the counting sets agree with the receipts.
     const stats = await l.store.stats({ tenantId: 'acme' });
     expect(stats.byStatus).toEqual({ running: 0, completed: effects.size, failed: 0 });
