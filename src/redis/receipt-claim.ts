@@ -263,38 +263,3 @@ export async function releaseUnacknowledged(ch: ClaimChannel, request: ClaimRequ
     // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
   }
 }
-
-/**
- * The claim script's answer for each of `requests` (calls of one run), from
- * one `claim-group-N.lua` round trip; `null` for a call whose keys are corrupt
- * (nothing was written for it). With durability, one acknowledgement covers
- * every claim; when it falls short, each attempt started is settled as failed
- * `neverStarted` and `ReceiptNotDurableError` is thrown.
- */
-export async function claimTogether(
-  ch: ClaimChannel,
-  requests: readonly ClaimRequest[],
-  send: (keys: readonly string[], args: readonly (string | number)[]) => Promise<unknown>,
-): Promise<(PrefetchedClaim | null)[]> {
-  const [first] = requests;
-  if (first === undefined) return [];
-  const [, index, breaker, count] = first.keys;
-  const reply = await send([index, breaker, ...requests.map((r) => r.keys[0]), count], requests.flatMap((r) => r.args));
-  const mark = ch.durability?.mark(first.keys[0]);
-  if (!Array.isArray(reply) || reply.length !== requests.length) throw new UnexpectedScriptReplyError(SCRIPT.claimGroup, reply);
-  const answers = requests.map((request, i) => {
-    const answer: unknown = reply[i];
-    return Array.isArray(answer) && answer.length === 0 ? null : prefetched(request, parseClaimObservation(SCRIPT.claimGroup, answer));
-  });
-  if (ch.durability) {
-    const ack = await ch.durability.acknowledged(mark);
-    if (!ack.ok) {
-      const error = new ReceiptNotDurableError(first.keys[0], 'claim', ack, ch.durability.options);
-      for (const [i, answer] of answers.entries()) {
-        if (answer?.fence) await releaseUnacknowledged(ch, requests[i]!, answer.fence, error);
-      }
-      throw error;
-    }
-  }
-  return answers;
-}

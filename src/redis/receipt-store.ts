@@ -18,24 +18,16 @@ import {
   type AttemptFence,
 } from './errors.js';
 import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
-import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
+import { parseObservation, toFence, type Observation } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
-import {
-  checkPrefetched,
-  claimRequest,
-  claimTogether,
-  prefetched,
-  releaseUnacknowledged,
-  runClaim,
-  type ClaimChannel,
-  type PrefetchedClaim,
-} from './receipt-claim.js';
+import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
+import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
 import { ReceiptReader } from './receipt-reader.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, runScript, runVariadicScript } from './scripts.js';
+import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
@@ -111,7 +103,7 @@ export class ReceiptStore {
   private readonly durability: DurabilityWaiter | undefined;
   private readonly registry: RunRegistry;
   /** What claims run through: the store's scripts, retention and durability. */
-  private readonly channel: ClaimChannel;
+  private readonly channel: AheadChannel;
   private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
 
   constructor(options: ReceiptStoreOptions) {
@@ -124,7 +116,13 @@ export class ReceiptStore {
     this.reader = new ReceiptReader(this.redis, this.prefix);
     this.registry = new RunRegistry(this.redis, this.prefix);
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
-    this.channel = { retentionMs: this.retentionMs, durability: this.durability, call: (script, keys, args) => this.call(script, keys, args) };
+    this.channel = {
+      retentionMs: this.retentionMs,
+      durability: this.durability,
+      call: (script, keys, args) => this.call(script, keys, args),
+      callVariadic: (script, keys, args) => this.call(script, [String(keys.length), ...keys], args, keys[0]),
+      beforeClaim: (request) => this.beforeClaim(request),
+    };
     this.claimDefaults = { leaseMs: this.leaseMs, retentionMs: this.retentionMs, owner: this.owner };
   }
 
@@ -165,11 +163,11 @@ export class ReceiptStore {
   }
 
   /** Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError}. */
-  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
       return await runScript(this.redis, script, keys, args);
     } catch (error) {
-      throw corruptReceiptErrorOf(error, keys[0] ?? '');
+      throw corruptReceiptErrorOf(error, firstKey ?? '');
     }
   }
 
@@ -203,18 +201,28 @@ export class ReceiptStore {
    * flagging an ambiguous attempt). Use each prefetched claim once.
    */
   async claim(key: ToolCallReceiptKey, options: ClaimOptions, ahead?: PrefetchedClaim): Promise<ClaimResult> {
-    const request = claimRequest(key, this.keysWithBreaker(key), options, this.claimDefaults);
+    const request = this.claimRequestOf(key, options);
     if (ahead !== undefined) {
-      // Claimed by the previous call's settle, which registered the run and waited for durability.
+      // Claimed by the write that carried it, which registered the run and waited for durability.
       checkPrefetched(request, ahead);
       return runClaim(this.channel, request, options.settlesExpired === true, Promise.resolve(), ahead.observation);
     }
+    const { registered } = await this.beforeClaim(request);
+    return runClaim(this.channel, request, options.settlesExpired === true, registered);
+  }
+
+  private claimRequestOf(key: ToolCallReceiptKey, options: ClaimOptions): ClaimRequest {
+    return claimRequest(key, this.keysWithBreaker(key), options, this.claimDefaults);
+  }
+
+  /** Durability checked and the run registered: what comes before any claim that may create a receipt. */
+  private async beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
     await this.durability?.ready();
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
-    // the ZADD goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
-    const registered = this.registry.register(key.tenantId, key.runId);
+    // the registration goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
+    const registered = this.registry.register(request.key.tenantId, request.key.runId);
     if (this.clustered) await registered;
-    return runClaim(this.channel, request, options.settlesExpired === true, registered);
+    return { registered };
   }
 
   /** Runs a fenced transition; codes 1 and 2 are its successes, anything else is a fence refusal. */
@@ -298,36 +306,13 @@ export class ReceiptStore {
   ): Promise<{ settled: SettleResult; ahead: PrefetchedClaim | null }> {
     checkFence(fence);
     const text = toStoredJson(result, 'the result');
-    const [receipt, index, breaker, count] = this.keysWithBreaker(key);
-    const request = claimRequest(next.key, this.keysWithBreaker(next.key), next.options, this.claimDefaults);
-    if (request.keys[1] !== index) {
-      throw new InvalidReceiptInputError(`completeAndClaim: the next call must belong to the same run as ${receipt}`);
+    const keys = this.keysWithBreaker(key);
+    const request = this.claimRequestOf(next.key, next.options);
+    if (request.keys[1] !== keys[1]) {
+      throw new InvalidReceiptInputError(`completeAndClaim: the next call must belong to the same run as ${keys[0]}`);
     }
-    await this.durability?.ready();
-    // As for claim: the run is registered before the claim can create a receipt.
-    const registered = this.registry.register(next.key.tenantId, next.key.runId);
-    if (this.clustered) await registered;
-    const reply = await this.call(
-      SCRIPT.completeClaim,
-      [receipt, index, breaker, request.keys[0], count],
-      [fence.attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections'), fence.epoch, ...request.args],
-    );
-    await registered;
-    const mark = this.durability?.mark(receipt);
-    if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) {
-      throw new UnexpectedScriptReplyError(SCRIPT.completeClaim, reply);
-    }
-    const seen = parseObservation(SCRIPT.completeClaim, reply[0]);
-    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(receipt, fence, toFence(seen), 'complete');
-    const ahead = reply[1].length === 0 ? null : prefetched(request, parseClaimObservation(SCRIPT.completeClaim, reply[1]));
-    if (this.durability) {
-      const ack = await this.durability.acknowledged(mark);
-      if (!ack.ok) {
-        const error = new ReceiptNotDurableError(receipt, 'complete', ack, this.durability.options);
-        if (ahead?.fence) await releaseUnacknowledged(this.channel, request, ahead.fence, error);
-        throw error;
-      }
-    }
+    const args = [fence.attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections'), fence.epoch];
+    const { seen, ahead } = await completeAndClaimNext(this.channel, { keys, args, fence }, request);
     return { settled: this.settled(seen, fence), ahead };
   }
 
@@ -343,27 +328,11 @@ export class ReceiptStore {
   async claimGroup(
     calls: readonly { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions }[],
   ): Promise<(PrefetchedClaim | null)[]> {
-    const requests = calls.map((c) => claimRequest(c.key, this.keysWithBreaker(c.key), c.options, this.claimDefaults));
-    const first = requests[0];
-    if (first === undefined) return [];
-    if (requests.some((r) => r.keys[1] !== first.keys[1])) {
+    const requests = calls.map((c) => this.claimRequestOf(c.key, c.options));
+    if (requests.some((r) => r.keys[1] !== requests[0]?.keys[1])) {
       throw new InvalidReceiptInputError('claimGroup: every call must belong to the same run');
     }
-    await this.durability?.ready();
-    // As for claim: the run is registered before a claim can create a receipt.
-    const registered = this.registry.register(first.key.tenantId, first.key.runId);
-    if (this.clustered) await registered;
-    const answers = await claimTogether(this.channel, requests, async (keys, args) => {
-      try {
-        return await runVariadicScript(this.redis, SCRIPT.claimGroup, keys, args);
-      } catch (error) {
-        throw corruptReceiptErrorOf(error, keys[0] ?? '');
-      } finally {
-        await registered.catch(() => undefined);
-      }
-    });
-    await registered;
-    return answers;
+    return claimTogether(this.channel, requests);
   }
 
   /**
