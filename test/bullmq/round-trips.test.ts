@@ -47,26 +47,40 @@ function record(redis: Redis): { take(): string[] } {
   };
 }
 
+type Lane = Awaited<ReturnType<ReturnType<typeof useLanes>>>;
+
+/** A Worker whose wrapper sends its commands on a connection of its own, so they can be recorded. */
+function wrappedWorker(l: Lane, tools: Parameters<typeof withToolReceipts>[0]['tools']) {
+  const connection = l.redis.duplicate();
+  closers.push(async () => connection.disconnect());
+  const processor = withToolReceipts({ logger: silent, tools, redis: connection, prefix: l.prefix });
+  const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
+  worker.on('error', () => undefined);
+  closers.push(() => worker.close(true));
+  return { connection, processor, worker };
+}
+
+/** An opaque send_email tool that counts its runs. */
+function countingSend() {
+  const counter = { runs: 0 };
+  const tool = defineTool({
+    name: 'send_email',
+    input: z.object({ to: z.string() }),
+    effect: 'opaque',
+    destructive: false,
+    execute: ({ to }) => `sent ${++counter.runs} to ${to}`,
+  });
+  return { tool, counter };
+}
+
 describe('commands per call on the wrapper connection', () => {
   it('executed: claim and complete; replayed: claim; removed: claim, and no receipt', async () => {
     const l = await lane();
-    let runs = 0;
-    const send = defineTool({
-      name: 'send_email',
-      input: z.object({ to: z.string() }),
-      effect: 'opaque',
-      destructive: false,
-      execute: ({ to }) => `sent ${++runs} to ${to}`,
-    });
-    const connection = l.redis.duplicate();
-    closers.push(async () => connection.disconnect());
-    const processor = withToolReceipts({ logger: silent, tools: [send], redis: connection, prefix: l.prefix });
-    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
+    const { tool: send, counter } = countingSend();
+    const { connection, processor, worker } = wrappedWorker(l, [send]);
     processor.attach(worker);
     const decisions: string[] = [];
     processor.events.on('decision', (e) => decisions.push(e.decision));
-    worker.on('error', () => undefined);
-    closers.push(() => worker.close(true));
     const outcome = async (data: ReturnType<typeof jobData>) =>
       ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
 
@@ -97,34 +111,22 @@ describe('commands per call on the wrapper connection', () => {
 
     const receipts = await processor.store.listRun('acme', ids.runId);
     expect(receipts.map((r) => r.status)).toEqual(['completed', 'completed']);
-    expect(runs).toBe(2);
+    expect(counter.runs).toBe(2);
     // The removed tool's call was refused without a claim, so it made no decision.
     expect(decisions).toEqual(['execute', 'execute', 'replay', 'replay']);
   });
 
   it('a turn of three executed calls: four commands, each complete claiming the next call (its replay: three claims), or side by side one claim for all three', async () => {
     const l = await lane();
-    let runs = 0;
-    const send = defineTool({
-      name: 'send_email',
-      input: z.object({ to: z.string() }),
-      effect: 'opaque',
-      destructive: false,
-      execute: ({ to }) => `sent ${++runs} to ${to}`,
-    });
-    const connection = l.redis.duplicate();
-    closers.push(async () => connection.disconnect());
-    const processor = withToolReceipts({ logger: silent, tools: [send], redis: connection, prefix: l.prefix });
-    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
-    worker.on('error', () => undefined);
-    closers.push(() => worker.close(true));
+    const { tool: send, counter } = countingSend();
+    const { connection } = wrappedWorker(l, [send]);
     const outcomes = async (data: ReturnType<typeof jobData>) =>
       ((await l.run(data)).returnvalue as ToolJobResult).results.map((r) => [r.outcome, r.content]);
     // Warm-up, so every script is in the server's cache and no NOSCRIPT fallback is counted, and the run is
     // registered (a first claim of a run sends that ZADD ahead of itself, in the same write).
     const ids = { runId: 'run-three-calls' };
     await outcomes(jobData([call('send_email', { to: 'w1@x.test' }), call('send_email', { to: 'w2@x.test' })], ids));
-    runs = 0;
+    counter.runs = 0;
 
     const sent = record(connection);
     const turn = jobData(['a', 'b', 'c'].map((to) => call('send_email', { to: `${to}@x.test` })), ids);
@@ -140,25 +142,20 @@ describe('commands per call on the wrapper connection', () => {
       ['replayed', 'sent 3 to c@x.test'],
     ]);
     expect(sent.take()).toEqual(['claim', 'claim', 'claim']);
-    expect(runs).toBe(3);
+    expect(counter.runs).toBe(3);
 
     // Side by side: one script claims the three calls, then each completes.
     const parallel = { ...jobData(['d', 'e', 'f'].map((to) => call('send_email', { to: `${to}@x.test` })), ids), parallel: true };
     expect((await outcomes(parallel)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
     expect(sent.take()).toEqual(['claim-group', 'complete', 'complete', 'complete']);
-    expect(runs).toBe(6);
+    expect(counter.runs).toBe(6);
   });
 
   it('read-only: no command at all, and the call runs again every time', async () => {
     const l = await lane();
     let runs = 0;
     const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: ({ q }) => `${q} #${++runs}` });
-    const connection = l.redis.duplicate();
-    closers.push(async () => connection.disconnect());
-    const processor = withToolReceipts({ logger: silent, tools: [lookup], redis: connection, prefix: l.prefix });
-    const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
-    worker.on('error', () => undefined);
-    closers.push(() => worker.close(true));
+    const { connection } = wrappedWorker(l, [lookup]);
     await connection.ping(); // connected before counting
     const sent = record(connection);
     const data = jobData([call('lookup', { q: 'a' })]);

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { REJECTION_REMOVAL_SUFFIX, toolCallArgsHash } from '../../src/core/index.js';
-import { defineTool, type ToolCallObserver, type ToolJobResult } from '../../src/bullmq/index.js';
+import { NOOP_OBSERVER, defineTool, type ToolCallObserver, type ToolJobResult } from '../../src/bullmq/index.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 import { call, jobData, useLanes } from './fixture.js';
 
@@ -43,22 +43,15 @@ function recorder() {
       const seen: (typeof calls)[number] = { tool: started.tool, roundTrips: [] };
       calls.push(seen);
       return {
+        ...NOOP_OBSERVER.callStarted(started),
         decided: (d) => {
           seen.decision = d.decision;
           seen.attempt = d.attempt;
         },
-        runTool: (fn) => fn(),
         roundTrip: (name, fn) => {
           seen.roundTrips.push(name);
           return fn();
         },
-        waiting() {},
-        fencedOut() {},
-        aborted() {},
-        outcomeUnknown() {},
-        lateSettle() {},
-        settled() {},
-        ended() {},
       };
     },
   };

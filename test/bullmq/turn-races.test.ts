@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, type ToolCallObserver, type ToolJobResult } from '../../src/bullmq/index.js';
+import { NOOP_OBSERVER, defineTool, type ToolCallObserver, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -50,20 +50,12 @@ describe.each([
     const tools = [tool('send_email'), tool('create_ticket')];
     const roundTrips = new Map<string, number>();
     const observer: ToolCallObserver = {
-      callStarted: () => ({
-        decided() {},
-        runTool: (fn) => fn(),
+      callStarted: (started) => ({
+        ...NOOP_OBSERVER.callStarted(started),
         roundTrip: (name, fn) => {
           roundTrips.set(name, (roundTrips.get(name) ?? 0) + 1);
           return fn();
         },
-        waiting() {},
-        fencedOut() {},
-        aborted() {},
-        outcomeUnknown() {},
-        lateSettle() {},
-        settled() {},
-        ended() {},
       }),
     };
     for (let w = 0; w < 4; w++) {

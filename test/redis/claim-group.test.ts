@@ -10,19 +10,11 @@ import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { ReceiptNotDurableError } from '../../src/redis/durability.js';
 import { InvalidReceiptInputError } from '../../src/redis/errors.js';
 import type { ClaimResult, ReceiptStore } from '../../src/redis/receipt-store.js';
-import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { claimDecision, claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
-const decided = (claim: ClaimResult) => ({
-  decision: claim.decision,
-  state: claim.state,
-  effect: claim.effect,
-  attempt: claim.attempt,
-  result: claim.result,
-  toolRemoval: claim.toolRemoval,
-  rejectionStreak: claim.rejectionStreak,
-});
+const decided = claimDecision;
 
 /** The calls of one run, one per state to arrange, as `<tool>` with its own arguments. */
 const callsOf = (run: ToolCallReceiptKey, tools: readonly string[]) => tools.map((toolName, i) => ({ ...run, toolName, argsHash: `h${i}` }));

@@ -10,25 +10,15 @@ import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { BreakerStore } from '../../src/redis/breaker-store.js';
 import { ReceiptNotDurableError } from '../../src/redis/durability.js';
 import { FencedOutError, InvalidReceiptInputError } from '../../src/redis/errors.js';
-import type { ClaimResult, ReceiptStore } from '../../src/redis/receipt-store.js';
-import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { claimDecision, claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
 /** A second call of the same run as `key`. */
 const sibling = (key: ToolCallReceiptKey, toolName = 'create_ticket'): ToolCallReceiptKey => ({ ...key, toolName, argsHash: `${key.argsHash}-2` });
 
-/** What a claim decided, without the fields that differ from one claim to the next (epochs, clocks). */
-const decided = (claim: ClaimResult) => ({
-  decision: claim.decision,
-  state: claim.state,
-  effect: claim.effect,
-  attempt: claim.attempt,
-  result: claim.result,
-  toolRemoval: claim.toolRemoval,
-  rejectionStreak: claim.rejectionStreak,
-  waits: claim.leaseRemainingMs !== undefined && claim.leaseRemainingMs > 0 && claim.decision.kind === 'wait',
-});
+const decided = claimDecision;
 
 /**
  * Completes a fresh first call while claiming `next` in the same script,

@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { AttemptFence } from '../../src/redis/errors.js';
-import { ReceiptStore, type ClaimOptions, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
+import { ReceiptStore, type ClaimOptions, type ClaimResult, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
 import { startRedis, type RedisHandle } from './redis.js';
 
 export interface RedisFixture {
@@ -91,3 +91,15 @@ export async function claimFence(store: ReceiptStore, key: ToolCallReceiptKey, o
   if (claim.fence === undefined) throw new Error(`expected the claim to execute, got ${claim.decision.kind}`);
   return claim.fence;
 }
+
+/** What a claim decided, without the fields that differ from one claim to the next (epochs, clocks). */
+export const claimDecision = (claim: ClaimResult) => ({
+  decision: claim.decision,
+  state: claim.state,
+  effect: claim.effect,
+  attempt: claim.attempt,
+  result: claim.result,
+  toolRemoval: claim.toolRemoval,
+  rejectionStreak: claim.rejectionStreak,
+  waits: claim.leaseRemainingMs !== undefined && claim.leaseRemainingMs > 0 && claim.decision.kind === 'wait',
+});
