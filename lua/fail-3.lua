@@ -45,5 +45,5 @@ else
   rcall('HSET', KEYS[1], 'tier', ARGV[3])
 end
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]))
 return observation(code, receipt, now)

@@ -19,9 +19,10 @@
 
 local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
   local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
-  corrupt = corrupt or wrongType(breakerKey, 'hash')
   if corrupt then return corrupt end
-  local breaker = redis.call('HMGET', breakerKey, args[9], args[10])
+  -- As with the receipt, the read reports a wrong type itself, before anything is written.
+  local breaker = redis.pcall('HMGET', breakerKey, args[9], args[10])
+  if breaker.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, breaker.err) end
   local removal = breaker[1] or ''
   if breaker[1] and removal == '' then removal = 'removed' end
   local rejections = tonumber(breaker[2]) or 0
@@ -35,15 +36,20 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
     local lease = tonumber(args[1])
     local ttl = lease + tonumber(args[2])
     local leaseUntil = now + lease
-    redis.call('HSET', receiptKey,
+    local fields = {
       'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
       'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', args[3],
-      'effect', args[4], 'created_ms', now, 'updated_ms', now, 'epoch', args[11], 'started_ms', now)
-    if args[12] and args[12] ~= '' then redis.call('HSET', receiptKey, 'job:1', args[12]) end
+      'effect', args[4], 'created_ms', now, 'updated_ms', now, 'epoch', args[11], 'started_ms', now }
+    -- One HSET for all of it: each redis.call costs a script about a microsecond.
+    if args[12] and args[12] ~= '' then
+      fields[#fields + 1] = 'job:1'
+      fields[#fields + 1] = args[12]
+    end
+    redis.call('HSET', receiptKey, unpack(fields))
     redis.call('PEXPIRE', receiptKey, ttl)
     redis.call('ZADD', indexKey, now, receiptKey)
     keepAtLeast(indexKey, ttl)
-    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now)
+    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
     reply = { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
   end
   reply[#reply + 1] = removal

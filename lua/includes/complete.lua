@@ -19,21 +19,23 @@
 --- @include "count"
 
 local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
-  local corrupt = wrongType(breakerKey, 'hash')
-  if corrupt then return corrupt, false end
   local receipt, refused = openFenced(receiptKey, indexKey, countKey, args[1], args[5], now)
   if refused then return refused, false end
+  -- Read before any write, so a breaker of the wrong type refuses the settle whole.
+  local streak = redis.pcall('HGET', breakerKey, args[4])
+  if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end
 
-  local code = settleReceipt(receiptKey, indexKey, receipt, now, tonumber(args[3]))
+  local retention = tonumber(args[3])
+  local code = settleReceipt(receiptKey, indexKey, receipt, now, retention)
   redis.call('HSET', receiptKey, 'status', 'completed')
   if args[2] == '' then
     redis.call('HDEL', receiptKey, 'result')
   else
     redis.call('HSET', receiptKey, 'result', args[2])
   end
-  local streak = tonumber(redis.call('HGET', breakerKey, args[4]))
+  streak = tonumber(streak)
   if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end
   receipt.status, receipt.result, receipt.leaseUntil = 'completed', args[2], 0
-  countReceipt(countKey, receiptKey, receipt, now)
+  countReceipt(countKey, receiptKey, receipt, now, retention)
   return observation(code, receipt, now), true
 end

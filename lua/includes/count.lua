@@ -1,12 +1,13 @@
 --[[
-  count: defines countReceipt(countKey, key, receipt, now) and
+  count: defines countReceipt(countKey, key, receipt, now, knownTtl) and
   recountReceipt(countKey, key, now), which keep a run's counting set (laid
   out as includes/count-score.lua says) up to date after a transition, so
   `tool-receipts stats` reads counts instead of receipts.
 
   countReceipt takes the receipt's fields as the calling script left them
   (status, effect, leaseUntil, ambiguous); recountReceipt reads them back.
-  Both read the receipt's time to live and keep the set at least as long, so
+  Both read the receipt's time to live (unless the caller passes the one it
+  just set as knownTtl) and keep the set at least as long, so
   it never expires before its last receipt (entries of expired receipts stay
   until then, and no longer count). A receipt that no longer exists has its
   entries removed.
@@ -15,10 +16,10 @@
 --- @include "observe-receipt"
 --- @include "count-score"
 
-local function countReceipt(countKey, key, receipt, now)
+local function countReceipt(countKey, key, receipt, now, knownTtl)
   local member = countMember(key)
   local band = countBand(receipt.status, receipt.effect)
-  local ttl = redis.call('PTTL', key)
+  local ttl = knownTtl or redis.call('PTTL', key)
   if band == nil or ttl == -2 then
     redis.call('ZREM', countKey, member, '?' .. member)
     return

@@ -1,7 +1,7 @@
 --[[
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
-  readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
+  receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
   observation(code, receipt, now): the reading
   and the reply every receipt script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
@@ -25,7 +25,13 @@
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
     the run index: the same checks of receiptKey alone.
 
-  readReceipt(key)  HMGET of the observed fields of receipt hash `key`, as
+  receiptFields(key)  HMGET of the observed fields of `key`, through
+    redis.pcall: a key of the wrong type gives a table with `err` instead of
+    raising, so a caller can answer it as corrupt. receiptOf(fields) makes
+    the receipt table of such a reply.
+
+  readReceipt(key)  receiptOf(receiptFields(key)) (a wrong type reads as no
+    receipt; callers that must refuse it use openReceiptHash), as
     { status      'running' | 'completed' | 'failed'; '' when no receipt
       attempts    number, 0 when absent
       leaseUntil  lease_until_ms as a number, 0 when absent
@@ -49,8 +55,11 @@
       epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
-local function readReceipt(key)
-  local f = redis.call('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch')
+local function receiptFields(key)
+  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch')
+end
+
+local function receiptOf(f)
   return {
     status = f[1] or '',
     attempts = tonumber(f[2]) or 0,
@@ -60,6 +69,12 @@ local function readReceipt(key)
     ambiguous = f[6] or '',
     epoch = f[7] or '',
   }
+end
+
+local function readReceipt(key)
+  local f = receiptFields(key)
+  if f.err then return receiptOf({}) end
+  return receiptOf(f)
 end
 
 local function corruptReply(key, why)
@@ -73,9 +88,10 @@ local function wrongType(key, expected)
 end
 
 local function openReceiptHash(receiptKey)
-  local bad = wrongType(receiptKey, 'hash')
-  if bad then return nil, bad end
-  local receipt = readReceipt(receiptKey)
+  -- The read itself reports a wrong type, so the usual case pays for no TYPE.
+  local f = receiptFields(receiptKey)
+  if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
+  local receipt = receiptOf(f)
   if receipt.status == '' then
     if redis.call('EXISTS', receiptKey) == 1 then
       return nil, corruptReply(receiptKey, 'the hash has no status field')
