@@ -11,9 +11,8 @@ import type { ReceiptStatus } from './errors.js';
 import type { EffectResumability } from '../core/decision.js';
 import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
-import { serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
+import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
 import type { RunRegistry } from './run-registry.js';
-import { queueScript, runVariadicScript } from './scripts.js';
 import { forEachBounded } from './bounded.js';
 
 /** Options of {@link scanReceipts} and {@link rebuildReceiptCounts}. */
@@ -40,18 +39,6 @@ async function runMembers(redis: RedisConnection, indexKeys: readonly string[]):
   return ((await reads.exec()) ?? []).map(([error, members]) => {
     if (error) throw error;
     return members as string[];
-  });
-}
-
-/** Runs the variadic `script` once per non-empty key list; the replies in order. */
-async function perRun(redis: RedisConnection, script: string, keyLists: readonly string[][]): Promise<unknown[]> {
-  // A Cluster pipeline must stay in one slot; the client routes each run's script to its node.
-  if (isCluster(redis)) return Promise.all(keyLists.map((keys) => runVariadicScript(redis, script, keys, [])));
-  const pipeline = redis.pipeline();
-  for (const keys of keyLists) queueScript(pipeline, script, [String(keys.length), ...keys], []);
-  return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
-    if (error) throw error;
-    return reply;
   });
 }
 
@@ -88,7 +75,7 @@ export async function scanReceipts(redis: RedisConnection, prefix: string, optio
   const totals = new StatsTotals();
   await walkRuns(redis, prefix, options, async (indexKeys) => {
     const members = (await runMembers(redis, indexKeys)).filter((m) => m.length > 0);
-    for (const reply of await perRun(redis, SCRIPT.tally, members)) totals.add(parseTally(reply));
+    for (const reply of await scriptPerRun(redis, SCRIPT.tally, members, true)) totals.add(parseTally(reply));
   });
   return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)), 'scan');
 }
@@ -116,14 +103,15 @@ export async function rebuildReceiptCounts(redis: RedisConnection, registry: Run
   let corrupt = 0;
   await walkRuns(redis, registry.prefix, options, async (indexKeys) => {
     const members = await runMembers(redis, indexKeys);
+    // walkRuns yields only keys that parse as run indexes of this prefix.
+    const runsOf = indexKeys.map((indexKey) => parseRunIndexRedisKey(registry.prefix, indexKey)!);
     const lists: string[][] = [];
-    indexKeys.forEach((indexKey, i) => {
-      const run = parseRunIndexRedisKey(registry.prefix, indexKey)!;
+    runsOf.forEach((run, i) => {
       if (members[i]!.length > 0) lists.push([receiptCountRedisKey(registry.prefix, run.tenantId, run.runId), ...members[i]!]);
     });
     // Registered first, so a run never has a counting set the registry does not name.
-    await Promise.all(indexKeys.map((k) => parseRunIndexRedisKey(registry.prefix, k)!).map((r) => registry.register(r.tenantId, r.runId, true)));
-    for (const reply of await perRun(redis, SCRIPT.recountRun, lists)) {
+    await Promise.all(runsOf.map((run) => registry.register(run.tenantId, run.runId, true)));
+    for (const reply of await scriptPerRun(redis, SCRIPT.recountRun, lists, true)) {
       const [counted, , skipped] = (reply as number[]).map(Number) as [number, number, number];
       runs++;
       receipts += counted;

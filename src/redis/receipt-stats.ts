@@ -123,16 +123,28 @@ function parseCountReply(reply: unknown): RunTally | undefined {
   return { nowMs: r[0]!, ambiguous: r[2]!, oldestAmbiguousSinceMs: r[3]!, pairs };
 }
 
-/** Each run's count-run reply, in order; a counting set of the wrong type throws `CorruptReceiptError`. */
-async function countRuns(redis: RedisConnection, countKeys: readonly string[]): Promise<unknown[]> {
-  // A Cluster pipeline must stay in one slot; the client routes each run's script to its node.
+/**
+ * Runs `script` once per key list (each one run's keys, so one hash tag) and
+ * returns the replies in order: pipelined on one server, one by one on a
+ * Cluster, whose pipelines must stay in one slot (the client routes each
+ * script to its node). `variadic` for a script taking any number of keys. A
+ * key of the wrong type throws `CorruptReceiptError` naming the list's first key.
+ */
+export async function scriptPerRun(
+  redis: RedisConnection,
+  script: string,
+  keyLists: readonly (readonly string[])[],
+  variadic: boolean,
+): Promise<unknown[]> {
+  const keysOf = (keys: readonly string[]) => (variadic ? [String(keys.length), ...keys] : keys);
+  const corrupt = (error: unknown, keys: readonly string[]) => corruptReceiptErrorOf(error, keys[0] ?? '');
   if (isCluster(redis)) {
-    return Promise.all(countKeys.map((k) => runScript(redis, SCRIPT.countRun, [k], []).catch((e: unknown) => Promise.reject(corruptReceiptErrorOf(e, k)))));
+    return Promise.all(keyLists.map((keys) => runScript(redis, script, keysOf(keys), []).catch((e: unknown) => Promise.reject(corrupt(e, keys)))));
   }
   const pipeline = redis.pipeline();
-  for (const k of countKeys) queueScript(pipeline, SCRIPT.countRun, [k], []);
+  for (const keys of keyLists) queueScript(pipeline, script, keysOf(keys), []);
   return ((await pipeline.exec()) ?? []).map(([error, reply], i) => {
-    if (error) throw corruptReceiptErrorOf(error, countKeys[i]!);
+    if (error) throw corrupt(error, keyLists[i]!);
     return reply;
   });
 }
@@ -152,7 +164,7 @@ export async function countReceipts(redis: RedisConnection, registry: RunRegistr
   let registered = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
-    const replies = await countRuns(redis, page.map((run) => receiptCountRedisKeyOfTag(registry.prefix, run.tag)));
+    const replies = await scriptPerRun(redis, SCRIPT.countRun, page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);
