@@ -97,19 +97,24 @@ export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promis
  * The options a call's claim is made with: the same whether the call claims
  * on its own or the previous call's settle claims it ahead.
  */
-export function claimOptionsOf(rt: { readonly leaseMs: number; readonly owner: string }, job: Job, tool: AnyToolDefinition): ClaimOptions {
-  const attemptJob = attemptJobOf(job);
-  return { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, ...(attemptJob ? { job: attemptJob } : {}) };
+export function claimOptionsOf(
+  rt: { readonly leaseMs: number; readonly owner: string },
+  job: Job,
+  tool: AnyToolDefinition,
+  settles = false,
+): ClaimOptions {
+  // One literal, no spreads: it is built for every claimed call.
+  return { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, job: attemptJobOf(job), settlesExpired: settles };
 }
 
 /** Claims, and settles an expired attempt when the tool can; `ahead` answers the first claim when given. */
 async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
   const { rt, scope, tool, key } = x;
   const settles = settlesExpired(tool);
-  const job = attemptJobOf(scope.job);
-  const options = claimOptionsOf(rt, scope.job, tool);
+  const options = claimOptionsOf(rt, scope.job, tool, settles);
+  const job = options.job;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const claim = await rt.store.claim(key, { ...options, settlesExpired: settles }, round === 0 ? ahead : undefined);
+    const claim = await rt.store.claim(key, options, round === 0 ? ahead : undefined);
     if (!settles || claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
     const lost = claim.lostFence;
     // A removed tool is never run again; it is left ambiguous for a person.

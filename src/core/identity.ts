@@ -98,7 +98,8 @@ export class MalformedNameError extends ToolReceiptsError {
 
 /** Throws {@link MalformedNameError} for the first name that is not well-formed. */
 export function assertWellFormedNames(names: Readonly<Record<string, string>>): void {
-  for (const [what, value] of Object.entries(names)) {
-    if (!isWellFormedText(value)) throw new MalformedNameError(what);
+  // for-in, not Object.entries: every claim checks four names, and the entries array is garbage.
+  for (const what in names) {
+    if (!isWellFormedText(names[what]!)) throw new MalformedNameError(what);
   }
 }

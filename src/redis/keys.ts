@@ -146,6 +146,24 @@ export function breakerRedisKey(prefix: string, tenantId: string, runId: string)
   return `${prefix}:brk:${runHashTag(tenantId, runId)}`;
 }
 
+/** The keys a call's transitions touch, in the order the claim script takes them. */
+export type CallKeys = [receipt: string, runIndex: string, breaker: string, count: string];
+
+/**
+ * {@link receiptRedisKey}, {@link runIndexRedisKey}, {@link breakerRedisKey}
+ * and {@link receiptCountRedisKey} of one call, the run's hash tag encoded
+ * once for all four (every claim builds them).
+ */
+export function callRedisKeys(prefix: string, key: ToolCallReceiptKey): CallKeys {
+  const tag = runHashTag(key.tenantId, key.runId);
+  return [
+    `${prefix}:rcpt:${tag}:${encodeKeyComponent(key.toolName)}:${encodeKeyComponent(key.argsHash)}`,
+    `${prefix}:run:${tag}`,
+    `${prefix}:brk:${tag}`,
+    `${prefix}:cnt:${tag}`,
+  ];
+}
+
 /** The per-tool fields of a run's breaker hash. */
 export type BreakerFieldKind = 'failures' | 'rejections' | 'removed';
 

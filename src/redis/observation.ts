@@ -64,12 +64,12 @@ export interface ClaimObservation extends Observation {
  */
 export function parseClaimObservation(script: string, reply: unknown): ClaimObservation {
   if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS + 2) throw new UnexpectedScriptReplyError(script, reply);
-  const observed = observationFields(script, reply);
   const removal = reply[OBSERVATION_FIELDS];
   if (typeof removal !== 'string' && !Buffer.isBuffer(removal)) throw new UnexpectedScriptReplyError(script, reply);
   const rejectionStreak = int(reply[OBSERVATION_FIELDS + 1], script, reply);
   if (rejectionStreak < 0) throw new UnexpectedScriptReplyError(script, reply);
   const removalText = text(removal);
+  const observed = observationFields(script, reply, removalText === '' ? null : removalText, rejectionStreak);
   const consistent =
     observed.code === 0
       ? observed.status !== null
@@ -77,11 +77,16 @@ export function parseClaimObservation(script: string, reply: unknown): ClaimObse
         ? observed.status === 'running' && removalText === '' && observed.epoch !== ''
         : observed.code === 2 && observed.status === null && removalText !== '';
   if (!consistent) throw new UnexpectedScriptReplyError(script, reply);
-  return { ...observed, toolRemoval: removalText === '' ? null : removalText, rejectionStreak };
+  return observed;
 }
 
-/** The observation fields of a reply whose length the caller has checked. */
-function observationFields(script: string, reply: readonly unknown[]): Observation {
+/**
+ * The observation fields of a reply whose length the caller has checked.
+ * Every observation is built with the claim's two breaker fields (neutral
+ * for other scripts), so one object shape serves both: spreading an
+ * observation into a claim's cost every claim a few microseconds.
+ */
+function observationFields(script: string, reply: readonly unknown[], toolRemoval: string | null = null, rejectionStreak = 0): ClaimObservation {
   const status = text(reply[1]);
   if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
   const effect = text(reply[5]);
@@ -99,6 +104,8 @@ function observationFields(script: string, reply: readonly unknown[]): Observati
     nowMs: int(reply[8], script, reply),
     leaseUntilMs: leaseUntil > 0 ? leaseUntil : null,
     epoch: text(reply[10]),
+    toolRemoval,
+    rejectionStreak,
   };
 }
 

@@ -101,8 +101,8 @@ export function prefetched(request: ClaimRequest, observation: ClaimObservation)
     const kind = decideToolCallReceipt({ state: toReceiptState(observation), effect }).kind;
     answersAlone = kind === 'replay' || kind === 'wait' || (kind === 'execute' && observation.toolRemoval !== null);
   }
-  const base = { key: request.key, redisKey: request.keys[0], effect: request.effect, leaseMs: request.leaseMs, owner: request.owner, observation, answersAlone };
-  return observation.code === 1 ? { ...base, fence: { attempt: observation.attempts, epoch: observation.epoch } } : base;
+  const fence = observation.code === 1 ? { attempt: observation.attempts, epoch: observation.epoch } : undefined;
+  return { key: request.key, redisKey: request.keys[0], effect: request.effect, leaseMs: request.leaseMs, owner: request.owner, observation, answersAlone, fence };
 }
 
 /** Refuses a prefetched claim made for another call, or with other options than this claim's. */

@@ -17,7 +17,7 @@ import {
   UnexpectedScriptReplyError,
   type AttemptFence,
 } from './errors.js';
-import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
+import { breakerField, callRedisKeys, receiptRedisKey, runIndexRedisKey, type CallKeys } from './keys.js';
 import { parseObservation, toFence, type Observation } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
@@ -149,13 +149,14 @@ export class ReceiptStore {
 
   /** The receipt, the run index and the run's counting set: the KEYS of a transition. */
   private keys(key: ToolCallReceiptKey): [string, string, string] {
-    return [this.redisKey(key), this.runIndexKey(key.tenantId, key.runId), receiptCountRedisKey(this.prefix, key.tenantId, key.runId)];
+    const [receipt, index, , count] = this.keysWithBreaker(key);
+    return [receipt, index, count];
   }
 
   /** The receipt, the run index, the run's breaker hash and its counting set: the KEYS of claim and complete. */
-  private keysWithBreaker(key: ToolCallReceiptKey): [string, string, string, string] {
-    const [receipt, index, count] = this.keys(key);
-    return [receipt, index, breakerRedisKey(this.prefix, key.tenantId, key.runId), count];
+  private keysWithBreaker(key: ToolCallReceiptKey): CallKeys {
+    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
+    return callRedisKeys(this.prefix, key);
   }
 
   private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
