@@ -35,8 +35,21 @@ export class CanonicalJsonError extends ToolReceiptsError {
 }
 
 type Frame =
-  | { kind: 'array'; items: readonly unknown[]; index: number; path: string; holder: object; depth: number }
-  | { kind: 'object'; keys: string[]; source: Record<string, unknown>; index: number; path: string; holder: object; depth: number };
+  | { kind: 'array'; items: readonly unknown[]; index: number; holder: object; depth: number }
+  | { kind: 'object'; keys: string[]; source: Record<string, unknown>; index: number; holder: object; depth: number };
+
+/**
+ * The path of the value being visited, from the frames of its containers
+ * (each frame's index is one past the child in hand). Built only for an
+ * error: building it for every value cost more than the rest of the walk.
+ */
+function pathOf(stack: readonly Frame[]): string {
+  let path = '$';
+  for (const frame of stack) {
+    path += frame.kind === 'array' ? `[${frame.index - 1}]` : pathSegment(frame.keys[frame.index - 1]!);
+  }
+  return path;
+}
 
 /**
  * Serialize a value so that structurally equal values give byte-equal text.
@@ -61,7 +74,7 @@ export function canonicalJson(value: unknown): string {
   const stack: Frame[] = [];
 
   // Writes a scalar, or pushes a frame for a container; returns nothing.
-  const visit = (raw: unknown, key: string, path: string, depth: number): void => {
+  const visit = (raw: unknown, key: string, depth: number): void => {
     const v = unbox(applyToJson(raw, key));
     if (v === null || v === undefined) return void out.push('null');
     switch (typeof v) {
@@ -69,34 +82,34 @@ export function canonicalJson(value: unknown): string {
       case 'boolean':
         return void out.push(JSON.stringify(v));
       case 'number':
-        if (!Number.isFinite(v)) throw new CanonicalJsonError('non_finite_number', path, `${v} has no JSON form`);
+        if (!Number.isFinite(v)) throw new CanonicalJsonError('non_finite_number', pathOf(stack), `${v} has no JSON form`);
         return void out.push(JSON.stringify(v));
       case 'bigint':
-        throw new CanonicalJsonError('unsupported_type', path, 'a BigInt has no JSON form');
+        throw new CanonicalJsonError('unsupported_type', pathOf(stack), 'a BigInt has no JSON form');
       case 'function':
-        throw new CanonicalJsonError('unsupported_type', path, 'a function has no JSON form');
+        throw new CanonicalJsonError('unsupported_type', pathOf(stack), 'a function has no JSON form');
       case 'symbol':
-        throw new CanonicalJsonError('unsupported_type', path, 'a symbol has no JSON form');
+        throw new CanonicalJsonError('unsupported_type', pathOf(stack), 'a symbol has no JSON form');
     }
     const obj = v as object;
     if (depth >= CANONICAL_JSON_MAX_DEPTH) {
-      throw new CanonicalJsonError('too_deep', path, `nesting exceeds ${CANONICAL_JSON_MAX_DEPTH} levels`);
+      throw new CanonicalJsonError('too_deep', pathOf(stack), `nesting exceeds ${CANONICAL_JSON_MAX_DEPTH} levels`);
     }
-    if (open.has(obj)) throw new CanonicalJsonError('cycle', path, 'the value contains itself');
+    if (open.has(obj)) throw new CanonicalJsonError('cycle', pathOf(stack), 'the value contains itself');
     if (Array.isArray(obj)) {
       open.add(obj);
       out.push('[');
-      stack.push({ kind: 'array', items: obj, index: 0, path, holder: obj, depth: depth + 1 });
+      stack.push({ kind: 'array', items: obj, index: 0, holder: obj, depth: depth + 1 });
       return;
     }
-    assertPlainObject(obj, path);
+    assertPlainObject(obj, stack);
     open.add(obj);
     out.push('{');
     const keys = Object.keys(obj).sort(compareCodeUnits);
-    stack.push({ kind: 'object', keys, source: obj as Record<string, unknown>, index: 0, path, holder: obj, depth: depth + 1 });
+    stack.push({ kind: 'object', keys, source: obj as Record<string, unknown>, index: 0, holder: obj, depth: depth + 1 });
   };
 
-  visit(value, '', '$', 0);
+  visit(value, '', 0);
   while (stack.length > 0) {
     const frame = stack[stack.length - 1]!;
     if (frame.kind === 'array') {
@@ -108,7 +121,7 @@ export function canonicalJson(value: unknown): string {
       }
       const i = frame.index++;
       if (i > 0) out.push(',');
-      visit(frame.items[i], String(i), `${frame.path}[${i}]`, frame.depth);
+      visit(frame.items[i], String(i), frame.depth);
     } else {
       if (frame.index >= frame.keys.length) {
         out.push('}');
@@ -119,7 +132,7 @@ export function canonicalJson(value: unknown): string {
       const k = frame.keys[frame.index++]!;
       if (frame.index > 1) out.push(',');
       out.push(JSON.stringify(k), ':');
-      visit(frame.source[k], k, `${frame.path}${pathSegment(k)}`, frame.depth);
+      visit(frame.source[k], k, frame.depth);
     }
   }
   return out.join('');
@@ -150,14 +163,14 @@ function unbox(v: unknown): unknown {
  * round trip. Everything else (Map, Set, class instances, boxed primitives)
  * would silently come out as `{}` and collide with an empty argument bag.
  */
-function assertPlainObject(obj: object, path: string): void {
+function assertPlainObject(obj: object, stack: readonly Frame[]): void {
   const proto: unknown = Object.getPrototypeOf(obj);
   if (proto === Object.prototype || proto === null) return;
   const name = (obj as { constructor?: { name?: unknown } }).constructor?.name;
   const label = typeof name === 'string' && name.length > 0 ? name : 'an object with a custom prototype';
   throw new CanonicalJsonError(
     'unsupported_type',
-    path,
+    pathOf(stack),
     `${label} has no faithful JSON form (give it a toJSON method or pass plain data)`,
   );
 }

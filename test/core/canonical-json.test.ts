@@ -98,6 +98,33 @@ describe('canonicalJson', () => {
     expect(err.path).toBe('$.outer[0].inner');
   });
 
+  it('names the path of a value it cannot represent, wherever it sits (property)', () => {
+    // A JSON value with a NaN planted at a random spot: the error names that spot exactly.
+    const segments = fc.array(
+      fc.oneof(fc.nat({ max: 3 }).map((i) => ({ index: i })), fc.string({ maxLength: 4 }).map((key) => ({ key }))),
+      { maxLength: 6 },
+    );
+    fc.assert(
+      fc.property(segments, fc.jsonValue({ maxDepth: 2 }), (path, filler) => {
+        let value: unknown = NaN;
+        let expected = '';
+        for (const segment of [...path].reverse()) {
+          if ('index' in segment) {
+            value = [...Array.from({ length: segment.index }, () => filler), value];
+            expected = `[${segment.index}]${expected}`;
+          } else {
+            const holder: Record<string, unknown> = {};
+            Object.defineProperty(holder, segment.key, { value, enumerable: true, writable: true, configurable: true });
+            value = holder;
+            expected = (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(segment.key) ? `.${segment.key}` : `[${JSON.stringify(segment.key)}]`) + expected;
+          }
+        }
+        const err = expectThrowsCode(() => canonicalJson(value), 'canonical_json.non_finite_number');
+        expect(err.path).toBe(`$${expected}`);
+      }),
+    );
+  });
+
   it('throws on a cycle but accepts a shared (acyclic) reference', () => {
     const a: Record<string, unknown> = { n: 1 };
     a.self = a;
