@@ -32,9 +32,8 @@ import { pino } from 'pino';
 import { z } from 'zod';
 import type { ToolCallReceiptKey } from '../src/core/identity.js';
 import type { AttemptFence } from '../src/redis/errors.js';
-import { defineTool } from '../src/bullmq/define-tool.js';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
-import { withToolReceipts } from '../src/bullmq/processor.js';
+import { built } from './package.js';
 import { startRedis } from '../test/support/redis.js';
 import { peerIdempotent, type PeerCall } from './peer.js';
 import { median, redisVersion, throughput, unlinkMatching } from './support.js';
@@ -47,6 +46,7 @@ const CONCURRENCY = env('BENCH_CALL_CONCURRENCY', 50);
 const SCRIPT_CALLS = env('BENCH_SCRIPT_CALLS', 3000);
 const RETENTION_MS = 86_400_000;
 
+const { defineTool, withToolReceipts } = built;
 const RESULT = { ok: true, messageId: 'msg-0000000000' };
 const tool = defineTool({
   name: 'send_email',

@@ -18,8 +18,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { defineTool } from '../src/bullmq/define-tool.js';
-import { withToolReceipts } from '../src/bullmq/processor.js';
+import { built } from './package.js';
 import { hasWaitAof, type DurabilityOptions } from '../src/redis/durability.js';
 import { NO_SYNC_DELAY, clusterSkipReason, withNode } from '../test/support/redis-cluster.js';
 import { LocalRedis, findOnPath } from '../test/support/redis-process.js';
@@ -27,6 +26,7 @@ import { uniquePrefix } from '../test/support/redis.js';
 import { median, rate } from './support.js';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const { defineTool, withToolReceipts } = built;
 const tool = defineTool({
   name: 'send_email',
   input: z.object({ n: z.number().int() }),

@@ -53,13 +53,12 @@ import { Queue, Worker, type ConnectionOptions, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
-import { toolCallArgsHash } from '../src/core/identity.js';
-import { defineTool } from '../src/bullmq/define-tool.js';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
-import { withToolReceipts, type ToolReceiptsProcessor } from '../src/bullmq/processor.js';
+import { toolCallArgsHash } from '../src/core/identity.js';
+import type { ToolReceiptsProcessor } from '../src/bullmq/processor.js';
+import { built, builtOtel } from './package.js';
 import type { ReceiptStore } from '../src/redis/receipt-store.js';
 import { scriptSource } from '../src/redis/scripts.js';
-import { toolReceiptsOtel } from '../src/otel/index.js';
 import { startBenchOtel } from './otel.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { callsDelta, commandCalls, median } from './support.js';
@@ -155,6 +154,8 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
   return field('used_cpu_user') + field('used_cpu_sys');
 }
 
+const { defineTool, withToolReceipts } = built;
+const { toolReceiptsOtel } = builtOtel;
 const TOOL_RESULT = { ok: true, messageId: 'msg-0000000000' };
 /** The tool both sides run: no-op at `ms` 0 (returns synchronously), else a timer of `ms`. */
 const sendEmail = (ms: number): typeof TOOL_RESULT | Promise<typeof TOOL_RESULT> =>

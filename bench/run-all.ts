@@ -31,6 +31,7 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis.js';
+import { builtAt } from './package.js';
 import { formatQueueReport, runQueueBench } from './queue.js';
 import { redisVersion, unlinkMatching } from './support.js';
 
@@ -71,7 +72,7 @@ async function main(): Promise<number> {
     const report = await runQueueBench(options);
     console.log(
       `queue bench — redis ${version}, BullMQ ${report.bullmqVersion}, node ${process.versions.node}, ${cpus().length} cpus, ` +
-        `load ${loadBefore.toFixed(1)} -> ${(loadavg()[0] ?? 0).toFixed(1)}; ` +
+        `load ${loadBefore.toFixed(1)} -> ${(loadavg()[0] ?? 0).toFixed(1)}; package build of ${builtAt.toISOString()}; ` +
         `${options.rounds} rounds rotating bare/control/peer/wrapped/replay after a warm-up, medians (${report.seconds.toFixed(0)} s)`,
     );
     for (const line of formatQueueReport(report, GOALS)) console.log(line);
