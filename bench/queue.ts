@@ -605,6 +605,16 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       kindsOf(level.calls).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
     lines.push(`    ${levelName(level).padEnd(14)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
+  // Where a pass is CPU-bound, jobs/s cannot beat the CPU a job costs the two processes together: the
+  // ratio of those costs bounds what the goal asks of wrapped / peer, whatever the round trips.
+  lines.push('  CPU bound on wrapped / peer: CPU per job of this process + the server, peer / wrapped (median of rounds)');
+  for (const level of report.levels) {
+    const both = (kind: PassKind) => median(level.nodeCpu[kind]) + median(level.redisCpu[kind]);
+    lines.push(
+      `    ${levelName(level).padEnd(14)} peer ${both('peer').toFixed(0)} µs, wrapped ${both('wrapped').toFixed(0)} µs, ` +
+        `control ${both('control').toFixed(0)} µs: wrapped / peer at most ${(both('peer') / both('wrapped')).toFixed(2)} when both are CPU-bound`,
+    );
+  }
   const goal = (what: string, ratios: number[], target: number) => {
     const value = median(ratios);
     lines.push(`  goal ${what} >= ${target.toFixed(2)}: ${spread(ratios)} -> ${value >= target ? 'MET' : 'MISSED'} (median)`);
