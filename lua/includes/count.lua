@@ -26,10 +26,12 @@ local function countReceipt(countKey, key, receipt, now, knownTtl)
   end
   local expiresAt = 1e13 - 1
   if ttl >= 0 then expiresAt = now + ttl end
-  redis.call('ZADD', countKey, countScore(band, expiresAt), member)
+  local score = band * 1e13 + expiresAt
   if receipt.status == 'running' and (receipt.ambiguous ~= '' or receipt.effect == 'opaque') then
-    redis.call('ZADD', countKey, countScore(9, tonumber(receipt.ambiguous) or receipt.leaseUntil), '?' .. member)
+    -- Both entries in one ZADD: each redis.call costs about a microsecond.
+    redis.call('ZADD', countKey, score, member, 9e13 + (tonumber(receipt.ambiguous) or receipt.leaseUntil), '?' .. member)
   else
+    redis.call('ZADD', countKey, score, member)
     redis.call('ZREM', countKey, '?' .. member)
   end
   if ttl >= 0 then keepAtLeast(countKey, ttl) else redis.call('PERSIST', countKey) end
