@@ -19,7 +19,7 @@
            from now.
   code  2  failed late: as code 1, but a claim had already reported this
            attempt ambiguous; late_settle_ms and late_settle_attempt are
-           written and ambiguous_ms kept (as in complete-3.lua).
+           written and ambiguous_ms kept (as in complete-4.lua).
   code  0  fenced out: status is not running, or attempts or epoch differ
            (status '' when the receipt does not exist). Nothing was written.
   error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
@@ -30,19 +30,16 @@
 --- @include "settle"
 --- @include "count"
 
-local rcall = redis.call
 local now = serverNow()
 
 local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
 if refused then return refused end
 
-local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]))
-rcall('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[2])
-rcall('HDEL', KEYS[1], 'result')
+local code
 if ARGV[3] == '' then
-  rcall('HDEL', KEYS[1], 'tier')
+  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
 else
-  rcall('HSET', KEYS[1], 'tier', ARGV[3])
+  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
 end
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
 countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]))

@@ -26,12 +26,11 @@ local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args,
   if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end
 
   local retention = tonumber(args[3])
-  local code = settleReceipt(receiptKey, indexKey, receipt, now, retention)
-  redis.call('HSET', receiptKey, 'status', 'completed')
+  local code
   if args[2] == '' then
-    redis.call('HDEL', receiptKey, 'result')
+    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed' }, { 'result' })
   else
-    redis.call('HSET', receiptKey, 'result', args[2])
+    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed', 'result', args[2] }, {})
   end
   streak = tonumber(streak)
   if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end
