@@ -45,7 +45,8 @@ if isFlagged(receipt) then
   rcall('HSET', KEYS[1], 'late_heartbeat_ms', now)
   code = 2
 end
-keepAtLeast(KEYS[1], ttl)
+-- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
+local receiptTtl = keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
 return observation(code, receipt, now)

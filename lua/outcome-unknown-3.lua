@@ -44,7 +44,8 @@ if receipt.effect ~= 'resumable' then
   receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
 end
 local ttl = tonumber(ARGV[3])
-keepAtLeast(KEYS[1], ttl)
+-- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
+local receiptTtl = keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
 return observation(1, receipt, now)

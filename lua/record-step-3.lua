@@ -36,7 +36,8 @@ if refused then return refused end
 local _, remaining = leaseState(receipt, now)
 rcall('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated_ms', now)
 local ttl = remaining + tonumber(ARGV[4])
-keepAtLeast(KEYS[1], ttl)
+-- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
+local receiptTtl = keepAtLeast(KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
 return observation(1, receipt, now)

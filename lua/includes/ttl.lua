@@ -4,7 +4,14 @@
   run indexes use it so that no transition can bring an expiry forward (a
   key without an expiry reads as lower and gets one). It touches only the key
   it is given, which the calling script takes from its KEYS.
+
+  Returns the key's time to live afterwards, as PTTL would read it (-2 when
+  the key does not exist), so a caller that needs it next (countReceipt)
+  does not read it again.
 ]]
 local function keepAtLeast(key, ttl)
-  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+  local left = redis.call('PTTL', key)
+  if left >= ttl then return left end
+  if redis.call('PEXPIRE', key, ttl) == 1 then return ttl end
+  return -2
 end
