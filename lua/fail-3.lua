@@ -35,12 +35,12 @@ local now = serverNow()
 local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
 if refused then return refused end
 
-local code
+local code, ttlText
 if ARGV[3] == '' then
-  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
+  code, ttlText = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
 else
-  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
+  code, ttlText = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
 end
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]))
+countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]), ttlText)
 return observation(code, receipt, now)

@@ -29,6 +29,7 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "count"
+--- @include "int-text"
 
 local rcall = redis.call
 local now = serverNow()
@@ -40,13 +41,17 @@ local lease = tonumber(ARGV[2])
 local ttl = lease + tonumber(ARGV[3])
 local code = 1
 receipt.leaseUntil = now + lease
-rcall('HSET', KEYS[1], 'lease_until_ms', receipt.leaseUntil, 'updated_ms', now)
+-- Values as text, each formatted once (see includes/int-text.lua).
+local nowText, ttlText = intText(now), intText(ttl)
 if isFlagged(receipt) then
-  rcall('HSET', KEYS[1], 'late_heartbeat_ms', now)
+  rcall('HSET', KEYS[1], 'lease_until_ms', intText(receipt.leaseUntil), 'updated_ms', nowText, 'late_heartbeat_ms', nowText)
   code = 2
+else
+  rcall('HSET', KEYS[1], 'lease_until_ms', intText(receipt.leaseUntil), 'updated_ms', nowText)
 end
 -- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
-local receiptTtl = keepAtLeast(KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
+local receiptTtl = keepAtLeast(KEYS[1], ttl, ttlText)
+keepAtLeast(KEYS[2], ttl, ttlText)
+if receiptTtl ~= ttl then ttlText = nil end
+countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl, ttlText)
 return observation(code, receipt, now)

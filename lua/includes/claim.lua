@@ -16,6 +16,7 @@
 --- @include "ttl"
 --- @include "observe-receipt"
 --- @include "count"
+--- @include "int-text"
 
 local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
   local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
@@ -36,20 +37,22 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
     local lease = tonumber(args[1])
     local ttl = lease + tonumber(args[2])
     local leaseUntil = now + lease
+    -- Each value as text, formatted once (see includes/int-text.lua).
+    local nowText, ttlText = intText(now), intText(ttl)
     local fields = {
       'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
-      'status', 'running', 'attempts', 1, 'lease_until_ms', leaseUntil, 'owner', args[3],
-      'effect', args[4], 'created_ms', now, 'updated_ms', now, 'epoch', args[11], 'started_ms', now }
+      'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
+      'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText }
     -- One HSET for all of it: each redis.call costs a script about a microsecond.
     if args[12] and args[12] ~= '' then
       fields[#fields + 1] = 'job:1'
       fields[#fields + 1] = args[12]
     end
     redis.call('HSET', receiptKey, unpack(fields))
-    redis.call('PEXPIRE', receiptKey, ttl)
-    redis.call('ZADD', indexKey, now, receiptKey)
-    keepAtLeast(indexKey, ttl)
-    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
+    redis.call('PEXPIRE', receiptKey, ttlText)
+    redis.call('ZADD', indexKey, nowText, receiptKey)
+    keepAtLeast(indexKey, ttl, ttlText)
+    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl, ttlText)
     reply = { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
   end
   reply[#reply + 1] = removal

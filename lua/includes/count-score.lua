@@ -17,9 +17,8 @@
     (so the rare bands of an unknown effect, 6 to 8, sit together); nil for
     an unknown status.
   countScore(band, ms)  the score text of `ms` in `band`, for range bounds.
-    Writes hand ZADD the number band * 1e13 + ms itself: Redis turns a Lua
-    number into a score with %.17g (shortest round trip from 7.2), exact for
-    integers this small, and skips the formatting.
+    Writes format band * 1e13 + ms with intText (includes/int-text.lua):
+    the same digits, exact for integers this small, and cheaper than %.0f.
   countExpiry(score)  the ms part of a score (text or number).
   countMember(key)  the member naming receipt `key`.
 ]]

@@ -1,5 +1,6 @@
 --[[
-  count: defines countReceipt(countKey, key, receipt, now, knownTtl) and
+  count: defines countReceipt(countKey, key, receipt, now, knownTtl,
+  knownTtlText) and
   recountReceipt(countKey, key, now), which keep a run's counting set (laid
   out as includes/count-score.lua says) up to date after a transition, so
   `tool-receipts stats` reads counts instead of receipts.
@@ -7,7 +8,8 @@
   countReceipt takes the receipt's fields as the calling script left them
   (status, effect, leaseUntil, ambiguous); recountReceipt reads them back.
   Both read the receipt's time to live (unless the caller passes the one it
-  just set as knownTtl) and keep the set at least as long, so
+  just set as knownTtl, and its intText as knownTtlText when it has it) and
+  keep the set at least as long, so
   it never expires before its last receipt (entries of expired receipts stay
   until then, and no longer count). A receipt that no longer exists has its
   entries removed.
@@ -15,8 +17,9 @@
 --- @include "ttl"
 --- @include "observe-receipt"
 --- @include "count-score"
+--- @include "int-text"
 
-local function countReceipt(countKey, key, receipt, now, knownTtl)
+local function countReceipt(countKey, key, receipt, now, knownTtl, knownTtlText)
   local member = countMember(key)
   local band = countBand(receipt.status, receipt.effect)
   local ttl = knownTtl or redis.call('PTTL', key)
@@ -26,15 +29,15 @@ local function countReceipt(countKey, key, receipt, now, knownTtl)
   end
   local expiresAt = 1e13 - 1
   if ttl >= 0 then expiresAt = now + ttl end
-  local score = band * 1e13 + expiresAt
+  local score = intText(band * 1e13 + expiresAt)
   if receipt.status == 'running' and (receipt.ambiguous ~= '' or receipt.effect == 'opaque') then
     -- Both entries in one ZADD: each redis.call costs about a microsecond.
-    redis.call('ZADD', countKey, score, member, 9e13 + (tonumber(receipt.ambiguous) or receipt.leaseUntil), '?' .. member)
+    redis.call('ZADD', countKey, score, member, intText(9e13 + (tonumber(receipt.ambiguous) or receipt.leaseUntil)), '?' .. member)
   else
     redis.call('ZADD', countKey, score, member)
     redis.call('ZREM', countKey, '?' .. member)
   end
-  if ttl >= 0 then keepAtLeast(countKey, ttl) else redis.call('PERSIST', countKey) end
+  if ttl >= 0 then keepAtLeast(countKey, ttl, knownTtlText) else redis.call('PERSIST', countKey) end
 end
 
 local function recountReceipt(countKey, key, now)

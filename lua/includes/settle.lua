@@ -10,20 +10,23 @@
 
   Returns 2 when the settle is late (ambiguous_ms was set: late_settle_ms =
   now and late_settle_attempt = the attempt are written, ambiguous_ms is
-  kept), else 1. It touches only the keys it is given, which the calling
+  kept), else 1; then the TTL's text, for the caller's countReceipt. It touches only the keys it is given, which the calling
   script takes from its KEYS.
 ]]
+--- @include "int-text"
+
 local function settleReceipt(key, indexKey, receipt, now, ttl, fields, drop)
   local code = 1
-  local set = { 'completed_ms', now, 'updated_ms', now }
+  local nowText, ttlText = intText(now), intText(ttl)
+  local set = { 'completed_ms', nowText, 'updated_ms', nowText }
   if receipt.ambiguous ~= '' then
-    set[5], set[6], set[7], set[8] = 'late_settle_ms', now, 'late_settle_attempt', receipt.attempts
+    set[5], set[6], set[7], set[8] = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts
     code = 2
   end
   for i = 1, #fields do set[#set + 1] = fields[i] end
   redis.call('HSET', key, unpack(set))
   redis.call('HDEL', key, 'lease_until_ms', unpack(drop))
-  redis.call('PEXPIRE', key, ttl)
-  keepAtLeast(indexKey, ttl)
-  return code
+  redis.call('PEXPIRE', key, ttlText)
+  keepAtLeast(indexKey, ttl, ttlText)
+  return code, ttlText
 end
