@@ -9,9 +9,9 @@
   (status, effect, leaseUntil, ambiguous); recountReceipt reads them back.
   Both read the receipt's time to live (unless the caller passes the one it
   just set as knownTtl, and its intText as knownTtlText when it has it) and
-  keep the set at least as long, so
-  it never expires before its last receipt (entries of expired receipts stay
-  until then, and no longer count). A receipt that no longer exists has its
+  keep the set at least as long, so it never expires before its last
+  receipt (entries of expired receipts stay until then, and no longer
+  count). A receipt that no longer exists has its
   entries removed.
 ]]
 --- @include "ttl"

@@ -10,7 +10,8 @@
 
   Returns 2 when the settle is late (ambiguous_ms was set: late_settle_ms =
   now and late_settle_attempt = the attempt are written, ambiguous_ms is
-  kept), else 1; then the TTL's text, for the caller's countReceipt. It touches only the keys it is given, which the calling
+  kept), else 1; then the TTL as intText gives it, for the caller's
+  countReceipt. It touches only the keys it is given, which the calling
   script takes from its KEYS.
 ]]
 --- @include "int-text"
