@@ -1,4 +1,4 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
 import { describeValue, ToolReceiptsError } from './errors.js';
 
@@ -28,7 +28,8 @@ export type DigestFn = (canonical: string) => string | Promise<string>;
 
 /** Full-width SHA-256 as lowercase hex. Unkeyed: fine for a single-tenant deployment. */
 export const sha256Digest: DigestFn = (canonical) =>
-  createHash('sha256').update(canonical, 'utf8').digest('hex');
+  // The one-shot hash (Node >= 20.12) makes no Hash object: a few times faster for an input this small.
+  hash('sha256', canonical, 'hex');
 
 /** {@link hmacSha256Digest} got no usable secret (often an unset environment variable). */
 export class InvalidDigestSecretError extends ToolReceiptsError {

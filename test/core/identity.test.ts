@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
@@ -54,6 +55,12 @@ describe('toolCallArgsHash', () => {
     expect(h).toMatch(/^[0-9a-f]{64}$/);
     expect(h).toBe(await sha256Digest('{"a":[true,null],"b":1}'));
     expect(await toolCallArgsHash({ a: [true, null], b: 1 })).toBe(h);
+  });
+
+  it('keeps the digest every earlier version stored: SHA-256 of the UTF-8 canonical text', async () => {
+    // Receipts already in Redis are found by this digest; a change here would run their calls again.
+    expect(await sha256Digest('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(await toolCallArgsHash({ to: 'ü@x.test', n: 1 })).toBe(createHash('sha256').update('{"n":1,"to":"ü@x.test"}', 'utf8').digest('hex'));
   });
 
   it('differs between argument bags that differ', async () => {
