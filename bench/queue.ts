@@ -607,9 +607,9 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     lines.push(`    ${levelName(level).padEnd(14)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
   // Where a pass is CPU-bound, jobs/s cannot beat what the CPU a job costs allows: each process runs its
-  // JavaScript or commands on one thread, and the two share the machine's cores. The ratio of those
-  // ceilings bounds wrapped / peer, whatever the round trips.
-  // At c=1 the two take turns on one job at a time, so their CPU adds up on the one path.
+  // JavaScript or commands on one thread, and the two share the machine's cores (at c=1 they take turns
+  // on one job at a time, so their CPU adds up). The ratio of those ceilings bounds wrapped / peer,
+  // whatever the round trips.
   lines.push(
     `  CPU ceiling (per job medians): at c=1 jobs/s <= 1e6 / (node µs + redis µs); ` +
       `above, <= min(1e6 / node µs, 1e6 / redis µs, ${cpus().length} cores × 1e6 / (node µs + redis µs))`,

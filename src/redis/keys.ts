@@ -115,17 +115,24 @@ export function runHashTag(tenantId: string, runId: string): string {
   return `{${encodeKeyComponent(tenantId)}|${encodeKeyComponent(runId)}}`;
 }
 
+/** A run's key of `kind` under `prefix`, given the run's hash tag (braces included): the one layout of them all. */
+function runKey(prefix: string, kind: 'rcpt' | 'run' | 'cnt' | 'brk', hashTag: string): string {
+  return `${prefix}:${kind}:${hashTag}`;
+}
+
+/** {@link receiptRedisKey} with the run's hash tag already made. */
+function receiptKeyIn(prefix: string, hashTag: string, key: ToolCallReceiptKey): string {
+  return `${runKey(prefix, 'rcpt', hashTag)}:${encodeKeyComponent(key.toolName)}:${encodeKeyComponent(key.argsHash)}`;
+}
+
 /** Key of the receipt hash for one tool call. */
 export function receiptRedisKey(prefix: string, key: ToolCallReceiptKey): string {
-  return (
-    `${prefix}:rcpt:${runHashTag(key.tenantId, key.runId)}:` +
-    `${encodeKeyComponent(key.toolName)}:${encodeKeyComponent(key.argsHash)}`
-  );
+  return receiptKeyIn(prefix, runHashTag(key.tenantId, key.runId), key);
 }
 
 /** Key of the sorted set listing one run's receipts by creation time. */
 export function runIndexRedisKey(prefix: string, tenantId: string, runId: string): string {
-  return `${prefix}:run:${runHashTag(tenantId, runId)}`;
+  return runKey(prefix, 'run', runHashTag(tenantId, runId));
 }
 
 /**
@@ -133,17 +140,17 @@ export function runIndexRedisKey(prefix: string, tenantId: string, runId: string
  * expiry, so fleet-wide counts never read a receipt (see `lua/includes/count.lua`).
  */
 export function receiptCountRedisKey(prefix: string, tenantId: string, runId: string): string {
-  return `${prefix}:cnt:${runHashTag(tenantId, runId)}`;
+  return runKey(prefix, 'cnt', runHashTag(tenantId, runId));
 }
 
 /** {@link receiptCountRedisKey} from the text inside a run's hash tag (`<tenant>|<run>`, encoded), as the run registry holds it. */
 export function receiptCountRedisKeyOfTag(prefix: string, tag: string): string {
-  return `${prefix}:cnt:{${tag}}`;
+  return runKey(prefix, 'cnt', `{${tag}}`);
 }
 
 /** Key of the hash holding one run's per-tool circuit-breaker counters. */
 export function breakerRedisKey(prefix: string, tenantId: string, runId: string): string {
-  return `${prefix}:brk:${runHashTag(tenantId, runId)}`;
+  return runKey(prefix, 'brk', runHashTag(tenantId, runId));
 }
 
 /** The keys a call's transitions touch, in the order the claim script takes them. */
@@ -156,12 +163,7 @@ export type CallKeys = [receipt: string, runIndex: string, breaker: string, coun
  */
 export function callRedisKeys(prefix: string, key: ToolCallReceiptKey): CallKeys {
   const tag = runHashTag(key.tenantId, key.runId);
-  return [
-    `${prefix}:rcpt:${tag}:${encodeKeyComponent(key.toolName)}:${encodeKeyComponent(key.argsHash)}`,
-    `${prefix}:run:${tag}`,
-    `${prefix}:brk:${tag}`,
-    `${prefix}:cnt:${tag}`,
-  ];
+  return [receiptKeyIn(prefix, tag, key), runKey(prefix, 'run', tag), runKey(prefix, 'brk', tag), runKey(prefix, 'cnt', tag)];
 }
 
 /** The per-tool fields of a run's breaker hash. */
