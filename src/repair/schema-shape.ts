@@ -35,8 +35,15 @@ export function schemaViewOf(schema: z.ZodType): SchemaView | null {
   return view;
 }
 
-/** Navigation over one rendered JSON Schema document. */
+/**
+ * Navigation over one rendered JSON Schema document. The document never
+ * changes, so what a node accepts is worked out once per node: decoding asks
+ * it for every value of every call.
+ */
 export class SchemaView {
+  readonly #kinds = new WeakMap<object, ReadonlySet<JsonKind>>();
+  readonly #onlyBranch = { object: new WeakMap<object, Record<string, unknown> | null>(), array: new WeakMap<object, Record<string, unknown> | null>() };
+
   constructor(readonly root: Record<string, unknown>) {}
 
   /** The alternatives a node stands for, with `$ref`s followed and unions flattened. */
@@ -47,7 +54,17 @@ export class SchemaView {
   }
 
   /** Every JSON kind accepted at a node. */
-  kinds(node: SchemaNode): Set<JsonKind> {
+  kinds(node: SchemaNode): ReadonlySet<JsonKind> {
+    if (typeof node === 'boolean') return this.kindsOf(node);
+    let kinds = this.#kinds.get(node);
+    if (kinds === undefined) {
+      kinds = this.kindsOf(node);
+      this.#kinds.set(node, kinds);
+    }
+    return kinds;
+  }
+
+  private kindsOf(node: SchemaNode): Set<JsonKind> {
     const kinds = new Set<JsonKind>();
     for (const branch of this.branches(node)) {
       for (const kind of leafKinds(branch)) kinds.add(kind);
@@ -57,6 +74,17 @@ export class SchemaView {
 
   /** The single branch of a node that describes values of `kind`, or `undefined` if none or several. */
   onlyBranch(node: SchemaNode, kind: 'object' | 'array'): Record<string, unknown> | undefined {
+    if (typeof node === 'boolean') return this.onlyBranchOf(node, kind);
+    const known = this.#onlyBranch[kind];
+    let branch = known.get(node);
+    if (branch === undefined) {
+      branch = this.onlyBranchOf(node, kind) ?? null;
+      known.set(node, branch);
+    }
+    return branch ?? undefined;
+  }
+
+  private onlyBranchOf(node: SchemaNode, kind: 'object' | 'array'): Record<string, unknown> | undefined {
     const matching = this.branches(node).filter(
       (branch): branch is Record<string, unknown> => isRecord(branch) && leafKinds(branch).includes(kind),
     );
