@@ -69,6 +69,8 @@ function pathOf(stack: readonly Frame[]): string {
  * a stack overflow.
  */
 export function canonicalJson(value: unknown): string {
+  const flat = flatObjectJson(value);
+  if (flat !== undefined) return flat;
   const out: string[] = [];
   const open = new Set<object>();
   const stack: Frame[] = [];
@@ -139,6 +141,32 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** Compare two strings by UTF-16 code units, which is what `<` does on JS strings. */
+/**
+ * The usual argument bag, a plain object of strings, numbers, booleans and
+ * nulls, written in one pass with none of the walk's bookkeeping; the same
+ * text the walk writes. Anything else (a nested value, a `toJSON`, a number
+ * with no JSON form) is left to the walk: `undefined`.
+ */
+function flatObjectJson(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  const source = value as Record<string, unknown>;
+  const keys = Object.keys(source).sort(compareCodeUnits);
+  let out = '{';
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const v = source[key];
+    let text: string;
+    if (v === null || v === undefined) text = 'null';
+    else if (typeof v === 'string' || typeof v === 'boolean') text = JSON.stringify(v);
+    else if (typeof v === 'number' && Number.isFinite(v)) text = JSON.stringify(v);
+    else return undefined;
+    out += `${i > 0 ? ',' : ''}${JSON.stringify(key)}:${text}`;
+  }
+  return `${out}}`;
+}
+
 function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -98,6 +98,26 @@ describe('canonicalJson', () => {
     expect(err.path).toBe('$.outer[0].inner');
   });
 
+  it('writes a flat argument bag as it writes the same bag nested (property)', () => {
+    const outcome = (write: () => string): { text?: string; code?: string } => {
+      try {
+        return { text: write() };
+      } catch (error) {
+        return { code: (error as CanonicalJsonError).code };
+      }
+    };
+    // A plain object of scalars takes a one-pass path; nested, the same object goes through the walk.
+    const scalar = fc.oneof(fc.string(), fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(-0));
+    fc.assert(
+      fc.property(fc.dictionary(fc.string(), scalar), (bag) => {
+        const nested = outcome(() => canonicalJson({ x: [bag] }));
+        const flat = outcome(() => canonicalJson(bag));
+        // A number with no JSON form throws the same error either way.
+        expect(nested).toEqual(flat.text === undefined ? flat : { text: `{"x":[${flat.text}]}` });
+      }),
+    );
+  });
+
   it('names the path of a value it cannot represent, wherever it sits (property)', () => {
     // A JSON value with a NaN planted at a random spot: the error names that spot exactly.
     const segments = fc.array(
