@@ -94,7 +94,9 @@ interface World {
 function worlds(r: ModelReceipt | null, t0: number, t1: number): World[] {
   if (r === null) return [{ receipt: null, leaseExpired: false }];
   const out: World[] = [];
-  for (const gone of choices(passed(r.expiresLo, r.expiresHi, t0, t1))) {
+  // The receipt still there comes first: where both worlds predict the same (a fenced-out write), picking
+  // "gone" would drop a receipt that exists; the next check learns soon enough if it really expired.
+  for (const gone of choices(passed(r.expiresLo, r.expiresHi, t0, t1)).reverse()) {
     if (gone) {
       out.push({ receipt: null, leaseExpired: false });
       continue;
@@ -372,7 +374,11 @@ async function checkInvariants(m: Model, real: Real, withListing = false): Promi
 /**
  * The run's counting set says what reading every receipt says: the counts
  * stats() takes from it equal the SCAN tally. Compared between two fast reads
- * that agree, so no expiry or lease lapse falls between the reads compared.
+ * that agree, so no lease lapse falls between the reads compared. A counted
+ * expiry is the script's TIME in whole milliseconds plus the TTL, while Redis
+ * expires the key from its own clock a fraction of a millisecond later, so
+ * right at that edge the two may disagree for a millisecond or two: a
+ * disagreement counts only when it outlasts a few milliseconds.
  */
 async function expectCountsAsScanned(store: ReceiptStore, tenantId: string): Promise<void> {
   const summary = (s: ReceiptStats) => ({
@@ -380,13 +386,16 @@ async function expectCountsAsScanned(store: ReceiptStore, tenantId: string): Pro
     ambiguous: s.ambiguous,
     oldest: s.oldestAmbiguousSinceMs,
   });
+  let disagreements = 0;
   for (let tries = 0; tries < 10; tries++) {
     const before = summary(await store.stats({ tenantId }));
     const scanned = summary(await store.stats({ tenantId, scan: true }));
     const after = summary(await store.stats({ tenantId }));
     if (JSON.stringify(before) !== JSON.stringify(after)) continue;
-    expect(scanned, 'counting set against the receipts').toEqual(before);
-    return;
+    if (JSON.stringify(scanned) === JSON.stringify(before)) return;
+    // Two more looks, 3 ms apart: an edge has passed by then, a wrong count has not.
+    if (++disagreements > 2) expect(scanned, 'counting set against the receipts').toEqual(before);
+    await new Promise((r) => setTimeout(r, 3));
   }
   throw new Error('the counts changed under every read');
 }
