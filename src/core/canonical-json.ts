@@ -78,14 +78,11 @@ export function canonicalJson(value: unknown): string {
   // Writes a scalar, or pushes a frame for a container; returns nothing.
   const visit = (raw: unknown, key: string, depth: number): void => {
     const v = unbox(applyToJson(raw, key));
-    if (v === null || v === undefined) return void out.push('null');
+    const scalar = scalarJson(v);
+    if (scalar !== undefined) return void out.push(scalar);
     switch (typeof v) {
-      case 'string':
-      case 'boolean':
-        return void out.push(JSON.stringify(v));
       case 'number':
-        if (!Number.isFinite(v)) throw new CanonicalJsonError('non_finite_number', pathOf(stack), `${v} has no JSON form`);
-        return void out.push(JSON.stringify(v));
+        throw new CanonicalJsonError('non_finite_number', pathOf(stack), `${v} has no JSON form`);
       case 'bigint':
         throw new CanonicalJsonError('unsupported_type', pathOf(stack), 'a BigInt has no JSON form');
       case 'function':
@@ -140,7 +137,6 @@ export function canonicalJson(value: unknown): string {
   return out.join('');
 }
 
-/** Compare two strings by UTF-16 code units, which is what `<` does on JS strings. */
 /**
  * The usual argument bag, a plain object of strings, numbers, booleans and
  * nulls, written in one pass with none of the walk's bookkeeping; the same
@@ -149,24 +145,34 @@ export function canonicalJson(value: unknown): string {
  */
 function flatObjectJson(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const proto: unknown = Object.getPrototypeOf(value);
-  if ((proto !== Object.prototype && proto !== null) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
+  if (!hasPlainPrototype(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
   const source = value as Record<string, unknown>;
   const keys = Object.keys(source).sort(compareCodeUnits);
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
-    const v = source[key];
-    let text: string;
-    if (v === null || v === undefined) text = 'null';
-    else if (typeof v === 'string' || typeof v === 'boolean') text = JSON.stringify(v);
-    else if (typeof v === 'number' && Number.isFinite(v)) text = JSON.stringify(v);
-    else return undefined;
+    const text = scalarJson(source[key]);
+    if (text === undefined) return undefined;
     out += `${i > 0 ? ',' : ''}${JSON.stringify(key)}:${text}`;
   }
   return `${out}}`;
 }
 
+/** The text of a scalar with a JSON form (`undefined` written as `null`); `undefined` for anything else. */
+function scalarJson(v: unknown): string | undefined {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'string' || typeof v === 'boolean') return JSON.stringify(v);
+  if (typeof v === 'number' && Number.isFinite(v)) return JSON.stringify(v);
+  return undefined;
+}
+
+/** Whether an object is plain data by its prototype (`Object.prototype` or none). */
+function hasPlainPrototype(obj: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(obj);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Compare two strings by UTF-16 code units, which is what `<` does on JS strings. */
 function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -192,8 +198,7 @@ function unbox(v: unknown): unknown {
  * would silently come out as `{}` and collide with an empty argument bag.
  */
 function assertPlainObject(obj: object, stack: readonly Frame[]): void {
-  const proto: unknown = Object.getPrototypeOf(obj);
-  if (proto === Object.prototype || proto === null) return;
+  if (hasPlainPrototype(obj)) return;
   const name = (obj as { constructor?: { name?: unknown } }).constructor?.name;
   const label = typeof name === 'string' && name.length > 0 ? name : 'an object with a custom prototype';
   throw new CanonicalJsonError(
