@@ -20,8 +20,11 @@ export {
   TurnFailedError,
   TurnConflictError,
   InvalidWaitLimitError,
+  MismatchedQueueEventsError,
   resumeHint,
+  type QueueIdentity,
   type TurnJobRef,
+  type UnfinishedJobState,
 } from './errors.js';
 export {
   submitTurnCalls,
