@@ -37,7 +37,7 @@ export interface TurnSubmission extends TurnIdentity {
    * the client's `timeoutMs`, else no limit.
    */
   readonly timeoutMs?: number;
-  /** Stop waiting when this fires (the job keeps running). */
+  /** Stop waiting when this fires (the job is left as it is). */
   readonly signal?: AbortSignal;
 }
 

@@ -39,3 +39,4 @@ export * from './formats/anthropic.js';
 export * from './formats/openai-chat.js';
 export * from './formats/openai-responses.js';
 export * from './formats/ai-sdk.js';
+export { aiSdkTurnId, type AiSdkToolCallContext } from './formats/ai-sdk-turn-id.js';
