@@ -60,11 +60,12 @@ export async function waitForJobEnd(
     const first = await lookAt(queue, jobId);
     if (first !== undefined && first.status !== 'unfinished') settle(first);
     if (!settled && timeoutMs !== undefined) {
-      timer = setTimeout(() => {
-        void lookAt(queue, jobId).then((last) =>
-          settle(last?.status === 'unfinished' || last === undefined ? { status: 'timeout', jobState: last?.jobState } : last),
-        );
-      }, timeoutMs);
+      // Out of time: one more look, so a job that ended meanwhile gives its end and a timeout says where the job stands.
+      const lastLook = async () => {
+        const last = await lookAt(queue, jobId);
+        settle(last === undefined || last.status === 'unfinished' ? { status: 'timeout', jobState: last?.jobState } : last);
+      };
+      timer = setTimeout(() => void lastLook(), timeoutMs);
     }
     return await ended;
   } finally {

@@ -93,8 +93,9 @@ describe('a wait that runs out says what became of the job', () => {
     const l = await lane();
     const client = clientOn(l);
     const jobId = client.jobIdOf(lookup('t-1'));
-    const waiting = client.submit({ ...lookup('t-1'), timeoutMs: 1500 }).catch((e: unknown) => e);
-    await expect.poll(() => l.queue.getJobState(jobId)).toBe('waiting');
+    // The limit leaves ample time to remove the job before it runs out, even on a loaded machine.
+    const waiting = client.submit({ ...lookup('t-1'), timeoutMs: 4000 }).catch((e: unknown) => e);
+    await expect.poll(() => l.queue.getJobState(jobId), { timeout: 10_000 }).toBe('waiting');
     await (await Job.fromId(l.queue, jobId))!.remove();
     const error = await waiting;
     expect(error).toBeInstanceOf(TurnTimeoutError);
