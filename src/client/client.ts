@@ -14,6 +14,7 @@ import {
   type TurnJobRef,
 } from './errors.js';
 import { turnJobId, type TurnIdentity } from './job-id.js';
+import { assertSameQueue } from './queue-match.js';
 import { waitForJobEnd } from './wait.js';
 
 /** One call as the client submits it: the `id`/`name`/`input` of an Anthropic `tool_use` block. */
@@ -29,9 +30,14 @@ export interface TurnSubmission extends TurnIdentity {
   readonly calls: readonly ToolCallInput[];
   /** Run every call of this turn side by side (the job data's `parallel`); default: as the tools declare. */
   readonly parallel?: boolean;
-  /** Stop waiting after this long (the job keeps running). Default: the client's `timeoutMs`, else no limit. */
+  /**
+   * Stop waiting after this long (the job is left as it is). Counts the
+   * waiting only, from when the job is in the queue and the `QueueEvents`
+   * ready: a turn that already finished gives its end even with 0. Default:
+   * the client's `timeoutMs`, else no limit.
+   */
   readonly timeoutMs?: number;
-  /** Stop waiting when this fires (the job keeps running). */
+  /** Stop waiting when this fires (the job is left as it is). */
   readonly signal?: AbortSignal;
 }
 
@@ -39,7 +45,7 @@ export interface TurnSubmission extends TurnIdentity {
 export interface ToolCallClientOptions {
   /** The queue the `withToolReceipts` workers take jobs from. */
   readonly queue: Queue;
-  /** A `QueueEvents` of the same queue (name and prefix); the client waits through it. */
+  /** A `QueueEvents` of the same queue (name and prefix, else `client.mismatched_events`); the client waits through it. */
   readonly queueEvents: QueueEvents;
   /** The BullMQ job name. Default `tool-calls`. */
   readonly jobName?: string;
@@ -77,6 +83,7 @@ export interface ToolCallClient {
 export function createToolCallClient(options: ToolCallClientOptions): ToolCallClient {
   const { queue, queueEvents } = options;
   waitLimit(options.timeoutMs);
+  assertSameQueue(queue, queueEvents);
   const jobName = options.jobName ?? 'tool-calls';
 
   const submit = async (turn: TurnSubmission): Promise<ToolResultBlock[]> => {
@@ -99,7 +106,7 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
       case 'failed':
         throw await failureOf(queue, ref, end.failedReason);
       case 'timeout':
-        throw new TurnTimeoutError(ref, timeoutMs ?? 0);
+        throw new TurnTimeoutError(ref, timeoutMs ?? 0, end.jobState);
       case 'aborted':
         throw new TurnAbortedError(ref, end.reason, true);
     }

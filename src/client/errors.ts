@@ -34,20 +34,43 @@ export class InvalidWaitLimitError extends ToolReceiptsError {
   }
 }
 
+/** The turn as `submit` takes it again, for error sentences. */
+const sameTurn = (ref: TurnJobRef) =>
+  `submit the same turn again (tenantId ${JSON.stringify(ref.tenantId)}, runId ${JSON.stringify(ref.runId)}, ` +
+  `turnId ${JSON.stringify(ref.turnId)}, the same calls)`;
+
 /** How to pick up a turn whose wait ended before its job did. */
 export const resumeHint = (ref: TurnJobRef) =>
-  `the job keeps running; to get its results, submit the same turn again (tenantId ${JSON.stringify(ref.tenantId)}, ` +
-  `runId ${JSON.stringify(ref.runId)}, turnId ${JSON.stringify(ref.turnId)}, the same calls): it attaches to job ` +
-  `${JSON.stringify(ref.jobId)} instead of enqueuing another`;
+  `only the wait ended, the job is left as it is; to get its results, ${sameTurn(ref)}: it attaches to job ` +
+  `${JSON.stringify(ref.jobId)} while that job exists, instead of enqueuing another`;
 
 /**
- * The wait ran out before the job finished. The job is not cancelled: a later
- * `submit` of the same turn attaches to it (see {@link resumeHint}).
+ * Where a job stood when a wait for it ran out: a BullMQ job state other than
+ * finished, or `unknown` when the job no longer existed (removed, by hand or
+ * by `removeOnComplete` / `removeOnFail`, before its end was heard).
+ */
+export type UnfinishedJobState = 'waiting' | 'active' | 'delayed' | 'prioritized' | 'waiting-children' | 'unknown';
+
+/**
+ * The wait ran out before the job finished; `timeoutMs` counts the waiting
+ * only (from the moment the job was in the queue and the `QueueEvents`
+ * listening). The job is not cancelled: a later `submit` of the same turn
+ * attaches to it (see {@link resumeHint}). `jobState` says where it stood
+ * (`undefined` if Redis could not tell); when it no longer existed, a later
+ * `submit` enqueues it anew.
  */
 export class TurnTimeoutError extends TurnError {
   readonly code = 'turn.timeout';
-  constructor(ref: TurnJobRef, readonly timeoutMs: number) {
-    super(ref, `turn ${ref.turnId} did not finish within ${timeoutMs} ms; ${resumeHint(ref)}`);
+  constructor(ref: TurnJobRef, readonly timeoutMs: number, readonly jobState: UnfinishedJobState | undefined) {
+    super(
+      ref,
+      jobState === 'unknown'
+        ? `turn ${ref.turnId} gave no end within ${timeoutMs} ms of waiting, and its job ${JSON.stringify(ref.jobId)} no longer exists: ` +
+            `it was removed (by hand, or by removeOnComplete / removeOnFail before its end was heard). To get its results, ${sameTurn(ref)}: ` +
+            'it is enqueued anew, and each call a kept receipt shows completed is replayed, not run again'
+        : `turn ${ref.turnId} did not finish within ${timeoutMs} ms of waiting; ` +
+          `${jobState === undefined ? "its job's state could not be read" : `its job is still ${jobState}`}; ${resumeHint(ref)}`,
+    );
   }
 }
 
@@ -115,8 +138,35 @@ export class TurnConflictError extends TurnError {
   constructor(ref: TurnJobRef) {
     super(
       ref,
-      `turn ${ref.turnId} of run ${ref.runId} was already submitted with other calls (job ${ref.jobId}); ` +
-        'a retried turn must resubmit the same calls, and a new turn needs a new turnId',
+      `turn ${ref.turnId} of run ${ref.runId} was not submitted: its job ${ref.jobId} already holds other calls, and was left alone. ` +
+        'A turnId names one turn: a new turn needs a turnId of its own, and a retried turn must resubmit the same calls',
+    );
+  }
+}
+
+/** What BullMQ names a queue's data by. */
+export interface QueueIdentity {
+  readonly name: string;
+  /** The key prefix (`bull` when none was given). */
+  readonly prefix: string;
+  /** Name and prefix as the backend joins them (`<prefix>:<name>` on Redis). */
+  readonly qualifiedName: string;
+}
+
+/**
+ * `createToolCallClient` was given a `QueueEvents` of another queue or
+ * prefix than its `Queue`: it would never hear the jobs end, and every
+ * submit would wait until its limit (for ever without one).
+ */
+export class MismatchedQueueEventsError extends ToolReceiptsError {
+  readonly code = 'client.mismatched_events';
+  constructor(readonly queue: QueueIdentity, readonly queueEvents: QueueIdentity) {
+    const sameNames = queue.name === queueEvents.name && queue.prefix === queueEvents.prefix;
+    const describe = (q: QueueIdentity) =>
+      `queue ${JSON.stringify(q.name)} under prefix ${JSON.stringify(q.prefix)}${sameNames ? ` (${JSON.stringify(q.qualifiedName)})` : ''}`;
+    super(
+      `the queueEvents listens to ${describe(queueEvents)}, but the queue is ${describe(queue)}; ` +
+        'the client would never hear its jobs end. Make the QueueEvents with the queue\'s name and prefix',
     );
   }
 }

@@ -20,8 +20,11 @@ export {
   TurnFailedError,
   TurnConflictError,
   InvalidWaitLimitError,
+  MismatchedQueueEventsError,
   resumeHint,
+  type QueueIdentity,
   type TurnJobRef,
+  type UnfinishedJobState,
 } from './errors.js';
 export {
   submitTurnCalls,
@@ -36,3 +39,4 @@ export * from './formats/anthropic.js';
 export * from './formats/openai-chat.js';
 export * from './formats/openai-responses.js';
 export * from './formats/ai-sdk.js';
+export { aiSdkTurnId, type AiSdkToolCallContext } from './formats/ai-sdk-turn-id.js';

@@ -30,9 +30,13 @@ export class ResultCountMismatchError extends ToolReceiptsError {
   }
 }
 
-/** The error result a refused call gets, shaped like a worker's. */
+/** The error result of a call refused before any worker ran it, shaped like a worker's. */
+export const rejectedResult = (id: string, message: string): ToolResultBlock =>
+  ({ type: 'tool_result', tool_use_id: id, content: message, is_error: true, outcome: 'rejected' });
+
+/** A refused call and its error result. */
 export function rejectedCall(id: string, name: string, message: string): TurnCallEntry {
-  return { kind: 'rejected', id, name, result: { type: 'tool_result', tool_use_id: id, content: message, is_error: true, outcome: 'rejected' } };
+  return { kind: 'rejected', id, name, result: rejectedResult(id, message) };
 }
 
 /** The id a call is answered by; without one, the message cannot be answered. */

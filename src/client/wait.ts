@@ -1,11 +1,16 @@
 import type { EventEmitter } from 'node:events';
 import { Job, type Queue, type QueueEvents } from 'bullmq';
+import type { UnfinishedJobState } from './errors.js';
 
-/** How a job ended, or why the wait for it stopped first. */
-export type JobEnd =
+/** A job's end as the job holds it. */
+type Finished =
   | { readonly status: 'completed'; readonly returnvalue: unknown }
-  | { readonly status: 'failed'; readonly failedReason: string }
-  | { readonly status: 'timeout' }
+  | { readonly status: 'failed'; readonly failedReason: string };
+
+/** How a job ended, or why the wait for it stopped first (`jobState`: where the job stood then, if it could be read). */
+export type JobEnd =
+  | Finished
+  | { readonly status: 'timeout'; readonly jobState: UnfinishedJobState | undefined }
   | { readonly status: 'aborted'; readonly reason: unknown };
 
 /**
@@ -14,8 +19,15 @@ export type JobEnd =
  * so a job that finished in between is not missed), but also stop on a
  * timeout or an AbortSignal, removing every listener either way. Stopping
  * the wait never touches the job. `whileListening` runs once the listeners
- * are in place (the client enqueues there, so even a job that finishes and
- * is removed at once is seen); what it throws is thrown.
+ * are in place and the `QueueEvents` is ready (the client enqueues there, so
+ * even a job that finishes and is removed at once is seen); what it throws
+ * is thrown.
+ *
+ * `timeoutMs` limits the waiting only: its clock starts after
+ * `whileListening` and a first look at the job, so a job that had already
+ * finished gives its end whatever the limit (even 0). When it runs out, the
+ * job is looked at once more: one that finished meanwhile gives its end, any
+ * other gives a timeout saying where the job stood.
  */
 export async function waitForJobEnd(
   queue: Queue,
@@ -26,21 +38,35 @@ export async function waitForJobEnd(
 ): Promise<JobEnd> {
   const { timeoutMs, signal } = options;
   if (signal?.aborted) return { status: 'aborted', reason: signal.reason };
-  let settle!: (end: JobEnd) => void;
-  const ended = new Promise<JobEnd>((resolve) => (settle = resolve));
+  let settled = false;
+  let resolve!: (end: JobEnd) => void;
+  const ended = new Promise<JobEnd>((r) => (resolve = r));
+  const settle = (end: JobEnd) => {
+    settled = true;
+    resolve(end);
+  };
   const onCompleted = (args: { returnvalue: unknown }) => settle({ status: 'completed', returnvalue: args.returnvalue });
   const onFailed = (args: { failedReason: string }) => settle({ status: 'failed', failedReason: args.failedReason ?? '' });
   const onAbort = () => settle({ status: 'aborted', reason: signal?.reason });
-  const timer = timeoutMs === undefined ? undefined : setTimeout(() => settle({ status: 'timeout' }), timeoutMs);
   // BullMQ emits per-job events (`completed:<id>`) that its listener types do not list.
   const perJob = queueEvents as unknown as EventEmitter;
   perJob.on(`completed:${jobId}`, onCompleted);
   perJob.on(`failed:${jobId}`, onFailed);
   signal?.addEventListener('abort', onAbort, { once: true });
+  let timer: NodeJS.Timeout | undefined;
   try {
     await queueEvents.waitUntilReady();
     await whileListening();
-    void settledAlready(queue, jobId).then((end) => end && settle(end), () => undefined);
+    const first = await lookAt(queue, jobId);
+    if (first !== undefined && first.status !== 'unfinished') settle(first);
+    if (!settled && timeoutMs !== undefined) {
+      // Out of time: one more look, so a job that ended meanwhile gives its end and a timeout says where the job stands.
+      const lastLook = async () => {
+        const last = await lookAt(queue, jobId);
+        settle(last === undefined || last.status === 'unfinished' ? { status: 'timeout', jobState: last?.jobState } : last);
+      };
+      timer = setTimeout(() => void lastLook(), timeoutMs);
+    }
     return await ended;
   } finally {
     clearTimeout(timer);
@@ -50,13 +76,22 @@ export async function waitForJobEnd(
   }
 }
 
-async function settledAlready(queue: Queue, jobId: string): Promise<JobEnd | undefined> {
-  const state = await queue.getJobState(jobId);
-  if (state !== 'completed' && state !== 'failed') return undefined;
-  // Read after the state, so the job is read as finished.
-  const job = await Job.fromId(queue, jobId);
-  if (!job) return undefined; // removed on finishing: its event carries the end
-  return state === 'completed'
-    ? { status: 'completed', returnvalue: job.returnvalue }
-    : { status: 'failed', failedReason: job.failedReason ?? '' };
+/**
+ * The job's end if it has finished, else where it stands (`unknown`: it no
+ * longer exists); `undefined` when Redis could not be read.
+ */
+async function lookAt(queue: Queue, jobId: string): Promise<Finished | { status: 'unfinished'; jobState: UnfinishedJobState } | undefined> {
+  try {
+    const state = await queue.getJobState(jobId);
+    if (state !== 'completed' && state !== 'failed') return { status: 'unfinished', jobState: state };
+    // Read after the state, so the job is read as finished.
+    const job = await Job.fromId(queue, jobId);
+    // Removed on finishing between the two reads: its event carries the end.
+    if (!job) return { status: 'unfinished', jobState: 'unknown' };
+    return state === 'completed'
+      ? { status: 'completed', returnvalue: job.returnvalue }
+      : { status: 'failed', failedReason: job.failedReason ?? '' };
+  } catch {
+    return undefined;
+  }
 }

@@ -7,7 +7,7 @@ import { generateText, stepCountIs } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { aiSdkTools, ToolErrorResult } from '../../src/client/index.js';
+import { aiSdkTools, ToolErrorResult, TurnConflictError } from '../../src/client/index.js';
 import { defineTool, toolJsonSchema } from '../../src/bullmq/index.js';
 import { useLanes } from '../bullmq/fixture.js';
 import { clientOn } from './support.js';
@@ -39,6 +39,35 @@ function scriptedModel(toolName: string, input: string) {
   return { model, prompts };
 }
 
+/**
+ * A model that plays `steps` in order, one per request, picking the step by
+ * the assistant messages already in the prompt (so the same prompt always
+ * gets the same step); each step is the tool calls it makes (`[id, tool,
+ * input]`), and after the last it answers with every tool output it was given.
+ */
+function stepsModel(steps: ReadonlyArray<ReadonlyArray<readonly [string, string, string]>>) {
+  return new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      const step = prompt.filter((m) => m.role === 'assistant').length;
+      const calls = steps[step];
+      if (calls) {
+        return {
+          content: calls.map(([toolCallId, toolName, input]) => ({ type: 'tool-call' as const, toolCallId, toolName, input })),
+          finishReason: { unified: 'tool-calls', raw: undefined },
+          usage,
+          warnings: [],
+        };
+      }
+      const outputs = prompt.flatMap((m) => (m.role === 'tool' ? m.content : [])) as Array<{ output: { type: string; value: unknown } }>;
+      const text = outputs.map(({ output }) => `${output.type}: ${String(output.value)}`).join('\n');
+      return { content: [{ type: 'text', text }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+    },
+  });
+}
+
+/** A provider that numbers its tool calls per response, so `call_0` comes back in every step. */
+const reusedIds = [[['call_0', 'create_ticket', '{"title":"Printer"}']], [['call_0', 'create_ticket', '{"title":"Scanner"}']]] as const;
+
 describe('aiSdkTools', () => {
   const received: unknown[] = [];
   const createTicket = defineTool({
@@ -68,7 +97,7 @@ describe('aiSdkTools', () => {
     ]);
     expect(received.at(-1)).toEqual({ title: 'Printer' });
     expect(result.text).toBe('text: {"ticket":"T-1","title":"Printer"}');
-    expect(await l.queue.getJobs(['completed'])).toEqual([expect.objectContaining({ id: 'turn|acme|run-1|ai-sdk%3Acall_1' })]);
+    expect(await l.queue.getJobs(['completed'])).toEqual([expect.objectContaining({ id: expect.stringMatching(/^turn\|acme\|run-1\|ai-sdk%3Acall_1%3A[0-9a-f]{32}$/) })]);
   });
 
   it('an error result reaches the model as a tool error with the worker\'s text', async () => {
@@ -82,5 +111,52 @@ describe('aiSdkTools', () => {
     expect(toolError).toMatchObject({ toolCallId: 'call_1', error: expect.any(ToolErrorResult) });
     expect((toolError as { error: ToolErrorResult }).error.result).toMatchObject({ is_error: true, outcome: 'failed' });
     expect(result.text).toMatch(/^error-text: .*the ticket service is down/);
+  });
+
+  it('a tool-call id the provider reuses in a later step runs that step\'s call under a turn of its own', async () => {
+    const l = await lane();
+    l.worker({ tools: [createTicket] });
+    const before = received.length;
+    const tools = aiSdkTools([createTicket], { client: clientOn(l), tenantId: 'acme', runId: 'run-3' });
+    const result = await generateText({ model: stepsModel(reusedIds), tools, prompt: 'open two', stopWhen: stepCountIs(5) });
+
+    expect(result.text).toBe('text: {"ticket":"T-1","title":"Printer"}\ntext: {"ticket":"T-1","title":"Scanner"}');
+    expect(received.slice(before)).toEqual([{ title: 'Printer' }, { title: 'Scanner' }]);
+    const ids = (await l.queue.getJobs(['completed'])).map((j) => j.id);
+    expect(new Set(ids).size).toBe(2);
+    expect(ids.every((id) => id?.startsWith('turn|acme|run-3|ai-sdk%3Acall_0%3A'))).toBe(true);
+  });
+
+  it('a step run again from the same messages attaches to the jobs it made, running nothing', async () => {
+    const l = await lane();
+    l.worker({ tools: [createTicket] });
+    const tools = aiSdkTools([createTicket], { client: clientOn(l), tenantId: 'acme', runId: 'run-4' });
+    const first = await generateText({ model: stepsModel(reusedIds), tools, prompt: 'open two', stopWhen: stepCountIs(5) });
+    const jobs = (await l.queue.getJobs(['completed'])).map((j) => j.id).sort();
+    const ran = received.length;
+
+    // The agent lost the run and plays it again: same prompt, same provider answers.
+    const again = await generateText({ model: stepsModel(reusedIds), tools, prompt: 'open two', stopWhen: stepCountIs(5) });
+    expect(again.text).toBe(first.text);
+    expect((await l.queue.getJobs(['completed'])).map((j) => j.id).sort()).toEqual(jobs);
+    expect(received.length).toBe(ran);
+  });
+
+  it('a conflict that reaches the model says the call was not run, not that a turn was retried', async () => {
+    const l = await lane();
+    l.worker({ tools: [createTicket] });
+    const before = received.length;
+    // A turn id of one's own that repeats for a different call: the second call is refused.
+    const tools = aiSdkTools([createTicket], { client: clientOn(l), tenantId: 'acme', runId: 'run-5', turnIdOf: (toolCallId) => toolCallId });
+    const result = await generateText({ model: stepsModel(reusedIds), tools, prompt: 'open two', stopWhen: stepCountIs(5) });
+
+    const toolError = result.steps[1]!.content.find((part) => part.type === 'tool-error') as { error: ToolErrorResult } | undefined;
+    expect(toolError?.error).toBeInstanceOf(ToolErrorResult);
+    expect(toolError!.error.cause).toBeInstanceOf(TurnConflictError);
+    expect(toolError!.error.result).toMatchObject({ tool_use_id: 'call_0', is_error: true, outcome: 'rejected' });
+    const told = result.text.split('\n')[1]!;
+    expect(told).toMatch(/^error-text: The create_ticket call call_0 was not run: .*nothing was done/);
+    expect(told).not.toMatch(/retried/);
+    expect(received.slice(before)).toEqual([{ title: 'Printer' }]);
   });
 });

@@ -1,5 +1,8 @@
 /** Tools and helpers shared by the client tests. */
 import { readFileSync } from 'node:fs';
+import type { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
 import { z } from 'zod';
 import { createToolCallClient, type ToolCallClientOptions } from '../../src/client/index.js';
 import { defineTool } from '../../src/bullmq/index.js';
@@ -40,3 +43,20 @@ export function fixtureTools() {
 /** A client on the lane's queue and queue events. */
 export const clientOn = (l: Lane, options: Partial<ToolCallClientOptions> = {}) =>
   createToolCallClient({ queue: l.queue, queueEvents: l.events, ...options });
+
+/**
+ * `open(lane, make)` makes a Queue or QueueEvents on its own connection to the
+ * lane's Redis; everything opened is closed after each test.
+ */
+export function useOwnConnections() {
+  const closers: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+  });
+  return function open<T extends Queue | QueueEvents>(l: Lane, make: (connection: Redis) => T): T {
+    const connection = new Redis(l.url, { maxRetriesPerRequest: null });
+    const made = make(connection);
+    closers.push(async () => connection.disconnect(), async () => made.close());
+    return made;
+  };
+}

@@ -10,7 +10,9 @@ import { toolJsonSchema } from '../../bullmq/define-tool.js';
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
 import { ToolReceiptsError } from '../../core/errors.js';
 import type { ToolCallClient } from '../client.js';
-import { pairResults, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
+import { TurnConflictError } from '../errors.js';
+import { pairResults, rejectedResult, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
+import { aiSdkTurnId, type AiSdkToolCallContext } from './ai-sdk-turn-id.js';
 
 /** Any content part; only `tool-call` parts the provider did not run itself are read. */
 export interface AiSdkContentPart {
@@ -71,8 +73,8 @@ export function aiSdkToolMessage(turn: TurnCalls, results: readonly ToolResultBl
  */
 export class ToolErrorResult extends ToolReceiptsError {
   readonly code = 'tool.error_result';
-  constructor(readonly result: ToolResultBlock) {
-    super(result.content);
+  constructor(readonly result: ToolResultBlock, options?: { cause?: unknown }) {
+    super(result.content, options);
   }
 }
 
@@ -95,7 +97,10 @@ export interface PassThroughInputSchema {
 export interface AiSdkReceiptTool {
   readonly description?: string;
   readonly inputSchema: PassThroughInputSchema;
-  execute(input: unknown, options: { readonly toolCallId: string; readonly abortSignal?: AbortSignal }): Promise<string>;
+  execute(
+    input: unknown,
+    options: { readonly toolCallId: string; readonly abortSignal?: AbortSignal; readonly messages?: readonly unknown[] },
+  ): Promise<string>;
 }
 
 /** Where the AI SDK tools submit their calls. */
@@ -107,21 +112,29 @@ export interface AiSdkToolsOptions {
   /** Wait limit per call. */
   readonly timeoutMs?: number;
   /**
-   * The turn id a call is submitted under. Default `ai-sdk:<toolCallId>`:
-   * the SDK runs each call of a step on its own, so each call is its own
-   * job, and a step retried with the same tool call ids attaches to them.
+   * The turn id a call is submitted under. The SDK runs each call of a step
+   * on its own, so each call is its own turn and its own job. Default
+   * {@link aiSdkTurnId}, `ai-sdk:<toolCallId>:<digest>`, the digest naming
+   * the step (its messages) and the call (tool, input): a step run again
+   * from the same messages attaches to its jobs, and a tool-call id a
+   * provider reuses in a later step gets a job of its own. An id of your own
+   * must do both: one that repeats for a different call makes that call fail
+   * (the model is told it was not run).
    */
-  readonly turnIdOf?: (toolCallId: string) => string;
+  readonly turnIdOf?: (toolCallId: string, call: AiSdkToolCallContext) => string | Promise<string>;
 }
 
 /**
  * AI SDK tools (pass them as `tools` to `generateText` / `streamText`) whose
  * `execute` submits the call through the client and resolves with the
- * tool_result's text; an error result is thrown as {@link ToolErrorResult},
- * and any `TurnError` (ambiguous, timeout…) is thrown as it is.
+ * tool_result's text; an error result is thrown as {@link ToolErrorResult}.
+ * A call whose turn id already names another call (`turn.conflict`) is not
+ * run, and is thrown as a {@link ToolErrorResult} telling the model so (the
+ * `TurnConflictError` is its `cause`); any other `TurnError` (ambiguous,
+ * timeout…) is thrown as it is.
  */
 export function aiSdkTools(tools: Iterable<AnyToolDefinition>, options: AiSdkToolsOptions): Record<string, AiSdkReceiptTool> {
-  const turnIdOf = options.turnIdOf ?? ((toolCallId: string) => `ai-sdk:${toolCallId}`);
+  const turnIdOf = options.turnIdOf ?? ((_toolCallId: string, call: AiSdkToolCallContext) => aiSdkTurnId(call));
   const entries = [...tools].map((tool): [string, AiSdkReceiptTool] => {
     const schema = toolJsonSchema(tool);
     return [
@@ -136,16 +149,22 @@ export function aiSdkTools(tools: Iterable<AnyToolDefinition>, options: AiSdkToo
             jsonSchema: { input: () => schema, output: () => schema },
           },
         },
-        async execute(input, { toolCallId, abortSignal }) {
-          const [result] = await options.client.submit({
-            tenantId: options.tenantId,
-            runId: options.runId,
-            turnId: turnIdOf(toolCallId),
-            ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-            calls: [{ id: toolCallId, name: tool.name, input }],
-            ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-            ...(abortSignal === undefined ? {} : { signal: abortSignal }),
-          });
+        async execute(input, { toolCallId, abortSignal, messages }) {
+          const turnId = await turnIdOf(toolCallId, { toolCallId, toolName: tool.name, input, messages: messages ?? [] });
+          const [result] = await options.client
+            .submit({
+              tenantId: options.tenantId,
+              runId: options.runId,
+              turnId,
+              ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+              calls: [{ id: toolCallId, name: tool.name, input }],
+              ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+              ...(abortSignal === undefined ? {} : { signal: abortSignal }),
+            })
+            .catch((error: unknown) => {
+              if (error instanceof TurnConflictError) throw new ToolErrorResult(notRun(toolCallId, tool.name), { cause: error });
+              throw error;
+            });
           if (result!.is_error) throw new ToolErrorResult(result!);
           return result!.content;
         },
@@ -154,3 +173,12 @@ export function aiSdkTools(tools: Iterable<AnyToolDefinition>, options: AiSdkToo
   });
   return Object.fromEntries(entries);
 }
+
+/** What the model reads for a call refused as `turn.conflict`: it was not run, and why. */
+const notRun = (toolCallId: string, toolName: string): ToolResultBlock =>
+  rejectedResult(
+    toolCallId,
+    `The ${toolName} call ${toolCallId} was not run: the id it was submitted under already names a different call ` +
+      'of this conversation, so it was refused before any worker saw it and nothing was done for it. ' +
+      'This is a clash of ids in the program that calls the tools, not a failure of the tool or of its input.',
+  );
