@@ -223,6 +223,7 @@ class OtelCallObservation implements CallObservation {
 
 /** The {@link ToolCallObserver} {@link toolReceiptsOtel} returns. */
 export class OtelObserver implements ToolCallObserver {
+  /** @internal The metric instruments, made once per observer. */
   readonly instruments: Instruments;
   /** Set once bound to a wrapper with the gauge on. */
   openIndex: OpenReceiptIndex | undefined;

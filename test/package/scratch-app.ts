@@ -47,9 +47,11 @@ export interface PackedFile {
   readonly path: string;
 }
 
-/** Builds `dist` from scratch and packs it; resolves with the tarball's path and file list. */
+/**
+ * Packs the package as `npm publish` would: its `prepack` script builds `dist`
+ * from scratch first. Resolves with the tarball's path and file list.
+ */
 export async function buildAndPack(into: string): Promise<{ tarball: string; files: string[] }> {
-  succeeded('npm run build', await run('npm', ['run', 'build'], repoRoot));
   const packed = succeeded('npm pack', await run('npm', ['pack', '--json', '--pack-destination', into], repoRoot));
   const [entry] = JSON.parse(packed.stdout) as { filename: string; files: PackedFile[] }[];
   if (!entry) throw new Error(`npm pack printed no entry: ${packed.stdout}`);
