@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobDataError, parseToolJobData } from '../../src/bullmq/index.js';
 import * as client from '../../src/client/index.js';
 
-const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/formats/${name}.assistant.json`, import.meta.url), 'utf8')) as Record<string, any>;
+const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/formats/${name}.assistant.json`, import.meta.url), 'utf8')) as any; // recorded JSON in each API's own shape
 const ids = { tenantId: 'acme', runId: 'run-1' };
 
 function refusal(data: unknown): InvalidJobDataError {
@@ -47,7 +47,7 @@ describe('job data shaped like another API', () => {
   });
 
   it('the adapters the hints name turn those messages into valid job data', () => {
-    for (const calls of [client.openAIChatToolCalls(chat), client.openAIResponsesToolCalls(responses), client.aiSdkToolCalls(aiSdk), client.anthropicToolCalls(anthropic as never)]) {
+    for (const calls of [client.openAIChatToolCalls(chat), client.openAIResponsesToolCalls(responses), client.aiSdkToolCalls(aiSdk), client.anthropicToolCalls(anthropic)]) {
       const valid = calls.entries.flatMap((e) => (e.kind === 'call' ? [e.call] : []));
       expect(valid.length).toBeGreaterThan(0);
       expect(parseToolJobData({ ...ids, calls: valid }).calls).toHaveLength(valid.length);
