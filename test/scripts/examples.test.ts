@@ -1,10 +1,12 @@
 /**
- * The front page's worker + producer (examples/quickstart.ts, the very code
- * README.md shows) run as written against a throwaway Redis: the call is
- * executed once and replayed for the redelivered turn, a second run of the
- * script does the same for its own run (it is rerunnable), every run exits
- * on its own, and without REDIS_URL it refuses to start. The packed-package
- * run of the same file, on bullmq 6 and 5, is in test/package/consumer.test.ts.
+ * The examples the docs show as they are (examples/quickstart.ts is the
+ * front page's worker + producer; examples/testing-a-processor.ts is
+ * docs/testing.md's snippet), run as written against a throwaway Redis: the
+ * call is executed once and replayed for the redelivered turn, a second run
+ * of the script does the same for its own run (they are rerunnable), every
+ * run exits on its own, and without REDIS_URL each refuses to start. The
+ * packed-package run of the quick start, on bullmq 6 and 5, is in
+ * test/package/consumer.test.ts.
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -12,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const script = fileURLToPath(new URL('../../examples/quickstart.ts', import.meta.url));
+const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 
-function runScript(env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
+function runScript(script: string, env: Record<string, string | undefined>): Promise<{ code: number; stdout: string; stderr: string }> {
   const { REDIS_URL: _ignored, ...inherited } = process.env;
   return new Promise((resolve) => {
     // cwd is the repo, so tsx maps the package name to the sources through tsconfig.json's paths.
@@ -37,7 +39,7 @@ describe('the quick start (examples/quickstart.ts)', () => {
     // It writes under the names a new user's app would (queue tool-calls, prefix trc): only on a server of its own.
     if (!redis.controllable) ctx.skip(`needs a throwaway Redis (${redis.uncontrollableReason ?? 'REDIS_URL is set'})`);
     for (let run = 0; run < 2; run++) {
-      const { code, stdout, stderr } = await runScript({ REDIS_URL: redis.url });
+      const { code, stdout, stderr } = await runScript(example('quickstart.ts'), { REDIS_URL: redis.url });
       expect(code, stderr).toBe(0);
       expect(stdout.match(/^sending "Your invoice" to ada@example\.com \(idempotency key trc_[0-9a-f]+\)$/gm)).toHaveLength(1);
       expect(stdout).toMatch(/^first executed \{"sent":true\}$/m);
@@ -45,10 +47,23 @@ describe('the quick start (examples/quickstart.ts)', () => {
     }
   });
 
-  it('refuses to start without REDIS_URL, saying what to set', async () => {
-    const { code, stdout, stderr } = await runScript({});
+});
+
+describe('the testing example (examples/testing-a-processor.ts)', () => {
+  it('executes then replays through testJob, sends once, and exits; twice in a row', async () => {
+    for (let run = 0; run < 2; run++) {
+      const { code, stdout, stderr } = await runScript(example('testing-a-processor.ts'), { REDIS_URL: redis.url });
+      expect(code, stderr).toBe(0);
+      expect(stdout).toMatch(/^executed replayed sent 1$/m);
+    }
+  });
+});
+
+describe.each(['quickstart.ts', 'testing-a-processor.ts'])('%s without REDIS_URL', (name) => {
+  it('refuses to start, saying what to set', async () => {
+    const { code, stdout, stderr } = await runScript(example(name), {});
     expect(code).not.toBe(0);
-    expect(stderr).toContain('set REDIS_URL, e.g. REDIS_URL=redis://127.0.0.1:6379');
+    expect(stderr).toMatch(/set REDIS_URL.*redis:\/\/127\.0\.0\.1:6379/);
     expect(stdout).toBe('');
   });
 });
