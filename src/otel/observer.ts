@@ -281,7 +281,7 @@ export class OtelObserver implements ToolCallObserver {
 /**
  * An OpenTelemetry observer for `withToolReceipts({ telemetry })`: a span per
  * tool call (a child of BullMQ's job span when `bullmq-otel` telemetry is on)
- * and the metrics listed in the README's "Observability" section. Uses the
+ * and the metrics listed in docs/observability.md. Uses the
  * global tracer and meter providers unless given a tracer or meter. One
  * observer per wrapper.
  */
