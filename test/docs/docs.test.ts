@@ -131,3 +131,17 @@ describe('code blocks that are example files', () => {
     expect(code).toBe(read(file));
   });
 });
+
+describe('the API reference', () => {
+  it('has a TypeDoc entry point for every subpath the package exports, and fails on any warning', () => {
+    const { exports } = JSON.parse(read('package.json')) as { exports: Record<string, unknown> };
+    const config = JSON.parse(read('typedoc.json')) as { entryPoints: string[]; treatWarningsAsErrors?: boolean; out: string };
+    const wanted = Object.keys(exports)
+      .filter((subpath) => subpath !== './package.json')
+      .map((subpath) => (subpath === '.' ? 'src/index.ts' : `src/${subpath.slice(2)}/index.ts`));
+    expect([...config.entryPoints].sort()).toEqual(wanted.sort());
+    expect(config.treatWarningsAsErrors).toBe(true);
+    expect(read('.gitignore').split('\n')).toContain(`${config.out}/`);
+    expect(read('.ci/run')).toMatch(/npm run typecheck\nnpm run docs\n/);
+  });
+});
