@@ -10,6 +10,7 @@
  */
 export * from './bullmq/index.js';
 export { ToolReceiptsError } from './core/errors.js';
+export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './core/error-codes.js';
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
 export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
 export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';

@@ -89,7 +89,7 @@ export interface ToolSpec<S extends z.ZodType> {
   /**
    * `opaque` unless every effect is recorded through `ctx.step`, or `keyed`
    * when the provider deduplicates on `ctx.idempotencyKey` (then set
-   * `keyWindowMs`). `keyed` is a promise about the provider: see the README.
+   * `keyWindowMs`). `keyed` is a promise about the provider: see docs/settling.md.
    */
   readonly effect: ToolEffect;
   /** For `keyed`: how long the provider deduplicates a key, from the first attempt's start. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ToolReceiptsError } from '../core/errors.js';
 import { isWellFormedText } from '../core/identity.js';
+import { jobDataShapeHint } from './job-data-hint.js';
 
 /** A name stored in receipt fields and keys: non-empty, and well-formed Unicode so it reads back as itself. */
 const storedName = (what: string) =>
@@ -72,19 +73,45 @@ export interface ToolJobResult {
   readonly results: ToolResultBlock[];
 }
 
-/** The job's data did not match {@link toolJobDataSchema}; nothing was claimed or written. */
+/**
+ * The job's data did not match {@link toolJobDataSchema}; nothing was claimed
+ * or written. When the data is shaped like another model API's tool calls,
+ * `hint` (also the message's last sentence) names the `/client` adapter that
+ * converts it.
+ */
 export class InvalidJobDataError extends ToolReceiptsError {
   readonly code = 'job.invalid_data';
   readonly issues: z.core.$ZodIssue[];
-  constructor(issues: z.core.$ZodIssue[]) {
-    super(`invalid tool job data: ${z.prettifyError(new z.ZodError(issues)).replace(/\n/g, '; ')}`);
+  readonly hint: string | undefined;
+  constructor(issues: z.core.$ZodIssue[], hint?: string) {
+    const detail = z.prettifyError(new z.ZodError(issues)).replace(/\n/g, '; ');
+    super(`invalid tool job data: ${detail}${hint === undefined ? '' : `. Hint: ${hint}`}`);
     this.issues = issues;
+    this.hint = hint;
   }
+}
+
+/**
+ * Calls that carry another API's `arguments` (a JSON string) instead of an
+ * `input`: OpenAI's shape, which has an `id` and a `name` too. Taken as they
+ * are, each would be refused for its missing input, so the job is refused
+ * whole, with the hint that names the adapter.
+ */
+function argumentsWithoutInput(data: unknown): z.core.$ZodIssue[] {
+  const calls = (data as { calls?: unknown }).calls;
+  if (!Array.isArray(calls)) return [];
+  return calls.flatMap((call: unknown, i) =>
+    typeof call === 'object' && call !== null && 'arguments' in call && (call as { input?: unknown }).input === undefined
+      ? [{ code: 'custom' as const, path: ['calls', i], input: undefined, message: 'this call has `arguments` but no `input`' }]
+      : [],
+  );
 }
 
 /** Parse job data or throw {@link InvalidJobDataError}. */
 export function parseToolJobData(data: unknown): ToolJobData {
   const parsed = toolJobDataSchema.safeParse(data);
-  if (!parsed.success) throw new InvalidJobDataError(parsed.error.issues);
+  if (!parsed.success) throw new InvalidJobDataError(parsed.error.issues, jobDataShapeHint(data));
+  const foreign = argumentsWithoutInput(data);
+  if (foreign.length > 0) throw new InvalidJobDataError(foreign, jobDataShapeHint(data));
   return parsed.data;
 }

@@ -45,7 +45,7 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
    * acknowledge a call's claim before its effect starts, and its settle
    * before the job returns. A claim not acknowledged within `timeoutMs` is
    * settled as never started and the job retries without running the tool.
-   * Off by default: see the README's "Redis durability" for what each mode survives.
+   * Off by default: see docs/redis.md for what each mode survives.
    */
   readonly durability?: DurabilityOptions;
   readonly logger?: Logger;

@@ -1,3 +1,5 @@
+import type { ToolReceiptsErrorCode } from './error-codes.js';
+
 /**
  * The base of every error this package throws on purpose.
  *
@@ -5,8 +7,11 @@
  * API and do not change between releases, while messages may be reworded.
  */
 export abstract class ToolReceiptsError extends Error {
-  /** A stable, dotted identifier such as `canonical_json.cycle`. */
-  abstract readonly code: string;
+  /**
+   * A stable, dotted identifier such as `canonical_json.cycle`: one of
+   * {@link ToolReceiptsErrorCode}, so a `switch` over it can be exhaustive.
+   */
+  abstract readonly code: ToolReceiptsErrorCode;
 
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

@@ -1,4 +1,5 @@
 export { ToolReceiptsError } from './errors.js';
+export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './error-codes.js';
 export {
   canonicalJson,
   CanonicalJsonError,

@@ -223,6 +223,7 @@ class OtelCallObservation implements CallObservation {
 
 /** The {@link ToolCallObserver} {@link toolReceiptsOtel} returns. */
 export class OtelObserver implements ToolCallObserver {
+  /** @internal The metric instruments, made once per observer. */
   readonly instruments: Instruments;
   /** Set once bound to a wrapper with the gauge on. */
   openIndex: OpenReceiptIndex | undefined;
@@ -280,7 +281,7 @@ export class OtelObserver implements ToolCallObserver {
 /**
  * An OpenTelemetry observer for `withToolReceipts({ telemetry })`: a span per
  * tool call (a child of BullMQ's job span when `bullmq-otel` telemetry is on)
- * and the metrics listed in the README's "Observability" section. Uses the
+ * and the metrics listed in docs/observability.md. Uses the
  * global tracer and meter providers unless given a tracer or meter. One
  * observer per wrapper.
  */

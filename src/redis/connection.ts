@@ -43,9 +43,6 @@ export function checkedConnection(value: unknown, owner: string): RedisConnectio
   throw new InvalidRedisConnectionError(owner, describeValue(value));
 }
 
-/** A reply of a SCAN-family command: the next cursor and a batch. */
-type ScanReply = Promise<[cursor: string, elements: string[]]>;
-
 /** The pipeline the stores batch script calls on (ioredis `pipeline()`). */
 export interface RedisPipeline {
   zrange(key: string, start: number, stop: string): unknown;
@@ -73,8 +70,8 @@ export interface RedisConnection {
   /** The server clock, `[seconds, microseconds]`. */
   time(): Promise<unknown>;
   hmget(key: string, ...fields: string[]): Promise<(string | null)[]>;
-  hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
-  scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): ScanReply;
+  hscan(key: string, cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): Promise<[cursor: string, elements: string[]]>;
+  scan(cursor: string, matchToken: 'MATCH', pattern: string, countToken: 'COUNT', count: number): Promise<[cursor: string, elements: string[]]>;
   /** Any command by name: the durability waits (`WAIT`, `WAITAOF`) and the doctor's reads. */
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
   info(): Promise<string>;

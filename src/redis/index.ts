@@ -61,12 +61,14 @@ export {
   type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
-export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';
+export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition, type ScriptIncludeProblem } from './scripts.js';
+export { type ClaimObservation } from './observation.js';
 export {
   NoClusterMastersError,
   InvalidRedisConnectionError,
   type RedisConnection,
   type RedisClusterConnection,
+  type RedisNodeConnection,
   type RedisPipeline,
 } from './connection.js';
 export {

@@ -80,7 +80,7 @@ export async function scanReceipts(redis: RedisConnection, prefix: string, optio
   return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)), 'scan');
 }
 
-/** What {@link rebuildReceiptCounts} did. */
+/** What a rebuild of the counting sets did (`ReceiptStore.rebuildCounts`, `tool-receipts stats --rebuild`). */
 export interface RebuildSummary {
   /** Runs whose counting set was rebuilt and that were registered. */
   readonly runs: number;

@@ -71,3 +71,16 @@ describe('call ids and inputs', () => {
     expect(t.runs()).toBe(1);
   });
 });
+
+describe('calls in another API\'s shape', () => {
+  it('fail the job unrecoverably with a hint naming the /client adapter, and nothing runs', async () => {
+    const l = await lane();
+    const t = countingTool();
+    l.worker({ tools: [t.tool] });
+    const openAICalls = [{ id: 'call_1', type: 'function', function: { name: 'note', arguments: '{"text":"a"}' } }];
+    const job = await l.run({ tenantId: 'acme', runId: 'run-1', calls: openAICalls }, { attempts: 3 });
+    expect(job.failedReason).toMatch(/^job\.invalid_data: .*Hint: .*openAIChatToolCalls\(message\) from 'bullmq-tool-receipts\/client'/);
+    expect(job.attemptsMade).toBe(1);
+    expect(t.runs()).toBe(0);
+  });
+});

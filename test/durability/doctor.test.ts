@@ -4,6 +4,8 @@
  * fsynced every second, replicas with and without durability, and a server
  * whose CONFIG command is renamed away (as managed services hide it).
  */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
@@ -73,6 +75,22 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
     const run = await cli([], s.url);
     expect(run.code).toBe(0);
     expect(run.out).toContain('Receipts are safe on this server.');
+  });
+
+  it("passes redis-server started with docker-compose.yml's own command line, which keeps its AOF in a named volume on 127.0.0.1", async () => {
+    const compose = readFileSync(fileURLToPath(new URL('../../docker-compose.yml', import.meta.url)), 'utf8');
+    const service = compose.slice(compose.indexOf('\n  redis:\n'), compose.indexOf('\n  redis-primary:'));
+    const command = JSON.parse(/^    command: (\[.*\])$/m.exec(service)![1]!) as string[];
+    expect(command[0]).toBe('redis-server');
+    expect(service).toMatch(/^      - "127\.0\.0\.1:6379:6379"$/m);
+    expect(service).toMatch(/^      - receipts-data:\/data$/m);
+    expect(service).toMatch(/^    healthcheck:$/m);
+    expect(compose).toMatch(/^volumes:\n  receipts-data:$/m);
+    // The harness's own defaults (no AOF) come first; the compose file's flags override them.
+    const s = await server(command.slice(1));
+    const report = await checkRedisForReceipts(connect(s));
+    expect(report.findings.filter((f) => f.status !== 'safe')).toEqual([]);
+    expect((await cli([], s.url)).code).toBe(0);
   });
 
   it('says what everysec loses', async () => {

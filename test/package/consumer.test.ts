@@ -2,10 +2,11 @@
  * The package as a user installs it: built and packed, then installed into two
  * scratch apps next to their own bullmq, ioredis and zod (the newest of bullmq
  * 6 + ioredis 6, and of bullmq 5 + ioredis 5, each with zod 4). Each app
- * typechecks a worker written like the README's "Use" section (strict,
- * NodeNext; the bullmq 6 app also every TypeScript block of the README), runs
- * one real job through a real Worker (executed, then replayed), and loads
- * every entry with require().
+ * typechecks a worker and the front page's worker + producer
+ * (examples/quickstart.ts; strict, NodeNext; the bullmq 6 app also every
+ * TypeScript block of README.md and docs/*.md), runs one real job through a
+ * real Worker (executed, then replayed), runs the quick start end to end, and
+ * loads every entry with require().
  */
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
@@ -13,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisHandle } from '../support/redis.js';
-import { buildAndPack, readmeBlocks, repoRoot, resultOf, scratchApp, type Ran, type ScratchApp } from './scratch-app.js';
+import { buildAndPack, markdownBlocks, repoRoot, resultOf, scratchApp, type Ran, type ScratchApp } from './scratch-app.js';
 
 const APPS = {
   'bullmq 6 + ioredis 6': { bullmq: '^6', ioredis: '^6', zod: '^4' },
@@ -39,6 +40,15 @@ interface AppOutcome {
   readonly typecheck: Ran;
   readonly worker: Ran;
   readonly required: Ran;
+  /** The quick start, or `undefined` when it could not get a database of its own. */
+  readonly quickstart: Ran | undefined;
+}
+
+/** README.md and every docs/*.md, by repo-relative name. */
+async function docPages(): Promise<Record<string, string>> {
+  const docs = (await readdir(path.join(repoRoot, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+  const names = ['README.md', ...docs];
+  return Object.fromEntries(await Promise.all(names.map(async (name) => [name, await readFile(path.join(repoRoot, name), 'utf8')] as const)));
 }
 
 let redis: RedisHandle;
@@ -50,23 +60,26 @@ const outcomes = new Map<AppName, AppOutcome>();
  * Installs, typechecks, and runs both scripts of one app (the two apps go at
  * once); each script gets its own key prefix, so neither can replay the other's call.
  */
-async function exercise(name: AppName, index: number, readmeSources: Record<string, string>): Promise<AppOutcome> {
-  const sources = name === README_APP ? readmeSources : {};
+async function exercise(name: AppName, index: number, docSources: Record<string, string>): Promise<AppOutcome> {
+  const sources = name === README_APP ? docSources : {};
   const app = await scratchApp(`app${index}`, packed.tarball, { ...APPS[name], ...(await extrasFor(name)) }, sources);
   const typecheck = await app.typecheck();
   const env = { REDIS_URL: redis.url };
   const worker = typecheck.code === 0 ? await app.node('out/use.js', { ...env, RECEIPTS_PREFIX: `${redis.prefix}esm${index}` }) : typecheck;
   const required = await app.node('require.cjs', { ...env, RECEIPTS_PREFIX: `${redis.prefix}cjs${index}` });
-  return { app, typecheck, worker, required };
+  // The quick start uses the names a new app would (queue tool-calls, prefix trc): each app gets a database of its own.
+  const quickstart =
+    typecheck.code !== 0 ? typecheck : redis.controllable ? await app.node('out/quickstart.js', { REDIS_URL: `${redis.url}/${index + 1}` }) : undefined;
+  return { app, typecheck, worker, required, quickstart };
 }
 
 beforeAll(async () => {
   redis = await startRedis();
   scratch = await mkdtemp(path.join(tmpdir(), 'trc-pack-'));
   packed = await buildAndPack(scratch);
-  const readmeSources = readmeBlocks(await readFile(path.join(repoRoot, 'README.md'), 'utf8'));
+  const docSources = markdownBlocks(await docPages());
   const names = Object.keys(APPS) as AppName[];
-  const done = await Promise.all(names.map((name, i) => exercise(name, i, readmeSources)));
+  const done = await Promise.all(names.map((name, i) => exercise(name, i, docSources)));
   names.forEach((name, i) => outcomes.set(name, done[i]!));
 }, 300_000);
 
@@ -77,17 +90,20 @@ afterAll(async () => {
 });
 
 describe('the packed tarball', () => {
-  it('holds the built code, the Lua scripts, the docs and the licence, and nothing else', async () => {
+  it('holds the built code, the Lua scripts, the docs, the examples they show, the compose file and the licence, and nothing else', async () => {
     const { files } = packed;
     const lua = (await readdir(path.join(repoRoot, 'lua'), { recursive: true }))
       .filter((f) => f.endsWith('.lua'))
       .map((f) => `lua/${f.split(path.sep).join('/')}`);
     expect(lua.length).toBeGreaterThan(10);
-    for (const file of [...lua, 'LICENSE', 'README.md', 'package.json', 'docs/offload.md', 'dist/cli/main.js']) {
+    const docs = Object.keys(await docPages());
+    expect(docs.length).toBeGreaterThan(10);
+    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'docker-compose.yml'];
+    for (const file of [...lua, ...docs, ...shipped]) {
       expect(files).toContain(file);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|LICENSE|README\.md|package\.json)$/.test(f))).toEqual([]);
+    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|LICENSE|README\.md|package\.json)$/.test(f) && !shipped.includes(f))).toEqual([]);
   });
 
   it('has every file its exports map, main, types and bin name', async () => {
@@ -106,14 +122,17 @@ describe('the packed tarball', () => {
     }
   });
 
-  it('has a file for every relative link of its README', async () => {
-    const readme = await readFile(path.join(repoRoot, 'README.md'), 'utf8');
-    const links = [...readme.matchAll(/\]\(([^)#]+)(#[^)]*)?\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
-    expect(links.length).toBeGreaterThan(0);
-    for (const link of links) {
-      const target = link.replace(/^\.\//, '').replace(/\/$/, '');
-      expect(packed.files.some((f) => f === target || f.startsWith(`${target}/`)), link).toBe(true);
+  it('has a file for every relative link of its README and docs', async () => {
+    let checked = 0;
+    for (const [page, text] of Object.entries(await docPages())) {
+      const links = [...text.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
+      for (const link of links) {
+        const target = path.posix.normalize(path.posix.join(path.posix.dirname(page), link)).replace(/\/$/, '');
+        expect(packed.files.some((f) => f === target || f.startsWith(`${target}/`)), `${page}: ${link}`).toBe(true);
+        checked += 1;
+      }
     }
+    expect(checked).toBeGreaterThan(60);
   });
 });
 
@@ -129,7 +148,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
     for (const [dep, dirs] of Object.entries(copies)) expect(dirs, `copies of ${dep}`).toHaveLength(1);
   });
 
-  it(`typechecks the worker${name === README_APP ? ' and every README TypeScript block' : ''} (strict, NodeNext)`, () => {
+  it(`typechecks the worker, the quick start${name === README_APP ? ' and every TypeScript block of README.md and docs/' : ''} (strict, NodeNext)`, () => {
     expect(outcome().typecheck.stdout + outcome().typecheck.stderr).toBe('');
     expect(outcome().typecheck.code).toBe(0);
   });
@@ -145,6 +164,15 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
       entries: { offload: 'function', repair: 'function', testing: ['function', 'function'] },
       clusterShaped: true,
     });
+  });
+
+  it("runs the front page's worker + producer as written: executed once, replayed for the redelivered turn, and it exits", (ctx) => {
+    const { quickstart } = outcome();
+    if (quickstart === undefined) ctx.skip('the quick start needs a throwaway Redis (REDIS_URL is set)');
+    expect(quickstart!.code, quickstart!.stdout + quickstart!.stderr).toBe(0);
+    expect(quickstart!.stdout.match(/^sending "Your invoice" to ada@example\.com/gm)).toHaveLength(1);
+    expect(quickstart!.stdout).toMatch(/^first executed \{"sent":true\}$/m);
+    expect(quickstart!.stdout).toMatch(/^redelivered replayed \{"sent":true\}$/m);
   });
 
   it('loads every entry with require() and runs a call on the real Redis from CommonJS', () => {

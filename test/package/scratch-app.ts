@@ -47,9 +47,11 @@ export interface PackedFile {
   readonly path: string;
 }
 
-/** Builds `dist` from scratch and packs it; resolves with the tarball's path and file list. */
+/**
+ * Packs the package as `npm publish` would: its `prepack` script builds `dist`
+ * from scratch first. Resolves with the tarball's path and file list.
+ */
 export async function buildAndPack(into: string): Promise<{ tarball: string; files: string[] }> {
-  succeeded('npm run build', await run('npm', ['run', 'build'], repoRoot));
   const packed = succeeded('npm pack', await run('npm', ['pack', '--json', '--pack-destination', into], repoRoot));
   const [entry] = JSON.parse(packed.stdout) as { filename: string; files: PackedFile[] }[];
   if (!entry) throw new Error(`npm pack printed no entry: ${packed.stdout}`);
@@ -107,6 +109,8 @@ export async function scratchApp(
   for (const file of ['use.ts', 'host.d.ts']) {
     await writeFile(path.join(dir, 'src', file), await readFile(path.join(appSources, file)));
   }
+  // The front page's worker + producer, exactly as the package ships it.
+  await writeFile(path.join(dir, 'src', 'quickstart.ts'), await readFile(path.join(repoRoot, 'examples', 'quickstart.ts')));
   await writeFile(path.join(dir, 'require.cjs'), await readFile(path.join(appSources, 'require.cjs')));
   for (const [file, text] of Object.entries(extraSources)) await writeFile(path.join(dir, 'src', file), text);
   succeeded(
@@ -133,10 +137,18 @@ export function resultOf(ran: Ran): unknown {
 }
 
 /**
- * The README's TypeScript blocks, each as its own module file
- * (`readme-<n>.ts`); the host objects they assume come from `host.d.ts`.
+ * The TypeScript blocks of markdown pages (page name → text), each as its own
+ * module file: `readme-<n>.ts` for README.md, `docs-<page>-<n>.ts` for
+ * docs/<page>.md. The host objects they assume come from `host.d.ts`.
  */
-export function readmeBlocks(readme: string): Record<string, string> {
-  const blocks = [...readme.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
-  return Object.fromEntries(blocks.map((code, i) => [`readme-${i + 1}.ts`, `${code}export {};\n`]));
+export function markdownBlocks(pages: Record<string, string>): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const [page, text] of Object.entries(pages)) {
+    const stem = page === 'README.md' ? 'readme' : `docs-${path.basename(page, '.md')}`;
+    const blocks = [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match) => match[1] ?? '');
+    blocks.forEach((code, i) => {
+      files[`${stem}-${i + 1}.ts`] = `${code}export {};\n`;
+    });
+  }
+  return files;
 }

@@ -1,4 +1,4 @@
-// A worker written the way the README's "Use" section is, compiled in a scratch
+// A worker written the way docs/worker.md shows one, compiled in a scratch
 // app (strict, NodeNext) against the packed package, then run on a real Redis:
 // one call executed by a real Worker, then replayed from its receipt.
 import { Queue, QueueEvents, Worker } from 'bullmq';
