@@ -65,6 +65,7 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'turn.conflict',
   'turn.invalid_id',
   'turn.invalid_timeout',
+  'client.mismatched_events',
   'format.invalid_message',
   'format.result_count',
   'tool.error_result',
