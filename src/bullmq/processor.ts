@@ -16,6 +16,8 @@ import { keepPartialResults } from './ambiguity.js';
 import { parkJobOnServerClock } from './park-job.js';
 import type { CallRuntime } from './call-runtime.js';
 import { runTurn } from './turn.js';
+import { interruptedEnding } from './interruption.js';
+import { endingOf } from './infrastructure.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
@@ -163,10 +165,14 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const results: ToolResultBlock[] = [];
     try {
       await runTurn(runtime, { job, token, data, abort, park }, results);
+      // Cancelled (or the lock lost) while its last call ran: the job still ends as interrupted.
+      const interrupted = interruptedEnding(jobKey, abort, {});
+      if (interrupted) throw interrupted;
       return { results };
     } catch (error) {
-      await keepPartialResults(job, results, error, logger);
-      throw error;
+      const ending = interruptedEnding(jobKey, abort, { error }) ?? endingOf(error, logger, job.id);
+      await keepPartialResults(job, results, ending, logger);
+      throw ending;
     } finally {
       lockLost.delete(jobKey);
       abort.dispose();

@@ -31,6 +31,7 @@ import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
+import { stepOfScript, unreachableErrorOf } from './unreachable.js';
 import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
@@ -163,12 +164,15 @@ export class ReceiptStore {
     return parseObservation(script, await this.call(script, keys, args));
   }
 
-  /** Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError}. */
+  /**
+   * Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError},
+   * a timeout or lost connection a `RedisTimeoutError` or `RedisUnavailableError`.
+   */
   private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
       return await runScript(this.redis, script, keys, args);
     } catch (error) {
-      throw corruptReceiptErrorOf(error, firstKey ?? '');
+      throw unreachableErrorOf(corruptReceiptErrorOf(error, firstKey ?? ''), { redisKey: firstKey ?? '', step: stepOfScript(script) });
     }
   }
 
