@@ -22,7 +22,9 @@
 
   Releases only an attempt this very claim started: the receipt is running
   at exactly ARGV[1] of lifetime ARGV[2] (includes/fenced.lua's holdsFence),
-  its owner is ARGV[3], and either its epoch or its claim_token is ARGV[4].
+  its owner is ARGV[3], and either ARGV[1] is 1 and its epoch is ARGV[4] (the
+  claim created this lifetime) or its claim_token is ARGV[4] (the takeover
+  that stored that token).
   Anything else (no receipt: the claim never landed; another attempt or
   lifetime; another owner; already settled) is left exactly as it is.
 
@@ -48,7 +50,8 @@ local now = serverNow()
 local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], now)
 if refused and (receipt == nil or receipt.status ~= 'failed') then return refused end
 local owner, token, tier = unpack(redis.call('HMGET', KEYS[1], 'owner', 'claim_token', 'tier'))
-local ours = owner == ARGV[3] and (receipt.epoch == ARGV[4] or token == ARGV[4])
+-- The epoch names the claim only for the attempt that created the lifetime; a takeover is named by its claim_token.
+local ours = owner == ARGV[3] and ((tonumber(ARGV[1]) == 1 and receipt.epoch == ARGV[4]) or token == ARGV[4])
 if refused then
   if ours and tier == 'neverStarted' and stillAt(receipt, 'failed', ARGV[1], ARGV[2]) then return observation(3, receipt, now) end
   return refused
