@@ -57,7 +57,6 @@ export async function infrastructureFailure(x: Execution, error: unknown): Promi
   x.log().warn({ attempt: x.attempt, code: (cause as { code?: string }).code, error: text }, 'tool call cut off by Redis; not counted as a tool failure, the job retries');
   // Best effort: when Redis cannot take this either, the lease lapses instead, to the same end.
   await x.rt.store.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
-  x.obs.outcomeUnknown(cause);
   throw cause;
 }
 

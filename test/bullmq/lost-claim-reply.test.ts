@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Job, Queue, QueueEvents, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
@@ -75,7 +75,7 @@ describe('a claim whose reply was lost', () => {
         execute: (args) => void sent.push(args.to),
       });
       const prefix = `${redis.handle().prefix}${randomBytes(3).toString('hex')}`;
-      const connect = (options: ConstructorParameters<typeof Redis>[1] = {}) => {
+      const connect = (options: RedisOptions = {}) => {
         const c = new Redis(redis.handle().url, { maxRetriesPerRequest: null, ...options });
         closers.push(async () => c.disconnect());
         return c;
