@@ -47,7 +47,11 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
    * acknowledge a call's claim before its effect starts, and its settle
    * before the job returns. A claim not acknowledged within `timeoutMs` is
    * settled as never started and the job retries without running the tool.
-   * Off by default: see the README's "Redis durability" for what each mode survives.
+   * An unacknowledged write is infrastructure (`durability.not_acknowledged`:
+   * the job retries; the breaker and the model never hear of it); durability
+   * the server cannot give (`durability.unsupported`) fails each job
+   * unrecoverably. Off by default: see the README's "Redis durability" for
+   * what each mode survives.
    */
   readonly durability?: DurabilityOptions;
   readonly logger?: Logger;

@@ -151,11 +151,13 @@ export async function settleInterrupted(x: Execution, error: unknown, onFencedOu
 }
 
 /**
- * Record a tool's failure on its receipt and the breaker, then decide what
- * the job does: a destructive failure stops the job; a failure that allows an
- * automatic rerun (nothing ran, or the tool is idempotent) retries the job
- * while it has attempts left; any other failure, and the last attempt, is an
- * error result for the model.
+ * Record a tool's failure on its receipt and the breaker (a refusal,
+ * `ToolRefusedError`, as a rejection that the tool's next success ends; any
+ * other failure as a failure), then decide what the job does: a destructive
+ * failure stops the job; a failure that allows an automatic rerun (nothing
+ * ran, or the tool is idempotent) retries the job while it has attempts
+ * left; any other failure, and the last attempt, is an error result for the
+ * model.
  */
 export async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt } = x;

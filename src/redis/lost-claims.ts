@@ -17,9 +17,19 @@ import { RedisUnreachableError } from './unreachable.js';
 
 /** Tries at releasing a lost claim before leaving its lease to lapse. */
 export const LOST_CLAIM_RELEASE_TRIES = 8;
-/** The wait after the first failed try; it doubles after each, up to {@link LOST_CLAIM_RELEASE_MAX_DELAY_MS}. */
+/**
+ * The longest a lost claim's release is tried, in ms, whatever the
+ * connection's own retries make a try last: then the attempt, if it landed,
+ * is left for its lease to lapse (a try still in flight may land later, and
+ * does the same harmless, fenced release).
+ */
+export const LOST_CLAIM_RELEASE_BUDGET_MS = 10_000;
+/** The wait after the first failed try; it doubles after each, up to {@link MAX_DELAY_MS}. */
 const FIRST_DELAY_MS = 100;
-const LOST_CLAIM_RELEASE_MAX_DELAY_MS = 2_000;
+const MAX_DELAY_MS = 2_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+const GAVE_UP = Symbol('gave up');
 
 /** What became of one claim whose reply was lost. */
 export interface LostClaimRelease {
@@ -59,27 +69,34 @@ export async function releasingLostClaims<T>(ch: ClaimChannel, send: () => Promi
 
 /**
  * Releases one lost claim, trying until Redis answers (with backoff, at most
- * {@link LOST_CLAIM_RELEASE_TRIES} times). Never throws.
+ * {@link LOST_CLAIM_RELEASE_TRIES} times and {@link LOST_CLAIM_RELEASE_BUDGET_MS}
+ * in all). Never throws.
  */
 export async function releaseLostClaim(ch: ClaimChannel, claim: LostClaim, cause: RedisUnreachableError): Promise<LostClaimRelease> {
   const { request, fence } = claim;
   const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
   const text = `the reply of this attempt's ${cause.step} was lost (${cause.code}), so its effect never started`;
   const args = [fence.attempt, fence.epoch, request.owner, request.token, text, ch.retentionMs];
+  const outcome = (o: LostClaimRelease['outcome']): LostClaimRelease => ({ redisKey: keys[0], attempt: fence.attempt, outcome: o });
+  const deadline = performance.now() + LOST_CLAIM_RELEASE_BUDGET_MS;
   let delay = FIRST_DELAY_MS;
   for (let tries = 1; ; tries++) {
     try {
-      const seen = parseObservation(SCRIPT.releaseLostClaim, await ch.call(SCRIPT.releaseLostClaim, keys, args));
+      const sent = ch.call(SCRIPT.releaseLostClaim, keys, args);
+      sent.catch(() => undefined); // a try given up on may still fail later
+      const reply = await Promise.race([sent, sleep(Math.max(0, deadline - performance.now())).then(() => GAVE_UP)]);
+      if (reply === GAVE_UP) return outcome('unknown');
+      const seen = parseObservation(SCRIPT.releaseLostClaim, reply);
       const released = seen.code === 1 || seen.code === 2;
       if (released) await ch.durability?.acknowledged(ch.durability.mark(keys[0])).catch(() => undefined);
       // Code 3: an earlier try, sent while Redis did not answer, released it.
-      return { redisKey: keys[0], attempt: fence.attempt, outcome: released || seen.code === 3 ? 'released' : 'notLanded' };
+      return outcome(released || seen.code === 3 ? 'released' : 'notLanded');
     } catch (error) {
-      if (!(error instanceof RedisUnreachableError) || tries >= LOST_CLAIM_RELEASE_TRIES) {
-        return { redisKey: keys[0], attempt: fence.attempt, outcome: 'unknown' };
-      }
+      if (!(error instanceof RedisUnreachableError) || tries >= LOST_CLAIM_RELEASE_TRIES) return outcome('unknown');
     }
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, LOST_CLAIM_RELEASE_MAX_DELAY_MS);
+    const left = deadline - performance.now();
+    if (left <= 0) return outcome('unknown');
+    await sleep(Math.min(delay, left));
+    delay = Math.min(delay * 2, MAX_DELAY_MS);
   }
 }

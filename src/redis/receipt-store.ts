@@ -194,6 +194,15 @@ export class ReceiptStore {
    * A receipt whose keys hold the wrong Redis type, or whose hash has no valid
    * `status`, throws `CorruptReceiptError` and nothing is written.
    *
+   * A claim (or takeover) that Redis does not answer (the connection's
+   * `commandTimeout`, or a lost connection) throws `RedisTimeoutError` or
+   * `RedisUnavailableError`, but only after releasing what it may have
+   * started: once Redis answers again (bounded tries, see
+   * `LOST_CLAIM_RELEASE_BUDGET_MS`), the attempt this very claim started,
+   * if it landed, is settled as failed `neverStarted` (`release-lost-claim-3.lua`),
+   * so the call is never left running to become ambiguous. The error's
+   * `releases` says what became of it.
+   *
    * The same script reads the tool's circuit-breaker state in the run (the
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
    * keeps). When the tool is removed and the decision is `execute`, nothing is
@@ -301,7 +310,10 @@ export class ReceiptStore {
    * Throws as {@link complete} does; a fenced-out complete claims nothing.
    * With durability, one acknowledgement covers both writes; when it falls
    * short, an attempt the claim started is settled as failed `neverStarted`
-   * (its effect never starts) before `ReceiptNotDurableError` is thrown.
+   * (its effect never starts) before `ReceiptNotDurableError` is thrown. A
+   * reply Redis does not give releases the next call's claim as {@link claim}
+   * does (the complete itself is then unknown: the next delivery replays it
+   * if it landed).
    */
   async completeAndClaim(
     key: ToolCallReceiptKey,
@@ -328,7 +340,8 @@ export class ReceiptStore {
    * ahead)` for that call, or `null` when its receipt is corrupt (its own
    * claim then throws why). With durability, one acknowledgement covers
    * every claim; when it falls short, every attempt started is settled as
-   * failed `neverStarted` and `ReceiptNotDurableError` is thrown.
+   * failed `neverStarted` and `ReceiptNotDurableError` is thrown. A reply
+   * Redis does not give releases every claim of the group as {@link claim} does.
    */
   async claimGroup(
     calls: readonly { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions }[],
