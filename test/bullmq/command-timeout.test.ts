@@ -37,7 +37,9 @@ describe('a receipts connection with commandTimeout', () => {
       execute: (args) => void ran.push(args.to),
     });
     const connection = new Redis(redis.handle().url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
-    const processor = withToolReceipts({ redis: connection, prefix: redis.handle().prefix, tools: [tool], logger: pino({ level: 'silent' }) });
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const processor = withToolReceipts({ redis: connection, prefix: redis.handle().prefix, tools: [tool], logger });
     const input = { to: 'ada@example.com' };
     const data = { tenantId: 'acme', runId: 'run-frozen', calls: [{ id: 'toolu_1', name: 'send_email', input }] };
     await connection.ping(); // scripts and connection ready before the freeze
@@ -62,6 +64,11 @@ describe('a receipts connection with commandTimeout', () => {
     // The claim ran when Redis woke, and the release after it: the attempt is settled as never started.
     expect(timeout.releases).toEqual([{ redisKey: processor.store.redisKey(key), attempt: 1, outcome: 'released' }]);
     expect(ran).toEqual([]);
+    // Logged as a warning that names what was cut off and what became of it.
+    expect(lines).toContainEqual(expect.objectContaining({
+      level: 40, code: 'redis.timeout', receiptKey: processor.store.redisKey(key), tool: 'send_email', step: 'claim',
+      releases: [expect.objectContaining({ outcome: 'released' })],
+    }));
     expect(await processor.store.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     expect(await processor.store.listAmbiguous()).toEqual([]);
 
