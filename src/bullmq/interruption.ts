@@ -30,18 +30,23 @@ export function throwIfInterrupted(jobId: string, signal: AbortState): void {
 }
 
 /**
- * How an interrupted job ends, whatever its turn came to: the interruption
- * replaces a finished turn and any error that would have retried the job
- * (such as the failure of a tool that stopped because of the abort), so a
- * cancelled job never runs again whatever `attempts` says. An error that
- * already stops the job (`UnrecoverableError`: an ambiguous call, a
- * destructive failure) says more and is kept, and so is a `DelayedError`,
- * thrown once the job was already parked. Returns `undefined` when the job
- * was not interrupted, or the error to keep is `outcome`'s.
+ * How an interrupted job ends, whatever its turn came to (`outcome`: the
+ * error it threw, or none when it finished). The interruption replaces any
+ * error that would have retried the job (such as the failure of a tool that
+ * stopped because of the abort), so a cancelled job never runs again
+ * whatever `attempts` says; a cancelled job whose last call finished anyway
+ * ends cancelled too. An error that already stops the job
+ * (`UnrecoverableError`: an ambiguous call, a destructive failure) says more
+ * and is kept, and so is a `DelayedError`, thrown once the job was already
+ * parked; a job that lost its lock but finished every call returns its
+ * results (every receipt is settled; if the lock is really gone, BullMQ
+ * refuses the completion and a redelivery replays them). Returns
+ * `undefined` when the job was not interrupted, or `outcome` stands.
  */
 export function interruptedEnding(jobId: string, signal: AbortState, outcome: { readonly error?: unknown }): Error | undefined {
   const interruption = interruptionOf(jobId, signal);
   if (interruption === undefined || outcome.error === interruption) return undefined;
+  if (!('error' in outcome) && interruption instanceof JobLockLostError) return undefined;
   if (outcome.error instanceof UnrecoverableError || outcome.error instanceof DelayedError) return undefined;
   return interruption;
 }

@@ -169,7 +169,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const results: ToolResultBlock[] = [];
     try {
       await runTurn(runtime, { job, token, data, abort, park }, results);
-      // Cancelled (or the lock lost) while its last call ran: the job still ends as interrupted.
+      // Cancelled while its last call ran: the job still ends cancelled (see interruptedEnding).
       const interrupted = interruptedEnding(jobKey, abort, {});
       if (interrupted) throw interrupted;
       return { results };

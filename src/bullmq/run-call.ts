@@ -222,9 +222,16 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
     if (scope.abort.aborted) {
-      // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is
-      // settled as the tool reports: nothing ran (NeverStartedError), or it is left for its lease to lapse.
+      // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is settled
+      // as the tool reports: nothing ran (NeverStartedError), the outcome is unknown (OutcomeUnknownError),
+      // or, for any other error (which proves nothing), it is left for its lease to lapse.
       if (error instanceof NeverStartedError) return await settleInterrupted(x, error, onFencedOut('fail'));
+      if (error instanceof OutcomeUnknownError) {
+        // Left as a crash would leave it, at once (fenced: an attempt that was taken over writes nothing).
+        await rt.store.markOutcomeUnknown(key, fence, error.message).catch(() => undefined);
+        x.obs.outcomeUnknown(error);
+        throw interruptionOf(scope.job.id ?? '', scope.abort) ?? error;
+      }
       // First learn whether another attempt already took the call over.
       const takenOver = await takeoverOf(x);
       if (!takenOver) throw abandoned(x, scope.abort.reason, error);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NeverStartedError } from '../../src/core/index.js';
+import { NeverStartedError, OutcomeUnknownError } from '../../src/core/index.js';
 import { defineTool } from '../../src/bullmq/index.js';
 import { call, jobData, RETRYING, useLanes } from './fixture.js';
 
@@ -63,5 +63,21 @@ describe('aborted attempts', () => {
     // The tool was stopped, it did not fail: the breaker counted nothing.
     expect(await l.redis.hgetall(processor.breaker.redisKey(data.tenantId, data.runId))).toEqual({});
     expect(t.runs()).toBe(1);
+  });
+
+  it('a cancelled job whose tool reports an unknown outcome leaves the call ambiguous at once and ends with job.cancelled', async () => {
+    const l = await lane();
+    const t = abortableTool('opaque', () => new OutcomeUnknownError('the request was sent when the job was cancelled'));
+    const { processor, worker } = l.worker({ tools: [t.tool] }); // a 30 s lease: only the tool's report can make it ambiguous now
+    const data = jobData([call('long_call', { n: 3 })]);
+    const job = await l.add(data, RETRYING);
+    await t.running;
+    worker.cancelJob(job.id!, 'operator cancelled');
+    const done = await l.settle(job);
+    expect(done.failedReason).toMatch(/^job\.cancelled: /);
+    expect(done.attemptsMade).toBe(1);
+    const ambiguous = await processor.store.listAmbiguous();
+    expect(ambiguous.map((r) => r.key.runId)).toEqual([data.runId]);
+    expect(ambiguous[0]).toMatchObject({ status: 'running', leaseExpired: true });
   });
 });
