@@ -61,7 +61,7 @@ export {
   type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
-export { RedisTimeoutError, RedisUnavailableError, RedisUnreachableError, type RedisStep } from './unreachable.js';
+export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError, type RedisStep } from './unreachable.js';
 export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES, type LostClaimRelease } from './lost-claims.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition } from './scripts.js';
 export {

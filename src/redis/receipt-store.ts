@@ -166,7 +166,7 @@ export class ReceiptStore {
 
   /**
    * Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError},
-   * a timeout or lost connection a `RedisTimeoutError` or `RedisUnavailableError`.
+   * a timeout or lost connection a `RedisTimeoutError` or `RedisConnectionLostError`.
    */
   private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
@@ -196,7 +196,7 @@ export class ReceiptStore {
    *
    * A claim (or takeover) that Redis does not answer (the connection's
    * `commandTimeout`, or a lost connection) throws `RedisTimeoutError` or
-   * `RedisUnavailableError`, but only after releasing what it may have
+   * `RedisConnectionLostError`, but only after releasing what it may have
    * started: once Redis answers again (bounded tries, see
    * `LOST_CLAIM_RELEASE_BUDGET_MS`), the attempt this very claim started,
    * if it landed, is settled as failed `neverStarted` (`release-lost-claim-3.lua`),

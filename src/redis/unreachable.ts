@@ -2,7 +2,7 @@
  * Redis not answering: a command that timed out (ioredis `commandTimeout`)
  * or whose connection was lost. Either way the command may or may not have
  * run on the server, so its reply is unknown. The stores turn what ioredis
- * throws then into {@link RedisTimeoutError} or {@link RedisUnavailableError},
+ * throws then into {@link RedisTimeoutError} or {@link RedisConnectionLostError},
  * naming the receipt, its tool and the step that was cut off.
  */
 import { ToolReceiptsError } from '../core/errors.js';
@@ -48,7 +48,7 @@ export class RedisTimeoutError extends RedisUnreachableError {
 }
 
 /** The connection carrying a store's command was closed, refused or gave up retrying. Retryable. */
-export class RedisUnavailableError extends RedisUnreachableError {
+export class RedisConnectionLostError extends RedisUnreachableError {
   readonly code = 'redis.unavailable';
   constructor(where: RedisStep, cause: unknown) {
     super('lost its connection', where, cause);
@@ -70,7 +70,7 @@ export function unreachableErrorOf(error: unknown, where: RedisStep): unknown {
   if (error.message === 'Command timed out') return new RedisTimeoutError(where, error);
   const code = (error as { code?: unknown }).code;
   if ((typeof code === 'string' && CONNECTION_CODES.test(code)) || error.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.test(error.message)) {
-    return new RedisUnavailableError(where, error);
+    return new RedisConnectionLostError(where, error);
   }
   return error;
 }

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ToolReceiptsError } from '../../src/core/errors.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
-import { CorruptReceiptError, RedisTimeoutError, RedisUnavailableError } from '../../src/redis/index.js';
+import { CorruptReceiptError, RedisTimeoutError, RedisConnectionLostError } from '../../src/redis/index.js';
 import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
 
 const redisKey = receiptRedisKey('trc', { tenantId: 'acme', runId: 'run 1', toolName: 'send:email', argsHash: 'h1' });
@@ -22,7 +22,7 @@ describe('unreachableErrorOf', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
     const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 1).'), { name: 'MaxRetriesPerRequestError' });
     for (const cause of [new Error('Connection is closed.'), refused, exhausted, new Error("Stream isn't writeable and enableOfflineQueue options is false")]) {
-      expect(unreachableErrorOf(cause, where)).toBeInstanceOf(RedisUnavailableError);
+      expect(unreachableErrorOf(cause, where)).toBeInstanceOf(RedisConnectionLostError);
     }
   });
 
