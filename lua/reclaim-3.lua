@@ -15,6 +15,10 @@
   ARGV[7]  effect the caller's claim asks for: 'resumable' | 'opaque'
   ARGV[8]  the BullMQ job of the new attempt as JSON {"queue","prefix","id"}
            ('' or absent = none), stored as field job:<new attempts>
+  ARGV[9]  claim token ('' or absent = none): an unguessable token the caller
+           mints per claim, stored as field claim_token, so a caller whose
+           reply is lost can release exactly this attempt
+           (release-lost-claim-3.lua)
 
   Wins only when the receipt still has the observed status, attempts and
   epoch and either it failed, or it is running with a lease expired by TIME,
@@ -60,6 +64,7 @@ receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
 rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now)
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attempts, ARGV[8]) end
+if ARGV[9] and ARGV[9] ~= '' then rcall('HSET', KEYS[1], 'claim_token', ARGV[9]) end
 keepAtLeast(KEYS[1], ttl)
 rcall('ZADD', KEYS[2], tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
 keepAtLeast(KEYS[2], ttl)

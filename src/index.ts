@@ -20,6 +20,7 @@ export {
   ReceiptNotDurableError,
   type DurabilityOptions,
 } from './redis/durability.js';
+export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } from './redis/unreachable.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
 export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';

@@ -29,7 +29,10 @@ export class AmbiguousToolCallError extends ToolReceiptsError {
 /**
  * BullMQ could not renew the lock of the job a call belongs to: the job may
  * already be running on another worker. The call's `ctx.signal` is aborted
- * with this error as its reason.
+ * with this error as its reason, none of the job's later calls is claimed,
+ * and the job ends with this error (retryable: a later delivery claims
+ * afresh, and the receipts keep every effect at most once), whatever the
+ * tool threw when it stopped.
  */
 export class JobLockLostError extends ToolReceiptsError {
   readonly code = 'job.lock_lost';
@@ -40,8 +43,9 @@ export class JobLockLostError extends ToolReceiptsError {
 
 /**
  * The job was cancelled (BullMQ's abort signal fired, e.g. `worker.cancelJob`).
- * No call of the job is claimed after that; the job fails with this error
- * (unrecoverably) once the call in flight has ended.
+ * No call of the job is claimed after that; once the call in flight has
+ * ended (its receipt settled as the tool reports), the job fails with this
+ * error, unrecoverably, whatever the tool threw and whatever `attempts` says.
  */
 export class JobCancelledError extends ToolReceiptsError {
   readonly code = 'job.cancelled';

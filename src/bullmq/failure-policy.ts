@@ -4,9 +4,21 @@ import { retriesAutomatically, TIER_SUFFIX, type FailureTier } from '../core/tie
 /** The text of an error a tool threw. */
 export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** What the model is told about a failed call: the error, then its tier's advice. */
-export const failureContent = (toolName: string, message: string, tier: FailureTier): string =>
-  `Tool ${toolName} failed: ${message} ${TIER_SUFFIX[tier]}`;
+/** `text` ended as a sentence: trimmed, with a full stop added unless it already ends with one (or `!`, `?`). */
+export function asSentence(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return '';
+  return /[.!?]["'\u2019\u201d)\]]*$/u.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
+/**
+ * What the model is told about a failed call: the error, then its tier's
+ * advice, as sentences (`Tool x failed: <error>. <advice>`).
+ */
+export function failureContent(toolName: string, message: string, tier: FailureTier): string {
+  const error = asSentence(message);
+  return error === '' ? `Tool ${toolName} failed. ${TIER_SUFFIX[tier]}` : `Tool ${toolName} failed: ${error} ${TIER_SUFFIX[tier]}`;
+}
 
 /**
  * Whether a failed call makes its job retry: the failure allows an automatic

@@ -16,6 +16,8 @@ import { keepPartialResults } from './ambiguity.js';
 import { parkJobOnServerClock } from './park-job.js';
 import type { CallRuntime } from './call-runtime.js';
 import { runTurn } from './turn.js';
+import { interruptedEnding } from './interruption.js';
+import { endingOf } from './infrastructure.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
@@ -45,7 +47,11 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
    * acknowledge a call's claim before its effect starts, and its settle
    * before the job returns. A claim not acknowledged within `timeoutMs` is
    * settled as never started and the job retries without running the tool.
-   * Off by default: see docs/redis.md for what each mode survives.
+   * An unacknowledged write is infrastructure (`durability.not_acknowledged`:
+   * the job retries; the breaker and the model never hear of it); durability
+   * the server cannot give (`durability.unsupported`) fails each job
+   * unrecoverably. Off by default: see docs/redis.md for what each mode
+   * survives.
    */
   readonly durability?: DurabilityOptions;
   readonly logger?: Logger;
@@ -163,10 +169,14 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const results: ToolResultBlock[] = [];
     try {
       await runTurn(runtime, { job, token, data, abort, park }, results);
+      // Cancelled while its last call ran: the job still ends cancelled (see interruptedEnding).
+      const interrupted = interruptedEnding(jobKey, abort, {});
+      if (interrupted) throw interrupted;
       return { results };
     } catch (error) {
-      await keepPartialResults(job, results, error, logger);
-      throw error;
+      const ending = interruptedEnding(jobKey, abort, { error }) ?? endingOf(error, logger, job.id);
+      await keepPartialResults(job, results, ending, logger);
+      throw ending;
     } finally {
       lockLost.delete(jobKey);
       abort.dispose();

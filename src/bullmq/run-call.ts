@@ -14,7 +14,8 @@ import { LazyAbort } from './abort.js';
 import { stringifyToolResult } from '../offload/shaping.js';
 import { ambiguousOutcome } from './ambiguity.js';
 import { runReadOnlyCall, type FailureLog } from './direct-call.js';
-import { throwIfInterrupted } from './interruption.js';
+import { interruptionOf, throwIfInterrupted } from './interruption.js';
+import { infrastructureFailure, isInfrastructureError } from './infrastructure.js';
 import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
 import type { CallObservation } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
@@ -26,6 +27,7 @@ import {
   reportLateSettle,
   settleCompleted,
   settleFailure,
+  settleInterrupted,
   takeoverOf,
   type Execution,
 } from './settle-call.js';
@@ -90,10 +92,12 @@ async function runObservedCall(
   const log = () =>
     (callLogger ??= rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id }));
   let reconciled: string | undefined;
+  // A call that failed (or ended ambiguous) is a warning, with its tier; any other decision is an info line.
   const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) => {
-    if (!rt.logger.isLevelEnabled('info')) return;
+    const level = failure && outcome !== 'rejected' ? 'warn' : 'info';
+    if (!rt.logger.isLevelEnabled(level)) return;
     const ms = Math.round(performance.now() - started);
-    log().info(failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
+    log()[level](failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
   };
 
   const staged = await (links.self?.stage() ?? stageCall(rt, scope, call));
@@ -169,6 +173,8 @@ async function runObservedCall(
       // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
       const remaining = claim.leaseRemainingMs ?? rt.leaseMs;
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
+      // A job cancelled meanwhile is not parked to come back: it stops here.
+      throwIfInterrupted(scope.job.id ?? '', scope.abort);
       logDecision('wait', 'waited');
       obs.waiting(delay);
       await scope.park(claim.serverNowMs ?? Date.now(), delay);
@@ -215,15 +221,25 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   } catch (error) {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
-    if (scope.abort.aborted && !(error instanceof NeverStartedError)) {
-      // Aborted from outside: first learn whether another attempt already took the call over.
-      const takenOver = await takeoverOf(x);
-      if (takenOver) {
-        onFencedOut('abort')(takenOver);
-        throw fencedOutFailure(x, 'abort', error);
+    if (scope.abort.aborted) {
+      // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is settled
+      // as the tool reports: nothing ran (NeverStartedError), the outcome is unknown (OutcomeUnknownError),
+      // or, for any other error (which proves nothing), it is left for its lease to lapse.
+      if (error instanceof NeverStartedError) return await settleInterrupted(x, error, onFencedOut('fail'));
+      if (error instanceof OutcomeUnknownError) {
+        // Left as a crash would leave it, at once (fenced: an attempt that was taken over writes nothing).
+        await rt.store.markOutcomeUnknown(key, fence, error.message).catch(() => undefined);
+        x.obs.outcomeUnknown(error);
+        throw interruptionOf(scope.job.id ?? '', scope.abort) ?? error;
       }
-      throw abandoned(x, scope.abort.reason, error);
+      // First learn whether another attempt already took the call over.
+      const takenOver = await takeoverOf(x);
+      if (!takenOver) throw abandoned(x, scope.abort.reason, error);
+      onFencedOut('abort')(takenOver);
+      throw interruptionOf(scope.job.id ?? '', scope.abort) ?? fencedOutFailure(x, 'abort', error);
     }
+    // Redis did not answer, or a write went unacknowledged: not the tool's failure (see infrastructureFailure).
+    if (isInfrastructureError(error)) return await infrastructureFailure(x, error);
     if (error instanceof OutcomeUnknownError) return await outcomeUnknown(x, error, onFencedOut('fail'));
     return await settleFailure(x, error, onFencedOut('fail'));
   } finally {

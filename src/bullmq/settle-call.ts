@@ -15,9 +15,10 @@ import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
 import type { FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from './events.js';
 import type { FailureLog } from './direct-call.js';
-import { errorText, failureContent, retriesJob } from './failure-policy.js';
+import { asSentence, errorText, failureContent, retriesJob } from './failure-policy.js';
 import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
 import type { NextCall } from './next-call.js';
+import { interruptionOf } from './interruption.js';
 import type { CallObservation } from './observer.js';
 
 /**
@@ -113,27 +114,50 @@ export async function takeoverOf(x: Execution): Promise<FencedOutError | undefin
  * A tool that failed after its job was cancelled or lost its BullMQ lock may
  * have been cut off mid-effect, so its failure proves nothing. The receipt is
  * left running and its lease lapses: a resumable call is then taken over, an
- * opaque one becomes ambiguous. Only a tool that throws `NeverStartedError`
- * is settled as failed.
+ * opaque one becomes ambiguous. (A tool that throws `NeverStartedError` is
+ * settled as failed instead: see {@link settleInterrupted}.) Returns what the
+ * job ends with: the interruption (see `interruptionOf`), never a failure of
+ * the tool, so a cancelled job is not retried and the breaker counts nothing.
  */
 export function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
-  x.log().warn({ attempt: x.attempt, reason: errorText(reason) }, 'attempt aborted; receipt left for its lease to lapse');
-  x.obs.aborted(reason);
-  return new ToolCallFailedError(
-    x.tool.name,
-    x.call.id,
-    'neutral',
-    `attempt ${x.attempt} of tool call ${x.call.id} was aborted (${errorText(reason)}); its outcome is unknown, so the receipt was left to lapse`,
-    { cause },
+  x.log().warn(
+    { attempt: x.attempt, reason: errorText(reason), error: errorText(cause) },
+    'attempt aborted; receipt left for its lease to lapse',
   );
+  x.obs.aborted(reason);
+  return interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? (cause instanceof Error ? cause : new Error(errorText(cause)));
 }
 
 /**
- * Record a tool's failure on its receipt and the breaker, then decide what
- * the job does: a destructive failure stops the job; a failure that allows an
- * automatic rerun (nothing ran, or the tool is idempotent) retries the job
- * while it has attempts left; any other failure, and the last attempt, is an
- * error result for the model.
+ * A tool that stopped because its job was cancelled (or lost its lock) and
+ * proved that nothing ran (`NeverStartedError`): its attempt is settled as
+ * failed `neverStarted`, so a later claim of the call runs it afresh, and
+ * the job ends with the interruption. The breaker does not count it: the
+ * tool did not fail, it was stopped.
+ */
+export async function settleInterrupted(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<never> {
+  const message = errorText(error);
+  try {
+    const settled = await x.obs.roundTrip('fail', () => x.rt.store.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }));
+    reportLateSettle(x, settled, 'failed');
+    x.rt.events.emit('settled', { ...x.base, attempt: x.attempt, outcome: 'failed' });
+    x.obs.settled('failed', { tier: 'neverStarted', error });
+  } catch (failError) {
+    if (failError instanceof FencedOutError) onFencedOut(failError);
+    // Not written (fenced out, or Redis did not answer): the lease lapses as for any interrupted attempt.
+  }
+  x.logDecision('execute', 'failed', x.attempt, { error: message, tier: 'neverStarted' });
+  throw interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? error;
+}
+
+/**
+ * Record a tool's failure on its receipt and the breaker (a refusal,
+ * `ToolRefusedError`, as a rejection that the tool's next success ends; any
+ * other failure as a failure), then decide what the job does: a destructive
+ * failure stops the job; a failure that allows an automatic rerun (nothing
+ * ran, or the tool is idempotent) retries the job while it has attempts
+ * left; any other failure, and the last attempt, is an error result for the
+ * model.
  */
 export async function settleFailure(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
   const { rt, scope, call, tool, key, attempt } = x;
@@ -149,15 +173,20 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
     throw fencedOutFailure(x, 'fail', failError);
   }
   reportLateSettle(x, settled, 'failed');
-  const breaker = await rt.breaker.recordFailure(tenantId, runId, tool.name, {
-    removeNow: tier === 'destructive',
-    reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
-  });
+  // A refusal counts as a rejection (a streak that the tool's next success ends), any other failure as a failure.
+  const refused = error instanceof ToolRefusedError;
+  const breaker = refused
+    ? await rt.breaker.recordRejection(tenantId, runId, tool.name, { reason: `${tool.name} was removed after repeated refusals.` })
+    : await rt.breaker.recordFailure(tenantId, runId, tool.name, {
+        removeNow: tier === 'destructive',
+        reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
+      });
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
   x.obs.settled('failed', { tier, error });
-  const refused = error instanceof ToolRefusedError;
   x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
-  if (refused) return block(call, 'rejected', { content: message, is_error: true });
+  if (refused) {
+    return block(call, 'rejected', { content: breaker.removed ? `${asSentence(message)} ${REJECTION_REMOVAL_SUFFIX}` : message, is_error: true });
+  }
   const content = failureContent(tool.name, message, tier);
   const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
   if (tier === 'destructive') throw unrecoverable(failure);

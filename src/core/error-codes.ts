@@ -48,6 +48,8 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'durability.unsupported',
   'durability.not_acknowledged',
   'redis.no_cluster_masters',
+  'redis.timeout',
+  'redis.unavailable',
   'redis.script_definition',
   'redis.script_include',
   // Offloaded results.

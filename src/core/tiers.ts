@@ -74,6 +74,9 @@ export class DestructiveRanError extends ToolReceiptsError {
  * there, or not the caller's to read). Nothing ran, and asking again the same
  * way gets the same answer: the model gets the message as an error result,
  * and the job is not retried for it. Classified as the `neverStarted` tier.
+ * The run's circuit breaker counts it as a rejection, not a failure:
+ * `MAX_TOOL_REJECTIONS` in a row remove the tool, and a successful call of
+ * the tool in between starts the count again.
  */
 export class ToolRefusedError extends ToolReceiptsError {
   readonly code = 'tool.refused';

@@ -7,6 +7,7 @@ import { checkedConnection, type RedisConnection } from './connection.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
+import { unreachableErrorOf } from './unreachable.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
@@ -83,14 +84,17 @@ export class BreakerStore {
     reason: string,
   ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
     assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId, 'tool name': toolName });
-    const reply = await runScript(this.redis, SCRIPT.breakerRecord, [this.redisKey(tenantId, runId)], [
+    const key = this.redisKey(tenantId, runId);
+    const reply = await runScript(this.redis, SCRIPT.breakerRecord, [key], [
       kind,
       encodeKeyComponent(toolName),
       limit,
       removeNow ? '1' : '0',
       reason,
       this.retentionMs,
-    ]);
+    ]).catch((error: unknown) => {
+      throw unreachableErrorOf(error, { redisKey: key, step: `breaker ${kind} of ${toolName}` });
+    });
     if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((v) => typeof v === 'number')) {
       throw new UnexpectedScriptReplyError(SCRIPT.breakerRecord, reply);
     }

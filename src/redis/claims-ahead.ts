@@ -11,8 +11,9 @@
 import { ReceiptNotDurableError } from './durability.js';
 import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
 import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
-import { prefetched, releaseUnacknowledged, type ClaimChannel, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
+import { createdFence, prefetched, releaseUnacknowledged, type ClaimChannel, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { SCRIPT } from './receipt-scripts.js';
+import { releasingLostClaims } from './lost-claims.js';
 
 /** What claiming ahead needs of the store that runs it. */
 export interface AheadChannel extends ClaimChannel {
@@ -46,8 +47,12 @@ export async function completeAndClaimNext(
 ): Promise<{ seen: Observation; ahead: PrefetchedClaim | null }> {
   const [receipt, index, breaker, count] = complete.keys;
   const { registered } = await ch.beforeClaim(next);
-  const reply = await ch.call(SCRIPT.completeClaim, [receipt, index, breaker, next.keys[0], count], [...complete.args, ...next.args]);
-  await registered;
+  // A reply lost to a timeout or a dropped connection: release the receipt the next call's claim may have created.
+  const reply = await releasingLostClaims(ch, async () => {
+    const sent = await ch.call(SCRIPT.completeClaim, [receipt, index, breaker, next.keys[0], count], [...complete.args, ...next.args]);
+    await registered;
+    return sent;
+  }, () => [{ request: next, fence: createdFence(next) }]);
   const mark = ch.durability?.mark(receipt);
   if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) {
     throw new UnexpectedScriptReplyError(SCRIPT.completeClaim, reply);
@@ -69,8 +74,12 @@ export async function claimTogether(ch: AheadChannel, requests: readonly ClaimRe
   if (first === undefined) return [];
   const [, index, breaker, count] = first.keys;
   const { registered } = await ch.beforeClaim(first);
-  const reply = await ch.callVariadic(SCRIPT.claimGroup, [index, breaker, ...requests.map((r) => r.keys[0]), count], requests.flatMap((r) => r.args));
-  await registered;
+  // A reply lost to a timeout or a dropped connection: release every receipt the group's claims may have created.
+  const reply = await releasingLostClaims(ch, async () => {
+    const sent = await ch.callVariadic(SCRIPT.claimGroup, [index, breaker, ...requests.map((r) => r.keys[0]), count], requests.flatMap((r) => r.args));
+    await registered;
+    return sent;
+  }, () => requests.map((request) => ({ request, fence: createdFence(request) })));
   const mark = ch.durability?.mark(first.keys[0]);
   if (!Array.isArray(reply) || reply.length !== requests.length) throw new UnexpectedScriptReplyError(SCRIPT.claimGroup, reply);
   const answers = requests.map((request, i) => {

@@ -61,6 +61,8 @@ export {
   type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
+export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError, type RedisStep } from './unreachable.js';
+export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES, type LostClaimRelease } from './lost-claims.js';
 export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition, type ScriptIncludeProblem } from './scripts.js';
 export { type ClaimObservation } from './observation.js';
 export {

@@ -18,6 +18,7 @@ import { SCRIPT } from './receipt-scripts.js';
 import type { ClaimOptions, ClaimResult } from './receipt-types.js';
 import { positiveInt } from './settings.js';
 import { fromStoredJson } from './stored-json.js';
+import { releasingLostClaims } from './lost-claims.js';
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
@@ -34,6 +35,12 @@ export interface ClaimRequest {
   readonly owner: string;
   /** The attempt's job as stored (`''` for none), for a reclaim. */
   readonly job: string;
+  /**
+   * The epoch minted for this claim: the lifetime's epoch when the claim
+   * creates the receipt, and the token a takeover stores, so a claim whose
+   * reply is lost can release exactly the attempt it started.
+   */
+  readonly token: string;
 }
 
 /**
@@ -83,15 +90,19 @@ export function claimRequest(
   const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
   const owner = options.owner ?? defaults.owner;
   const job = options.job ? attemptJobText(options.job) : '';
+  // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
+  const token = newEpoch();
   const args = [
     leaseMs, defaults.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
     breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
-    // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
-    newEpoch(),
+    token,
     job,
   ];
-  return { key, keys, args, effect: options.effect, leaseMs, owner, job };
+  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
 }
+
+/** The fence of the attempt `request` starts when it creates the receipt: attempt 1 of the lifetime it mints. */
+export const createdFence = (request: ClaimRequest): AttemptFence => ({ attempt: 1, epoch: request.token });
 
 /** The claim script's answer for `request`, as a {@link PrefetchedClaim}. */
 export function prefetched(request: ClaimRequest, observation: ClaimObservation): PrefetchedClaim {
@@ -146,8 +157,12 @@ export async function runClaim(
         claimed = pending;
         pending = undefined;
       } else {
-        const reply = await ch.call(SCRIPT.claim, request.keys, request.args);
-        await registered;
+        // A reply lost to a timeout or a dropped connection: release the receipt the claim may have created.
+        const reply = await releasingLostClaims(ch, async () => {
+          const sent = await ch.call(SCRIPT.claim, request.keys, request.args);
+          await registered;
+          return sent;
+        }, () => [{ request, fence: createdFence(request) }]);
         mark = ch.durability?.mark(redisKey);
         claimed = parseClaimObservation(SCRIPT.claim, reply);
       }
@@ -180,9 +195,16 @@ export async function runClaim(
       case 'execute': {
         // A removed tool is never taken over: report the decision, write nothing.
         if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
-        const won = await run(SCRIPT.reclaim, [
-          seen.status ?? '', seen.attempts, request.leaseMs, ch.retentionMs, request.owner, seen.epoch, request.effect, request.job,
-        ]);
+        const observed: Observation = seen;
+        // A takeover whose reply was lost: release the attempt it may have started (attempts + 1, carrying its token).
+        const won: Observation = await releasingLostClaims(
+          ch,
+          () => run(SCRIPT.reclaim, [
+            observed.status ?? '', observed.attempts, request.leaseMs, ch.retentionMs, request.owner, observed.epoch, request.effect, request.job,
+            request.token,
+          ]),
+          () => [{ request, fence: { attempt: observed.attempts + 1, epoch: observed.epoch } }],
+        );
         const mark = ch.durability?.mark(redisKey);
         if (won.code === 1) {
           if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);

@@ -31,6 +31,7 @@ import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
+import { stepOfScript, unreachableErrorOf } from './unreachable.js';
 import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
@@ -163,12 +164,15 @@ export class ReceiptStore {
     return parseObservation(script, await this.call(script, keys, args));
   }
 
-  /** Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError}. */
+  /**
+   * Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError},
+   * a timeout or lost connection a `RedisTimeoutError` or `RedisConnectionLostError`.
+   */
   private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
       return await runScript(this.redis, script, keys, args);
     } catch (error) {
-      throw corruptReceiptErrorOf(error, firstKey ?? '');
+      throw unreachableErrorOf(corruptReceiptErrorOf(error, firstKey ?? ''), { redisKey: firstKey ?? '', step: stepOfScript(script) });
     }
   }
 
@@ -189,6 +193,15 @@ export class ReceiptStore {
    *
    * A receipt whose keys hold the wrong Redis type, or whose hash has no valid
    * `status`, throws `CorruptReceiptError` and nothing is written.
+   *
+   * A claim (or takeover) that Redis does not answer (the connection's
+   * `commandTimeout`, or a lost connection) throws `RedisTimeoutError` or
+   * `RedisConnectionLostError`, but only after releasing what it may have
+   * started: once Redis answers again (bounded tries, see
+   * `LOST_CLAIM_RELEASE_BUDGET_MS`), the attempt this very claim started,
+   * if it landed, is settled as failed `neverStarted` (`release-lost-claim-3.lua`),
+   * so the call is never left running to become ambiguous. The error's
+   * `releases` says what became of it.
    *
    * The same script reads the tool's circuit-breaker state in the run (the
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
@@ -297,7 +310,10 @@ export class ReceiptStore {
    * Throws as {@link complete} does; a fenced-out complete claims nothing.
    * With durability, one acknowledgement covers both writes; when it falls
    * short, an attempt the claim started is settled as failed `neverStarted`
-   * (its effect never starts) before `ReceiptNotDurableError` is thrown.
+   * (its effect never starts) before `ReceiptNotDurableError` is thrown. A
+   * reply Redis does not give releases the next call's claim as {@link claim}
+   * does (the complete itself is then unknown: the next delivery replays it
+   * if it landed).
    */
   async completeAndClaim(
     key: ToolCallReceiptKey,
@@ -324,7 +340,8 @@ export class ReceiptStore {
    * ahead)` for that call, or `null` when its receipt is corrupt (its own
    * claim then throws why). With durability, one acknowledgement covers
    * every claim; when it falls short, every attempt started is settled as
-   * failed `neverStarted` and `ReceiptNotDurableError` is thrown.
+   * failed `neverStarted` and `ReceiptNotDurableError` is thrown. A reply
+   * Redis does not give releases every claim of the group as {@link claim} does.
    */
   async claimGroup(
     calls: readonly { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions }[],

@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NeverStartedError } from '../../src/core/index.js';
-import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
-import { call, jobData, useLanes } from './fixture.js';
+import { NeverStartedError, OutcomeUnknownError } from '../../src/core/index.js';
+import { defineTool } from '../../src/bullmq/index.js';
+import { call, jobData, RETRYING, useLanes } from './fixture.js';
 
 const lane = useLanes();
 
 /** A tool that waits until its signal aborts, then throws what `onAbort` makes. */
 function abortableTool(effect: 'opaque' | 'resumable', onAbort: (reason: unknown) => Error) {
   let started = () => {};
+  let runs = 0;
   const running = new Promise<void>((r) => (started = r));
   const tool = defineTool({
     name: 'long_call',
@@ -17,11 +18,12 @@ function abortableTool(effect: 'opaque' | 'resumable', onAbort: (reason: unknown
     destructive: false,
     execute: (_args, ctx) =>
       new Promise((_, reject) => {
+        runs++;
         started();
         ctx.signal.addEventListener('abort', () => reject(onAbort(ctx.signal.reason)), { once: true });
       }),
   });
-  return { tool, running };
+  return { tool, running, runs: () => runs };
 }
 
 describe('aborted attempts', () => {
@@ -35,7 +37,8 @@ describe('aborted attempts', () => {
     // What BullMQ's lock manager emits when it cannot extend a job's lock.
     worker.emit('lockRenewalFailed', [job.id!]);
     const failed = await l.settle(job);
-    expect(failed.failedReason).toMatch(/outcome is unknown/);
+    // The job ends with the lost lock, not with a failure of the tool it cut off.
+    expect(failed.failedReason).toMatch(/lock of job .* could not be renewed/);
     const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
     expect(receipt!.status).toBe('running'); // not settled as failed: nothing proves it did not land
     await expect.poll(async () => (await processor.store.inspect(receipt!.key))!.leaseExpired, { timeout: 10_000 }).toBe(true);
@@ -43,17 +46,38 @@ describe('aborted attempts', () => {
     expect(retry.failedReason).toMatch(/^receipt\.ambiguous: /);
   });
 
-  it('a cancelled job whose tool proves nothing ran settles as failed and may run again', async () => {
+  it('a cancelled job whose tool proves nothing ran settles the call as failed and ends with job.cancelled', async () => {
     const l = await lane();
     const t = abortableTool('opaque', () => new NeverStartedError('cancelled before sending'));
     const { processor, worker } = l.worker({ tools: [t.tool], leaseMs: 300 });
     const data = jobData([call('long_call', { n: 2 })]);
-    const job = await l.add(data, { attempts: 1 });
+    const job = await l.add(data, RETRYING);
     await t.running;
     worker.cancelJob(job.id!, 'operator cancelled');
     const done = await l.settle(job);
-    expect((done.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(done.failedReason).toMatch(/^job\.cancelled: /);
+    expect(done.attemptsMade).toBe(1);
     const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    // Settled as the tool reported: nothing ran, so a later job may run the call again.
     expect(receipt).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+    // The tool was stopped, it did not fail: the breaker counted nothing.
+    expect(await l.redis.hgetall(processor.breaker.redisKey(data.tenantId, data.runId))).toEqual({});
+    expect(t.runs()).toBe(1);
+  });
+
+  it('a cancelled job whose tool reports an unknown outcome leaves the call ambiguous at once and ends with job.cancelled', async () => {
+    const l = await lane();
+    const t = abortableTool('opaque', () => new OutcomeUnknownError('the request was sent when the job was cancelled'));
+    const { processor, worker } = l.worker({ tools: [t.tool] }); // a 30 s lease: only the tool's report can make it ambiguous now
+    const data = jobData([call('long_call', { n: 3 })]);
+    const job = await l.add(data, RETRYING);
+    await t.running;
+    worker.cancelJob(job.id!, 'operator cancelled');
+    const done = await l.settle(job);
+    expect(done.failedReason).toMatch(/^job\.cancelled: /);
+    expect(done.attemptsMade).toBe(1);
+    const ambiguous = await processor.store.listAmbiguous();
+    expect(ambiguous.map((r) => r.key.runId)).toEqual([data.runId]);
+    expect(ambiguous[0]).toMatchObject({ status: 'running', leaseExpired: true });
   });
 });

@@ -119,14 +119,31 @@ describe('OutcomeUnknownError', () => {
 });
 
 describe('the log line of a failed call', () => {
-  it('carries the error text and the tier', async () => {
+  it('is a warning carrying the error text and the tier', async () => {
     const l = await lane();
     const lines: Array<Record<string, unknown>> = [];
-    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    // At warn, as a production logger often is: the failure is still there, the calls that went well are not.
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const t = flakyTool('sync', () => new Error('upstream said 500'));
-    l.worker({ tools: [t.tool], logger });
-    await l.run(jobData([call('sync', { n: 1 })]));
-    const line = lines.find((x) => x.msg === 'tool call');
-    expect(line).toMatchObject({ decision: 'execute', outcome: 'failed', error: 'upstream said 500', tier: 'neutral' });
+    const ok = flakyTool('lookup', () => undefined);
+    l.worker({ tools: [t.tool, ok.tool], logger });
+    await l.run(jobData([call('lookup', { n: 1 }), call('sync', { n: 1 })]));
+    const calls = lines.filter((x) => x.msg === 'tool call');
+    expect(calls).toEqual([
+      expect.objectContaining({ level: 40, tool: 'sync', decision: 'execute', outcome: 'failed', error: 'upstream said 500', tier: 'neutral' }),
+    ]);
+  });
+});
+
+describe('what the model reads after a failure', () => {
+  it('reads as sentences: the error, a full stop, then the advice', async () => {
+    const l = await lane();
+    const plain = flakyTool('sync', () => new Error('upstream said 500'));
+    const ended = flakyTool('push', () => new Error('the queue is full.'));
+    l.worker({ tools: [plain.tool, ended.tool] });
+    const job = await l.run(jobData([call('sync', { n: 1 }), call('push', { n: 1 })]), { attempts: 1 });
+    const [a, b] = results(job);
+    expect(a!.content).toBe(`Tool sync failed: upstream said 500. ${TIER_SUFFIX.neutral}`);
+    expect(b!.content).toBe(`Tool push failed: the queue is full. ${TIER_SUFFIX.neutral}`);
   });
 });

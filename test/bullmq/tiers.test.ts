@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DestructiveRanError, MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX } from '../../src/core/index.js';
+import { DestructiveRanError, MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX, ToolRefusedError } from '../../src/core/index.js';
 import { BreakerStore, ReceiptStore } from '../../src/redis/index.js';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, flakyTool, jobData, useLanes } from './fixture.js';
@@ -108,6 +108,40 @@ describe('circuit breaker', () => {
     const valid = results(await l.run(jobData([call('wipe_disk', { device: 'sdc' })], ids)))[0]!;
     expect(valid.outcome).toBe('rejected');
     expect(runs).toBe(1);
+  });
+
+  it(`counts a tool's own refusals as a streak: ${MAX_TOOL_REJECTIONS} in a row remove it, a success in between resets it, never a failure`, async () => {
+    const l = await lane();
+    let runs = 0;
+    const lookup = defineTool({
+      name: 'lookup_order',
+      input: z.object({ id: z.number() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: (args) => {
+        runs++;
+        if (args.id < 0) throw new ToolRefusedError(`order ${args.id} is not yours to read`);
+        return `order ${args.id}`;
+      },
+    });
+    const { processor } = l.worker({ tools: [lookup] });
+    const ids = { runId: 'run-refused' };
+    let n = 0;
+    const ask = async (id: number) => results(await l.run(jobData([call('lookup_order', { id: id * ++n })], ids), { attempts: 3 }))[0]!;
+    for (let i = 0; i < MAX_TOOL_REJECTIONS - 1; i++) expect(await ask(-1)).toMatchObject({ outcome: 'rejected', is_error: true });
+    // A success in between ends the streak...
+    expect((await ask(1)).outcome).toBe('executed');
+    for (let i = 0; i < MAX_TOOL_REJECTIONS - 1; i++) expect((await ask(-1)).content).not.toContain(REJECTION_REMOVAL_SUFFIX);
+    expect(await processor.breaker.removal('acme', ids.runId, 'lookup_order')).toBeNull();
+    const fields = await l.redis.hgetall(processor.breaker.redisKey('acme', ids.runId));
+    expect(fields['lookup_order:failures']).toBeUndefined(); // refusals are never failures
+    // ...and the fifth refusal in a row removes the tool.
+    const fifth = await ask(-1);
+    expect(fifth).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(fifth.content).toContain('is not yours to read');
+    expect(fifth.content).toContain(REJECTION_REMOVAL_SUFFIX);
+    expect((await ask(1)).outcome).toBe('rejected');
+    expect(runs).toBe(2 * MAX_TOOL_REJECTIONS);
   });
 
   it('keeps counters readable in the run slot', async () => {

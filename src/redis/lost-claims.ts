@@ -1,0 +1,102 @@
+/**
+ * Claims whose reply was lost. A claim that timed out or lost its connection
+ * may still have landed: then its attempt is running under this worker's
+ * name with a live lease, and once the lease lapsed an opaque call would be
+ * ambiguous and wait for a person. Yet the worker knows its effect never
+ * started (it starts only after the reply). So once Redis answers again the
+ * attempt is settled as failed `neverStarted` by `release-lost-claim-3.lua`,
+ * which touches only the attempt this very claim started (its fence, its
+ * owner and the claim's unguessable token), and the next delivery runs the
+ * call as its next attempt.
+ */
+import type { AttemptFence } from './errors.js';
+import { parseObservation } from './observation.js';
+import type { ClaimChannel, ClaimRequest } from './receipt-claim.js';
+import { SCRIPT } from './receipt-scripts.js';
+import { RedisUnreachableError } from './unreachable.js';
+
+/** Tries at releasing a lost claim before leaving its lease to lapse. */
+export const LOST_CLAIM_RELEASE_TRIES = 8;
+/**
+ * The longest a lost claim's release is tried, in ms, whatever the
+ * connection's own retries make a try last: then the attempt, if it landed,
+ * is left for its lease to lapse (a try still in flight may land later, and
+ * does the same harmless, fenced release).
+ */
+export const LOST_CLAIM_RELEASE_BUDGET_MS = 10_000;
+/** The wait after the first failed try; it doubles after each, up to {@link MAX_DELAY_MS}. */
+const FIRST_DELAY_MS = 100;
+const MAX_DELAY_MS = 2_000;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+const GAVE_UP = Symbol('gave up');
+
+/** What became of one claim whose reply was lost. */
+export interface LostClaimRelease {
+  readonly redisKey: string;
+  /** The attempt the claim would have started. */
+  readonly attempt: number;
+  /**
+   * `released`: it had landed and is now failed `neverStarted`; `notLanded`:
+   * Redis holds no attempt of this claim (it never ran, or the receipt moved
+   * on); `unknown`: Redis did not answer any try (or refused the release),
+   * so the attempt, if it landed, is left for its lease to lapse.
+   */
+  readonly outcome: 'released' | 'notLanded' | 'unknown';
+}
+
+/** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */
+export interface LostClaim {
+  readonly request: ClaimRequest;
+  readonly fence: AttemptFence;
+}
+
+/**
+ * Runs `send` (a claim, or a write carrying claims); when Redis does not
+ * answer it, releases every attempt it may have started (`lost(error)`), then
+ * throws the typed error with `releases` filled in. Any other error is
+ * thrown unchanged.
+ */
+export async function releasingLostClaims<T>(ch: ClaimChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (!(error instanceof RedisUnreachableError)) throw error;
+    for (const claim of lost()) error.releases.push(await releaseLostClaim(ch, claim, error));
+    throw error;
+  }
+}
+
+/**
+ * Releases one lost claim, trying until Redis answers (with backoff, at most
+ * {@link LOST_CLAIM_RELEASE_TRIES} times and {@link LOST_CLAIM_RELEASE_BUDGET_MS}
+ * in all). Never throws.
+ */
+export async function releaseLostClaim(ch: ClaimChannel, claim: LostClaim, cause: RedisUnreachableError): Promise<LostClaimRelease> {
+  const { request, fence } = claim;
+  const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
+  const text = `the reply of this attempt's ${cause.step} was lost (${cause.code}), so its effect never started`;
+  const args = [fence.attempt, fence.epoch, request.owner, request.token, text, ch.retentionMs];
+  const outcome = (o: LostClaimRelease['outcome']): LostClaimRelease => ({ redisKey: keys[0], attempt: fence.attempt, outcome: o });
+  const deadline = performance.now() + LOST_CLAIM_RELEASE_BUDGET_MS;
+  let delay = FIRST_DELAY_MS;
+  for (let tries = 1; ; tries++) {
+    try {
+      const sent = ch.call(SCRIPT.releaseLostClaim, keys, args);
+      sent.catch(() => undefined); // a try given up on may still fail later
+      const reply = await Promise.race([sent, sleep(Math.max(0, deadline - performance.now())).then(() => GAVE_UP)]);
+      if (reply === GAVE_UP) return outcome('unknown');
+      const seen = parseObservation(SCRIPT.releaseLostClaim, reply);
+      const released = seen.code === 1 || seen.code === 2;
+      if (released) await ch.durability?.acknowledged(ch.durability.mark(keys[0])).catch(() => undefined);
+      // Code 3: an earlier try, sent while Redis did not answer, released it.
+      return outcome(released || seen.code === 3 ? 'released' : 'notLanded');
+    } catch (error) {
+      if (!(error instanceof RedisUnreachableError) || tries >= LOST_CLAIM_RELEASE_TRIES) return outcome('unknown');
+    }
+    const left = deadline - performance.now();
+    if (left <= 0) return outcome('unknown');
+    await sleep(Math.min(delay, left));
+    delay = Math.min(delay * 2, MAX_DELAY_MS);
+  }
+}

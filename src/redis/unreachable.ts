@@ -1,0 +1,93 @@
+/**
+ * Redis not answering: a command that timed out (ioredis `commandTimeout`)
+ * or whose connection was lost. Either way the command may or may not have
+ * run on the server, so its reply is unknown. The stores turn what ioredis
+ * throws then into {@link RedisTimeoutError} or {@link RedisConnectionLostError},
+ * naming the receipt, its tool and the step that was cut off.
+ */
+import { ToolReceiptsError } from '../core/errors.js';
+import { decodeKeyComponent } from './keys.js';
+import type { LostClaimRelease } from './lost-claims.js';
+
+/** What a store was doing when Redis stopped answering. */
+export interface RedisStep {
+  /** The receipt (or other key) the command was about. */
+  readonly redisKey: string;
+  /** The step: `claim`, `reclaim`, `complete`, `completeClaim`, `claimGroup`, `fail`, `heartbeat`, `recordStep`, … */
+  readonly step: string;
+}
+
+/** Redis did not answer a store's command in time, or the connection carrying it was lost. */
+export abstract class RedisUnreachableError extends ToolReceiptsError {
+  readonly redisKey: string;
+  readonly step: string;
+  /** The tool the receipt belongs to, when `redisKey` is a receipt's. */
+  readonly tool: string | undefined;
+  /**
+   * For a claim (or a write carrying claims): what became of each attempt it
+   * may have started, once released (see `release-lost-claim-3.lua`).
+   */
+  readonly releases: LostClaimRelease[] = [];
+
+  constructor(what: string, where: RedisStep, cause: unknown) {
+    const tool = toolOfReceiptKey(where.redisKey);
+    const text = cause instanceof Error ? cause.message : String(cause);
+    super(`${where.step} of ${where.redisKey}${tool === undefined ? '' : ` (tool ${tool})`} ${what} (${text}); whether it ran is unknown`, { cause });
+    this.redisKey = where.redisKey;
+    this.step = where.step;
+    this.tool = tool;
+  }
+}
+
+/** A store's command was not answered within the connection's `commandTimeout`. Retryable. */
+export class RedisTimeoutError extends RedisUnreachableError {
+  readonly code = 'redis.timeout';
+  constructor(where: RedisStep, cause: unknown) {
+    super('timed out', where, cause);
+  }
+}
+
+/** The connection carrying a store's command was closed, refused or gave up retrying. Retryable. */
+export class RedisConnectionLostError extends RedisUnreachableError {
+  readonly code = 'redis.unavailable';
+  constructor(where: RedisStep, cause: unknown) {
+    super('lost its connection', where, cause);
+  }
+}
+
+const CONNECTION_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|CLUSTERDOWN)$/;
+const CONNECTION_MESSAGES =
+  /^(Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|None of startup nodes is available|Cluster isn't ready|Failed to refresh slots cache|CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN)/;
+
+/**
+ * The typed error `error` stands for when it says Redis did not answer
+ * (ioredis' `Command timed out`, a closed or refused connection, a request
+ * that ran out of retries, a cluster or replica not ready); anything else is
+ * returned unchanged.
+ */
+export function unreachableErrorOf(error: unknown, where: RedisStep): unknown {
+  if (!(error instanceof Error) || error instanceof ToolReceiptsError) return error;
+  if (error.message === 'Command timed out') return new RedisTimeoutError(where, error);
+  const code = (error as { code?: unknown }).code;
+  if ((typeof code === 'string' && CONNECTION_CODES.test(code)) || error.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.test(error.message)) {
+    return new RedisConnectionLostError(where, error);
+  }
+  return error;
+}
+
+/** The step name of a receipt script's command name: `toolReceiptsCompleteClaim` → `completeClaim`. */
+export function stepOfScript(script: string): string {
+  const bare = script.replace(/^toolReceipts/, '');
+  return bare.charAt(0).toLowerCase() + bare.slice(1);
+}
+
+/** The tool named by a receipt key (`<prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>`), or `undefined` for any other key. */
+function toolOfReceiptKey(redisKey: string): string | undefined {
+  const match = /:rcpt:\{[^{}]*\}:([^{}:|]*):[^{}:|]*$/.exec(redisKey);
+  if (!match) return undefined;
+  try {
+    return decodeKeyComponent(match[1] ?? '');
+  } catch {
+    return undefined;
+  }
+}

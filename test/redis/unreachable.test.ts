@@ -1,0 +1,44 @@
+/** Which ioredis failures mean "Redis did not answer", and what the typed errors name. */
+import { describe, expect, it } from 'vitest';
+import { ToolReceiptsError } from '../../src/core/errors.js';
+import { receiptRedisKey } from '../../src/redis/keys.js';
+import { CorruptReceiptError, RedisTimeoutError, RedisConnectionLostError } from '../../src/redis/index.js';
+import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
+
+const redisKey = receiptRedisKey('trc', { tenantId: 'acme', runId: 'run 1', toolName: 'send:email', argsHash: 'h1' });
+const where = { redisKey, step: 'claim' };
+
+describe('unreachableErrorOf', () => {
+  it('types a command timeout as redis.timeout, naming the receipt, its tool and the step', () => {
+    const cause = new Error('Command timed out');
+    const error = unreachableErrorOf(cause, where);
+    expect(error).toBeInstanceOf(RedisTimeoutError);
+    expect(error).toBeInstanceOf(ToolReceiptsError);
+    expect(error).toMatchObject({ code: 'redis.timeout', redisKey, tool: 'send:email', step: 'claim', cause, releases: [] });
+    expect((error as Error).message).toBe(`claim of ${redisKey} (tool send:email) timed out (Command timed out); whether it ran is unknown`);
+  });
+
+  it('types a lost, refused or exhausted connection as redis.unavailable', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 1).'), { name: 'MaxRetriesPerRequestError' });
+    for (const cause of [new Error('Connection is closed.'), refused, exhausted, new Error("Stream isn't writeable and enableOfflineQueue options is false")]) {
+      expect(unreachableErrorOf(cause, where)).toBeInstanceOf(RedisConnectionLostError);
+    }
+  });
+
+  it('leaves every other error as it is', () => {
+    const corrupt = new CorruptReceiptError(redisKey, 'bad');
+    for (const error of [new Error('ERR unknown command'), corrupt, 'a string']) expect(unreachableErrorOf(error, where)).toBe(error);
+  });
+
+  it('names a key that is not a receipt without a tool', () => {
+    expect(unreachableErrorOf(new Error('Command timed out'), { redisKey: 'trc:brk:{acme|run}', step: 'breaker failure' })).toMatchObject({ tool: undefined });
+  });
+});
+
+describe('stepOfScript', () => {
+  it('names the step after the script command', () => {
+    expect(stepOfScript('toolReceiptsCompleteClaim')).toBe('completeClaim');
+    expect(stepOfScript('toolReceiptsClaim')).toBe('claim');
+  });
+});
