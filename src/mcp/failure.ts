@@ -52,10 +52,12 @@ export function classifyMcpFailure(error: unknown): McpFailureKind {
  * The error a tool throws for a failed `tools/call`, so the wrapper treats it
  * as {@link classifyMcpFailure} says: `NeverStartedError` (safe to retry),
  * `ToolRefusedError` (an error result, not retried), the error as it is (a
- * tool failure), or `OutcomeUnknownError` (ambiguous for an opaque tool, run
- * again for an idempotent one).
+ * tool failure), or `OutcomeUnknownError` (ambiguous for an opaque tool,
+ * taken over and run again for an idempotent one). For a read-only tool an
+ * unknown outcome is a plain error: it changed nothing, so the job runs it
+ * again like any read-only failure.
  */
-export function mcpFailureError(tool: string, error: unknown): Error {
+export function mcpFailureError(tool: string, error: unknown, readOnly = false): Error {
   const text = error instanceof Error ? error.message : String(error);
   switch (classifyMcpFailure(error)) {
     case 'neverStarted':
@@ -64,7 +66,9 @@ export function mcpFailureError(tool: string, error: unknown): Error {
       return new ToolRefusedError(`The MCP server refused the call to ${tool}: ${text}`, { cause: error });
     case 'failed':
       return error instanceof Error ? error : new Error(text);
-    case 'unknown':
-      return new OutcomeUnknownError(`the MCP request to ${tool} may have reached the server, but no answer was read: ${text}`, { cause: error });
+    case 'unknown': {
+      const message = `the MCP request to ${tool} may have reached the server, but no answer was read: ${text}`;
+      return readOnly ? new Error(message, { cause: error }) : new OutcomeUnknownError(message, { cause: error });
+    }
   }
 }

@@ -174,7 +174,7 @@ function mcpTool(tool: Tool, o: McpToolOptions, clients: McpClientSource, valida
           { signal: ctx.signal, timeout, maxTotalTimeout: timeout },
         );
       } catch (error) {
-        throw mcpFailureError(tool.name, error);
+        throw mcpFailureError(tool.name, error, resolved.readOnly);
       }
       const value = render(result, tool.name);
       return result.isError === true ? new ToolErrorResult(value) : value;

@@ -55,12 +55,12 @@ export async function stdioClient(journal: string): Promise<Client> {
     env: { ...(process.env as Record<string, string>), MCP_JOURNAL: journal },
     stderr: 'inherit',
   });
+  // Set before connect: the client chains its own close handling onto it.
+  let unregister = () => undefined as void;
+  transport.onclose = () => unregister();
   await client.connect(transport);
   const pid = transport.pid;
-  if (pid !== null) {
-    const unregister = onProcessEnd(() => process.kill(pid, 'SIGKILL'));
-    transport.onclose = () => unregister();
-  }
+  if (pid !== null) unregister = onProcessEnd(() => process.kill(pid, 'SIGKILL'));
   return client;
 }
 

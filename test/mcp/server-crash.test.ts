@@ -1,0 +1,66 @@
+/**
+ * The MCP server is SIGKILLed while a call it received is in flight (the
+ * request reached it; its answer never comes). Over stdio the connection
+ * spawns a new server for the next use; over Streamable HTTP the test starts
+ * it again on the same port. The server's journal counts what arrived.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ToolJobResult } from '../../src/bullmq/index.js';
+import { mcpTools } from '../../src/mcp/index.js';
+import { call, jobData, useLanes } from '../bullmq/fixture.js';
+import { journaled, mcpTarget, readJournal, type McpTarget, type TransportKind } from './support.js';
+
+const lane = useLanes();
+const RETRY_SLOWLY = { attempts: 10, backoff: { type: 'fixed', delay: 300 } } as const;
+
+describe.each<TransportKind>(['stdio', 'http'])('the MCP server killed mid-call, over %s', (kind) => {
+  let target: McpTarget | undefined;
+  afterEach(async () => {
+    await target?.close();
+    target = undefined;
+  });
+
+  /** Run one call of `tool` that the server holds, kill the server once it has the request, and return the job's end. */
+  async function killMidCall(tool: string) {
+    target = await mcpTarget(kind);
+    const t = target;
+    const l = await lane();
+    l.worker({ tools: await mcpTools(t.connection, { timeoutMs: 20_000 }), onAmbiguous: 'report' });
+    const data = jobData([call(tool, { to: 'h@example.com', holdMs: 60_000 }, 'toolu_held')]);
+    const job = await l.add(data, RETRY_SLOWLY);
+    const received = await journaled(t.journal, (e) => e.tool === tool && e.phase === 'received');
+    await t.killServer(received.pid);
+    await t.restart();
+    const done = await l.settle(job, 60_000);
+    return { l, t, data, done, calls: () => readJournal(t.journal).filter((e) => e.tool === tool) };
+  }
+
+  it('an opaque tool: the call is ambiguous and never sent again', async () => {
+    const { l, data, done, calls } = await killMidCall('op_nondestructive');
+    expect(await done.getState()).toBe('completed');
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ tool_use_id: 'toolu_held', outcome: 'ambiguous', is_error: true }]);
+    expect(calls().map((e) => e.phase)).toEqual(['received']);
+    const [receipt] = await l.store.listRun(data.tenantId, data.runId);
+    expect(receipt).toMatchObject({ status: 'running', attempts: 1 });
+    expect(receipt!.ambiguousMs).not.toBeNull();
+  });
+
+  it('an idempotent tool: the call is run again, with the same idempotency key', async () => {
+    const { done, calls } = await killMidCall('op_idempotent_safe');
+    expect(await done.getState()).toBe('completed');
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to h@example.com' }]);
+    const seen = calls();
+    expect(seen.map((e) => e.phase)).toEqual(['received', 'received', 'sent']);
+    expect(new Set(seen.map((e) => e.key)).size).toBe(1);
+    expect(seen[0]!.key).toMatch(/^trc_/);
+    expect(seen[0]!.pid).not.toBe(seen[1]!.pid);
+  });
+
+  it('a read-only tool: the call is run again, with no receipt', async () => {
+    const { l, data, done, calls } = await killMidCall('op_readonly');
+    expect(await done.getState()).toBe('completed');
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to h@example.com' }]);
+    expect(calls().map((e) => e.phase)).toEqual(['received', 'received', 'sent']);
+    expect(await l.store.listRun(data.tenantId, data.runId)).toEqual([]);
+  });
+});
