@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolListForModel, type AnyToolDefinition, type ToolJobResult } from '../../src/bullmq/index.js';
 import { MCP_IDEMPOTENCY_KEY_META, mcpTools, InvalidMcpToolsOptionsError, type McpToolDefinition } from '../../src/mcp/index.js';
 import { call, jobData, RETRYING, useLanes } from '../bullmq/fixture.js';
-import { mcpTarget, readJournal, type McpTarget, type TransportKind } from './support.js';
+import { journaled, mcpTarget, readJournal, type McpTarget, type TransportKind } from './support.js';
 
 const lane = useLanes();
 
@@ -171,6 +171,22 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
     expect(asked).toEqual(['op_nondestructive']);
     const received = readJournal(target.journal).filter((e) => e.phase === 'received' && e.args?.to === 'fixed@example.com');
     expect(received.map((e) => e.tool)).toEqual(['op_nondestructive']);
+  });
+
+  it.runIf(kind === 'stdio')('a cancelled job cancels the request on the server (ctx.signal), and the call is left to lapse, not settled', async () => {
+    const l = await lane();
+    const { worker, processor } = l.worker({ tools, leaseMs: 300 });
+    const data = jobData([call('op_nondestructive', { to: 'cancel@example.com', holdMs: 60_000 }, 'toolu_cancel')]);
+    const job = await l.add(data, { attempts: 1 });
+    const received = await journaled(target.journal, (e) => e.phase === 'received' && e.args?.to === 'cancel@example.com');
+    worker.cancelJob(job.id!, 'operator cancelled');
+    const cancelled = await journaled(target.journal, (e) => e.phase === 'cancelled' && e.key === received.key);
+    expect(cancelled.tool).toBe('op_nondestructive');
+    const done = await l.settle(job);
+    expect(await done.getState()).toBe('failed');
+    // The request had reached the server: nothing proves the effect did not land, so the receipt is not settled.
+    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipt).toMatchObject({ status: 'running', attempts: 1 });
   });
 
   it('shows the model the server descriptions and schemas unchanged; keeps structuredContent, outputSchema and images', async () => {
