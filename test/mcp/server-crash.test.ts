@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { mcpTools } from '../../src/mcp/index.js';
 import { call, jobData, useLanes } from '../bullmq/fixture.js';
+import { waitUntil } from '../support/redis-fixture.js';
 import { journaled, mcpTarget, readJournal, type McpTarget, type TransportKind } from './support.js';
 
 const lane = useLanes();
@@ -62,5 +63,22 @@ describe.each<TransportKind>(['stdio', 'http'])('the MCP server killed mid-call,
     expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to h@example.com' }]);
     expect(calls().map((e) => e.phase)).toEqual(['received', 'received', 'sent']);
     expect(await l.store.listRun(data.tenantId, data.runId)).toEqual([]);
+  });
+
+  it.runIf(kind === 'http')('a server that is down refuses the connection: the call never started, is retried, and runs once when it is back', async () => {
+    target = await mcpTarget(kind);
+    const t = target;
+    const l = await lane();
+    l.worker({ tools: await mcpTools(t.connection), onAmbiguous: 'report' });
+    await t.killServer(0);
+    const data = jobData([call('op_default', { to: 'down@example.com' }, 'toolu_down')]);
+    const job = await l.add(data, RETRY_SLOWLY);
+    await waitUntil(async () => (await l.queue.getJob(job.id!))?.attemptsMade ?? 0, (n) => n >= 1, 20_000, 'a failed attempt');
+    const [failed] = await l.store.listRun(data.tenantId, data.runId);
+    expect(failed).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+    await t.restart();
+    const done = await l.settle(job, 60_000);
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to down@example.com' }]);
+    expect(readJournal(t.journal).map((e) => e.phase)).toEqual(['received', 'sent']);
   });
 });
