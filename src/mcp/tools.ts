@@ -97,8 +97,8 @@ const EFFECT_CLASSES: ReadonlySet<unknown> = new Set(['read-only', 'idempotent',
  *   claimed, with the wrapper's usual safe repair (never for a destructive
  *   tool) (see {@link mcpInputSchema});
  * - its description and `inputSchema` shown to the model unchanged
- *   (`toolListForModel`), and `outputSchema` kept in the definition's
- *   annotations-free `mcp` field for hosts that want it;
+ *   (`toolListForModel`), and what the server declared (its name there,
+ *   `outputSchema`, annotations) in the definition's `mcp` field;
  * - a call is one `tools/call` carrying the call's idempotency key in `_meta`
  *   under {@link MCP_IDEMPOTENCY_KEY_META}, cancelled with `ctx.signal`,
  *   limited by `timeoutMs`. `isError: true` is an error result to the model
@@ -132,6 +132,11 @@ export type McpToolDefinition = AnyToolDefinition & {
 
 function mcpTool(tool: Tool, o: McpToolOptions, clients: McpClientSource, validators: jsonSchemaValidator, options: McpToolsOptions): McpToolDefinition {
   const resolved = resolveMcpEffect(tool.annotations, o, options.trustAnnotations ?? true);
+  if (o.reconcile !== undefined && (resolved.effectClass === 'read-only' || resolved.effectClass === 'idempotent')) {
+    throw new InvalidMcpToolsOptionsError(
+      `mcpTools: options.tools.${tool.name} has a reconcile, but the tool is ${resolved.effectClass} (${o.effect === undefined ? 'from its annotations' : 'as you set'}), so an unknown outcome is simply run again and nothing would ask the reconcile; set effect: "opaque" (or "keyed") to use it`,
+    );
+  }
   const name = `${options.namePrefix ?? ''}${tool.name}`;
   const inputSchema = tool.inputSchema as Record<string, unknown>;
   const input = o.input ?? mcpInputSchema(tool.name, inputSchema, validators);
