@@ -231,6 +231,9 @@ function checkOptions(options: McpToolsOptions): void {
     if (stray.length > 0) {
       throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name} has ${stray.join(', ')}, which is not a tool setting; use ${[...TOOL_OPTION_KEYS].join(', ')}`);
     }
+    if (o.timeoutMs !== undefined && !(Number.isSafeInteger(o.timeoutMs) && o.timeoutMs > 0)) {
+      throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name}.timeoutMs must be a positive integer (ms)`);
+    }
     if (o.effect !== undefined && !EFFECT_CLASSES.has(o.effect)) {
       throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name}.effect must be "read-only", "idempotent", "opaque" or "keyed"`);
     }

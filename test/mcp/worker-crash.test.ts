@@ -2,8 +2,8 @@
  * A worker process is SIGKILLed while an opaque MCP call is in flight (the
  * server has the request and finishes it, but the answer goes nowhere). A
  * second worker process takes the stalled job over through BullMQ's own
- * recovery. The MCP server (Streamable HTTP, its own process) journals what
- * it received.
+ * recovery. The MCP server (over stdio, a child of the worker; over
+ * Streamable HTTP, its own process) journals what it received.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
@@ -14,7 +14,7 @@ import { journaled, journalPath, readJournal, startHttpServer, type HttpServer }
 const lane = useLanes();
 const STEP_MS = 30_000;
 
-describe('a worker SIGKILLed while an opaque MCP call is in flight', () => {
+describe.each<'stdio' | 'http'>(['stdio', 'http'])('a worker SIGKILLed while an opaque MCP call is in flight, over %s', (kind) => {
   const started: Array<{ stop(): Promise<void> }> = [];
   afterEach(async () => {
     for (const s of started.splice(0).reverse()) await s.stop().catch(() => undefined);
@@ -22,12 +22,18 @@ describe('a worker SIGKILLed while an opaque MCP call is in flight', () => {
 
   async function setup(env: Record<string, string> = {}) {
     const journal = journalPath();
-    const server: HttpServer = await startHttpServer(journal);
-    started.push({ stop: server.kill });
+    // Over stdio each worker spawns its own server (the first one outlives its SIGKILLed worker to finish the
+    // call); over HTTP both workers reach one server.
+    let server: HttpServer | undefined;
+    if (kind === 'http') {
+      server = await startHttpServer(journal);
+      started.push({ stop: server.kill });
+    }
     const l: Lane = await lane();
     const spawn = async () => {
       const w: WorkerProcess = await spawnWorkerProcess('mcp/worker', {
-        REDIS_URL: l.redisUrl, PREFIX: l.prefix, QUEUE: l.queueName, MCP_URL: server.url.href, ...CRASH_WORKER_TIMING, ...env,
+        REDIS_URL: l.redisUrl, PREFIX: l.prefix, QUEUE: l.queueName, MCP_JOURNAL: journal,
+        ...(server ? { MCP_URL: server.url.href } : {}), ...CRASH_WORKER_TIMING, ...env,
       });
       started.push({ stop: () => w.signal('SIGKILL') });
       return w;
