@@ -84,6 +84,10 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
 
     await expect(mcpTools(target.connection, { tools: { op_missing: { effect: 'opaque' } } })).rejects.toBeInstanceOf(InvalidMcpToolsOptionsError);
     await expect(mcpTools(target.connection, { tools: { op_default: { readOnly: true } as never } })).rejects.toThrow(/not a tool setting/);
+    await expect(mcpTools(target.connection, { tools: { op_idempotent: { reconcile: () => ({ status: 'unknown' }) } } })).rejects.toThrow(
+      /op_idempotent has a reconcile, but the tool is idempotent \(from its annotations\)/,
+    );
+    await expect(mcpTools(target.connection, { tools: { op_default: { timeoutMs: -1 } } })).rejects.toThrow(/timeoutMs must be a positive integer/);
   });
 
   it('sends the idempotency key in _meta; a replay sends nothing', async () => {
