@@ -121,7 +121,9 @@ export async function mcpTools(source: Client | McpClientSource, options: McpToo
   }
   const keep = options.include === undefined ? () => true : typeof options.include === 'function' ? options.include : (name: string) => (options.include as readonly string[]).includes(name);
   const validators = options.validator ?? new AjvJsonSchemaValidator();
-  return listed.filter((tool) => keep(tool.name)).map((tool) => mcpTool(tool, overrides[tool.name] ?? {}, clients, validators, options));
+  // Tool names come from the server: only the team's own keys are read (a tool named "constructor" gets no override).
+  const overrideOf = (name: string): McpToolOptions => (Object.hasOwn(overrides, name) ? overrides[name]! : {});
+  return listed.filter((tool) => keep(tool.name)).map((tool) => mcpTool(tool, overrideOf(tool.name), clients, validators, options));
 }
 
 /** A tool definition made from an MCP tool, with what the server declared about it. */
