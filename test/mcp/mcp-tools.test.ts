@@ -177,6 +177,18 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
     expect(received.map((e) => e.tool)).toEqual(['op_nondestructive']);
   });
 
+  it('a call that outlives its timeout had reached the server: unknown outcome, ambiguous for an opaque tool, not sent again', async () => {
+    const quick = await mcpTools(target.connection, { include: ['op_nondestructive'], timeoutMs: 300 });
+    const l = await lane();
+    l.worker({ tools: quick, onAmbiguous: 'report' });
+    const data = jobData([call('op_nondestructive', { to: 'slow@example.com', holdMs: 5_000 }, 'toolu_slow')]);
+    const job = await l.run(data, RETRYING);
+    expect(results(job)).toMatchObject([{ tool_use_id: 'toolu_slow', outcome: 'ambiguous', is_error: true }]);
+    const received = readJournal(target.journal).filter((e) => e.phase === 'received' && e.args?.to === 'slow@example.com');
+    expect(received).toHaveLength(1);
+    expect(await l.receipt(data.tenantId, data.runId)).toMatchObject({ status: 'running', attempts: 1 });
+  });
+
   it.runIf(kind === 'stdio')('a cancelled job cancels the request on the server (ctx.signal), and the call is left to lapse, not settled', async () => {
     const l = await lane();
     const { worker, processor } = l.worker({ tools, leaseMs: 300 });
