@@ -120,6 +120,12 @@ export interface ToolSpec<S extends z.ZodType> {
   readonly annotations?: ToolAnnotations;
   /** Alternative argument names models use, per parameter: `{ baseUrl: ['url'] }`. */
   readonly aliases?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The JSON Schema the model is shown for this tool, when the tool came with
+   * one (an MCP server's `inputSchema`): {@link toolJsonSchema} returns it
+   * as given instead of rendering `input`, which still validates every call.
+   */
+  readonly inputJsonSchema?: Readonly<Record<string, unknown>>;
   execute(args: z.output<S>, ctx: ToolContext): unknown;
 }
 
@@ -231,11 +237,13 @@ export function receiptEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): Effect
 }
 
 /**
- * The JSON Schema of a tool's input, for the tool list sent to a model.
+ * The JSON Schema of a tool's input, for the tool list sent to a model: the
+ * tool's own `inputJsonSchema` when it has one, else its zod schema rendered.
  * Throws {@link InvalidToolDefinitionError} when the zod schema has no JSON
  * Schema form (a transform, for instance).
  */
 export function toolJsonSchema(tool: AnyToolDefinition): Record<string, unknown> {
+  if (tool.inputJsonSchema !== undefined) return structuredClone(tool.inputJsonSchema) as Record<string, unknown>;
   try {
     return z.toJSONSchema(tool.input, { io: 'input' }) as Record<string, unknown>;
   } catch (cause) {

@@ -49,7 +49,7 @@ export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions
 export { idempotencyKeyFor } from './call-context.js';
 export { withToolReceipts, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
 export { type RecordedToolResult } from './call-runtime.js';
-export { offloadOwnerOf, offloadSessionOf, readToolResultTool, type ResultShapingOptions } from './result-shaping.js';
+export { offloadOwnerOf, offloadSessionOf, readToolResultTool, ToolErrorResult, type ResultShapingOptions } from './result-shaping.js';
 export { type InputRepairOptions } from './prepare-call.js';
 export {
   PARTIAL_RESULTS_LOG_PREFIX,

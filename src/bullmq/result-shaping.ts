@@ -1,4 +1,4 @@
-import { capToolResultForLlm } from '../offload/capper.js';
+import { capToolResultForLlm, type ToolResultSpillOptions } from '../offload/capper.js';
 import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../offload/shaping.js';
 import { createReadToolResultTool } from '../offload/read-tool.js';
 import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js';
@@ -15,6 +15,18 @@ export interface ResultShapingOptions {
   readonly offloadThresholdChars?: number;
   /** Most characters of one result the model (and the receipt) gets. Default 100,000. */
   readonly maxResultChars?: number;
+}
+
+/**
+ * A tool's answer that is an error for the model while the call counts as
+ * completed: the tool ran and its provider answered with a failure (an MCP
+ * result with `isError: true`, say). The receipt records it like any result,
+ * so it is replayed, never run again, and the model gets it with `is_error`.
+ * Return it from `execute`; throwing instead makes it a failed call.
+ */
+export class ToolErrorResult {
+  /** @param value - What the model reads, shaped like any tool result (offloaded when large). */
+  constructor(readonly value: unknown) {}
 }
 
 /**
@@ -54,13 +66,26 @@ export function resultShaper(options: ResultShapingOptions) {
           overChars: options.offloadThresholdChars ?? DEFAULT_TOOL_RESULT_THRESHOLD_CHARS,
         }
       : null;
-    const capped = await capToolResultForLlm(value, { toolName: call.name, toolCallId: call.id }, {
-      capChars: options.maxResultChars,
-      spill,
-    });
-    // The capper has already turned an unchanged result into text: use it rather than stringify again.
-    return { content: capped.kind === 'unchanged' ? capped.text : capped.value };
+    if (value instanceof ToolErrorResult) {
+      const shaped = await shapeValue(value.value, call, spill, options);
+      return { content: shaped.content, is_error: true };
+    }
+    return shapeValue(value, call, spill, options);
   };
+}
+
+async function shapeValue(
+  value: unknown,
+  call: ToolCall,
+  spill: ToolResultSpillOptions | null,
+  options: ResultShapingOptions,
+): Promise<RecordedToolResult> {
+  const capped = await capToolResultForLlm(value, { toolName: call.name, toolCallId: call.id }, {
+    capChars: options.maxResultChars,
+    spill,
+  });
+  // The capper has already turned an unchanged result into text: use it rather than stringify again.
+  return { content: capped.kind === 'unchanged' ? capped.text : capped.value };
 }
 
 /**

@@ -32,6 +32,8 @@ const README_APP: AppName = 'bullmq 6 + ioredis 6';
 async function extrasFor(name: AppName): Promise<Record<string, string>> {
   const { devDependencies } = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   const wanted = name === README_APP ? Object.keys(devDependencies).filter((dep) => dep.startsWith('@opentelemetry/') || dep === 'bullmq-otel') : ['@opentelemetry/api'];
+  // The optional MCP peer, in both apps, so their `/mcp` entry loads too (require.cjs loads every subpath).
+  wanted.push('@modelcontextprotocol/sdk');
   return Object.fromEntries(wanted.map((dep) => [dep, devDependencies[dep]!]));
 }
 

@@ -1,0 +1,20 @@
+/**
+ * bullmq-tool-receipts/mcp: an MCP server's tools as tool definitions the
+ * wrapper runs at most once. This entry point is the only one that imports
+ * `@modelcontextprotocol/sdk` (an optional peer dependency).
+ */
+export {
+  mcpTools,
+  MCP_IDEMPOTENCY_KEY_META,
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+  type McpToolsOptions,
+  type McpToolOptions,
+  type McpToolDefinition,
+  type McpReconcileContext,
+} from './tools.js';
+export { McpConnection, type McpClientSource } from './connection.js';
+export { resolveMcpEffect, type McpEffectClass, type McpEffectOverride, type ResolvedMcpEffect } from './effect.js';
+export { classifyMcpFailure, mcpFailureError, type McpFailureKind } from './failure.js';
+export { mcpInputSchema } from './input-schema.js';
+export { mcpResultForModel } from './result.js';
+export { InvalidMcpToolsOptionsError, McpToolSchemaError, McpToolListError, McpConnectError } from './errors.js';
