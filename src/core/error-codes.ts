@@ -71,6 +71,11 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'format.invalid_message',
   'format.result_count',
   'tool.error_result',
+  // MCP tools (`/mcp`).
+  'mcp.invalid_options',
+  'mcp.schema_unsupported',
+  'mcp.tool_list',
+  'mcp.connect',
   // The operator CLI (`--json` prints `{"error":{"code","message"}}`).
   'cli.usage',
   'cli.invalid_receipt_key',
