@@ -5,19 +5,38 @@
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { CorruptReceiptError, corruptReceiptErrorOf } from './errors.js';
-import { isAmbiguousRecord, parseInspectReply, type ReceiptRecord } from './receipt-record.js';
-import { SCRIPT } from './receipt-scripts.js';
-import { queueScript, runScript } from './scripts.js';
+import { isAmbiguousRecord, parseInspectReply, RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
+import { defineScripts, queueScript, runScript } from './scripts.js';
 
-/** Reads receipts; the scripts must already be defined on the connection. */
+/**
+ * Reads receipts without writing to them: one receipt with every field, a
+ * run's receipts, the ambiguous ones under a prefix, and a receipt's audit
+ * trail. A `ReceiptStore` holds one; a console may make its own over the
+ * same connection and prefix (it defines the read scripts it needs).
+ */
 export class ReceiptReader {
   constructor(
     private readonly redis: RedisConnection,
     private readonly prefix: string,
-  ) {}
+  ) {
+    defineScripts(redis, RECEIPT_SCRIPTS);
+  }
 
+  /** The receipt under `redisKey` with every field, or `null` when there is none; throws `CorruptReceiptError` for a key of another type. */
   async inspect(redisKey: string): Promise<ReceiptRecord | null> {
     return parseInspectReply(redisKey, await this.script(SCRIPT.inspect, [redisKey]));
+  }
+
+  /**
+   * The audit trail of the receipt under `redisKey`, oldest first (see
+   * {@link ReceiptRecord.history}): every operator verdict, reconcile verdict
+   * and late settle of its current lifetime, the last
+   * {@link RECEIPT_HISTORY_CAP}. Empty when there is no receipt, or for one
+   * written before the history existed.
+   */
+  async history(redisKey: string): Promise<readonly ReceiptHistoryEntry[]> {
+    return (await this.inspect(redisKey))?.history ?? [];
   }
 
   /** Runs a read or index script; a corrupt key becomes a typed error. */

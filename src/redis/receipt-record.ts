@@ -16,6 +16,91 @@ export const JOB_FIELD_PREFIX = 'job:';
 /** Hash field prefix of a BullMQ job that met the call while it was ambiguous: `met_job:<job JSON>`. */
 export const MET_JOB_FIELD_PREFIX = 'met_job:';
 
+/** Hash field prefix of an entry of the receipt's history: `hist:<n>`. */
+export const HISTORY_FIELD_PREFIX = 'hist:';
+
+/** Hash field holding the number of the last history entry written. */
+export const HISTORY_SEQ_FIELD = 'hist_seq';
+
+/**
+ * How many history entries a receipt keeps: appending one past it drops the
+ * oldest (`lua/includes/history.lua`).
+ */
+export const RECEIPT_HISTORY_CAP = 20;
+
+/** What a history entry records. Entries a later version writes may carry other values. */
+export type ReceiptHistoryWhat =
+  | 'resolve.completed'
+  | 'resolve.failed'
+  | 'reconcile.completed'
+  | 'reconcile.not_started'
+  | 'reconcile.unknown'
+  | 'late.completed'
+  | 'late.failed';
+
+/**
+ * One entry of a receipt's audit trail: an operator's verdict, a reconcile's
+ * verdict, or an attempt that settled late. Written by the script that made
+ * the transition, kept across later attempts for as long as the receipt
+ * lives (the last {@link RECEIPT_HISTORY_CAP}).
+ */
+export interface ReceiptHistoryEntry {
+  /** Its number: 1 for the first entry the receipt ever got, then 2, 3, … */
+  readonly seq: number;
+  /** When (server clock, ms). */
+  readonly atMs: number;
+  /** What happened. */
+  readonly what: ReceiptHistoryWhat | (string & {});
+  /**
+   * Who: the operator a resolve named, the reconciler's worker id, or the
+   * worker of the attempt that settled late (`''` when not known).
+   */
+  readonly by: string;
+  /** The attempt it is about. */
+  readonly attempt: number;
+  /** The operator's or the reconcile's note, if any. */
+  readonly note: string | null;
+  /** For a failed verdict or settle: the error text (its first 500 bytes). */
+  readonly error: string | null;
+  /** When the attempt had been reported ambiguous, if it had. */
+  readonly ambiguousMs: number | null;
+  /**
+   * True for a settle that came after a verdict had already settled its
+   * attempt: it was refused and changed nothing, and is kept so the trail
+   * shows what the attempt reported (an effect the verdict said never
+   * happened, say).
+   */
+  readonly refused: boolean;
+}
+
+function parseHistoryEntry(seq: number, text: string): ReceiptHistoryEntry | null {
+  let v: Record<string, unknown>;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
+    v = parsed as Record<string, unknown>;
+  } catch {
+    // A hand-edited entry is left out rather than failing the whole read.
+    return null;
+  }
+  const num = (x: unknown): number | null => (typeof x === 'number' && Number.isFinite(x) ? x : null);
+  const text_ = (x: unknown): string | null => (typeof x === 'string' ? x : null);
+  const atMs = num(v['at']);
+  const what = text_(v['what']);
+  if (atMs === null || what === null) return null;
+  return {
+    seq,
+    atMs,
+    what,
+    by: text_(v['by']) ?? '',
+    attempt: num(v['attempt']) ?? 0,
+    note: text_(v['note']),
+    error: text_(v['error']),
+    ambiguousMs: num(v['ambiguous_ms']),
+    refused: v['refused'] === true,
+  };
+}
+
 /** The BullMQ job an attempt ran in: enough to find it again with a `Queue`. */
 export interface AttemptJob {
   /** The queue's name. */
@@ -121,6 +206,15 @@ export interface ReceiptRecord {
   readonly reconcilingUntilMs: number | null;
   /** When a provider-keyed call was last re-run inside its window. */
   readonly keyedRerunMs: number | null;
+  /**
+   * The receipt's audit trail, oldest first: every operator verdict,
+   * reconcile verdict and late settle of this lifetime, kept across later
+   * attempts; the last {@link RECEIPT_HISTORY_CAP} of them. Empty for a
+   * receipt written before the history existed.
+   */
+  readonly history: readonly ReceiptHistoryEntry[];
+  /** History entries written but no longer kept (dropped past the cap, or unreadable). */
+  readonly historyDropped: number;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -164,7 +258,13 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const steps: Record<string, unknown> = {};
   const jobs: Array<AttemptJob & { attempt: number }> = [];
   const metJobs: AttemptJob[] = [];
+  const history: ReceiptHistoryEntry[] = [];
   for (const [name, value] of fields) {
+    if (name.startsWith(HISTORY_FIELD_PREFIX)) {
+      const seq = Number(name.slice(HISTORY_FIELD_PREFIX.length));
+      const entry = Number.isSafeInteger(seq) && seq >= 1 ? parseHistoryEntry(seq, value) : null;
+      if (entry) history.push(entry);
+    }
     if (name.startsWith(STEP_FIELD_PREFIX)) steps[name.slice(STEP_FIELD_PREFIX.length)] = fromStoredJson(value);
     if (name.startsWith(MET_JOB_FIELD_PREFIX)) {
       const job = parseAttemptJob(name.slice(MET_JOB_FIELD_PREFIX.length));
@@ -177,6 +277,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     }
   }
   jobs.sort((a, b) => a.attempt - b.attempt);
+  history.sort((a, b) => a.seq - b.seq);
+  const historySeq = optionalInt(fields, HISTORY_SEQ_FIELD) ?? 0;
   const verdict = fields.get('reconciled') ?? '';
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
@@ -220,6 +322,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
       : null,
     reconcilingUntilMs: optionalInt(fields, 'reconciling_until_ms'),
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
+    history,
+    historyDropped: Math.max(0, historySeq - history.length),
     ttlMs,
     readAtMs: nowMs,
   };

@@ -19,7 +19,7 @@ import {
 } from './errors.js';
 import { breakerField, callRedisKeys, receiptRedisKey, runIndexRedisKey, type CallKeys } from './keys.js';
 import { parseObservation, toFence, type Observation } from './observation.js';
-import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
+import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
 import { ReceiptReader } from './receipt-reader.js';
@@ -31,10 +31,11 @@ import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
-import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
 export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
+export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
 export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
@@ -396,6 +397,15 @@ export class ReceiptStore {
     return this.reader.inspect(this.redisKey(key));
   }
 
+  /**
+   * The receipt's audit trail, oldest first: its operator verdicts,
+   * reconcile verdicts and late settles (see {@link ReceiptRecord.history}).
+   * Empty when there is no receipt.
+   */
+  async history(key: ToolCallReceiptKey): Promise<readonly ReceiptHistoryEntry[]> {
+    return this.reader.history(this.redisKey(key));
+  }
+
   /** Reads receipts by their Redis keys, `null` for each that does not exist. */
   inspectRedisKeys(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
     return this.reader.inspectMany(redisKeys);
@@ -466,6 +476,13 @@ export class ReceiptStore {
    * {@link ContestedReceiptError} when it is contested (reported ambiguous,
    * but its attempt heartbeated since, so it is alive and may still settle
    * late: wait for that or for its lease to lapse).
+   *
+   * A resolve that settles appends `resolve.completed` or `resolve.failed` to
+   * the receipt's history (see {@link ReceiptRecord.history}) with
+   * `resolution.by` (default this store's `owner`), the attempt and
+   * `resolution.note`, in the same script; later attempts keep it. A `by` or
+   * `note` that is blank, too long or not well-formed text throws
+   * `InvalidReceiptInputError` before anything is sent.
    */
   async resolve(key: ToolCallReceiptKey, resolution: Resolution): Promise<void> {
     const attempt = positiveInt(resolution.attemptsSeen, 'attemptsSeen');
@@ -481,8 +498,10 @@ export class ReceiptStore {
     } else {
       throw new InvalidReceiptInputError(`outcome must be 'completed' or 'failed'`);
     }
+    const by = resolutionText(resolution.by, 'by', RESOLUTION_BY_MAX) ?? this.owner;
+    const note = resolutionText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
     const keys = this.keys(key);
-    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
+    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
     const mark = this.durability?.mark(keys[0]);
     if (seen.code === 1) return this.durability?.require('resolve', keys[0], mark);
     const fence = toFence(seen);
@@ -496,6 +515,16 @@ export class ReceiptStore {
     }
     throw new FencedOutError(keys[0], { attempt, epoch: epochSeen }, fence, 'resolve');
   }
+}
+
+/** A resolution's `by` or `note`: absent, or well-formed text of 1 to `max` code units. */
+function resolutionText(value: unknown, name: 'by' | 'note', max: number): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.trim() === '' || value.length > max) {
+    throw new InvalidReceiptInputError(`${name} must be non-blank text of at most ${max} characters, or left out`);
+  }
+  assertWellFormedNames({ [name]: value });
+  return value;
 }
 
 /** Checks a fence before it is sent: a whole attempt number >= 1 and an epoch string. */
