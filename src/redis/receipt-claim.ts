@@ -87,7 +87,7 @@ export function claimRequest(
     leaseMs, defaults.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
     breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
     // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
-    newEpoch(),
+    newEpoch(keys[0]),
     job,
   ];
   return { key, keys, args, effect: options.effect, leaseMs, owner, job };
