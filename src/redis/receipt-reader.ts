@@ -9,6 +9,17 @@ import { isAmbiguousRecord, parseInspectReply, RECEIPT_HISTORY_CAP, type Receipt
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, queueScript, runScript } from './scripts.js';
 
+/** What a walk for ambiguous receipts found. */
+export interface AmbiguousScan {
+  /** The ambiguous receipts, in the order met. */
+  readonly receipts: ReceiptRecord[];
+  /**
+   * Receipt keys the walk met under the prefix, ambiguous or not (corrupt
+   * ones included); 0 means no receipt at all exists under the prefix.
+   */
+  readonly receiptsSeen: number;
+}
+
 /**
  * Reads receipts without writing to them: one receipt with every field, a
  * run's receipts, the ambiguous ones under a prefix, and a receipt's audit
@@ -114,6 +125,11 @@ export class ReceiptReader {
   }
 
   async listAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<ReceiptRecord[]> {
+    return (await this.scanAmbiguous(count, onCorrupt)).receipts;
+  }
+
+  /** {@link listAmbiguous}, and how many receipt keys the walk met (corrupt ones included). */
+  async scanAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<AmbiguousScan> {
     const found: ReceiptRecord[] = [];
     const visited = new Set<string>();
     for await (const keys of scanKeys(this.redis, receiptScanPattern(this.prefix), count)) {
@@ -125,6 +141,6 @@ export class ReceiptReader {
         else if (record && isAmbiguousRecord(record)) found.push(record);
       }
     }
-    return found;
+    return { receipts: found, receiptsSeen: visited.size };
   }
 }

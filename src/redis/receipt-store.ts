@@ -22,7 +22,8 @@ import { parseObservation, toFence, type Observation } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { ReceiptReader } from './receipt-reader.js';
+import { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
+import { receiptsExist } from './presence.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
@@ -434,6 +435,28 @@ export class ReceiptStore {
   }
 
   /**
+   * {@link listAmbiguous}, also saying how many receipts the walk met under
+   * the prefix (`receiptsSeen`: 0 when there is none at all, as under a
+   * mistyped prefix), at no extra cost.
+   */
+  scanAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<AmbiguousScan> {
+    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
+  }
+
+  /**
+   * Whether any receipt exists under this prefix, or of `tenantId`: a run
+   * registered there (even if its receipts have expired since), or else a
+   * receipt key a SCAN finds (receipts an earlier version wrote). The SCAN
+   * stops at the first receipt but walks the whole keyspace when there is
+   * none, so ask it about an answer already found empty (`count` is the
+   * batch hint, default 500).
+   */
+  hasReceipts(options?: { tenantId?: string; count?: number }): Promise<boolean> {
+    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
+    return receiptsExist(this.redis, this.registry, this.scanOptions(options));
+  }
+
+  /**
    * Exact counts of the live receipts under this prefix (or of one tenant):
    * by status and effect, and the ambiguous ones with the oldest. Reads each
    * registered run's counting set, never a receipt, so it stays fast on
@@ -446,7 +469,9 @@ export class ReceiptStore {
   async stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
     if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
     const counted = options?.scan ? undefined : await countReceipts(this.redis, this.registry, options?.tenantId);
-    return counted ?? scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+    if (counted !== undefined) return counted;
+    const scanned = await scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+    return { ...scanned, scanReason: options?.scan ? 'asked' : 'no-registered-runs' };
   }
 
   /**
