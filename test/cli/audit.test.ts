@@ -93,7 +93,7 @@ describe('resolve refusals say what differs', () => {
     const { epoch } = (await store.inspect(key))!;
     const typed = `${epoch.slice(0, 5)}${epoch[5] === 'Q' ? 'R' : 'Q'}${epoch.slice(6)}`;
     const error = await refusalOf(
-      resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', typed, '--failed', '--error', 'x']) }),
+      resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${typed}`, '--failed', '--error', 'x']) }),
     );
     expect(error.reason).toBe('epoch_never_this_receipts');
     expect(error.message).toContain(`the epoch you typed, ${typed}, never was this receipt's`);
@@ -102,7 +102,7 @@ describe('resolve refusals say what differs', () => {
 
     // Through the real CLI: exit 1, one sentence, no stack.
     const run = await spawnCli(
-      ['resolve', store.redisKey(key), '--prefix', store.prefix, '--attempts', '1', '--epoch', typed, '--failed', '--error', 'x'],
+      ['resolve', store.redisKey(key), '--prefix', store.prefix, '--attempts', '1', `--epoch=${typed}`, '--failed', '--error', 'x'],
       fixture.handle().url,
     );
     expect(run.code).toBe(1);

@@ -148,8 +148,8 @@ describe('show', () => {
     expect(out.text).toMatch(/ambiguous since\s+\d{4}-\d\d-\d\dT/);
     const { epoch } = (await store.inspect(key))!;
     expect(out.text).toMatch(new RegExp(`epoch\\s+${epoch}\n`));
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --completed`);
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --failed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch=${epoch} --completed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch=${epoch} --failed`);
     expect(out.text).toContain(`--prefix ${store.prefix}`);
 
     const json = new Capture();
@@ -291,7 +291,7 @@ describe('resolve', () => {
     const seen = (await store.inspect(key))!;
     await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'the first lifetime to expire');
     await makeAmbiguous(store, key); // claimed again: a new lifetime, ambiguous at attempt 1 too
-    const args = resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', seen.epoch, '--failed', '--error', 'about the old one']);
+    const args = resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${seen.epoch}`, '--failed', '--error', 'about the old one']);
     expect(args.resolution).toMatchObject({ attemptsSeen: 1, epochSeen: seen.epoch });
     const error = await resolveCommand({ store, out: new Capture(), args }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ResolveRefusedError);

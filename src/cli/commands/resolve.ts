@@ -234,7 +234,10 @@ Options:
                     it suggests include it). Optional but recommended: with it,
                     your verdict cannot settle a later lifetime of the same
                     call (the receipt expired and the call was claimed again)
-                    that happens to be ambiguous at the same attempt.
+                    that happens to be ambiguous at the same attempt. Write
+                    --epoch=<e> when the epoch begins with '-'. A refusal
+                    tells an epoch that never was this receipt's (mistyped,
+                    or another receipt's) from one of a lifetime that ended.
   --completed       the effect happened: later claims of the call replay the
                     result instead of running it
   --result <json>   with --completed, the result they replay, as JSON (quote a

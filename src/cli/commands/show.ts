@@ -163,7 +163,8 @@ export function writeResolveHint(out: Output, store: ReceiptStore, record: Recei
     `Ambiguous: attempt ${record.attempts} of this ${record.effect} call lost its lease before completing, ` +
       'so its effect may or may not have happened. Check the effect, then settle it with one of:',
   );
-  const attempts = `--attempts ${record.attempts}${record.epoch === '' ? '' : ` --epoch ${record.epoch}`}`;
+  // --epoch=<e>, not --epoch <e>: an epoch may begin with '-', which the option parser would take for an option.
+  const attempts = `--attempts ${record.attempts}${record.epoch === '' ? '' : ` --epoch=${record.epoch}`}`;
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --completed --result '<result json>'`)}`);
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --failed --error '<what you found>'`)}`);
 }
