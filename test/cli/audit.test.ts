@@ -211,5 +211,13 @@ describe('nothing at all under the prefix or tenant given', () => {
     const known = new Capture();
     await statsCommand({ store, out: known, args: { tenantId: key.tenantId, json: true } });
     expect(JSON.parse(known.text)).toMatchObject({ total: 1, readBy: 'counting-sets', prefixEmpty: false, tenantEmpty: false });
+
+    const typoPrefix = new Capture();
+    await statsCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out: typoPrefix, args: { json: true } });
+    expect(JSON.parse(typoPrefix.text)).toMatchObject({ total: 0, readBy: 'scan', scanReason: 'no-registered-runs', prefixEmpty: true });
+    const whole = new Capture();
+    await statsCommand({ store, out: whole, args: { json: true } });
+    expect(JSON.parse(whole.text)).toMatchObject({ total: 1, prefixEmpty: false });
+    expect(JSON.parse(whole.text)).not.toHaveProperty('tenantEmpty');
   });
 });

@@ -36,7 +36,8 @@ export type StatsReport = ReceiptStats & {
 
 /** Whether the prefix, and the tenant asked about, hold anything at all, given counts of the scope. */
 async function emptiness(store: CommandContext<StatsArgs>['store'], stats: ReceiptStats): Promise<{ prefixEmpty: boolean; tenantEmpty?: boolean }> {
-  if (stats.tenantId === undefined) return { prefixEmpty: stats.total === 0 && !(await store.hasReceipts()) };
+  // A count that fell back to reading every receipt under the prefix, for want of any registered run, and found none: nothing is there.
+  if (stats.tenantId === undefined) return { prefixEmpty: stats.total === 0 && (stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts())) };
   if (stats.total > 0) return { prefixEmpty: false, tenantEmpty: false };
   // A tenant with no registered run was just counted by a walk that found nothing: no need to look again.
   const tenantEmpty = stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts({ tenantId: stats.tenantId }));
