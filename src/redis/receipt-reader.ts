@@ -5,7 +5,7 @@
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { CorruptReceiptError, corruptReceiptErrorOf } from './errors.js';
-import { isAmbiguousRecord, parseInspectReply, RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, queueScript, runScript } from './scripts.js';
 
@@ -43,7 +43,7 @@ export class ReceiptReader {
    * The audit trail of the receipt under `redisKey`, oldest first (see
    * {@link ReceiptRecord.history}): every operator verdict, reconcile verdict
    * and late settle of its current lifetime, the last
-   * {@link RECEIPT_HISTORY_CAP}. Empty when there is no receipt, or for one
+   * `RECEIPT_HISTORY_CAP` (20). Empty when there is no receipt, or for one
    * written before the history existed.
    */
   async history(redisKey: string): Promise<readonly ReceiptHistoryEntry[]> {

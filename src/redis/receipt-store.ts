@@ -20,6 +20,7 @@ import {
 import { breakerField, callRedisKeys, receiptRedisKey, runIndexRedisKey, type CallKeys } from './keys.js';
 import { parseObservation, toFence, type Observation } from './observation.js';
 import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
 import { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
@@ -523,8 +524,8 @@ export class ReceiptStore {
     } else {
       throw new InvalidReceiptInputError(`outcome must be 'completed' or 'failed'`);
     }
-    const by = resolutionText(resolution.by, 'by', RESOLUTION_BY_MAX) ?? this.owner;
-    const note = resolutionText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
+    const by = checkVerdictText(resolution.by, 'by', RESOLUTION_BY_MAX) ?? this.owner;
+    const note = checkVerdictText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
     const keys = this.keys(key);
     const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
     const mark = this.durability?.mark(keys[0]);
@@ -540,16 +541,6 @@ export class ReceiptStore {
     }
     throw new FencedOutError(keys[0], { attempt, epoch: epochSeen }, fence, 'resolve');
   }
-}
-
-/** A resolution's `by` or `note`: absent, or well-formed text of 1 to `max` code units. */
-function resolutionText(value: unknown, name: 'by' | 'note', max: number): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.trim() === '' || value.length > max) {
-    throw new InvalidReceiptInputError(`${name} must be non-blank text of at most ${max} characters, or left out`);
-  }
-  assertWellFormedNames({ [name]: value });
-  return value;
 }
 
 /** Checks a fence before it is sent: a whole attempt number >= 1 and an epoch string. */

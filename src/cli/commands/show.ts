@@ -203,8 +203,9 @@ key (what the tool sent its provider), where its arguments are (the BullMQ
 job), state, attempts, effect, owner, lease, times (server clock; "ambiguous
 since" as \`ambiguous\` lists it), result or error, recorded steps, the
 history (every operator verdict, reconcile verdict and late settle, kept
-across attempts, the last ${RECEIPT_HISTORY_CAP}), and when it expires. For an ambiguous receipt, also prints the resolve
-commands that would settle it. Exits 1 when no receipt exists under the key.
+across attempts, the last ${RECEIPT_HISTORY_CAP}), and when it expires. For an
+ambiguous receipt, also prints the resolve commands that would settle it.
+Exits 1 when no receipt exists under the key.
 
 <redisKey> is the key as \`ambiguous\` or \`run\` print it, for example
 'trc:rcpt:{acme|run-42}:send_email:9f2c...'. Quote it: it holds { | and }.
