@@ -23,11 +23,16 @@
   code  2  completed late: as code 1, but a claim had already reported this
            attempt ambiguous (ambiguous_ms set). The attempt knows its outcome,
            so its settle stands; late_settle_ms = TIME and
-           late_settle_attempt = the attempt record that it came late, and
-           ambiguous_ms is kept, so an operator can see both.
+           late_settle_attempt = the attempt record that it came late,
+           ambiguous_ms is kept, so an operator can see both, and a
+           late.completed entry is appended to the history
+           (includes/history.lua).
   code  0  fenced out: status is not running, or attempts or epoch differ
            from ARGV[1] / ARGV[5] (status '' when the receipt does not exist).
-           Nothing was written.
+           Nothing of the receipt's state was written; when a verdict (an
+           operator's resolve, a reconcile's completed or not_started) had
+           settled this very attempt of this lifetime, the refused complete is
+           appended to the history as late.completed with refused = true.
   error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"

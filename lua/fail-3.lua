@@ -19,9 +19,15 @@
            from now.
   code  2  failed late: as code 1, but a claim had already reported this
            attempt ambiguous; late_settle_ms and late_settle_attempt are
-           written and ambiguous_ms kept (as in complete-4.lua).
+           written, ambiguous_ms kept and a late.failed entry appended to the
+           history (as in complete-4.lua).
   code  0  fenced out: status is not running, or attempts or epoch differ
-           (status '' when the receipt does not exist). Nothing was written.
+           (status '' when the receipt does not exist). Nothing of the
+           receipt's state was written; when a verdict (an operator's resolve,
+           a reconcile's completed or not_started) had settled this very
+           attempt of this lifetime, the refused settle is appended to the
+           history as late.failed with refused = true (includes/history.lua).
+  Either late path writes the history entry in this script, with the state.
   error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
@@ -33,7 +39,10 @@
 local now = serverNow()
 
 local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
-if refused then return refused end
+if refused then
+  if receipt then noteRefusedSettle(KEYS[1], receipt, ARGV[1], ARGV[5], 'failed', ARGV[2], now) end
+  return refused
+end
 
 local code, ttlText
 if ARGV[3] == '' then

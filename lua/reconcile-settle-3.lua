@@ -20,8 +20,10 @@
   ARGV[9]  epoch of the judged attempt's lifetime (kept by a not_started re-run)
 
   Every verdict sets reconciled = ARGV[3], reconciled_ms = TIME,
-  reconciled_by = ARGV[4], reconciled_attempt = ARGV[1] and ends the
-  reconcile lease. Then:
+  reconciled_by = ARGV[4], reconciled_attempt = ARGV[1], ends the
+  reconcile lease, and appends a reconcile.<verdict> entry (by ARGV[4], the
+  judged attempt, for unknown the note) to the history
+  (includes/history.lua), which later attempts keep. Then:
     completed    status completed, result stored, completed_ms = TIME, lease
                  cleared; the receipt expires retention ms from now.
     not_started  attempts + 1 under a fresh lease owned by ARGV[4]
@@ -45,6 +47,7 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "count"
+--- @include "history"
 
 local rcall = redis.call
 local now = serverNow()
@@ -62,6 +65,11 @@ local retention = tonumber(ARGV[7])
 rcall('HSET', KEYS[1], 'reconciled', verdict, 'reconciled_ms', now, 'reconciled_by', ARGV[4],
   'reconciled_attempt', ARGV[1], 'updated_ms', now)
 rcall('HDEL', KEYS[1], 'reconciling_until_ms', 'reconciler')
+local note = nil
+if verdict == 'unknown' then note = clipText(ARGV[5], 1000) end
+appendHistory(KEYS[1], {
+  at = now, what = 'reconcile.' .. verdict, by = ARGV[4], attempt = receipt.attempts, note = note,
+  ambiguous_ms = tonumber(receipt.ambiguous) })
 
 if verdict == 'completed' then
   rcall('HSET', KEYS[1], 'status', 'completed', 'completed_ms', now)

@@ -14,6 +14,9 @@
   ARGV[5]  epoch the operator saw, '' to fence on the attempts alone. With
            it, a verdict about one lifetime can never settle a later lifetime
            of the same call that happens to be ambiguous at the same attempt.
+  ARGV[6]  who resolves (the operator's name, stored in the history; '' or
+           absent = not given)
+  ARGV[7]  the operator's note ('' or absent = none)
 
   A receipt is ambiguous when it is running and either a claim flagged the
   attempt (ambiguous_ms set; the flag sticks) or its lease is expired by TIME
@@ -26,6 +29,9 @@
   code  1  resolved: status = ARGV[2], completed_ms = resolved_ms = TIME,
            lease cleared, expires retention ms from now. 'failed' lets the
            next claim run the call again as attempt + 1. ambiguous_ms is kept.
+           A resolve.<outcome> entry (who, when, which attempt, the note,
+           for failed the error) is appended to the history
+           (includes/history.lua), which later attempts keep.
   code  0  fenced out: not running, or attempts (or the given epoch) differ
            (status '' when the receipt does not exist). Nothing written.
   code  3  not ambiguous: running at the seen attempts, but the lease is live
@@ -40,6 +46,7 @@
 --- @include "ttl"
 --- @include "fenced"
 --- @include "count"
+--- @include "history"
 
 local rcall = redis.call
 local now = serverNow()
@@ -69,6 +76,11 @@ else
 end
 rcall('PEXPIRE', KEYS[1], ttl)
 keepAtLeast(KEYS[2], ttl)
+local failedError = nil
+if ARGV[2] == 'failed' then failedError = clipText(ARGV[3], 500) end
+appendHistory(KEYS[1], {
+  at = now, what = 'resolve.' .. ARGV[2], by = ARGV[6] or '', attempt = receipt.attempts,
+  note = clipText(ARGV[7], 1000), error = failedError, ambiguous_ms = tonumber(receipt.ambiguous) })
 receipt.status, receipt.leaseUntil = ARGV[2], 0
 countReceipt(KEYS[3], KEYS[1], receipt, now)
 return observation(1, receipt, now)

@@ -10,7 +10,8 @@
 
   Returns complete-4.lua's reply (an observation, or the TRC_CORRUPT error
   reply with nothing written), then true when the receipt was settled
-  (codes 1 and 2). It touches only the keys it is given, which the calling
+  (codes 1 and 2). A refused complete of an attempt a verdict had settled is
+  noted in the history (noteRefusedSettle, includes/settle.lua). It touches only the keys it is given, which the calling
   script takes from its KEYS.
 ]]
 --- @include "ttl"
@@ -20,7 +21,10 @@
 
 local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
   local receipt, refused = openFenced(receiptKey, indexKey, countKey, args[1], args[5], now)
-  if refused then return refused, false end
+  if refused then
+    if receipt then noteRefusedSettle(receiptKey, receipt, args[1], args[5], 'completed', nil, now) end
+    return refused, false
+  end
   -- Read before any write, so a breaker of the wrong type refuses the settle whole.
   local streak = redis.pcall('HGET', breakerKey, args[4])
   if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end

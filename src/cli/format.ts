@@ -125,7 +125,7 @@ export function when(at: number | null, nowMs: number): string {
  */
 export function ambiguousSinceMs(record: ReceiptRecord): number | null {
   if (!isAmbiguousRecord(record)) return null;
-  return record.ambiguousMs ?? record.leaseUntilMs;
+  return record.ambiguousMs ?? record.leaseUntilMs ?? record.updatedMs;
 }
 
 /**
@@ -170,4 +170,14 @@ export function outcomePreview(record: ReceiptRecord, max = 48): string {
     return clip(`error: ${token(record.error)}`, max);
   }
   return '';
+}
+
+/** The line a command prints when nothing at all exists under the prefix it was given. */
+export function emptyPrefixLine(prefix: string): string {
+  return `No receipts at all under prefix '${prefix}': check --prefix (the prefix your workers use; default trc).`;
+}
+
+/** The line a command prints when the prefix holds receipts, but none of the tenant it was given. */
+export function emptyTenantLine(prefix: string, tenantId: string): string {
+  return `No receipts at all of tenant ${token(tenantId)} under prefix '${prefix}' (other tenants have some): check the tenant id.`;
 }

@@ -10,7 +10,17 @@ export {
   type HeartbeatResult,
   type PrefetchedClaim,
 } from './receipt-store.js';
-export { type ReceiptRecord, type AttemptJob, type ReconcileVerdict, type ReconcileRecord } from './receipt-record.js';
+export {
+  type ReceiptRecord,
+  type AttemptJob,
+  type ReconcileVerdict,
+  type ReconcileRecord,
+  type ReceiptHistoryEntry,
+  type ReceiptHistoryWhat,
+  RECEIPT_HISTORY_CAP,
+} from './receipt-record.js';
+export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
+export { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
 export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
 export { type RebuildSummary } from './receipt-scan.js';
 export {

@@ -90,8 +90,9 @@ export function claimRequest(
   const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
   const owner = options.owner ?? defaults.owner;
   const job = options.job ? attemptJobText(options.job) : '';
-  // The epoch a receipt this claim creates gets: unguessable, so no stale fence can name it.
-  const token = newEpoch();
+  // The epoch a receipt this claim creates gets (unguessable, so no stale fence can name it),
+  // and the token a takeover stores.
+  const token = newEpoch(keys[0]);
   const args = [
     leaseMs, defaults.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
     breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),

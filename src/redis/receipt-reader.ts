@@ -5,19 +5,49 @@
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { CorruptReceiptError, corruptReceiptErrorOf } from './errors.js';
-import { isAmbiguousRecord, parseInspectReply, type ReceiptRecord } from './receipt-record.js';
-import { SCRIPT } from './receipt-scripts.js';
-import { queueScript, runScript } from './scripts.js';
+import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
+import { defineScripts, queueScript, runScript } from './scripts.js';
 
-/** Reads receipts; the scripts must already be defined on the connection. */
+/** What a walk for ambiguous receipts found. */
+export interface AmbiguousScan {
+  /** The ambiguous receipts, in the order met. */
+  readonly receipts: ReceiptRecord[];
+  /**
+   * Receipt keys the walk met under the prefix, ambiguous or not (corrupt
+   * ones included); 0 means no receipt at all exists under the prefix.
+   */
+  readonly receiptsSeen: number;
+}
+
+/**
+ * Reads receipts without writing to them: one receipt with every field, a
+ * run's receipts, the ambiguous ones under a prefix, and a receipt's audit
+ * trail. A `ReceiptStore` holds one; a console may make its own over the
+ * same connection and prefix (it defines the read scripts it needs).
+ */
 export class ReceiptReader {
   constructor(
     private readonly redis: RedisConnection,
     private readonly prefix: string,
-  ) {}
+  ) {
+    defineScripts(redis, RECEIPT_SCRIPTS);
+  }
 
+  /** The receipt under `redisKey` with every field, or `null` when there is none; throws `CorruptReceiptError` for a key of another type. */
   async inspect(redisKey: string): Promise<ReceiptRecord | null> {
     return parseInspectReply(redisKey, await this.script(SCRIPT.inspect, [redisKey]));
+  }
+
+  /**
+   * The audit trail of the receipt under `redisKey`, oldest first (see
+   * {@link ReceiptRecord.history}): every operator verdict, reconcile verdict
+   * and late settle of its current lifetime, the last
+   * `RECEIPT_HISTORY_CAP` (20). Empty when there is no receipt, or for one
+   * written before the history existed.
+   */
+  async history(redisKey: string): Promise<readonly ReceiptHistoryEntry[]> {
+    return (await this.inspect(redisKey))?.history ?? [];
   }
 
   /** Runs a read or index script; a corrupt key becomes a typed error. */
@@ -95,6 +125,11 @@ export class ReceiptReader {
   }
 
   async listAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<ReceiptRecord[]> {
+    return (await this.scanAmbiguous(count, onCorrupt)).receipts;
+  }
+
+  /** {@link listAmbiguous}, and how many receipt keys the walk met (corrupt ones included). */
+  async scanAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<AmbiguousScan> {
     const found: ReceiptRecord[] = [];
     const visited = new Set<string>();
     for await (const keys of scanKeys(this.redis, receiptScanPattern(this.prefix), count)) {
@@ -106,6 +141,6 @@ export class ReceiptReader {
         else if (record && isAmbiguousRecord(record)) found.push(record);
       }
     }
-    return found;
+    return { receipts: found, receiptsSeen: visited.size };
   }
 }

@@ -6,6 +6,9 @@ import type { EffectResumability } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { CorruptReceiptError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
 import { fromStoredJson } from './stored-json.js';
+import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './receipt-history.js';
+
+export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './receipt-history.js';
 
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
 export const STEP_FIELD_PREFIX = 'step:';
@@ -121,6 +124,15 @@ export interface ReceiptRecord {
   readonly reconcilingUntilMs: number | null;
   /** When a provider-keyed call was last re-run inside its window. */
   readonly keyedRerunMs: number | null;
+  /**
+   * The receipt's audit trail, oldest first: every operator verdict,
+   * reconcile verdict and late settle of this lifetime, kept across later
+   * attempts; the last {@link RECEIPT_HISTORY_CAP} of them. Empty for a
+   * receipt written before the history existed.
+   */
+  readonly history: readonly ReceiptHistoryEntry[];
+  /** History entries written but no longer kept (dropped past the cap, or unreadable). */
+  readonly historyDropped: number;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -164,7 +176,13 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const steps: Record<string, unknown> = {};
   const jobs: Array<AttemptJob & { attempt: number }> = [];
   const metJobs: AttemptJob[] = [];
+  const history: ReceiptHistoryEntry[] = [];
   for (const [name, value] of fields) {
+    if (name.startsWith(HISTORY_FIELD_PREFIX)) {
+      const seq = Number(name.slice(HISTORY_FIELD_PREFIX.length));
+      const entry = Number.isSafeInteger(seq) && seq >= 1 ? parseHistoryEntry(seq, value) : null;
+      if (entry) history.push(entry);
+    }
     if (name.startsWith(STEP_FIELD_PREFIX)) steps[name.slice(STEP_FIELD_PREFIX.length)] = fromStoredJson(value);
     if (name.startsWith(MET_JOB_FIELD_PREFIX)) {
       const job = parseAttemptJob(name.slice(MET_JOB_FIELD_PREFIX.length));
@@ -177,6 +195,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     }
   }
   jobs.sort((a, b) => a.attempt - b.attempt);
+  history.sort((a, b) => a.seq - b.seq);
+  const historySeq = optionalInt(fields, HISTORY_SEQ_FIELD) ?? 0;
   const verdict = fields.get('reconciled') ?? '';
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
@@ -220,6 +240,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
       : null,
     reconcilingUntilMs: optionalInt(fields, 'reconciling_until_ms'),
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
+    history,
+    historyDropped: Math.max(0, historySeq - history.length),
     ttlMs,
     readAtMs: nowMs,
   };

@@ -45,6 +45,12 @@ export interface ReceiptStats {
    * with receipts an earlier version wrote).
    */
   readonly readBy: 'counting-sets' | 'scan';
+  /**
+   * With `readBy: 'scan'`, why: it was asked for, or no run in scope is
+   * registered (a tenant that never had a receipt, or a mistyped one, lands
+   * here too: the walk then finds nothing).
+   */
+  readonly scanReason?: 'asked' | 'no-registered-runs';
 }
 
 /** What one run contributes: its counts, its ambiguous receipts and the server time it was read at. */

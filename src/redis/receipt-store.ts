@@ -19,10 +19,12 @@ import {
 } from './errors.js';
 import { breakerField, callRedisKeys, receiptRedisKey, runIndexRedisKey, type CallKeys } from './keys.js';
 import { parseObservation, toFence, type Observation } from './observation.js';
-import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
+import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { ReceiptReader } from './receipt-reader.js';
+import { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
+import { receiptsExist } from './presence.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
@@ -32,10 +34,11 @@ import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
-import type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
 export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
+export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
 export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
@@ -413,6 +416,15 @@ export class ReceiptStore {
     return this.reader.inspect(this.redisKey(key));
   }
 
+  /**
+   * The receipt's audit trail, oldest first: its operator verdicts,
+   * reconcile verdicts and late settles (see {@link ReceiptRecord.history}).
+   * Empty when there is no receipt.
+   */
+  async history(key: ToolCallReceiptKey): Promise<readonly ReceiptHistoryEntry[]> {
+    return this.reader.history(this.redisKey(key));
+  }
+
   /** Reads receipts by their Redis keys, `null` for each that does not exist. */
   inspectRedisKeys(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
     return this.reader.inspectMany(redisKeys);
@@ -441,6 +453,28 @@ export class ReceiptStore {
   }
 
   /**
+   * {@link listAmbiguous}, also saying how many receipts the walk met under
+   * the prefix (`receiptsSeen`: 0 when there is none at all, as under a
+   * mistyped prefix), at no extra cost.
+   */
+  scanAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<AmbiguousScan> {
+    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
+  }
+
+  /**
+   * Whether any receipt exists under this prefix, or of `tenantId`: a run
+   * registered there (even if its receipts have expired since), or else a
+   * receipt key a SCAN finds (receipts an earlier version wrote). The SCAN
+   * stops at the first receipt but walks the whole keyspace when there is
+   * none, so ask it about an answer already found empty (`count` is the
+   * batch hint, default 500).
+   */
+  hasReceipts(options?: { tenantId?: string; count?: number }): Promise<boolean> {
+    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
+    return receiptsExist(this.redis, this.registry, this.scanOptions(options));
+  }
+
+  /**
    * Exact counts of the live receipts under this prefix (or of one tenant):
    * by status and effect, and the ambiguous ones with the oldest. Reads each
    * registered run's counting set, never a receipt, so it stays fast on
@@ -453,7 +487,9 @@ export class ReceiptStore {
   async stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
     if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
     const counted = options?.scan ? undefined : await countReceipts(this.redis, this.registry, options?.tenantId);
-    return counted ?? scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+    if (counted !== undefined) return counted;
+    const scanned = await scanReceipts(this.redis, this.prefix, this.scanOptions(options));
+    return { ...scanned, scanReason: options?.scan ? 'asked' : 'no-registered-runs' };
   }
 
   /**
@@ -483,6 +519,13 @@ export class ReceiptStore {
    * {@link ContestedReceiptError} when it is contested (reported ambiguous,
    * but its attempt heartbeated since, so it is alive and may still settle
    * late: wait for that or for its lease to lapse).
+   *
+   * A resolve that settles appends `resolve.completed` or `resolve.failed` to
+   * the receipt's history (see {@link ReceiptRecord.history}) with
+   * `resolution.by` (default this store's `owner`), the attempt and
+   * `resolution.note`, in the same script; later attempts keep it. A `by` or
+   * `note` that is blank, too long or not well-formed text throws
+   * `InvalidReceiptInputError` before anything is sent.
    */
   async resolve(key: ToolCallReceiptKey, resolution: Resolution): Promise<void> {
     const attempt = positiveInt(resolution.attemptsSeen, 'attemptsSeen');
@@ -498,8 +541,10 @@ export class ReceiptStore {
     } else {
       throw new InvalidReceiptInputError(`outcome must be 'completed' or 'failed'`);
     }
+    const by = checkVerdictText(resolution.by, 'by', RESOLUTION_BY_MAX) ?? this.owner;
+    const note = checkVerdictText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
     const keys = this.keys(key);
-    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '']);
+    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
     const mark = this.durability?.mark(keys[0]);
     if (seen.code === 1) return this.durability?.require('resolve', keys[0], mark);
     const fence = toFence(seen);

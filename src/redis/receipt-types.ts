@@ -90,10 +90,26 @@ export interface ClaimResult {
  * settle a later lifetime of the same call that is ambiguous at the same
  * attempt; pass it whenever you have it.
  */
-export type Resolution = { attemptsSeen: number; epochSeen?: string } & (
+export type Resolution = {
+  attemptsSeen: number;
+  epochSeen?: string;
+  /**
+   * Who gives the verdict, recorded in the receipt's history (at most
+   * {@link RESOLUTION_BY_MAX} characters); default the store's `owner`.
+   */
+  by?: string;
+  /** Why, recorded in the receipt's history (at most {@link RESOLUTION_NOTE_MAX} characters). */
+  note?: string;
+} & (
   | { outcome: 'completed'; result: unknown }
   | { outcome: 'failed'; error: string }
 );
+
+/** The longest {@link Resolution.by} a resolve accepts, in UTF-16 code units. */
+export const RESOLUTION_BY_MAX = 200;
+
+/** The longest {@link Resolution.note} a resolve accepts, in UTF-16 code units. */
+export const RESOLUTION_NOTE_MAX = 1000;
 
 /** What {@link ReceiptStore.complete} and {@link ReceiptStore.fail} report once the receipt settled. */
 export interface SettleResult {

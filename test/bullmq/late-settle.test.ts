@@ -36,6 +36,10 @@ describe('a late settle after an ambiguous verdict', () => {
     const receipt = await l.receipt(job.data.tenantId, job.data.runId);
     expect(receipt).toMatchObject({ status: 'completed', attempts: 1, ambiguousMs: verdict()!.ambiguousMs });
     expect(receipt.lateSettle).toEqual({ atMs: receipt.completedMs, attempt: 1 });
+    // And in the receipt's history, which later attempts keep.
+    expect(receipt.history).toEqual([
+      expect.objectContaining({ seq: 1, what: 'late.completed', attempt: 1, atMs: receipt.completedMs, ambiguousMs: verdict()!.ambiguousMs, refused: false }),
+    ]);
 
     expect(late).toEqual([
       expect.objectContaining({

@@ -48,17 +48,29 @@ describe('ambiguous', () => {
 
     const json = new Capture();
     await ambiguousCommand({ store, out: json, args: { json: true } });
-    const records = JSON.parse(json.text) as ReceiptRecord[];
+    const report = JSON.parse(json.text) as { prefix: string; prefixEmpty: boolean; receipts: ReceiptRecord[] };
+    expect(report).toMatchObject({ prefix: store.prefix, prefixEmpty: false });
+    const records = report.receipts;
     expect(records.map((r) => r.redisKey).sort()).toEqual([store.redisKey(flagged), store.redisKey(unflagged)].sort());
     expect(records.every((r) => r.status === 'running' && r.leaseExpired)).toBe(true);
   });
 
-  it('says so when there are none', async () => {
+  it('says so when there are none, apart from when there is no receipt at all under the prefix', async () => {
     const store = fixture.store();
     const out = new Capture();
     // A store under another prefix on the same server sees none of this file's receipts.
     await ambiguousCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out, args: { json: false } });
-    expect(out.text).toBe(`No ambiguous receipts under prefix ${store.prefix}x.\n`);
+    expect(out.text).toBe(`No receipts at all under prefix '${store.prefix}x': check --prefix (the prefix your workers use; default trc).\n`);
+
+    const calm = fixture.store({ prefix: `${store.prefix}calm` });
+    const key = freshKey();
+    await calm.complete(key, (await calm.claim(key, { effect: 'opaque' })).fence!, 'ok');
+    const none = new Capture();
+    await ambiguousCommand({ store: calm, out: none, args: { json: false } });
+    expect(none.text).toBe(`No ambiguous receipts under prefix ${calm.prefix} (1 receipt, none ambiguous).\n`);
+    const json = new Capture();
+    await ambiguousCommand({ store: calm, out: json, args: { json: true } });
+    expect(JSON.parse(json.text)).toEqual({ prefix: calm.prefix, prefixEmpty: false, receipts: [] });
   });
 });
 
@@ -110,9 +122,12 @@ describe('run', () => {
   });
 
   it('says so for a run with no receipts', async () => {
+    const store = fixture.store();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
     const out = new Capture();
-    await runCommand({ store: fixture.store(), out, args: { tenantId: 'nobody', runId: 'nothing', json: false } });
-    expect(out.text).toContain('No receipts for tenant nobody, run nothing');
+    await runCommand({ store, out, args: { tenantId: key.tenantId, runId: 'nothing', json: false } });
+    expect(out.text).toContain(`No receipts for tenant ${key.tenantId}, run nothing`);
   });
 });
 
@@ -133,8 +148,8 @@ describe('show', () => {
     expect(out.text).toMatch(/ambiguous since\s+\d{4}-\d\d-\d\dT/);
     const { epoch } = (await store.inspect(key))!;
     expect(out.text).toMatch(new RegExp(`epoch\\s+${epoch}\n`));
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --completed`);
-    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch ${epoch} --failed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch=${epoch} --completed`);
+    expect(out.text).toContain(`resolve '${store.redisKey(key)}' --attempts 1 --epoch=${epoch} --failed`);
     expect(out.text).toContain(`--prefix ${store.prefix}`);
 
     const json = new Capture();
@@ -261,7 +276,9 @@ describe('resolve', () => {
     }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ResolveRefusedError);
     expect((error as ResolveRefusedError).code).toBe('cli.resolve_refused');
-    expect((error as Error).message).toContain('running at attempt 2, not at attempt 1');
+    expect((error as Error).message).toContain('you typed --attempts 1, the receipt is at attempt 2 (running): one more attempt has started since attempt 1');
+    expect((error as Error).message).toContain(`after an operator resolved it failed by ${store.owner}`);
+    expect(error).toMatchObject({ reason: 'attempt_mismatch' });
     expect((error as Error).cause).toBeInstanceOf(FencedOutError);
     const after = await store.inspect(key);
     expect(after).toMatchObject({ status: 'running', attempts: 2, resolvedMs: null, ambiguousMs: before!.ambiguousMs });
@@ -274,11 +291,12 @@ describe('resolve', () => {
     const seen = (await store.inspect(key))!;
     await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'the first lifetime to expire');
     await makeAmbiguous(store, key); // claimed again: a new lifetime, ambiguous at attempt 1 too
-    const args = resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', seen.epoch, '--failed', '--error', 'about the old one']);
+    const args = resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${seen.epoch}`, '--failed', '--error', 'about the old one']);
     expect(args.resolution).toMatchObject({ attemptsSeen: 1, epochSeen: seen.epoch });
     const error = await resolveCommand({ store, out: new Capture(), args }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ResolveRefusedError);
-    expect((error as Error).message).toContain('another lifetime');
+    expect((error as Error).message).toContain(`the epoch you typed, ${seen.epoch}, is of an earlier lifetime of this call, which ended`);
+    expect(error).toMatchObject({ reason: 'epoch_lifetime_ended' });
     expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1, resolvedMs: null });
     expect(() => resolveArgs(store.redisKey(key), ['--attempts', '1', '--epoch', 'x y', '--completed'])).toThrow(/--epoch/);
   });

@@ -118,7 +118,7 @@ describe('runCli: command line', () => {
       const run = await cli([...argv], env);
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
-      expect((JSON.parse(run.stdout) as ReceiptRecord[]).map((r) => r.redisKey)).toContain(store.redisKey(key));
+      expect((JSON.parse(run.stdout) as { receipts: ReceiptRecord[] }).receipts.map((r) => r.redisKey)).toContain(store.redisKey(key));
     }
   });
 });
@@ -167,7 +167,9 @@ describe('the tool-receipts binary (spawned)', () => {
     const run = await spawnCli(['resolve', store.redisKey(key), '--prefix', prefix, '--attempts', '1', '--failed', '--error', 'x'], url);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^tool-receipts: not resolved, nothing was written: the receipt is running at attempt 2, not at attempt 1/);
+    expect(run.stderr).toMatch(
+      /^tool-receipts: not resolved, nothing was written: you typed --attempts 1, the receipt is at attempt 2 \(running\): one more attempt has started since attempt 1, after an operator resolved it failed by /,
+    );
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(hasStackTrace(run.stderr)).toBe(false);
     expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 2, resolvedMs: null });

@@ -117,7 +117,10 @@ describe('stats', () => {
     const store = fixture.store({ prefix: `${fixture.handle().prefix}sp${randomBytes(3).toString('hex')}` });
     const empty = new Capture();
     await statsCommand({ store, out: empty, args: { json: false } });
-    expect(empty.text).toBe(`No receipts under prefix ${store.prefix}.\n`);
+    expect(empty.lines.slice(0, 2)).toEqual([
+      `No run is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`,
+      `No receipts at all under prefix '${store.prefix}': check --prefix (the prefix your workers use; default trc).`,
+    ]);
 
     const key = { tenantId: 'acme', runId: 'r1', toolName: 'send_email', argsHash: 'a' };
     await store.claim(key, { effect: 'opaque', leaseMs: 40 });

@@ -129,7 +129,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     });
     expect(err.text).toBe('');
     expect(code).toBe(0);
-    const listed = (JSON.parse(out.text) as { redisKey: string }[]).map((r) => r.redisKey).sort();
+    const listed = (JSON.parse(out.text) as { receipts: { redisKey: string }[] }).receipts.map((r) => r.redisKey).sort();
     expect(listed).toEqual(keys.map((k) => store.redisKey(k)).sort());
   });
 

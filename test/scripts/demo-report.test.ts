@@ -28,6 +28,8 @@ const record = (n: number): ReceiptRecord => ({
   reconciled: null,
   reconcilingUntilMs: null,
   keyedRerunMs: null,
+  history: [],
+  historyDropped: 0,
   ttlMs: 1000,
   readAtMs: 1_800_000_002_000,
 });

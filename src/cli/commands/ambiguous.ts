@@ -6,7 +6,7 @@
 import type { CorruptReceiptError } from '../../redis/errors.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
-import { ambiguousSinceMs, table, token, when, writeJson, writeLine } from '../format.js';
+import { ambiguousSinceMs, emptyPrefixLine, table, token, when, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link ambiguousCommand}. */
 export interface AmbiguousArgs {
@@ -15,27 +15,44 @@ export interface AmbiguousArgs {
 }
 
 function since(record: ReceiptRecord): number {
+  // Every listed record is ambiguous, so it has a time; the fallback only satisfies the type.
   return ambiguousSinceMs(record) ?? record.updatedMs;
+}
+
+/** What `ambiguous --json` prints. */
+export interface AmbiguousReport {
+  readonly prefix: string;
+  /** True when no receipt at all exists under the prefix (a mistyped `--prefix`?), not merely no ambiguous one. */
+  readonly prefixEmpty: boolean;
+  /** The ambiguous receipts, longest-waiting first. */
+  readonly receipts: ReceiptRecord[];
 }
 
 /**
  * Lists the ambiguous receipts under the store's prefix, longest-waiting
  * first: tenant, run, tool, attempts, since when, and the Redis key to pass to
- * `show` or `resolve`. With `json`, prints the `ReceiptRecord`s as a JSON
- * array (empty when there are none). Walks the server's keyspace with SCAN.
+ * `show` or `resolve`; when no receipt at all exists under the prefix, says
+ * that instead. With `json`, prints an {@link AmbiguousReport}. Walks the
+ * server's keyspace with SCAN.
  */
 export async function ambiguousCommand({ store, out, args }: CommandContext<AmbiguousArgs>): Promise<void> {
   const corrupt: CorruptReceiptError[] = [];
-  const records = (await store.listAmbiguous({ onCorrupt: (e) => corrupt.push(e) })).sort(
-    (a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey),
-  );
+  const scan = await store.scanAmbiguous({ onCorrupt: (e) => corrupt.push(e) });
+  const records = scan.receipts.sort((a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey));
+  const prefixEmpty = scan.receiptsSeen === 0;
   if (args.json) {
-    writeJson(out, records);
+    const report: AmbiguousReport = { prefix: store.prefix, prefixEmpty, receipts: records };
+    writeJson(out, report);
     return;
   }
   for (const e of corrupt) writeLine(out, `Skipped a corrupt receipt: ${e.redisKey} (${e.why}); inspect it with redis-cli.`);
+  if (prefixEmpty) {
+    writeLine(out, emptyPrefixLine(store.prefix));
+    return;
+  }
   if (records.length === 0) {
-    writeLine(out, `No ambiguous receipts under prefix ${store.prefix}.`);
+    const seen = scan.receiptsSeen === 1 ? '1 receipt' : `${scan.receiptsSeen.toLocaleString('en-US')} receipts`;
+    writeLine(out, `No ambiguous receipts under prefix ${store.prefix} (${seen}, none ambiguous).`);
     return;
   }
   const rows = records.map((r) => [
@@ -71,10 +88,14 @@ Columns: tenant, run, tool, attempts, reconciled, since when it is ambiguous (se
 clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
 holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
 A receipt hash that is corrupt (no valid status, or a key of another type) is
-skipped with a line naming it (not in --json output).
+skipped with a line naming it (not in --json output). When no receipt at all
+exists under the prefix, it says so ("No receipts at all under prefix ...:
+check --prefix"), apart from "No ambiguous receipts".
 
 Options:
-  --json    print a JSON array of receipt records instead`,
+  --json    print {prefix, prefixEmpty, receipts} instead: receipts is the
+            array of receipt records, prefixEmpty true when no receipt at
+            all exists under the prefix`,
   options: { ...JSON_OPTION },
   parse(values, positionals) {
     expectPositionals('ambiguous', positionals, []);

@@ -3,9 +3,9 @@
  * an operator settles an ambiguous receipt after checking whether its effect
  * happened.
  */
-import { ContestedReceiptError, FencedOutError, NotAmbiguousError } from '../../redis/errors.js';
+import os from 'node:os';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
-import type { Resolution } from '../../redis/receipt-store.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../../redis/receipt-store.js';
 import {
   commandHint,
   JSON_OPTION,
@@ -18,6 +18,7 @@ import {
 import { CliUsageError, ResolveRefusedError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
 import { readReceipt } from './show.js';
+import { resolveRefusal } from './resolve-refusal.js';
 import { retryFailedJobs, type JobRetryReport } from '../../bullmq/retry-jobs.js';
 import type { ReceiptStore } from '../../redis/receipt-store.js';
 
@@ -47,30 +48,6 @@ export interface ResolveReport {
   readonly after: ReceiptRecord | null;
   /** With `--retry-job`: what was done with each job recorded on the receipt. */
   readonly jobs?: JobRetryReport[];
-}
-
-/** Turns the store's refusal into one sentence for the operator; other errors pass through. */
-function refusal(store: ReceiptStore, redisKey: string, seen: number, err: unknown): unknown {
-  const look = `; look again with ${commandHint(store, 'show', redisKey)}`;
-  if (err instanceof NotAmbiguousError || err instanceof ContestedReceiptError) {
-    return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${err.message}${look}`, err);
-  }
-  if (!(err instanceof FencedOutError)) return err;
-  const observed = err.observed;
-  let why: string;
-  if (observed === null) {
-    why = 'the receipt no longer exists (it expired)';
-  } else if (observed.status !== 'running') {
-    why =
-      `the receipt is already ${observed.status} at attempt ${observed.attempts}` +
-      (observed.attempts === seen ? '' : ` (you passed --attempts ${seen})`) +
-      ', settled since you looked';
-  } else if (observed.attempts === seen) {
-    why = `the receipt is running at attempt ${seen}, but of another lifetime than the epoch you passed (the receipt expired and the call was claimed again)`;
-  } else {
-    why = `the receipt is running at attempt ${observed.attempts}, not at attempt ${seen} as you passed, so it moved on since you looked`;
-  }
-  return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err);
 }
 
 interface Change {
@@ -118,7 +95,7 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
   try {
     await store.resolve(before.key, args.resolution);
   } catch (err) {
-    throw refusal(store, args.redisKey, seen, err);
+    throw resolveRefusal(store, args.redisKey, args.resolution, before, err);
   }
   const after = await store.inspect(before.key);
   const jobs = args.retryJob && after !== null && redis !== undefined ? await retryFailedJobs(redis, after) : undefined;
@@ -128,6 +105,10 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
     return;
   }
   writeLine(out, `Resolved ${args.redisKey} as ${args.resolution.outcome} at attempt ${seen}.`);
+  const entry = after?.history.at(-1);
+  if (entry !== undefined && entry.what.startsWith('resolve.')) {
+    writeLine(out, `Recorded in the receipt's history as entry ${entry.seq}, by ${token(entry.by)}${entry.note === null ? '' : `, with your note`}.`);
+  }
   writeLine(out);
   const rows = receiptChanges(before, after).map((c) => [c.field, c.before, c.after]);
   for (const line of table(['FIELD', 'BEFORE', 'AFTER'], rows)) writeLine(out, line);
@@ -170,9 +151,33 @@ function parseEpoch(text: string | undefined): { epochSeen?: string } {
   return { epochSeen: text };
 }
 
+/** Who resolves when `--by` is not given: the OS user at this host. */
+export function defaultOperator(): string {
+  let user: string;
+  try {
+    user = os.userInfo().username;
+  } catch {
+    user = process.env['USER'] ?? process.env['USERNAME'] ?? 'operator';
+  }
+  return `${user}@${os.hostname()}`.slice(0, RESOLUTION_BY_MAX);
+}
+
+function parseText(values: OptionValues, name: 'by' | 'note', max: number): string | undefined {
+  const text = stringOption(values, name);
+  if (text === undefined) return undefined;
+  if (text.trim() === '' || text.length > max) {
+    throw new CliUsageError(`--${name} must be non-blank text of at most ${max} characters, got ${text.trim() === '' ? 'blank text' : `${text.length} characters`}`, 'resolve');
+  }
+  return text;
+}
+
 function parseResolution(values: OptionValues): Resolution {
   const attemptsSeen = parseAttempts(stringOption(values, 'attempts'));
-  const epoch = parseEpoch(stringOption(values, 'epoch'));
+  const given = {
+    ...parseEpoch(stringOption(values, 'epoch')),
+    by: parseText(values, 'by', RESOLUTION_BY_MAX) ?? defaultOperator(),
+    ...(stringOption(values, 'note') !== undefined ? { note: parseText(values, 'note', RESOLUTION_NOTE_MAX)! } : {}),
+  };
   const completed = values['completed'] === true;
   const failed = values['failed'] === true;
   const resultText = stringOption(values, 'result');
@@ -182,7 +187,7 @@ function parseResolution(values: OptionValues): Resolution {
   }
   if (completed) {
     if (error !== undefined) throw new CliUsageError('--error goes with --failed, not --completed', 'resolve');
-    if (resultText === undefined) return { attemptsSeen, ...epoch, outcome: 'completed', result: undefined };
+    if (resultText === undefined) return { attemptsSeen, ...given, outcome: 'completed', result: undefined };
     let result: unknown;
     try {
       result = JSON.parse(resultText);
@@ -192,13 +197,13 @@ function parseResolution(values: OptionValues): Resolution {
         'resolve',
       );
     }
-    return { attemptsSeen, ...epoch, outcome: 'completed', result };
+    return { attemptsSeen, ...given, outcome: 'completed', result };
   }
   if (resultText !== undefined) throw new CliUsageError('--result goes with --completed, not --failed', 'resolve');
   if (error === undefined || error.trim() === '') {
     throw new CliUsageError('--failed needs --error <text>: say what you found, it is stored on the receipt', 'resolve');
   }
-  return { attemptsSeen, ...epoch, outcome: 'failed', error };
+  return { attemptsSeen, ...given, outcome: 'failed', error };
 }
 
 /** The `resolve` command. */
@@ -206,15 +211,20 @@ export const resolveSpec: CommandSpec<ResolveArgs> = {
   name: 'resolve',
   summary: 'settle an ambiguous receipt as completed or failed',
   synopsis: 'resolve <redisKey> ...',
-  help: `Usage: tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --completed [--result <json>]
-       tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --failed --error <text>
+  help: `Usage: tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --completed [--result <json>] [--by <name>] [--note <text>]
+       tool-receipts resolve <redisKey> --attempts <n> [--epoch <e>] --failed --error <text> [--by <name>] [--note <text>]
 
 Settles an ambiguous receipt once you have checked whether its effect happened
 (the email went out, the charge went through...). Prints the fields that
-changed. Exits 1 without writing anything when the receipt is gone, has moved
-on since you looked, or is not ambiguous (its lease is still live, it is
-resumable and no claim found it ambiguous, or it is contested: its attempt
-heartbeated after a claim reported it ambiguous and may still settle late).
+changed, and records your verdict (who, when, what, which attempt, your note)
+in the receipt's history, which later attempts keep. Exits 1 without writing
+anything, saying exactly what differs, when the receipt is gone, the attempt
+you typed is not the receipt's (never reached, or more attempts started
+since), the epoch you typed never was this receipt's or is of a lifetime that
+ended, the attempt is already settled, or it is not ambiguous (its lease is
+still live, it is resumable and no claim found it ambiguous, or it is
+contested: its attempt heartbeated after a claim reported it ambiguous and may
+still settle late).
 
 Options:
   --attempts <n>    the attempts you saw on the receipt (show prints them).
@@ -224,7 +234,10 @@ Options:
                     it suggests include it). Optional but recommended: with it,
                     your verdict cannot settle a later lifetime of the same
                     call (the receipt expired and the call was claimed again)
-                    that happens to be ambiguous at the same attempt.
+                    that happens to be ambiguous at the same attempt. Write
+                    --epoch=<e> when the epoch begins with '-'. A refusal
+                    tells an epoch that never was this receipt's (mistyped,
+                    or another receipt's) from one of a lifetime that ended.
   --completed       the effect happened: later claims of the call replay the
                     result instead of running it
   --result <json>   with --completed, the result they replay, as JSON (quote a
@@ -233,6 +246,9 @@ Options:
                     again as attempt n+1
   --error <text>    with --failed (required), what you found; stored on the
                     receipt
+  --by <name>       who gives the verdict, recorded in the history (default
+                    <OS user>@<host>; at most 200 characters)
+  --note <text>     why, recorded in the history (at most 1000 characters)
   --retry-job       then retry the BullMQ jobs recorded on the receipt (the
                     job of each attempt) that failed: each replays this call
                     and runs the rest of its turn. Other jobs are left alone.
@@ -245,6 +261,8 @@ Options:
     failed: { type: 'boolean' },
     result: { type: 'string' },
     error: { type: 'string' },
+    by: { type: 'string' },
+    note: { type: 'string' },
     'retry-job': { type: 'boolean' },
   },
   parse(values, positionals) {

@@ -5,7 +5,7 @@
 import { buildResumeJournalNote, journalFromReceipts, type ToolCallJournal } from '../../core/journal.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import { JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
-import { leaseLabel, outcomePreview, stateLabel, table, terminalText, token, writeJson, writeLine } from '../format.js';
+import { emptyPrefixLine, emptyTenantLine, leaseLabel, outcomePreview, stateLabel, table, terminalText, token, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link runCommand}. */
 export interface RunArgs {
@@ -25,27 +25,53 @@ export interface RunReport {
   readonly journal: ToolCallJournal;
   /** `buildResumeJournalNote` of that journal; `null` when there is nothing to tell. */
   readonly note: string | null;
+  /** True when the run has no receipt and nothing at all exists under the prefix (a mistyped `--prefix`?). */
+  readonly prefixEmpty: boolean;
+  /** True when the run has no receipt and the tenant has none under the prefix either (a mistyped tenant?). */
+  readonly tenantEmpty: boolean;
 }
 
 /** Builds the report of a run from its receipts (no I/O). */
-export function runReport(tenantId: string, runId: string, receipts: ReceiptRecord[]): RunReport {
+export function runReport(
+  tenantId: string,
+  runId: string,
+  receipts: ReceiptRecord[],
+  empty: { readonly prefixEmpty: boolean; readonly tenantEmpty: boolean } = { prefixEmpty: false, tenantEmpty: false },
+): RunReport {
   const journal = journalFromReceipts(receipts);
-  return { tenantId, runId, receipts, journal, note: buildResumeJournalNote(journal) };
+  return { tenantId, runId, receipts, journal, note: buildResumeJournalNote(journal), ...empty };
+}
+
+/** For a run with no receipt: whether its tenant, and the prefix, have none either. */
+async function emptiness(store: CommandContext<RunArgs>['store'], tenantId: string): Promise<{ prefixEmpty: boolean; tenantEmpty: boolean }> {
+  if (await store.hasReceipts({ tenantId })) return { prefixEmpty: false, tenantEmpty: false };
+  return { prefixEmpty: !(await store.hasReceipts()), tenantEmpty: true };
 }
 
 /**
  * Lists a run's receipts oldest first (status, attempts, tool, lease, a
  * preview of the result or error, and each Redis key), then prints the resume
  * journal note built from them: what a resumed agent would be told about the
- * calls it made before. With `json`, prints a {@link RunReport}.
+ * calls it made before. A run without receipts is told apart from a tenant,
+ * or a prefix, without any. With `json`, prints a {@link RunReport}.
  */
 export async function runCommand({ store, out, args }: CommandContext<RunArgs>): Promise<void> {
-  const report = runReport(args.tenantId, args.runId, await store.listRun(args.tenantId, args.runId));
+  const receipts = await store.listRun(args.tenantId, args.runId);
+  const empty = receipts.length === 0 ? await emptiness(store, args.tenantId) : undefined;
+  const report = runReport(args.tenantId, args.runId, receipts, empty);
   if (args.json) {
     writeJson(out, report);
     return;
   }
   const title = `tenant ${token(args.tenantId)}, run ${token(args.runId)}`;
+  if (report.prefixEmpty) {
+    writeLine(out, emptyPrefixLine(store.prefix));
+    return;
+  }
+  if (report.tenantEmpty) {
+    writeLine(out, emptyTenantLine(store.prefix, args.tenantId));
+    return;
+  }
   if (report.receipts.length === 0) {
     writeLine(out, `No receipts for ${title} under prefix ${store.prefix} (none claimed, or all expired).`);
     return;
@@ -91,8 +117,12 @@ Then prints the resume journal note built from those receipts: the text a
 resumed agent of this run is given about calls that finished (do not repeat)
 and calls whose outcome is unknown (verify first).
 
+When the run has no receipt, says whether the tenant has none either, or
+nothing at all exists under the prefix (check the tenant id, or --prefix).
+
 Options:
-  --json    print {tenantId, runId, receipts, journal, note} as JSON instead`,
+  --json    print {tenantId, runId, receipts, journal, note, prefixEmpty,
+            tenantEmpty} as JSON instead`,
   options: { ...JSON_OPTION },
   parse(values, positionals) {
     const [tenantId, runId] = expectPositionals('run', positionals, ['tenant', 'run']) as [string, string];

@@ -1,10 +1,12 @@
 /**
  * `tool-receipts show <redisKey>`: every field of one receipt.
  */
-import { isAmbiguousRecord, isContestedRecord, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { idempotencyKeyFor } from '../../bullmq/call-context.js';
+import { isAmbiguousRecord, isContestedRecord, RECEIPT_HISTORY_CAP, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ReceiptNotFoundError } from '../errors.js';
 import {
+  ambiguousSinceMs,
   clip,
   compactJson,
   duration,
@@ -30,6 +32,14 @@ export interface ShowArgs {
   readonly json: boolean;
 }
 
+/** What `show --json` prints: the receipt record, and what `show` works out from it. */
+export interface ShownReceipt extends ReceiptRecord {
+  /** The call's `ctx.idempotencyKey`: the key its tool sent the provider, the same for every attempt. */
+  readonly idempotencyKey: string;
+  /** Since when it is (or was, for one settled late or resolved) ambiguous, as `ambiguous` lists it; `null` if never. */
+  readonly ambiguousSinceMs: number | null;
+}
+
 /**
  * Reads the receipt under a Redis key, refusing a key that is not a receipt
  * key under the store's prefix (`InvalidReceiptKeyError`) or under which no
@@ -52,6 +62,8 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['run', token(record.key.runId)],
     ['tool', token(record.key.toolName)],
     ['args hash', token(record.key.argsHash)],
+    ['idempotency key', `${idempotencyKeyFor(record.key)} (ctx.idempotencyKey: what the tool sent its provider)`],
+    ['arguments', argumentsLabel(record)],
     ['state', stateLabel(record)],
     ['status', record.status],
     ['attempts', String(record.attempts)],
@@ -62,7 +74,7 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['created', when(record.createdMs, now)],
     ['updated', when(record.updatedMs, now)],
     ['settled', when(record.completedMs, now)],
-    ['ambiguous since', when(record.ambiguousMs, now)],
+    ['ambiguous since', when(record.ambiguousMs ?? ambiguousSinceMs(record), now)],
     ['late heartbeat', when(record.lateHeartbeatMs, now)],
     ['late settle', record.lateSettle === null ? '-' : `${when(record.lateSettle.atMs, now)}, by attempt ${record.lateSettle.attempt}`],
     ['resolved', when(record.resolvedMs, now)],
@@ -77,8 +89,41 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['reconciled', reconciledLabel(record)],
     ['keyed re-run', when(record.keyedRerunMs, now)],
     ['jobs', jobLines(record)],
+    ['history', historyLines(record)],
     ['expires', record.ttlMs < 0 ? 'never (no TTL)' : `in ${duration(record.ttlMs)}`],
   ];
+}
+
+/** The Redis key of a BullMQ job's hash, whose `data` field holds the job's arguments. */
+function jobRedisKey(j: AttemptJob): string {
+  return `${token(j.prefix)}:${token(j.queue)}:${token(j.id)}`;
+}
+
+/**
+ * Where the call's arguments are: the data of the BullMQ job of its latest
+ * attempt that recorded one (the receipt keeps only their digest).
+ */
+function argumentsLabel(record: ReceiptRecord): string {
+  const job = record.jobs.at(-1);
+  if (job === undefined) return `digest ${token(record.key.argsHash)}; no BullMQ job is recorded on the receipt`;
+  return (
+    `digest ${token(record.key.argsHash)}; in the data of job ${token(job.id)} of queue ${token(job.queue)} ` +
+    `(attempt ${job.attempt}; redis-cli HGET ${jobRedisKey(job)} data)`
+  );
+}
+
+/** One line per entry of the receipt's history, oldest first. */
+export function historyLines(record: ReceiptRecord): string {
+  const lines = record.history.map((e) => {
+    const parts = [`#${e.seq} ${when(e.atMs, record.readAtMs)}`, token(e.what), `attempt ${e.attempt}`];
+    if (e.by !== '') parts.push(`by ${token(e.by)}`);
+    if (e.refused) parts.push('(refused: a verdict had settled the attempt)');
+    if (e.note !== null) parts.push(`note: ${clip(token(e.note), 200)}`);
+    if (e.error !== null) parts.push(`error: ${clip(token(e.error), 200)}`);
+    return parts.join('  ');
+  });
+  if (record.historyDropped > 0) lines.unshift(`(${record.historyDropped} older entries dropped or unreadable; the last ${RECEIPT_HISTORY_CAP} are kept)`);
+  return lines.length === 0 ? '-' : lines.join('\n');
 }
 
 /** The BullMQ jobs recorded on a receipt: each attempt's, then those that met it ambiguous. */
@@ -118,7 +163,8 @@ export function writeResolveHint(out: Output, store: ReceiptStore, record: Recei
     `Ambiguous: attempt ${record.attempts} of this ${record.effect} call lost its lease before completing, ` +
       'so its effect may or may not have happened. Check the effect, then settle it with one of:',
   );
-  const attempts = `--attempts ${record.attempts}${record.epoch === '' ? '' : ` --epoch ${record.epoch}`}`;
+  // --epoch=<e>, not --epoch <e>: an epoch may begin with '-', which the option parser would take for an option.
+  const attempts = `--attempts ${record.attempts}${record.epoch === '' ? '' : ` --epoch=${record.epoch}`}`;
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --completed --result '<result json>'`)}`);
   writeLine(out, `  ${commandHint(store, 'resolve', record.redisKey, `${attempts} --failed --error '<what you found>'`)}`);
 }
@@ -133,7 +179,12 @@ export function writeResolveHint(out: Output, store: ReceiptStore, record: Recei
 export async function showCommand({ store, out, args }: CommandContext<ShowArgs>): Promise<void> {
   const record = await readReceipt(store, args.redisKey);
   if (args.json) {
-    writeJson(out, record);
+    const shown: ShownReceipt = {
+      ...record,
+      idempotencyKey: idempotencyKeyFor(record.key),
+      ambiguousSinceMs: record.ambiguousMs ?? ambiguousSinceMs(record),
+    };
+    writeJson(out, shown);
     return;
   }
   for (const line of fields(receiptFields(record))) writeLine(out, line);
@@ -147,16 +198,21 @@ export const showSpec: CommandSpec<ShowArgs> = {
   summary: 'every field of one receipt',
   help: `Usage: tool-receipts show <redisKey> [--json] [connection options]
 
-Prints every field of one receipt: the call it belongs to, state, attempts,
-effect, owner, lease, times (server clock), result or error, recorded steps,
-and when it expires. For an ambiguous receipt, also prints the resolve
-commands that would settle it. Exits 1 when no receipt exists under the key.
+Prints every field of one receipt: the call it belongs to, its idempotency
+key (what the tool sent its provider), where its arguments are (the BullMQ
+job), state, attempts, effect, owner, lease, times (server clock; "ambiguous
+since" as \`ambiguous\` lists it), result or error, recorded steps, the
+history (every operator verdict, reconcile verdict and late settle, kept
+across attempts, the last ${RECEIPT_HISTORY_CAP}), and when it expires. For an
+ambiguous receipt, also prints the resolve commands that would settle it.
+Exits 1 when no receipt exists under the key.
 
 <redisKey> is the key as \`ambiguous\` or \`run\` print it, for example
 'trc:rcpt:{acme|run-42}:send_email:9f2c...'. Quote it: it holds { | and }.
 
 Options:
-  --json    print the receipt record as JSON instead`,
+  --json    print the receipt record as JSON instead, with idempotencyKey and
+            ambiguousSinceMs added`,
   options: { ...JSON_OPTION },
   parse(values, positionals) {
     const [redisKey] = expectPositionals('show', positionals, ['redisKey']) as [string];

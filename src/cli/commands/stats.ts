@@ -5,9 +5,10 @@
  * instead, and `--rebuild` rebuilds the counting sets from the receipts.
  */
 import type { ReceiptStats } from '../../redis/receipt-stats.js';
+import type { RebuildSummary } from '../../redis/receipt-scan.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
-import { table, token, when, writeJson, writeLine } from '../format.js';
+import { emptyPrefixLine, emptyTenantLine, table, token, when, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link statsCommand}. */
 export interface StatsArgs {
@@ -23,13 +24,35 @@ export interface StatsArgs {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
+/** What `stats --json` prints: the counts, and whether the scope holds anything at all. */
+export type StatsReport = ReceiptStats & {
+  /** True when no receipt at all exists under the prefix (a mistyped `--prefix`?). */
+  readonly prefixEmpty: boolean;
+  /** With `--tenant`: true when the tenant has no receipt under the prefix (a mistyped tenant?). */
+  readonly tenantEmpty?: boolean;
+  /** With `--rebuild`: what the rebuild did. */
+  readonly rebuilt?: RebuildSummary;
+};
+
+/** Whether the prefix, and the tenant asked about, hold anything at all, given counts of the scope. */
+async function emptiness(store: CommandContext<StatsArgs>['store'], stats: ReceiptStats): Promise<{ prefixEmpty: boolean; tenantEmpty?: boolean }> {
+  // A count that fell back to reading every receipt under the prefix, for want of any registered run, and found none: nothing is there.
+  if (stats.tenantId === undefined) return { prefixEmpty: stats.total === 0 && (stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts())) };
+  if (stats.total > 0) return { prefixEmpty: false, tenantEmpty: false };
+  // A tenant with no registered run was just counted by a walk that found nothing: no need to look again.
+  const tenantEmpty = stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts({ tenantId: stats.tenantId }));
+  return { prefixEmpty: tenantEmpty && !(await store.hasReceipts()), tenantEmpty };
+}
+
 /** Prints the counts of the store's receipts (or one tenant's). */
 export async function statsCommand({ store, out, args }: CommandContext<StatsArgs>): Promise<void> {
   const tenant = args.tenantId !== undefined ? { tenantId: args.tenantId } : {};
   const rebuilt = args.rebuild ? await store.rebuildCounts(tenant) : undefined;
   const stats: ReceiptStats = await store.stats({ ...tenant, scan: args.scan === true });
+  const empty = await emptiness(store, stats);
   if (args.json) {
-    writeJson(out, rebuilt ? { ...stats, rebuilt } : stats);
+    const report: StatsReport = { ...stats, ...empty, ...(rebuilt ? { rebuilt } : {}) };
+    writeJson(out, report);
     return;
   }
   if (rebuilt) {
@@ -37,12 +60,19 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
     writeLine(out, `Rebuilt the counting sets of ${plural(rebuilt.runs, 'run')} (${plural(rebuilt.receipts, 'receipt')})${skipped}.`);
   }
   const scope = `prefix ${store.prefix}${stats.tenantId !== undefined ? `, tenant ${token(stats.tenantId)}` : ''}`;
+  const fellBack = stats.scanReason === 'no-registered-runs';
   if (stats.total === 0) {
-    writeLine(out, `No receipts under ${scope}.`);
+    if (fellBack) {
+      const whose = stats.tenantId !== undefined ? `of tenant ${token(stats.tenantId)} ` : '';
+      writeLine(out, `No run ${whose}is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`);
+    }
+    if (empty.prefixEmpty) writeLine(out, emptyPrefixLine(store.prefix));
+    else if (empty.tenantEmpty === true && stats.tenantId !== undefined) writeLine(out, emptyTenantLine(store.prefix, stats.tenantId));
+    else writeLine(out, `No receipts under ${scope}.`);
     return;
   }
   writeLine(out, `${plural(stats.total, 'receipt')} in ${plural(stats.runs, 'run')} under ${scope}:`);
-  if (stats.readBy === 'scan' && !args.scan) {
+  if (fellBack) {
     writeLine(out, 'Counted by reading every receipt: no run in scope is registered (receipts an earlier version wrote?);');
     writeLine(out, 'tool-receipts stats --rebuild counts them once and makes the next count fast.');
   }
@@ -73,7 +103,8 @@ transition keeps its run's counting set up to date, and the command reads
 one small script's answer per registered run, never a receipt.
 
 Receipts an earlier version wrote have no counting set: while no run in
-scope is registered, stats reads every receipt by itself (and says so);
+scope is registered (a tenant with no receipt, or a mistyped one, included),
+stats reads every receipt in scope by itself, and says so;
 --rebuild counts them once (and forgets receipts deleted by hand), and --scan
 always counts by reading every receipt. Both walk the keyspace with SCAN: slow on millions of keys.
 
@@ -81,7 +112,13 @@ Options:
   --tenant <id>   count only this tenant's receipts
   --scan          count by reading every receipt instead of the counting sets
   --rebuild       rebuild the counting sets from the receipts, then count
-  --json          print the counts as one JSON object instead`,
+  --json          print the counts as one JSON object instead, with
+                  prefixEmpty (no receipt at all under the prefix), with
+                  --tenant tenantEmpty, and scanReason when it read every
+                  receipt ('asked', or 'no-registered-runs')
+
+When nothing at all exists under the prefix, or of the tenant, it says so
+(check --prefix, or the tenant id) rather than just "No receipts".`,
   options: { ...JSON_OPTION, tenant: { type: 'string' }, scan: { type: 'boolean' }, rebuild: { type: 'boolean' } },
   parse(values, positionals) {
     expectPositionals('stats', positionals, []);
