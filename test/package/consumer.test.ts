@@ -100,7 +100,7 @@ describe('the packed tarball', () => {
     expect(lua.length).toBeGreaterThan(10);
     const docs = Object.keys(await docPages());
     expect(docs.length).toBeGreaterThan(10);
-    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'docker-compose.yml'];
+    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'examples/mcp/mail-server.ts', 'examples/mcp/worker.ts', 'docker-compose.yml'];
     for (const file of [...lua, ...docs, ...shipped]) {
       expect(files).toContain(file);
     }

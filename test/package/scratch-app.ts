@@ -91,7 +91,8 @@ export async function scratchApp(
   const tsconfig = {
     compilerOptions: {
       target: 'ES2022',
-      lib: ['ES2022'],
+      // DOM for the fetch types (HeadersInit) the MCP SDK's declarations use, as docs/mcp.md says.
+      lib: ['ES2022', 'DOM'],
       module: 'NodeNext',
       moduleResolution: 'NodeNext',
       strict: true,
