@@ -13,7 +13,8 @@ export { ToolReceiptsError } from './core/errors.js';
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
 export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
 export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
-export { checkRedisForReceipts, type RedisReport, type RedisFinding } from './redis/doctor.js';
+export { checkRedisForReceipts, RedisUnreachableError, type CheckRedisOptions, type RedisReport, type RedisFinding } from './redis/doctor.js';
+export { InvalidOptionsError } from './core/options.js';
 export {
   DurabilityUnsupportedError,
   ReceiptNotDurableError,

@@ -43,7 +43,6 @@ const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
  * sets equal.
  */
 export const TOOL_RECEIPTS_SCHEMA = {
-  ...RESULT_SHAPING_SCHEMA,
   redis: connectionOption,
   tools,
   prefix: prefixOption,
@@ -63,6 +62,7 @@ export const TOOL_RECEIPTS_SCHEMA = {
   maxRepairAttempts: wholeNumber(0),
   backendModel: nonBlankString,
   telemetry: shaped('a call observer such as toolReceiptsOtel(), with callStarted(call)', ['callStarted']),
+  ...RESULT_SHAPING_SCHEMA,
 } as const;
 
 /**

@@ -80,6 +80,9 @@ export {
 } from './durability.js';
 export {
   checkRedisForReceipts,
+  DEFAULT_CHECK_TIMEOUT_MS,
+  RedisUnreachableError,
+  type CheckRedisOptions,
   RECEIPT_RISKS,
   type FindingStatus,
   type ReceiptRisk,

@@ -109,10 +109,10 @@ describe('other withToolReceipts options', () => {
   const redisLike = { defineCommand() {}, pipeline() {} };
 
   it.each([
-    ['no options at all', undefined, /pass an options object/],
+    ['no options at all', undefined, /the options must be an object with `redis`, `tools`/],
     ['tools missing', { redis: redisLike }, /`tools` must be an array/],
     ['digest not a function', { redis: redisLike, tools: [], digest: 'secret' }, /`digest` must be a function/],
-    ['onAmbiguous misspelt', { redis: redisLike, tools: [], onAmbiguous: 'retry' }, /"fail" or "report", got "retry"/],
+    ['onAmbiguous misspelt', { redis: redisLike, tools: [], onAmbiguous: 'retry' }, /"fail" or "report"; got "retry"/],
     ['logger without child', { redis: redisLike, tools: [], logger: console.log }, /`logger` must be a pino logger/],
   ])('refuses %s with options.invalid', (_label, options, said) => {
     const error = thrown(() => withToolReceipts(options as unknown as ToolReceiptsOptions));
