@@ -9,10 +9,12 @@ import {
   MAX_TIMER_MS,
   nonBlankString,
   oneOf,
+  refuseOption,
   required,
   shaped,
   stringList,
   wholeNumber,
+  type OptionRule,
   type OptionsSchema,
 } from '../core/options.js';
 import { durabilityOption } from '../redis/durability.js';
@@ -26,7 +28,26 @@ const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnab
   'isLevelEnabled',
 ]);
 const digest = functionOption('a function such as hmacSha256Digest(secret), or left out for SHA-256');
-const tools = required(iterableOption('an array of tools made with defineTool'));
+const TOOLS_WANTED = 'an array of tools made with defineTool';
+const iterableTools = iterableOption(TOOLS_WANTED);
+/**
+ * `tools`: an iterable of tools. An array is also checked item by item and
+ * must not be empty (a worker without tools runs nothing); another iterable
+ * may be one-shot, so it is read once, by the entry point, not here.
+ */
+const tools: OptionRule = required({
+  check(value, site) {
+    iterableTools.check(value, site);
+    if (!Array.isArray(value)) return;
+    if (value.length === 0) throw refuseOption(site, `${TOOLS_WANTED}, at least one (without tools nothing can run)`, value);
+    value.forEach((tool: unknown, i) => {
+      const named = typeof tool === 'object' && tool !== null && typeof (tool as { name?: unknown }).name === 'string';
+      if (!named || typeof (tool as { execute?: unknown }).execute !== 'function') {
+        throw refuseOption({ owner: site.owner, option: `tools[${i}]` }, 'a tool made with defineTool', tool, true);
+      }
+    });
+  },
+});
 
 /** Where large results go: shared by the wrapper and the sweep, so both shape a result alike. */
 const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
