@@ -107,13 +107,16 @@ describe('a missing or wrong connection', () => {
 
 describe('other withToolReceipts options', () => {
   const redisLike = { defineCommand() {}, pipeline() {} };
+  const tools = [defineTool({ name: 'lookup', input: z.object({}), ...echo })];
 
   it.each([
     ['no options at all', undefined, /the options must be an object with `redis`, `tools`/],
     ['tools missing', { redis: redisLike }, /`tools` must be an array/],
-    ['digest not a function', { redis: redisLike, tools: [], digest: 'secret' }, /`digest` must be a function/],
-    ['onAmbiguous misspelt', { redis: redisLike, tools: [], onAmbiguous: 'retry' }, /"fail" or "report"; got "retry"/],
-    ['logger without child', { redis: redisLike, tools: [], logger: console.log }, /`logger` must be a pino logger/],
+    ['digest not a function', { redis: redisLike, tools, digest: 'secret' }, /`digest` must be a function/],
+    ['onAmbiguous misspelt', { redis: redisLike, tools, onAmbiguous: 'retry' }, /"fail" or "report"; got "retry"/],
+    ['logger without child', { redis: redisLike, tools, logger: console.log }, /`logger` must be a pino logger/],
+    ['no tools', { redis: redisLike, tools: [] }, /`tools` must be an array of tools made with defineTool, at least one/],
+    ['a tool name instead of a tool', { redis: redisLike, tools: ['lookup'] }, /`tools\[0\]` must be a tool made with defineTool; got a string/],
   ])('refuses %s with options.invalid', (_label, options, said) => {
     const error = thrown(() => withToolReceipts(options as unknown as ToolReceiptsOptions));
     expect(error).toBeInstanceOf(InvalidToolReceiptsOptionsError);
