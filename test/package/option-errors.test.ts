@@ -35,6 +35,9 @@ describe('hmacSha256Digest', () => {
   it.each([
     ['undefined (an unset variable)', undefined, /undefined \(an unset environment variable/],
     ['an empty string', '', /an empty string/],
+    ['spaces only', '   ', /a string of whitespace only/],
+    ['a single space', ' ', /a string of whitespace only/],
+    ['a stray newline', '\n', /a string of whitespace only/],
     ['an empty Buffer', Buffer.alloc(0), /an empty Buffer/],
     ['a number', 42, /a number/],
   ])('refuses %s with digest.invalid_secret', (_label, secret, said) => {
