@@ -76,6 +76,25 @@ describe('defineTool and the schema it is given', () => {
     expect(error.message).toContain(said);
   });
 
+  it.each([
+    ['readOnly as a string', { readOnly: 'false' }, /`readOnly` must be true or false; got "false"/],
+    ['destructive as a number', { destructive: 0 }, /`destructive` must be true or false; got 0/],
+    ['parallel as a string', { parallel: 'no' }, /`parallel` must be true or false; got "no"/],
+    ['a misspelt flag', { readonly: true }, /unknown option `readonly`; did you mean `readOnly`\?/],
+    ['a hint that is not a boolean', { annotations: { readOnlyHint: 'yes' } }, /`annotations` must be an object of MCP hints/],
+    ['aliases as a list', { aliases: ['url'] }, /`aliases` must be an object of alias lists/],
+  ])('refuses %s with tool.invalid_definition, naming the tool and the field', (_label, extra, said) => {
+    const error = thrown(() => defineTool({ name: 'send_email', input: z.object({}), ...echo, ...extra } as never));
+    expect(error.code).toBe('tool.invalid_definition');
+    expect(error.message).toContain('tool send_email');
+    expect(error.message).toMatch(said);
+  });
+
+  it('accepts MCP annotations beyond the hints (a title)', () => {
+    const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, annotations: { title: 'Look up', readOnlyHint: true } as never });
+    expect(tool.readOnly).toBe(true);
+  });
+
   it('accepts a zod 4 schema', () => {
     expect(defineTool({ name: 'lookup', input: z.object({ to: z.email() }), ...echo }).name).toBe('lookup');
   });
