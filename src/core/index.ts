@@ -1,5 +1,5 @@
 export { ToolReceiptsError } from './errors.js';
-export { InvalidOptionsError, closestName, editDistance } from './options.js';
+export { InvalidOptionsError } from './options.js';
 export {
   canonicalJson,
   CanonicalJsonError,
