@@ -150,11 +150,6 @@ export const stringList: OptionRule = {
   },
 };
 
-/** A plain object of options checked by its own schema, its options named `<option>.<name>`. */
-export function nested<T>(schema: OptionsSchema<T>): OptionRule {
-  return { check: (value, site) => void checkOptions(site.owner, value, schema, site.option) };
-}
-
 /** A plain object whose keys are the caller's own (passed on, e.g. to BullMQ); only its type is checked. */
 export const objectOption: OptionRule = rule('an object', (v) => typeof v === 'object' && v !== null && !Array.isArray(v));
 

@@ -10,7 +10,6 @@ import {
   closestName,
   editDistance,
   InvalidOptionsError,
-  nested,
   required,
   stringList,
   wholeNumber,
@@ -104,11 +103,13 @@ describe('checkOptions', () => {
     names?: readonly string[];
     inner?: { depth: number; note?: string };
   }
+  const innerSchema: OptionsSchema<{ depth: number; note?: string }> = { depth: required(wholeNumber(0)), note: nonBlankString };
   const schema: OptionsSchema<Demo> = {
     size: required(wholeNumber(1, 'ms')),
     label: nonBlankString,
     names: stringList,
-    inner: nested<{ depth: number; note?: string }>({ depth: required(wholeNumber(0)), note: nonBlankString }),
+    // An options object inside the options, checked by its own schema as `durability` is.
+    inner: { check: (value, site) => void checkOptions(site.owner, value, innerSchema, site.option) },
   };
   const refusal = (options: unknown): InvalidOptionsError => {
     try {
