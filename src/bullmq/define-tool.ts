@@ -213,7 +213,7 @@ const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHi
  * receipt. A misspelt field (`readonly`, `destructve`) is refused, naming the
  * one meant, rather than ignored.
  */
-export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> = {
+export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly openWorld: OptionRule } = {
   name: checkedApart,
   description: rule('a string', (v) => typeof v === 'string'),
   input: checkedApart,
@@ -225,6 +225,8 @@ export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> = {
   idempotent: flag,
   readOnly: flag,
   parallel: flag,
+  // A defined tool spread into a new spec (`defineTool({ ...tool, parallel: true })`) carries its resolved flags.
+  openWorld: flag,
   // MCP's annotations carry more than the hints (a title, say): only the hints are read, and checked.
   annotations: rule(
     `an object of MCP hints (${HINTS.join(', ')}: true or false)`,

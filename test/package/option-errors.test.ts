@@ -90,6 +90,12 @@ describe('defineTool and the schema it is given', () => {
     expect(error.message).toMatch(said);
   });
 
+  it('accepts a defined tool spread into a new spec, with its resolved flags', () => {
+    const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, readOnly: true });
+    const again = defineTool({ ...tool, parallel: true });
+    expect(again).toMatchObject({ readOnly: true, openWorld: true, parallel: true });
+  });
+
   it('accepts MCP annotations beyond the hints (a title)', () => {
     const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, annotations: { title: 'Look up', readOnlyHint: true } as never });
     expect(tool.readOnly).toBe(true);
