@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EffectResumability } from '../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
+import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -194,6 +195,7 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
   }
   const unsupported = unsupportedSchema(spec.input);
   if (unsupported !== undefined) throw new ToolSchemaUnsupportedError(spec.name, unsupported);
+  checkSpecFields(spec);
   checkRecovery(spec);
   if (typeof spec.execute !== 'function') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: execute must be a function`);
@@ -204,6 +206,56 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
   const idempotent = spec.idempotent ?? (readOnly ? true : (hints.idempotentHint ?? false));
   const openWorld = hints.openWorldHint ?? true;
   return Object.freeze({ ...spec, readOnly, destructive, idempotent, openWorld, parallel: spec.parallel ?? false });
+}
+
+/** Checked by their own rules in {@link defineTool}, with the tool's name in the sentence. */
+const checkedApart: OptionRule = { check() {} };
+const flag = booleanOption;
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
+
+/**
+ * The rule of each {@link ToolSpec} field. A flag must be a boolean: a string
+ * such as `readOnly: 'false'` would read as true and run the tool without a
+ * receipt. A misspelt field (`readonly`, `destructve`) is refused, naming the
+ * one meant, rather than ignored.
+ */
+export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly openWorld: OptionRule } = {
+  name: checkedApart,
+  description: rule('a string', (v) => typeof v === 'string'),
+  input: checkedApart,
+  inputJsonSchema: rule('a JSON Schema object', (v) => typeof v === 'object' && v !== null && !Array.isArray(v)),
+  effect: checkedApart,
+  keyWindowMs: checkedApart,
+  reconcile: checkedApart,
+  reconcileTimeoutMs: checkedApart,
+  destructive: flag,
+  idempotent: flag,
+  readOnly: flag,
+  parallel: flag,
+  // A defined tool spread into a new spec (`defineTool({ ...tool, parallel: true })`) carries its resolved flags.
+  openWorld: flag,
+  // MCP's annotations carry more than the hints (a title, say): only the hints are read, and checked.
+  annotations: rule(
+    `an object of MCP hints (${HINTS.join(', ')}: true or false)`,
+    (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && HINTS.every((h) => [undefined, true, false].includes((v as Record<string, unknown>)[h] as never)),
+  ),
+  aliases: rule(
+    'an object of alias lists, e.g. { baseUrl: [\'url\'] }',
+    (v) =>
+      typeof v === 'object' && v !== null && !Array.isArray(v) &&
+      Object.values(v).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && n !== '')),
+  ),
+  execute: checkedApart,
+};
+
+/** The spec's fields against {@link TOOL_SPEC_SCHEMA}, refused as a tool definition naming the tool. */
+function checkSpecFields(spec: ToolSpec<z.ZodType>): void {
+  try {
+    checkOptions(`defineTool (tool ${spec.name})`, spec, TOOL_SPEC_SCHEMA);
+  } catch (error) {
+    if (error instanceof InvalidOptionsError) throw new InvalidToolDefinitionError(error.message, { cause: error });
+    throw error;
+  }
 }
 
 const isPositiveInt = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;

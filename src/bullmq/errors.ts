@@ -1,5 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import { ToolReceiptsError } from '../core/errors.js';
+import { InvalidOptionsError } from '../core/options.js';
 import type { FailureTier } from '../core/tiers.js';
 import type { ToolResultBlock } from './job-data.js';
 
@@ -74,10 +75,14 @@ export class ToolCallFailedError extends ToolReceiptsError {
   }
 }
 
-/** {@link withToolReceipts} was given an option it cannot use; the message names it and what to pass. */
-export class InvalidToolReceiptsOptionsError extends ToolReceiptsError {
-  readonly code = 'options.invalid';
-}
+/**
+ * `withToolReceipts` was given an option it cannot use. The same class as
+ * every refused option ({@link InvalidOptionsError}, code `options.invalid`);
+ * this name is kept so existing `instanceof` checks still hold.
+ */
+export const InvalidToolReceiptsOptionsError = InvalidOptionsError;
+/** See the constant of the same name. */
+export type InvalidToolReceiptsOptionsError = InvalidOptionsError;
 
 /**
  * BullMQ's UnrecoverableError, carrying our typed error as `cause` and its

@@ -1,5 +1,7 @@
 import type { Job, Worker } from 'bullmq';
-import { checkedConnection, type RedisConnection } from '../redis/connection.js';
+import type { RedisConnection } from '../redis/connection.js';
+import { checkOptions } from '../core/options.js';
+import { TOOL_RECEIPTS_SCHEMA } from './options.js';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, type DigestFn } from '../core/identity.js';
 import { BreakerStore } from '../redis/breaker-store.js';
@@ -8,7 +10,7 @@ import type { DurabilityOptions } from '../redis/durability.js';
 import { ReconcileStore } from '../redis/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { LazyAbort } from './abort.js';
-import { InvalidToolReceiptsOptionsError, JobLockLostError, unrecoverable } from './errors.js';
+import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
 import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
 import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
@@ -113,14 +115,14 @@ export interface ToolReceiptsProcessor {
  * AbortSignal (BullMQ only does so for processors of length ≥ 3).
  */
 export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProcessor {
-  checkOptions(options);
+  checkOptions<ToolReceiptsOptions>('withToolReceipts', options, TOOL_RECEIPTS_SCHEMA);
   const toolList = [...options.tools];
   if (options.resultStore) toolList.push(readToolResultTool(options.resultStore));
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
-  const storeOptions = { redis: options.redis, prefix: options.prefix, leaseMs, retentionMs: options.retentionMs, owner: options.owner };
-  const store = new ReceiptStore({ ...storeOptions, durability: options.durability });
+  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs };
+  const store = new ReceiptStore({ ...storeOptions, leaseMs, owner: options.owner, durability: options.durability });
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
@@ -192,30 +194,4 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   };
 
   return Object.assign(processor, { events, store, breaker, attach });
-}
-
-/**
- * Refuses, before anything is built, options that would otherwise surface as
- * a TypeError deep inside the first job. Numeric settings are checked by the
- * stores, which own them.
- */
-function checkOptions(options: ToolReceiptsOptions | undefined): asserts options is ToolReceiptsOptions {
-  const refuse = (message: string) => new InvalidToolReceiptsOptionsError(`withToolReceipts: ${message}`);
-  if (typeof options !== 'object' || options === null) {
-    throw refuse('pass an options object: { redis, tools, digest?, … }');
-  }
-  checkedConnection(options.redis, 'withToolReceipts');
-  const tools = options.tools as unknown;
-  if (typeof tools !== 'object' || tools === null || typeof (tools as Iterable<unknown>)[Symbol.iterator] !== 'function') {
-    throw refuse('`tools` must be an array of tools made with defineTool');
-  }
-  if (options.digest !== undefined && typeof options.digest !== 'function') {
-    throw refuse('`digest` must be a function such as hmacSha256Digest(secret), or left out for SHA-256');
-  }
-  if (options.onAmbiguous !== undefined && options.onAmbiguous !== 'fail' && options.onAmbiguous !== 'report') {
-    throw refuse(`\`onAmbiguous\` must be "fail" or "report", got ${JSON.stringify(options.onAmbiguous)}`);
-  }
-  if (options.logger !== undefined && typeof (options.logger as { child?: unknown }).child !== 'function') {
-    throw refuse('`logger` must be a pino logger (it needs child, info and warn), or left out for the default');
-  }
 }

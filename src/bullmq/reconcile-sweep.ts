@@ -6,6 +6,8 @@
  * {@link reconcileSweepProcessor}, or call {@link reconcileAmbiguous} directly.
  */
 import { Job, Queue } from 'bullmq';
+import { checkOptions } from '../core/options.js';
+import { RECONCILE_SWEEP_SCHEMA } from './options.js';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
 import type { RedisConnection } from '../redis/connection.js';
@@ -67,6 +69,7 @@ interface FoundCall {
  * say), are skipped and left for a person.
  */
 export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal: AbortSignal = new AbortController().signal): Promise<SweptReceipt[]> {
+  checkOptions<ReconcileSweepOptions>('reconcileAmbiguous', options, RECONCILE_SWEEP_SCHEMA);
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
   const store = new ReceiptStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs });
   const reconciles = new ReconcileStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, durability: options.durability });
@@ -156,5 +159,6 @@ async function failedJobCall(
  * The job's return value is the sweep's report.
  */
 export function reconcileSweepProcessor(options: ReconcileSweepOptions) {
+  checkOptions<ReconcileSweepOptions>('reconcileSweepProcessor', options, RECONCILE_SWEEP_SCHEMA);
   return (_job: Job, _token?: string, signal?: AbortSignal): Promise<SweptReceipt[]> => reconcileAmbiguous(options, signal);
 }

@@ -11,9 +11,10 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
-import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError } from '../redis/keys.js';
+import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError, isValidKeyPrefix } from '../redis/keys.js';
+import { InvalidOptionsError } from '../core/options.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
-import { stringOption, type CommandSpec, type OptionValues } from './command.js';
+import { stringOption, wholeNumberOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
 import { doctorSpec } from './commands/doctor.js';
 import { resolveSpec } from './commands/resolve.js';
@@ -157,12 +158,13 @@ function checkedUrl(url: string): string {
   return url;
 }
 
-function retentionOption(values: OptionValues): number {
-  const text = values['retention-ms'];
-  if (typeof text !== 'string') return DEFAULT_RETENTION_MS;
-  const n = /^[1-9][0-9]*$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n)) throw new CliUsageError(`--retention-ms must be a positive whole number, got ${JSON.stringify(text)}`);
-  return n;
+function prefixOption(values: OptionValues): string {
+  const prefix = stringOption(values, 'prefix');
+  if (prefix === undefined) return DEFAULT_KEY_PREFIX;
+  if (!isValidKeyPrefix(prefix)) {
+    throw new CliUsageError(`--prefix must be the workers' key prefix (letters, digits and . _ ~ : / - only), got ${JSON.stringify(prefix)}`);
+  }
+  return prefix;
 }
 
 const FAIL_FAST = {
@@ -243,7 +245,11 @@ async function open(redis: Redis | Cluster, url: string): Promise<void> {
 /** Exit code for an error the CLI expected. */
 function exitCodeOf(err: ToolReceiptsError): number {
   const usage =
-    err instanceof CliUsageError || err instanceof InvalidReceiptKeyError || err instanceof InvalidKeyPrefixError || err instanceof MalformedNameError;
+    err instanceof CliUsageError ||
+    err instanceof InvalidReceiptKeyError ||
+    err instanceof InvalidKeyPrefixError ||
+    err instanceof MalformedNameError ||
+    err instanceof InvalidOptionsError; // an option built from a flag
   return usage ? 2 : 1;
 }
 
@@ -304,8 +310,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     const url = checkedUrl(
       (typeof values['redis'] === 'string' ? values['redis'] : undefined) ?? io.env['REDIS_URL'] ?? DEFAULT_REDIS_URL,
     );
-    const prefix = typeof values['prefix'] === 'string' ? values['prefix'] : DEFAULT_KEY_PREFIX;
-    const retentionMs = retentionOption(values);
+    const prefix = prefixOption(values);
+    const retentionMs = wholeNumberOption(values, 'retention-ms', 1) ?? DEFAULT_RETENTION_MS;
     const sentinel = sentinelTarget(values);
     redis = createRedis({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) });
     const store = new ReceiptStore({ redis, prefix, retentionMs });

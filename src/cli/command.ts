@@ -58,6 +58,22 @@ export function expectPositionals(command: string, positionals: readonly string[
   return [...positionals];
 }
 
+/**
+ * A flag that takes a whole number: `undefined` when absent, else its value.
+ * Anything but plain digits (empty, a sign, a fraction, `NaN`, an exponent)
+ * or a number below `min` is a {@link CliUsageError} naming the flag.
+ */
+export function wholeNumberOption(values: OptionValues, name: string, min: number, command?: string): number | undefined {
+  const text = stringOption(values, name);
+  if (text === undefined) return undefined;
+  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < min) {
+    const wanted = min === 1 ? 'a positive whole number' : `a whole number ≥ ${min}`;
+    throw new CliUsageError(`--${name} must be ${wanted}, got ${JSON.stringify(text)}`, command);
+  }
+  return n;
+}
+
 /** A string option's value, or `undefined` when absent. */
 export function stringOption(values: OptionValues, name: string): string | undefined {
   const value = values[name];

@@ -1,5 +1,7 @@
 import { Job, type JobsOptions, type Queue, type QueueEvents } from 'bullmq';
 import { canonicalJson } from '../core/canonical-json.js';
+import { checkOptions } from '../core/options.js';
+import { TOOL_CALL_CLIENT_SCHEMA } from './options.js';
 import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bullmq/job-data.js';
 import { parsePartialResultsLog } from '../bullmq/partial-results.js';
 import {
@@ -81,8 +83,8 @@ export interface ToolCallClient {
  * again after the first was removed.
  */
 export function createToolCallClient(options: ToolCallClientOptions): ToolCallClient {
+  checkOptions<ToolCallClientOptions>('createToolCallClient', options, TOOL_CALL_CLIENT_SCHEMA);
   const { queue, queueEvents } = options;
-  waitLimit(options.timeoutMs);
   assertSameQueue(queue, queueEvents);
   const jobName = options.jobName ?? 'tool-calls';
 

@@ -44,19 +44,18 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'receipt.invalid_prefix',
   'receipt.unexpected_reply',
   // Durability and the Redis connection.
-  'durability.invalid_options',
   'durability.unsupported',
   'durability.not_acknowledged',
   'redis.no_cluster_masters',
   'redis.timeout',
   'redis.unavailable',
+  'redis.unreachable',
   'redis.script_definition',
   'redis.script_include',
   // Offloaded results.
   'tool_result.unsafe_ref',
   'tool_result.invalid_ref_segment',
   'tool_result.invalid_provenance',
-  'tool_result.invalid_config',
   'tool_result.ref_conflict',
   // The agent's side (`/client`).
   'turn.ambiguous',

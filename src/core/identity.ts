@@ -31,13 +31,17 @@ export const sha256Digest: DigestFn = (canonical) =>
   // The one-shot hash (Node >= 20.12) makes no Hash object: a few times faster for an input this small.
   hash('sha256', canonical, 'hex');
 
-/** {@link hmacSha256Digest} got no usable secret (often an unset environment variable). */
+/**
+ * {@link hmacSha256Digest} got no usable secret: often an unset environment
+ * variable, or one set to spaces or a stray newline.
+ */
 export class InvalidDigestSecretError extends ToolReceiptsError {
   readonly code = 'digest.invalid_secret';
   constructor(secret: unknown) {
     const got =
       secret === undefined ? 'undefined (an unset environment variable reads as undefined)'
       : Buffer.isBuffer(secret) ? 'an empty Buffer'
+      : typeof secret === 'string' && secret !== '' ? 'a string of whitespace only'
       : describeValue(secret);
     super(`hmacSha256Digest needs a non-empty string or Buffer as its secret; got ${got}. Pass a stable secret, for instance from your secret store`);
   }
@@ -54,7 +58,8 @@ export class InvalidDigestSecretError extends ToolReceiptsError {
  * unreachable, so a retry after rotation would execute again.
  */
 export function hmacSha256Digest(secret: string | Buffer): DigestFn {
-  const usable = typeof secret === 'string' ? secret.length > 0 : Buffer.isBuffer(secret) && secret.byteLength > 0;
+  // A secret of whitespace alone is a variable set by mistake, not a key: anyone could guess it.
+  const usable = typeof secret === 'string' ? secret.trim() !== '' : Buffer.isBuffer(secret) && secret.byteLength > 0;
   if (!usable) throw new InvalidDigestSecretError(secret);
   return (canonical) => createHmac('sha256', secret).update(canonical, 'utf8').digest('hex');
 }

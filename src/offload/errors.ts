@@ -1,4 +1,5 @@
 import { ToolReceiptsError } from '../core/errors.js';
+import { InvalidOptionsError } from '../core/options.js';
 import type { ToolResultProvenance } from './types.js';
 
 /** `code` of {@link ToolResultRefConflictError}. */
@@ -64,7 +65,11 @@ export class InvalidToolResultProvenanceError extends ToolReceiptsError {
   readonly code = 'tool_result.invalid_provenance';
 }
 
-/** A tool-result store was constructed with options it cannot honour. */
-export class ToolResultStoreConfigError extends ToolReceiptsError {
-  readonly code = 'tool_result.invalid_config';
-}
+/**
+ * A tool-result store was constructed with options it cannot honour. The
+ * same class as every refused option ({@link InvalidOptionsError}, code
+ * `options.invalid`); this name is kept so existing `instanceof` checks hold.
+ */
+export const ToolResultStoreConfigError = InvalidOptionsError;
+/** See the constant of the same name. */
+export type ToolResultStoreConfigError = InvalidOptionsError;

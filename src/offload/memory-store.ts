@@ -1,4 +1,4 @@
-import { ToolResultStoreConfigError } from './errors.js';
+import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { assertToolResultProvenanceMatch, normalizeToolResultProvenance } from './provenance.js';
 import { assertSafeToolResultRef, isSafeToolResultRef } from './ref.js';
 import { resolveSliceWindow, toWellFormedText } from './text.js';
@@ -23,6 +23,11 @@ export interface InMemoryToolResultStoreOptions {
   maxTotalChars?: number;
 }
 
+/** The rule of each {@link InMemoryToolResultStoreOptions} option. */
+export const IN_MEMORY_TOOL_RESULT_STORE_SCHEMA: OptionsSchema<InMemoryToolResultStoreOptions> = {
+  maxTotalChars: wholeNumber(1, 'characters'),
+};
+
 interface Entry {
   readonly content: string;
   readonly owner: ToolResultProvenance | undefined;
@@ -43,10 +48,10 @@ export class InMemoryToolResultStore implements ToolResultStore {
   private readonly maxTotalChars: number;
   private totalChars = 0;
 
+  /** Throws `options.invalid` for options it cannot use. */
   constructor(options: InMemoryToolResultStoreOptions = {}) {
-    const max = options.maxTotalChars ?? DEFAULT_IN_MEMORY_MAX_TOTAL_CHARS;
-    if (!(max > 0)) throw new ToolResultStoreConfigError('maxTotalChars must be a positive number');
-    this.maxTotalChars = max;
+    checkOptions('InMemoryToolResultStore', options, IN_MEMORY_TOOL_RESULT_STORE_SCHEMA);
+    this.maxTotalChars = options.maxTotalChars ?? DEFAULT_IN_MEMORY_MAX_TOTAL_CHARS;
   }
 
   /** Store `content` under `ref` once; see {@link ToolResultStore.put}. */

@@ -1,8 +1,9 @@
-import { checkedConnection, scanKeys, type RedisConnection } from '../redis/connection.js';
-import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
+import { checkOptions, nullable, type OptionsSchema } from '../core/options.js';
+import { scanKeys, type RedisConnection } from '../redis/connection.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
 import { defineScripts, runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
-import { ToolResultStoreConfigError } from './errors.js';
 import {
   assertToolResultProvenanceMatch,
   decodeOwnerRecord,
@@ -48,6 +49,13 @@ export interface RedisToolResultStoreOptions {
   retentionMs?: number | null;
 }
 
+/** The rule of each {@link RedisToolResultStoreOptions} option. */
+export const REDIS_TOOL_RESULT_STORE_SCHEMA: OptionsSchema<RedisToolResultStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  retentionMs: nullable(retentionOption),
+};
+
 /**
  * A {@link ToolResultStore} on Redis: one hash per session, written by Lua so
  * the text and its owner are decided by one atomic step.
@@ -74,13 +82,12 @@ export class RedisToolResultStore implements ToolResultStore {
   private readonly redis: RedisConnection;
   private readonly retentionMs: number;
 
+  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: RedisToolResultStoreOptions) {
-    this.redis = checkedConnection(options?.redis, 'RedisToolResultStore');
-    this.prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
+    checkOptions('RedisToolResultStore', options, REDIS_TOOL_RESULT_STORE_SCHEMA);
+    this.redis = options.redis;
+    this.prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     const retention = options.retentionMs === undefined ? DEFAULT_TOOL_RESULT_RETENTION_MS : options.retentionMs;
-    if (retention !== null && !(Number.isSafeInteger(retention) && retention > 0)) {
-      throw new ToolResultStoreConfigError('retentionMs must be a positive whole number of milliseconds, or null');
-    }
     this.retentionMs = retention ?? 0;
     defineScripts(this.redis, SCRIPTS);
   }

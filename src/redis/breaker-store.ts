@@ -3,7 +3,9 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import { checkedConnection, type RedisConnection } from './connection.js';
+import type { RedisConnection } from './connection.js';
+import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
+import { connectionOption, prefixOption, retentionOption } from './options.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
@@ -11,7 +13,7 @@ import { unreachableErrorOf } from './unreachable.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
 import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
-import { positiveInt, storeSettings } from './settings.js';
+import { storeSettings } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
@@ -26,6 +28,15 @@ export interface BreakerStoreOptions {
   /** Consecutive rejections that remove a tool. Default `MAX_TOOL_REJECTIONS` (5). */
   maxRejections?: number;
 }
+
+/** The rule of each {@link BreakerStoreOptions} option. */
+export const BREAKER_STORE_SCHEMA: OptionsSchema<BreakerStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  retentionMs: retentionOption,
+  maxFailures: wholeNumber(1),
+  maxRejections: wholeNumber(1),
+};
 
 /** Outcome of recording a failure. */
 export interface FailureRecord {
@@ -61,11 +72,13 @@ export class BreakerStore {
   private readonly maxFailures: number;
   private readonly maxRejections: number;
 
+  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: BreakerStoreOptions) {
-    this.redis = checkedConnection(options?.redis, 'BreakerStore');
+    checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA);
+    this.redis = options.redis;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
-    this.maxFailures = positiveInt(options.maxFailures ?? MAX_TOOL_FAILURES, 'maxFailures');
-    this.maxRejections = positiveInt(options.maxRejections ?? MAX_TOOL_REJECTIONS, 'maxRejections');
+    this.maxFailures = options.maxFailures ?? MAX_TOOL_FAILURES;
+    this.maxRejections = options.maxRejections ?? MAX_TOOL_REJECTIONS;
     defineScripts(this.redis, BREAKER_SCRIPTS);
   }
 

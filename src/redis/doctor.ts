@@ -4,8 +4,10 @@
  * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
  * whether receipts are safe, at risk (and of what), or whether it cannot tell.
  */
-import { isCluster, type RedisConnection, type RedisNodeConnection } from './connection.js';
-import { durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
+import { ToolReceiptsError } from '../core/errors.js';
+import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
+import { checkedConnection, isCluster, type RedisConnection, type RedisNodeConnection } from './connection.js';
+import { durabilityOption, durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
 
 /** What a finding means for receipts. */
 export type FindingStatus = 'safe' | 'at-risk' | 'unknown';
@@ -196,22 +198,92 @@ function nodeName(node: RedisNodeConnection): string {
   return `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
 }
 
+/** Default of {@link CheckRedisOptions.timeoutMs}: 5 s. */
+export const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
+
+/** Options of {@link checkRedisForReceipts}. */
+export interface CheckRedisOptions {
+  /** The durability the workers use, so the check knows what they need. */
+  readonly durability?: DurabilityOptions;
+  /**
+   * Longest the whole check may take, in ms. Default 5 s. A server that has
+   * not answered by then (down, unreachable, frozen) ends the check with
+   * {@link RedisCheckFailedError} instead of waiting on the client's retries.
+   */
+  readonly timeoutMs?: number;
+}
+
+/** The rule of each {@link CheckRedisOptions} option. */
+export const CHECK_REDIS_SCHEMA: OptionsSchema<CheckRedisOptions> = {
+  durability: durabilityOption,
+  timeoutMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
+};
+
+/**
+ * {@link checkRedisForReceipts} could not reach Redis: the connection failed,
+ * or the server did not answer within `timeoutMs` (down, unreachable, paused).
+ * Nothing was concluded about the server.
+ */
+export class RedisCheckFailedError extends ToolReceiptsError {
+  readonly code = 'redis.unreachable';
+  constructor(
+    /** The check's time limit, in ms. */
+    readonly timeoutMs: number,
+    detail: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`checkRedisForReceipts could not reach Redis: ${detail}`, options);
+  }
+}
+
+/** A connection error, as opposed to a command the server refused (a ReplyError: renamed, denied by an ACL). */
+function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
 /**
  * Checks a Redis server (or every master of a Cluster) for what receipts
  * need: `noeviction`, an AOF fsynced on every write, replicas enough for the
  * durability asked for (and, without durability, none that a failover could
  * promote), `WAITAOF` when `aof` is asked for. A worker can call it at start
  * and refuse to run, or log the report. Reads only; never throws for a
- * refused command (that finding is `unknown`).
+ * refused command (that finding is `unknown`). Throws `options.invalid` for
+ * options it cannot use, and {@link RedisCheckFailedError} when Redis cannot
+ * be reached or does not answer within `timeoutMs` (default 5 s): the check
+ * stops waiting then, whatever retries the connection is set up to make.
  */
-export async function checkRedisForReceipts(
-  redis: RedisConnection,
-  options: { durability?: DurabilityOptions } = {},
-): Promise<RedisReport> {
-  const durability = options.durability ? durabilityOptions(options.durability) : undefined;
+export async function checkRedisForReceipts(redis: RedisConnection, options: CheckRedisOptions = {}): Promise<RedisReport> {
+  checkedConnection(redis, 'checkRedisForReceipts');
+  checkOptions('checkRedisForReceipts', options, CHECK_REDIS_SCHEMA);
+  const durability = options.durability ? durabilityOptions(options.durability, { owner: 'checkRedisForReceipts', option: 'durability' }) : undefined;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new RedisCheckFailedError(timeoutMs, `no answer within ${timeoutMs} ms (the server is down, unreachable or not answering)`)),
+      timeoutMs,
+    );
+  });
+  const check = runChecks(redis, durability, timeoutMs);
+  check.catch(() => undefined); // once timed out, its late failure is nobody's business
+  try {
+    return await Promise.race([check, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function runChecks(redis: RedisConnection, durability: Required<DurabilityOptions> | undefined, timeoutMs: number): Promise<RedisReport> {
+  try {
+    await redis.ping();
+  } catch (error) {
+    // A refused PING (an ACL) still proves the server answers; anything else means it cannot be reached.
+    if (!isReplyError(error)) {
+      throw new RedisCheckFailedError(timeoutMs, error instanceof Error ? error.message : String(error), { cause: error });
+    }
+  }
   let servers: { node: RedisConnection; name?: string }[];
   if (isCluster(redis)) {
-    if (redis.status !== 'ready') await redis.ping();
     servers = redis.nodes('master').map((node) => ({ node, name: nodeName(node) }));
   } else {
     servers = [{ node: redis }];

@@ -10,6 +10,16 @@
  */
 import clusterKeySlot from 'cluster-key-slot';
 import { ToolReceiptsError } from '../core/errors.js';
+import {
+  booleanOption,
+  checkOptions,
+  InvalidOptionsError,
+  required,
+  wholeNumber,
+  type OptionRule,
+  type OptionSite,
+  type OptionsSchema,
+} from '../core/options.js';
 import { isCluster, type RedisClusterConnection, type RedisConnection, type RedisNodeConnection } from './connection.js';
 
 /** What a receipt write must reach before the store reports it done. */
@@ -36,10 +46,15 @@ export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 export type DurableWrite =
   | 'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve' | 'reconcile' | 'reclaimKeyed';
 
-/** The durability options are malformed (negative replicas, a zero timeout, nothing asked for). */
-export class InvalidDurabilityOptionsError extends ToolReceiptsError {
-  readonly code = 'durability.invalid_options';
-}
+/**
+ * The durability options are malformed (negative replicas, a zero timeout,
+ * nothing asked for). The same class as every refused option
+ * ({@link InvalidOptionsError}, code `options.invalid`); this name is kept so
+ * existing `instanceof` checks still hold.
+ */
+export const InvalidDurabilityOptionsError = InvalidOptionsError;
+/** See the constant of the same name. */
+export type InvalidDurabilityOptionsError = InvalidOptionsError;
 
 /**
  * `aof: true` was asked of a server without `WAITAOF` (Redis < 7.2). Nothing
@@ -73,21 +88,29 @@ export class ReceiptNotDurableError extends ToolReceiptsError {
   }
 }
 
-/** Checks durability options and fills in defaults; throws {@link InvalidDurabilityOptionsError}. */
-export function durabilityOptions(options: DurabilityOptions): Required<DurabilityOptions> {
+const DURABILITY_SCHEMA: OptionsSchema<DurabilityOptions> = {
+  replicas: required(wholeNumber(0, 'replicas')),
+  // WAIT 0 would block forever; a WAIT longer than a safe integer of ms is no bound at all.
+  timeoutMs: wholeNumber(1, 'ms'),
+  aof: booleanOption,
+};
+
+/**
+ * Checks durability options and fills in defaults; throws
+ * {@link InvalidOptionsError} naming `site` (who was given them, and under
+ * which option name; by default the `durability` option of `durability`).
+ */
+export function durabilityOptions(options: DurabilityOptions, site: OptionSite = { owner: 'durability', option: 'durability' }): Required<DurabilityOptions> {
+  checkOptions(site.owner, options, DURABILITY_SCHEMA, site.option);
   const { replicas, timeoutMs = DEFAULT_DURABILITY_TIMEOUT_MS, aof = false } = options;
-  if (!Number.isSafeInteger(replicas) || replicas < 0) {
-    throw new InvalidDurabilityOptionsError(`durability.replicas must be a whole number of replicas (0 or more), got ${String(replicas)}`);
-  }
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0) {
-    throw new InvalidDurabilityOptionsError(`durability.timeoutMs must be a positive whole number of ms, got ${String(timeoutMs)}`);
-  }
-  if (typeof aof !== 'boolean') throw new InvalidDurabilityOptionsError(`durability.aof must be true or false, got ${String(aof)}`);
   if (replicas === 0 && !aof) {
-    throw new InvalidDurabilityOptionsError('durability asks for nothing: pass replicas ≥ 1, or aof: true, or leave durability out');
+    throw new InvalidOptionsError(site.owner, site.option, `\`${site.option}\` asks for nothing: pass replicas ≥ 1, or aof: true, or leave ${site.option} out`);
   }
   return { replicas, timeoutMs, aof };
 }
+
+/** The `durability` option of a store or the wrapper: checked by {@link durabilityOptions}. */
+export const durabilityOption: OptionRule = { check: (value, site) => void durabilityOptions(value as DurabilityOptions, site) };
 
 /** Connection closes seen per node: a WAIT sent on a newer connection than its write proves nothing. */
 const closes = new WeakMap<RedisConnection, { count: number }>();

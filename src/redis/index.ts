@@ -94,6 +94,9 @@ export {
 } from './durability.js';
 export {
   checkRedisForReceipts,
+  DEFAULT_CHECK_TIMEOUT_MS,
+  RedisCheckFailedError,
+  type CheckRedisOptions,
   RECEIPT_RISKS,
   type FindingStatus,
   type ReceiptRisk,

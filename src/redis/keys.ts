@@ -104,9 +104,14 @@ export function decodeKeyComponent(encoded: string): string {
   return out;
 }
 
+/** Whether `prefix` is a usable key prefix: one or more of letters, digits and `. _ ~ : / -`. */
+export function isValidKeyPrefix(prefix: unknown): prefix is string {
+  return typeof prefix === 'string' && PREFIX_PATTERN.test(prefix);
+}
+
 /** Checks a key prefix and returns it; throws {@link InvalidKeyPrefixError}. */
 export function validateKeyPrefix(prefix: string): string {
-  if (!PREFIX_PATTERN.test(prefix)) throw new InvalidKeyPrefixError(prefix);
+  if (!isValidKeyPrefix(prefix)) throw new InvalidKeyPrefixError(prefix);
   return prefix;
 }
 

@@ -4,7 +4,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { checkedConnection, isCluster, type RedisConnection } from './connection.js';
+import { isCluster, type RedisConnection } from './connection.js';
+import { checkOptions, type OptionsSchema } from '../core/options.js';
+import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
 import type { EffectResumability } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
@@ -31,7 +33,7 @@ import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
-import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
+import { DurabilityWaiter, durabilityOption, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
 import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
@@ -68,6 +70,15 @@ export interface ReceiptStoreOptions {
   durability?: DurabilityOptions;
 }
 
+/** The rule of each {@link ReceiptStoreOptions} option. */
+export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  leaseMs: leaseOption,
+  retentionMs: retentionOption,
+  owner: ownerOption,
+  durability: durabilityOption,
+};
 
 /**
  * Receipts for tool calls, kept in Redis so a side effect runs at most once.
@@ -110,11 +121,13 @@ export class ReceiptStore {
   private readonly channel: AheadChannel;
   private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
 
+  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReceiptStoreOptions) {
-    this.redis = checkedConnection(options?.redis, 'ReceiptStore');
+    checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA);
+    this.redis = options.redis;
     this.clustered = isCluster(this.redis);
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
-    this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     defineScripts(this.redis, RECEIPT_SCRIPTS);
     this.reader = new ReceiptReader(this.redis, this.prefix);

@@ -11,7 +11,9 @@ import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import { RECONCILE_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
-import { DurabilityWaiter, type DurabilityOptions } from './durability.js';
+import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from './durability.js';
+import { checkOptions, type OptionsSchema } from '../core/options.js';
+import { connectionOption, prefixOption, retentionOption } from './options.js';
 import { defineScripts, runScript } from './scripts.js';
 import { positiveInt, storeSettings } from './settings.js';
 import { toStoredJson } from './stored-json.js';
@@ -62,6 +64,14 @@ export interface ReconcileStoreOptions {
   readonly durability?: DurabilityOptions;
 }
 
+/** The rule of each {@link ReconcileStoreOptions} option. */
+export const RECONCILE_STORE_SCHEMA: OptionsSchema<ReconcileStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  retentionMs: retentionOption,
+  durability: durabilityOption,
+};
+
 const ints = (script: string, reply: unknown, count: number): number[] => {
   if (!Array.isArray(reply) || reply.length < count) throw new UnexpectedScriptReplyError(script, reply);
   return reply.slice(0, count).map((v) => {
@@ -78,7 +88,9 @@ export class ReconcileStore {
   private readonly retentionMs: number;
   private readonly durability: DurabilityWaiter | undefined;
 
+  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReconcileStoreOptions) {
+    checkOptions('ReconcileStore', options, RECONCILE_STORE_SCHEMA);
     this.redis = options.redis;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;

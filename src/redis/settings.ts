@@ -3,7 +3,7 @@
  * numeric settings.
  */
 import { InvalidReceiptInputError } from './errors.js';
-import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from './keys.js';
+import { DEFAULT_KEY_PREFIX } from './keys.js';
 
 /** Default lease of an attempt: 30 s. */
 export const DEFAULT_LEASE_MS = 30_000;
@@ -18,10 +18,7 @@ export function positiveInt(value: number, what: string): number {
   return value;
 }
 
-/** The key prefix and retention every store takes, checked, with their defaults. */
+/** The key prefix and retention every store takes, with their defaults (the store's schema has checked them). */
 export function storeSettings(options: { prefix?: string; retentionMs?: number }): { prefix: string; retentionMs: number } {
-  return {
-    prefix: validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX),
-    retentionMs: positiveInt(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs'),
-  };
+  return { prefix: options.prefix ?? DEFAULT_KEY_PREFIX, retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS };
 }

@@ -77,7 +77,8 @@ describe('runCli: command line', () => {
   it('refuses a bad prefix before connecting', async () => {
     const run = await cli(['ambiguous', '--prefix', 'a{b}'], { REDIS_URL: 'redis://127.0.0.1:1' });
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('invalid key prefix "a{b}"');
+    expect(run.stderr).toContain('--prefix must be the workers\' key prefix');
+    expect(run.stderr).toContain('got "a{b}"');
   });
 
   it('says in one sentence when Redis cannot be reached (exit 1)', async () => {

@@ -195,7 +195,7 @@ describe('other ends', () => {
       await expect(client.submit({ ...turn('t-1'), timeoutMs })).rejects.toBeInstanceOf(InvalidWaitLimitError);
     }
     expect(await jobsOf(l)).toEqual([]);
-    expect(() => createToolCallClient({ queue: l.queue, queueEvents: l.events, timeoutMs: -5 })).toThrow(/timeoutMs must be a whole number/);
+    expect(() => createToolCallClient({ queue: l.queue, queueEvents: l.events, timeoutMs: -5 })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'timeoutMs' }));
   });
 
   it('data the worker refuses (a worker stricter than the client) is typed as invalid data', async () => {

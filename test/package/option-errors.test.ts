@@ -35,6 +35,9 @@ describe('hmacSha256Digest', () => {
   it.each([
     ['undefined (an unset variable)', undefined, /undefined \(an unset environment variable/],
     ['an empty string', '', /an empty string/],
+    ['spaces only', '   ', /a string of whitespace only/],
+    ['a single space', ' ', /a string of whitespace only/],
+    ['a stray newline', '\n', /a string of whitespace only/],
     ['an empty Buffer', Buffer.alloc(0), /an empty Buffer/],
     ['a number', 42, /a number/],
   ])('refuses %s with digest.invalid_secret', (_label, secret, said) => {
@@ -73,6 +76,31 @@ describe('defineTool and the schema it is given', () => {
     expect(error.message).toContain(said);
   });
 
+  it.each([
+    ['readOnly as a string', { readOnly: 'false' }, /`readOnly` must be true or false; got "false"/],
+    ['destructive as a number', { destructive: 0 }, /`destructive` must be true or false; got 0/],
+    ['parallel as a string', { parallel: 'no' }, /`parallel` must be true or false; got "no"/],
+    ['a misspelt flag', { readonly: true }, /unknown option `readonly`; did you mean `readOnly`\?/],
+    ['a hint that is not a boolean', { annotations: { readOnlyHint: 'yes' } }, /`annotations` must be an object of MCP hints/],
+    ['aliases as a list', { aliases: ['url'] }, /`aliases` must be an object of alias lists/],
+  ])('refuses %s with tool.invalid_definition, naming the tool and the field', (_label, extra, said) => {
+    const error = thrown(() => defineTool({ name: 'send_email', input: z.object({}), ...echo, ...extra } as never));
+    expect(error.code).toBe('tool.invalid_definition');
+    expect(error.message).toContain('tool send_email');
+    expect(error.message).toMatch(said);
+  });
+
+  it('accepts a defined tool spread into a new spec, with its resolved flags', () => {
+    const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, readOnly: true });
+    const again = defineTool({ ...tool, parallel: true });
+    expect(again).toMatchObject({ readOnly: true, openWorld: true, parallel: true });
+  });
+
+  it('accepts MCP annotations beyond the hints (a title)', () => {
+    const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, annotations: { title: 'Look up', readOnlyHint: true } as never });
+    expect(tool.readOnly).toBe(true);
+  });
+
   it('accepts a zod 4 schema', () => {
     expect(defineTool({ name: 'lookup', input: z.object({ to: z.email() }), ...echo }).name).toBe('lookup');
   });
@@ -107,13 +135,16 @@ describe('a missing or wrong connection', () => {
 
 describe('other withToolReceipts options', () => {
   const redisLike = { defineCommand() {}, pipeline() {} };
+  const tools = [defineTool({ name: 'lookup', input: z.object({}), ...echo })];
 
   it.each([
-    ['no options at all', undefined, /pass an options object/],
+    ['no options at all', undefined, /the options must be an object with `redis`, `tools`/],
     ['tools missing', { redis: redisLike }, /`tools` must be an array/],
-    ['digest not a function', { redis: redisLike, tools: [], digest: 'secret' }, /`digest` must be a function/],
-    ['onAmbiguous misspelt', { redis: redisLike, tools: [], onAmbiguous: 'retry' }, /"fail" or "report", got "retry"/],
-    ['logger without child', { redis: redisLike, tools: [], logger: console.log }, /`logger` must be a pino logger/],
+    ['digest not a function', { redis: redisLike, tools, digest: 'secret' }, /`digest` must be a function/],
+    ['onAmbiguous misspelt', { redis: redisLike, tools, onAmbiguous: 'retry' }, /"fail" or "report"; got "retry"/],
+    ['logger without child', { redis: redisLike, tools, logger: console.log }, /`logger` must be a pino logger/],
+    ['no tools', { redis: redisLike, tools: [] }, /`tools` must be an array of tools made with defineTool, at least one/],
+    ['a tool name instead of a tool', { redis: redisLike, tools: ['lookup'] }, /`tools\[0\]` must be a tool made with defineTool; got a string/],
   ])('refuses %s with options.invalid', (_label, options, said) => {
     const error = thrown(() => withToolReceipts(options as unknown as ToolReceiptsOptions));
     expect(error).toBeInstanceOf(InvalidToolReceiptsOptionsError);

@@ -2,7 +2,6 @@ import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../../src/core/tiers.js';
 import { BreakerStore } from '../../src/redis/breaker-store.js';
-import { InvalidReceiptInputError } from '../../src/redis/errors.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
@@ -107,6 +106,7 @@ describe('BreakerStore', () => {
   });
 
   it('rejects non-positive limits', () => {
-    expect(() => breaker({ maxFailures: 0 })).toThrow(InvalidReceiptInputError);
+    expect(() => breaker({ maxFailures: 0 })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'maxFailures' }));
+    expect(() => breaker({ maxRejections: Number.NaN })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'maxRejections' }));
   });
 });

@@ -6,8 +6,7 @@
 import type { RedisConnection } from '../../redis/connection.js';
 import { checkRedisForReceipts, type RedisFinding } from '../../redis/doctor.js';
 import type { DurabilityOptions } from '../../redis/durability.js';
-import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec, type OptionValues } from '../command.js';
-import { CliUsageError } from '../errors.js';
+import { JSON_OPTION, expectPositionals, wholeNumberOption, type CommandContext, type CommandSpec } from '../command.js';
 import { table, terminalText, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link doctorCommand}. */
@@ -47,14 +46,6 @@ export async function doctorCommand({ redis, out, args }: CommandContext<DoctorA
   return report.atRisk ? 1 : 0;
 }
 
-function wholeNumber(values: OptionValues, name: string, min: number): number | undefined {
-  const text = stringOption(values, name);
-  if (text === undefined) return undefined;
-  const n = /^[0-9]+$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n) || n < min) throw new CliUsageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`, 'doctor');
-  return n;
-}
-
 /** The `doctor` command. */
 export const doctorSpec: CommandSpec<DoctorArgs> = {
   name: 'doctor',
@@ -77,7 +68,7 @@ Exit code 1 when anything puts receipts at risk, 0 otherwise.`,
   options: { ...JSON_OPTION, replicas: { type: 'string' }, aof: { type: 'boolean' } },
   parse(values, positionals) {
     expectPositionals('doctor', positionals, []);
-    const replicas = wholeNumber(values, 'replicas', 0) ?? 0;
+    const replicas = wholeNumberOption(values, 'replicas', 0, 'doctor') ?? 0;
     const aof = values['aof'] === true;
     const json = values['json'] === true;
     return replicas > 0 || aof ? { json, durability: { replicas, aof } } : { json };

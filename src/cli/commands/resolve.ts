@@ -14,6 +14,7 @@ import {
   type CommandContext,
   type CommandSpec,
   type OptionValues,
+  wholeNumberOption,
 } from '../command.js';
 import { CliUsageError, ResolveRefusedError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
@@ -136,11 +137,7 @@ function parseAttempts(text: string | undefined): number {
   if (text === undefined) {
     throw new CliUsageError('resolve needs --attempts <n>: the attempts you saw on the receipt (tool-receipts show prints them)', 'resolve');
   }
-  const n = /^[1-9][0-9]*$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n)) {
-    throw new CliUsageError(`--attempts must be a positive whole number, got ${JSON.stringify(text)}`, 'resolve');
-  }
-  return n;
+  return wholeNumberOption({ attempts: text }, 'attempts', 1, 'resolve')!;
 }
 
 function parseEpoch(text: string | undefined): { epochSeen?: string } {

@@ -1,0 +1,27 @@
+/**
+ * The option rules the Redis stores share with the entry points built on
+ * them (`withToolReceipts`, the sweep): the connection, the key prefix, the
+ * lease, the retention and the owner. Each store's schema sits beside it.
+ */
+import { MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
+import { checkedConnection } from './connection.js';
+import { durabilityOption } from './durability.js';
+import { isValidKeyPrefix } from './keys.js';
+
+/**
+ * `redis`: an ioredis `Redis` or `Cluster`. Refused with the connection's own
+ * error (`redis.invalid_connection`), which names the entry point and what it got.
+ */
+export const connectionOption: OptionRule = { required: true, check: (value, site) => void checkedConnection(value, site.owner) };
+
+/** `prefix`: letters, digits and `. _ ~ : / -`, at least one. */
+export const prefixOption: OptionRule = rule('a key prefix of letters, digits and . _ ~ : / - (braces, globs and spaces would break the key layout)', isValidKeyPrefix);
+
+/** `leaseMs`: a lease a heartbeat timer can keep (Node fires a longer timer at once). */
+export const leaseOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_MS);
+
+/** `retentionMs`: how long settled receipts (and breaker counters) are kept. */
+export const retentionOption: OptionRule = wholeNumber(1, 'ms');
+
+/** `owner`: the worker's name on the receipts it claims. */
+export const ownerOption: OptionRule = nonBlankString;
