@@ -28,7 +28,8 @@
   code  0  fenced out: status is not running, or attempts or epoch differ
            from ARGV[1] / ARGV[5] (status '' when the receipt does not exist).
            Nothing was written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "complete"

@@ -39,6 +39,8 @@ export {
   FencedOutError,
   NotAmbiguousError,
   CorruptReceiptError,
+  ReceiptVersionError,
+  RECEIPT_SCHEMA_VERSION,
   ContestedReceiptError,
   type AttemptFence,
   ReceiptValueNotSerializableError,

@@ -4,7 +4,7 @@
  */
 import type { EffectResumability } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { CorruptReceiptError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
+import { CorruptReceiptError, RECEIPT_SCHEMA_VERSION, ReceiptVersionError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
 import { fromStoredJson } from './stored-json.js';
 
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
@@ -121,6 +121,14 @@ export interface ReceiptRecord {
   readonly reconcilingUntilMs: number | null;
   /** When a provider-keyed call was last re-run inside its window. */
   readonly keyedRerunMs: number | null;
+  /**
+   * The receipt's layout (its `schema` field; 1 for a receipt written before
+   * layouts were numbered). Never above `RECEIPT_SCHEMA_VERSION`: a receipt
+   * a newer release wrote is refused with `ReceiptVersionError`, not read.
+   * Always set on a record read from Redis; optional so records built by
+   * hand (tests, fixtures) need not name it.
+   */
+  readonly schema?: number;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -141,6 +149,20 @@ function optionalInt(fields: Map<string, string>, name: string): number | null {
 }
 
 /**
+ * The layout a receipt's `schema` field names (1 when absent), as the scripts
+ * read it (`lua/includes/observe-receipt.lua`): throws `ReceiptVersionError`
+ * for one newer than this release's, `CorruptReceiptError` for a value that is
+ * not a whole number >= 1.
+ */
+function schemaOf(redisKey: string, raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const version = /^\d+$/.test(raw) ? Number(raw) : 0;
+  if (version < 1) throw new CorruptReceiptError(redisKey, 'schema is not a whole number >= 1');
+  if (version > RECEIPT_SCHEMA_VERSION) throw new ReceiptVersionError(redisKey, version);
+  return version;
+}
+
+/**
  * Parses the reply of `inspect-1.lua` (`{ now, pttl, field, value, … }`);
  * returns `null` when the receipt does not exist.
  */
@@ -154,6 +176,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const fields = new Map<string, string>();
   for (let i = 2; i < reply.length; i += 2) fields.set(str(reply[i]), str(reply[i + 1]));
 
+  // Before anything else of it: a newer layout may hold a state this release would call corrupt, or misread.
+  const schema = schemaOf(redisKey, fields.get('schema'));
   const status = fields.get('status');
   if (status !== 'running' && status !== 'completed' && status !== 'failed') {
     throw new CorruptReceiptError(
@@ -220,6 +244,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
       : null,
     reconcilingUntilMs: optionalInt(fields, 'reconciling_until_ms'),
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
+    schema,
     ttlMs,
     readAtMs: nowMs,
   };

@@ -3,7 +3,7 @@
  * attempt, so nobody knows whether the effect happened. Each one waits for an
  * operator to check and resolve it.
  */
-import type { CorruptReceiptError } from '../../redis/errors.js';
+import type { CorruptReceiptError, ReceiptVersionError } from '../../redis/errors.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ambiguousSinceMs, table, token, when, writeJson, writeLine } from '../format.js';
@@ -26,7 +26,8 @@ function since(record: ReceiptRecord): number {
  */
 export async function ambiguousCommand({ store, out, args }: CommandContext<AmbiguousArgs>): Promise<void> {
   const corrupt: CorruptReceiptError[] = [];
-  const records = (await store.listAmbiguous({ onCorrupt: (e) => corrupt.push(e) })).sort(
+  const newer: ReceiptVersionError[] = [];
+  const records = (await store.listAmbiguous({ onCorrupt: (e) => corrupt.push(e), onNewer: (e) => newer.push(e) })).sort(
     (a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey),
   );
   if (args.json) {
@@ -34,6 +35,13 @@ export async function ambiguousCommand({ store, out, args }: CommandContext<Ambi
     return;
   }
   for (const e of corrupt) writeLine(out, `Skipped a corrupt receipt: ${e.redisKey} (${e.why}); inspect it with redis-cli.`);
+  for (const e of newer) {
+    writeLine(
+      out,
+      `Skipped a receipt a newer release wrote: ${e.redisKey} (schema ${e.foundVersion}; this release reads up to ` +
+        `${e.supportedVersion}); list it with that release's tool-receipts.`,
+    );
+  }
   if (records.length === 0) {
     writeLine(out, `No ambiguous receipts under prefix ${store.prefix}.`);
     return;
@@ -70,8 +78,9 @@ the effect and settles the receipt with \`tool-receipts resolve\`.
 Columns: tenant, run, tool, attempts, reconciled, since when it is ambiguous (server
 clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
 holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
-A receipt hash that is corrupt (no valid status, or a key of another type) is
-skipped with a line naming it (not in --json output).
+A receipt hash that is corrupt (no valid status, or a key of another type), or
+that a newer release of the package wrote, is skipped with a line naming it
+(not in --json output).
 
 Options:
   --json    print a JSON array of receipt records instead`,
