@@ -31,7 +31,7 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           started_ms = now, schema = RECEIPT_SCHEMA (the layout this release
+           started_ms = now, schema = receiptSchema() (the layout this release
            writes, see includes/observe-receipt.lua), leased until now + ARGV[1] by the
            server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the

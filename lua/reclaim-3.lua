@@ -26,7 +26,7 @@
 
   Returns an observation (see includes/observe-receipt.lua):
   code  1  reclaimed: running, attempts + 1 in the same lifetime (the epoch
-           is kept), new lease, started_ms = now, schema = RECEIPT_SCHEMA
+           is kept), new lease, started_ms = now, schema = receiptSchema()
            (the new attempt writes this release's layout); error, tier, completed_ms, ambiguous_ms and
            resolved_ms of the previous attempt are cleared (late_settle_ms
            and late_settle_attempt are kept as history), step:* fields are
@@ -60,7 +60,7 @@ receipt.leaseUntil = now + lease
 receipt.attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
 rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now,
-  'schema', RECEIPT_SCHEMA)
+  'schema', receiptSchema())
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attempts, ARGV[8]) end
 keepAtLeast(KEYS[1], ttl)

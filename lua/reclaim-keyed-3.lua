@@ -23,7 +23,7 @@
 
   Returns { code, n, now_ms }:
   code  1  reclaimed: running, attempts + 1 = n, lease until TIME + ARGV[3],
-           started_ms = TIME, keyed_rerun_ms = TIME, schema = RECEIPT_SCHEMA
+           started_ms = TIME, keyed_rerun_ms = TIME, schema = receiptSchema()
            (see includes/observe-receipt.lua); error, tier, completed_ms,
            ambiguous_ms and resolved_ms cleared, steps kept.
   code  2  a reconcile holds a live lease: n = ms left on it. Nothing written.
@@ -55,7 +55,7 @@ if now + lease > created + tonumber(ARGV[2]) then return { 3, 0, now } end
 
 local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 rcall('HSET', KEYS[1], 'lease_until_ms', now + lease, 'owner', ARGV[5], 'started_ms', now,
-  'keyed_rerun_ms', now, 'updated_ms', now, 'schema', RECEIPT_SCHEMA)
+  'keyed_rerun_ms', now, 'updated_ms', now, 'schema', receiptSchema())
 if ARGV[6] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[6]) end
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 keepAtLeast(KEYS[1], lease + tonumber(ARGV[4]))

@@ -2,7 +2,7 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now), RECEIPT_SCHEMA, schemaVersion(text) and
+  observation(code, receipt, now), receiptSchema(), schemaVersion(text) and
   newerSchemaReply(key, text): the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
@@ -11,7 +11,7 @@
     returns for a key it must not touch; the store turns it into a typed
     CorruptReceiptError.
 
-  RECEIPT_SCHEMA  the receipt layout these scripts write and read: the
+  receiptSchema()  the receipt layout these scripts write and read: the
     `schema` field a claim that creates a receipt, and every reclaim, writes.
     A receipt without the field has layout 1 (written before layouts were
     numbered). Layout 2 is layout 1 with the field: what this release adds
@@ -23,8 +23,8 @@
     else.
 
   newerSchemaReply(key, text)  the error reply
-    'TRC_VERSION <key>: schema <n> is newer than <RECEIPT_SCHEMA>' when the
-    field names a layout newer than RECEIPT_SCHEMA (a receipt a newer release
+    'TRC_VERSION <key>: schema <n> is newer than <receiptSchema()>' when the
+    field names a layout newer than receiptSchema() (a receipt a newer release
     wrote: never read, never written; the store turns it into a typed
     ReceiptVersionError), the corrupt reply when it is not a whole number
     >= 1, else nil.
@@ -37,7 +37,7 @@
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
     includes/count.lua) not a sorted set, the receipt has a layout newer than
-    RECEIPT_SCHEMA (newerSchemaReply, checked before anything else of it, so a
+    receiptSchema() (newerSchemaReply, checked before anything else of it, so a
     state only a newer release knows is never called corrupt), or the receipt
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
@@ -78,7 +78,7 @@
       epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
-local RECEIPT_SCHEMA = 2
+local function receiptSchema() return 2 end
 
 local function receiptFields(key)
   return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema')
@@ -118,8 +118,8 @@ end
 local function newerSchemaReply(key, text)
   local version = schemaVersion(text)
   if version == nil then return corruptReply(key, 'schema is not a whole number >= 1') end
-  if version <= RECEIPT_SCHEMA then return nil end
-  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. RECEIPT_SCHEMA)
+  if version <= receiptSchema() then return nil end
+  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. receiptSchema())
 end
 
 local function wrongType(key, expected)
