@@ -94,28 +94,28 @@ function describe(root: string, commit: string, from: PreviousRelease['from']): 
 }
 
 /**
- * The previous release, made on first use and reused after (see the file's
- * comment for where it comes from).
+ * The previous release, made on first use and reused after: from `from`
+ * when given, else as the file's comment says.
  */
-export async function previousRelease(): Promise<PreviousRelease> {
+export async function previousRelease(from?: PreviousRelease['from']): Promise<PreviousRelease> {
   const commit = PREVIOUS_RELEASE_COMMIT;
-  const asked = process.env['PREVIOUS_RELEASE_FROM'];
+  const asked = from ?? process.env['PREVIOUS_RELEASE_FROM'];
   if (asked !== undefined && asked !== 'history' && asked !== 'tarball') {
     throw new Error(`PREVIOUS_RELEASE_FROM is ${JSON.stringify(asked)}; use history or tarball`);
   }
-  const from = asked ?? ((await historyHasCommit(commit)) ? 'history' : 'tarball');
-  const root = path.join(tmpdir(), `bullmq-tool-receipts-release-${commit.slice(0, 12)}-${from}`);
-  if (existsSync(path.join(root, MARKER))) return describe(root, commit, from);
+  const source = asked ?? ((await historyHasCommit(commit)) ? 'history' : 'tarball');
+  const root = path.join(tmpdir(), `bullmq-tool-receipts-release-${commit.slice(0, 12)}-${source}`);
+  if (existsSync(path.join(root, MARKER))) return describe(root, commit, source);
 
   const partial = `${root}.partial-${process.pid}-${randomBytes(3).toString('hex')}`;
   await mkdir(partial, { recursive: true });
   try {
-    if (from === 'history') await fromHistory(partial, commit);
+    if (source === 'history') await fromHistory(partial, commit);
     else await fromTarball(partial);
     if (!existsSync(path.join(partial, 'dist', 'index.js')) || !existsSync(path.join(partial, 'lua', 'claim-4.lua'))) {
       throw new Error(`the previous release made in ${partial} has no dist/index.js or lua/claim-4.lua`);
     }
-    await writeFile(path.join(partial, MARKER), JSON.stringify({ commit, from }));
+    await writeFile(path.join(partial, MARKER), JSON.stringify({ commit, from: source }));
     await rename(partial, root).catch(async (error: NodeJS.ErrnoException) => {
       // Another test process finished first: use its copy.
       if (!existsSync(path.join(root, MARKER))) throw error;
@@ -127,5 +127,5 @@ export async function previousRelease(): Promise<PreviousRelease> {
   }
   const marker = JSON.parse(await readFile(path.join(root, MARKER), 'utf8')) as { commit: string };
   if (marker.commit !== commit) throw new Error(`${root} holds ${marker.commit}, not ${commit}`);
-  return describe(root, commit, from);
+  return describe(root, commit, source);
 }
