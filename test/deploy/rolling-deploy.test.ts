@@ -76,11 +76,10 @@ it(
     const redis = new Redis(server.url, { maxRetriesPerRequest: null });
     const queue = new Queue(QUEUE, { connection: redis, prefix });
     const store = new ReceiptStore({ redis, prefix });
-    // A connection of its own: both releases define their scripts under the same command names, and a
-    // second definition on one connection replaces the first.
-    const oldRedis = new Redis(server.url, { maxRetriesPerRequest: null });
+    // Both releases' stores on one connection, as two copies of the package in one app would have them: each
+    // runs its own scripts (this release registers them under names that carry their text's hash).
     const old = (await import(pathToFileURL(release.redisEntry).href)) as RedisModule;
-    const oldStore = new old.ReceiptStore({ redis: oldRedis, prefix });
+    const oldStore = new old.ReceiptStore({ redis, prefix });
 
     const spawned: { release: Release; worker: WorkerProcess }[] = [];
     const spawn = async (which: Release) => {
@@ -283,7 +282,6 @@ it(
       await Promise.all(fleet.map((s) => s.worker.signal('SIGKILL')));
       await queue.close();
       redis.disconnect();
-      oldRedis.disconnect();
     }
   },
   170_000,
