@@ -22,6 +22,8 @@ import { duplicateEffects, readOutbox } from '../../examples/outbox-tools.js';
 import { idempotencyKeyFor, type ToolJobResult } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
 import { RECEIPT_SCHEMA_VERSION, ReceiptStore, type ReceiptRecord } from '../../src/redis/index.js';
+import { showCommand } from '../../src/cli/commands/show.js';
+import { Capture } from '../cli/support.js';
 import { previousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { waitUntil } from '../support/redis-fixture.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
@@ -261,7 +263,11 @@ it(
       const oldStats = await previousCli(['stats', '--json'], prefix);
       expect(JSON.parse(oldStats.stdout)).toMatchObject({ total: current.length, byStatus });
 
-      // The previous release's CLI on the current release's receipts: show, run and ambiguous.
+      // Each release's CLI on the other's receipts: show, run and ambiguous.
+      const older = current.find((r) => r.schema === 1 && r.status === 'completed')!;
+      const out = new Capture();
+      await showCommand({ store, redis, out, args: { redisKey: older.redisKey, json: true } });
+      expect(core(JSON.parse(out.text))).toEqual(core(previous.find((r) => r.redisKey === older.redisKey)!));
       const newer = current.find((r) => r.schema === RECEIPT_SCHEMA_VERSION && r.status === 'completed')!;
       const shown = await previousCli(['show', newer.redisKey, '--json'], prefix);
       expect(core(JSON.parse(shown.stdout))).toEqual(core(newer));
