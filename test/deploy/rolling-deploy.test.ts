@@ -14,6 +14,8 @@
  * checkout adds to a receipt.
  */
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -82,6 +84,10 @@ it(
     // runs its own scripts (this release registers them under names that carry their text's hash).
     const old = (await import(pathToFileURL(release.redisEntry).href)) as RedisModule;
     const oldStore = new old.ReceiptStore({ redis, prefix });
+    const previousScripts = readdirSync(path.join(release.root, 'lua'), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.lua'))
+      .map((entry) => readFileSync(path.join(entry.parentPath, entry.name), 'utf8'))
+      .join('\n');
 
     const spawned: { release: Release; worker: WorkerProcess }[] = [];
     const spawn = async (which: Release) => {
@@ -179,34 +185,53 @@ it(
       await killFrozen('current');
       await drain('every job to finish after the deploy');
 
-      // Ambiguous receipts, each resolved with the other release's tools, from what the outbox says landed.
+      const runs = [...new Set([...turns.values()].map((t) => t.runId))];
+      const listAll = async (reader: Pick<ReceiptStore, 'listRun'>) => (await Promise.all(runs.map((run) => reader.listRun('acme', run)))).flat();
+
+      // Ambiguous receipts, each resolved with the other release's tools, from what the outbox says landed:
+      // first those the previous release wrote, with this release's store...
       const outbox = await readOutbox(redis, prefix);
       const landed = (record: ReceiptRecord) => outbox.some((e) => e.tool === record.key.toolName && e.idempotencyKey === idempotencyKeyFor(record.key));
+      const verdictOf = (record: ReceiptRecord) =>
+        landed(record)
+          ? ({ attemptsSeen: record.attempts, epochSeen: record.epoch, outcome: 'completed', result: { posted: true, resolvedBy: 'operator' } } as const)
+          : ({ attemptsSeen: record.attempts, epochSeen: record.epoch, outcome: 'failed', error: 'not in the provider log' } as const);
       const ambiguous = await store.listAmbiguous();
       expect(new Set(ambiguous.map((r) => r.schema))).toEqual(new Set([1, RECEIPT_SCHEMA_VERSION]));
-      let previousCliResolves = 0;
-      for (const record of ambiguous) {
-        const verdict = landed(record)
-          ? ({ outcome: 'completed', result: { posted: true, resolvedBy: 'operator' } } as const)
-          : ({ outcome: 'failed', error: 'not in the provider log' } as const);
-        if (record.schema === 1) {
-          await store.resolve(record.key, { attemptsSeen: record.attempts, epochSeen: record.epoch, ...verdict });
-        } else if (previousCliResolves++ === 0) {
-          const ran = await previousCli(
-            ['resolve', record.redisKey, '--attempts', String(record.attempts), '--epoch', record.epoch,
-              ...(verdict.outcome === 'completed' ? ['--completed', '--result', JSON.stringify(verdict.result)] : ['--failed', '--error', verdict.error])],
-            prefix,
-          );
-          expect(ran, ran.stderr).toMatchObject({ code: 0 });
-        } else {
-          await oldStore.resolve(record.key, { attemptsSeen: record.attempts, epochSeen: record.epoch, ...verdict });
+      for (const record of ambiguous.filter((r) => r.schema === 1)) await store.resolve(record.key, verdictOf(record));
+
+      // What the previous release does not know of a receipt (fields its scripts never name) must outlive its
+      // writes: the resolves below, and its workers after the rollback. Read after this release's last write.
+      const unknownToPrevious = async () => {
+        const fields = new Map<string, Record<string, string>>();
+        for (const { redisKey } of await listAll(store)) {
+          const hash = await redis.hgetall(redisKey);
+          fields.set(redisKey, Object.fromEntries(Object.entries(hash).filter(([field]) => !previousScripts.includes(`'${field.replace(/:.*$/s, ':')}'`))));
         }
+        return fields;
+      };
+      const beforePrevious = await unknownToPrevious();
+      expect([...beforePrevious.values()].some((fields) => Object.keys(fields).length > 0)).toBe(true);
+
+      // ...then those this release wrote, with the previous release's CLI (the first) and store (the rest).
+      for (const [i, record] of ambiguous.filter((r) => r.schema !== 1).entries()) {
+        const verdict = verdictOf(record);
+        if (i > 0) {
+          await oldStore.resolve(record.key, verdict);
+          continue;
+        }
+        const ran = await previousCli(
+          ['resolve', record.redisKey, '--attempts', String(record.attempts), '--epoch', record.epoch,
+            ...(verdict.outcome === 'completed' ? ['--completed', '--result', JSON.stringify(verdict.result)] : ['--failed', '--error', verdict.error])],
+          prefix,
+        );
+        expect(ran, ran.stderr).toMatchObject({ code: 0 });
       }
       expect(await store.listAmbiguous()).toEqual([]);
       expect(await oldStore.listAmbiguous()).toEqual([]);
 
       // A rollback: the previous release takes the queue back and meets the current release's receipts.
-      const afterDeploy = new Map((await Promise.all([...new Set([...turns.values()].map((t) => t.runId))].map((run) => store.listRun('acme', run)))).flat().map((r) => [r.redisKey, r]));
+      const afterDeploy = new Map((await listAll(store)).map((r) => [r.redisKey, r]));
       await Promise.all(fleet.map((_, slot) => replace(slot, 'previous')));
       const replays = (await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map((i) => enqueue(turns.get(`c${i}`)!)))).flat();
       await drain('every job to finish after the rollback');
@@ -240,12 +265,13 @@ it(
       expect(replayed).toBeGreaterThan(0);
 
       // Every receipt reads the same through either release's store, whichever wrote it.
-      const runs = [...new Set([...turns.values()].map((t) => t.runId))];
-      const current = (await Promise.all(runs.map((run) => store.listRun('acme', run)))).flat();
-      const previous = (await Promise.all(runs.map((run) => oldStore.listRun('acme', run)))).flat();
+      const current = await listAll(store);
+      const previous = await listAll(oldStore);
       expect(previous.map(core)).toEqual(current.map(core));
       const layouts = new Set(current.map((r) => r.schema));
       expect(layouts).toEqual(new Set([1, RECEIPT_SCHEMA_VERSION]));
+      const afterPrevious = await unknownToPrevious();
+      for (const [key, fields] of beforePrevious) expect(afterPrevious.get(key), key).toMatchObject(fields);
 
       // Both releases count every receipt, whichever release wrote it and its counting entry.
       const byStatus = { running: 0, completed: 0, failed: 0 };
