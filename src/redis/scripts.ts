@@ -214,8 +214,11 @@ export function runVariadicScript(
 export function queueScript(pipeline: RedisPipeline, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
   // A pipeline has the commands of its connection, which holds one of the script's commands at most.
   const methods = pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>;
-  const command = [...(commandsOf.get(name) ?? [])].find((c) => typeof methods[c] === 'function');
-  const fn = command === undefined ? undefined : methods[command];
+  let fn: ((...a: ScriptArg[]) => unknown) | undefined;
+  for (const command of commandsOf.get(name) ?? []) {
+    fn = methods[command];
+    if (typeof fn === 'function') break;
+  }
   if (typeof fn !== 'function') {
     throw new ScriptDefinitionError(`script ${name} is not available on this pipeline; call defineScripts first`);
   }
