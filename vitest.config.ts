@@ -2,6 +2,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /** Packs the package and installs it into scratch apps: npm and tsc load both cores. */
 const CONSUMER_TEST = 'test/package/consumer.test.ts';
+/** Build the previous release and run a fleet of worker processes of both releases: as heavy. */
+const DEPLOY_TESTS = 'test/deploy/**/*.test.ts';
 
 export default defineConfig({
   test: {
@@ -13,13 +15,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, CONSUMER_TEST] },
+        test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, CONSUMER_TEST, DEPLOY_TESTS] },
       },
       {
         // Runs after every other suite, so its installs and compiles do not
         // starve the timing-sensitive ones.
         extends: true,
-        test: { name: 'package', include: [CONSUMER_TEST], sequence: { groupOrder: 1 } },
+        test: { name: 'package', include: [CONSUMER_TEST, DEPLOY_TESTS], sequence: { groupOrder: 1 } },
       },
     ],
   },

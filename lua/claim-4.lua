@@ -31,7 +31,8 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           started_ms = now, leased until now + ARGV[1] by the
+           started_ms = now, schema = receiptSchema() (the layout this release
+           writes, see includes/observe-receipt.lua), leased until now + ARGV[1] by the
            server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).
@@ -41,6 +42,9 @@
            tool for the run; nothing claimed, nothing written (status '').
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
            receipt hash is malformed (see includes/observe-receipt.lua);
+           nothing written.
+  error 'TRC_VERSION <key>: schema <n> is newer than <m>' when a newer
+           release wrote the receipt (see includes/observe-receipt.lua);
            nothing written.
 
   Time comes only from TIME. A new receipt lives lease + retention, so it

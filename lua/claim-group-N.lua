@@ -16,8 +16,9 @@
            i-th call's are ARGV[12 * (i - 1) + 1] .. ARGV[12 * i]
 
   Returns one reply per call, in order: claim-4.lua's reply (codes 0, 1, 2),
-  or an empty array when that call's keys are corrupt (then nothing was
-  written for it, and the caller claims it on its own to learn why).
+  or an empty array when that call's keys are corrupt or its receipt was
+  written by a newer release (then nothing was written for it, and the
+  caller claims it on its own to learn why).
 ]]
 --- @include "server-now"
 --- @include "claim"

@@ -33,7 +33,8 @@
            operator's resolve, a reconcile's completed or not_started) had
            settled this very attempt of this lifetime, the refused complete is
            appended to the history as late.completed with refused = true.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "complete"

@@ -23,10 +23,12 @@
             late, 0 fenced out (see complete-4.lua)
     claim   claim-4.lua's reply for the next call (codes 0, 1, 2), or an
             empty array when nothing was claimed: the complete did not settle
-            (code 0), or the next call's keys are corrupt (then the claim
-            wrote nothing, and the caller claims on its own to learn why)
+            (code 0), or the next call's keys are corrupt or its receipt was
+            written by a newer release (then the claim wrote nothing, and the
+            caller claims on its own to learn why)
   error 'TRC_CORRUPT <key>: <why>' when the receipt to complete or a shared
-           key is corrupt (see includes/observe-receipt.lua); nothing written.
+           key is corrupt, 'TRC_VERSION <key>: …' when a newer release wrote
+           the receipt to complete (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "complete"

@@ -28,7 +28,8 @@
            attempt of this lifetime, the refused settle is appended to the
            history as late.failed with refused = true (includes/history.lua).
   Either late path writes the history entry in this script, with the state.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"

@@ -32,7 +32,8 @@
   code  0  the state moved on (settled, reclaimed, heartbeated before any
            flag, another lifetime, or gone: status ''); the observation is the
            current state. Nothing written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"

@@ -11,7 +11,8 @@
   Returns 1 when recorded (or already there), 0 when the receipt does not
   exist or is not running (nothing written: it would create a stray hash or
   mark a settled call).
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "observe-receipt"

@@ -10,7 +10,8 @@
   Returns 1 when the entry was removed (the receipt has expired), 2 when it
   was re-scored to the receipt's created_ms (an entry left by an earlier
   lifetime, or by a version that kept the first score), 0 when it was right
-  or already gone. A receipt key that is not a readable hash is left alone.
+  or already gone. A receipt key that is not a readable hash, or a receipt a
+  newer release wrote (see includes/observe-receipt.lua), is left alone.
   error 'TRC_CORRUPT <key>: <why>' when KEYS[1] is not a sorted set.
 ]]
 --- @include "observe-receipt"
@@ -19,7 +20,9 @@ local corrupt = wrongType(KEYS[1], 'zset')
 if corrupt then return corrupt end
 if redis.call('EXISTS', KEYS[2]) == 0 then return redis.call('ZREM', KEYS[1], KEYS[2]) end
 if wrongType(KEYS[2], 'hash') then return 0 end
-local created = tonumber(redis.call('HGET', KEYS[2], 'created_ms'))
+local fields = redis.call('HMGET', KEYS[2], 'created_ms', 'schema')
+if fields[2] and newerSchemaReply(KEYS[2], fields[2]) then return 0 end
+local created = tonumber(fields[1])
 local score = redis.call('ZSCORE', KEYS[1], KEYS[2])
 if created == nil or score == false or tonumber(score) == created then return 0 end
 redis.call('ZADD', KEYS[1], created, KEYS[2])

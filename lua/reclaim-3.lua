@@ -30,14 +30,16 @@
 
   Returns an observation (see includes/observe-receipt.lua):
   code  1  reclaimed: running, attempts + 1 in the same lifetime (the epoch
-           is kept), new lease, started_ms = now; error, tier, completed_ms, ambiguous_ms and
+           is kept), new lease, started_ms = now, schema = receiptSchema()
+           (the new attempt writes this release's layout); error, tier, completed_ms, ambiguous_ms and
            resolved_ms of the previous attempt are cleared (late_settle_ms
            and late_settle_attempt are kept as history), step:* fields are
            kept for the new attempt to resume from; the run index entry is
            scored by created_ms.
   code  0  not reclaimed: the observation is the current state
            (status '' when the receipt no longer exists). Nothing was written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -61,7 +63,8 @@ local ttl = lease + tonumber(ARGV[4])
 receipt.leaseUntil = now + lease
 receipt.attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
-rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now)
+rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now,
+  'schema', receiptSchema())
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attempts, ARGV[8]) end
 if ARGV[9] and ARGV[9] ~= '' then rcall('HSET', KEYS[1], 'claim_token', ARGV[9]) end

@@ -23,13 +23,15 @@
 
   Returns { code, n, now_ms }:
   code  1  reclaimed: running, attempts + 1 = n, lease until TIME + ARGV[3],
-           started_ms = TIME, keyed_rerun_ms = TIME; error, tier, completed_ms,
+           started_ms = TIME, keyed_rerun_ms = TIME, schema = receiptSchema()
+           (see includes/observe-receipt.lua); error, tier, completed_ms,
            ambiguous_ms and resolved_ms cleared, steps kept.
   code  2  a reconcile holds a live lease: n = ms left on it. Nothing written.
   code  3  the window is closed (or closes within the new lease). Nothing written.
   code  0  not running at ARGV[1] of epoch ARGV[7], lease still live, or
            gone. Nothing written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -53,7 +55,7 @@ if now + lease > created + tonumber(ARGV[2]) then return { 3, 0, now } end
 
 local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
 rcall('HSET', KEYS[1], 'lease_until_ms', now + lease, 'owner', ARGV[5], 'started_ms', now,
-  'keyed_rerun_ms', now, 'updated_ms', now)
+  'keyed_rerun_ms', now, 'updated_ms', now, 'schema', receiptSchema())
 if ARGV[6] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[6]) end
 rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
 keepAtLeast(KEYS[1], lease + tonumber(ARGV[4]))

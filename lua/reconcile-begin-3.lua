@@ -28,7 +28,8 @@
   code  0  not reconcilable: not running at ARGV[1] of epoch ARGV[6], lease
            still live, or resumable (or gone). Nothing written; the caller
            claims again.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"

@@ -41,7 +41,8 @@
   code  0  fenced out: not running at ARGV[1] of epoch ARGV[9], another reconcile began
            since (reconciles differs), or the judged attempt's lease is live
            again (it heartbeated: it was paused, not lost). Nothing written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"

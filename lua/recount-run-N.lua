@@ -11,7 +11,9 @@
   no longer exist (their entries removed), and keys skipped because they are
   not well-formed receipts (left as they are: `tool-receipts show` names
   what is wrong).
-  error 'TRC_CORRUPT <key>: <why>' when KEYS[1] is not a sorted set; nothing written.
+  error 'TRC_CORRUPT <key>: <why>' when KEYS[1] is not a sorted set, or
+    'TRC_VERSION <key>: …' when a newer release wrote one of the receipts
+    (see includes/observe-receipt.lua: this release cannot count it); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"
@@ -22,10 +24,19 @@ local now = serverNow()
 local corrupt = wrongType(KEYS[1], 'zset')
 if corrupt then return corrupt end
 
-local counted, gone, skipped = 0, 0, 0
+-- Every receipt is read before anything is written, so a receipt a newer
+-- release wrote refuses the whole rebuild instead of leaving it half done.
+local receipts = {}
 for i = 2, #KEYS do
   local receipt, bad = openReceiptHash(KEYS[i])
-  if bad then
+  if bad and string.sub(bad.err, 1, 12) == 'TRC_VERSION ' then return bad end
+  receipts[i] = receipt or false
+end
+
+local counted, gone, skipped = 0, 0, 0
+for i = 2, #KEYS do
+  local receipt = receipts[i]
+  if not receipt then
     skipped = skipped + 1
   else
     if receipt.status == '' then gone = gone + 1 else counted = counted + 1 end

@@ -40,7 +40,8 @@
   code  4  contested: flagged, but the lease is live again (the attempt
            heartbeated after the verdict and may still settle late). Nothing
            written; resolve once it settles or its lease lapses.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
 --- @include "ttl"

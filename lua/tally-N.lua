@@ -17,15 +17,22 @@
     oldest_ambiguous_since_ms  the smallest ambiguous_ms, else lease_until_ms,
                among the ambiguous; -1 when none.
     status/effect/count  one triple per pair present, counts > 0.
+  error 'TRC_VERSION <key>: …' when a newer release wrote one of the
+    receipts, so this release cannot tell what it counts as (see
+    includes/observe-receipt.lua); a malformed schema field is the
+    'TRC_CORRUPT <key>: <why>' error.
 ]]
 --- @include "server-now"
+--- @include "observe-receipt"
 
 local now = serverNow()
 local counts = {}
 local gone, ambiguous, oldest = 0, 0, -1
 for i = 1, #KEYS do
-  local f = redis.call('HMGET', KEYS[i], 'status', 'effect', 'lease_until_ms', 'ambiguous_ms')
+  local f = redis.call('HMGET', KEYS[i], 'status', 'effect', 'lease_until_ms', 'ambiguous_ms', 'schema')
   local status = f[1]
+  local newer = f[5] and newerSchemaReply(KEYS[i], f[5])
+  if newer then return newer end
   if not status then
     gone = gone + 1
   else

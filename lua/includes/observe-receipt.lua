@@ -2,13 +2,32 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now): the reading
-  and the reply every receipt script shares. They touch only the keys they
+  observation(code, receipt, now), receiptSchema(), schemaVersion(text) and
+  newerSchemaReply(key, text): the reading and the reply every receipt
+  script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
 
   corruptReply(key, why)  the error reply 'TRC_CORRUPT <key>: <why>' a script
     returns for a key it must not touch; the store turns it into a typed
     CorruptReceiptError.
+
+  receiptSchema()  the receipt layout these scripts write and read: the
+    `schema` field a claim that creates a receipt, and every reclaim, writes.
+    A receipt without the field has layout 1 (written before layouts were
+    numbered). Layout 2 is layout 1 with the field: what this release adds
+    (more fields) a release that does not know them ignores. The number grows
+    only when a release stores something an older one would misread.
+
+  schemaVersion(text)  the layout of a `schema` field as read: 1 for nil
+    (absent), the whole number >= 1 it holds, or nil when it holds anything
+    else.
+
+  newerSchemaReply(key, text)  the error reply
+    'TRC_VERSION <key>: schema <n> is newer than <receiptSchema()>' when the
+    field names a layout newer than receiptSchema() (a receipt a newer release
+    wrote: never read, never written; the store turns it into a typed
+    ReceiptVersionError), the corrupt reply when it is not a whole number
+    >= 1, else nil.
 
   wrongType(key, expected)  corruptReply when `key` exists with a Redis type
     other than `expected` ('hash', 'zset'), else nil (a missing key is fine).
@@ -17,7 +36,10 @@
     transition opens with, before it writes anything: returns
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
-    includes/count.lua) not a sorted set, or the receipt hash exists with a status other than running,
+    includes/count.lua) not a sorted set, the receipt has a layout newer than
+    receiptSchema() (newerSchemaReply, checked before anything else of it, so a
+    state only a newer release knows is never called corrupt), or the receipt
+    hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. So a corrupt receipt is never taken for an
     absent one, and nothing is written.
@@ -39,7 +61,8 @@
       result      stored result text, '' when absent
       ambiguous   ambiguous_ms as stored, '' when unset
       epoch       the lifetime's epoch, minted by the claim that created it
-                  ('' when absent: a receipt written before epochs existed) }
+                  ('' when absent: a receipt written before epochs existed)
+      schema      the `schema` field as stored, nil when absent }
 
   leaseState(receipt, now)  expired (0|1), remaining_ms of the lease of a
     running receipt on the server clock `now`; 0, 0 when not running.
@@ -55,8 +78,10 @@
       epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
+local function receiptSchema() return 2 end
+
 local function receiptFields(key)
-  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch')
+  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema')
 end
 
 local function receiptOf(f)
@@ -68,6 +93,7 @@ local function receiptOf(f)
     result = f[5] or '',
     ambiguous = f[6] or '',
     epoch = f[7] or '',
+    schema = f[8] or nil,
   }
 end
 
@@ -81,6 +107,21 @@ local function corruptReply(key, why)
   return redis.error_reply('TRC_CORRUPT ' .. key .. ': ' .. why)
 end
 
+local function schemaVersion(text)
+  if text == nil then return 1 end
+  if not string.find(text, '^%d+$') then return nil end
+  local n = tonumber(text)
+  if n < 1 then return nil end
+  return n
+end
+
+local function newerSchemaReply(key, text)
+  local version = schemaVersion(text)
+  if version == nil then return corruptReply(key, 'schema is not a whole number >= 1') end
+  if version <= receiptSchema() then return nil end
+  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. receiptSchema())
+end
+
 local function wrongType(key, expected)
   local actual = redis.call('TYPE', key)['ok']
   if actual == 'none' or actual == expected then return nil end
@@ -92,6 +133,8 @@ local function openReceiptHash(receiptKey)
   local f = receiptFields(receiptKey)
   if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
   local receipt = receiptOf(f)
+  local newer = receipt.schema and newerSchemaReply(receiptKey, receipt.schema)
+  if newer then return nil, newer end
   if receipt.status == '' then
     if redis.call('EXISTS', receiptKey) == 1 then
       return nil, corruptReply(receiptKey, 'the hash has no status field')

@@ -36,6 +36,7 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   // The receipt store.
   'receipt.fenced_out',
   'receipt.corrupt',
+  'receipt.version',
   'receipt.not_ambiguous',
   'receipt.contested',
   'receipt.not_settled',

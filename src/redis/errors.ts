@@ -81,15 +81,61 @@ export class CorruptReceiptError extends ToolReceiptsError {
   }
 }
 
-const CORRUPT_REPLY = /^TRC_CORRUPT (.*?): (.*)$/s;
+/**
+ * The receipt layout this release writes and reads, stored in each receipt's
+ * `schema` field by the claim that creates it and by every reclaim. A receipt
+ * without the field has layout 1, written before layouts were numbered; what
+ * layout 2 adds, a release that reads only layout 1 ignores. The number grows
+ * only when a release stores something an older release would misread, so an
+ * older release refuses such a receipt ({@link ReceiptVersionError}) instead.
+ * The scripts hold the same number (`lua/includes/observe-receipt.lua`).
+ */
+export const RECEIPT_SCHEMA_VERSION = 2;
 
 /**
- * The {@link CorruptReceiptError} a script's `TRC_CORRUPT <key>: <why>` error
- * reply (or a raw `WRONGTYPE` reply on `redisKey`) stands for; any other
- * error is returned unchanged.
+ * A receipt written by a newer release of this package, in a layout this
+ * release does not know (its `schema` field is above
+ * {@link RECEIPT_SCHEMA_VERSION}): met during a rolling deploy of a release
+ * that changed the layout, or after rolling back past one. Nothing was read
+ * into it or written to it, since reading it as this release's layout could
+ * misreport its state. Run the call, or the command, with the newer release.
+ */
+export class ReceiptVersionError extends ToolReceiptsError {
+  readonly code = 'receipt.version';
+  /** The receipt's Redis key. */
+  readonly redisKey: string;
+  /** The layout the receipt carries. */
+  readonly foundVersion: number;
+  /** The newest layout this release reads ({@link RECEIPT_SCHEMA_VERSION}). */
+  readonly supportedVersion: number;
+
+  constructor(redisKey: string, foundVersion: number, supportedVersion: number = RECEIPT_SCHEMA_VERSION, options?: { cause?: unknown }) {
+    super(
+      `${redisKey} was written by a newer release of bullmq-tool-receipts (receipt schema ${foundVersion}; this release reads up ` +
+        `to ${supportedVersion}); nothing was read or written. Handle it with the newer release: finish the rollout, or keep ` +
+        'a worker of that release running while its receipts live',
+      options,
+    );
+    this.redisKey = redisKey;
+    this.foundVersion = foundVersion;
+    this.supportedVersion = supportedVersion;
+  }
+}
+
+const CORRUPT_REPLY = /^TRC_CORRUPT (.*?): (.*)$/s;
+/** The key goes up to the fixed tail, so a key holding ': ' is still read whole. */
+const VERSION_REPLY = /^TRC_VERSION (.*): schema (\d+) is newer than (\d+)$/s;
+
+/**
+ * The typed error a script's error reply stands for: {@link CorruptReceiptError}
+ * for `TRC_CORRUPT <key>: <why>` (or a raw `WRONGTYPE` reply on `redisKey`),
+ * {@link ReceiptVersionError} for `TRC_VERSION <key>: schema <n> is newer than
+ * <m>`; any other error is returned unchanged.
  */
 export function corruptReceiptErrorOf(error: unknown, redisKey: string): unknown {
   if (!(error instanceof Error)) return error;
+  const newer = VERSION_REPLY.exec(error.message);
+  if (newer) return new ReceiptVersionError(newer[1] ?? redisKey, Number(newer[2]), Number(newer[3]), { cause: error });
   const match = CORRUPT_REPLY.exec(error.message);
   if (match) return new CorruptReceiptError(match[1] ?? redisKey, match[2] ?? 'malformed', { cause: error });
   if (error.message.startsWith('WRONGTYPE')) return new CorruptReceiptError(redisKey, 'a key holds the wrong Redis type', { cause: error });

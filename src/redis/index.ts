@@ -49,6 +49,8 @@ export {
   FencedOutError,
   NotAmbiguousError,
   CorruptReceiptError,
+  ReceiptVersionError,
+  RECEIPT_SCHEMA_VERSION,
   ContestedReceiptError,
   type AttemptFence,
   ReceiptValueNotSerializableError,

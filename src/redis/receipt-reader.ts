@@ -4,7 +4,7 @@
  */
 import { isCluster, scanKeys, type RedisConnection } from './connection.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
-import { CorruptReceiptError, corruptReceiptErrorOf } from './errors.js';
+import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from './errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, queueScript, runScript } from './scripts.js';
@@ -19,6 +19,9 @@ export interface AmbiguousScan {
    */
   readonly receiptsSeen: number;
 }
+
+/** A receipt read as the error that says why it cannot be read. */
+type Unreadable = CorruptReceiptError | ReceiptVersionError;
 
 /**
  * Reads receipts without writing to them: one receipt with every field, a
@@ -66,15 +69,18 @@ export class ReceiptReader {
    */
   async inspectMany(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
     return (await this.inspectEach(redisKeys)).map((read) => {
-      if (read instanceof CorruptReceiptError) throw read;
+      if (read instanceof CorruptReceiptError || read instanceof ReceiptVersionError) throw read;
       return read;
     });
   }
 
-  /** As {@link inspectMany}, but a corrupt receipt is returned as its error instead of failing the whole read. */
-  private async inspectEach(redisKeys: readonly string[]): Promise<(ReceiptRecord | null | CorruptReceiptError)[]> {
-    const corruptAsValue = (error: unknown): CorruptReceiptError => {
-      if (error instanceof CorruptReceiptError) return error;
+  /**
+   * As {@link inspectMany}, but a corrupt receipt, or one a newer release
+   * wrote, is returned as its error instead of failing the whole read.
+   */
+  private async inspectEach(redisKeys: readonly string[]): Promise<(ReceiptRecord | null | Unreadable)[]> {
+    const corruptAsValue = (error: unknown): Unreadable => {
+      if (error instanceof CorruptReceiptError || error instanceof ReceiptVersionError) return error;
       throw error;
     };
     if (redisKeys.length === 0) return [];
@@ -124,12 +130,25 @@ export class ReceiptReader {
     return found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
   }
 
-  async listAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<ReceiptRecord[]> {
-    return (await this.scanAmbiguous(count, onCorrupt)).receipts;
+  /**
+   * Ambiguous receipts found by SCAN. A corrupt receipt goes to `onCorrupt`;
+   * one a newer release wrote goes to `onNewer`, or fails the listing when
+   * there is none (it may be ambiguous, and this release cannot tell).
+   */
+  async listAmbiguous(
+    count: number,
+    onCorrupt: (error: CorruptReceiptError) => void,
+    onNewer?: (error: ReceiptVersionError) => void,
+  ): Promise<ReceiptRecord[]> {
+    return (await this.scanAmbiguous(count, onCorrupt, onNewer)).receipts;
   }
 
-  /** {@link listAmbiguous}, and how many receipt keys the walk met (corrupt ones included). */
-  async scanAmbiguous(count: number, onCorrupt: (error: CorruptReceiptError) => void): Promise<AmbiguousScan> {
+  /** {@link listAmbiguous}, and how many receipt keys the walk met (corrupt and newer ones included). */
+  async scanAmbiguous(
+    count: number,
+    onCorrupt: (error: CorruptReceiptError) => void,
+    onNewer?: (error: ReceiptVersionError) => void,
+  ): Promise<AmbiguousScan> {
     const found: ReceiptRecord[] = [];
     const visited = new Set<string>();
     for await (const keys of scanKeys(this.redis, receiptScanPattern(this.prefix), count)) {
@@ -137,7 +156,10 @@ export class ReceiptReader {
       const ours = keys.filter((k) => !visited.has(k) && isReceiptRedisKey(this.prefix, k));
       for (const k of ours) visited.add(k);
       for (const record of await this.inspectEach(ours)) {
-        if (record instanceof CorruptReceiptError) onCorrupt(record);
+        if (record instanceof ReceiptVersionError) {
+          if (onNewer === undefined) throw record;
+          onNewer(record);
+        } else if (record instanceof CorruptReceiptError) onCorrupt(record);
         else if (record && isAmbiguousRecord(record)) found.push(record);
       }
     }

@@ -4,7 +4,7 @@
  */
 import type { EffectResumability } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { CorruptReceiptError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
+import { CorruptReceiptError, RECEIPT_SCHEMA_VERSION, ReceiptVersionError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
 import { fromStoredJson } from './stored-json.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './receipt-history.js';
 
@@ -133,6 +133,14 @@ export interface ReceiptRecord {
   readonly history: readonly ReceiptHistoryEntry[];
   /** History entries written but no longer kept (dropped past the cap, or unreadable). */
   readonly historyDropped: number;
+  /**
+   * The receipt's layout (its `schema` field; 1 for a receipt written before
+   * layouts were numbered). Never above `RECEIPT_SCHEMA_VERSION`: a receipt
+   * a newer release wrote is refused with `ReceiptVersionError`, not read.
+   * Always set on a record read from Redis; optional so records built by
+   * hand (tests, fixtures) need not name it.
+   */
+  readonly schema?: number;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -153,6 +161,20 @@ function optionalInt(fields: Map<string, string>, name: string): number | null {
 }
 
 /**
+ * The layout a receipt's `schema` field names (1 when absent), as the scripts
+ * read it (`lua/includes/observe-receipt.lua`): throws `ReceiptVersionError`
+ * for one newer than this release's, `CorruptReceiptError` for a value that is
+ * not a whole number >= 1.
+ */
+function schemaOf(redisKey: string, raw: string | undefined): number {
+  if (raw === undefined) return 1;
+  const version = /^\d+$/.test(raw) ? Number(raw) : 0;
+  if (version < 1) throw new CorruptReceiptError(redisKey, 'schema is not a whole number >= 1');
+  if (version > RECEIPT_SCHEMA_VERSION) throw new ReceiptVersionError(redisKey, version);
+  return version;
+}
+
+/**
  * Parses the reply of `inspect-1.lua` (`{ now, pttl, field, value, … }`);
  * returns `null` when the receipt does not exist.
  */
@@ -166,6 +188,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const fields = new Map<string, string>();
   for (let i = 2; i < reply.length; i += 2) fields.set(str(reply[i]), str(reply[i + 1]));
 
+  // Before anything else of it: a newer layout may hold a state this release would call corrupt, or misread.
+  const schema = schemaOf(redisKey, fields.get('schema'));
   const status = fields.get('status');
   if (status !== 'running' && status !== 'completed' && status !== 'failed') {
     throw new CorruptReceiptError(
@@ -242,6 +266,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
     history,
     historyDropped: Math.max(0, historySeq - history.length),
+    schema,
     ttlMs,
     readAtMs: nowMs,
   };

@@ -13,6 +13,7 @@ import {
   ContestedReceiptError,
   corruptReceiptErrorOf,
   type CorruptReceiptError,
+  type ReceiptVersionError,
   FencedOutError,
   InvalidReceiptInputError,
   NotAmbiguousError,
@@ -459,10 +460,17 @@ export class ReceiptStore {
    * batch hint (default 500). A corrupt receipt met on the way is skipped and
    * handed to `onCorrupt` (default: ignored), so one bad key does not hide
    * the others. A reported attempt stays listed while contested (its lease
-   * live again after a late heartbeat).
+   * live again after a late heartbeat). A receipt a newer release wrote
+   * (`ReceiptVersionError`) is handed to `onNewer` and skipped; without
+   * `onNewer` it fails the listing, since this release cannot tell whether
+   * it is ambiguous.
    */
-  listAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<ReceiptRecord[]> {
-    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
+  listAmbiguous(options?: {
+    count?: number;
+    onCorrupt?: (error: CorruptReceiptError) => void;
+    onNewer?: (error: ReceiptVersionError) => void;
+  }): Promise<ReceiptRecord[]> {
+    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
   }
 
   /**
@@ -470,8 +478,12 @@ export class ReceiptStore {
    * the prefix (`receiptsSeen`: 0 when there is none at all, as under a
    * mistyped prefix), at no extra cost.
    */
-  scanAmbiguous(options?: { count?: number; onCorrupt?: (error: CorruptReceiptError) => void }): Promise<AmbiguousScan> {
-    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined));
+  scanAmbiguous(options?: {
+    count?: number;
+    onCorrupt?: (error: CorruptReceiptError) => void;
+    onNewer?: (error: ReceiptVersionError) => void;
+  }): Promise<AmbiguousScan> {
+    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
   }
 
   /**

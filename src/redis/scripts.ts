@@ -3,11 +3,18 @@
  * with `defineCommand`, so ioredis sends EVALSHA and falls back to EVAL when
  * the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
  *
+ * Each is registered under its name and the start of its text's SHA-1, not
+ * its name alone: two copies of the package in one process (two releases, one
+ * a dependency of the other) may share a connection, and a second definition
+ * under the same command name would replace the first, so one copy would run
+ * the other's scripts.
+ *
  * A script may share code through `--- @include "<name>"` lines: each such
  * line is replaced by `lua/includes/<name>.lua` (itself expanded the same
  * way) when the script is read, so Redis only ever sees one self-contained
  * script per command.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { RedisConnection, RedisPipeline } from './connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
@@ -117,7 +124,15 @@ function readPackageInclude(name: string): string | undefined {
 }
 
 const sourceCache = new Map<string, string>();
-const defined = new WeakMap<object, Map<string, string>>();
+/** Per connection: each script name defined on it, with its file and the command it is registered under. */
+const defined = new WeakMap<object, Map<string, { readonly file: string; readonly command: string }>>();
+/** Per script name: every command it was registered under (one per file it was defined from), for pipelines. */
+const commandsOf = new Map<string, Set<string>>();
+
+/** The command `name` defined from `file` is registered under: the name, then 12 hex digits of the text's SHA-1. */
+function commandName(name: string, file: string): string {
+  return `${name}_${createHash('sha1').update(scriptSource(file)).digest('hex').slice(0, 12)}`;
+}
 
 /**
  * The text of `lua/<file>` with its `@include` lines expanded (see
@@ -155,16 +170,20 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
     }
     const previous = names.get(script.name);
     if (previous !== undefined) {
-      if (previous !== script.file) {
+      if (previous.file !== script.file) {
         throw new ScriptDefinitionError(
-          `command ${script.name} is already defined from ${previous}, not ${script.file}`,
+          `command ${script.name} is already defined from ${previous.file}, not ${script.file}`,
         );
       }
       continue;
     }
     const numberOfKeys = script.numberOfKeys === 'any' ? undefined : script.numberOfKeys;
-    redis.defineCommand(script.name, { numberOfKeys, lua: scriptSource(script.file) });
-    names.set(script.name, script.file);
+    const command = commandName(script.name, script.file);
+    redis.defineCommand(command, { numberOfKeys, lua: scriptSource(script.file) });
+    names.set(script.name, { file: script.file, command });
+    let commands = commandsOf.get(script.name);
+    if (!commands) commandsOf.set(script.name, (commands = new Set()));
+    commands.add(command);
   }
 }
 
@@ -173,8 +192,9 @@ type ScriptFn = (...args: ScriptArg[]) => Promise<unknown>;
 
 /** Runs a script defined with {@link defineScripts} on a connection. */
 export function runScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
-  const fn = (redis as unknown as Record<string, ScriptFn | undefined>)[name];
-  if (typeof fn !== 'function' || !defined.get(redis)?.has(name)) {
+  const command = defined.get(redis)?.get(name)?.command;
+  const fn = command === undefined ? undefined : (redis as unknown as Record<string, ScriptFn | undefined>)[command];
+  if (typeof fn !== 'function') {
     throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
   }
   return fn.call(redis, ...keys, ...args);
@@ -192,7 +212,13 @@ export function runVariadicScript(
 
 /** Queues a defined script on a pipeline or MULTI of the connection it was defined on. */
 export function queueScript(pipeline: RedisPipeline, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
-  const fn = (pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>)[name];
+  // A pipeline has the commands of its connection, which holds one of the script's commands at most.
+  const methods = pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>;
+  let fn: ((...a: ScriptArg[]) => unknown) | undefined;
+  for (const command of commandsOf.get(name) ?? []) {
+    fn = methods[command];
+    if (typeof fn === 'function') break;
+  }
   if (typeof fn !== 'function') {
     throw new ScriptDefinitionError(`script ${name} is not available on this pipeline; call defineScripts first`);
   }

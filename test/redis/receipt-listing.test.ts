@@ -47,7 +47,7 @@ describe('inspect', () => {
     await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), { ok: 1 });
     const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
     expect(fields).toEqual(
-      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'epoch', 'owner', 'result', 'run', 'started_ms', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
+      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'epoch', 'owner', 'result', 'run', 'schema', 'started_ms', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
     );
   });
 });

@@ -4,6 +4,7 @@ import {
   ScriptIncludeError,
   defineScripts,
   expandIncludes,
+  queueScript,
   runScript,
   scriptSource,
 } from '../../src/redis/scripts.js';
@@ -27,6 +28,18 @@ describe('defineScripts', () => {
     defineScripts(redis, [{ name: 'x2', file: 'claim-4.lua', numberOfKeys: 4 }]);
     expect(() => defineScripts(redis, [{ name: 'x2', file: 'fail-3.lua', numberOfKeys: 3 }])).toThrow(/already defined/);
     expect(() => scriptSource('../package.json')).toThrow(ScriptDefinitionError);
+  });
+
+  it('another copy of the package defining its own script under the same name on the same connection does not replace this one', async () => {
+    const redis = fixture.connect();
+    defineScripts(redis, [{ name: 'sharedInspect', file: 'inspect-1.lua', numberOfKeys: 1 }]);
+    // What a second copy (another release, as a dependency of a dependency) does with the plain name.
+    redis.defineCommand('sharedInspect', { numberOfKeys: 1, lua: 'return "the other copy"' });
+    const key = `${fixture.handle().prefix}:none`;
+    expect(await runScript(redis, 'sharedInspect', [key], [])).toEqual([expect.any(Number), -2]);
+    const pipeline = redis.pipeline();
+    queueScript(pipeline, 'sharedInspect', [key], []);
+    expect(await pipeline.exec()).toEqual([[null, [expect.any(Number), -2]]]);
   });
 
   it('refuses to run a script not defined on that connection', () => {

@@ -3,7 +3,7 @@
  * attempt, so nobody knows whether the effect happened. Each one waits for an
  * operator to check and resolve it.
  */
-import type { CorruptReceiptError } from '../../redis/errors.js';
+import type { CorruptReceiptError, ReceiptVersionError } from '../../redis/errors.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ambiguousSinceMs, emptyPrefixLine, table, token, when, writeJson, writeLine } from '../format.js';
@@ -37,7 +37,8 @@ export interface AmbiguousReport {
  */
 export async function ambiguousCommand({ store, out, args }: CommandContext<AmbiguousArgs>): Promise<void> {
   const corrupt: CorruptReceiptError[] = [];
-  const scan = await store.scanAmbiguous({ onCorrupt: (e) => corrupt.push(e) });
+  const newer: ReceiptVersionError[] = [];
+  const scan = await store.scanAmbiguous({ onCorrupt: (e) => corrupt.push(e), onNewer: (e) => newer.push(e) });
   const records = scan.receipts.sort((a, b) => since(a) - since(b) || a.redisKey.localeCompare(b.redisKey));
   const prefixEmpty = scan.receiptsSeen === 0;
   if (args.json) {
@@ -46,6 +47,13 @@ export async function ambiguousCommand({ store, out, args }: CommandContext<Ambi
     return;
   }
   for (const e of corrupt) writeLine(out, `Skipped a corrupt receipt: ${e.redisKey} (${e.why}); inspect it with redis-cli.`);
+  for (const e of newer) {
+    writeLine(
+      out,
+      `Skipped a receipt a newer release wrote: ${e.redisKey} (schema ${e.foundVersion}; this release reads up to ` +
+        `${e.supportedVersion}); list it with that release's tool-receipts.`,
+    );
+  }
   if (prefixEmpty) {
     writeLine(out, emptyPrefixLine(store.prefix));
     return;
@@ -87,8 +95,9 @@ the effect and settles the receipt with \`tool-receipts resolve\`.
 Columns: tenant, run, tool, attempts, reconciled, since when it is ambiguous (server
 clock), and the Redis key to pass to \`show\` or \`resolve\` (quote it: it
 holds { | and }). Oldest first. Finds receipts with SCAN over the whole server.
-A receipt hash that is corrupt (no valid status, or a key of another type) is
-skipped with a line naming it (not in --json output). When no receipt at all
+A receipt hash that is corrupt (no valid status, or a key of another type), or
+that a newer release of the package wrote, is skipped with a line naming it
+(not in --json output). When no receipt at all
 exists under the prefix, it says so ("No receipts at all under prefix ...:
 check --prefix"), apart from "No ambiguous receipts".
 

@@ -1,0 +1,174 @@
+/**
+ * Receipt layouts. A claim writes this release's layout number; a receipt an
+ * earlier release wrote (no `schema` field) is read and used as before; a
+ * receipt a newer release wrote is refused by every operation and reader with
+ * `receipt.version`, naming the key and both layouts, and nothing is written:
+ * reading it as this release's layout could misreport it.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import { RECEIPT_SCHEMA_VERSION, ReceiptVersionError } from '../../src/redis/errors.js';
+import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
+import { runCommand } from '../../src/cli/commands/run.js';
+import { showCommand } from '../../src/cli/commands/show.js';
+import { Capture, spawnCli } from '../cli/support.js';
+import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+const NEWER = RECEIPT_SCHEMA_VERSION + 1;
+const fence = { attempt: 1, epoch: 'e' };
+const reconciles = (store: ReceiptStore): ReconcileStore => new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix });
+
+describe('the layout a receipt carries', () => {
+  it('the scripts and the TypeScript readers know the same layout', () => {
+    const include = readFileSync(new URL('../../lua/includes/observe-receipt.lua', import.meta.url), 'utf8');
+    expect(Number(/^local function receiptSchema\(\) return (\d+) end$/m.exec(include)?.[1])).toBe(RECEIPT_SCHEMA_VERSION);
+    expect(RECEIPT_SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a claim that creates a receipt writes it, and a read reports it', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', schema: RECEIPT_SCHEMA_VERSION });
+  });
+
+  it('a receipt an earlier release wrote (no schema field) reads as layout 1, settles as before, and a reclaim moves it to this layout', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    const fence1 = await claimFence(store, key, { effect: 'resumable', leaseMs: 60 });
+    await store.recordStep(key, fence1, 'reserve', { ticket: 7 });
+    await redis.hdel(store.redisKey(key), 'schema');
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1, schema: 1, steps: { reserve: { ticket: 7 } } });
+
+    await waitForLeaseExpiry(store, key);
+    const second = await store.claim(key, { effect: 'resumable' });
+    expect(second.decision.kind).toBe('execute');
+    expect(second.attempt).toBe(2);
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
+    await store.complete(key, second.fence!, { sent: true });
+    expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 2, result: { sent: true }, schema: RECEIPT_SCHEMA_VERSION });
+
+    const other = freshKey();
+    const claimed = await claimFence(store, other, { effect: 'opaque' });
+    await redis.hdel(store.redisKey(other), 'schema');
+    await store.complete(other, claimed, 'done');
+    expect(await store.inspect(other)).toMatchObject({ status: 'completed', result: 'done', schema: 1 });
+    expect(await redis.hexists(store.redisKey(other), 'schema')).toBe(0);
+    expect((await store.stats({ tenantId: other.tenantId })).byStatus.completed).toBe(1);
+    expect((await store.stats({ tenantId: other.tenantId, scan: true })).byStatus.completed).toBe(1);
+  });
+
+  it.each(['abc', '0', '2.5', ''])('a schema field that is not a whole number >= 1 (%j) is corrupt, for the scripts and the readers', async (value) => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    await store.claim(key, { effect: 'opaque' });
+    await redis.hset(store.redisKey(key), 'schema', value);
+    await expect(store.inspect(key)).rejects.toMatchObject({ code: 'receipt.corrupt', why: 'schema is not a whole number >= 1' });
+    await expect(store.claim(key, { effect: 'opaque' })).rejects.toMatchObject({ code: 'receipt.corrupt', why: 'schema is not a whole number >= 1' });
+  });
+});
+
+/** A receipt as a newer release might leave it: a state and a field this release does not know. */
+async function writtenByNewerRelease(store: ReceiptStore, redis: ReturnType<typeof fixture.connect>, key: ToolCallReceiptKey, status: string) {
+  const redisKey = store.redisKey(key);
+  await redis.hset(redisKey, {
+    tenant: key.tenantId, run: key.runId, tool: key.toolName, args_hash: key.argsHash,
+    status, attempts: '1', epoch: 'e', effect: 'opaque', lease_until_ms: '1', created_ms: '1', updated_ms: '1',
+    schema: String(NEWER), paused_until_ms: '99',
+  });
+  await redis.zadd(store.runIndexKey(key.tenantId, key.runId), 1, redisKey);
+  return redisKey;
+}
+
+const operations: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<unknown>][] = [
+  ['claim', (s, k) => s.claim(k, { effect: 'opaque' })],
+  ['complete', (s, k) => s.complete(k, fence, 'x')],
+  ['completeAndClaim', (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } })],
+  ['claimGroup', async (s, k) => {
+    // The group leaves a receipt it cannot claim to the call's own claim, which says why.
+    const [ahead] = await s.claimGroup([{ key: k, options: { effect: 'opaque' } }]);
+    if (ahead !== null) throw new Error('expected no answer for a receipt of a newer layout');
+    return s.claim(k, { effect: 'opaque' });
+  }],
+  ['fail', (s, k) => s.fail(k, fence, { error: 'x' })],
+  ['markOutcomeUnknown', (s, k) => s.markOutcomeUnknown(k, fence, 'x')],
+  ['heartbeat', (s, k) => s.heartbeat(k, fence)],
+  ['recordStep', (s, k) => s.recordStep(k, fence, 'step', 1)],
+  ['flagAmbiguous', (s, k) => s.flagAmbiguous(k, fence, 'opaque')],
+  ['resolve', (s, k) => s.resolve(k, { attemptsSeen: 1, outcome: 'failed', error: 'x' })],
+  ['inspect', (s, k) => s.inspect(k)],
+  ['listRun', (s, k) => s.listRun(k.tenantId, k.runId)],
+  ['listAmbiguous without onNewer', (s) => s.listAmbiguous()],
+  ['stats by scan', (s, k) => s.stats({ tenantId: k.tenantId, scan: true })],
+  ['rebuildCounts', (s, k) => s.rebuildCounts({ tenantId: k.tenantId })],
+  ['ReconcileStore.begin', (s, k) => reconciles(s).begin(k, fence, 1_000, 'w')],
+  ['ReconcileStore.settle', (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' })],
+  ['ReconcileStore.noteJob', (s, k) => reconciles(s).noteJob(k, { queue: 'q', prefix: 'bull', id: '1' })],
+  ['ReconcileStore.reclaimKeyed', (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' })],
+];
+
+describe.each(operations)('%s on a receipt a newer release wrote', (_name, operation) => {
+  it.each(['running', 'paused'])('status %s: receipt.version naming the key and both layouts, nothing written', async (status) => {
+    // Each test its own prefix: listAmbiguous and the scan walk the whole server.
+    const store = fixture.store({ prefix: `v${Math.random().toString(36).slice(2, 8)}` });
+    const redis = fixture.connect();
+    const key = freshKey();
+    const redisKey = await writtenByNewerRelease(store, redis, key, status);
+    const before = await redis.hgetall(redisKey);
+    const indexBefore = await redis.zrange(store.runIndexKey(key.tenantId, key.runId), 0, -1, 'WITHSCORES');
+
+    const error = await operation(store, key).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ReceiptVersionError);
+    expect(error).toMatchObject({ code: 'receipt.version', redisKey, foundVersion: NEWER, supportedVersion: RECEIPT_SCHEMA_VERSION });
+    expect((error as Error).message).toContain(`receipt schema ${NEWER}; this release reads up to ${RECEIPT_SCHEMA_VERSION}`);
+    expect(await redis.hgetall(redisKey)).toEqual(before);
+    expect(await redis.zrange(store.runIndexKey(key.tenantId, key.runId), 0, -1, 'WITHSCORES')).toEqual(indexBefore);
+    expect(await redis.exists(`${store.prefix}:cnt:{${key.tenantId}|${key.runId}}`)).toBe(0);
+  });
+});
+
+describe('the CLI on a receipt a newer release wrote', () => {
+  it('show and run refuse it with receipt.version; ambiguous skips it with a line naming it and lists the rest', async () => {
+    const store = fixture.store({ prefix: 'vcli' });
+    const redis = fixture.connect();
+    const key = freshKey();
+    const redisKey = await writtenByNewerRelease(store, redis, key, 'running');
+    const before = await redis.hgetall(redisKey);
+
+    await expect(showCommand({ store, redis, out: new Capture(), args: { redisKey, json: false } })).rejects.toMatchObject({ code: 'receipt.version', redisKey });
+    await expect(
+      runCommand({ store, redis, out: new Capture(), args: { tenantId: key.tenantId, runId: key.runId, json: false } }),
+    ).rejects.toMatchObject({ code: 'receipt.version', redisKey });
+
+    // An ambiguous receipt of this release beside it is still listed.
+    const mine = freshKey();
+    await store.claim(mine, { effect: 'opaque', leaseMs: 60 });
+    await waitForLeaseExpiry(store, mine);
+    const out = new Capture();
+    await ambiguousCommand({ store, redis, out, args: { json: false } });
+    expect(out.text).toContain(
+      `Skipped a receipt a newer release wrote: ${redisKey} (schema ${NEWER}; this release reads up to ${RECEIPT_SCHEMA_VERSION})`,
+    );
+    expect(out.text).toContain(store.redisKey(mine));
+    expect(out.text).toContain('1 ambiguous receipt.');
+    const listed = await store.listAmbiguous({ onNewer: () => undefined });
+    expect(listed.map((r) => r.redisKey)).toEqual([store.redisKey(mine)]);
+
+    // The real command line: one sentence, the code in --json, exit 1.
+    const shown = await spawnCli(['show', redisKey, '--json', '--prefix', store.prefix], fixture.handle().url);
+    expect(shown.code).toBe(1);
+    expect(JSON.parse(shown.stderr)).toMatchObject({ error: { code: 'receipt.version' } });
+    expect(await redis.hgetall(redisKey)).toEqual(before);
+  });
+});
