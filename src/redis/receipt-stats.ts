@@ -9,7 +9,7 @@
 import type { EffectResumability } from '../core/decision.js';
 import { isCluster, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
-import { receiptCountRedisKeyOfTag } from './keys.js';
+import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
 import { SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
 import { queueScript, runScript } from './scripts.js';
@@ -160,20 +160,67 @@ const PAGES_IN_FLIGHT = 4;
  */
 export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats | undefined> {
   const totals = new StatsTotals();
+  const read = await countRegistered(redis, registry, tenantId, () => totals);
+  if (read === undefined) return undefined;
+  return totals.finish(registry.prefix, tenantId, totals.readAtMs || read, 'counting-sets');
+}
+
+/**
+ * The counts of {@link countReceipts}, one {@link ReceiptStats} per tenant
+ * that has live receipts, in one pass over the registry; empty when no run
+ * is registered.
+ */
+export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<Map<string, ReceiptStats>> {
+  const byTenant = new Map<string, StatsTotals>();
+  const read = await countRegistered(redis, registry, undefined, (run) => {
+    const tenant = run.tag.slice(0, run.tag.indexOf('|'));
+    let totals = byTenant.get(tenant);
+    if (totals === undefined) byTenant.set(tenant, (totals = new StatsTotals()));
+    return totals;
+  });
+  const stats = new Map<string, ReceiptStats>();
+  for (const [encoded, totals] of byTenant) {
+    let tenantId: string;
+    try {
+      tenantId = decodeKeyComponent(encoded);
+    } catch {
+      continue; // a hand-written registry member that no store wrote
+    }
+    const counted = totals.finish(registry.prefix, tenantId, totals.readAtMs || (read ?? 0), 'counting-sets');
+    if (counted.total > 0) stats.set(tenantId, counted);
+  }
+  return stats;
+}
+
+/**
+ * Adds every registered run's tally (or `tenantId`'s runs') to the totals
+ * `totalsOf` picks for it, pruning entries whose counting set is gone.
+ * Resolves to the server time of the read, or `undefined` when no run was registered.
+ */
+async function countRegistered(
+  redis: RedisConnection,
+  registry: RunRegistry,
+  tenantId: string | undefined,
+  totalsOf: (run: RegisteredRun) => StatsTotals,
+): Promise<number | undefined> {
   const gone: RegisteredRun[] = [];
   let registered = 0;
+  let readAtMs = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
     const replies = await scriptPerRun(redis, SCRIPT.countRun, page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);
-      else totals.add(tally);
+      else {
+        totalsOf(page[i]!).add(tally);
+        readAtMs = Math.max(readAtMs, tally.nowMs);
+      }
     });
   };
   await forEachBounded(registry.runs(tenantId), PAGES_IN_FLIGHT, countPage);
   if (registered === 0) return undefined;
-  const readAtMs = totals.readAtMs || (await serverTimeMs(redis));
+  readAtMs ||= await serverTimeMs(redis);
   if (gone.length > 0) await registry.prune(gone, readAtMs);
-  return totals.finish(registry.prefix, tenantId, readAtMs, 'counting-sets');
+  return readAtMs;
 }

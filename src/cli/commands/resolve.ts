@@ -3,7 +3,9 @@
  * an operator settles an ambiguous receipt after checking whether its effect
  * happened.
  */
-import { ContestedReceiptError, FencedOutError, NotAmbiguousError } from '../../redis/errors.js';
+import os from 'node:os';
+import { AuditLog } from '../../redis/audit-log.js';
+import { resolveReceipt } from '../../operator/resolve.js';
 import type { ReceiptRecord } from '../../redis/receipt-record.js';
 import type { Resolution } from '../../redis/receipt-store.js';
 import {
@@ -15,11 +17,9 @@ import {
   type CommandSpec,
   type OptionValues,
 } from '../command.js';
-import { CliUsageError, ResolveRefusedError } from '../errors.js';
+import { CliUsageError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
-import { readReceipt } from './show.js';
-import { retryFailedJobs, type JobRetryReport } from '../../bullmq/retry-jobs.js';
-import type { ReceiptStore } from '../../redis/receipt-store.js';
+import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
 
 /** Arguments of {@link resolveCommand}. */
 export interface ResolveArgs {
@@ -47,30 +47,6 @@ export interface ResolveReport {
   readonly after: ReceiptRecord | null;
   /** With `--retry-job`: what was done with each job recorded on the receipt. */
   readonly jobs?: JobRetryReport[];
-}
-
-/** Turns the store's refusal into one sentence for the operator; other errors pass through. */
-function refusal(store: ReceiptStore, redisKey: string, seen: number, err: unknown): unknown {
-  const look = `; look again with ${commandHint(store, 'show', redisKey)}`;
-  if (err instanceof NotAmbiguousError || err instanceof ContestedReceiptError) {
-    return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${err.message}${look}`, err);
-  }
-  if (!(err instanceof FencedOutError)) return err;
-  const observed = err.observed;
-  let why: string;
-  if (observed === null) {
-    why = 'the receipt no longer exists (it expired)';
-  } else if (observed.status !== 'running') {
-    why =
-      `the receipt is already ${observed.status} at attempt ${observed.attempts}` +
-      (observed.attempts === seen ? '' : ` (you passed --attempts ${seen})`) +
-      ', settled since you looked';
-  } else if (observed.attempts === seen) {
-    why = `the receipt is running at attempt ${seen}, but of another lifetime than the epoch you passed (the receipt expired and the call was claimed again)`;
-  } else {
-    why = `the receipt is running at attempt ${observed.attempts}, not at attempt ${seen} as you passed, so it moved on since you looked`;
-  }
-  return new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err);
 }
 
 interface Change {
@@ -113,15 +89,12 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
  */
 export async function resolveCommand({ store, redis, out, args }: CommandContext<ResolveArgs>): Promise<void> {
   if (args.retryJob && redis === undefined) throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
-  const before = await readReceipt(store, args.redisKey);
   const seen = args.resolution.attemptsSeen;
-  try {
-    await store.resolve(before.key, args.resolution);
-  } catch (err) {
-    throw refusal(store, args.redisKey, seen, err);
-  }
-  const after = await store.inspect(before.key);
-  const jobs = args.retryJob && after !== null && redis !== undefined ? await retryFailedJobs(redis, after) : undefined;
+  const { before, after, jobs } = await resolveReceipt(store, args.redisKey, args.resolution, {
+    lookAgain: `; look again with ${commandHint(store, 'show', args.redisKey)}`,
+    ...(redis !== undefined ? { audit: { log: new AuditLog(redis, store.prefix), actor: cliActor(), source: 'cli' } } : {}),
+    ...(args.retryJob && redis !== undefined ? { retryJobsOn: redis } : {}),
+  });
   if (args.json) {
     const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after, ...(jobs ? { jobs } : {}) };
     writeJson(out, report);
@@ -139,6 +112,19 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
       : `The next claim of this call runs it again, as attempt ${seen + 1}.`,
   );
   if (jobs) writeJobRetries(out, jobs);
+}
+
+/** Who resolves, for the audit log: the operating-system user and host running the CLI. */
+export function cliActor(): string {
+  let user = process.env['USER'] ?? process.env['USERNAME'];
+  if (user === undefined) {
+    try {
+      user = os.userInfo().username;
+    } catch {
+      user = 'unknown';
+    }
+  }
+  return `${user}@${os.hostname()}`;
 }
 
 /** One line per job recorded on the receipt: retried, or the state it was left in. */

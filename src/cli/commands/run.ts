@@ -2,8 +2,7 @@
  * `tool-receipts run <tenant> <run>`: one agent run's receipts, and the note
  * a resumed agent of that run would be given about them.
  */
-import { buildResumeJournalNote, journalFromReceipts, type ToolCallJournal } from '../../core/journal.js';
-import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import { runReport } from '../../operator/run-report.js';
 import { JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { leaseLabel, outcomePreview, stateLabel, table, terminalText, token, writeJson, writeLine } from '../format.js';
 
@@ -15,23 +14,7 @@ export interface RunArgs {
   readonly json: boolean;
 }
 
-/** What `run --json` prints. */
-export interface RunReport {
-  readonly tenantId: string;
-  readonly runId: string;
-  /** The run's live receipts, oldest first. */
-  readonly receipts: ReceiptRecord[];
-  /** The journal built from them with `journalFromReceipts`. */
-  readonly journal: ToolCallJournal;
-  /** `buildResumeJournalNote` of that journal; `null` when there is nothing to tell. */
-  readonly note: string | null;
-}
-
-/** Builds the report of a run from its receipts (no I/O). */
-export function runReport(tenantId: string, runId: string, receipts: ReceiptRecord[]): RunReport {
-  const journal = journalFromReceipts(receipts);
-  return { tenantId, runId, receipts, journal, note: buildResumeJournalNote(journal) };
-}
+export { runReport, type RunReport } from '../../operator/run-report.js';
 
 /**
  * Lists a run's receipts oldest first (status, attempts, tool, lease, a

@@ -3,7 +3,7 @@
  */
 import { isAmbiguousRecord, isContestedRecord, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
-import { ReceiptNotFoundError } from '../errors.js';
+import { readReceipt } from '../../operator/read-receipt.js';
 import {
   clip,
   compactJson,
@@ -19,7 +19,6 @@ import {
   writeLine,
   type Output,
 } from '../format.js';
-import { parseReceiptRedisKey } from '../receipt-key.js';
 import type { ReceiptStore } from '../../redis/receipt-store.js';
 
 /** Arguments of {@link showCommand}. */
@@ -30,17 +29,7 @@ export interface ShowArgs {
   readonly json: boolean;
 }
 
-/**
- * Reads the receipt under a Redis key, refusing a key that is not a receipt
- * key under the store's prefix (`InvalidReceiptKeyError`) or under which no
- * receipt exists ({@link ReceiptNotFoundError}).
- */
-export async function readReceipt(store: ReceiptStore, redisKey: string): Promise<ReceiptRecord> {
-  const { key } = parseReceiptRedisKey(redisKey, store.prefix);
-  const record = await store.inspect(key);
-  if (record === null) throw new ReceiptNotFoundError(redisKey);
-  return record;
-}
+export { readReceipt } from '../../operator/read-receipt.js';
 
 /** The field list `show` prints for a record, one `[label, value]` per line. */
 export function receiptFields(record: ReceiptRecord): [string, string][] {
