@@ -23,6 +23,7 @@ export interface AmbiguousEntry {
   readonly tenantId: string;
   readonly runId: string;
   readonly toolName: string;
+  readonly argsHash: string;
   /** When it became ambiguous (ms, server clock). */
   readonly sinceMs: number;
 }
@@ -96,14 +97,17 @@ export async function listAmbiguousEntries(
         if (toolPart !== undefined && !member.startsWith(toolPart)) continue;
         if (filter.minAgeMs !== undefined && nowMs - sinceMs < filter.minAgeMs) continue;
         const colon = member.indexOf(':');
+        if (colon < 0) continue;
         let toolName: string;
+        let argsHash: string;
         try {
-          toolName = decodeKeyComponent(colon < 0 ? member : member.slice(0, colon));
+          toolName = decodeKeyComponent(member.slice(0, colon));
+          argsHash = decodeKeyComponent(member.slice(colon + 1));
         } catch {
           continue;
         }
         // The member is the receipt key's part after the hash tag (includes/count-score.lua).
-        entries.push({ redisKey: `${prefix}:rcpt:{${tag}}:${member}`, tenantId, runId, toolName, sinceMs });
+        entries.push({ redisKey: `${prefix}:rcpt:{${tag}}:${member}`, tenantId, runId, toolName, argsHash, sinceMs });
       }
     });
   };
