@@ -223,6 +223,8 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     switch (r.path) {
       case '/console.css':
         return send(res, 200, CONSOLE_CSS, 'text/css; charset=utf-8');
+      case '/favicon.ico':
+        return send(res, 204, '', 'image/x-icon');
       case '/': {
         const form = filterForm(query);
         const { filter, problem } = filterOf(form);

@@ -10,9 +10,9 @@ import type { EffectResumability } from '../core/decision.js';
 import { isCluster, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
 import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
-import { SCRIPT } from './receipt-scripts.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { queueScript, runScript } from './scripts.js';
+import { defineScripts, queueScript, runScript } from './scripts.js';
 import { forEachBounded } from './bounded.js';
 
 /** Receipts of one status and effect. */
@@ -171,6 +171,7 @@ export async function countReceipts(redis: RedisConnection, registry: RunRegistr
  * is registered.
  */
 export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<Map<string, ReceiptStats>> {
+  defineScripts(redis, RECEIPT_SCRIPTS);
   const byTenant = new Map<string, StatsTotals>();
   const read = await countRegistered(redis, registry, undefined, (run) => {
     const tenant = run.tag.slice(0, run.tag.indexOf('|'));

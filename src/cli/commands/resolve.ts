@@ -87,12 +87,12 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
  * {@link ResolveRefusedError} when the store refused (fenced out, or not
  * ambiguous) and `ReceiptNotFoundError` when there is no receipt.
  */
-export async function resolveCommand({ store, redis, out, args }: CommandContext<ResolveArgs>): Promise<void> {
+export async function resolveCommand({ store, redis, out, args, env }: CommandContext<ResolveArgs>): Promise<void> {
   if (args.retryJob && redis === undefined) throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
   const seen = args.resolution.attemptsSeen;
   const { before, after, jobs } = await resolveReceipt(store, args.redisKey, args.resolution, {
     lookAgain: `; look again with ${commandHint(store, 'show', args.redisKey)}`,
-    ...(redis !== undefined ? { audit: { log: new AuditLog(redis, store.prefix), actor: cliActor(), source: 'cli' } } : {}),
+    ...(redis !== undefined ? { audit: { log: new AuditLog(redis, store.prefix), actor: cliActor(env), source: 'cli' } } : {}),
     ...(args.retryJob && redis !== undefined ? { retryJobsOn: redis } : {}),
   });
   if (args.json) {
@@ -115,8 +115,8 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
 }
 
 /** Who resolves, for the audit log: the operating-system user and host running the CLI. */
-export function cliActor(): string {
-  let user = process.env['USER'] ?? process.env['USERNAME'];
+export function cliActor(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  let user = env['USER'] ?? env['USERNAME'];
   if (user === undefined) {
     try {
       user = os.userInfo().username;

@@ -1,4 +1,4 @@
-/** A run: its receipts on a time axis (created to settled, coloured by state, takeovers and lost attempts marked) and its resume note. */
+/** A run: its receipts on a time axis (created to settled: running, then ambiguous once an attempt was lost, capped by the final status; takeovers marked) and its resume note. */
 import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
 import type { RunReport } from '../../operator/run-report.js';
 import { duration, isoTime } from '../../operator/labels.js';
@@ -37,8 +37,16 @@ export function timeline(ctx: PageContext, receipts: readonly ReceiptRecord[]): 
     if (r.resolvedMs !== null) {
       marks.push(html`<circle class="mark resolved" cx="${x(r.resolvedMs).toFixed(1)}" cy="${y + 7}" r="5"><title>resolved by an operator at ${isoTime(r.resolvedMs)}</title></circle>`);
     }
+    // Running from creation until the attempt was lost (or settled), ambiguous from then until settled, and a cap in the final status.
+    const endMs = r.completedMs ?? r.readAtMs;
+    const lostX = lostAt === null ? null : Math.min(Math.max(x(lostAt), x0), x1);
+    const segments: Html[] = [
+      html`<rect class="bar running" x="${x0.toFixed(1)}" y="${y}" width="${Math.max(1, (lostX ?? x1) - x0).toFixed(1)}" height="14"></rect>`,
+    ];
+    if (lostX !== null) segments.push(html`<rect class="bar ambiguous" x="${lostX.toFixed(1)}" y="${y}" width="${Math.max(1, x1 - lostX).toFixed(1)}" height="14"></rect>`);
+    if (r.status !== 'running') segments.push(html`<rect class="bar ${r.status}" x="${Math.max(x0, x1 - 6).toFixed(1)}" y="${y}" width="6" height="14"></rect>`);
     return html`<a href="${receiptHref(ctx, r.redisKey)}"><text x="6" y="${y + 11}">${r.key.toolName.slice(0, 26)}</text>
-<rect class="bar ${stateClass(r)}" x="${x0.toFixed(1)}" y="${y}" width="${(x1 - x0).toFixed(1)}" height="14" rx="3"><title>${r.key.toolName}: ${stateClass(r)}, attempt ${r.attempts}, created ${isoTime(r.createdMs)}${r.completedMs !== null ? `, settled ${isoTime(r.completedMs)}` : ''}</title></rect>
+<g><title>${r.key.toolName}: ${stateClass(r)}, attempt ${r.attempts}, created ${isoTime(r.createdMs)}${r.completedMs !== null ? `, settled ${isoTime(r.completedMs)}` : ''} (${duration(endMs - r.createdMs)})</title>${segments}</g>
 ${marks}</a>`;
   });
   return html`<svg class="timeline" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="The run's receipts on a time axis">
@@ -47,7 +55,7 @@ ${marks}</a>`;
 <text x="${WIDTH - 10}" y="12" text-anchor="end">+${duration(span)}</text>
 ${rows}
 </svg>
-<div class="legend"><span><span class="badge completed">completed</span></span><span><span class="badge failed">failed</span></span><span><span class="badge running">running</span></span><span><span class="badge ambiguous">ambiguous</span></span><span>○ takeover (a later attempt started)</span><span>■ attempt lost its lease</span><span>● resolved by an operator</span></div>`;
+<div class="legend"><span><span class="badge running">running</span></span><span><span class="badge ambiguous">ambiguous</span></span><span><span class="badge completed">completed</span> / <span class="badge failed">failed</span> (end cap)</span><span>○ takeover (a later attempt started)</span><span>■ attempt lost its lease</span><span>● resolved by an operator</span></div>`;
 }
 
 export function runPageView(ctx: PageContext, report: RunReport): Html {
