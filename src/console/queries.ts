@@ -163,9 +163,6 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
   const jobs = await findJobs(data, q);
   if (jobs.length > 0) groups.push(...jobs);
 
-  const byCall = await findByCallId(data, q, ambiguous.entries);
-  if (byCall) groups.push(byCall);
-
   const tenantRuns = await runsOfTenant(data, q);
   if (tenantRuns.length > 0) {
     groups.push({
@@ -194,6 +191,11 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
       receipts: await readAll(data, ofTool.slice(0, 100).map((e) => e.redisKey)),
       notes: ofTool.length > 100 ? [`Showing 100 of ${ofTool.length}.`] : [],
     });
+  }
+  if (groups.length === 0) {
+    // Last, and only when nothing else matched: it reads the jobs of the receipts that need a person.
+    const byCall = await findByCallId(data, q, ambiguous.entries);
+    if (byCall) groups.push(byCall);
   }
   return groups;
 }
@@ -279,12 +281,16 @@ async function findJobs(data: ConsoleData, q: string): Promise<FindGroup[]> {
   return groups;
 }
 
+/** Receipts that need a person whose jobs a call-id search reads, at most. */
+const CALL_ID_RECEIPTS = 200;
+
 /**
- * A model's tool call id: looked for in the jobs recorded on the receipts
- * that need a person (a job's data names each call's id and tool).
+ * A model's tool call id: looked for in the jobs recorded on the (oldest
+ * {@link CALL_ID_RECEIPTS}) receipts that need a person, whose data names each
+ * call's id and tool.
  */
 async function findByCallId(data: ConsoleData, q: string, entries: readonly AmbiguousEntry[]): Promise<FindGroup | undefined> {
-  const records = await readAll(data, entries.slice(0, 500).map((e) => e.redisKey));
+  const records = await readAll(data, entries.slice(0, CALL_ID_RECEIPTS).map((e) => e.redisKey));
   const hits: ReceiptRecord[] = [];
   const queues = new Map<string, Queue>();
   try {

@@ -160,26 +160,36 @@ const PAGES_IN_FLIGHT = 4;
  */
 export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats | undefined> {
   const totals = new StatsTotals();
-  const read = await countRegistered(redis, registry, tenantId, () => totals);
+  const read = await countRegistered(redis, registry, tenantId, (_, tally) => totals.add(tally));
   if (read === undefined) return undefined;
   return totals.finish(registry.prefix, tenantId, totals.readAtMs || read, 'counting-sets');
 }
 
+/** What {@link countReceiptsByTenant} returns. */
+export interface TenantCounts {
+  /** The counts of the whole prefix, as {@link countReceipts} gives them; `undefined` when no run is registered. */
+  readonly all: ReceiptStats | undefined;
+  /** One entry per tenant with live receipts. */
+  readonly byTenant: ReadonlyMap<string, ReceiptStats>;
+}
+
 /**
- * The counts of {@link countReceipts}, one {@link ReceiptStats} per tenant
- * that has live receipts, in one pass over the registry; empty when no run
- * is registered.
+ * The counts of {@link countReceipts} for the whole prefix and for each
+ * tenant with live receipts, in one pass over the registry.
  */
-export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<Map<string, ReceiptStats>> {
+export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<TenantCounts> {
   defineScripts(redis, RECEIPT_SCRIPTS);
+  const all = new StatsTotals();
   const byTenant = new Map<string, StatsTotals>();
-  const read = await countRegistered(redis, registry, undefined, (run) => {
+  const read = await countRegistered(redis, registry, undefined, (run, tally) => {
+    all.add(tally);
     const tenant = run.tag.slice(0, run.tag.indexOf('|'));
     let totals = byTenant.get(tenant);
     if (totals === undefined) byTenant.set(tenant, (totals = new StatsTotals()));
-    return totals;
+    totals.add(tally);
   });
   const stats = new Map<string, ReceiptStats>();
+  if (read === undefined) return { all: undefined, byTenant: stats };
   for (const [encoded, totals] of byTenant) {
     let tenantId: string;
     try {
@@ -187,22 +197,22 @@ export async function countReceiptsByTenant(redis: RedisConnection, registry: Ru
     } catch {
       continue; // a hand-written registry member that no store wrote
     }
-    const counted = totals.finish(registry.prefix, tenantId, totals.readAtMs || (read ?? 0), 'counting-sets');
+    const counted = totals.finish(registry.prefix, tenantId, totals.readAtMs || read, 'counting-sets');
     if (counted.total > 0) stats.set(tenantId, counted);
   }
-  return stats;
+  return { all: all.finish(registry.prefix, undefined, all.readAtMs || read, 'counting-sets'), byTenant: stats };
 }
 
 /**
- * Adds every registered run's tally (or `tenantId`'s runs') to the totals
- * `totalsOf` picks for it, pruning entries whose counting set is gone.
+ * Hands every registered run's tally (or `tenantId`'s runs') to `add`,
+ * pruning entries whose counting set is gone.
  * Resolves to the server time of the read, or `undefined` when no run was registered.
  */
 async function countRegistered(
   redis: RedisConnection,
   registry: RunRegistry,
   tenantId: string | undefined,
-  totalsOf: (run: RegisteredRun) => StatsTotals,
+  add: (run: RegisteredRun, tally: RunTally) => void,
 ): Promise<number | undefined> {
   const gone: RegisteredRun[] = [];
   let registered = 0;
@@ -214,7 +224,7 @@ async function countRegistered(
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);
       else {
-        totalsOf(page[i]!).add(tally);
+        add(page[i]!, tally);
         readAtMs = Math.max(readAtMs, tally.nowMs);
       }
     });

@@ -64,8 +64,9 @@ describe('listAmbiguousEntries', () => {
       await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), 'ok');
     }
     await makeAmbiguous(store, freshKey({ tenantId: 'globex' }));
-    const byTenant = await countReceiptsByTenant(redis, new RunRegistry(redis, prefix));
+    const { all: counted, byTenant } = await countReceiptsByTenant(redis, new RunRegistry(redis, prefix));
     const all = await store.stats();
+    expect(counted).toMatchObject({ total: all.total, runs: all.runs, ambiguous: all.ambiguous, byStatusAndEffect: all.byStatusAndEffect });
     expect([...byTenant.keys()].sort()).toEqual(['<img src=x>', 'acme', 'globex']);
     expect(byTenant.get('acme')).toMatchObject({ total: 2, runs: 2, ambiguous: 0, tenantId: 'acme' });
     expect(byTenant.get('globex')).toMatchObject({ total: 2, ambiguous: 1 });
