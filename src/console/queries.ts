@@ -144,10 +144,12 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
     groups.push({ ...empty, kind: 'run key', how: "It is a run index key under this prefix; the run's receipts are listed from it.", runs: [runKey] });
     return groups;
   }
-  const ambiguous = await listAmbiguousEntries(data.redis, data.registry);
+  // Read once, and only for the kinds that need it: the walk costs one script per registered run.
+  let ambiguous: AmbiguousEntry[] | undefined;
+  const needingAPerson = async () => (ambiguous ??= [...(await listAmbiguousEntries(data.redis, data.registry)).entries]);
 
   if (/^trc_[0-9a-f]{40}$/.test(q)) {
-    const hits = ambiguous.entries.filter((e) => idempotencyKeyFor(e) === q);
+    const hits = (await needingAPerson()).filter((e) => idempotencyKeyFor(e) === q);
     groups.push({
       ...empty,
       kind: 'idempotency key',
@@ -182,7 +184,9 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
       runs: runs.slice(0, RUNS_LISTED),
     });
   }
-  const ofTool = ambiguous.entries.filter((e) => e.toolName === q);
+  if (groups.length > 0) return groups;
+  // Only when nothing else matched: these read every registered run's counting set.
+  const ofTool = (await needingAPerson()).filter((e) => e.toolName === q);
   if (ofTool.length > 0) {
     groups.push({
       ...empty,
@@ -193,8 +197,8 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
     });
   }
   if (groups.length === 0) {
-    // Last, and only when nothing else matched: it reads the jobs of the receipts that need a person.
-    const byCall = await findByCallId(data, q, ambiguous.entries);
+    // Last: it reads the jobs of the receipts that need a person.
+    const byCall = await findByCallId(data, q, await needingAPerson());
     if (byCall) groups.push(byCall);
   }
   return groups;
