@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { listAmbiguousEntries, type AmbiguousFilter } from '../redis/ambiguous-index.js';
 import { isAmbiguousRecord, isContestedRecord } from '../redis/receipt-record.js';
 import type { Resolution } from '../redis/receipt-store.js';
+import { ReceiptNotFoundError, ResolveRefusedError } from '../operator/errors.js';
 import { resolveReceipt, type AuditTrail } from '../operator/resolve.js';
 import type { ConsoleData } from './queries.js';
 
@@ -109,9 +110,9 @@ export class BulkActions {
           await resolveReceipt(this.data.store, entry.redisKey, resolution);
           job.resolved.push(entry.redisKey);
         } catch (err) {
-          const code = (err as { code?: unknown }).code;
-          if (typeof code !== 'string' || !code.startsWith('cli.')) throw err;
-          job.skipped.push({ redisKey: entry.redisKey, why: (err as Error).message });
+          // Refused (changed since the preview) or gone: skipped and listed; anything else stops the action.
+          if (!(err instanceof ResolveRefusedError || err instanceof ReceiptNotFoundError)) throw err;
+          job.skipped.push({ redisKey: entry.redisKey, why: err.message });
         }
         job.done++;
       }

@@ -19,7 +19,7 @@ import { CallNotSettledError } from '../bullmq/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';
 import { runReport } from '../operator/run-report.js';
-import { parseReceiptRedisKey } from '../operator/receipt-key.js';
+import { ResolveRefusedError } from '../operator/errors.js';
 import { CONSOLE_CSS } from './assets.js';
 import { BulkActions } from './bulk.js';
 import { ConsoleOptionsError } from './errors.js';
@@ -296,15 +296,14 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     switch (r.path) {
       case '/receipt/resolve': {
         const redisKey = form.get('key') ?? '';
-        parseReceiptRedisKey(redisKey, prefix);
         const epoch = form.get('epoch') ?? '';
         const resolution: Resolution = { ...resolutionTemplate(form), attemptsSeen: parseAttempts(form.get('attempts')), ...(epoch !== '' ? { epochSeen: epoch } : {}) };
         try {
           await resolveReceipt(store, redisKey, resolution, { audit: trail(req, role) });
         } catch (err) {
-          if ((err as { code?: unknown }).code !== 'cli.resolve_refused') throw err;
+          if (!(err instanceof ResolveRefusedError)) throw err;
           const now = await readReceipt(store, redisKey).catch(() => undefined);
-          const text = `${(err as Error).message}. The page you resolved from showed attempt ${resolution.attemptsSeen}; below is the receipt as it is now.`;
+          const text = `${err.message}. The page you resolved from showed attempt ${resolution.attemptsSeen}; below is the receipt as it is now.`;
           if (!now) throw new HttpProblem(409, text);
           return send(res, 409, receiptPageView(ctx, now, { kind: 'error', text }));
         }

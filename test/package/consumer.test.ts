@@ -83,7 +83,7 @@ describe('the packed tarball', () => {
       .filter((f) => f.endsWith('.lua'))
       .map((f) => `lua/${f.split(path.sep).join('/')}`);
     expect(lua.length).toBeGreaterThan(10);
-    for (const file of [...lua, 'LICENSE', 'README.md', 'package.json', 'docs/offload.md', 'dist/cli/main.js']) {
+    for (const file of [...lua, 'LICENSE', 'README.md', 'package.json', 'docs/offload.md', 'docs/console.md', 'dist/cli/main.js', 'dist/console/index.js']) {
       expect(files).toContain(file);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
@@ -143,6 +143,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
       completed: 1,
       note: 'string',
       entries: { offload: 'function', repair: 'function', testing: ['function', 'function'] },
+      consolePage: { status: 200, listsTheCall: true },
       clusterShaped: true,
     });
   });

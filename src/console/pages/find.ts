@@ -23,7 +23,7 @@ ${g.runs.length > 0 ? html`<ul>${g.runs.map((r) => html`<li>Run <a href="${runHr
 <label>Receipt key, run key, BullMQ job id or key, idempotency key, call id, tenant, run or tool
 <input type="search" class="wide" name="q" value="${q}" autofocus></label>
 <button type="submit">Find</button></form>`,
-    html`<p class="muted">A receipt key or run key is read directly; an idempotency key and a call id are looked for among the receipts that need a person; a job id in the configured queues (or a pasted <code>&lt;prefix&gt;:&lt;queue&gt;:&lt;id&gt;</code> job key); a tenant or a run in the run registry; when nothing else matched, a tool or a call id among the receipts that need a person.</p>`,
+    html`<p class="muted">A receipt key or run key is read directly; an idempotency key is compared with the receipts that need a person; a job id in the configured queues (or a pasted <code>&lt;prefix&gt;:&lt;queue&gt;:&lt;id&gt;</code> job key); a tenant or a run in the run registry; when nothing else matched, a tool or a call id among the receipts that need a person.</p>`,
     problem ? banner('error', problem) : html``,
     html`<div class="cards">${results}</div>`,
   ]);

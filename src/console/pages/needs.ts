@@ -36,9 +36,9 @@ export function needsPageView(ctx: PageContext, form: NeedsFilterForm, data: Nee
 <td>${entry.toolName}</td>
 <td>${record ? record.attempts : '-'}</td>
 <td><span title="since ${new Date(entry.sinceMs).toISOString()}">${duration(data.readAtMs - entry.sinceMs)}</span></td>
-<td class="mono">${record?.owner ?? '-'}</td>
-<td class="mono">${job ? `${job.queue} #${job.id}` : '-'}</td>
-<td>${reconciled(verdict)}</td>
+<td class="mono hide-narrow">${record?.owner ?? '-'}</td>
+<td class="mono hide-narrow">${job ? `${job.queue} #${job.id}` : '-'}</td>
+<td class="hide-narrow">${reconciled(verdict)}</td>
 <td><a href="${receiptHref(ctx, entry.redisKey)}">open</a></td>
 </tr>`;
   });
@@ -52,7 +52,7 @@ export function needsPageView(ctx: PageContext, form: NeedsFilterForm, data: Nee
     data.total === 0
       ? html`<p>Nothing to settle.</p>`
       : html`<div class="table-wrap"><table>
-<thead><tr><th>Tenant</th><th>Run</th><th>Tool</th><th>Attempts</th><th>Age</th><th>Lost attempt's owner</th><th>Job</th><th>Reconcile</th><th></th></tr></thead>
+<thead><tr><th>Tenant</th><th>Run</th><th>Tool</th><th>Attempts</th><th>Age</th><th class="hide-narrow">Lost attempt's owner</th><th class="hide-narrow">Job</th><th class="hide-narrow">Reconcile</th><th></th></tr></thead>
 <tbody>${rows}</tbody></table></div>`,
     html`<div class="pager">${data.next ? html`<a href="${href(ctx, '/', { ...params, after: cursorText(data.next) })}">Next ${'\u2192'}</a>` : ''}
 ${data.total > 0 ? html`<a href="${href(ctx, '/bulk', params)}">Bulk resolve these…</a>` : ''}</div>`,
