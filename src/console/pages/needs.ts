@@ -33,13 +33,13 @@ export function needsPageView(ctx: PageContext, form: NeedsFilterForm, data: Nee
     return html`<tr>
 <td>${entry.tenantId}</td>
 <td><a href="${runHref(ctx, entry.tenantId, entry.runId)}">${entry.runId}</a></td>
-<td>${entry.toolName}</td>
-<td>${record ? record.attempts : '-'}</td>
+<td><a href="${receiptHref(ctx, entry.redisKey)}">${entry.toolName}</a></td>
+<td class="hide-narrow">${record ? record.attempts : '-'}</td>
 <td><span title="since ${new Date(entry.sinceMs).toISOString()}">${duration(data.readAtMs - entry.sinceMs)}</span></td>
 <td class="mono hide-narrow">${record?.owner ?? '-'}</td>
 <td class="mono hide-narrow">${job ? `${job.queue} #${job.id}` : '-'}</td>
 <td class="hide-narrow">${reconciled(verdict)}</td>
-<td><a href="${receiptHref(ctx, entry.redisKey)}">open</a></td>
+<td class="hide-narrow"><a href="${receiptHref(ctx, entry.redisKey)}">open</a></td>
 </tr>`;
   });
   const count = data.total === 1 ? '1 receipt needs a person' : `${data.total.toLocaleString('en-US')} receipts need a person`;
@@ -52,7 +52,7 @@ export function needsPageView(ctx: PageContext, form: NeedsFilterForm, data: Nee
     data.total === 0
       ? html`<p>Nothing to settle.</p>`
       : html`<div class="table-wrap"><table>
-<thead><tr><th>Tenant</th><th>Run</th><th>Tool</th><th>Attempts</th><th>Age</th><th class="hide-narrow">Lost attempt's owner</th><th class="hide-narrow">Job</th><th class="hide-narrow">Reconcile</th><th></th></tr></thead>
+<thead><tr><th>Tenant</th><th>Run</th><th>Tool</th><th class="hide-narrow">Attempts</th><th>Age</th><th class="hide-narrow">Lost attempt's owner</th><th class="hide-narrow">Job</th><th class="hide-narrow">Reconcile</th><th class="hide-narrow"></th></tr></thead>
 <tbody>${rows}</tbody></table></div>`,
     html`<div class="pager">${data.next ? html`<a href="${href(ctx, '/', { ...params, after: cursorText(data.next) })}">Next ${'\u2192'}</a>` : ''}
 ${data.total > 0 ? html`<a href="${href(ctx, '/bulk', params)}">Bulk resolve these…</a>` : ''}</div>`,
