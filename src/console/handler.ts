@@ -14,7 +14,6 @@ import { countReceiptsByTenant } from '../redis/receipt-stats.js';
 import { ReceiptStore } from '../redis/receipt-store.js';
 import { RunRegistry } from '../redis/run-registry.js';
 import type { Resolution } from '../redis/receipt-store.js';
-import type { AmbiguousFilter } from '../redis/ambiguous-index.js';
 import { CallNotSettledError } from '../bullmq/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';
@@ -24,7 +23,8 @@ import { CONSOLE_CSS } from './assets.js';
 import { BulkActions } from './bulk.js';
 import { ConsoleOptionsError } from './errors.js';
 import type { Html } from './html.js';
-import { find, needsPage, parseAge, parseCursor, type ConsoleData, type ConsoleQueue } from './queries.js';
+import { find, needsPage, parseCursor, type ConsoleData, type ConsoleQueue } from './queries.js';
+import { filterForm, filterOf, HttpProblem, isConnectionLoss, parseAttempts, readForm, resolutionTemplate } from './forms.js';
 import {
   AUTH_COOKIE,
   checkTokens,
@@ -45,7 +45,7 @@ import { countsPageView } from './pages/counts.js';
 import { findPageView } from './pages/find.js';
 import { banner, href, page, type PageContext } from './pages/layout.js';
 import { loginPageView } from './pages/login.js';
-import { needsPageView, type NeedsFilterForm } from './pages/needs.js';
+import { needsPageView } from './pages/needs.js';
 import { receiptPageView, type ReceiptNotice } from './pages/receipt.js';
 import { runPageView } from './pages/run.js';
 
@@ -80,8 +80,6 @@ export interface ConsoleOptions {
 /** The request handler {@link createConsoleHandler} returns. */
 export type ConsoleHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const MAX_BODY = 256 * 1024;
-
 /** A request parsed enough to route it. */
 interface Request {
   readonly req: IncomingMessage;
@@ -89,15 +87,6 @@ interface Request {
   readonly path: string;
   readonly query: URLSearchParams;
   readonly ctx: PageContext;
-}
-
-class HttpProblem extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 function normalizeBase(base: string | undefined): string {
@@ -119,73 +108,6 @@ function redirect(res: ServerResponse, location: string): void {
   res.statusCode = 303;
   res.setHeader('Location', location);
   res.end();
-}
-
-async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
-  const parsed = (req as { body?: unknown }).body;
-  if (typeof parsed === 'object' && parsed !== null && !Buffer.isBuffer(parsed)) {
-    // A framework parsed the body already (express.urlencoded, say).
-    const form = new URLSearchParams();
-    for (const [name, value] of Object.entries(parsed)) if (typeof value === 'string') form.set(name, value);
-    return form;
-  }
-  const type = String(req.headers['content-type'] ?? '');
-  if (!type.startsWith('application/x-www-form-urlencoded')) throw new HttpProblem(415, 'forms are sent as application/x-www-form-urlencoded');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpProblem(413, `the form is larger than ${MAX_BODY / 1024} KiB`);
-    chunks.push(chunk as Buffer);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
-}
-
-function filterOf(form: NeedsFilterForm): { filter: AmbiguousFilter; problem?: string } {
-  const age = parseAge(form.age);
-  const filter: AmbiguousFilter = {
-    ...(form.tenant ? { tenantId: form.tenant } : {}),
-    ...(form.tool ? { toolName: form.tool } : {}),
-    ...(typeof age === 'number' ? { minAgeMs: age } : {}),
-  };
-  return typeof age === 'object' ? { filter, problem: age.problem } : { filter };
-}
-
-function filterForm(query: URLSearchParams): NeedsFilterForm {
-  const get = (name: string) => {
-    const value = query.get(name)?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const tenant = get('tenant');
-  const tool = get('tool');
-  const age = get('age');
-  return { ...(tenant ? { tenant } : {}), ...(tool ? { tool } : {}), ...(age ? { age } : {}) };
-}
-
-function parseAttempts(text: string | null): number {
-  const n = text !== null && /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : NaN;
-  if (!Number.isSafeInteger(n)) throw new HttpProblem(400, 'the form is missing the attempts the page showed; reload the receipt');
-  return n;
-}
-
-/** A resolution from a form's fields (shared by the single and the bulk resolve). */
-function resolutionTemplate(form: URLSearchParams): { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string } {
-  const outcome = form.get('outcome');
-  if (outcome === 'completed') {
-    const text = (form.get('result') ?? '').trim();
-    if (text === '') return { outcome, result: undefined };
-    try {
-      return { outcome, result: JSON.parse(text) as unknown };
-    } catch {
-      throw new HttpProblem(400, `the result must be JSON (write a string with its quotes: "sent"), got ${JSON.stringify(text.slice(0, 200))}`);
-    }
-  }
-  if (outcome === 'failed') {
-    const error = (form.get('error') ?? '').trim();
-    if (error === '') throw new HttpProblem(400, 'resolving as failed needs what you found: it is stored on the receipt');
-    return { outcome, error };
-  }
-  throw new HttpProblem(400, 'choose completed or failed');
 }
 
 /**
@@ -381,6 +303,10 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
 
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
+      if (isConnectionLoss(err)) {
+        send(res, 503, `Redis is not reachable right now (${(err as Error).message}); try again in a moment`, 'text/plain; charset=utf-8');
+        return;
+      }
       onError(err);
       send(res, 500, 'unexpected error; see the console process log', 'text/plain; charset=utf-8');
     });

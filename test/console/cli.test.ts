@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import type { AuditEntry } from '../../src/redis/audit-log.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { startRedis } from '../support/redis.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { Capture, makeAmbiguous } from '../cli/support.js';
 
@@ -71,10 +72,12 @@ describe('tool-receipts console', () => {
     expect(short.stderr).toContain('at least 16 characters');
   });
 
-  it('serves the console with the token from the environment until SIGTERM', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'console', '--port', '0', '--prefix', fixture.handle().prefix], {
+  it('serves the console with the token from the environment, rides out a Redis restart, and stops on SIGTERM', async () => {
+    // A server of its own, restarted under the console.
+    const own = await startRedis();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'console', '--port', '0', '--prefix', own.prefix], {
       cwd: ROOT,
-      env: { ...process.env, REDIS_URL: fixture.handle().url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
+      env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const unregister = onProcessEnd(() => child.kill('SIGKILL'));
@@ -96,12 +99,21 @@ describe('tool-receipts console', () => {
       const ok = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
       expect(ok.status).toBe(200);
       expect(await ok.text()).toContain('Counts');
+      await own.restart();
+      const deadline = Date.now() + 20_000;
+      let again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      while (again.status !== 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      }
+      expect(again.status).toBe(200);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
       unregister();
       child.kill('SIGKILL');
+      await own.stop();
     }
   });
 });

@@ -3,6 +3,7 @@
  * until interrupted.
  */
 import { startConsoleServer, DEFAULT_CONSOLE_PORT } from '../../console/server.js';
+import { isCluster, type RedisConnection } from '../../redis/connection.js';
 import { expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';
@@ -21,27 +22,57 @@ export interface ConsoleArgs {
 export const CONSOLE_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_TOKEN';
 export const CONSOLE_READ_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_READ_TOKEN';
 
+/** What `duplicate` takes on an ioredis `Redis`. */
+type Duplicable = RedisConnection & { duplicate(override: Record<string, unknown>): RedisConnection & { quit(): Promise<unknown>; disconnect(): void } };
+
+/**
+ * The CLI's connection fails fast and never reconnects, which suits a command
+ * that runs once. A server that stays up should ride out a Redis restart: on
+ * one server (or through sentinels) the console gets a copy of the connection
+ * that reconnects, and a command sent while Redis is away fails at once
+ * instead of waiting. A Cluster connection is used as it is.
+ */
+function lastingConnection(redis: RedisConnection): { connection: RedisConnection; close(): Promise<void> } {
+  const candidate = redis as Partial<Duplicable>;
+  if (isCluster(redis) || typeof candidate.duplicate !== 'function') return { connection: redis, close: async () => undefined };
+  const copy = (redis as Duplicable).duplicate({
+    retryStrategy: (times: number) => Math.min(times * 200, 2_000),
+    sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000),
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    lazyConnect: false,
+  });
+  copy.on('close', () => undefined);
+  (copy as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => undefined);
+  return { connection: copy, close: async () => void (await copy.quit().catch(() => copy.disconnect())) };
+}
+
 /** Serves the console until SIGINT or SIGTERM. */
-export async function consoleCommand({ store, redis, out, args, env }: CommandContext<ConsoleArgs>): Promise<void> {
-  if (redis === undefined) throw new CliUsageError('console needs a Redis connection', 'console');
+export async function consoleCommand({ store, redis: cliRedis, out, args, env }: CommandContext<ConsoleArgs>): Promise<void> {
+  if (cliRedis === undefined) throw new CliUsageError('console needs a Redis connection', 'console');
   const operator = args.token ?? env?.[CONSOLE_TOKEN_ENV];
   const read = args.readToken ?? env?.[CONSOLE_READ_TOKEN_ENV];
   const tokens = { ...(operator ? { operator } : {}), ...(read ? { read } : {}) };
-  const server = await startConsoleServer({
-    redis,
-    prefix: store.prefix,
-    host: args.host,
-    port: args.port,
-    tokens,
-    queues: args.queues.map((name) => ({ name, ...(args.bullPrefix ? { prefix: args.bullPrefix } : {}) })),
-    source: 'console',
-  });
-  writeLine(out, `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-  await server.close();
+  const lasting = lastingConnection(cliRedis);
+  try {
+    const server = await startConsoleServer({
+      redis: lasting.connection,
+      prefix: store.prefix,
+      host: args.host,
+      port: args.port,
+      tokens,
+      queues: args.queues.map((name) => ({ name, ...(args.bullPrefix ? { prefix: args.bullPrefix } : {}) })),
+      source: 'console',
+    });
+    writeLine(out, `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
+    });
+    await server.close();
+  } finally {
+    await lasting.close();
+  }
 }
 
 /** The `console` command. */
