@@ -87,7 +87,11 @@ describe('the packed tarball', () => {
       expect(files).toContain(file);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|LICENSE|README\.md|package\.json)$/.test(f))).toEqual([]);
+    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|docs\/console\/[a-z-]+-1280\.png|LICENSE|README\.md|package\.json)$/.test(f))).toEqual([]);
+    // The screenshots docs/console.md shows, and no other.
+    expect(files.filter((f) => f.endsWith('.png')).sort()).toEqual(
+      ['bulk-done', 'needs-a-person', 'run', 'stale-resolve'].map((page) => `docs/console/${page}-1280.png`),
+    );
   });
 
   it('has every file its exports map, main, types and bin name', async () => {
