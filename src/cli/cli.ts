@@ -16,6 +16,8 @@ import { InvalidOptionsError } from '../core/options.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
 import { stringOption, wholeNumberOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
+import { auditSpec } from './commands/audit.js';
+import { consoleSpec } from './commands/console.js';
 import { doctorSpec } from './commands/doctor.js';
 import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
@@ -29,7 +31,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec] as CommandSpec<never>[]).map((spec) => [
+  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec] as CommandSpec<never>[]).map((spec) => [
     spec.name,
     spec as unknown as CommandSpec<unknown>,
   ]),
@@ -46,7 +48,7 @@ const CONNECTION_OPTIONS = {
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 /** Options that take a value, so the word after them is not the command. */
-const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms', '--sentinels', '--name', '--replicas']);
+const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms', '--sentinels', '--name', '--replicas', '--port', '--host', '--token', '--read-token', '--queues', '--bull-prefix', '--count']);
 
 const CONNECTION_HELP = `Connection options (any command, before or after it):
   --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}
@@ -316,7 +318,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     redis = createRedis({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) });
     const store = new ReceiptStore({ redis, prefix, retentionMs });
     await open(redis, sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : url);
-    const code = await spec.run({ store, redis, out: io.stdout, args });
+    const code = await spec.run({ store, redis, out: io.stdout, args, env: io.env });
     return code ?? 0;
   } catch (err) {
     if (err instanceof ToolReceiptsError) {

@@ -20,6 +20,8 @@ export interface CommandContext<A> {
   readonly out: Output;
   /** The command's own arguments, already parsed and checked. */
   readonly args: A;
+  /** The environment the CLI was started with (for secrets better kept off the command line). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** Option values as `node:util` `parseArgs` returns them. */

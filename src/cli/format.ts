@@ -4,8 +4,11 @@
  * from Redis (a tenant, a tool name, a result) can move the cursor, recolour
  * the terminal or pose as another line.
  */
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../redis/receipt-record.js';
+import type { ReceiptRecord } from '../redis/receipt-record.js';
 import { recordedToolResultContent } from '../core/journal.js';
+import { escapeChar, token } from '../operator/labels.js';
+
+export { token, isoTime, duration, relative, when, ambiguousSinceMs, stateLabel, leaseLabel } from '../operator/labels.js';
 
 /** Where a command writes. `process.stdout` fits, and so does a test's capture. */
 export interface Output {
@@ -22,24 +25,7 @@ export function writeJson(out: Output, value: unknown): void {
   out.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
 const INVISIBLE_BUT_NEWLINE = /(?!\n)[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
-const BARE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]+$/u;
-
-function escapeChar(char: string): string {
-  const cp = char.codePointAt(0) ?? 0;
-  return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
-}
-
-/**
- * A value as one safe token: shown bare when it is only letters, digits,
- * punctuation and symbols; otherwise as a JSON string literal in which every
- * control, format or separator character is escaped too.
- */
-export function token(value: string): string {
-  if (BARE.test(value)) return value;
-  return JSON.stringify(value).replace(INVISIBLE, escapeChar);
-}
 
 /**
  * Free text (several lines allowed) made safe for a terminal: newlines stay,
@@ -86,68 +72,6 @@ export function fields(pairs: readonly (readonly [string, string])[]): string[] 
     for (const more of rest) lines.push(`${' '.repeat(width + 2)}${more}`.trimEnd());
   }
   return lines;
-}
-
-/** A server-clock time in ms as ISO 8601 UTC, to the second. */
-export function isoTime(ms: number): string {
-  const date = new Date(ms);
-  return Number.isNaN(date.getTime()) ? String(ms) : date.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** A span in ms, compact: `850ms`, `12.3s`, `4m12s`, `3h04m`, `2d03h`. */
-export function duration(ms: number): string {
-  const abs = Math.abs(Math.round(ms));
-  if (abs < 1000) return `${abs}ms`;
-  if (abs < 60_000) return `${(Math.floor(abs / 100) / 10).toFixed(1)}s`;
-  const pad = (n: number): string => String(n).padStart(2, '0');
-  const s = Math.floor(abs / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
-  const m = Math.floor(s / 60);
-  if (m < 24 * 60) return `${Math.floor(m / 60)}h${pad(m % 60)}m`;
-  const h = Math.floor(m / 60);
-  return `${Math.floor(h / 24)}d${pad(h % 24)}h`;
-}
-
-/** `at` relative to `nowMs` (both on the server clock): `4m12s ago` or `in 12.3s`. */
-export function relative(at: number, nowMs: number): string {
-  return at <= nowMs ? `${duration(nowMs - at)} ago` : `in ${duration(at - nowMs)}`;
-}
-
-/** A server time with its distance from the read: `2025-06-01T12:00:03Z (4m12s ago)`. */
-export function when(at: number | null, nowMs: number): string {
-  return at === null ? '-' : `${isoTime(at)} (${relative(at, nowMs)})`;
-}
-
-/**
- * Since when a receipt has been ambiguous: when a claim flagged it, or, for
- * an opaque attempt no claim has found yet, when its lease ran out. `null`
- * when it is not ambiguous.
- */
-export function ambiguousSinceMs(record: ReceiptRecord): number | null {
-  if (!isAmbiguousRecord(record)) return null;
-  return record.ambiguousMs ?? record.leaseUntilMs ?? record.updatedMs;
-}
-
-/**
- * One word (or two) for where a receipt stands, for an operator:
- * `ambiguous`, `ambiguous (contested: …)`, `running`, `running (lease
- * expired)`, `completed`, `completed (resolved)`, `completed (late)`, `failed`,
- * `failed (resolved)` or `failed (late)`.
- */
-export function stateLabel(record: ReceiptRecord): string {
-  if (isContestedRecord(record)) return 'ambiguous (contested: the attempt heartbeated after the verdict)';
-  if (isAmbiguousRecord(record)) return 'ambiguous';
-  if (record.status === 'running') return record.leaseExpired ? 'running (lease expired)' : 'running';
-  if (record.resolvedMs !== null) return `${record.status} (resolved)`;
-  return record.lateSettle !== null && record.lateSettle.attempt === record.attempts ? `${record.status} (late)` : record.status;
-}
-
-/** The lease of a receipt: `live, 12.3s left`, `expired 4s ago`, or `-` once settled. */
-export function leaseLabel(record: ReceiptRecord): string {
-  if (record.status !== 'running' || record.leaseUntilMs === null) return '-';
-  return record.leaseExpired
-    ? `expired ${duration(record.readAtMs - record.leaseUntilMs)} ago`
-    : `live, ${duration(record.leaseUntilMs - record.readAtMs)} left`;
 }
 
 /** A value as compact JSON, or a placeholder when it has none. */

@@ -76,6 +76,9 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'mcp.schema_unsupported',
   'mcp.tool_list',
   'mcp.connect',
+  // The operator console (`/console`).
+  'console.token_required',
+  'console.invalid_options',
   // The operator CLI (`--json` prints `{"error":{"code","message"}}`).
   'cli.usage',
   'cli.invalid_receipt_key',

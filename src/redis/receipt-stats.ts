@@ -9,10 +9,10 @@
 import type { EffectResumability } from '../core/decision.js';
 import { isCluster, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
-import { receiptCountRedisKeyOfTag } from './keys.js';
-import { SCRIPT } from './receipt-scripts.js';
+import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
+import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { queueScript, runScript } from './scripts.js';
+import { defineScripts, queueScript, runScript } from './scripts.js';
 import { forEachBounded } from './bounded.js';
 
 /** Receipts of one status and effect. */
@@ -166,20 +166,78 @@ const PAGES_IN_FLIGHT = 4;
  */
 export async function countReceipts(redis: RedisConnection, registry: RunRegistry, tenantId?: string): Promise<ReceiptStats | undefined> {
   const totals = new StatsTotals();
+  const read = await countRegistered(redis, registry, tenantId, (_, tally) => totals.add(tally));
+  if (read === undefined) return undefined;
+  return totals.finish(registry.prefix, tenantId, totals.readAtMs || read, 'counting-sets');
+}
+
+/** What {@link countReceiptsByTenant} returns. */
+export interface TenantCounts {
+  /** The counts of the whole prefix, as {@link countReceipts} gives them; `undefined` when no run is registered. */
+  readonly all: ReceiptStats | undefined;
+  /** One entry per tenant with live receipts. */
+  readonly byTenant: ReadonlyMap<string, ReceiptStats>;
+}
+
+/**
+ * The counts of {@link countReceipts} for the whole prefix and for each
+ * tenant with live receipts, in one pass over the registry.
+ */
+export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<TenantCounts> {
+  defineScripts(redis, RECEIPT_SCRIPTS);
+  const all = new StatsTotals();
+  const byTenant = new Map<string, StatsTotals>();
+  const read = await countRegistered(redis, registry, undefined, (run, tally) => {
+    all.add(tally);
+    const tenant = run.tag.slice(0, run.tag.indexOf('|'));
+    let totals = byTenant.get(tenant);
+    if (totals === undefined) byTenant.set(tenant, (totals = new StatsTotals()));
+    totals.add(tally);
+  });
+  const stats = new Map<string, ReceiptStats>();
+  if (read === undefined) return { all: undefined, byTenant: stats };
+  for (const [encoded, totals] of byTenant) {
+    let tenantId: string;
+    try {
+      tenantId = decodeKeyComponent(encoded);
+    } catch {
+      continue; // a hand-written registry member that no store wrote
+    }
+    const counted = totals.finish(registry.prefix, tenantId, totals.readAtMs || read, 'counting-sets');
+    if (counted.total > 0) stats.set(tenantId, counted);
+  }
+  return { all: all.finish(registry.prefix, undefined, all.readAtMs || read, 'counting-sets'), byTenant: stats };
+}
+
+/**
+ * Hands every registered run's tally (or `tenantId`'s runs') to `add`,
+ * pruning entries whose counting set is gone.
+ * Resolves to the server time of the read, or `undefined` when no run was registered.
+ */
+async function countRegistered(
+  redis: RedisConnection,
+  registry: RunRegistry,
+  tenantId: string | undefined,
+  add: (run: RegisteredRun, tally: RunTally) => void,
+): Promise<number | undefined> {
   const gone: RegisteredRun[] = [];
   let registered = 0;
+  let readAtMs = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
     const replies = await scriptPerRun(redis, SCRIPT.countRun, page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);
-      else totals.add(tally);
+      else {
+        add(page[i]!, tally);
+        readAtMs = Math.max(readAtMs, tally.nowMs);
+      }
     });
   };
   await forEachBounded(registry.runs(tenantId), PAGES_IN_FLIGHT, countPage);
   if (registered === 0) return undefined;
-  const readAtMs = totals.readAtMs || (await serverTimeMs(redis));
+  readAtMs ||= await serverTimeMs(redis);
   if (gone.length > 0) await registry.prune(gone, readAtMs);
-  return totals.finish(registry.prefix, tenantId, readAtMs, 'counting-sets');
+  return readAtMs;
 }

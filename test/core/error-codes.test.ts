@@ -22,6 +22,7 @@ import * as client from '../../src/client/index.js';
 import * as otel from '../../src/otel/index.js';
 import * as testing from '../../src/testing/index.js';
 import * as mcp from '../../src/mcp/index.js';
+import * as consoleEntry from '../../src/console/index.js';
 import * as cliErrors from '../../src/cli/errors.js';
 import { isToolReceiptsErrorCode, TOOL_RECEIPTS_ERROR_CODES, type ToolReceiptsError, type ToolReceiptsErrorCode } from '../../src/index.js';
 
@@ -31,7 +32,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 type DeclaredCodes<M> = {
   [K in keyof M]: M[K] extends new (...args: never) => infer I ? (I extends ToolReceiptsError ? I['code'] : never) : never;
 }[keyof M];
-type Modules = typeof root & typeof core & typeof redis & typeof offload & typeof repair & typeof client & typeof otel & typeof testing & typeof mcp & typeof cliErrors;
+type Modules = typeof root & typeof core & typeof redis & typeof offload & typeof repair & typeof client & typeof otel & typeof testing & typeof mcp & typeof consoleEntry & typeof cliErrors;
 /** Printed by the CLI itself (Redis refused a command; a bug), with no class behind them. */
 type CliOnly = 'cli.redis_error' | 'cli.unexpected';
 type Undeclared = Exclude<ToolReceiptsErrorCode, DeclaredCodes<Modules> | CliOnly>;

@@ -100,12 +100,16 @@ describe('the packed tarball', () => {
     expect(lua.length).toBeGreaterThan(10);
     const docs = Object.keys(await docPages());
     expect(docs.length).toBeGreaterThan(10);
-    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'examples/mcp/mail-server.ts', 'examples/mcp/worker.ts', 'docker-compose.yml'];
+    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'dist/console/index.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'examples/mcp/mail-server.ts', 'examples/mcp/worker.ts', 'docker-compose.yml'];
     for (const file of [...lua, ...docs, ...shipped]) {
       expect(files).toContain(file);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|LICENSE|README\.md|package\.json)$/.test(f) && !shipped.includes(f))).toEqual([]);
+    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|docs\/console\/[a-z-]+-1280\.png|LICENSE|README\.md|package\.json)$/.test(f) && !shipped.includes(f))).toEqual([]);
+    // The screenshots docs/console.md shows, and no other.
+    expect(files.filter((f) => f.endsWith('.png')).sort()).toEqual(
+      ['bulk-done', 'needs-a-person', 'run', 'stale-resolve'].map((page) => `docs/console/${page}-1280.png`),
+    );
   });
 
   it('has every file its exports map, main, types and bin name', async () => {
@@ -164,6 +168,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
       completed: 1,
       note: 'string',
       entries: { offload: 'function', repair: 'function', testing: ['function', 'function'] },
+      consolePage: { status: 200, listsTheCall: true },
       clusterShaped: true,
     });
   });

@@ -16,12 +16,11 @@ import {
   type OptionValues,
   wholeNumberOption,
 } from '../command.js';
-import { CliUsageError, ResolveRefusedError } from '../errors.js';
+import { CliUsageError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
-import { readReceipt } from './show.js';
-import { resolveRefusal } from './resolve-refusal.js';
-import { retryFailedJobs, type JobRetryReport } from '../../bullmq/retry-jobs.js';
-import type { ReceiptStore } from '../../redis/receipt-store.js';
+import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
+import { AuditLog } from '../../redis/audit-log.js';
+import { resolveReceipt } from '../../operator/resolve.js';
 
 /** Arguments of {@link resolveCommand}. */
 export interface ResolveArgs {
@@ -91,15 +90,12 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
  */
 export async function resolveCommand({ store, redis, out, args }: CommandContext<ResolveArgs>): Promise<void> {
   if (args.retryJob && redis === undefined) throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
-  const before = await readReceipt(store, args.redisKey);
   const seen = args.resolution.attemptsSeen;
-  try {
-    await store.resolve(before.key, args.resolution);
-  } catch (err) {
-    throw resolveRefusal(store, args.redisKey, args.resolution, before, err);
-  }
-  const after = await store.inspect(before.key);
-  const jobs = args.retryJob && after !== null && redis !== undefined ? await retryFailedJobs(redis, after) : undefined;
+  const { before, after, jobs } = await resolveReceipt(store, args.redisKey, args.resolution, {
+    lookAgain: `; look again with ${commandHint(store, 'show', args.redisKey)}`,
+    ...(redis !== undefined ? { audit: { log: new AuditLog(redis, store.prefix), actor: args.resolution.by ?? defaultOperator(), source: 'cli' } } : {}),
+    ...(args.retryJob && redis !== undefined ? { retryJobsOn: redis } : {}),
+  });
   if (args.json) {
     const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after, ...(jobs ? { jobs } : {}) };
     writeJson(out, report);

@@ -2,8 +2,7 @@
  * `tool-receipts run <tenant> <run>`: one agent run's receipts, and the note
  * a resumed agent of that run would be given about them.
  */
-import { buildResumeJournalNote, journalFromReceipts, type ToolCallJournal } from '../../core/journal.js';
-import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import { runReport } from '../../operator/run-report.js';
 import { JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { emptyPrefixLine, emptyTenantLine, leaseLabel, outcomePreview, stateLabel, table, terminalText, token, writeJson, writeLine } from '../format.js';
 
@@ -15,32 +14,7 @@ export interface RunArgs {
   readonly json: boolean;
 }
 
-/** What `run --json` prints. */
-export interface RunReport {
-  readonly tenantId: string;
-  readonly runId: string;
-  /** The run's live receipts, oldest first. */
-  readonly receipts: ReceiptRecord[];
-  /** The journal built from them with `journalFromReceipts`. */
-  readonly journal: ToolCallJournal;
-  /** `buildResumeJournalNote` of that journal; `null` when there is nothing to tell. */
-  readonly note: string | null;
-  /** True when the run has no receipt and nothing at all exists under the prefix (a mistyped `--prefix`?). */
-  readonly prefixEmpty: boolean;
-  /** True when the run has no receipt and the tenant has none under the prefix either (a mistyped tenant?). */
-  readonly tenantEmpty: boolean;
-}
-
-/** Builds the report of a run from its receipts (no I/O). */
-export function runReport(
-  tenantId: string,
-  runId: string,
-  receipts: ReceiptRecord[],
-  empty: { readonly prefixEmpty: boolean; readonly tenantEmpty: boolean } = { prefixEmpty: false, tenantEmpty: false },
-): RunReport {
-  const journal = journalFromReceipts(receipts);
-  return { tenantId, runId, receipts, journal, note: buildResumeJournalNote(journal), ...empty };
-}
+export { runReport, type RunReport } from '../../operator/run-report.js';
 
 /** For a run with no receipt: whether its tenant, and the prefix, have none either. */
 async function emptiness(store: CommandContext<RunArgs>['store'], tenantId: string): Promise<{ prefixEmpty: boolean; tenantEmpty: boolean }> {

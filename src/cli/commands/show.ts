@@ -4,7 +4,7 @@
 import { idempotencyKeyFor } from '../../bullmq/call-context.js';
 import { isAmbiguousRecord, isContestedRecord, RECEIPT_HISTORY_CAP, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
-import { ReceiptNotFoundError } from '../errors.js';
+import { readReceipt } from '../../operator/read-receipt.js';
 import {
   ambiguousSinceMs,
   clip,
@@ -40,17 +40,7 @@ export interface ShownReceipt extends ReceiptRecord {
   readonly ambiguousSinceMs: number | null;
 }
 
-/**
- * Reads the receipt under a Redis key, refusing a key that is not a receipt
- * key under the store's prefix (`InvalidReceiptKeyError`) or under which no
- * receipt exists ({@link ReceiptNotFoundError}).
- */
-export async function readReceipt(store: ReceiptStore, redisKey: string): Promise<ReceiptRecord> {
-  const { key } = parseReceiptRedisKey(redisKey, store.prefix);
-  const record = await store.inspect(key);
-  if (record === null) throw new ReceiptNotFoundError(redisKey);
-  return record;
-}
+export { readReceipt } from '../../operator/read-receipt.js';
 
 /** The field list `show` prints for a record, one `[label, value]` per line. */
 export function receiptFields(record: ReceiptRecord): [string, string][] {

@@ -1,6 +1,8 @@
 // A worker written the way docs/worker.md shows one, compiled in a scratch
 // app (strict, NodeNext) against the packed package, then run on a real Redis:
 // one call executed by a real Worker, then replayed from its receipt.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
@@ -17,6 +19,7 @@ import { ReceiptStore } from 'bullmq-tool-receipts/redis';
 import { RedisToolResultStore } from 'bullmq-tool-receipts/offload';
 import { prepareToolInput } from 'bullmq-tool-receipts/repair';
 import { testJob, toolResultStoreContract } from 'bullmq-tool-receipts/testing';
+import { createConsoleHandler } from 'bullmq-tool-receipts/console';
 
 const url = process.env.REDIS_URL!;
 const prefix = process.env.RECEIPTS_PREFIX!;
@@ -66,12 +69,18 @@ for (const jobId of ['first', 'second']) {
 
 const store = new ReceiptStore({ redis: receipts, prefix });
 const journal = journalFromReceipts(await store.listRun('acme', 'run-1'));
+// The console's handler on a plain http server: the run's page lists the call.
+const consoleServer = createServer(createConsoleHandler({ redis: receipts, prefix }));
+await new Promise<void>((resolve) => consoleServer.listen(0, '127.0.0.1', resolve));
+const runPage = await fetch(`http://127.0.0.1:${(consoleServer.address() as AddressInfo).port}/run?tenant=acme&run=run-1`);
+const consolePage = { status: runPage.status, listsTheCall: (await runPage.text()).includes('send_email') };
+await new Promise((resolve) => consoleServer.close(resolve));
 const entries = {
   offload: typeof RedisToolResultStore,
   repair: typeof prepareToolInput,
   testing: [typeof testJob, typeof toolResultStoreContract],
 };
-console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, clusterShaped: clusterShaped.isCluster })}`);
+console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, consolePage, clusterShaped: clusterShaped.isCluster })}`);
 
 await worker.close();
 await Promise.all([queue.close(), events.close()]);

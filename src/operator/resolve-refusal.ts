@@ -5,14 +5,12 @@
  * receipt's against one of a lifetime that ended, or a verdict someone (or
  * the attempt itself) already gave.
  */
-import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type ObservedFence } from '../../redis/errors.js';
-import { epochOrigin } from '../../redis/epochs.js';
-import type { ReceiptHistoryEntry, ReceiptRecord } from '../../redis/receipt-record.js';
-import type { Resolution } from '../../redis/receipt-store.js';
-import type { ReceiptStore } from '../../redis/receipt-store.js';
-import { commandHint } from '../command.js';
-import { ResolveRefusedError, type ResolveRefusal } from '../errors.js';
-import { token, when } from '../format.js';
+import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type ObservedFence } from '../redis/errors.js';
+import { epochOrigin } from '../redis/epochs.js';
+import type { ReceiptHistoryEntry, ReceiptRecord } from '../redis/receipt-record.js';
+import type { Resolution } from '../redis/receipt-store.js';
+import { ResolveRefusedError, type ResolveRefusal } from './errors.js';
+import { token, when } from './labels.js';
 
 /** `by alice 4m12s ago` for a history entry. */
 function byWhom(entry: ReceiptHistoryEntry, nowMs: number): string {
@@ -72,11 +70,12 @@ function attemptsDiffer(typed: number, observed: ObservedFence, record: ReceiptR
 /**
  * Turns the store's refusal of `resolution` into a {@link ResolveRefusedError}
  * whose sentence says what differs, judged against `record` (the receipt as
- * read just before resolving: its history, when its lifetime began). Other
- * errors pass through.
+ * read just before resolving: its history, when its lifetime began), with
+ * `lookAgain` (how to look at the receipt again with the tool in use)
+ * appended. Other errors pass through.
  */
-export function resolveRefusal(store: ReceiptStore, redisKey: string, resolution: Resolution, record: ReceiptRecord, err: unknown): unknown {
-  const look = `; look again with ${commandHint(store, 'show', redisKey)}`;
+export function resolveRefusal(redisKey: string, resolution: Resolution, record: ReceiptRecord, err: unknown, lookAgain = ''): unknown {
+  const look = lookAgain;
   const refused = (reason: ResolveRefusal, why: string) => new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err, reason);
   if (err instanceof ContestedReceiptError) return refused('contested', err.message);
   if (err instanceof NotAmbiguousError) return refused('not_ambiguous', err.message);

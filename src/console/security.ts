@@ -1,0 +1,148 @@
+/**
+ * Who may do what in the console: tokens checked in constant time on every
+ * request, two roles (read-only and operator), a CSRF defence for every write
+ * (a random token in a SameSite cookie that each form echoes, and the
+ * request's Origin), and the headers every answer carries (a strict
+ * Content-Security-Policy among them).
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ConsoleOptionsError } from './errors.js';
+
+/** What a request may do: read pages, or also resolve, retry and bulk resolve. */
+export type ConsoleRole = 'read' | 'operator';
+
+/** The tokens the console accepts. With neither, every request is an operator's (mount it behind your own auth). */
+export interface ConsoleTokens {
+  /** Grants every page and every write. */
+  readonly operator?: string;
+  /** Grants the pages only. */
+  readonly read?: string;
+}
+
+/** Shortest token accepted: a guessable token is no defence. */
+export const MIN_TOKEN_LENGTH = 16;
+
+export const AUTH_COOKIE = 'trc_console_token';
+export const CSRF_COOKIE = 'trc_console_csrf';
+
+/** Checks the tokens' shape; throws {@link ConsoleOptionsError}. */
+export function checkTokens(tokens: ConsoleTokens): void {
+  for (const [role, token] of Object.entries(tokens)) {
+    if (token === undefined) continue;
+    if (typeof token !== 'string' || token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
+      throw new ConsoleOptionsError(`the ${role} token must be at least ${MIN_TOKEN_LENGTH} characters without spaces`);
+    }
+  }
+  if (tokens.operator !== undefined && tokens.operator === tokens.read) {
+    throw new ConsoleOptionsError('the operator token and the read-only token must differ');
+  }
+}
+
+const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
+
+/** Constant-time equality of two strings (compared as digests, so their lengths leak nothing either). */
+export function sameSecret(given: string, expected: string): boolean {
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** Cookies of a request by name (the first of each). */
+export function cookies(req: IncomingMessage): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    const name = part.slice(0, eq).trim();
+    if (name === '' || found.has(name)) continue;
+    try {
+      found.set(name, decodeURIComponent(part.slice(eq + 1).trim()));
+    } catch {
+      // a cookie some other page set, not ours
+    }
+  }
+  return found;
+}
+
+/** The token a request presents: `Authorization: Bearer <token>`, else the console's cookie. */
+export function presentedToken(req: IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  if (typeof header === 'string' && /^Bearer /i.test(header)) return header.slice(7).trim();
+  return cookies(req).get(AUTH_COOKIE);
+}
+
+/**
+ * The role a token grants, or `undefined` for none. Both tokens are compared
+ * every time, so the time taken says nothing about which (if either) matched.
+ */
+export function roleOf(token: string | undefined, tokens: ConsoleTokens): ConsoleRole | undefined {
+  if (tokens.operator === undefined && tokens.read === undefined) return 'operator';
+  if (token === undefined) return undefined;
+  const operator = sameSecret(token, tokens.operator ?? '');
+  const read = sameSecret(token, tokens.read ?? '');
+  if (operator && tokens.operator !== undefined) return 'operator';
+  if (read && tokens.read !== undefined) return 'read';
+  return undefined;
+}
+
+/** A fresh CSRF token. */
+export function newCsrfToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** A `Set-Cookie` value: HttpOnly, SameSite=Strict, on the console's path; Secure when the request came over TLS. */
+export function cookieHeader(req: IncomingMessage, name: string, value: string, path: string, maxAgeSeconds?: number): string {
+  const secure = (req.socket as { encrypted?: boolean }).encrypted === true || req.headers['x-forwarded-proto'] === 'https';
+  return [
+    `${name}=${encodeURIComponent(value)}`,
+    `Path=${path === '' ? '/' : path}`,
+    'HttpOnly',
+    'SameSite=Strict',
+    ...(secure ? ['Secure'] : []),
+    ...(maxAgeSeconds !== undefined ? [`Max-Age=${maxAgeSeconds}`] : []),
+  ].join('; ');
+}
+
+/**
+ * Whether a write came from the console's own pages: its `Origin` (when the
+ * browser sent one) names this very host, `Sec-Fetch-Site` (when sent) is not
+ * cross-site, and the form's CSRF field equals the request's CSRF cookie.
+ * Returns the reason it did not, or `undefined`.
+ */
+export function csrfProblem(req: IncomingMessage, formToken: string | undefined): string | undefined {
+  const origin = req.headers.origin;
+  const host = req.headers.host;
+  if (origin !== undefined && origin !== 'null') {
+    let originHost: string | undefined;
+    try {
+      originHost = new URL(origin).host;
+    } catch {
+      originHost = undefined;
+    }
+    if (originHost === undefined || originHost !== host) return `the request came from another origin (${origin})`;
+  } else if (origin === 'null') {
+    return 'the request came from an opaque origin';
+  }
+  const site = req.headers['sec-fetch-site'];
+  if (site === 'cross-site' || site === 'same-site') return `the browser says the request is ${site}`;
+  const cookie = cookies(req).get(CSRF_COOKIE);
+  if (cookie === undefined || formToken === undefined || !sameSecret(formToken, cookie)) {
+    return 'the form is missing its CSRF token or it does not match (reload the page and try again)';
+  }
+  return undefined;
+}
+
+/** The Content-Security-Policy of every answer: nothing runs, styles only from the console's stylesheet. */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** Sets the headers every answer carries. */
+export function setSecurityHeaders(res: ServerResponse): void {
+  res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('X-Frame-Options', 'DENY');
+  // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on the console's own form posts.
+  res.setHeader('Referrer-Policy', 'same-origin');
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+}

@@ -1,0 +1,104 @@
+/**
+ * An operator settles an ambiguous receipt: the one implementation behind the
+ * CLI's `resolve` and the console's resolve, single and bulk. The write is
+ * fenced on what the operator saw (attempts, and the epoch when given),
+ * never on a fresh read, so a receipt that moved on is left alone and the
+ * refusal says what changed; every write that lands is recorded in the
+ * audit log.
+ */
+import type { AuditLog } from '../redis/audit-log.js';
+import type { RedisConnection } from '../redis/connection.js';
+import type { ReceiptRecord } from '../redis/receipt-record.js';
+import type { ReceiptStore, Resolution } from '../redis/receipt-store.js';
+import { retryFailedJobs, type JobRetryReport } from '../bullmq/retry-jobs.js';
+import { readReceipt } from './read-receipt.js';
+import { resolveRefusal } from './resolve-refusal.js';
+
+/** Where an operator's writes are recorded, and as whom. */
+export interface AuditTrail {
+  readonly log: AuditLog;
+  /** Who is acting. */
+  readonly actor: string;
+  /** `cli`, `console`, or an embedder's name. */
+  readonly source: string;
+}
+
+/** What {@link resolveReceipt} did. */
+export interface ResolveOutcome {
+  /** The receipt as read just before resolving. */
+  readonly before: ReceiptRecord;
+  /** The receipt as read just after; `null` if it was already gone. */
+  readonly after: ReceiptRecord | null;
+  /** With `retryJob`: what was done with each job recorded on the receipt. */
+  readonly jobs?: JobRetryReport[];
+}
+
+/** Options of {@link resolveReceipt}. */
+export interface ResolveReceiptOptions {
+  /** Appended to a refusal's message: how to look at the receipt again with the tool in use. */
+  readonly lookAgain?: string;
+  /** Where to record the write; nothing is recorded without it. */
+  readonly audit?: AuditTrail;
+  /** Then retry the failed BullMQ jobs recorded on the receipt, on this connection. */
+  readonly retryJobsOn?: RedisConnection;
+  /** Extra detail kept in the audit entry (a bulk action's name, say). */
+  readonly auditDetail?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Settles the ambiguous receipt under `redisKey` as `resolution` says,
+ * fenced on `resolution.attemptsSeen` (and `epochSeen`). Throws
+ * `InvalidReceiptKeyError` or `ReceiptNotFoundError` for a key with no
+ * receipt, and {@link ResolveRefusedError} (nothing written) when the store
+ * refused, saying what differs (`resolveRefusal`): the receipt moved on, is
+ * gone, is not ambiguous or is contested.
+ * A write that lands is appended to `options.audit` (a failure to record it
+ * is thrown after the write).
+ */
+export async function resolveReceipt(
+  store: ReceiptStore,
+  redisKey: string,
+  resolution: Resolution,
+  options: ResolveReceiptOptions = {},
+): Promise<ResolveOutcome> {
+  const before = await readReceipt(store, redisKey);
+  const seen = resolution.attemptsSeen;
+  try {
+    await store.resolve(before.key, resolution);
+  } catch (err) {
+    throw resolveRefusal(redisKey, resolution, before, err, options.lookAgain);
+  }
+  const after = await store.inspect(before.key);
+  if (options.audit) {
+    await options.audit.log.append({
+      actor: options.audit.actor,
+      source: options.audit.source,
+      action: 'resolve',
+      receipts: [redisKey],
+      detail: {
+        outcome: resolution.outcome,
+        attemptsSeen: seen,
+        ...(resolution.epochSeen !== undefined ? { epochSeen: resolution.epochSeen } : {}),
+        ...(resolution.outcome === 'failed' ? { error: resolution.error } : {}),
+        ...options.auditDetail,
+      },
+    });
+  }
+  if (options.retryJobsOn === undefined || after === null) return { before, after };
+  const jobs = await retryJobs(options.retryJobsOn, after, options.audit);
+  return { before, after, jobs };
+}
+
+/**
+ * Retries the failed BullMQ jobs recorded on a settled receipt
+ * (`retryFailedJobs`) and records the retry in the audit log when one was
+ * retried. Throws `CallNotSettledError` for a receipt still running.
+ */
+export async function retryJobs(connection: RedisConnection, record: ReceiptRecord, audit?: AuditTrail): Promise<JobRetryReport[]> {
+  const jobs = await retryFailedJobs(connection, record);
+  const retried = jobs.filter((j) => j.action === 'retried').map((j) => j.job);
+  if (audit && retried.length > 0) {
+    await audit.log.append({ actor: audit.actor, source: audit.source, action: 'retry-job', receipts: [record.redisKey], detail: { jobs: retried } });
+  }
+  return jobs;
+}

@@ -1,0 +1,119 @@
+/**
+ * The console's CLI side: `tool-receipts console` served for real, the
+ * binding rule, and `tool-receipts audit`, which shows the CLI's own resolves
+ * next to the console's.
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/cli.js';
+import type { AuditEntry } from '../../src/redis/audit-log.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { startRedis } from '../support/redis.js';
+import { onProcessEnd } from '../support/cleanup.js';
+import { Capture, makeAmbiguous } from '../cli/support.js';
+
+const fixture = useRedis();
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const TOKEN = 'cli-operator-token-0123456789';
+
+async function cli(argv: string[], env: Record<string, string> = {}) {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await runCli(argv, { stdout, stderr, env: { REDIS_URL: fixture.handle().url, ...env } });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+describe('tool-receipts audit', () => {
+  it("records the CLI's resolve and prints it, newest first, as a table and as JSON", async () => {
+    const prefix = `${fixture.handle().prefix}audit`;
+    const store = fixture.store({ prefix });
+    const key = freshKey();
+    await makeAmbiguous(store, key);
+    const redisKey = store.redisKey(key);
+    const empty = await cli(['audit', '--prefix', prefix]);
+    expect(empty).toMatchObject({ code: 0, stdout: `No audit entries under prefix ${prefix}.\n` });
+
+    const resolved = await cli(['resolve', redisKey, '--prefix', prefix, '--attempts', '1', '--failed', '--error', 'bounced, never delivered', '--by', 'oncall']);
+    expect(resolved.code).toBe(0);
+    const json = await cli(['audit', '--prefix', prefix, '--json']);
+    const entries = JSON.parse(json.stdout) as AuditEntry[];
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ source: 'cli', action: 'resolve', receipts: [redisKey], detail: { outcome: 'failed', attemptsSeen: 1, error: 'bounced, never delivered' } });
+    expect(entries[0]!.actor).toBe('oncall');
+
+    // A refused resolve writes nothing, and records nothing.
+    const refused = await cli(['resolve', redisKey, '--prefix', prefix, '--attempts', '1', '--completed']);
+    expect(refused.code).toBe(1);
+    const text = await cli(['audit', '--prefix', prefix]);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^WHEN\s+WHO\s+FROM\s+WHAT\s+RECEIPTS\s+DETAIL$/);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toContain('cli');
+    expect(lines[1]).toContain(redisKey);
+    expect(lines[1]).toContain('outcome=failed');
+  });
+
+  it('refuses a bad --count', async () => {
+    const bad = await cli(['audit', '--count', 'lots']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--count must be a whole number');
+  });
+});
+
+describe('tool-receipts console', () => {
+  it('refuses to bind beyond loopback without a token, and a token too short to be one', async () => {
+    const open = await cli(['console', '--host', '0.0.0.0', '--port', '0', '--prefix', fixture.handle().prefix]);
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain('needs a token');
+    const short = await cli(['console', '--port', '0', '--token', 'abc', '--prefix', fixture.handle().prefix]);
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain('at least 16 characters');
+  });
+
+  it('serves the console with the token from the environment, rides out a Redis restart, and stops on SIGTERM', async () => {
+    // A server of its own, restarted under the console.
+    const own = await startRedis();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'console', '--port', '0', '--prefix', own.prefix], {
+      cwd: ROOT,
+      env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const unregister = onProcessEnd(() => child.kill('SIGKILL'));
+    try {
+      let out = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL printed: ${out}`)), 30_000);
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          const match = /on (http:\/\/\S+\/) /.exec(out);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+      });
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      expect((await fetch(url)).status).toBe(401);
+      const ok = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('Counts');
+      await own.restart();
+      const deadline = Date.now() + 20_000;
+      let again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      while (again.status !== 200 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+      }
+      expect(again.status).toBe(200);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      unregister();
+      child.kill('SIGKILL');
+      await own.stop();
+    }
+  });
+});
