@@ -43,9 +43,14 @@ export async function openPage(browser: Browser): Promise<{ context: BrowserCont
   return { context, page, trouble };
 }
 
-const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+/**
+ * Where the screenshots go: docs/console/ (the pictures the docs show) when
+ * UPDATE_SCREENSHOTS=1, else test-output/console/ (git-ignored), so an
+ * ordinary test run leaves the working tree as it was.
+ */
+const SHOTS = fileURLToPath(new URL(process.env['UPDATE_SCREENSHOTS'] === '1' ? '../../docs/console/' : '../../test-output/console/', import.meta.url));
 
-/** Screenshots of the page as it is, at 1280×800 and at a phone's 390×844, into docs/console/. */
+/** Screenshots of the page as it is, at 1280×800 and at a phone's 390×844. */
 export async function screenshots(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   await page.setViewportSize({ width: 1280, height: 800 });
