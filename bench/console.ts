@@ -1,14 +1,17 @@
 /**
- * `npx tsx bench/console.ts` (not part of `npm test` or `npm run bench`): how
- * long the console's pages take with 1,000 receipts and with 100,000, to
- * show they answer from the indexes rather than from a walk of the keyspace.
+ * `npx tsx bench/console.ts` (also run by `npm run bench`): how long the
+ * console's pages take with 1,000 receipts and with 1,000,000 in the same
+ * runs, to show they answer from the indexes rather than from a walk of the
+ * keyspace: a page's cost follows the registered runs and the receipts that
+ * need a person, not the size of the keyspace.
  *
  * For each size it loads receipts with bench/load-receipts.lua (the loader
- * bench/stats.ts checks against the real store): BENCH_CONSOLE_PER_RUN
- * receipts per run (default 100), 1% of them ambiguous, spread over 50
- * tenants; then serves the console in process and times each page over HTTP
- * (BENCH_CONSOLE_ROUNDS rounds, default 5, median). The sizes come from
- * BENCH_CONSOLE_SIZES (default 1000,100000). Starts its own redis-server.
+ * bench/stats.ts checks against the real store) into BENCH_CONSOLE_RUNS runs
+ * (default 1,000, over 50 tenants), with the same ten ambiguous receipts at
+ * every size (the first receipt of every hundredth run); then serves the
+ * console in process and times each page over HTTP (BENCH_CONSOLE_ROUNDS
+ * rounds, default 5, median). The sizes come from BENCH_CONSOLE_SIZES
+ * (default 1000,1000000). Starts its own redis-server.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -21,17 +24,17 @@ import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion } from './support.js';
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
-const SIZES = env('BENCH_CONSOLE_SIZES', '1000,100000').split(',').map(Number);
-const PER_RUN = Number(env('BENCH_CONSOLE_PER_RUN', '100'));
+const SIZES = env('BENCH_CONSOLE_SIZES', '1000,1000000').split(',').map(Number);
+const RUNS = Number(env('BENCH_CONSOLE_RUNS', '1000'));
 const ROUNDS = Number(env('BENCH_CONSOLE_ROUNDS', '5'));
 const TENANTS = 50;
 
 type Loader = Redis & { loadReceipts(...args: (string | number)[]): Promise<number> };
 
-/** Receipt `i` of a run: 1 in 100 ambiguous, the rest completed. */
-const stateOf = (i: number) => (i % 100 === 7 ? 'a' : 'c');
+/** Receipt `i` of run `run`: the first of every hundredth run ambiguous, the rest completed. */
+const stateOf = (run: number, i: number) => (i === 0 && run % 100 === 7 ? 'a' : 'c');
 
-async function load(redis: Loader, prefix: string, runs: number): Promise<void> {
+async function load(redis: Loader, prefix: string, runs: number, perRun: number): Promise<void> {
   const registry = new RunRegistry(redis, prefix);
   for (let start = 0; start < runs; start += 50) {
     await Promise.all(
@@ -42,12 +45,12 @@ async function load(redis: Loader, prefix: string, runs: number): Promise<void> 
         await registry.register(tenantId, runId);
         const keys = [runIndexRedisKey(prefix, tenantId, runId), receiptCountRedisKey(prefix, tenantId, runId)];
         let states = '';
-        for (let i = 0; i < PER_RUN; i++) {
+        for (let i = 0; i < perRun; i++) {
           const argsHash = createHash('sha256').update(`${run}/${i}`).digest('hex');
           keys.push(receiptRedisKey(prefix, { tenantId, runId, toolName: i % 2 === 0 ? 'send_email' : 'charge_card', argsHash }));
-          states += stateOf(i);
+          states += stateOf(run, i);
         }
-        await redis.loadReceipts(keys.length, ...keys, tenantId, runId, 'send_email', 3_600_000, states, 'o'.repeat(PER_RUN));
+        await redis.loadReceipts(keys.length, ...keys, tenantId, runId, 'send_email', 3_600_000, states, 'o'.repeat(perRun));
       }),
     );
   }
@@ -75,17 +78,18 @@ async function main(): Promise<void> {
   redis.defineCommand('loadReceipts', {
     lua: expandIncludes('load-receipts.lua', readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8'), (name) => readFileSync(new URL(`${name}.lua`, includes), 'utf8')),
   });
-  console.log(`console bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ${PER_RUN} receipts per run, median of ${ROUNDS}`);
+  console.log(`console bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ${RUNS} runs, median of ${ROUNDS}`);
   const results: Record<string, Record<number, number>> = {};
   try {
     for (const size of SIZES) {
       const prefix = `${handle.prefix}s${size}`;
-      const runs = Math.max(1, Math.round(size / PER_RUN));
+      const runs = RUNS;
+      const perRun = Math.max(1, Math.round(size / runs));
       const t = performance.now();
-      await load(redis, prefix, runs);
+      await load(redis, prefix, runs, perRun);
       const loaded = ((performance.now() - t) / 1000).toFixed(1);
       const server = await startConsoleServer({ redis, prefix, port: 0 });
-      const someKey = receiptRedisKey(prefix, { tenantId: 'tenant-3', runId: 'run-3', toolName: 'charge_card', argsHash: createHash('sha256').update('3/7').digest('hex') });
+      const someKey = receiptRedisKey(prefix, { tenantId: 'tenant-3', runId: 'run-3', toolName: 'send_email', argsHash: createHash('sha256').update('3/0').digest('hex') });
       const pages: [string, string][] = [
         ['needs a person', ''],
         ['needs a person, page 2', `?after=${encodeURIComponent(`0~${prefix}`)}`],
