@@ -16,6 +16,7 @@ import { runCommand } from '../../src/cli/commands/run.js';
 import { showCommand } from '../../src/cli/commands/show.js';
 import { Capture, spawnCli } from '../cli/support.js';
 import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { receiptOperations, type StoreOperation } from '../support/store-operations.js';
 
 const fixture = useRedis();
 const NEWER = RECEIPT_SCHEMA_VERSION + 1;
@@ -88,31 +89,13 @@ async function writtenByNewerRelease(store: ReceiptStore, redis: ReturnType<type
   return redisKey;
 }
 
-const operations: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<unknown>][] = [
-  ['claim', (s, k) => s.claim(k, { effect: 'opaque' })],
-  ['complete', (s, k) => s.complete(k, fence, 'x')],
-  ['completeAndClaim', (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } })],
-  ['claimGroup', async (s, k) => {
-    // The group leaves a receipt it cannot claim to the call's own claim, which says why.
-    const [ahead] = await s.claimGroup([{ key: k, options: { effect: 'opaque' } }]);
-    if (ahead !== null) throw new Error('expected no answer for a receipt of a newer layout');
-    return s.claim(k, { effect: 'opaque' });
-  }],
-  ['fail', (s, k) => s.fail(k, fence, { error: 'x' })],
-  ['markOutcomeUnknown', (s, k) => s.markOutcomeUnknown(k, fence, 'x')],
-  ['heartbeat', (s, k) => s.heartbeat(k, fence)],
-  ['recordStep', (s, k) => s.recordStep(k, fence, 'step', 1)],
-  ['flagAmbiguous', (s, k) => s.flagAmbiguous(k, fence, 'opaque')],
-  ['resolve', (s, k) => s.resolve(k, { attemptsSeen: 1, outcome: 'failed', error: 'x' })],
-  ['inspect', (s, k) => s.inspect(k)],
+const operations: StoreOperation[] = [
+  ...receiptOperations(fence, reconciles),
+  // The readers that walk more than one receipt.
   ['listRun', (s, k) => s.listRun(k.tenantId, k.runId)],
   ['listAmbiguous without onNewer', (s) => s.listAmbiguous()],
   ['stats by scan', (s, k) => s.stats({ tenantId: k.tenantId, scan: true })],
   ['rebuildCounts', (s, k) => s.rebuildCounts({ tenantId: k.tenantId })],
-  ['ReconcileStore.begin', (s, k) => reconciles(s).begin(k, fence, 1_000, 'w')],
-  ['ReconcileStore.settle', (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' })],
-  ['ReconcileStore.noteJob', (s, k) => reconciles(s).noteJob(k, { queue: 'q', prefix: 'bull', id: '1' })],
-  ['ReconcileStore.reclaimKeyed', (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' })],
 ];
 
 describe.each(operations)('%s on a receipt a newer release wrote', (_name, operation) => {
