@@ -93,6 +93,18 @@ export interface QueueBenchOptions {
   readonly rounds: number;
   /** Jobs per pass in the untimed command count. */
   readonly probeJobs: number;
+  /**
+   * The kinds of pass to time (bare is always one, ratios are taken to it);
+   * every kind when left out. The network runs time fewer.
+   */
+  readonly kinds?: readonly PassKind[];
+  /** Leaves out the untimed command count and memory probes (the network runs keep to the timed passes). */
+  readonly timedOnly?: boolean;
+  /**
+   * Where INFO is read (CPU, commandstats): the server itself, when `url`
+   * goes through the network mode's proxy. Defaults to `url`.
+   */
+  readonly adminUrl?: string;
 }
 
 /** Timed figures at one concurrency and tool duration. */
@@ -107,6 +119,8 @@ export interface LevelFigures {
   /** CPU per job in µs, per round: this Node process (BullMQ and wrapper) and the Redis server. */
   readonly nodeCpu: Record<PassKind, number[]>;
   readonly redisCpu: Record<PassKind, number[]>;
+  /** Median time in the processor per job, ms, per round: the job's latency beyond BullMQ's own fetch and finish. */
+  readonly latencyMs: Record<PassKind, number[]>;
   /** Per-round ratio of each kind to bare (bare's own is all 1). */
   readonly ratios: Record<PassKind, number[]>;
   /** Per-round ratio of traced to wrapped: what turning tracing on keeps. */
@@ -128,7 +142,8 @@ export interface QueueBenchReport {
   readonly commands: Map<string, CommandCount>;
   /** Spans the traced passes handed to the exporter. */
   readonly spansExported: number;
-  readonly memory: {
+  /** Left out with `timedOnly`. */
+  readonly memory?: {
     readonly receiptBytes: number;
     readonly receiptFields: number;
     readonly receiptResultBytes: number;
@@ -144,6 +159,7 @@ export interface QueueBenchReport {
 
 interface PassFigures {
   readonly rate: number;
+  readonly latencyMs: number;
   readonly nodeCpuUs: number;
   readonly redisCpuUs: number;
 }
@@ -288,7 +304,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   };
   const bullPrefix = `${options.prefix}:bull`;
   const receiptsPrefix = `${options.prefix}:trc`;
-  const admin = new Redis(options.url);
+  const admin = new Redis(options.adminUrl ?? options.url);
   const receiptsRedis = new Redis(options.url, { maxRetriesPerRequest: null });
   // The peer gets its own connection, as the wrapper has.
   const peerRedis = new Redis(options.url, { maxRetriesPerRequest: null });
@@ -323,8 +339,18 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       const expected = kind === 'replay' ? 'replayed' : kind === 'bare' || kind === 'peer' ? undefined : 'executed';
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
-        const worker = new Worker(queueName, processors[kind], { connection, prefix: bullPrefix, concurrency, autorun: false });
         const processor = processors[kind];
+        // Time in the processor per job: the same thin wrapper on every kind.
+        const durations: number[] = [];
+        const timed = async (job: Job<ToolJobData>, token?: string, signal?: AbortSignal) => {
+          const started = performance.now();
+          try {
+            return await (processor as (j: Job<ToolJobData>, t?: string, s?: AbortSignal) => Promise<unknown>)(job, token, signal);
+          } finally {
+            durations.push(performance.now() - started);
+          }
+        };
+        const worker = new Worker(queueName, timed, { connection, prefix: bullPrefix, concurrency, autorun: false });
         const detach = processor === wrapped || processor === traced ? processor.attach(worker) : () => undefined;
         try {
           let done = 0;
@@ -332,7 +358,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           const finished = new Promise<void>((resolve) => {
             const tally = () => void (++done === jobs.length && resolve());
             worker.on('completed', (_job, result) => {
-              for (const block of result.results as { outcome?: string }[]) {
+              for (const block of (result as { results: unknown }).results as { outcome?: string }[]) {
                 if (expected !== undefined && block.outcome !== expected) problems.push(`outcome ${String(block.outcome)}`);
               }
               tally();
@@ -361,6 +387,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           }
           return {
             rate: jobs.length / seconds,
+            latencyMs: median(durations),
             nodeCpuUs: (cpu.user + cpu.system) / jobs.length,
             redisCpuUs: (redisCpu * 1e6) / jobs.length,
           };
@@ -387,12 +414,13 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         parallel: jobsOf('parallel').map((data) => ({ ...data, parallel: true })),
       };
       const figures = {} as Record<PassKind, PassFigures>;
-      for (const kind of order) {
+      for (const kind of order.filter(timedKind)) {
         figures[kind] = await pass(kind, concurrency, kind === 'replay' ? byKind.wrapped : byKind[kind]);
       }
       return figures;
     }
 
+    const timedKind = (kind: PassKind) => kind === 'bare' || options.kinds === undefined || options.kinds.includes(kind);
     // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
     for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
       await round(`warm-c${concurrency}`, concurrency, jobs, 0, 1, [...KINDS]);
@@ -417,21 +445,23 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         rates: perKind(),
         nodeCpu: perKind(),
         redisCpu: perKind(),
+        latencyMs: perKind(),
         ratios: perKind(),
         tracedToWrapped: [],
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
-        const kinds = kindsOf(calls);
-        const order: PassKind[] = r % 2 === 0 ? kinds : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...kinds.slice(KINDS.length)];
+        const all = kindsOf(calls);
+        const order: PassKind[] = r % 2 === 0 ? all : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
-        for (const kind of kinds) {
+        for (const kind of all.filter(timedKind)) {
           level.rates[kind].push(figures[kind].rate);
+          level.latencyMs[kind].push(figures[kind].latencyMs);
           level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
           level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
-        level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
+        if (figures.traced && figures.wrapped) level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
       }
       levels.push(level);
     }
@@ -450,7 +480,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       ['peer turn', 'peer', probe('count-peer-turn', TURN_CALLS)],
       ['wrapped turn', 'wrapped', probe('count-wrapped-turn', TURN_CALLS)],
     ];
-    for (const [label, kind, jobs] of probes) {
+    for (const [label, kind, jobs] of options.timedOnly ? [] : probes) {
       let before = new Map<string, number>();
       let server = new Map<string, number>();
       let client = new Map<string, number>();
@@ -473,7 +503,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     }
 
     // Memory: one retained job per side, and the receipt its wrapped call settled.
-    const memory = await (async () => {
+    const memory = options.timedOnly ? undefined : await (async () => {
       const queueName = 'memory';
       const queue = new Queue(queueName, { connection, prefix: bullPrefix });
       const worker = new Worker(queueName, (job: Job) => (job.name === 'bare' ? bareProcessor(job) : wrapped(job, undefined)), {
@@ -649,6 +679,7 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     lines.push(`    ${kind.padEnd(12)} server ${server}, ${evalsha}; own connection round trips ${client}`);
   }
   const mem = report.memory;
+  if (mem === undefined) return lines;
   lines.push(
     '  memory:',
     `    settled receipt          MEMORY USAGE ${mem.receiptBytes} bytes (${mem.receiptFields} fields, result ${mem.receiptResultBytes} bytes)`,
@@ -661,5 +692,80 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     `      wrapped ${mem.returnValue.wrapped}`,
     `    completed job hash       MEMORY USAGE bare ${mem.jobHashBytes.bare} bytes, wrapped ${mem.jobHashBytes.wrapped} bytes`,
   );
+  return lines;
+}
+
+/** One network setting's timed levels: loopback (`rttMs` 0) or through the delaying proxy. */
+export interface NetworkRun {
+  /** The round trip asked for, ms (0: loopback). */
+  readonly rttMs: number;
+  /** What a PING through the proxy measured on top of one straight to the server, ms. */
+  readonly addedMs: number;
+  readonly levels: readonly LevelFigures[];
+}
+
+/** The goals on a network, from `rttMs` > 0: one call and a three-call turn against the peer. */
+export interface NetworkGoals {
+  /** wrapped/peer jobs/s, one call per job, at c=1 and c=50. */
+  readonly oneCall: number;
+  /** wrapped/peer jobs/s of the turn at c=1. */
+  readonly turnRate: number;
+  /** wrapped/peer time in the processor per job of the turn at c=1, at most. */
+  readonly turnLatency: number;
+}
+
+/**
+ * Loopback and each round trip side by side, per level (no-op tool): ours
+ * and the peer's jobs/s and time per job, and the per-round ratios'
+ * medians; then the network goals.
+ */
+export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkGoals): string[] {
+  const lines: string[] = [];
+  const head = runs.map((run) => (run.rttMs === 0 ? 'loopback' : `rtt ${run.rttMs} ms (+${run.addedMs.toFixed(2)})`).padEnd(44));
+  lines.push(
+    '  ours = withToolReceipts, peer = Powertools makeIdempotent; j/s and ms per job in the processor are medians of rounds,',
+    '  ratios the median of per-round ratios (ours/peer: above 1 is faster for j/s, below 1 is faster for ms)',
+    `  ${'level'.padEnd(12)}${head.join('')}`,
+  );
+  const names = ['c=1', 'c=50', 'c=1 turn 3', 'c=50 turn 3'];
+  const find = (run: NetworkRun, name: string) => run.levels.find((level) => level.toolMs === 0 && levelName(level) === name);
+  const ratioOf = (a: number[], b: number[]) => median(a.map((value, r) => value / (b[r] ?? value)));
+  for (const name of names) {
+    const rate = runs.map((run) => {
+      const level = find(run, name);
+      if (!level) return '-'.padEnd(44);
+      const m = (kind: PassKind) => median(level.rates[kind]);
+      let cell = `j/s ${m('wrapped').toFixed(0)} vs ${m('peer').toFixed(0)} = ${ratioOf(level.rates.wrapped, level.rates.peer).toFixed(2)}`;
+      if (level.rates.parallel.length > 0) cell += ` (par ${ratioOf(level.rates.parallel, level.rates.peer).toFixed(2)})`;
+      return cell.padEnd(44);
+    });
+    const latency = runs.map((run) => {
+      const level = find(run, name);
+      if (!level) return '-'.padEnd(44);
+      const m = (kind: PassKind) => median(level.latencyMs[kind]);
+      let cell = `ms ${m('wrapped').toFixed(2)} vs ${m('peer').toFixed(2)} = ${ratioOf(level.latencyMs.wrapped, level.latencyMs.peer).toFixed(2)}`;
+      if (level.latencyMs.parallel.length > 0) cell += ` (par ${ratioOf(level.latencyMs.parallel, level.latencyMs.peer).toFixed(2)})`;
+      return cell.padEnd(44);
+    });
+    lines.push(`  ${name.padEnd(12)}${rate.join('')}`, `  ${''.padEnd(12)}${latency.join('')}`);
+  }
+  for (const run of runs.filter((r) => r.rttMs > 0)) {
+    const at = `rtt ${run.rttMs} ms`;
+    const check = (what: string, values: number[], target: number, atMost = false) => {
+      const value = median(values);
+      const met = atMost ? value <= target : value >= target;
+      lines.push(`  goal ${at}: ${what} ${atMost ? '<=' : '>='} ${target.toFixed(2)}: ${spread(values)} -> ${met ? 'MET' : 'MISSED'} (median)`);
+    };
+    for (const name of names) {
+      const level = find(run, name);
+      if (!level) continue;
+      const rates = roundRatios(level, 'wrapped', 'peer');
+      if (level.calls === 1) check(`wrapped/peer j/s ${name}`, rates, goals.oneCall);
+      else if (level.concurrency === 1) {
+        check(`wrapped/peer j/s ${name}`, rates, goals.turnRate);
+        check(`wrapped/peer ms per job ${name}`, level.latencyMs.wrapped.map((v, r) => v / (level.latencyMs.peer[r] ?? v)), goals.turnLatency, true);
+      }
+    }
+  }
   return lines;
 }
