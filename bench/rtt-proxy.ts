@@ -6,8 +6,9 @@
  * It runs in a child process of its own (`startRttProxy`), so its event loop
  * and CPU are not the bench's. Timers in Node fire on whole milliseconds, too
  * coarse for 0.1–0.5 ms; a worker thread sleeps on `Atomics.wait` (which takes
- * fractions of a millisecond) until the earliest chunk is due and wakes the
- * proxy's loop, so nothing spins while chunks wait.
+ * fractions of a millisecond) until just before the earliest chunk is due,
+ * spins the last few tens of µs, and wakes the proxy's loop; nothing spins
+ * longer than that while chunks wait.
  *
  * Every chunk of every connection waits the same time, so one queue in
  * arrival order is also the order of delivery, per connection and in each
@@ -135,7 +136,10 @@ for (;;) {
   const at = deadline[0];
   if (!(at < Infinity)) { Atomics.wait(control, 0, seq); continue; }
   const wait = at - nowMs();
-  if (wait > 0.02) { Atomics.wait(control, 0, seq, wait); continue; }
+  // A timed wait wakes up to ~50 µs late (the kernel's timer slack): sleep to just short of the
+  // deadline, then spin the last stretch, so the wake-up is as late under load as when idle.
+  if (wait > 0.1) { Atomics.wait(control, 0, seq, wait - 0.07); continue; }
+  while (nowMs() < at) {}
   parentPort.postMessage(0);
   Atomics.wait(control, 0, seq);
 }
