@@ -36,11 +36,14 @@ export interface RttProxy {
   stop(): Promise<void>;
 }
 
+/** This process's flags when it runs TypeScript through tsx (the bench), else tsx's loader (a test runner's child). */
+const loaderArgs = (): string[] => (process.execArgv.some((arg) => arg.includes('tsx')) ? process.execArgv : ['--import', 'tsx']);
+
 /** Spawns the proxy in front of `target` (host:port), adding `rttMs` per round trip. */
 export async function startRttProxy(target: { host: string; port: number }, rttMs: number): Promise<RttProxy> {
   const child = spawn(
     process.execPath,
-    [...process.execArgv, fileURLToPath(import.meta.url), '--serve', `${target.host}:${target.port}`, String(rttMs)],
+    [...loaderArgs(), fileURLToPath(import.meta.url), '--serve', `${target.host}:${target.port}`, String(rttMs)],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   const port = await new Promise<number>((resolve, reject) => {
