@@ -736,7 +736,8 @@ export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkG
   const head = runs.map((run) => (run.rttMs === 0 ? 'loopback' : `rtt ${run.rttMs} ms (+${run.addedMs.toFixed(2)})`).padEnd(44));
   lines.push(
     '  ours = withToolReceipts, peer = Powertools makeIdempotent; j/s and ms per job in the processor are medians of rounds,',
-    '  ratios the median of per-round ratios (ours/peer: above 1 is faster for j/s, below 1 is faster for ms)',
+    '  ratios the median of per-round ratios (ours/peer: above 1 is faster for j/s, below 1 is faster for ms);',
+    '  bare = BullMQ alone (no receipts), what a job costs before either side adds its round trips',
     `  ${'level'.padEnd(12)}${head.join('')}`,
   );
   const names = ['c=1', 'c=50', 'c=1 turn 3', 'c=50 turn 3'];
@@ -759,7 +760,12 @@ export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkG
       if (level.latencyMs.parallel.length > 0) cell += ` (par ${ratioOf(level.latencyMs.parallel, level.latencyMs.peer).toFixed(2)})`;
       return cell.padEnd(44);
     });
-    lines.push(`  ${name.padEnd(12)}${rate.join('')}`, `  ${''.padEnd(12)}${latency.join('')}`);
+    // BullMQ's own cost per job (bare: fetch, run, finish), the part of a job's time neither side can cut.
+    const bare = runs.map((run) => {
+      const level = find(run, name);
+      return (level ? `bare j/s ${median(level.rates.bare).toFixed(0)} (${(1000 / median(level.rates.bare)).toFixed(2)} ms a job)` : '-').padEnd(44);
+    });
+    lines.push(`  ${name.padEnd(12)}${rate.join('')}`, `  ${''.padEnd(12)}${latency.join('')}`, `  ${''.padEnd(12)}${bare.join('')}`);
   }
   for (const run of runs.filter((r) => r.rttMs > 0)) {
     const at = `rtt ${run.rttMs} ms`;
