@@ -604,6 +604,8 @@ export interface QueueGoals {
   readonly control: number;
   /** wrapped/peer on the turn level. */
   readonly turnPeer: number;
+  /** wrapped/peer Node CPU per job at c=1, one call per job, at most. */
+  readonly nodeCpuC1: number;
 }
 
 /** The report as printed lines. */
@@ -678,6 +680,11 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       goal(`wrapped/bare ${at}`, level.ratios.wrapped, level.concurrency === 1 ? goals.bare.c1 : goals.bare.c50);
       goal(`wrapped/peer ${at}`, roundRatios(level, 'wrapped', 'peer'), goals.peer);
       goal(`wrapped/control ${at}`, roundRatios(level, 'wrapped', 'control'), goals.control);
+      if (level.concurrency === 1) {
+        const cpu = level.nodeCpu.wrapped.map((value, r) => value / (level.nodeCpu.peer[r] ?? value));
+        const met = median(cpu) <= goals.nodeCpuC1;
+        lines.push(`  goal node CPU per job wrapped/peer ${at} <= ${goals.nodeCpuC1.toFixed(2)}: ${spread(cpu)} -> ${met ? 'MET' : 'MISSED'} (median)`);
+      }
     } else {
       goal(`wrapped/peer ${at}, ${level.calls}-call turn, one after another`, roundRatios(level, 'wrapped', 'peer'), goals.turnPeer);
       goal(`parallel/peer ${at}, ${level.calls}-call turn side by side`, roundRatios(level, 'parallel', 'peer'), goals.turnPeer);
