@@ -42,7 +42,8 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis.js';
 import { builtAt } from './package.js';
-import { formatNetworkReport, formatQueueReport, runQueueBench, type NetworkRun, type QueueBenchOptions } from './queue.js';
+import { formatNetworkReport, type NetworkRun } from './network.js';
+import { formatQueueReport, runQueueBench, type QueueBenchOptions } from './queue.js';
 import { calibrateRttProxy, startRttProxy } from './rtt-proxy.js';
 import { redisVersion, unlinkMatching } from './support.js';
 
