@@ -324,6 +324,14 @@ async function main(): Promise<void> {
     console.log(`    ours (EVALSHA): ${scripts.map(cost).join(', ')}`);
     console.log(`    peer:           ${peerCommands.map(cost).join(', ')}`);
     console.log(`    peer per call:  ${peerTotals.map(cost).join(', ')}`);
+    // The whole server's CPU per fresh call: our claim that creates and our complete, against the peer's two SETs.
+    const cpuOf = (list: [string, ServerCost][], name: string) => list.find(([label]) => label === name)?.[1].cpu ?? NaN;
+    const oursFresh = cpuOf(scripts, 'claim (creates)') + cpuOf(scripts, 'complete');
+    const peerFresh = cpuOf(peerTotals, 'fresh');
+    const redisRatio = oursFresh / peerFresh;
+    console.log(
+      `  goal Redis CPU per fresh call ours/peer <= 1.50: ${oursFresh.toFixed(0)} vs ${peerFresh.toFixed(0)} µs = ${redisRatio.toFixed(2)} -> ${redisRatio <= 1.5 ? 'MET' : 'MISSED'}`,
+    );
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${prefix}:*`);
     await queue.close();

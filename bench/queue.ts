@@ -93,6 +93,18 @@ export interface QueueBenchOptions {
   readonly rounds: number;
   /** Jobs per pass in the untimed command count. */
   readonly probeJobs: number;
+  /**
+   * The kinds of pass to time (bare is always one, ratios are taken to it);
+   * every kind when left out. The network runs time fewer.
+   */
+  readonly kinds?: readonly PassKind[];
+  /** Leaves out the untimed command count and memory probes (the network runs keep to the timed passes). */
+  readonly timedOnly?: boolean;
+  /**
+   * Where INFO is read (CPU, commandstats): the server itself, when `url`
+   * goes through the network mode's proxy. Defaults to `url`.
+   */
+  readonly adminUrl?: string;
 }
 
 /** Timed figures at one concurrency and tool duration. */
@@ -107,6 +119,8 @@ export interface LevelFigures {
   /** CPU per job in µs, per round: this Node process (BullMQ and wrapper) and the Redis server. */
   readonly nodeCpu: Record<PassKind, number[]>;
   readonly redisCpu: Record<PassKind, number[]>;
+  /** Median time in the processor per job, ms, per round: the job's latency beyond BullMQ's own fetch and finish. */
+  readonly latencyMs: Record<PassKind, number[]>;
   /** Per-round ratio of each kind to bare (bare's own is all 1). */
   readonly ratios: Record<PassKind, number[]>;
   /** Per-round ratio of traced to wrapped: what turning tracing on keeps. */
@@ -128,7 +142,8 @@ export interface QueueBenchReport {
   readonly commands: Map<string, CommandCount>;
   /** Spans the traced passes handed to the exporter. */
   readonly spansExported: number;
-  readonly memory: {
+  /** Left out with `timedOnly`. */
+  readonly memory?: {
     readonly receiptBytes: number;
     readonly receiptFields: number;
     readonly receiptResultBytes: number;
@@ -144,6 +159,7 @@ export interface QueueBenchReport {
 
 interface PassFigures {
   readonly rate: number;
+  readonly latencyMs: number;
   readonly nodeCpuUs: number;
   readonly redisCpuUs: number;
 }
@@ -288,7 +304,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   };
   const bullPrefix = `${options.prefix}:bull`;
   const receiptsPrefix = `${options.prefix}:trc`;
-  const admin = new Redis(options.url);
+  const admin = new Redis(options.adminUrl ?? options.url);
   const receiptsRedis = new Redis(options.url, { maxRetriesPerRequest: null });
   // The peer gets its own connection, as the wrapper has.
   const peerRedis = new Redis(options.url, { maxRetriesPerRequest: null });
@@ -323,8 +339,30 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       const expected = kind === 'replay' ? 'replayed' : kind === 'bare' || kind === 'peer' ? undefined : 'executed';
       try {
         await queue.addBulk(jobs.map((data) => ({ name: 'call', data, opts: JOB_OPTS })));
-        const worker = new Worker(queueName, processors[kind], { connection, prefix: bullPrefix, concurrency, autorun: false });
         const processor = processors[kind];
+        // Time in the processor per job: the same thin wrapper on every kind, of the processor's own arity
+        // (BullMQ makes an AbortController per job only for a processor of three parameters).
+        const durations: number[] = [];
+        const run = processor as (j: Job<ToolJobData>, t?: string, s?: AbortSignal) => Promise<unknown>;
+        const timed =
+          run.length >= 3
+            ? async (job: Job<ToolJobData>, token?: string, signal?: AbortSignal) => {
+                const started = performance.now();
+                try {
+                  return await run(job, token, signal);
+                } finally {
+                  durations.push(performance.now() - started);
+                }
+              }
+            : async (job: Job<ToolJobData>) => {
+                const started = performance.now();
+                try {
+                  return await run(job);
+                } finally {
+                  durations.push(performance.now() - started);
+                }
+              };
+        const worker = new Worker(queueName, timed, { connection, prefix: bullPrefix, concurrency, autorun: false });
         const detach = processor === wrapped || processor === traced ? processor.attach(worker) : () => undefined;
         try {
           let done = 0;
@@ -332,7 +370,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           const finished = new Promise<void>((resolve) => {
             const tally = () => void (++done === jobs.length && resolve());
             worker.on('completed', (_job, result) => {
-              for (const block of result.results as { outcome?: string }[]) {
+              for (const block of (result as { results: unknown }).results as { outcome?: string }[]) {
                 if (expected !== undefined && block.outcome !== expected) problems.push(`outcome ${String(block.outcome)}`);
               }
               tally();
@@ -361,6 +399,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           }
           return {
             rate: jobs.length / seconds,
+            latencyMs: median(durations),
             nodeCpuUs: (cpu.user + cpu.system) / jobs.length,
             redisCpuUs: (redisCpu * 1e6) / jobs.length,
           };
@@ -387,12 +426,13 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         parallel: jobsOf('parallel').map((data) => ({ ...data, parallel: true })),
       };
       const figures = {} as Record<PassKind, PassFigures>;
-      for (const kind of order) {
+      for (const kind of order.filter(timedKind)) {
         figures[kind] = await pass(kind, concurrency, kind === 'replay' ? byKind.wrapped : byKind[kind]);
       }
       return figures;
     }
 
+    const timedKind = (kind: PassKind) => kind === 'bare' || options.kinds === undefined || options.kinds.includes(kind);
     // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
     for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
       await round(`warm-c${concurrency}`, concurrency, jobs, 0, 1, [...KINDS]);
@@ -417,21 +457,23 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         rates: perKind(),
         nodeCpu: perKind(),
         redisCpu: perKind(),
+        latencyMs: perKind(),
         ratios: perKind(),
         tracedToWrapped: [],
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
-        const kinds = kindsOf(calls);
-        const order: PassKind[] = r % 2 === 0 ? kinds : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...kinds.slice(KINDS.length)];
+        const all = kindsOf(calls);
+        const order: PassKind[] = r % 2 === 0 ? all : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
-        for (const kind of kinds) {
+        for (const kind of all.filter(timedKind)) {
           level.rates[kind].push(figures[kind].rate);
+          level.latencyMs[kind].push(figures[kind].latencyMs);
           level.nodeCpu[kind].push(figures[kind].nodeCpuUs);
           level.redisCpu[kind].push(figures[kind].redisCpuUs);
           level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
-        level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
+        if (figures.traced && figures.wrapped) level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
       }
       levels.push(level);
     }
@@ -450,7 +492,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       ['peer turn', 'peer', probe('count-peer-turn', TURN_CALLS)],
       ['wrapped turn', 'wrapped', probe('count-wrapped-turn', TURN_CALLS)],
     ];
-    for (const [label, kind, jobs] of probes) {
+    for (const [label, kind, jobs] of options.timedOnly ? [] : probes) {
       let before = new Map<string, number>();
       let server = new Map<string, number>();
       let client = new Map<string, number>();
@@ -473,7 +515,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     }
 
     // Memory: one retained job per side, and the receipt its wrapped call settled.
-    const memory = await (async () => {
+    const memory = options.timedOnly ? undefined : await (async () => {
       const queueName = 'memory';
       const queue = new Queue(queueName, { connection, prefix: bullPrefix });
       const worker = new Worker(queueName, (job: Job) => (job.name === 'bare' ? bareProcessor(job) : wrapped(job, undefined)), {
@@ -535,7 +577,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
 }
 
 /** `c=1` for the no-op tool, `c=1 tool 5ms` for a tool that takes 5 ms, `c=1 turn 3` for three no-op calls per job. */
-const levelName = (level: LevelFigures) =>
+export const levelName = (level: LevelFigures) =>
   `c=${level.concurrency}${level.toolMs > 0 ? ` tool ${level.toolMs}ms` : ''}${level.calls > 1 ? ` turn ${level.calls}` : ''}`;
 const fmt = (value: number, width: number, digits = 0) => value.toFixed(digits).padStart(width);
 const list = (values: number[], digits = 0) => values.map((v) => v.toFixed(digits)).join(', ');
@@ -546,10 +588,10 @@ const perJob = (counts: Map<string, number>, jobs: number) =>
     .join(', ') || 'none';
 const total = (counts: Map<string, number>) => [...counts.values()].reduce((a, b) => a + b, 0);
 /** Per-round ratios of one kind's rate to another's (each pair from the same round). */
-const roundRatios = (level: LevelFigures, kind: PassKind, to: PassKind) =>
+export const roundRatios = (level: LevelFigures, kind: PassKind, to: PassKind) =>
   level.rates[kind].map((rate, r) => rate / (level.rates[to][r] ?? rate));
 /** `min/median/max` of per-round ratios. */
-const spread = (values: number[]) =>
+export const spread = (values: number[]) =>
   `${Math.min(...values).toFixed(2)}/${median(values).toFixed(2)}/${Math.max(...values).toFixed(2)}`;
 
 /** What the report checks, all against the no-op tool: the wrapper's whole cost, with nothing to hide it. */
@@ -562,6 +604,8 @@ export interface QueueGoals {
   readonly control: number;
   /** wrapped/peer on the turn level. */
   readonly turnPeer: number;
+  /** wrapped/peer Node CPU per job at c=1, one call per job, at most. */
+  readonly nodeCpuC1: number;
 }
 
 /** The report as printed lines. */
@@ -636,6 +680,11 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       goal(`wrapped/bare ${at}`, level.ratios.wrapped, level.concurrency === 1 ? goals.bare.c1 : goals.bare.c50);
       goal(`wrapped/peer ${at}`, roundRatios(level, 'wrapped', 'peer'), goals.peer);
       goal(`wrapped/control ${at}`, roundRatios(level, 'wrapped', 'control'), goals.control);
+      if (level.concurrency === 1) {
+        const cpu = level.nodeCpu.wrapped.map((value, r) => value / (level.nodeCpu.peer[r] ?? value));
+        const met = median(cpu) <= goals.nodeCpuC1;
+        lines.push(`  goal node CPU per job wrapped/peer ${at} <= ${goals.nodeCpuC1.toFixed(2)}: ${spread(cpu)} -> ${met ? 'MET' : 'MISSED'} (median)`);
+      }
     } else {
       goal(`wrapped/peer ${at}, ${level.calls}-call turn, one after another`, roundRatios(level, 'wrapped', 'peer'), goals.turnPeer);
       goal(`parallel/peer ${at}, ${level.calls}-call turn side by side`, roundRatios(level, 'parallel', 'peer'), goals.turnPeer);
@@ -649,6 +698,7 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     lines.push(`    ${kind.padEnd(12)} server ${server}, ${evalsha}; own connection round trips ${client}`);
   }
   const mem = report.memory;
+  if (mem === undefined) return lines;
   lines.push(
     '  memory:',
     `    settled receipt          MEMORY USAGE ${mem.receiptBytes} bytes (${mem.receiptFields} fields, result ${mem.receiptResultBytes} bytes)`,
@@ -663,3 +713,4 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
   );
   return lines;
 }
+

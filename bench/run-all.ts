@@ -15,6 +15,16 @@
  * 4. The cost of each durability mode (bench/durability.ts), in a child
  *    process on a primary and replica of its own.
  *
+ * 5. The network mode: the queue bench's no-op levels again (bare, peer,
+ *    wrapped, parallel) through a delaying TCP proxy (bench/rtt-proxy.ts)
+ *    for each round trip of `--rtt` (default 0.5 ms; `--rtt 0.2,0.5,1` for
+ *    several, `--rtt 0` for none), every client of the pass (BullMQ's, the
+ *    receipts', the peer's) behind it; printed beside the loopback figures,
+ *    with the network goals.
+ *
+ * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
+ * about a third of the time; ratios are noisier).
+ *
  * Starts one throwaway redis-server on a free port, or uses REDIS_URL
  * (touching only this run's prefix). A missed goal is reported, not fatal.
  *
@@ -32,11 +42,33 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedis } from '../test/support/redis.js';
 import { builtAt } from './package.js';
-import { formatQueueReport, runQueueBench } from './queue.js';
+import { formatNetworkReport, type NetworkRun } from './network.js';
+import { formatQueueReport, runQueueBench, type QueueBenchOptions } from './queue.js';
+import { calibrateRttProxy, startRttProxy } from './rtt-proxy.js';
 import { redisVersion, unlinkMatching } from './support.js';
 
-const GOALS = { bare: { c1: 0.6, c50: 0.85 }, peer: 0.9, control: 0.8, turnPeer: 1.5 };
+const GOALS = { bare: { c1: 0.6, c50: 0.85 }, peer: 0.9, control: 0.8, turnPeer: 1.5, nodeCpuC1: 1.3 };
+const NETWORK_GOALS = { oneCall: 0.95, turnRate: 1.4, turnLatency: 0.75 };
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+/** `--rtt 0.5`, `--rtt=0.2,0.5,1` (repeatable) and `--quick`. */
+function parseArgs(argv: readonly string[]): { rtts: number[]; quick: boolean } {
+  let rtts: number[] | undefined;
+  let quick = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--quick') quick = true;
+    else if (arg === '--rtt' || arg.startsWith('--rtt=')) {
+      const value = arg === '--rtt' ? argv[++i] : arg.slice('--rtt='.length);
+      const parsed = (value ?? '').split(',').map(Number);
+      if (parsed.length === 0 || parsed.some((v) => !Number.isFinite(v) || v < 0 || v > 50)) {
+        throw new Error(`--rtt takes round trips in ms between 0 and 50, comma-separated; got ${JSON.stringify(value)}`);
+      }
+      rtts = [...(rtts ?? []), ...parsed.filter((v) => v > 0)];
+    } else throw new Error(`unknown argument ${arg} (known: --rtt <ms[,ms...]>, --quick)`);
+  }
+  return { rtts: rtts ?? [0.5], quick };
+}
 
 /** Runs a sibling bench script in a child Node with the same loader (tsx); resolves with its exit code. */
 function runChild(file: string, extraEnv: Record<string, string>): Promise<number> {
@@ -51,6 +83,9 @@ function runChild(file: string, extraEnv: Record<string, string>): Promise<numbe
 }
 
 async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const scale = args.quick ? 0.4 : 1;
+  const jobs = (name: string, fallback: number) => Math.max(20, Math.round(env(name, fallback) * scale));
   const handle = await startRedis();
   const admin = new Redis(handle.url);
   try {
@@ -58,16 +93,16 @@ async function main(): Promise<number> {
     const options = {
       url: handle.url,
       prefix: `${handle.prefix}:queue`,
-      jobsC1: env('BENCH_JOBS_C1', 500),
-      jobsC50: env('BENCH_JOBS_C50', 2000),
+      jobsC1: jobs('BENCH_JOBS_C1', 500),
+      jobsC50: jobs('BENCH_JOBS_C50', 2000),
       toolMs: env('BENCH_TOOL_MS', 5),
-      toolJobsC1: env('BENCH_TOOL_JOBS_C1', 200),
-      toolJobsC50: env('BENCH_TOOL_JOBS_C50', 1000),
-      turnJobsC1: env('BENCH_TURN_JOBS_C1', 200),
-      turnJobsC50: env('BENCH_TURN_JOBS_C50', 700),
-      rounds: env('BENCH_QUEUE_ROUNDS', 3),
-      probeJobs: env('BENCH_PROBE_JOBS', 200),
-    };
+      toolJobsC1: jobs('BENCH_TOOL_JOBS_C1', 200),
+      toolJobsC50: jobs('BENCH_TOOL_JOBS_C50', 1000),
+      turnJobsC1: jobs('BENCH_TURN_JOBS_C1', 200),
+      turnJobsC50: jobs('BENCH_TURN_JOBS_C50', 700),
+      rounds: args.quick ? 2 : env('BENCH_QUEUE_ROUNDS', 3),
+      probeJobs: jobs('BENCH_PROBE_JOBS', 200),
+    } satisfies QueueBenchOptions;
     const loadBefore = loadavg()[0] ?? 0;
     const report = await runQueueBench(options);
     console.log(
@@ -77,6 +112,43 @@ async function main(): Promise<number> {
     );
     for (const line of formatQueueReport(report, GOALS)) console.log(line);
     console.log('');
+    if (args.rtts.length > 0) {
+      const networkRuns: NetworkRun[] = [{ rttMs: 0, addedMs: 0, levels: report.levels }];
+      const target = new URL(handle.url);
+      for (const rttMs of args.rtts) {
+        const proxy = await startRttProxy({ host: target.hostname, port: Number(target.port || 6379) }, rttMs);
+        try {
+          const calibration = await calibrateRttProxy(proxy, handle.url, rttMs);
+          const started = performance.now();
+          // Fewer jobs per pass: each costs a few round trips more than on loopback.
+          const slower = (n: number) => Math.max(20, Math.round(n / (1 + rttMs * 2)));
+          const network = await runQueueBench({
+            ...options,
+            url: proxy.url(handle.url),
+            adminUrl: handle.url,
+            prefix: `${handle.prefix}:rtt${rttMs}`,
+            jobsC1: slower(options.jobsC1),
+            jobsC50: slower(options.jobsC50),
+            toolMs: 0,
+            turnJobsC1: slower(options.turnJobsC1),
+            turnJobsC50: slower(options.turnJobsC50),
+            kinds: ['bare', 'peer', 'wrapped', 'parallel'],
+            timedOnly: true,
+          });
+          networkRuns.push({ rttMs, addedMs: calibration.addedMs, levels: network.levels });
+          console.log(
+            `network run — rtt ${rttMs} ms through a delaying proxy (a PING: ${calibration.directMs.toFixed(3)} ms straight, ` +
+              `+${calibration.addedMs.toFixed(3)} ms through it); ${options.rounds} rounds of bare/peer/wrapped/parallel ` +
+              `(${((performance.now() - started) / 1000).toFixed(0)} s)`,
+          );
+        } finally {
+          await proxy.stop();
+        }
+      }
+      console.log('loopback and network side by side (no-op tool):');
+      for (const line of formatNetworkReport(networkRuns, NETWORK_GOALS)) console.log(line);
+      console.log('');
+    }
     const calls = await runChild('./calls.ts', { REDIS_URL: handle.url });
     console.log('');
     const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });

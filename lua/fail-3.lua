@@ -45,12 +45,12 @@ if refused then
   return refused
 end
 
-local code, ttlText
+local code
 if ARGV[3] == '' then
-  code, ttlText = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
+  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
 else
-  code, ttlText = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
+  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
 end
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]), ttlText)
+countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]))
 return observation(code, receipt, now)

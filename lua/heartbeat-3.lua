@@ -52,7 +52,6 @@ else
 end
 -- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
 local receiptTtl = keepAtLeast(KEYS[1], ttl, ttlText)
-keepAtLeast(KEYS[2], ttl, ttlText)
-if receiptTtl ~= ttl then ttlText = nil end
-countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl, ttlText)
+keepRunKeyAtLeast(KEYS[2], ttl)
+countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
 return observation(code, receipt, now)

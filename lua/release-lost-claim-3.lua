@@ -59,8 +59,8 @@ end
 if not ours then return observation(0, receipt, now) end
 
 local retention = tonumber(ARGV[6])
-local code, ttlText = settleReceipt(KEYS[1], KEYS[2], receipt, now, retention,
+local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, retention,
   { 'status', 'failed', 'error', ARGV[5], 'tier', 'neverStarted' }, { 'result' })
 receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now, retention, ttlText)
+countReceipt(KEYS[3], KEYS[1], receipt, now, retention)
 return observation(code, receipt, now)

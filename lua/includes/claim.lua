@@ -52,8 +52,8 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
     redis.call('HSET', receiptKey, unpack(fields))
     redis.call('PEXPIRE', receiptKey, ttlText)
     redis.call('ZADD', indexKey, nowText, receiptKey)
-    keepAtLeast(indexKey, ttl, ttlText)
-    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl, ttlText)
+    keepRunKeyAtLeast(indexKey, ttl)
+    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
     reply = { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
   end
   reply[#reply + 1] = removal

@@ -30,15 +30,15 @@ local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args,
   if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end
 
   local retention = tonumber(args[3])
-  local code, ttlText
+  local code
   if args[2] == '' then
-    code, ttlText = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed' }, { 'result' })
+    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed' }, { 'result' })
   else
-    code, ttlText = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed', 'result', args[2] }, {})
+    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed', 'result', args[2] }, {})
   end
   streak = tonumber(streak)
   if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end
   receipt.status, receipt.result, receipt.leaseUntil = 'completed', args[2], 0
-  countReceipt(countKey, receiptKey, receipt, now, retention, ttlText)
+  countReceipt(countKey, receiptKey, receipt, now, retention)
   return observation(code, receipt, now), true
 end

@@ -1,6 +1,5 @@
 --[[
-  count: defines countReceipt(countKey, key, receipt, now, knownTtl,
-  knownTtlText) and
+  count: defines countReceipt(countKey, key, receipt, now, knownTtl) and
   recountReceipt(countKey, key, now), which keep a run's counting set (laid
   out as includes/count-score.lua says) up to date after a transition, so
   `tool-receipts stats` reads counts instead of receipts.
@@ -8,8 +7,8 @@
   countReceipt takes the receipt's fields as the calling script left them
   (status, effect, leaseUntil, ambiguous); recountReceipt reads them back.
   Both read the receipt's time to live (unless the caller passes the one it
-  just set as knownTtl, and its intText as knownTtlText when it has it) and
-  keep the set at least as long, so it never expires before its last
+  just set as knownTtl) and keep the set at least as long (with headroom,
+  keepRunKeyAtLeast in includes/ttl.lua), so it never expires before its last
   receipt (entries of expired receipts stay until then, and no longer
   count). A receipt that no longer exists has its
   entries removed.
@@ -19,7 +18,7 @@
 --- @include "count-score"
 --- @include "int-text"
 
-local function countReceipt(countKey, key, receipt, now, knownTtl, knownTtlText)
+local function countReceipt(countKey, key, receipt, now, knownTtl)
   local member = countMember(key)
   local band = countBand(receipt.status, receipt.effect)
   local ttl = knownTtl or redis.call('PTTL', key)
@@ -37,7 +36,7 @@ local function countReceipt(countKey, key, receipt, now, knownTtl, knownTtlText)
     redis.call('ZADD', countKey, score, member)
     redis.call('ZREM', countKey, '?' .. member)
   end
-  if ttl >= 0 then keepAtLeast(countKey, ttl, knownTtlText) else redis.call('PERSIST', countKey) end
+  if ttl >= 0 then keepRunKeyAtLeast(countKey, ttl) else redis.call('PERSIST', countKey) end
 end
 
 local function recountReceipt(countKey, key, now)

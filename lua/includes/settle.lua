@@ -5,14 +5,14 @@
   record a late settle when a claim had already reported the attempt
   ambiguous, write the caller's status and outcome (`fields`, a list of
   field, value pairs) and delete the fields it names in `drop`, and keep the
-  receipt `ttl` ms from now (the run index at least that long). One HSET and
+  receipt `ttl` ms from now (the run index at least that long, see
+  keepRunKeyAtLeast in includes/ttl.lua). One HSET and
   one HDEL for all of it: each redis.call costs a script about a microsecond.
 
   Returns 2 when the settle is late (ambiguous_ms was set: late_settle_ms =
   now and late_settle_attempt = the attempt are written, ambiguous_ms is
   kept, and a late.<status> entry is appended to the history, see
-  includes/history.lua), else 1; then the TTL as intText gives it, for the
-  caller's countReceipt. It touches only the keys it is given, which the
+  includes/history.lua), else 1. It touches only the keys it is given, which the
   calling script takes from its KEYS.
 
   fieldValue(fields, name) is the value after `name` in such a list, or nil.
@@ -52,8 +52,8 @@ local function settleReceipt(key, indexKey, receipt, now, ttl, fields, drop)
   redis.call('HSET', key, unpack(set))
   redis.call('HDEL', key, 'lease_until_ms', unpack(drop))
   redis.call('PEXPIRE', key, ttlText)
-  keepAtLeast(indexKey, ttl, ttlText)
-  return code, ttlText
+  keepRunKeyAtLeast(indexKey, ttl)
+  return code
 end
 
 local function noteRefusedSettle(key, receipt, attempt, epoch, status, errorText, now)
