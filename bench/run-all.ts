@@ -15,7 +15,9 @@
  * 4. The cost of each durability mode (bench/durability.ts), in a child
  *    process on a primary and replica of its own.
  *
- * 5. The network mode: the queue bench's no-op levels again (bare, peer,
+ * 5. The operator console's pages at 1,000 and at 1,000,000 receipts in the
+ *    same runs (bench/console.ts), in a child process on a server of its own.
+ * 6. The network mode: the queue bench's no-op levels again (bare, peer,
  *    wrapped, parallel) through a delaying TCP proxy (bench/rtt-proxy.ts)
  *    for each round trip of `--rtt` (default 0.5 ms; `--rtt 0.2,0.5,1` for
  *    several, `--rtt 0` for none), every client of the pass (BullMQ's, the
@@ -154,7 +156,10 @@ async function main(): Promise<number> {
     const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });
     console.log('');
     const durability = await runChild('./durability.ts', {});
-    return calls || receipts || durability;
+    console.log('');
+    // The console's pages at 1,000 and 1,000,000 receipts in the same runs (100,000 with --quick).
+    const consolePages = await runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {});
+    return calls || receipts || durability || consolePages;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();
