@@ -15,14 +15,14 @@
  * 4. The cost of each durability mode (bench/durability.ts), in a child
  *    process on a primary and replica of its own.
  *
- * 5. The operator console's pages at 1,000 and at 1,000,000 receipts in the
- *    same runs (bench/console.ts), in a child process on a server of its own.
- * 6. The network mode: the queue bench's no-op levels again (bare, peer,
+ * 5. The network mode: the queue bench's no-op levels again (bare, peer,
  *    wrapped, parallel) through a delaying TCP proxy (bench/rtt-proxy.ts)
  *    for each round trip of `--rtt` (default 0.5 ms; `--rtt 0.2,0.5,1` for
  *    several, `--rtt 0` for none), every client of the pass (BullMQ's, the
  *    receipts', the peer's) behind it; printed beside the loopback figures,
  *    with the network goals.
+ * 6. The operator console's pages at 1,000 and at 1,000,000 receipts in the
+ *    same runs (bench/console.ts), in a child process on a server of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
