@@ -167,7 +167,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
       sent: ['ada@example.com'],
       completed: 1,
       note: 'string',
-      entries: { offload: 'function', repair: 'function', testing: ['function', 'function'] },
+      entries: { offload: 'function', repair: 'function', testing: ['function', 'function'], mcp: ['function', 'function', 'bullmq-tool-receipts/idempotency-key'] },
       consolePage: { status: 200, listsTheCall: true },
       clusterShaped: true,
     });

@@ -20,6 +20,7 @@ import { RedisToolResultStore } from 'bullmq-tool-receipts/offload';
 import { prepareToolInput } from 'bullmq-tool-receipts/repair';
 import { testJob, toolResultStoreContract } from 'bullmq-tool-receipts/testing';
 import { createConsoleHandler } from 'bullmq-tool-receipts/console';
+import { MCP_IDEMPOTENCY_KEY_META, McpConnection, mcpTools } from 'bullmq-tool-receipts/mcp';
 
 const url = process.env.REDIS_URL!;
 const prefix = process.env.RECEIPTS_PREFIX!;
@@ -79,6 +80,7 @@ const entries = {
   offload: typeof RedisToolResultStore,
   repair: typeof prepareToolInput,
   testing: [typeof testJob, typeof toolResultStoreContract],
+  mcp: [typeof mcpTools, typeof McpConnection, MCP_IDEMPOTENCY_KEY_META],
 };
 console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, consolePage, clusterShaped: clusterShaped.isCluster })}`);
 
