@@ -1,6 +1,6 @@
 export { ToolReceiptsError } from './errors.js';
 export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './error-codes.js';
-export { InvalidOptionsError } from './options.js';
+export { InvalidOptionsError, type OptionSite } from './options.js';
 export {
   canonicalJson,
   CanonicalJsonError,

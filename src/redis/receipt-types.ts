@@ -105,10 +105,10 @@ export type Resolution = {
   | { outcome: 'failed'; error: string }
 );
 
-/** The longest {@link Resolution.by} a resolve accepts, in UTF-16 code units. */
+/** The longest `by` of a {@link Resolution} a resolve accepts, in UTF-16 code units. */
 export const RESOLUTION_BY_MAX = 200;
 
-/** The longest {@link Resolution.note} a resolve accepts, in UTF-16 code units. */
+/** The longest `note` of a {@link Resolution} a resolve accepts, in UTF-16 code units. */
 export const RESOLUTION_NOTE_MAX = 1000;
 
 /** What {@link ReceiptStore.complete} and {@link ReceiptStore.fail} report once the receipt settled. */
