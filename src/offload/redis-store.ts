@@ -1,4 +1,5 @@
-import { checkedConnection, scanKeys, type RedisConnection } from '../redis/connection.js';
+import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { hmget, hscan } from '../redis/clients/commands.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
 import { defineScripts, runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
@@ -71,7 +72,7 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The key prefix in use. */
   readonly prefix: string;
 
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly retentionMs: number;
 
   constructor(options: RedisToolResultStoreOptions) {
@@ -124,7 +125,7 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The recorded owner, or `undefined` for unknown, unowned and unreadable. */
   async ownerOf(ref: string): Promise<ToolResultProvenance | undefined> {
     if (!isSafeToolResultRef(ref)) return undefined;
-    const [length, record] = await this.redis.hmget(this.hashKeyOf(ref), lengthField(ref), ownerField(ref));
+    const [length, record] = await hmget(this.redis, this.hashKeyOf(ref), lengthField(ref), ownerField(ref));
     if (length === null || record === null || record === undefined) return undefined;
     return decodeOwnerRecord(record);
   }
@@ -148,7 +149,7 @@ export class RedisToolResultStore implements ToolResultStore {
     const seen = new Set<string>();
     let cursor = '0';
     do {
-      const [next, flat] = await this.redis.hscan(key, cursor, 'MATCH', 'n:*', 'COUNT', SWEEP_BATCH);
+      const [next, flat] = await hscan(this.redis, key, cursor, 'n:*', SWEEP_BATCH);
       cursor = next;
       const refs: string[] = [];
       for (let i = 0; i < flat.length; i += 2) {
@@ -169,7 +170,7 @@ export class RedisToolResultStore implements ToolResultStore {
     report: { deleted: number; unattributable: number },
   ): Promise<void> {
     const fields = refs.flatMap((ref) => [lengthField(ref), ownerField(ref)]);
-    const values = await this.redis.hmget(key, ...fields);
+    const values = await hmget(this.redis, key, ...fields);
     const doomed: string[] = [];
     refs.forEach((ref, i) => {
       if (values[2 * i] === null) return; // removed since it was listed

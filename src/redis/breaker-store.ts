@@ -3,7 +3,8 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import { checkedConnection, type RedisConnection } from './connection.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import { hmget } from './clients/commands.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
@@ -56,7 +57,7 @@ export interface RejectionRecord {
  */
 export class BreakerStore {
   readonly prefix: string;
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly retentionMs: number;
   private readonly maxFailures: number;
   private readonly maxRejections: number;
@@ -152,7 +153,8 @@ export class BreakerStore {
    * streak, so neither costs a command of its own.
    */
   async state(tenantId: string, runId: string, toolName: string): Promise<{ removal: string | null; rejections: number }> {
-    const [removal, rejections] = await this.redis.hmget(
+    const [removal, rejections] = await hmget(
+      this.redis,
       this.redisKey(tenantId, runId),
       breakerField(toolName, 'removed'),
       breakerField(toolName, 'rejections'),

@@ -4,7 +4,8 @@
  * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
  * whether receipts are safe, at risk (and of what), or whether it cannot tell.
  */
-import { isCluster, type RedisConnection, type RedisNodeConnection } from './connection.js';
+import { receiptsConnection, type ReceiptsNode, type RedisConnection } from './connection.js';
+import { configGet } from './clients/commands.js';
 import { durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
 
 /** What a finding means for receipts. */
@@ -72,13 +73,12 @@ async function attempt<T>(read: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-async function configValue(node: RedisConnection, name: string): Promise<string | undefined> {
-  const reply = await attempt(() => node.call('CONFIG', 'GET', name) as Promise<unknown>);
-  return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
+async function configValue(node: ReceiptsNode, name: string): Promise<string | undefined> {
+  return attempt(() => configGet(node, name));
 }
 
-async function readFacts(node: RedisConnection): Promise<ServerFacts> {
-  const info = await attempt(() => node.info());
+async function readFacts(node: ReceiptsNode): Promise<ServerFacts> {
+  const info = await attempt(async () => String(await node.command('INFO', [])));
   const configPolicy = await configValue(node, 'maxmemory-policy');
   const policy = configPolicy ?? infoField(info, 'maxmemory_policy');
   const aofConfig = await configValue(node, 'appendonly');
@@ -192,10 +192,6 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
   return findings;
 }
 
-function nodeName(node: RedisNodeConnection): string {
-  return `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
-}
-
 /**
  * Checks a Redis server (or every master of a Cluster) for what receipts
  * need: `noeviction`, an AOF fsynced on every write, replicas enough for the
@@ -209,12 +205,12 @@ export async function checkRedisForReceipts(
   options: { durability?: DurabilityOptions } = {},
 ): Promise<RedisReport> {
   const durability = options.durability ? durabilityOptions(options.durability) : undefined;
-  let servers: { node: RedisConnection; name?: string }[];
-  if (isCluster(redis)) {
-    if (redis.status !== 'ready') await redis.ping();
-    servers = redis.nodes('master').map((node) => ({ node, name: nodeName(node) }));
+  const connection = receiptsConnection(redis);
+  let servers: { node: ReceiptsNode; name?: string }[];
+  if (connection.isCluster) {
+    servers = (await connection.masters()).map((node) => ({ node, name: node.name }));
   } else {
-    servers = [{ node: redis }];
+    servers = (await connection.masters()).map((node) => ({ node }));
   }
   const findings: RedisFinding[] = [];
   for (const { node, name } of servers) {

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { checkedConnection, isCluster, type RedisConnection } from './connection.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
 import type { EffectResumability } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
@@ -100,7 +100,7 @@ export class ReceiptStore {
   readonly owner: string;
   /** Whether the store talks to a Redis Cluster (an ioredis `Cluster`). */
   readonly clustered: boolean;
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
   private readonly reader: ReceiptReader;
@@ -112,7 +112,7 @@ export class ReceiptStore {
 
   constructor(options: ReceiptStoreOptions) {
     this.redis = checkedConnection(options?.redis, 'ReceiptStore');
-    this.clustered = isCluster(this.redis);
+    this.clustered = this.redis.isCluster;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.leaseMs = positiveInt(options.leaseMs ?? DEFAULT_LEASE_MS, 'leaseMs');
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

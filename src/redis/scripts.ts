@@ -1,20 +1,21 @@
 /**
- * Loads the package's Lua scripts and registers them on an ioredis connection
- * with `defineCommand`, so ioredis sends EVALSHA and falls back to EVAL when
- * the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+ * Loads the package's Lua scripts and registers them by name on a
+ * connection; the connection's adapter sends EVALSHA and falls back to EVAL
+ * when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
  *
  * A script may share code through `--- @include "<name>"` lines: each such
  * line is replaced by `lua/includes/<name>.lua` (itself expanded the same
  * way) when the script is read, so Redis only ever sees one self-contained
  * script per command.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { RedisConnection, RedisPipeline } from './connection.js';
+import { receiptsConnection, type BatchEntry, type LuaScript, type RedisConnection } from './connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** One script to register: the command name, its file in `lua/`, and how many KEYS it takes. */
 export interface ScriptDefinition {
-  /** Name of the command added to the connection. Pick one that cannot clash with a Redis command. */
+  /** Name the script is run by. Pick one that cannot clash with another package's scripts. */
   readonly name: string;
   /** File name inside the package's `lua/` directory, e.g. `claim-4.lua`. */
   readonly file: string;
@@ -117,7 +118,17 @@ function readPackageInclude(name: string): string | undefined {
 }
 
 const sourceCache = new Map<string, string>();
-const defined = new WeakMap<object, Map<string, string>>();
+const scriptCache = new Map<string, LuaScript>();
+
+/** A script registered on a connection under a name. */
+interface Defined {
+  readonly file: string;
+  readonly script: LuaScript;
+  /** The KEYS count, or `undefined` when the key count comes first in each call. */
+  readonly numberOfKeys: number | undefined;
+}
+
+const defined = new WeakMap<object, Map<string, Defined>>();
 
 /**
  * The text of `lua/<file>` with its `@include` lines expanded (see
@@ -142,10 +153,11 @@ export function scriptSource(file: string): string {
  * file name.
  */
 export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDefinition[]): void {
-  let names = defined.get(redis);
+  const connection = receiptsConnection(redis);
+  let names = defined.get(connection);
   if (!names) {
     names = new Map();
-    defined.set(redis, names);
+    defined.set(connection, names);
   }
   for (const script of scripts) {
     const suffix = /-(\d+|N)\.lua$/.exec(script.file)?.[1];
@@ -155,29 +167,54 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
     }
     const previous = names.get(script.name);
     if (previous !== undefined) {
-      if (previous !== script.file) {
+      if (previous.file !== script.file) {
         throw new ScriptDefinitionError(
-          `command ${script.name} is already defined from ${previous}, not ${script.file}`,
+          `command ${script.name} is already defined from ${previous.file}, not ${script.file}`,
         );
       }
       continue;
     }
-    const numberOfKeys = script.numberOfKeys === 'any' ? undefined : script.numberOfKeys;
-    redis.defineCommand(script.name, { numberOfKeys, lua: scriptSource(script.file) });
-    names.set(script.name, script.file);
+    names.set(script.name, { file: script.file, script: luaScript(script.file), numberOfKeys: script.numberOfKeys === 'any' ? undefined : script.numberOfKeys });
   }
 }
 
+/** The script in `lua/<file>` with its SHA1, made once per process. */
+export function luaScript(file: string): LuaScript {
+  let script = scriptCache.get(file);
+  if (!script) {
+    const source = scriptSource(file);
+    script = { file, source, sha: createHash('sha1').update(source).digest('hex') };
+    scriptCache.set(file, script);
+  }
+  return script;
+}
+
 type ScriptArg = string | number | Buffer;
-type ScriptFn = (...args: ScriptArg[]) => Promise<unknown>;
+
+/**
+ * The script registered as `name` and its KEYS and ARGV. `keys` then `args`
+ * are read as one list: its first `numberOfKeys` values are KEYS, the rest
+ * ARGV. A script defined with `numberOfKeys: 'any'` takes the key count first
+ * (as `keys[0]`), then that many keys.
+ */
+function prepared(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Extract<BatchEntry, { script: LuaScript }> {
+  const found = defined.get(receiptsConnection(redis))?.get(name);
+  if (!found) throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
+  const all = [...keys, ...args];
+  if (found.numberOfKeys !== undefined) {
+    return { script: found.script, keys: all.slice(0, found.numberOfKeys).map(String), args: all.slice(found.numberOfKeys) };
+  }
+  const count = Number(all[0]);
+  if (!Number.isSafeInteger(count) || count < 0 || count > all.length - 1) {
+    throw new ScriptDefinitionError(`script ${name} takes the key count first; got ${String(all[0])} with ${all.length - 1} values after it`);
+  }
+  return { script: found.script, keys: all.slice(1, 1 + count).map(String), args: all.slice(1 + count) };
+}
 
 /** Runs a script defined with {@link defineScripts} on a connection. */
-export function runScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
-  const fn = (redis as unknown as Record<string, ScriptFn | undefined>)[name];
-  if (typeof fn !== 'function' || !defined.get(redis)?.has(name)) {
-    throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
-  }
-  return fn.call(redis, ...keys, ...args);
+export function runScript(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Promise<unknown> {
+  const entry = prepared(redis, name, keys, args);
+  return receiptsConnection(redis).evalScript(entry.script, entry.keys, entry.args);
 }
 
 /** Runs a script defined with `numberOfKeys: 'any'`: the key count goes first. */
@@ -190,11 +227,7 @@ export function runVariadicScript(
   return runScript(redis, name, [String(keys.length), ...keys], args);
 }
 
-/** Queues a defined script on a pipeline or MULTI of the connection it was defined on. */
-export function queueScript(pipeline: RedisPipeline, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
-  const fn = (pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>)[name];
-  if (typeof fn !== 'function') {
-    throw new ScriptDefinitionError(`script ${name} is not available on this pipeline; call defineScripts first`);
-  }
-  fn.call(pipeline, ...keys, ...args);
+/** A defined script's run as an entry of a {@link ReceiptsConnection.batch} on the connection it was defined on. */
+export function scriptEntry(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): BatchEntry {
+  return prepared(redis, name, keys, args);
 }
