@@ -3,6 +3,26 @@ import { configDefaults, defineConfig } from 'vitest/config';
 /** Packs the package and installs it into scratch apps: npm and tsc load both cores. */
 const CONSUMER_TEST = 'test/package/consumer.test.ts';
 
+/**
+ * The store contract: these suites hand their stores `fixture.client()`, so
+ * they run again on each other Redis client the library supports
+ * (`TEST_REDIS_CLIENT`; the `suites` project runs them on ioredis 5).
+ */
+const STORE_CONTRACT = [
+  'test/redis/receipt-store.test.ts',
+  'test/redis/receipt-lifetimes.test.ts',
+  'test/redis/receipt-listing.test.ts',
+  'test/redis/receipt-history.test.ts',
+  'test/redis/receipt-counts.test.ts',
+  'test/redis/breaker-store.test.ts',
+  'test/redis/receipt-breaker.test.ts',
+  'test/redis/reconcile-store.test.ts',
+  'test/offload/redis-store.test.ts',
+  'test/offload/contract.test.ts',
+  'test/durability/store.test.ts',
+];
+const OTHER_CLIENTS = ['ioredis-6', 'node-redis-6', 'node-redis-5'];
+
 export default defineConfig({
   test: {
     // Suites that start their own redis-server or worker processes need room on a 2-core machine.
@@ -15,6 +35,10 @@ export default defineConfig({
         extends: true,
         test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, CONSUMER_TEST] },
       },
+      ...OTHER_CLIENTS.map((client) => ({
+        extends: true as const,
+        test: { name: `contract:${client}`, include: STORE_CONTRACT, env: { TEST_REDIS_CLIENT: client } },
+      })),
       {
         // Runs after every other suite, so its installs and compiles do not
         // starve the timing-sensitive ones.

@@ -15,7 +15,6 @@ import { evalWithFallback, settleEach, wireArgs, type BatchEntry, type BatchRepl
  */
 export interface NodeRedisClient {
   readonly isOpen: boolean;
-  readonly isReady: boolean;
   sendCommand(...args: never[]): Promise<unknown>;
   on(event: never, listener: never): unknown;
 }
@@ -23,7 +22,7 @@ export interface NodeRedisClient {
 type Wire = (string | Buffer)[];
 
 interface Client {
-  readonly isReady: boolean;
+  readonly isOpen: boolean;
   readonly options?: { readonly socket?: { readonly host?: string; readonly port?: number } };
   sendCommand(args: Wire): Promise<unknown>;
   on(event: string, listener: () => void): unknown;
@@ -35,7 +34,7 @@ interface ShardNode {
 }
 
 interface Cluster {
-  readonly isReady: boolean;
+  readonly isOpen: boolean;
   readonly masters: readonly ShardNode[];
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: Wire): Promise<unknown>;
   nodeClient(node: ShardNode): Promise<Client>;
@@ -43,7 +42,7 @@ interface Cluster {
 }
 
 interface Sentinel {
-  readonly isReady: boolean;
+  readonly isOpen: boolean;
   sendCommand(isReadonly: boolean | undefined, args: Wire): Promise<unknown>;
   on(event: string, listener: () => void): unknown;
   getMasterNode(): { host: string; port: number } | undefined;
@@ -52,7 +51,7 @@ interface Sentinel {
 /** Whether `value` looks like a node-redis client, cluster or Sentinel client. */
 export function looksLikeNodeRedis(value: object): value is NodeRedisClient {
   const v = value as Record<string, unknown>;
-  return typeof v['sendCommand'] === 'function' && 'isOpen' in v && 'isReady' in v;
+  return typeof v['sendCommand'] === 'function' && 'isOpen' in v;
 }
 
 /** A node-redis client pool (`createClientPool`): its commands may go out on any of its connections. */
@@ -67,8 +66,13 @@ class NodeRedisServer implements ReceiptsNode {
     readonly name: string | undefined,
   ) {}
 
+  /**
+   * Open, rather than node-redis' `isReady`: that flag may still be false
+   * when the reply to the first command sent during the handshake arrives. A
+   * reconnect in between is caught by {@link onClose}, not by this.
+   */
   get ready(): boolean {
-    return this.redis.isReady;
+    return this.redis.isOpen;
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
@@ -134,7 +138,7 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   constructor(private readonly cluster: Cluster) {}
 
   get ready(): boolean {
-    return this.cluster.isReady;
+    return this.cluster.isOpen;
   }
 
   command(name: string, args: readonly RedisArg[], key?: string): Promise<unknown> {
@@ -178,7 +182,7 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
   }
 
   get ready(): boolean {
-    return this.sentinel.isReady;
+    return this.sentinel.isOpen;
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
