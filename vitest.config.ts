@@ -20,6 +20,7 @@ const STORE_CONTRACT = [
   'test/offload/redis-store.test.ts',
   'test/offload/contract.test.ts',
   'test/durability/store.test.ts',
+  'test/cluster/cluster.test.ts',
 ];
 const OTHER_CLIENTS = ['ioredis-6', 'node-redis-6', 'node-redis-5'];
 

@@ -63,7 +63,7 @@ export function checkedConnection(value: unknown, owner: string): ReceiptsConnec
   else if (looksLikeNodeRedis(value)) adapter = nodeRedisConnection(value);
   else if (isNodeRedisPool(value)) {
     throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT and fencing need one)');
-  } else throw new InvalidRedisConnectionError(owner, 'an object that is neither an ioredis nor a node-redis client');
+  } else throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
   adapters.set(value, adapter);
   return adapter;
 }

@@ -6,6 +6,7 @@ import clusterKeySlot from 'cluster-key-slot';
 import {
   evalWithFallback,
   isNoScript,
+  learnedMasters,
   settleEach,
   type BatchEntry,
   type BatchReply,
@@ -46,7 +47,7 @@ interface IoredisCluster extends IoredisClient {
 /** Whether `value` looks like an ioredis `Redis` or `Cluster`. */
 export function looksLikeIoredis(value: object): value is IoredisClient {
   const v = value as Record<string, unknown>;
-  return typeof v['call'] === 'function' && typeof v['pipeline'] === 'function' && typeof v['status'] === 'string';
+  return typeof v['defineCommand'] === 'function' && typeof v['pipeline'] === 'function';
 }
 
 /** The adapter for one ioredis server connection (a `Redis`, or one node of a `Cluster`). */
@@ -149,9 +150,7 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   async masters(): Promise<ReceiptsNode[]> {
-    // A new client learns its nodes asynchronously: a routed command waits until it is ready.
-    if (this.cluster.status !== 'ready') await this.cluster.ping();
-    return this.cluster.nodes('master').map(nodeAdapter);
+    return (await learnedMasters(() => this.cluster.nodes('master'), () => this.cluster.ping())).map(nodeAdapter);
   }
 
   nodeFor(key: string): ReceiptsNode | undefined {

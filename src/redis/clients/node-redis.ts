@@ -6,7 +6,7 @@
  * issued in one tick in one go, so a batch is those commands sent together.
  */
 import clusterKeySlot from 'cluster-key-slot';
-import { evalWithFallback, settleEach, wireArgs, type BatchEntry, type BatchReply, type LuaScript, type ReceiptsConnection, type ReceiptsNode, type RedisArg } from './types.js';
+import { evalWithFallback, learnedMasters, settleEach, wireArgs, type BatchEntry, type BatchReply, type LuaScript, type ReceiptsConnection, type ReceiptsNode, type RedisArg } from './types.js';
 
 /**
  * A node-redis client, cluster or Sentinel client (redis 5 or 6), described
@@ -154,7 +154,9 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   }
 
   async masters(): Promise<ReceiptsNode[]> {
-    return Promise.all(this.cluster.masters.map(async (node) => nodeAdapter(await this.cluster.nodeClient(node), node.address)));
+    // node-redis queues nothing before a cluster has connected ("The client is offline"): wait, do not ping.
+    const masters = await learnedMasters(() => this.cluster.masters, () => new Promise((r) => setTimeout(r, 50)));
+    return Promise.all(masters.map(async (node) => nodeAdapter(await this.cluster.nodeClient(node), node.address)));
   }
 
   nodeFor(key: string): ReceiptsNode | undefined {

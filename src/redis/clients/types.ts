@@ -142,3 +142,23 @@ export function settleEach(run: (entry: BatchEntry) => Promise<unknown>, entries
     ),
   );
 }
+
+/** How long {@link learnedMasters} waits for a new Cluster client to learn its masters. */
+const LEARN_MASTERS_MS = 10_000;
+
+/**
+ * The masters `list` names, once it names any: a Cluster client that has
+ * just been made learns its nodes asynchronously, and an empty list would
+ * read as "no keys". Pings through `ping` (which waits for the client or
+ * fails as any command would) and looks again, for a bounded time; an empty
+ * list after that is returned as is, for the caller to refuse.
+ */
+export async function learnedMasters<T>(list: () => readonly T[], ping: () => Promise<unknown>): Promise<T[]> {
+  const deadline = performance.now() + LEARN_MASTERS_MS;
+  for (;;) {
+    const found = list();
+    if (found.length > 0 || performance.now() > deadline) return [...found];
+    await ping();
+    if (list().length === 0) await new Promise((r) => setTimeout(r, 50));
+  }
+}
