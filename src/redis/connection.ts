@@ -60,10 +60,10 @@ export function checkedConnection(value: unknown, owner: string): ReceiptsConnec
   if (known) return known;
   let adapter: ReceiptsConnection;
   if (looksLikeIoredis(value)) adapter = ioredisConnection(value);
-  else if (looksLikeNodeRedis(value)) adapter = nodeRedisConnection(value);
   else if (isNodeRedisPool(value)) {
-    throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT and fencing need one)');
-  } else throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
+    throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT needs the one that wrote)');
+  } else if (looksLikeNodeRedis(value)) adapter = nodeRedisConnection(value);
+  else throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
   adapters.set(value, adapter);
   return adapter;
 }
