@@ -12,6 +12,9 @@
  * 3. The receipt store against raw EVALSHA (bench/receipts.ts), in a child
  *    process pointed at the same server through REDIS_URL, so its event loop
  *    and heap are its own.
+ * 3b. The receipt store through each client it accepts, side by side
+ *    (bench/clients.ts: ioredis 5 and 6, node-redis 6 and 5), in a child
+ *    process on the same server.
  * 4. The cost of each durability mode (bench/durability.ts), in a child
  *    process on a primary and replica of its own.
  *
@@ -81,8 +84,10 @@ async function main(): Promise<number> {
     console.log('');
     const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });
     console.log('');
+    const clients = await runChild('./clients.ts', { REDIS_URL: handle.url });
+    console.log('');
     const durability = await runChild('./durability.ts', {});
-    return calls || receipts || durability;
+    return calls || receipts || clients || durability;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();
