@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { postgresSkipReason } from './test/support/postgres.js';
 
 /** Packs the package and installs it into scratch apps: npm and tsc load both cores. */
 const CONSUMER_TEST = 'test/package/consumer.test.ts';
@@ -24,6 +25,27 @@ const STORE_CONTRACT = [
 ];
 const OTHER_CLIENTS = ['ioredis-6', 'node-redis-6', 'node-redis-5'];
 
+/**
+ * Wrapper suites that run again with their BullMQ queues on PostgreSQL
+ * (BullMQ 6's createPostgresBackend, `TEST_QUEUE_BACKEND=postgres`) and the
+ * receipts on Redis. Left out: suites that read or write BullMQ's Redis keys
+ * themselves (stall, reconcile-crash's resolve --retry-job), and
+ * server-clock-wait, whose worker ten minutes fast may take its parked job
+ * back under a lock that on PostgreSQL runs out by that worker's clock
+ * (test/bullmq/postgres.test.ts parks from a slow one instead).
+ */
+const ON_POSTGRES = [
+  'test/bullmq/crash.test.ts',
+  'test/bullmq/abort.test.ts',
+  'test/bullmq/wrapper.test.ts',
+  'test/bullmq/interruption.test.ts',
+  'test/bullmq/tiers.test.ts',
+  'test/bullmq/late-settle.test.ts',
+];
+
+const POSTGRES_SKIP = postgresSkipReason();
+if (POSTGRES_SKIP !== undefined) console.warn(`[postgres harness] not running the wrapper suites on PostgreSQL: ${POSTGRES_SKIP}`);
+
 export default defineConfig({
   test: {
     // Suites that start their own redis-server or worker processes need room on a 2-core machine.
@@ -40,6 +62,9 @@ export default defineConfig({
         extends: true as const,
         test: { name: `contract:${client}`, include: STORE_CONTRACT, env: { TEST_REDIS_CLIENT: client } },
       })),
+      ...(POSTGRES_SKIP === undefined
+        ? [{ extends: true as const, test: { name: 'queues:postgres', include: ON_POSTGRES, env: { TEST_QUEUE_BACKEND: 'postgres' } } }]
+        : []),
       {
         // Runs after every other suite, so its installs and compiles do not
         // starve the timing-sensitive ones.

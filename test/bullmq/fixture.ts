@@ -71,8 +71,19 @@ export type LaneQueues = 'redis' | 'postgres';
 const OnPostgres = withBackend(createPostgresBackend);
 export const postgresConnection = (url: string) => ({ connectionString: url, migrate: true, max: 4 });
 
+/**
+ * `TEST_QUEUE_BACKEND` (redis or postgres): where lanes put their queues
+ * unless a file says; vitest.config.ts runs a set of wrapper suites again
+ * with their queues on PostgreSQL.
+ */
+function queuesUnderTest(): LaneQueues {
+  const named = process.env['TEST_QUEUE_BACKEND'] ?? 'redis';
+  if (named !== 'redis' && named !== 'postgres') throw new Error(`TEST_QUEUE_BACKEND must be redis or postgres; got ${named}`);
+  return named;
+}
+
 export function useLanes(options: { queues?: LaneQueues } = {}) {
-  const queues = options.queues ?? 'redis';
+  const queues = options.queues ?? queuesUnderTest();
   let handle: RedisHandle;
   let postgres: PostgresHandle | undefined;
   const closers: Array<() => Promise<unknown>> = [];
