@@ -62,7 +62,8 @@ class IoredisServer implements ReceiptsNode {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.redis.call(name, [...args]);
+    // ioredis names its own commands in lower case (its monitors and key lookups expect it).
+    return this.redis.call(name.toLowerCase(), [...args]);
   }
 
   onClose(listener: () => void): void {
@@ -83,15 +84,17 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
     this.topology = Array.isArray(options?.sentinels) && options.sentinels.length > 0 ? 'sentinel' : 'single';
   }
 
+  private readonly loaded = new Set<string>();
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args);
+    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.loaded);
   }
 
   async batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
     const pipeline = this.redis.pipeline() as Pipeline;
     for (const entry of entries) {
-      if ('script' in entry) pipeline.call('EVALSHA', [entry.script.sha, entry.keys.length, ...entry.keys, ...entry.args]);
-      else pipeline.call(entry.command, [...entry.args]);
+      if ('script' in entry) pipeline.call('evalsha', [entry.script.sha, entry.keys.length, ...entry.keys, ...entry.args]);
+      else pipeline.call(entry.command.toLowerCase(), [...entry.args]);
     }
     const replies = (await pipeline.exec()) ?? [];
     return Promise.all(
@@ -138,11 +141,13 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.cluster.call(name, [...args]);
+    return this.cluster.call(name.toLowerCase(), [...args]);
   }
 
+  private readonly loaded = new Set<string>();
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args);
+    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.loaded, this.nodeFor(keys[0] ?? '')?.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

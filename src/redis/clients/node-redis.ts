@@ -101,8 +101,10 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
     super(redis, socket?.host === undefined ? undefined : `${socket.host}:${socket.port ?? 6379}`);
   }
 
+  private readonly loaded = new Set<string>();
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.redis.sendCommand(wireArgs(a)), script, keys, args);
+    return evalWithFallback((a) => this.redis.sendCommand(wireArgs(a)), script, keys, args, this.loaded);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -145,8 +147,11 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
     return this.cluster.sendCommand(key, false, [name, ...wireArgs(args)]);
   }
 
+  private readonly loaded = new Set<string>();
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.cluster.sendCommand(keys[0], false, wireArgs(a)), script, keys, args);
+    const server = this.nodeFor(keys[0] ?? '')?.name;
+    return evalWithFallback((a) => this.cluster.sendCommand(keys[0], false, wireArgs(a)), script, keys, args, this.loaded, server);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -191,8 +196,10 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
     return this.sentinel.sendCommand(false, [name, ...wireArgs(args)]);
   }
 
+  private readonly loaded = new Set<string>();
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.sentinel.sendCommand(false, wireArgs(a)), script, keys, args);
+    return evalWithFallback((a) => this.sentinel.sendCommand(false, wireArgs(a)), script, keys, args, this.loaded, this.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

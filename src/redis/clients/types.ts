@@ -104,21 +104,40 @@ export function wireArgs(args: readonly RedisArg[]): (string | Buffer)[] {
 }
 
 /**
- * Runs a script by SHA through `send`, and sends its text instead when the
- * server does not have it (NOSCRIPT). Both clients' adapters use it.
+ * Runs a script through `send`: by its text (EVAL) the first time it goes to
+ * `server` (which also caches it there), by SHA (EVALSHA) after that, and by
+ * its text again when the server answers NOSCRIPT (after a restart, a
+ * failover or SCRIPT FLUSH). Sending the text first, as ioredis does, means a
+ * first call whose reply is lost (a timeout) still ran, as any later one
+ * would, rather than being refused unseen. `loaded` remembers, per adapter,
+ * which scripts each server has been sent.
  */
 export async function evalWithFallback(
   send: (args: readonly RedisArg[]) => Promise<unknown>,
   script: LuaScript,
   keys: readonly string[],
   args: readonly RedisArg[],
+  loaded: Set<string>,
+  server = '',
 ): Promise<unknown> {
   const rest = [keys.length, ...keys, ...args];
+  const id = `${script.sha}@${server}`;
+  const byText = async () => {
+    loaded.add(id);
+    try {
+      return await send(['EVAL', script.source, ...rest]);
+    } catch (error) {
+      loaded.delete(id); // not known to have reached the server: send the text again next time
+      throw error;
+    }
+  };
+  if (!loaded.has(id)) return byText();
   try {
     return await send(['EVALSHA', script.sha, ...rest]);
   } catch (error) {
     if (!isNoScript(error)) throw error;
-    return send(['EVAL', script.source, ...rest]);
+    loaded.delete(id);
+    return byText();
   }
 }
 
