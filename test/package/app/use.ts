@@ -71,7 +71,7 @@ const entries = {
   repair: typeof prepareToolInput,
   testing: [typeof testJob, typeof toolResultStoreContract],
 };
-console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, clusterShaped: clusterShaped.isCluster })}`);
+console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, clusterShaped: (clusterShaped as Cluster).isCluster })}`);
 
 await worker.close();
 await Promise.all([queue.close(), events.close()]);
