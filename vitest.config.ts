@@ -1,9 +1,52 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { postgresSkipReason } from './test/support/postgres.js';
 
 /** Packs the package and installs it into scratch apps: npm and tsc load both cores. */
 const CONSUMER_TEST = 'test/package/consumer.test.ts';
 /** Build the previous release and run a fleet of worker processes of both releases: as heavy. */
 const DEPLOY_TESTS = 'test/deploy/**/*.test.ts';
+
+/**
+ * The store contract: these suites hand their stores `fixture.client()`, so
+ * they run again on each other Redis client the library supports
+ * (`TEST_REDIS_CLIENT`; the `suites` project runs them on ioredis 5).
+ */
+const STORE_CONTRACT = [
+  'test/redis/receipt-store.test.ts',
+  'test/redis/receipt-lifetimes.test.ts',
+  'test/redis/receipt-listing.test.ts',
+  'test/redis/receipt-history.test.ts',
+  'test/redis/receipt-counts.test.ts',
+  'test/redis/breaker-store.test.ts',
+  'test/redis/receipt-breaker.test.ts',
+  'test/redis/reconcile-store.test.ts',
+  'test/offload/redis-store.test.ts',
+  'test/offload/contract.test.ts',
+  'test/durability/store.test.ts',
+  'test/cluster/cluster.test.ts',
+];
+const OTHER_CLIENTS = ['ioredis-6', 'node-redis-6', 'node-redis-5'];
+
+/**
+ * Wrapper suites that run again with their BullMQ queues on PostgreSQL
+ * (BullMQ 6's createPostgresBackend, `TEST_QUEUE_BACKEND=postgres`) and the
+ * receipts on Redis. Left out: suites that read or write BullMQ's Redis keys
+ * themselves (stall, reconcile-crash's resolve --retry-job), and
+ * server-clock-wait, whose worker ten minutes fast may take its parked job
+ * back under a lock that on PostgreSQL runs out by that worker's clock
+ * (test/bullmq/postgres.test.ts parks from a slow one instead).
+ */
+const ON_POSTGRES = [
+  'test/bullmq/crash.test.ts',
+  'test/bullmq/abort.test.ts',
+  'test/bullmq/wrapper.test.ts',
+  'test/bullmq/interruption.test.ts',
+  'test/bullmq/tiers.test.ts',
+  'test/bullmq/late-settle.test.ts',
+];
+
+const POSTGRES_SKIP = postgresSkipReason();
+if (POSTGRES_SKIP !== undefined) console.warn(`[postgres harness] not running the wrapper suites on PostgreSQL: ${POSTGRES_SKIP}`);
 
 export default defineConfig({
   test: {
@@ -17,6 +60,13 @@ export default defineConfig({
         extends: true,
         test: { name: 'suites', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, CONSUMER_TEST, DEPLOY_TESTS] },
       },
+      ...OTHER_CLIENTS.map((client) => ({
+        extends: true as const,
+        test: { name: `contract:${client}`, include: STORE_CONTRACT, env: { TEST_REDIS_CLIENT: client } },
+      })),
+      ...(POSTGRES_SKIP === undefined
+        ? [{ extends: true as const, test: { name: 'queues:postgres', include: ON_POSTGRES, env: { TEST_QUEUE_BACKEND: 'postgres' } } }]
+        : []),
       {
         // Runs after every other suite, so its installs and compiles do not
         // starve the timing-sensitive ones.

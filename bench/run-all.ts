@@ -12,6 +12,9 @@
  * 3. The receipt store against raw EVALSHA (bench/receipts.ts), in a child
  *    process pointed at the same server through REDIS_URL, so its event loop
  *    and heap are its own.
+ * 3b. The receipt store through each client it accepts, side by side
+ *    (bench/clients.ts: ioredis 5 and 6, node-redis 6 and 5), in a child
+ *    process on the same server.
  * 4. The cost of each durability mode (bench/durability.ts), in a child
  *    process on a primary and replica of its own.
  *
@@ -155,11 +158,13 @@ async function main(): Promise<number> {
     console.log('');
     const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });
     console.log('');
+    const clients = await runChild('./clients.ts', { REDIS_URL: handle.url });
+    console.log('');
     const durability = await runChild('./durability.ts', {});
     console.log('');
     // The console's pages at 1,000 and 1,000,000 receipts in the same runs (100,000 with --quick).
     const consolePages = await runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {});
-    return calls || receipts || durability || consolePages;
+    return calls || receipts || clients || durability || consolePages;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();

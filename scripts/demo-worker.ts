@@ -3,13 +3,15 @@
  * scripts/demo.ts and examples/agent-loop.ts; reads its settings from the
  * environment. With DEMO_FREEZE_ONCE_AT=<tool>:<part>, the first worker of
  * the fleet to land that part of an effect tells its parent (`mid-call`) and
- * freezes there, for the parent to SIGKILL.
+ * freezes there, for the parent to SIGKILL. DEMO_BACKEND and
+ * DEMO_REDIS_CLIENT choose where the queue lives and which client the
+ * receipts go through (scripts/demo-backends.ts).
  */
-import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { withToolReceipts } from '../src/bullmq/index.js';
 import { outboxTools } from '../examples/outbox-tools.js';
+import { demoBackend, demoClient, demoWorker, receiptsConnection } from './demo-backends.js';
 
 const url = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const prefix = process.env.DEMO_PREFIX ?? 'demo';
@@ -32,8 +34,15 @@ const { sendEmail, createTicket } = outboxTools(redis, prefix, {
     },
   },
 });
+const where = {
+  backend: demoBackend(),
+  client: demoClient(),
+  redisUrl: url,
+  postgresUrl: process.env.DEMO_POSTGRES_URL,
+  prefix,
+};
 const processor = withToolReceipts({
-  redis,
+  redis: await receiptsConnection(where.client, url),
   tools: [sendEmail, createTicket],
   prefix,
   leaseMs,
@@ -45,9 +54,7 @@ processor.events.on('decision', (e) => void redis.hincrby(stats, e.decision, 1))
 processor.events.on('fencedOut', () => void redis.hincrby(stats, 'fencedOut', 1));
 processor.events.on('reconciled', (e) => void redis.hincrby(stats, `reconciled:${e.verdict}`, 1));
 
-const worker = new Worker(queueName, processor, {
-  connection: new Redis(url, { maxRetriesPerRequest: null }),
-  prefix,
+const worker = await demoWorker(queueName, processor, where, {
   concurrency: 4,
   // Short locks and stall checks so a killed worker's jobs come back within seconds.
   lockDuration: 2000,

@@ -6,17 +6,22 @@
  *
  * Redis: REDIS_URL if set, else a throwaway redis-server on a free port, else
  * it asks you to run `docker compose up -d`.
+ *
+ *   DEMO_BACKEND=postgres npm run demo         the queue on PostgreSQL (BullMQ 6)
+ *   DEMO_REDIS_CLIENT=node-redis npm run demo  receipts (and queue) through node-redis
+ *
+ * (see scripts/demo-backends.ts).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { ReceiptStore } from '../src/redis/index.js';
 import { idempotencyKeyFor } from '../src/bullmq/index.js';
 import { duplicateEffects, providerDeduped, readOutbox } from '../examples/outbox-tools.js';
 import { ambiguousReceiptLines, DEMO_LEGEND, progressLine } from './demo-report.js';
 import { redisForScript } from './demo-redis.js';
+import { demoBackend, demoClient, demoQueue, postgresForScript } from './demo-backends.js';
 
 const WORKERS = 4;
 const JOBS = 300;
@@ -47,10 +52,25 @@ function callsFor(i: number) {
 async function main(): Promise<void> {
   const started = Date.now();
   const redisServer = await redisForScript('demo');
+  const backend = demoBackend();
+  const client = demoClient();
+  const postgres = backend === 'postgres' ? await postgresForScript() : undefined;
   const prefix = `demo${randomBytes(3).toString('hex')}`;
-  const env = { ...process.env, REDIS_URL: redisServer.url, DEMO_PREFIX: prefix, DEMO_QUEUE: 'tool-calls', DEMO_LEASE_MS: '1500' };
+  // On PostgreSQL there is no key prefix: the run gets a queue of its own.
+  const queueName = backend === 'postgres' ? `tool-calls-${prefix}` : 'tool-calls';
+  const env = {
+    ...process.env,
+    REDIS_URL: redisServer.url,
+    DEMO_PREFIX: prefix,
+    DEMO_QUEUE: queueName,
+    DEMO_LEASE_MS: '1500',
+    DEMO_BACKEND: backend,
+    DEMO_REDIS_CLIENT: client,
+    ...(postgres ? { DEMO_POSTGRES_URL: postgres.url } : {}),
+  };
+  console.log(`Queue on ${backend === 'postgres' ? 'PostgreSQL' : 'Redis'}; receipts on Redis through ${client}.`);
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: null });
-  const queue = new Queue('tool-calls', { connection: redis, prefix });
+  const queue = await demoQueue(queueName, { backend, client, redisUrl: redisServer.url, postgresUrl: postgres?.url, prefix });
 
   console.log(`Starting ${WORKERS} worker processes (prefix ${prefix}) ...`);
   const fleet = await Promise.all(Array.from({ length: WORKERS }, () => spawnWorker(env)));
@@ -147,6 +167,7 @@ async function main(): Promise<void> {
   await queue.close();
   redis.disconnect();
   await redisServer.stop();
+  await postgres?.stop();
   process.exit(dupes.length === 0 ? 0 : 1);
 }
 

@@ -1,4 +1,4 @@
-import type { Job, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connection.js';
 import { checkOptions } from '../core/options.js';
 import { TOOL_RECEIPTS_SCHEMA } from './options.js';
@@ -92,6 +92,16 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
   readonly telemetry?: ToolCallObserver;
 }
 
+/**
+ * What {@link ToolReceiptsProcessor.attach} needs of a BullMQ `Worker`: its
+ * `lockRenewalFailed` event. Any Worker has it, whichever backend (Redis or
+ * PostgreSQL) and BullMQ major it runs on.
+ */
+export interface LockRenewalEvents {
+  on(event: 'lockRenewalFailed', listener: (jobIds: string[]) => void): unknown;
+  off(event: 'lockRenewalFailed', listener: (jobIds: string[]) => void): unknown;
+}
+
 /** The processor, plus what a host needs to wire it to a Worker and observe it. */
 export interface ToolReceiptsProcessor {
   (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult>;
@@ -103,7 +113,7 @@ export interface ToolReceiptsProcessor {
    * not be renewed may already be running elsewhere, so its in-flight tool
    * calls are aborted. Returns a function that detaches.
    */
-  attach(worker: Worker): () => void;
+  attach(worker: LockRenewalEvents): () => void;
 }
 
 /**
@@ -185,7 +195,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     }
   };
 
-  const attach = (worker: Worker): (() => void) => {
+  const attach = (worker: LockRenewalEvents): (() => void) => {
     const onLockRenewalFailed = (jobIds: string[]) => {
       for (const id of jobIds) lockLost.get(id)?.abort(new JobLockLostError(id));
     };

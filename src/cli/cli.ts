@@ -8,7 +8,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { Cluster, Redis } from 'ioredis';
 import { ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError, isValidKeyPrefix } from '../redis/keys.js';
@@ -23,7 +22,8 @@ import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
 import { showSpec } from './commands/show.js';
 import { statsSpec } from './commands/stats.js';
-import { CliUsageError, InvalidReceiptKeyError, RedisUnavailableError } from './errors.js';
+import { CliUsageError, InvalidReceiptKeyError } from './errors.js';
+import { cliConnection, type CliConnection, type Target } from './connect.js';
 import { terminalText, writeLine, type Output } from './format.js';
 
 /** Redis URL used when neither `--redis` nor `REDIS_URL` gives one. */
@@ -169,21 +169,6 @@ function prefixOption(values: OptionValues): string {
   return prefix;
 }
 
-const FAIL_FAST = {
-  lazyConnect: true,
-  connectTimeout: 5_000,
-  maxRetriesPerRequest: 0,
-  retryStrategy: () => null,
-  enableOfflineQueue: false,
-} as const;
-
-/** Where the CLI connects: one URL (a server or a Cluster node), or a master found through sentinels. */
-interface Target {
-  readonly url: string;
-  readonly cluster: boolean;
-  readonly sentinel?: { readonly sentinels: { host: string; port: number }[]; readonly name: string };
-}
-
 function sentinelTarget(values: OptionValues): Target['sentinel'] {
   const list = stringOption(values, 'sentinels');
   const name = stringOption(values, 'name');
@@ -199,49 +184,6 @@ function sentinelTarget(values: OptionValues): Target['sentinel'] {
     return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
   });
   return { sentinels, name };
-}
-
-/**
- * A connection, not yet open, that fails fast: no reconnect loop, no queueing
- * while down. With `cluster`, a Cluster client seeded with the URL's node;
- * with sentinels, the master they name (credentials from the URL).
- */
-function createRedis({ url, cluster, sentinel }: Target): Redis | Cluster {
-  if (sentinel) {
-    const { username, password } = new URL(url);
-    return new Redis({
-      ...FAIL_FAST,
-      ...sentinel,
-      sentinelRetryStrategy: () => null,
-      ...(username ? { username: decodeURIComponent(username) } : {}),
-      ...(password ? { password: decodeURIComponent(password) } : {}),
-    });
-  }
-  if (!cluster) return new Redis(url, FAIL_FAST);
-  const { hostname, port, username, password } = new URL(url);
-  const credentials = {
-    ...(username ? { username: decodeURIComponent(username) } : {}),
-    ...(password ? { password: decodeURIComponent(password) } : {}),
-  };
-  return new Cluster([{ host: hostname, port: Number(port || 6379) }], {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    clusterRetryStrategy: () => null,
-    redisOptions: { connectTimeout: FAIL_FAST.connectTimeout, maxRetriesPerRequest: FAIL_FAST.maxRetriesPerRequest, ...credentials },
-  });
-}
-
-async function open(redis: Redis | Cluster, url: string): Promise<void> {
-  let lastError: Error | undefined;
-  redis.on('error', (err: Error) => {
-    lastError = err;
-  });
-  try {
-    await redis.connect();
-  } catch (err) {
-    const cause = lastError ?? err;
-    throw new RedisUnavailableError(redactUrl(url), cause instanceof Error ? cause.message : String(cause), cause);
-  }
 }
 
 /** Exit code for an error the CLI expected. */
@@ -281,7 +223,7 @@ function report(io: CliIo, json: boolean, code: string, message: string): void {
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const { name, rest } = splitCommand(argv);
   let json = argv.includes('--json');
-  let redis: Redis | Cluster | undefined;
+  let connection: CliConnection | undefined;
   try {
     if (name === undefined || name === 'help') {
       if (rest.includes('--version')) {
@@ -315,9 +257,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     const prefix = prefixOption(values);
     const retentionMs = wholeNumberOption(values, 'retention-ms', 1) ?? DEFAULT_RETENTION_MS;
     const sentinel = sentinelTarget(values);
-    redis = createRedis({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) });
+    connection = await cliConnection({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) }, io.env);
+    const { redis } = connection;
     const store = new ReceiptStore({ redis, prefix, retentionMs });
-    await open(redis, sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : url);
+    await connection.open(sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : redactUrl(url));
     const code = await spec.run({ store, redis, out: io.stdout, args, env: io.env });
     return code ?? 0;
   } catch (err) {
@@ -338,10 +281,6 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     writeLine(io.stderr, text);
     return 1;
   } finally {
-    if (redis) {
-      const connection = redis;
-      if (connection.status === 'ready') await connection.quit().catch(() => connection.disconnect());
-      else connection.disconnect();
-    }
+    await connection?.close();
   }
 }

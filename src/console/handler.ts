@@ -116,7 +116,9 @@ function redirect(res: ServerResponse, location: string): void {
  * `InvalidKeyPrefixError` for a bad prefix.
  */
 export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
-  const redis = checkedConnection(options?.redis, 'createConsoleHandler');
+  checkedConnection(options?.redis, 'createConsoleHandler');
+  // The client as given, not its adapter: BullMQ's Queue (job lookups, retries) takes it too.
+  const redis = options.redis;
   const prefix = validateKeyPrefix(options.prefix ?? DEFAULT_KEY_PREFIX);
   const tokens = options.tokens ?? {};
   checkTokens(tokens);

@@ -9,7 +9,7 @@ import { idempotencyKeyFor } from '../bullmq/call-context.js';
 import { toolJobDataSchema } from '../bullmq/job-data.js';
 import { compareAmbiguous, listAmbiguousEntries, type AmbiguousEntry, type AmbiguousFilter } from '../redis/ambiguous-index.js';
 import type { AuditLog } from '../redis/audit-log.js';
-import type { RedisConnection } from '../redis/connection.js';
+import { receiptsConnection, type RedisConnection } from '../redis/connection.js';
 import { encodeKeyComponent, parseRunIndexRedisKey } from '../redis/keys.js';
 import type { AttemptJob, ReceiptRecord } from '../redis/receipt-record.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
@@ -228,7 +228,8 @@ async function runsNamed(data: ConsoleData, runId: string): Promise<{ tenantId: 
   for (let shard = 0; shard < RUN_REGISTRY_SHARDS; shard++) {
     let cursor = '0';
     do {
-      const [next, flat] = (await data.redis.call('ZSCAN', runRegistryRedisKey(data.store.prefix, shard), cursor, 'MATCH', pattern, 'COUNT', 1000)) as [string, string[]];
+      const shardKey = runRegistryRedisKey(data.store.prefix, shard);
+      const [next, flat] = (await receiptsConnection(data.redis).command('ZSCAN', [shardKey, cursor, 'MATCH', pattern, 'COUNT', 1000], shardKey)) as [string, string[]];
       cursor = String(next);
       for (let i = 0; i < flat.length; i += 2) {
         const parsed = parseRunIndexRedisKey(data.store.prefix, `${data.store.prefix}:run:{${flat[i]}}`);

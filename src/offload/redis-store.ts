@@ -1,5 +1,6 @@
 import { checkOptions, nullable, type OptionsSchema } from '../core/options.js';
-import { scanKeys, type RedisConnection } from '../redis/connection.js';
+import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { hmget, hscan } from '../redis/clients/commands.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
 import { defineScripts, runScript } from '../redis/scripts.js';
@@ -79,13 +80,13 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The key prefix in use. */
   readonly prefix: string;
 
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly retentionMs: number;
 
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: RedisToolResultStoreOptions) {
     checkOptions('RedisToolResultStore', options, REDIS_TOOL_RESULT_STORE_SCHEMA);
-    this.redis = options.redis;
+    this.redis = checkedConnection(options.redis, 'RedisToolResultStore');
     this.prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     const retention = options.retentionMs === undefined ? DEFAULT_TOOL_RESULT_RETENTION_MS : options.retentionMs;
     this.retentionMs = retention ?? 0;
@@ -131,7 +132,7 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The recorded owner, or `undefined` for unknown, unowned and unreadable. */
   async ownerOf(ref: string): Promise<ToolResultProvenance | undefined> {
     if (!isSafeToolResultRef(ref)) return undefined;
-    const [length, record] = await this.redis.hmget(this.hashKeyOf(ref), lengthField(ref), ownerField(ref));
+    const [length, record] = await hmget(this.redis, this.hashKeyOf(ref), lengthField(ref), ownerField(ref));
     if (length === null || record === null || record === undefined) return undefined;
     return decodeOwnerRecord(record);
   }
@@ -155,7 +156,7 @@ export class RedisToolResultStore implements ToolResultStore {
     const seen = new Set<string>();
     let cursor = '0';
     do {
-      const [next, flat] = await this.redis.hscan(key, cursor, 'MATCH', 'n:*', 'COUNT', SWEEP_BATCH);
+      const [next, flat] = await hscan(this.redis, key, cursor, 'n:*', SWEEP_BATCH);
       cursor = next;
       const refs: string[] = [];
       for (let i = 0; i < flat.length; i += 2) {
@@ -176,7 +177,7 @@ export class RedisToolResultStore implements ToolResultStore {
     report: { deleted: number; unattributable: number },
   ): Promise<void> {
     const fields = refs.flatMap((ref) => [lengthField(ref), ownerField(ref)]);
-    const values = await this.redis.hmget(key, ...fields);
+    const values = await hmget(this.redis, key, ...fields);
     const doomed: string[] = [];
     refs.forEach((ref, i) => {
       if (values[2 * i] === null) return; // removed since it was listed

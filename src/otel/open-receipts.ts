@@ -21,7 +21,8 @@
  * rule. The gauge is therefore a close operational figure; `tool-receipts
  * stats` is the exact count.
  */
-import type { RedisConnection } from '../redis/connection.js';
+import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { zaddNx, zrange, zrem } from '../redis/clients/commands.js';
 import type { ReceiptStore } from '../redis/receipt-store.js';
 import { isAmbiguousRecord } from '../redis/receipt-record.js';
 
@@ -40,12 +41,16 @@ function shardOf(receiptKey: string, shards: number): number {
 
 /** The index of one prefix's open receipts. */
 export class OpenReceiptIndex {
+  private readonly redis: ReceiptsConnection;
+
   constructor(
-    private readonly redis: RedisConnection,
+    redis: RedisConnection,
     private readonly store: ReceiptStore,
     private readonly shards: number = DEFAULT_OPEN_INDEX_SHARDS,
     private readonly onError: (error: unknown) => void = () => {},
-  ) {}
+  ) {
+    this.redis = receiptsConnection(redis);
+  }
 
   get prefix(): string {
     return this.store.prefix;
@@ -62,12 +67,12 @@ export class OpenReceiptIndex {
 
   /** Indexes a receipt an attempt started or a claim found ambiguous. Not awaited by callers. */
   add(receiptKey: string): void {
-    this.redis.zadd(this.shardKey(receiptKey), 'NX', Date.now(), receiptKey).catch(this.onError);
+    zaddNx(this.redis, this.shardKey(receiptKey), Date.now(), receiptKey).catch(this.onError);
   }
 
   /** Drops a receipt this attempt settled. Not awaited by callers. */
   remove(receiptKey: string): void {
-    this.redis.zrem(this.shardKey(receiptKey), receiptKey).catch(this.onError);
+    zrem(this.redis, this.shardKey(receiptKey), receiptKey).catch(this.onError);
   }
 
   /**
@@ -79,7 +84,7 @@ export class OpenReceiptIndex {
     let ambiguous = 0;
     for (let n = 0; n < this.shards; n++) {
       const shard = this.shardKeyAt(n);
-      const members = await this.redis.zrange(shard, 0, '-1');
+      const members = await zrange(this.redis, shard, 0, -1);
       if (members.length === 0) continue;
       const records = await this.store.inspectRedisKeys(members);
       const closed: string[] = [];
@@ -87,7 +92,7 @@ export class OpenReceiptIndex {
         if (record && isAmbiguousRecord(record)) ambiguous++;
         else if (!record || record.status !== 'running') closed.push(members[i] as string);
       });
-      if (closed.length > 0) await this.redis.zrem(shard, ...closed);
+      if (closed.length > 0) await zrem(this.redis, shard, ...closed);
     }
     return ambiguous;
   }

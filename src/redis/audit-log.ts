@@ -6,7 +6,7 @@
  * roughly the last {@link DEFAULT_AUDIT_MAX_ENTRIES} entries; the entry id
  * carries the server time of the write.
  */
-import type { RedisConnection } from './connection.js';
+import { receiptsConnection, type RedisConnection } from './connection.js';
 import { validateKeyPrefix } from './keys.js';
 
 /** Entries kept, roughly (the stream is trimmed with `MAXLEN ~`). */
@@ -55,23 +55,11 @@ export class AuditLog {
 
   /** Records one write; resolves to the entry id. */
   async append(entry: AuditEntryInput): Promise<string> {
-    const id = await this.redis.call(
+    const id = await receiptsConnection(this.redis).command(
       'XADD',
+      [this.redisKey, 'MAXLEN', '~', this.maxEntries, '*', 'actor', entry.actor, 'source', entry.source, 'action', entry.action,
+        'receipts', JSON.stringify(entry.receipts), 'detail', JSON.stringify(entry.detail)],
       this.redisKey,
-      'MAXLEN',
-      '~',
-      this.maxEntries,
-      '*',
-      'actor',
-      entry.actor,
-      'source',
-      entry.source,
-      'action',
-      entry.action,
-      'receipts',
-      JSON.stringify(entry.receipts),
-      'detail',
-      JSON.stringify(entry.detail),
     );
     return String(id);
   }
@@ -80,7 +68,7 @@ export class AuditLog {
   async read(options: { count?: number; before?: string } = {}): Promise<AuditEntry[]> {
     const count = options.count ?? 50;
     const end = options.before === undefined ? '+' : `(${options.before}`;
-    const reply = (await this.redis.call('XREVRANGE', this.redisKey, end, '-', 'COUNT', count)) as [string, string[]][];
+    const reply = (await receiptsConnection(this.redis).command('XREVRANGE', [this.redisKey, end, '-', 'COUNT', count], this.redisKey)) as [string, string[]][];
     return reply.map(([id, flat]) => parseEntry(String(id), flat));
   }
 }

@@ -3,7 +3,8 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import type { RedisConnection } from './connection.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import { hmget } from './clients/commands.js';
 import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { connectionOption, prefixOption, retentionOption } from './options.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
@@ -67,7 +68,7 @@ export interface RejectionRecord {
  */
 export class BreakerStore {
   readonly prefix: string;
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly retentionMs: number;
   private readonly maxFailures: number;
   private readonly maxRejections: number;
@@ -75,7 +76,7 @@ export class BreakerStore {
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: BreakerStoreOptions) {
     checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA);
-    this.redis = options.redis;
+    this.redis = checkedConnection(options.redis, 'BreakerStore');
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.maxFailures = options.maxFailures ?? MAX_TOOL_FAILURES;
     this.maxRejections = options.maxRejections ?? MAX_TOOL_REJECTIONS;
@@ -165,7 +166,8 @@ export class BreakerStore {
    * streak, so neither costs a command of its own.
    */
   async state(tenantId: string, runId: string, toolName: string): Promise<{ removal: string | null; rejections: number }> {
-    const [removal, rejections] = await this.redis.hmget(
+    const [removal, rejections] = await hmget(
+      this.redis,
       this.redisKey(tenantId, runId),
       breakerField(toolName, 'removed'),
       breakerField(toolName, 'rejections'),

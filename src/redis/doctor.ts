@@ -6,7 +6,8 @@
  */
 import { ToolReceiptsError } from '../core/errors.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
-import { checkedConnection, isCluster, type RedisConnection, type RedisNodeConnection } from './connection.js';
+import { checkedConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from './connection.js';
+import { configGet } from './clients/commands.js';
 import { durabilityOption, durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
 
 /** What a finding means for receipts. */
@@ -74,13 +75,12 @@ async function attempt<T>(read: () => Promise<T>): Promise<T | undefined> {
   }
 }
 
-async function configValue(node: RedisConnection, name: string): Promise<string | undefined> {
-  const reply = await attempt(() => node.call('CONFIG', 'GET', name) as Promise<unknown>);
-  return Array.isArray(reply) && typeof reply[1] === 'string' ? reply[1] : undefined;
+async function configValue(node: ReceiptsNode, name: string): Promise<string | undefined> {
+  return attempt(() => configGet(node, name));
 }
 
-async function readFacts(node: RedisConnection): Promise<ServerFacts> {
-  const info = await attempt(() => node.info());
+async function readFacts(node: ReceiptsNode): Promise<ServerFacts> {
+  const info = await attempt(async () => String(await node.command('INFO', [])));
   const configPolicy = await configValue(node, 'maxmemory-policy');
   const policy = configPolicy ?? infoField(info, 'maxmemory_policy');
   const aofConfig = await configValue(node, 'appendonly');
@@ -194,10 +194,6 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
   return findings;
 }
 
-function nodeName(node: RedisNodeConnection): string {
-  return `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`;
-}
-
 /** Default of {@link CheckRedisOptions.timeoutMs}: 5 s. */
 export const DEFAULT_CHECK_TIMEOUT_MS = 5_000;
 
@@ -238,7 +234,8 @@ export class RedisCheckFailedError extends ToolReceiptsError {
 
 /** A connection error, as opposed to a command the server refused (a ReplyError: renamed, denied by an ACL). */
 function isReplyError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
+  // ioredis names its replies' errors ReplyError; node-redis throws an ErrorReply (or its SimpleError) without a name.
+  return error instanceof Error && (error.name === 'ReplyError' || ['ErrorReply', 'SimpleError', 'BlobError'].includes(error.constructor.name));
 }
 
 /**
@@ -253,7 +250,7 @@ function isReplyError(error: unknown): boolean {
  * stops waiting then, whatever retries the connection is set up to make.
  */
 export async function checkRedisForReceipts(redis: RedisConnection, options: CheckRedisOptions = {}): Promise<RedisReport> {
-  checkedConnection(redis, 'checkRedisForReceipts');
+  const connection = checkedConnection(redis, 'checkRedisForReceipts');
   checkOptions('checkRedisForReceipts', options, CHECK_REDIS_SCHEMA);
   const durability = options.durability ? durabilityOptions(options.durability, { owner: 'checkRedisForReceipts', option: 'durability' }) : undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
@@ -264,7 +261,7 @@ export async function checkRedisForReceipts(redis: RedisConnection, options: Che
       timeoutMs,
     );
   });
-  const check = runChecks(redis, durability, timeoutMs);
+  const check = runChecks(connection, durability, timeoutMs);
   check.catch(() => undefined); // once timed out, its late failure is nobody's business
   try {
     return await Promise.race([check, timedOut]);
@@ -273,20 +270,20 @@ export async function checkRedisForReceipts(redis: RedisConnection, options: Che
   }
 }
 
-async function runChecks(redis: RedisConnection, durability: Required<DurabilityOptions> | undefined, timeoutMs: number): Promise<RedisReport> {
+async function runChecks(connection: ReceiptsConnection, durability: Required<DurabilityOptions> | undefined, timeoutMs: number): Promise<RedisReport> {
   try {
-    await redis.ping();
+    await connection.command('PING', []);
   } catch (error) {
     // A refused PING (an ACL) still proves the server answers; anything else means it cannot be reached.
     if (!isReplyError(error)) {
       throw new RedisCheckFailedError(timeoutMs, error instanceof Error ? error.message : String(error), { cause: error });
     }
   }
-  let servers: { node: RedisConnection; name?: string }[];
-  if (isCluster(redis)) {
-    servers = redis.nodes('master').map((node) => ({ node, name: nodeName(node) }));
+  let servers: { node: ReceiptsNode; name?: string }[];
+  if (connection.isCluster) {
+    servers = (await connection.masters()).map((node) => ({ node, name: node.name }));
   } else {
-    servers = [{ node: redis }];
+    servers = (await connection.masters()).map((node) => ({ node }));
   }
   const findings: RedisFinding[] = [];
   for (const { node, name } of servers) {

@@ -8,7 +8,6 @@
  * Redis ≥ 7.2), sent on the very connection that carried the write, to the
  * node that owns the run's slot.
  */
-import clusterKeySlot from 'cluster-key-slot';
 import { ToolReceiptsError } from '../core/errors.js';
 import {
   booleanOption,
@@ -20,7 +19,7 @@ import {
   type OptionSite,
   type OptionsSchema,
 } from '../core/options.js';
-import { isCluster, type RedisClusterConnection, type RedisConnection, type RedisNodeConnection } from './connection.js';
+import { receiptsConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from './connection.js';
 
 /** What a receipt write must reach before the store reports it done. */
 export interface DurabilityOptions {
@@ -113,35 +112,29 @@ export function durabilityOptions(options: DurabilityOptions, site: OptionSite =
 export const durabilityOption: OptionRule = { check: (value, site) => void durabilityOptions(value as DurabilityOptions, site) };
 
 /** Connection closes seen per node: a WAIT sent on a newer connection than its write proves nothing. */
-const closes = new WeakMap<RedisConnection, { count: number }>();
+const closes = new WeakMap<ReceiptsNode, { count: number }>();
 
-function closeCounter(node: RedisConnection): { count: number } {
+function closeCounter(node: ReceiptsNode): { count: number } {
   let counter = closes.get(node);
   if (!counter) {
     const created = { count: 0 };
-    node.on('close', () => void (created.count += 1));
+    node.onClose(() => void (created.count += 1));
     closes.set(node, created);
     counter = created;
   }
   return counter;
 }
 
-/** The connection to the master that owns `key`'s slot, as the Cluster client routes it now. */
-function slotMaster(cluster: RedisClusterConnection, key: string): RedisNodeConnection | undefined {
-  const owner = cluster.slots[clusterKeySlot(key)]?.[0];
-  if (owner === undefined) return undefined;
-  return cluster.nodes('master').find((node) => `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}` === owner);
-}
-
 /** Whether the server knows `WAITAOF` (`COMMAND INFO` answers `nil` for an unknown command). */
-export async function hasWaitAof(node: RedisConnection): Promise<boolean> {
-  const info = (await node.call('COMMAND', 'INFO', 'WAITAOF')) as unknown[];
+export async function hasWaitAof(node: RedisConnection | ReceiptsNode): Promise<boolean> {
+  const server = typeof (node as Partial<ReceiptsNode>).onClose === 'function' ? (node as ReceiptsNode) : receiptsConnection(node as RedisConnection);
+  const info = (await server.command('COMMAND', ['INFO', 'WAITAOF'])) as unknown[];
   return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
 }
 
 /** A write made through a node, and the connection generation it was made on. */
 export interface WriteMark {
-  readonly node: RedisConnection;
+  readonly node: ReceiptsNode;
   readonly generation: number;
 }
 
@@ -154,10 +147,10 @@ export class DurabilityWaiter {
   readonly options: Required<DurabilityOptions>;
   private supported: Promise<void> | undefined;
 
-  constructor(
-    private readonly redis: RedisConnection,
-    options: DurabilityOptions,
-  ) {
+  private readonly redis: ReceiptsConnection;
+
+  constructor(redis: RedisConnection, options: DurabilityOptions) {
+    this.redis = receiptsConnection(redis);
     this.options = durabilityOptions(options);
   }
 
@@ -178,7 +171,7 @@ export class DurabilityWaiter {
 
   /** The node a write to `key` went through, and its connection generation now. */
   mark(key: string): WriteMark | undefined {
-    const node = isCluster(this.redis) ? slotMaster(this.redis, key) : this.redis;
+    const node = this.redis.nodeFor(key);
     return node ? { node, generation: closeCounter(node).count } : undefined;
   }
 
@@ -194,14 +187,14 @@ export class DurabilityWaiter {
    * node that cannot be found, counts as not acknowledged.
    */
   async acknowledged(mark: WriteMark | undefined): Promise<{ ok: boolean; replicas: number; localFsync?: boolean }> {
-    if (!mark || mark.node.status !== 'ready') return { ok: false, replicas: 0 };
+    if (!mark || !mark.node.ready) return { ok: false, replicas: 0 };
     const { replicas, timeoutMs, aof } = this.options;
     let result: { ok: boolean; replicas: number; localFsync?: boolean };
     if (aof) {
-      const [local, remote] = (await mark.node.call('WAITAOF', 1, replicas, timeoutMs)) as [number, number];
+      const [local, remote] = (await mark.node.command('WAITAOF', [1, replicas, timeoutMs])) as [number, number];
       result = { ok: local >= 1 && remote >= replicas, replicas: remote, localFsync: local >= 1 };
     } else {
-      const count = Number(await mark.node.call('WAIT', replicas, timeoutMs));
+      const count = Number(await mark.node.command('WAIT', [replicas, timeoutMs]));
       result = { ok: count >= replicas, replicas: count };
     }
     if (closeCounter(mark.node).count !== mark.generation) return { ...result, ok: false };

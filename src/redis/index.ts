@@ -80,10 +80,17 @@ export { type ClaimObservation } from './observation.js';
 export {
   NoClusterMastersError,
   InvalidRedisConnectionError,
+  checkedConnection,
   type RedisConnection,
-  type RedisClusterConnection,
-  type RedisNodeConnection,
-  type RedisPipeline,
+  type ReceiptsConnection,
+  type ReceiptsNode,
+  type IoredisClient,
+  type NodeRedisClient,
+  type LuaScript,
+  type BatchEntry,
+  type BatchReply,
+  type RedisArg,
+  type RedisClientKind,
 } from './connection.js';
 export {
   DEFAULT_DURABILITY_TIMEOUT_MS,

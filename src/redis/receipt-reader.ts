@@ -2,12 +2,13 @@
  * Read-side of the receipt store: inspecting one receipt, listing a run, and
  * scanning for ambiguous receipts.
  */
-import { isCluster, scanKeys, type RedisConnection } from './connection.js';
+import { receiptsConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import { zrangeWithScores } from './clients/commands.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from './errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, queueScript, runScript } from './scripts.js';
+import { defineScripts, runScript, scriptEntry } from './scripts.js';
 
 /** What a walk for ambiguous receipts found. */
 export interface AmbiguousScan {
@@ -31,11 +32,14 @@ type Unreadable = CorruptReceiptError | ReceiptVersionError;
  */
 export class ReceiptReader {
   constructor(
-    private readonly redis: RedisConnection,
+    redis: RedisConnection,
     private readonly prefix: string,
   ) {
+    this.redis = receiptsConnection(redis);
     defineScripts(redis, RECEIPT_SCRIPTS);
   }
+
+  private readonly redis: ReceiptsConnection;
 
   /** The receipt under `redisKey` with every field, or `null` when there is none; throws `CorruptReceiptError` for a key of another type. */
   async inspect(redisKey: string): Promise<ReceiptRecord | null> {
@@ -84,10 +88,8 @@ export class ReceiptReader {
       throw error;
     };
     if (redisKeys.length === 0) return [];
-    if (isCluster(this.redis)) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey).catch(corruptAsValue)));
-    const pipeline = this.redis.pipeline();
-    for (const redisKey of redisKeys) queueScript(pipeline, SCRIPT.inspect, [redisKey], []);
-    const replies = (await pipeline.exec()) ?? [];
+    if (this.redis.isCluster) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey).catch(corruptAsValue)));
+    const replies = await this.redis.batch(redisKeys.map((redisKey) => scriptEntry(this.redis, SCRIPT.inspect, [redisKey], [])));
     return redisKeys.map((redisKey, i) => {
       const [err, reply] = replies[i] ?? [new Error('missing pipeline reply'), null];
       try {
@@ -107,18 +109,14 @@ export class ReceiptReader {
    * fresh read of the receipt.
    */
   async listRun(indexKey: string): Promise<ReceiptRecord[]> {
-    let flat: string[];
+    let pairs: [string, number][];
     try {
-      flat = await this.redis.zrange(indexKey, 0, '-1', 'WITHSCORES');
+      pairs = await zrangeWithScores(this.redis, indexKey, 0, -1);
     } catch (error) {
       throw corruptReceiptErrorOf(error, indexKey);
     }
-    const members: string[] = [];
-    const scores: number[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      members.push(flat[i] as string);
-      scores.push(Number(flat[i + 1]));
-    }
+    const members = pairs.map(([member]) => member);
+    const scores = pairs.map(([, score]) => score);
     const records = await this.inspectMany(members);
     const found: ReceiptRecord[] = [];
     const stale: string[] = [];

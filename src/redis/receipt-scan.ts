@@ -6,7 +6,8 @@
  * fast counts to. `rebuildReceiptCounts` walks the same way and rebuilds each
  * run's counting set and registration.
  */
-import { isCluster, scanKeys, type RedisConnection } from './connection.js';
+import { receiptsConnection, scanKeys, type RedisConnection } from './connection.js';
+import { zrange } from './clients/commands.js';
 import type { ReceiptStatus } from './errors.js';
 import type { EffectResumability } from '../core/decision.js';
 import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from './keys.js';
@@ -33,10 +34,10 @@ function parseTally(reply: unknown): RunTally {
 
 /** Each run index's members, in order. */
 async function runMembers(redis: RedisConnection, indexKeys: readonly string[]): Promise<string[][]> {
-  if (isCluster(redis)) return Promise.all(indexKeys.map((k) => redis.zrange(k, 0, '-1')));
-  const reads = redis.pipeline();
-  for (const indexKey of indexKeys) reads.zrange(indexKey, 0, '-1');
-  return ((await reads.exec()) ?? []).map(([error, members]) => {
+  const connection = receiptsConnection(redis);
+  if (connection.isCluster) return Promise.all(indexKeys.map((k) => zrange(connection, k, 0, -1)));
+  const replies = await connection.batch(indexKeys.map((k) => ({ command: 'ZRANGE', args: [k, 0, -1], key: k })));
+  return replies.map(([error, members]) => {
     if (error) throw error;
     return members as string[];
   });

@@ -7,13 +7,14 @@
  * receipt is read and the keyspace is never walked.
  */
 import type { EffectResumability } from '../core/decision.js';
-import { isCluster, type RedisConnection } from './connection.js';
+import { isCluster, receiptsConnection, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
 import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { defineScripts, queueScript, runScript } from './scripts.js';
+import { defineScripts, runScript, scriptEntry } from './scripts.js';
 import { forEachBounded } from './bounded.js';
+import { serverTimeMs as timeOf } from './clients/commands.js';
 
 /** Receipts of one status and effect. */
 export interface ReceiptCount {
@@ -107,9 +108,8 @@ export class StatsTotals {
 }
 
 /** The server clock in ms. */
-export async function serverTimeMs(redis: RedisConnection): Promise<number> {
-  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+export function serverTimeMs(redis: RedisConnection): Promise<number> {
+  return timeOf(receiptsConnection(redis));
 }
 
 const STATUSES: readonly ReceiptStatus[] = ['running', 'completed', 'failed'];
@@ -147,9 +147,8 @@ export async function scriptPerRun(
   if (isCluster(redis)) {
     return Promise.all(keyLists.map((keys) => runScript(redis, script, keysOf(keys), []).catch((e: unknown) => Promise.reject(corrupt(e, keys)))));
   }
-  const pipeline = redis.pipeline();
-  for (const keys of keyLists) queueScript(pipeline, script, keysOf(keys), []);
-  return ((await pipeline.exec()) ?? []).map(([error, reply], i) => {
+  const replies = await receiptsConnection(redis).batch(keyLists.map((keys) => scriptEntry(redis, script, keysOf(keys), [])));
+  return replies.map(([error, reply], i) => {
     if (error) throw corrupt(error, keyLists[i]!);
     return reply;
   });

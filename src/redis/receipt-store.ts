@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { isCluster, type RedisConnection } from './connection.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
 import { checkOptions, type OptionsSchema } from '../core/options.js';
 import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
 import type { EffectResumability } from '../core/decision.js';
@@ -112,7 +112,7 @@ export class ReceiptStore {
   readonly owner: string;
   /** Whether the store talks to a Redis Cluster (an ioredis `Cluster`). */
   readonly clustered: boolean;
-  private readonly redis: RedisConnection;
+  private readonly redis: ReceiptsConnection;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
   private readonly reader: ReceiptReader;
@@ -125,8 +125,8 @@ export class ReceiptStore {
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReceiptStoreOptions) {
     checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA);
-    this.redis = options.redis;
-    this.clustered = isCluster(this.redis);
+    this.redis = checkedConnection(options.redis, 'ReceiptStore');
+    this.clustered = this.redis.isCluster;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;

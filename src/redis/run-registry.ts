@@ -16,7 +16,8 @@
  * whose claim has not landed yet, so pruning can never drop a run that still
  * has receipts.
  */
-import type { RedisConnection } from './connection.js';
+import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import { zrangeWithScores } from './clients/commands.js';
 import { encodeKeyComponent } from './keys.js';
 import { defineScripts, runScript } from './scripts.js';
 
@@ -75,10 +76,13 @@ const PAGE = 5_000;
 export class RunRegistry {
   private readonly registered = new Map<string, { at: number; done: Promise<void> }>();
 
+  private readonly redis: ReceiptsConnection;
+
   constructor(
-    private readonly redis: RedisConnection,
+    redis: RedisConnection,
     readonly prefix: string,
   ) {
+    this.redis = receiptsConnection(redis);
     defineScripts(redis, [
       { name: REGISTER, file: 'register-run-1.lua', numberOfKeys: 1 },
       { name: UNREGISTER, file: 'unregister-run-1.lua', numberOfKeys: 1 },
@@ -113,15 +117,14 @@ export class RunRegistry {
     const ofTenant = tenantId === undefined ? undefined : `${encodeKeyComponent(tenantId)}|`;
     for (const shardKey of shards) {
       for (let start = 0; ; start += PAGE) {
-        const reply = await this.redis.zrange(shardKey, start, String(start + PAGE - 1), 'WITHSCORES');
+        const reply = await zrangeWithScores(this.redis, shardKey, start, start + PAGE - 1);
         const page: RegisteredRun[] = [];
-        for (let i = 0; i + 1 < reply.length; i += 2) {
-          const tag = reply[i]!;
+        for (const [tag, registeredMs] of reply) {
           if (!TAG.test(tag) || (ofTenant !== undefined && !tag.startsWith(ofTenant))) continue;
-          page.push({ tag, registeredMs: Number(reply[i + 1]), shardKey });
+          page.push({ tag, registeredMs, shardKey });
         }
         if (page.length > 0) yield page;
-        if (reply.length < 2 * PAGE) break;
+        if (reply.length < PAGE) break;
       }
     }
   }

@@ -1,7 +1,7 @@
 /**
- * Loads the package's Lua scripts and registers them on an ioredis connection
- * with `defineCommand`, so ioredis sends EVALSHA and falls back to EVAL when
- * the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+ * Loads the package's Lua scripts and registers them by name on a
+ * connection; the connection's adapter sends EVALSHA and falls back to EVAL
+ * when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
  *
  * Each is registered under its name and the start of its text's SHA-1, not
  * its name alone: two copies of the package in one process (two releases, one
@@ -16,12 +16,12 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { RedisConnection, RedisPipeline } from './connection.js';
+import { receiptsConnection, type BatchEntry, type LuaScript, type RedisConnection } from './connection.js';
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** One script to register: the command name, its file in `lua/`, and how many KEYS it takes. */
 export interface ScriptDefinition {
-  /** Name of the command added to the connection. Pick one that cannot clash with a Redis command. */
+  /** Name the script is run by. Pick one that cannot clash with another package's scripts. */
   readonly name: string;
   /** File name inside the package's `lua/` directory, e.g. `claim-4.lua`. */
   readonly file: string;
@@ -124,15 +124,17 @@ function readPackageInclude(name: string): string | undefined {
 }
 
 const sourceCache = new Map<string, string>();
-/** Per connection: each script name defined on it, with its file and the command it is registered under. */
-const defined = new WeakMap<object, Map<string, { readonly file: string; readonly command: string }>>();
-/** Per script name: every command it was registered under (one per file it was defined from), for pipelines. */
-const commandsOf = new Map<string, Set<string>>();
+const scriptCache = new Map<string, LuaScript>();
 
-/** The command `name` defined from `file` is registered under: the name, then 12 hex digits of the text's SHA-1. */
-function commandName(name: string, file: string): string {
-  return `${name}_${createHash('sha1').update(scriptSource(file)).digest('hex').slice(0, 12)}`;
+/** A script registered on a connection under a name. */
+interface Defined {
+  readonly file: string;
+  readonly script: LuaScript;
+  /** The KEYS count, or `undefined` when the key count comes first in each call. */
+  readonly numberOfKeys: number | undefined;
 }
+
+const defined = new WeakMap<object, Map<string, Defined>>();
 
 /**
  * The text of `lua/<file>` with its `@include` lines expanded (see
@@ -157,10 +159,11 @@ export function scriptSource(file: string): string {
  * file name.
  */
 export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDefinition[]): void {
-  let names = defined.get(redis);
+  const connection = receiptsConnection(redis);
+  let names = defined.get(connection);
   if (!names) {
     names = new Map();
-    defined.set(redis, names);
+    defined.set(connection, names);
   }
   for (const script of scripts) {
     const suffix = /-(\d+|N)\.lua$/.exec(script.file)?.[1];
@@ -177,27 +180,47 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
       }
       continue;
     }
-    const numberOfKeys = script.numberOfKeys === 'any' ? undefined : script.numberOfKeys;
-    const command = commandName(script.name, script.file);
-    redis.defineCommand(command, { numberOfKeys, lua: scriptSource(script.file) });
-    names.set(script.name, { file: script.file, command });
-    let commands = commandsOf.get(script.name);
-    if (!commands) commandsOf.set(script.name, (commands = new Set()));
-    commands.add(command);
+    names.set(script.name, { file: script.file, script: luaScript(script.file), numberOfKeys: script.numberOfKeys === 'any' ? undefined : script.numberOfKeys });
   }
 }
 
+/** The script in `lua/<file>` with its SHA1, made once per process. */
+export function luaScript(file: string): LuaScript {
+  let script = scriptCache.get(file);
+  if (!script) {
+    const source = scriptSource(file);
+    script = { file, source, sha: createHash('sha1').update(source).digest('hex') };
+    scriptCache.set(file, script);
+  }
+  return script;
+}
+
 type ScriptArg = string | number | Buffer;
-type ScriptFn = (...args: ScriptArg[]) => Promise<unknown>;
+
+/**
+ * The script registered as `name` and its KEYS and ARGV. `keys` then `args`
+ * are read as one list: its first `numberOfKeys` values are KEYS, the rest
+ * ARGV. A script defined with `numberOfKeys: 'any'` takes the key count first
+ * (as `keys[0]`), then that many keys.
+ */
+function prepared(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Extract<BatchEntry, { script: LuaScript }> {
+  const found = defined.get(receiptsConnection(redis))?.get(name);
+  if (!found) throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
+  const all = [...keys, ...args];
+  if (found.numberOfKeys !== undefined) {
+    return { script: found.script, keys: all.slice(0, found.numberOfKeys).map(String), args: all.slice(found.numberOfKeys) };
+  }
+  const count = Number(all[0]);
+  if (!Number.isSafeInteger(count) || count < 0 || count > all.length - 1) {
+    throw new ScriptDefinitionError(`script ${name} takes the key count first; got ${String(all[0])} with ${all.length - 1} values after it`);
+  }
+  return { script: found.script, keys: all.slice(1, 1 + count).map(String), args: all.slice(1 + count) };
+}
 
 /** Runs a script defined with {@link defineScripts} on a connection. */
-export function runScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
-  const command = defined.get(redis)?.get(name)?.command;
-  const fn = command === undefined ? undefined : (redis as unknown as Record<string, ScriptFn | undefined>)[command];
-  if (typeof fn !== 'function') {
-    throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
-  }
-  return fn.call(redis, ...keys, ...args);
+export function runScript(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Promise<unknown> {
+  const entry = prepared(redis, name, keys, args);
+  return receiptsConnection(redis).evalScript(entry.script, entry.keys, entry.args);
 }
 
 /** Runs a script defined with `numberOfKeys: 'any'`: the key count goes first. */
@@ -210,17 +233,7 @@ export function runVariadicScript(
   return runScript(redis, name, [String(keys.length), ...keys], args);
 }
 
-/** Queues a defined script on a pipeline or MULTI of the connection it was defined on. */
-export function queueScript(pipeline: RedisPipeline, name: string, keys: readonly string[], args: readonly ScriptArg[]): void {
-  // A pipeline has the commands of its connection, which holds one of the script's commands at most.
-  const methods = pipeline as unknown as Record<string, ((...a: ScriptArg[]) => unknown) | undefined>;
-  let fn: ((...a: ScriptArg[]) => unknown) | undefined;
-  for (const command of commandsOf.get(name) ?? []) {
-    fn = methods[command];
-    if (typeof fn === 'function') break;
-  }
-  if (typeof fn !== 'function') {
-    throw new ScriptDefinitionError(`script ${name} is not available on this pipeline; call defineScripts first`);
-  }
-  fn.call(pipeline, ...keys, ...args);
+/** A defined script's run as an entry of a {@link ReceiptsConnection.batch} on the connection it was defined on. */
+export function scriptEntry(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): BatchEntry {
+  return prepared(redis, name, keys, args);
 }

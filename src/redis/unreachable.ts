@@ -59,6 +59,19 @@ const CONNECTION_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EH
 const CONNECTION_MESSAGES =
   /^(Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|None of startup nodes is available|Cluster isn't ready|Failed to refresh slots cache|CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN)/;
 
+/** node-redis' error classes (5 and 6) for a command that got no reply in time. */
+const NODE_REDIS_TIMEOUTS = new Set(['TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'SocketTimeoutDuringMaintenanceError', 'SocketTimeoutError']);
+/** node-redis' error classes for a connection that is closed, lost or cannot be made. */
+const NODE_REDIS_CONNECTION_ERRORS = new Set([
+  'ClientClosedError',
+  'ClientOfflineError',
+  'SocketClosedUnexpectedlyError',
+  'ConnectionTimeoutError',
+  'RootNodesUnavailableError',
+  'DisconnectsClientError',
+  'ReconnectStrategyError',
+]);
+
 /**
  * The typed error `error` stands for when it says Redis did not answer
  * (ioredis' `Command timed out`, a closed or refused connection, a request
@@ -67,9 +80,15 @@ const CONNECTION_MESSAGES =
  */
 export function unreachableErrorOf(error: unknown, where: RedisStep): unknown {
   if (!(error instanceof Error) || error instanceof ToolReceiptsError) return error;
-  if (error.message === 'Command timed out') return new RedisTimeoutError(where, error);
+  const kind = error.constructor.name;
+  if (error.message === 'Command timed out' || NODE_REDIS_TIMEOUTS.has(kind)) return new RedisTimeoutError(where, error);
   const code = (error as { code?: unknown }).code;
-  if ((typeof code === 'string' && CONNECTION_CODES.test(code)) || error.name === 'MaxRetriesPerRequestError' || CONNECTION_MESSAGES.test(error.message)) {
+  if (
+    (typeof code === 'string' && CONNECTION_CODES.test(code)) ||
+    error.name === 'MaxRetriesPerRequestError' ||
+    NODE_REDIS_CONNECTION_ERRORS.has(kind) ||
+    CONNECTION_MESSAGES.test(error.message)
+  ) {
     return new RedisConnectionLostError(where, error);
   }
   return error;

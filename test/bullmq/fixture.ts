@@ -1,13 +1,15 @@
 /**
  * Shared setup for wrapper tests: one Redis per file, real Queues and Workers
- * on it, each test with its own queue and key prefix, all closed afterwards.
+ * on it (or, with `useLanes({ queues: 'postgres' })`, on a PostgreSQL cluster
+ * the file starts, with the receipts still on Redis), each test with its own
+ * queue and key prefix, all closed afterwards.
  * Workers run in process (`lane.worker`) or as real `crash-worker` processes
  * (`lane.spawn`), which cleanup SIGKILLs before the connections they use close.
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Job, Queue, QueueEvents, Worker, type JobsOptions, type WorkerOptions } from 'bullmq';
+import { createPostgresBackend, Job, Queue, QueueEvents, withBackend, Worker, type JobsOptions, type WorkerOptions } from 'bullmq';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
@@ -15,6 +17,7 @@ import { z } from 'zod';
 import { toolCallArgsHash, type ToolCallReceiptKey } from '../../src/core/index.js';
 import { ReceiptStore, type ClaimResult, type ReceiptRecord } from '../../src/redis/index.js';
 import { defineTool, withToolReceipts, type AnyToolDefinition, type DecisionEvent, type ToolReceiptsOptions, type ToolReceiptsProcessor } from '../../src/bullmq/index.js';
+import { startPostgres, type PostgresHandle } from '../support/postgres.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
@@ -61,11 +64,32 @@ export const CRASH_WORKER_TIMING = { LEASE_MS: '600', LOCK_MS: '1000', STALLED_M
 /** Job options allowing retries, so a job that fails anyway failed unrecoverably. */
 export const RETRYING = { attempts: 3, backoff: { type: 'fixed', delay: 100 } } as const;
 
-export function useLanes() {
+/** Where a lane's BullMQ queue lives: on the receipts' Redis, or on PostgreSQL (BullMQ 6's `createPostgresBackend`). */
+export type LaneQueues = 'redis' | 'postgres';
+
+/** BullMQ's classes bound to the PostgreSQL backend; a connection runs the schema migrations it needs. */
+const OnPostgres = withBackend(createPostgresBackend);
+export const postgresConnection = (url: string) => ({ connectionString: url, migrate: true, max: 4 });
+
+/**
+ * `TEST_QUEUE_BACKEND` (redis or postgres): where lanes put their queues
+ * unless a file says; vitest.config.ts runs a set of wrapper suites again
+ * with their queues on PostgreSQL.
+ */
+function queuesUnderTest(): LaneQueues {
+  const named = process.env['TEST_QUEUE_BACKEND'] ?? 'redis';
+  if (named !== 'redis' && named !== 'postgres') throw new Error(`TEST_QUEUE_BACKEND must be redis or postgres; got ${named}`);
+  return named;
+}
+
+export function useLanes(options: { queues?: LaneQueues } = {}) {
+  const queues = options.queues ?? queuesUnderTest();
   let handle: RedisHandle;
+  let postgres: PostgresHandle | undefined;
   const closers: Array<() => Promise<unknown>> = [];
   beforeAll(async () => {
     handle = await startRedis();
+    if (queues === 'postgres') postgres = await startPostgres();
   });
   afterEach(async () => {
     // Reverse order: workers and worker processes (added last) stop before the connections they use close.
@@ -73,7 +97,24 @@ export function useLanes() {
   });
   afterAll(async () => {
     await handle?.stop();
+    await postgres?.stop();
   });
+
+  /** BullMQ's Queue, QueueEvents and Worker for this file's queues, and the connection each takes. */
+  const bull = {
+    queue: (name: string, prefix: string): Queue =>
+      queues === 'postgres'
+        ? (new OnPostgres.Queue(name, { connection: postgresConnection(postgres!.url) }) as unknown as Queue)
+        : new Queue(name, { connection: connect(), prefix }),
+    events: (name: string, prefix: string): QueueEvents =>
+      queues === 'postgres'
+        ? (new OnPostgres.QueueEvents(name, { connection: postgresConnection(postgres!.url) }) as unknown as QueueEvents)
+        : new QueueEvents(name, { connection: connect(), prefix }),
+    worker: (name: string, prefix: string, processor: ToolReceiptsProcessor, workerOptions: Partial<WorkerOptions>): Worker =>
+      queues === 'postgres'
+        ? (new OnPostgres.Worker(name, processor, { ...workerOptions, connection: postgresConnection(postgres!.url) } as ConstructorParameters<typeof OnPostgres.Worker>[2]) as unknown as Worker)
+        : new Worker(name, processor, { connection: connect(), prefix, ...workerOptions }),
+  };
 
   const connect = () => {
     const c = new Redis(handle.url, { maxRetriesPerRequest: null });
@@ -84,10 +125,11 @@ export function useLanes() {
   /** A fresh prefix, so tests never see each other's jobs, receipts or outbox. */
   return async function lane(): Promise<Lane> {
     const prefix = `${handle.prefix}${randomBytes(3).toString('hex')}`;
-    const queueName = 'tools';
+    // PostgreSQL has no key prefix: there each lane has a queue of its own.
+    const queueName = queues === 'postgres' ? `tools-${prefix}` : 'tools';
     const redis = connect();
-    const queue = new Queue(queueName, { connection: connect(), prefix });
-    const events = new QueueEvents(queueName, { connection: connect(), prefix });
+    const queue = bull.queue(queueName, prefix);
+    const events = bull.events(queueName, prefix);
     await events.waitUntilReady();
     closers.push(() => queue.close(), () => events.close());
     const store = new ReceiptStore({ redis, prefix });
@@ -114,7 +156,7 @@ export function useLanes() {
       store,
       worker(options, workerOptions = {}) {
         const processor = withToolReceipts({ logger: silent, ...options, redis: connect(), prefix });
-        const worker = new Worker(queueName, processor, { connection: connect(), prefix, ...workerOptions });
+        const worker = bull.worker(queueName, prefix, processor, workerOptions);
         processor.attach(worker);
         worker.on('error', () => undefined);
         closers.push(() => worker.close(true));
@@ -125,6 +167,7 @@ export function useLanes() {
           REDIS_URL: handle.url,
           PREFIX: prefix,
           QUEUE: queueName,
+          ...(queues === 'postgres' ? { POSTGRES_URL: postgres!.url } : {}),
           CRASH_AT: 'none',
           ...CRASH_WORKER_TIMING,
           ...env,

@@ -5,7 +5,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
-import type { Cluster } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -24,13 +23,22 @@ import { OpenReceiptIndex } from '../../src/otel/open-receipts.js';
 import { Capture } from '../cli/support.js';
 import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { clientKindUnderTest, openCluster, type OpenedClient } from '../support/redis-clients.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
 
 const skipReason = clusterSkipReason();
 if (skipReason) console.warn(`[redis harness] skipping cluster tests: ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () => {
   let cluster: RedisClusterHandle;
-  let redis: Cluster;
+  /** The stores' Cluster client: the client under test (TEST_REDIS_CLIENT). BullMQ keeps its own ioredis one. */
+  let redis: RedisConnection;
+  const opened: OpenedClient[] = [];
+  const connect = (): RedisConnection => {
+    const client = openCluster(clientKindUnderTest(), cluster.nodes[0]!);
+    opened.push(client);
+    return client.client;
+  };
   /** One run per node: a run whose keys the cluster places on that node. */
   let runsByNode: Map<string, string>;
 
@@ -43,7 +51,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    redis = cluster.connect();
+    redis = connect();
     const probe = new ReceiptStore({ redis, prefix: cluster.prefix });
     runsByNode = new Map();
     for (let i = 0; runsByNode.size < 3; i++) {
@@ -55,6 +63,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
   }, 60_000);
 
   afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
     await cluster?.stop();
   });
 
@@ -115,7 +124,7 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     const found = await store.listAmbiguous({ count: 10 });
     expect(found.map((r) => r.redisKey).sort()).toEqual(keys.map((k) => store.redisKey(k)).sort());
     // A client that has not yet learnt the cluster's nodes must still search them all.
-    const fresh = new ReceiptStore({ redis: cluster.connect(), prefix });
+    const fresh = new ReceiptStore({ redis: connect(), prefix });
     const foundFresh = await fresh.listAmbiguous({ count: 10 });
     expect(foundFresh.map((r) => r.redisKey).sort()).toEqual(keys.map((k) => store.redisKey(k)).sort());
 

@@ -16,6 +16,7 @@ import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { NO_SYNC_DELAY, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
+import { clientKindUnderTest, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
 
 const skip = sentinelSkipReason();
 
@@ -41,6 +42,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   let primary: LocalRedis;
   let replica: LocalRedis;
   const clients: Redis[] = [];
+  const opened: OpenedClient[] = [];
   const prefix = uniquePrefix();
   beforeAll(async () => {
     const binary = findOnPath('redis-server')!;
@@ -50,13 +52,15 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();
+    await Promise.all(opened.map((c) => c.close()));
     await replica?.stop();
     await primary?.stop();
   });
+  // The stores use the client under test (TEST_REDIS_CLIENT): WAIT must go out on the connection that wrote.
   const store = (durability: ConstructorParameters<typeof ReceiptStore>[0]['durability']) => {
-    const redis = new Redis(primary.url, { maxRetriesPerRequest: 1 });
-    clients.push(redis);
-    return new ReceiptStore({ redis, prefix, durability });
+    const client = openSingle(clientKindUnderTest(), primary.url);
+    opened.push(client);
+    return new ReceiptStore({ redis: client.client, prefix, durability });
   };
 
   it('rejects durability options that ask for nothing or cannot be waited on', () => {
@@ -125,7 +129,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
 
   it('refuses aof durability before writing anything on a server without WAITAOF', async (ctx) => {
     const s = store({ replicas: 1, aof: true });
-    if (await hasWaitAof(clients.at(-1)!)) ctx.skip('this redis-server has WAITAOF (7.2+)');
+    if (await hasWaitAof(opened.at(-1)!.client)) ctx.skip('this redis-server has WAITAOF (7.2+)');
     const key = freshKey();
     await expect(s.claim(key, { effect: 'opaque' })).rejects.toBeInstanceOf(DurabilityUnsupportedError);
     expect(await s.inspect(key)).toBeNull();
@@ -134,10 +138,12 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
 
 describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per master', () => {
   let cluster: RedisClusterHandle;
+  const opened: OpenedClient[] = [];
   beforeAll(async () => {
     cluster = await startRedisCluster(3, { replicas: 1 });
   });
   afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
     await cluster?.stop();
   });
 
@@ -151,7 +157,9 @@ describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per 
   }
 
   it("waits on the master that owns the run's slot", async () => {
-    const store = new ReceiptStore({ redis: cluster.connect(), prefix: cluster.prefix, durability: { replicas: 1, timeoutMs: 300 } });
+    const client = openCluster(clientKindUnderTest(), cluster.nodes[0]!);
+    opened.push(client);
+    const store = new ReceiptStore({ redis: client.client, prefix: cluster.prefix, durability: { replicas: 1, timeoutMs: 300 } });
     const onFirst = await keyOnMaster(0);
     const onSecond = await keyOnMaster(1);
     await cutOff(cluster.replicas[0]!, cluster.nodes[0]!);

@@ -1,5 +1,5 @@
 import { beforeAll, describe, it } from 'vitest';
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import { InMemoryToolResultStore } from '../../src/offload/memory-store.js';
 import { RedisToolResultStore } from '../../src/offload/redis-store.js';
 import { toolResultStoreContract, type ToolResultStoreFactory } from '../../src/offload/contract/index.js';
@@ -19,11 +19,11 @@ describe('toolResultStoreContract: InMemoryToolResultStore', () => {
 
 describe('toolResultStoreContract: RedisToolResultStore', () => {
   const fixture = useRedis();
-  let redis: Redis;
+  let redis: RedisConnection;
   let stores = 0;
 
   beforeAll(() => {
-    redis = fixture.connect();
+    redis = fixture.client();
   });
 
   // A fresh prefix per case: deleteBySession counts unowned entries store-wide.

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../src/redis/connection.js';
 import { RedisToolResultStore, DEFAULT_TOOL_RESULT_RETENTION_MS } from '../../src/offload/redis-store.js';
 import { isOffloadHashKey, offloadHashKey } from '../../src/offload/redis-keys.js';
 import { buildToolResultRef } from '../../src/offload/ref.js';
@@ -9,12 +10,14 @@ import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 let redis: Redis;
+let client: RedisConnection;
 let n = 0;
 const fresh = (extra: { retentionMs?: number | null } = {}): RedisToolResultStore =>
-  new RedisToolResultStore({ redis, prefix: `${fixture.handle().prefix}:r${++n}`, ...extra });
+  new RedisToolResultStore({ redis: client, prefix: `${fixture.handle().prefix}:r${++n}`, ...extra });
 
 beforeAll(() => {
   redis = fixture.connect();
+  client = fixture.client();
 });
 
 describe('RedisToolResultStore layout', () => {
@@ -91,7 +94,7 @@ describe('RedisToolResultStore reads', () => {
     await store.put(ref, text);
     const key = store.hashKeyOf(ref);
     for (const offset of [0, 777_777, text.length - 5_000]) {
-      const reply = (await runScript(redis, 'trcOffloadRead', [key], [ref, offset, 20_000])) as [number, number, number, number, string];
+      const reply = (await runScript(client, 'trcOffloadRead', [key], [ref, offset, 20_000])) as [number, number, number, number, string];
       expect(reply[4].length).toBeLessThan(20_000 + 2 * 4096 + 2);
       expect((await store.get(ref, { offset, limit: 20_000 }))?.content).toBe(text.slice(offset, offset + 20_000));
     }
@@ -123,7 +126,7 @@ describe('RedisToolResultStore owner records', () => {
 
   it('sweeps only its own prefix', async () => {
     const a = fresh();
-    const b = new RedisToolResultStore({ redis, prefix: `${a.prefix}:nested` });
+    const b = new RedisToolResultStore({ redis: client, prefix: `${a.prefix}:nested` });
     const ref = buildToolResultRef('shared', 'c1');
     await a.put(ref, 'in a', { sessionId: 'shared' });
     await b.put(ref, 'in b', { sessionId: 'shared' });

@@ -6,7 +6,9 @@
  * (examples/quickstart.ts; strict, NodeNext; the bullmq 6 app also every
  * TypeScript block of README.md and docs/*.md), runs one real job through a
  * real Worker (executed, then replayed), runs the quick start end to end, and
- * loads every entry with require().
+ * loads every entry with require(). A third app has bullmq 6 and node-redis 6
+ * and no ioredis at all: it typechecks and runs a worker whose receipts and
+ * queue both go through node-redis clients.
  */
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
@@ -22,6 +24,8 @@ const APPS = {
 } as const;
 type AppName = keyof typeof APPS;
 const README_APP: AppName = 'bullmq 6 + ioredis 6';
+/** The app without ioredis: receipts and queue on node-redis. */
+const NODE_REDIS_APP = { bullmq: '^6', redis: '^6', zod: '^4' } as const;
 
 /**
  * What the README's OpenTelemetry block imports besides the package, at the
@@ -34,6 +38,8 @@ async function extrasFor(name: AppName): Promise<Record<string, string>> {
   const wanted = name === README_APP ? Object.keys(devDependencies).filter((dep) => dep.startsWith('@opentelemetry/') || dep === 'bullmq-otel') : ['@opentelemetry/api'];
   // The optional MCP peer, in both apps, so their `/mcp` entry loads too (require.cjs loads every subpath).
   wanted.push('@modelcontextprotocol/sdk');
+  // docs/redis.md's node-redis block imports `redis`.
+  if (name === README_APP) wanted.push('redis');
   return Object.fromEntries(wanted.map((dep) => [dep, devDependencies[dep]!]));
 }
 
@@ -57,6 +63,14 @@ let redis: RedisHandle;
 let scratch: string;
 let packed: { tarball: string; files: string[] };
 const outcomes = new Map<AppName, AppOutcome>();
+let nodeRedisOutcome: { app: ScratchApp; typecheck: Ran; worker: Ran } | undefined;
+
+async function exerciseNodeRedis(): Promise<{ app: ScratchApp; typecheck: Ran; worker: Ran }> {
+  const app = await scratchApp('app-node-redis', packed.tarball, { ...NODE_REDIS_APP }, {}, 'node-redis');
+  const typecheck = await app.typecheck();
+  const worker = typecheck.code === 0 ? await app.node('out/use.js', { REDIS_URL: redis.url, RECEIPTS_PREFIX: `${redis.prefix}nr` }) : typecheck;
+  return { app, typecheck, worker };
+}
 
 /**
  * Installs, typechecks, and runs both scripts of one app (the two apps go at
@@ -81,13 +95,14 @@ beforeAll(async () => {
   packed = await buildAndPack(scratch);
   const docSources = markdownBlocks(await docPages());
   const names = Object.keys(APPS) as AppName[];
-  const done = await Promise.all(names.map((name, i) => exercise(name, i, docSources)));
+  const [done, nodeRedis] = await Promise.all([Promise.all(names.map((name, i) => exercise(name, i, docSources))), exerciseNodeRedis()]);
   names.forEach((name, i) => outcomes.set(name, done[i]!));
+  nodeRedisOutcome = nodeRedis;
 }, 300_000);
 
 afterAll(async () => {
   await redis?.stop();
-  const dirs = [scratch, ...[...outcomes.values()].map((o) => o.app.dir)].filter((d) => d !== undefined);
+  const dirs = [scratch, ...[...outcomes.values(), ...(nodeRedisOutcome ? [nodeRedisOutcome] : [])].map((o) => o.app.dir)].filter((d) => d !== undefined);
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
@@ -191,5 +206,30 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
     expect(result.refused).toBe('digest.invalid_secret');
     expect(Object.keys(result.exported)).toEqual(expect.arrayContaining(['core', 'redis', 'offload', 'repair', 'testing']));
     for (const [entry, count] of Object.entries(result.exported)) expect(count, entry).toBeGreaterThan(1);
+  });
+});
+
+describe('a scratch app on bullmq 6 + node-redis 6, without ioredis', () => {
+  const outcome = () => nodeRedisOutcome!;
+
+  it('has bullmq 6, node-redis 6 and zod, and no ioredis anywhere', async () => {
+    for (const [dep, range] of Object.entries(NODE_REDIS_APP)) {
+      const installed = JSON.parse(await readFile(path.join(outcome().app.dir, 'node_modules', dep, 'package.json'), 'utf8')) as { version: string };
+      expect(installed.version.split('.')[0], dep).toBe(range.slice(1));
+    }
+    const copies = await outcome().app.copiesOf(['ioredis', 'redis', 'bullmq', 'bullmq-tool-receipts']);
+    expect(copies['ioredis']).toEqual([]);
+    for (const dep of ['redis', 'bullmq', 'bullmq-tool-receipts']) expect(copies[dep], `copies of ${dep}`).toHaveLength(1);
+  });
+
+  it('typechecks a worker with a node-redis client for the receipts (strict, NodeNext)', () => {
+    expect(outcome().typecheck.stdout + outcome().typecheck.stderr).toBe('');
+    expect(outcome().typecheck.code).toBe(0);
+  });
+
+  it('runs a call through a real Worker on node-redis: executed, then replayed by the second job', () => {
+    const { worker } = outcome();
+    expect(worker.code, worker.stderr).toBe(0);
+    expect(resultOf(worker)).toEqual({ outcomes: ['executed', 'replayed'], sent: ['ada@example.com'], receipts: ['completed'] });
   });
 });

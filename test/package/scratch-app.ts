@@ -79,6 +79,8 @@ export async function scratchApp(
   tarball: string,
   dependencies: Record<string, string>,
   extraSources: Record<string, string> = {},
+  /** The app's own files: the ioredis worker, quick start and CommonJS script, or only `use-node-redis.ts` (as `src/use.ts`). */
+  kind: 'ioredis' | 'node-redis' = 'ioredis',
 ): Promise<ScratchApp> {
   const dir = await mkdtemp(path.join(tmpdir(), `trc-consumer-${name}-`));
   const manifest = {
@@ -107,12 +109,16 @@ export async function scratchApp(
   };
   await writeFile(path.join(dir, 'tsconfig.json'), `${JSON.stringify(tsconfig, null, 2)}\n`);
   await mkdir(path.join(dir, 'src'));
-  for (const file of ['use.ts', 'host.d.ts']) {
-    await writeFile(path.join(dir, 'src', file), await readFile(path.join(appSources, file)));
+  if (kind === 'node-redis') {
+    await writeFile(path.join(dir, 'src', 'use.ts'), await readFile(path.join(appSources, 'use-node-redis.ts')));
+  } else {
+    for (const file of ['use.ts', 'host.d.ts']) {
+      await writeFile(path.join(dir, 'src', file), await readFile(path.join(appSources, file)));
+    }
+    // The front page's worker + producer, exactly as the package ships it.
+    await writeFile(path.join(dir, 'src', 'quickstart.ts'), await readFile(path.join(repoRoot, 'examples', 'quickstart.ts')));
+    await writeFile(path.join(dir, 'require.cjs'), await readFile(path.join(appSources, 'require.cjs')));
   }
-  // The front page's worker + producer, exactly as the package ships it.
-  await writeFile(path.join(dir, 'src', 'quickstart.ts'), await readFile(path.join(repoRoot, 'examples', 'quickstart.ts')));
-  await writeFile(path.join(dir, 'require.cjs'), await readFile(path.join(appSources, 'require.cjs')));
   for (const [file, text] of Object.entries(extraSources)) await writeFile(path.join(dir, 'src', file), text);
   succeeded(
     `npm install in ${name}`,

@@ -8,7 +8,7 @@ import { freshKey, useRedis } from '../support/redis-fixture.js';
 const fixture = useRedis();
 
 function breaker(options: { maxFailures?: number; maxRejections?: number; retentionMs?: number } = {}): BreakerStore {
-  return new BreakerStore({ redis: fixture.connect(), prefix: fixture.handle().prefix, ...options });
+  return new BreakerStore({ redis: fixture.client(), prefix: fixture.handle().prefix, ...options });
 }
 
 describe('BreakerStore', () => {

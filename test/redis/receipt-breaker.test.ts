@@ -13,7 +13,7 @@ const LEASE = 200;
 
 function stores(options: { leaseMs?: number } = {}) {
   const store = fixture.store(options);
-  const breaker = new BreakerStore({ redis: fixture.connect(), prefix: store.prefix });
+  const breaker = new BreakerStore({ redis: fixture.client(), prefix: store.prefix });
   return { store, breaker, redis: fixture.connect() };
 }
 

@@ -53,7 +53,7 @@ describe('receipt history', () => {
     expect(after).toMatchObject({ attempts: 2, status: 'completed', resolvedMs: null, ambiguousMs: null });
     expect(after.history).toEqual(resolved.history);
     expect(await store.history(key)).toEqual(resolved.history);
-    expect(await new ReceiptReader(fixture.connect(), store.prefix).history(store.redisKey(key))).toEqual(resolved.history);
+    expect(await new ReceiptReader(fixture.client(), store.prefix).history(store.redisKey(key))).toEqual(resolved.history);
   });
 
   it("records a late settle, and a settle refused after an operator's verdict, with the attempt's owner", async () => {
@@ -89,7 +89,7 @@ describe('receipt history', () => {
 
   it("records a reconcile's verdict, kept by the attempt it starts", async () => {
     const store = fixture.store();
-    const reconciles = new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix });
+    const reconciles = new ReconcileStore({ redis: fixture.client(), prefix: store.prefix });
     const key = freshKey();
     const { fence } = await store.claim(key, { effect: 'opaque', leaseMs: 40 });
     await waitForLeaseExpiry(store, key);

@@ -13,7 +13,7 @@ const JOB = { queue: 'tools', prefix: 'bull', id: '17' };
 /** A store pair on one connection, and a key whose opaque attempt 1 lost its lease. */
 async function expired(options: { effect?: 'opaque' | 'resumable' } = {}) {
   const store = fixture.store();
-  const reconciles = new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix });
+  const reconciles = new ReconcileStore({ redis: fixture.client(), prefix: store.prefix });
   const key = freshKey();
   const { fence } = await store.claim(key, { effect: options.effect ?? 'opaque', leaseMs: 40, job: JOB });
   await waitForLeaseExpiry(store, key);
@@ -109,7 +109,7 @@ describe('verdicts', () => {
 describe('durability', () => {
   it('a verdict that starts an attempt, and a keyed re-run, throw when no replica acknowledges them', async () => {
     const { key, f1, store } = await expired();
-    const durable = new ReconcileStore({ redis: fixture.connect(), prefix: store.prefix, durability: { replicas: 1, timeoutMs: 50 } });
+    const durable = new ReconcileStore({ redis: fixture.client(), prefix: store.prefix, durability: { replicas: 1, timeoutMs: 50 } });
     await expect(durable.reclaimKeyed(key, { lost: f1, keyWindowMs: 60_000, leaseMs: 5_000, owner: 'w1' })).rejects.toMatchObject({
       code: 'durability.not_acknowledged',
     });

@@ -4,10 +4,11 @@ import {
   ScriptIncludeError,
   defineScripts,
   expandIncludes,
-  queueScript,
   runScript,
+  scriptEntry,
   scriptSource,
 } from '../../src/redis/scripts.js';
+import { receiptsConnection } from '../../src/redis/connection.js';
 import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -37,9 +38,7 @@ describe('defineScripts', () => {
     redis.defineCommand('sharedInspect', { numberOfKeys: 1, lua: 'return "the other copy"' });
     const key = `${fixture.handle().prefix}:none`;
     expect(await runScript(redis, 'sharedInspect', [key], [])).toEqual([expect.any(Number), -2]);
-    const pipeline = redis.pipeline();
-    queueScript(pipeline, 'sharedInspect', [key], []);
-    expect(await pipeline.exec()).toEqual([[null, [expect.any(Number), -2]]]);
+    expect(await receiptsConnection(redis).batch([scriptEntry(redis, 'sharedInspect', [key], [])])).toEqual([[null, [expect.any(Number), -2]]]);
   });
 
   it('refuses to run a script not defined on that connection', () => {

@@ -9,13 +9,21 @@ import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { AttemptFence } from '../../src/redis/errors.js';
 import { ReceiptStore, type ClaimOptions, type ClaimResult, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
+import { clientKindUnderTest, openSingle, type OpenedClient } from './redis-clients.js';
 import { startRedis, type RedisHandle } from './redis.js';
 
 export interface RedisFixture {
   readonly handle: () => RedisHandle;
-  /** A new connection, closed after the file's tests. */
+  /** A new ioredis connection, closed after the file's tests: for the test's own reads and writes. */
   connect(): Redis;
-  /** A store on a new connection, under the file's unique prefix unless told otherwise. */
+  /**
+   * A new connection of the client under test (`TEST_REDIS_CLIENT`: ioredis
+   * 5 or 6, node-redis 6 or 5), closed after the file's tests: hand it to
+   * the stores under test.
+   */
+  client(): RedisConnection;
+  /** A store on a new {@link client}, under the file's unique prefix unless told otherwise. */
   store(options?: Partial<Omit<ReceiptStoreOptions, 'redis'>>): ReceiptStore;
 }
 
@@ -23,11 +31,13 @@ export interface RedisFixture {
 export function useRedis(): RedisFixture {
   let handle: RedisHandle | undefined;
   const connections: Redis[] = [];
+  const clients: OpenedClient[] = [];
   beforeAll(async () => {
     handle = await startRedis();
   });
   afterAll(async () => {
     await Promise.all(connections.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all(clients.splice(0).map((c) => c.close()));
     await handle?.stop();
   });
   const fixture: RedisFixture = {
@@ -40,8 +50,13 @@ export function useRedis(): RedisFixture {
       connections.push(connection);
       return connection;
     },
+    client() {
+      const opened = openSingle(clientKindUnderTest(), fixture.handle().url);
+      clients.push(opened);
+      return opened.client;
+    },
     store(options = {}) {
-      return new ReceiptStore({ prefix: fixture.handle().prefix, ...options, redis: fixture.connect() });
+      return new ReceiptStore({ prefix: fixture.handle().prefix, ...options, redis: fixture.client() });
     },
   };
   return fixture;

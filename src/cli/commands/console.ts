@@ -3,7 +3,7 @@
  * until interrupted.
  */
 import { startConsoleServer, DEFAULT_CONSOLE_PORT } from '../../console/server.js';
-import { isCluster, type RedisConnection } from '../../redis/connection.js';
+import { receiptsConnection, type RedisConnection } from '../../redis/connection.js';
 import { expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';
@@ -23,7 +23,9 @@ export const CONSOLE_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_TOKEN';
 export const CONSOLE_READ_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_READ_TOKEN';
 
 /** What `duplicate` takes on an ioredis `Redis`. */
-type Duplicable = RedisConnection & { duplicate(override: Record<string, unknown>): RedisConnection & { quit(): Promise<unknown>; disconnect(): void } };
+/** An ioredis connection's copy, with the calls that keep and close it. */
+type IoredisCopy = RedisConnection & { on(event: 'close' | 'error', listener: () => void): unknown; quit(): Promise<unknown>; disconnect(): void };
+type Duplicable = RedisConnection & { duplicate(override: Record<string, unknown>): IoredisCopy };
 
 /**
  * The CLI's connection fails fast and never reconnects, which suits a command
@@ -34,7 +36,9 @@ type Duplicable = RedisConnection & { duplicate(override: Record<string, unknown
  */
 function lastingConnection(redis: RedisConnection): { connection: RedisConnection; close(): Promise<void> } {
   const candidate = redis as Partial<Duplicable>;
-  if (isCluster(redis) || typeof candidate.duplicate !== 'function') return { connection: redis, close: async () => undefined };
+  // node-redis clients reconnect by themselves; a Cluster is used as it is.
+  const adapted = receiptsConnection(redis);
+  if (adapted.isCluster || adapted.client !== 'ioredis' || typeof candidate.duplicate !== 'function') return { connection: redis, close: async () => undefined };
   const copy = (redis as Duplicable).duplicate({
     retryStrategy: (times: number) => Math.min(times * 200, 2_000),
     sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000),
@@ -43,7 +47,7 @@ function lastingConnection(redis: RedisConnection): { connection: RedisConnectio
     lazyConnect: false,
   });
   copy.on('close', () => undefined);
-  (copy as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => undefined);
+  copy.on('error', () => undefined);
   return { connection: copy, close: async () => void (await copy.quit().catch(() => copy.disconnect())) };
 }
 

@@ -1,0 +1,129 @@
+/**
+ * The connection adapters themselves: which objects `redis:` accepts, that
+ * each client reaches the same server state, that a script flushed from the
+ * server is sent again by text (singly and in a batch), that a closed
+ * node-redis client reads as a lost connection, and the stores on a
+ * Sentinel-backed client of each kind.
+ */
+import { createClientPool } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkedConnection, InvalidRedisConnectionError, type RedisConnection } from '../../src/redis/connection.js';
+import { checkRedisForReceipts } from '../../src/redis/doctor.js';
+import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { RedisConnectionLostError } from '../../src/redis/unreachable.js';
+import { CLIENT_KINDS, openSentinel, openSingle, type OpenedClient } from '../support/redis-clients.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { SENTINEL_MASTER_NAME, sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
+
+const fixture = useRedis();
+const opened: OpenedClient[] = [];
+afterAll(async () => {
+  await Promise.all(opened.map((c) => c.close()));
+});
+
+function open(kind: (typeof CLIENT_KINDS)[number]): RedisConnection {
+  const client = openSingle(kind, fixture.handle().url);
+  opened.push(client);
+  return client.client;
+}
+
+describe('checkedConnection', () => {
+  it.each(CLIENT_KINDS)('wraps a %s client once, and says which client it is', (kind) => {
+    const client = open(kind);
+    const adapter = checkedConnection(client, 'test');
+    expect(adapter).toMatchObject({ client: kind.startsWith('ioredis') ? 'ioredis' : 'node-redis', topology: 'single', isCluster: false });
+    expect(checkedConnection(client, 'test')).toBe(adapter);
+    expect(checkedConnection(adapter, 'test')).toBe(adapter);
+  });
+
+  it('refuses a node-redis client pool, whose commands may each take another connection', () => {
+    const pool = createClientPool({ url: fixture.handle().url });
+    const error = (() => {
+      try {
+        checkedConnection(pool, 'ReceiptStore');
+      } catch (e) {
+        return e as InvalidRedisConnectionError;
+      }
+    })();
+    expect(error).toBeInstanceOf(InvalidRedisConnectionError);
+    expect(error?.code).toBe('redis.invalid_connection');
+    expect(error?.message).toMatch(/^ReceiptStore needs `redis`: an ioredis Redis or Cluster .* or a connected node-redis client .*createClient, createCluster or createSentinel.*got a node-redis client pool/);
+  });
+
+  it('refuses some other object, naming both clients it would take', () => {
+    expect(() => checkedConnection({ get: () => undefined }, 'BreakerStore')).toThrow(
+      /^BreakerStore needs `redis`: an ioredis .* node-redis .*; got an object without defineCommand \(ioredis\) or sendCommand \(node-redis\)$/,
+    );
+  });
+});
+
+describe.each(CLIENT_KINDS)('the receipt store on %s', (kind) => {
+  it('sees what another client wrote, and writes what ioredis reads', async () => {
+    const prefix = `${fixture.handle().prefix}:${kind}`;
+    const theirs = new ReceiptStore({ redis: fixture.connect(), prefix });
+    const ours = new ReceiptStore({ redis: open(kind), prefix });
+    const key = freshKey();
+    const { fence } = await theirs.claim(key, { effect: 'opaque' });
+    expect((await ours.claim(key, { effect: 'opaque' })).decision.kind).toBe('wait');
+    await theirs.complete(key, fence!, { id: 7 });
+    expect(await ours.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: { id: 7 } });
+    const mine = freshKey();
+    const claimed = await ours.claim(mine, { effect: 'resumable' });
+    await ours.complete(mine, claimed.fence!, 'ok');
+    expect(await fixture.connect().hget(ours.redisKey(mine), 'status')).toBe('completed');
+  });
+
+  it('sends a script again by text after SCRIPT FLUSH, alone and in a batch', async () => {
+    const store = new ReceiptStore({ redis: open(kind), prefix: `${fixture.handle().prefix}:flush-${kind}` });
+    const [a, b] = [freshKey(), freshKey()];
+    await store.claim(a, { effect: 'opaque' });
+    await fixture.connect().script('FLUSH');
+    // inspectRedisKeys goes out as one batch on a single node.
+    const records = await store.inspectRedisKeys([store.redisKey(a), store.redisKey(b)]);
+    expect(records.map((r) => r?.status ?? null)).toEqual(['running', null]);
+    await fixture.connect().script('FLUSH');
+    expect((await store.claim(b, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
+  });
+});
+
+describe.each(['node-redis-6', 'node-redis-5'] as const)('a closed %s client', (kind) => {
+  it('reads as a lost connection, not as a script error', async () => {
+    const client = openSingle(kind, fixture.handle().url);
+    const store = new ReceiptStore({ redis: client.client, prefix: `${fixture.handle().prefix}:closed-${kind}` });
+    await store.claim(freshKey(), { effect: 'opaque' });
+    await client.close();
+    const error = await store.claim(freshKey(), { effect: 'opaque' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisConnectionLostError);
+    expect(error).toMatchObject({ code: 'redis.unavailable' });
+  });
+});
+
+const skipSentinel = sentinelSkipReason();
+describe.skipIf(skipSentinel !== undefined)('on a Sentinel set', () => {
+  let set: SentinelSetHandle;
+  const clients: OpenedClient[] = [];
+  beforeAll(async () => {
+    set = await startSentinelSet();
+  }, 90_000);
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await set?.stop();
+  });
+
+  it.each(CLIENT_KINDS)('claims, completes and replays through %s, waits for the replica, and checks the master', async (kind) => {
+    const client = openSentinel(kind, set.sentinels, SENTINEL_MASTER_NAME);
+    clients.push(client);
+    const store = new ReceiptStore({ redis: client.client, prefix: `${set.prefix}:${kind}`, durability: { replicas: 1, timeoutMs: 5000 } });
+    const key = freshKey();
+    const first = await store.claim(key, { effect: 'opaque' });
+    expect(first.decision).toEqual({ kind: 'execute', attempt: 1 });
+    await store.complete(key, first.fence!, 'sent');
+    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: 'sent' });
+    const master = await set.master();
+    const onMaster = await new ReceiptStore({ redis: fixture.connect(), prefix: store.prefix }).inspect(key);
+    expect(onMaster).toBeNull(); // the fixture's server is not the Sentinel master: the receipt is only there
+    const report = await checkRedisForReceipts(client.client, { durability: { replicas: 1 } });
+    expect(report.findings.find((f) => f.check === 'replicas')).toMatchObject({ status: 'safe' });
+    expect(master.port).toBeGreaterThan(0);
+  });
+});
