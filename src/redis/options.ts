@@ -9,7 +9,7 @@ import { durabilityOption } from './durability.js';
 import { isValidKeyPrefix } from './keys.js';
 
 /**
- * `redis`: an ioredis `Redis` or `Cluster`. Refused with the connection's own
+ * `redis`: an ioredis `Redis` or `Cluster`, or a node-redis client. Refused with the connection's own
  * error (`redis.invalid_connection`), which names the entry point and what it got.
  */
 export const connectionOption: OptionRule = { required: true, check: (value, site) => void checkedConnection(value, site.owner) };
