@@ -72,7 +72,9 @@ async function lostAttempt(l: Lane, data: ReturnType<typeof jobData>, toolName: 
   return key;
 }
 
-const callSpans = (runId: string) => spansWhere(sdk.spans, ATTR.run, runId).sort((a, b) => a.startTime[1] - b.startTime[1]);
+/** A run's call spans in the order they started: by HrTime's seconds, then its nanoseconds (the nanoseconds alone wrap every second). */
+const callSpans = (runId: string) =>
+  spansWhere(sdk.spans, ATTR.run, runId).sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
 const byId = (id: string | undefined) => sdk.spans.getFinishedSpans().find((s) => s.spanContext().spanId === id);
 const events = (span: ReadableSpan) => span.events.map((e) => e.name);
 
