@@ -4,9 +4,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
-import { checkOptions, type OptionsSchema } from '../core/options.js';
-import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
+import { checkedConnection, type ReceiptsConnection } from './connection.js';
+import { checkOptions } from '../core/options.js';
 import type { EffectResumability } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import {
@@ -34,7 +33,7 @@ import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
-import { DurabilityWaiter, durabilityOption, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
+import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
 import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
@@ -45,41 +44,8 @@ export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
 export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
-
-/** How a {@link ReceiptStore} talks to Redis. */
-export interface ReceiptStoreOptions {
-  /**
-   * An ioredis `Redis` or `Cluster`. The store defines its scripts on it;
-   * every script's keys share one hash tag, so a Cluster routes each to one node.
-   */
-  redis: RedisConnection;
-  /** Key prefix, default `trc`. Letters, digits and `. _ ~ : / -` only. */
-  prefix?: string;
-  /** Lease given to an attempt when a claim does not say, in ms. Default 30 000. */
-  leaseMs?: number;
-  /** How long a settled (or ambiguous) receipt is kept, in ms. Default 24 h. */
-  retentionMs?: number;
-  /** Worker id written as `owner`; default `<hostname>:<pid>:<random>`, one per store. */
-  owner?: string;
-  /**
-   * Wait for replicas (and, with `aof`, fsyncs) to acknowledge each write
-   * that matters: a claim that starts an attempt (unacknowledged, the attempt
-   * is settled as failed `neverStarted` and the claim throws
-   * `ReceiptNotDurableError`), and every complete, fail, heartbeat, step and
-   * resolve (unacknowledged, they throw it after writing). Off by default.
-   */
-  durability?: DurabilityOptions;
-}
-
-/** The rule of each {@link ReceiptStoreOptions} option. */
-export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
-  redis: connectionOption,
-  prefix: prefixOption,
-  leaseMs: leaseOption,
-  retentionMs: retentionOption,
-  owner: ownerOption,
-  durability: durabilityOption,
-};
+import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
+export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
 /**
  * Receipts for tool calls, kept in Redis so a side effect runs at most once.

@@ -1,0 +1,43 @@
+/**
+ * The options of a `ReceiptStore` and the rule of each, checked when the
+ * store is made.
+ */
+import type { OptionsSchema } from '../core/options.js';
+import type { RedisConnection } from './connection.js';
+import { durabilityOption, type DurabilityOptions } from './durability.js';
+import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
+
+/** How a `ReceiptStore` talks to Redis. */
+export interface ReceiptStoreOptions {
+  /**
+   * An ioredis `Redis` or `Cluster`, or a node-redis client. Every script's
+   * keys share one hash tag, so a Cluster routes each to one node.
+   */
+  redis: RedisConnection;
+  /** Key prefix, default `trc`. Letters, digits and `. _ ~ : / -` only. */
+  prefix?: string;
+  /** Lease given to an attempt when a claim does not say, in ms. Default 30 000. */
+  leaseMs?: number;
+  /** How long a settled (or ambiguous) receipt is kept, in ms. Default 24 h. */
+  retentionMs?: number;
+  /** Worker id written as `owner`; default `<hostname>:<pid>:<random>`, one per store. */
+  owner?: string;
+  /**
+   * Wait for replicas (and, with `aof`, fsyncs) to acknowledge each write
+   * that matters: a claim that starts an attempt (unacknowledged, the attempt
+   * is settled as failed `neverStarted` and the claim throws
+   * `ReceiptNotDurableError`), and every complete, fail, heartbeat, step and
+   * resolve (unacknowledged, they throw it after writing). Off by default.
+   */
+  durability?: DurabilityOptions;
+}
+
+/** The rule of each {@link ReceiptStoreOptions} option. */
+export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  leaseMs: leaseOption,
+  retentionMs: retentionOption,
+  owner: ownerOption,
+  durability: durabilityOption,
+};
