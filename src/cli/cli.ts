@@ -11,7 +11,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError, isValidKeyPrefix } from '../redis/keys.js';
-import { InvalidOptionsError } from '../core/options.js';
+import { closestName, InvalidOptionsError } from '../core/options.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
 import { stringOption, wholeNumberOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
@@ -128,7 +128,10 @@ function parseCommandLine(
     const message = err instanceof Error ? err.message : String(err);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
       const option = /'([^']+)'/.exec(message)?.[1] ?? 'an option';
-      throw new CliUsageError(`${spec.name} has no option ${option}; see tool-receipts ${spec.name} --help`, spec.name);
+      const known = Object.keys({ ...CONNECTION_OPTIONS, ...spec.options, help: true });
+      const meant = option.startsWith('--') ? closestName(option.slice(2), known) : undefined;
+      const hint = meant === undefined ? '' : ` (did you mean --${meant}?)`;
+      throw new CliUsageError(`${spec.name} has no option ${option}${hint}; see tool-receipts ${spec.name} --help`, spec.name);
     }
     if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
       throw new CliUsageError(`${message.replace(/\.$/, '')}; see tool-receipts ${spec.name} --help`, spec.name);

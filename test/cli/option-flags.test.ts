@@ -55,4 +55,22 @@ describe('CLI flags that cannot work', () => {
     expect(run.code).toBe(2);
     expect(JSON.parse(run.stderr)).toEqual({ error: { code: 'cli.usage', message: expect.stringContaining('--retention-ms') } });
   });
+
+  it.each([
+    [['ambiguous', '--prefx', 'trc'], '--prefx', 'did you mean --prefix?'],
+    [[...RESOLVE, '--atempts', '2'], '--atempts', 'did you mean --attempts?'],
+    [['stats', '--tenat', 'acme'], '--tenat', 'did you mean --tenant?'],
+  ])('%j: an unknown flag close to a known one is refused with the one meant', async (argv, typed, hint) => {
+    const run = await cli(argv);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`has no option ${typed} (${hint})`);
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('an unknown flag close to none is refused without a guess', async () => {
+    const run = await cli(['stats', '--zzzzzzzz']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('has no option --zzzzzzzz;');
+    expect(run.stderr).not.toContain('did you mean');
+  });
 });
