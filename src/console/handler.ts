@@ -47,7 +47,7 @@ import { banner, href, page, type PageContext } from './pages/layout.js';
 import { loginPageView } from './pages/login.js';
 import { needsPageView } from './pages/needs.js';
 import { receiptPageView, type ReceiptNotice } from './pages/receipt.js';
-import { runPageView } from './pages/run.js';
+import { RUN_PAGE_SIZE, runOffset, runPageView } from './pages/run.js';
 
 /** How to build a console. */
 export interface ConsoleOptions {
@@ -177,7 +177,9 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
         const tenant = query.get('tenant') ?? '';
         const run = query.get('run') ?? '';
         if (tenant === '' || run === '') throw new HttpProblem(400, 'a run is named by its tenant and its run id');
-        return send(res, 200, runPageView(ctx, runReport(tenant, run, await store.listRun(tenant, run))));
+        const offset = runOffset(query.get('from'));
+        const { receipts, total } = await store.listRunPage(tenant, run, { offset, limit: RUN_PAGE_SIZE });
+        return send(res, 200, runPageView(ctx, runReport(tenant, run, receipts), { offset, total, size: RUN_PAGE_SIZE }));
       }
       case '/bulk': {
         const form = filterForm(query);

@@ -20,7 +20,7 @@ export {
   RECEIPT_HISTORY_CAP,
 } from './receipt-record.js';
 export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
-export { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
+export { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
 export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
 export { type RebuildSummary } from './receipt-scan.js';
 export {

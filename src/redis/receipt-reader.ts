@@ -30,6 +30,12 @@ type Unreadable = CorruptReceiptError | ReceiptVersionError;
  * trail. A `ReceiptStore` holds one; a console may make its own over the
  * same connection and prefix (it defines the read scripts it needs).
  */
+/** A slice of a run index: `limit` entries from `offset` (0-based, in the index's order by `created_ms`). */
+export interface RunRange {
+  readonly offset: number;
+  readonly limit: number;
+}
+
 export class ReceiptReader {
   constructor(
     redis: RedisConnection,
@@ -106,12 +112,31 @@ export class ReceiptReader {
    * lifetime (then by key). Entries of expired receipts are removed, and an
    * entry whose score is not its receipt's `created_ms` (left by an earlier
    * lifetime, or by an older version) is re-scored, each atomically with a
-   * fresh read of the receipt.
+   * fresh read of the receipt. With `range`, only the index entries from
+   * `offset` (0-based, in the index's order) up to `limit` of them are read
+   * and checked.
    */
-  async listRun(indexKey: string): Promise<ReceiptRecord[]> {
+  async listRun(indexKey: string, range?: RunRange): Promise<ReceiptRecord[]> {
+    return (await this.readRun(indexKey, range)).receipts;
+  }
+
+  /**
+   * One page of a run, as {@link listRun} with a range reads it, with the
+   * number of entries the index holds (`ZCARD`, less the entries of this
+   * page found expired and removed).
+   */
+  async listRunPage(indexKey: string, range: RunRange): Promise<{ receipts: ReceiptRecord[]; total: number }> {
+    return this.readRun(indexKey, range, true);
+  }
+
+  private async readRun(indexKey: string, range: RunRange | undefined, count = false): Promise<{ receipts: ReceiptRecord[]; total: number }> {
     let pairs: [string, number][];
+    let entries = 0;
     try {
-      pairs = await zrangeWithScores(this.redis, indexKey, 0, -1);
+      const start = range ? range.offset : 0;
+      const stop = range ? range.offset + range.limit - 1 : -1;
+      pairs = range && range.limit <= 0 ? [] : await zrangeWithScores(this.redis, indexKey, start, stop);
+      if (count) entries = Number(await this.redis.command('ZCARD', [indexKey], indexKey));
     } catch (error) {
       throw corruptReceiptErrorOf(error, indexKey);
     }
@@ -124,8 +149,10 @@ export class ReceiptReader {
       if (record) found.push(record);
       if (!record || record.createdMs !== scores[i]) stale.push(members[i] as string);
     });
-    for (const member of stale) await this.script(SCRIPT.pruneIndex, [indexKey, member]);
-    return found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
+    let removed = 0;
+    for (const member of stale) if (Number(await this.script(SCRIPT.pruneIndex, [indexKey, member])) === 1) removed++;
+    found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
+    return { receipts: found, total: count ? Math.max(found.length, entries - removed) : found.length };
   }
 
   /**

@@ -25,7 +25,7 @@ import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from 
 import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { ReceiptReader, type AmbiguousScan } from './receipt-reader.js';
+import { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
 import { receiptsExist } from './presence.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
@@ -411,11 +411,22 @@ export class ReceiptStore {
   }
 
   /**
-   * Every live receipt of a run, oldest first. Entries whose receipt has
-   * expired are pruned from the run index on the way.
+   * Every live receipt of a run, oldest first (with `range`, only those of
+   * that slice of the run index). Entries whose receipt has expired are
+   * pruned from the run index on the way.
    */
-  async listRun(tenantId: string, runId: string): Promise<ReceiptRecord[]> {
-    return this.reader.listRun(this.runIndexKey(tenantId, runId));
+  async listRun(tenantId: string, runId: string, range?: RunRange): Promise<ReceiptRecord[]> {
+    return this.reader.listRun(this.runIndexKey(tenantId, runId), range);
+  }
+
+  /**
+   * One page of a run: the live receipts among `range.limit` run-index
+   * entries from `range.offset` (oldest first), pruned as {@link listRun}
+   * prunes, and `total`, the number of entries the run index holds. Meant
+   * for a view that cannot show a long run at once.
+   */
+  async listRunPage(tenantId: string, runId: string, range: RunRange): Promise<{ receipts: ReceiptRecord[]; total: number }> {
+    return this.reader.listRunPage(this.runIndexKey(tenantId, runId), range);
   }
 
   /**

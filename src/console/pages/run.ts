@@ -3,7 +3,25 @@ import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipt-recor
 import type { RunReport } from '../../operator/run-report.js';
 import { duration, isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
-import { page, receiptHref, stateBadge, time, type PageContext } from './layout.js';
+import { HttpProblem } from '../forms.js';
+import { href, page, receiptHref, stateBadge, time, type PageContext } from './layout.js';
+
+/** The most receipts the run page shows at once; a longer run is paged, oldest first. */
+export const RUN_PAGE_SIZE = 200;
+
+/** Where a page of a run starts: the `from` query parameter, a whole number of receipts (absent: 0). */
+export function runOffset(from: string | null): number {
+  if (from === null || from === '') return 0;
+  if (!/^\d{1,9}$/.test(from)) throw new HttpProblem(400, 'from is the position of the first receipt to show, a whole number (0 for the oldest)');
+  return Number(from);
+}
+
+/** Which page of a run is shown: from `offset`, at most `size` receipts, of `total` in the run index. */
+export interface RunPaging {
+  readonly offset: number;
+  readonly total: number;
+  readonly size: number;
+}
 
 const WIDTH = 1000;
 const LABEL = 170;
@@ -58,20 +76,42 @@ ${rows}
 <div class="legend"><span><span class="badge running">running</span></span><span><span class="badge ambiguous">ambiguous</span></span><span><span class="badge completed">completed</span> / <span class="badge failed">failed</span> (end cap)</span><span>○ takeover (a later attempt started)</span><span>■ attempt lost its lease</span><span>● resolved by an operator</span></div>`;
 }
 
-export function runPageView(ctx: PageContext, report: RunReport): Html {
+/**
+ * The run page. With `paging`, `report` holds that page's receipts only; its
+ * resume note is shown when the page holds the whole run, and otherwise the
+ * page says where to get it.
+ */
+export function runPageView(ctx: PageContext, report: RunReport, paging?: RunPaging): Html {
   const now = Math.max(0, ...report.receipts.map((r) => r.readAtMs));
+  const offset = paging?.offset ?? 0;
+  const total = paging?.total ?? report.receipts.length;
+  const whole = offset === 0 && report.receipts.length >= total;
+  const link = (from: number) => href(ctx, '/run', { tenant: report.tenantId, run: report.runId, from: from === 0 ? undefined : from });
+  const size = paging?.size ?? total;
+  const pager = whole
+    ? html``
+    : html`<div class="pager">${offset > 0 ? html`<a href="${link(Math.max(0, Math.min(offset, total) - size))}" rel="prev">${'\u2190'} Older</a>` : ''}${
+        offset + size < total ? html` <a href="${link(offset + size)}" rel="next">Newer ${'\u2192'}</a>` : ''
+      }</div>`;
   return page(ctx, `Run ${report.runId}`, '', [
-    html`<p>Tenant <strong>${report.tenantId}</strong>, run <strong>${report.runId}</strong>: ${report.receipts.length} live receipt${report.receipts.length === 1 ? '' : 's'}, oldest first.</p>`,
+    whole
+      ? html`<p>Tenant <strong>${report.tenantId}</strong>, run <strong>${report.runId}</strong>: ${total} live receipt${total === 1 ? '' : 's'}, oldest first.</p>`
+      : html`<p>Tenant <strong>${report.tenantId}</strong>, run <strong>${report.runId}</strong>: <span id="run-range">showing ${report.receipts.length === 0 ? 'none' : `${offset + 1}\u2013${offset + report.receipts.length}`} of ${total} receipts</span>, oldest first.</p>`,
     report.receipts.length === 0
-      ? html`<p>No receipts for this run under this prefix (none claimed, or all expired).</p>`
+      ? whole
+        ? html`<p>No receipts for this run under this prefix (none claimed, or all expired).</p>`
+        : html`<p>No receipts from position ${offset + 1}: <a href="${link(0)}">the oldest</a>.</p>`
       : html`${timeline(ctx, report.receipts)}
 <div class="table-wrap"><table><thead><tr><th>#</th><th>Tool</th><th>State</th><th>Attempts</th><th>Created</th><th>Settled</th><th class="hide-narrow">Owner</th><th></th></tr></thead><tbody>
-${report.receipts.map((r, i) => html`<tr><td>${i + 1}</td><td>${r.key.toolName}</td><td>${stateBadge(r)}</td><td>${r.attempts}</td><td>${time(r.createdMs, now)}</td><td>${time(r.completedMs, now)}</td><td class="mono hide-narrow">${r.owner ?? '-'}</td><td><a href="${receiptHref(ctx, r.redisKey)}">open</a></td></tr>`)}
+${report.receipts.map((r, i) => html`<tr><td>${offset + i + 1}</td><td>${r.key.toolName}</td><td>${stateBadge(r)}</td><td>${r.attempts}</td><td>${time(r.createdMs, now)}</td><td>${time(r.completedMs, now)}</td><td class="mono hide-narrow">${r.owner ?? '-'}</td><td><a href="${receiptHref(ctx, r.redisKey)}">open</a></td></tr>`)}
 </tbody></table></div>`,
+    pager,
     html`<h2>Resume note</h2>${
-      report.note === null
-        ? html`<p class="muted">None: no call of this run has finished or been interrupted.</p>`
-        : html`<p class="muted">What a resumed agent of this run is told about the calls it made before:</p><pre id="resume-note">${report.note}</pre>`
+      !whole
+        ? html`<p class="muted" id="resume-note-elsewhere">The resume note is built from every receipt of the run, and this run has more than one page holds (${size}). Run <code>tool-receipts run ${report.tenantId} ${report.runId}</code> to print it.</p>`
+        : report.note === null
+          ? html`<p class="muted">None: no call of this run has finished or been interrupted.</p>`
+          : html`<p class="muted">What a resumed agent of this run is told about the calls it made before:</p><pre id="resume-note">${report.note}</pre>`
     }`,
   ]);
 }
