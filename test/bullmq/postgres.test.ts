@@ -13,15 +13,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { sha256Digest, toolCallArgsHash } from '../../src/core/index.js';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { postgresSkipReason } from '../support/postgres.js';
 import { clientOn } from '../client/support.js';
 import { call, jobData, useLanes } from './fixture.js';
+import { parkOnServerClock, TEN_MINUTES } from './server-clock-park.js';
 
 const skip = postgresSkipReason();
-const TEN_MINUTES = 10 * 60_000;
-const MAX_WAIT_MS = 1500;
 
 describe.skipIf(skip !== undefined)('a PostgreSQL-backed queue with receipts on Redis', () => {
   const lane = useLanes({ queues: 'postgres' });
@@ -53,36 +51,7 @@ describe.skipIf(skip !== undefined)('a PostgreSQL-backed queue with receipts on 
   // A worker ten minutes slow: one ten minutes fast would take the job straight back (it promotes delayed jobs on
   // its own clock) and hold it under a lock that, on PostgreSQL, runs out by its own clock too, ten minutes late.
   it('parks a job waiting on a live attempt on the PostgreSQL backend, due on the Redis clock even from a worker ten minutes slow', async () => {
-    const l = await lane();
-    const data = jobData([call('slow_sync', { label: 'pg' })]);
-    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'slow_sync', argsHash: await toolCallArgsHash({ label: 'pg' }, sha256Digest) };
-    const held = await l.store.claim(key, { effect: 'resumable', leaseMs: 60_000 });
-    expect(held.decision).toEqual({ kind: 'execute', attempt: 1 });
-
-    const delayed = new Promise<number>((resolve) => l.events.once('delayed', ({ delay }) => resolve(Number(delay))));
-    const skewed = await l.spawn({ CLOCK_SKEW_MS: String(-TEN_MINUTES), MAX_WAIT_MS: String(MAX_WAIT_MS) });
-    const job = await l.add(data, { attempts: 1 });
-    const dueAt = await delayed;
-    const [seconds, micros] = await l.redis.time();
-    const serverNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    expect(dueAt).toBeGreaterThan(serverNow - 5_000);
-    expect(dueAt).toBeLessThan(serverNow + MAX_WAIT_MS + 5_000);
-    expect(await job.getState()).toBe('delayed');
-    await skewed.signal('SIGKILL');
-
-    await l.store.complete(key, held.fence!, { content: 'synced by the first attempt' });
-    const slowSync = defineTool({
-      name: 'slow_sync',
-      input: z.object({ label: z.string() }),
-      effect: 'resumable',
-      destructive: false,
-      execute: () => {
-        throw new Error('must not run: the call completed elsewhere');
-      },
-    });
-    l.worker({ tools: [slowSync] }, { lockDuration: 1000, stalledInterval: 500 });
-    const done = await l.settle(job, 20_000);
-    expect((done.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'replayed', content: 'synced by the first attempt' });
+    const done = await parkOnServerClock(await lane(), -TEN_MINUTES, 'pg', async (job) => expect(await job.getState()).toBe('delayed'));
     // Parking spent none of the job's attempts: the one allowed was the one that replayed.
     expect(done.attemptsMade).toBe(1);
   });
