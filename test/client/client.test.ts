@@ -17,10 +17,10 @@ import {
   TurnTimeoutError,
   type ToolCallClient,
 } from '../../src/client/index.js';
-import { DestructiveRanError, NeverStartedError } from '../../src/core/index.js';
+import { NeverStartedError } from '../../src/core/index.js';
 import { defineTool, InvalidJobDataError } from '../../src/bullmq/index.js';
 import { RETRYING, useLanes, type Lane } from '../bullmq/fixture.js';
-import { clientOn } from './support.js';
+import { clientOn, haltingWipe } from './support.js';
 
 const lane = useLanes();
 
@@ -234,15 +234,7 @@ describe('other ends', () => {
 
   it('a job that fails for good is typed with its failedReason', async () => {
     const l = await lane();
-    const wipe = defineTool({
-      name: 'wipe_disk',
-      input: z.object({}),
-      effect: 'opaque',
-      destructive: true,
-      execute: () => {
-        throw new DestructiveRanError('the wipe started and stopped halfway');
-      },
-    });
+    const wipe = haltingWipe('the wipe started and stopped halfway');
     l.worker({ tools: [wipe] });
     const client = clientOn(l, { jobOptions: RETRYING });
     const error = await client

@@ -6,6 +6,7 @@ import { afterEach } from 'vitest';
 import { z } from 'zod';
 import { createToolCallClient, type ToolCallClientOptions } from '../../src/client/index.js';
 import { defineTool } from '../../src/bullmq/index.js';
+import { DestructiveRanError } from '../../src/core/index.js';
 import type { Lane } from '../bullmq/fixture.js';
 
 /** A fixture of test/fixtures/formats, parsed. */
@@ -39,6 +40,18 @@ export function fixtureTools() {
   });
   return { runs, tools: [getWeather, lookupOrder] };
 }
+
+/** A destructive tool that always stops halfway: its job fails for good, with `message` in its failedReason. */
+export const haltingWipe = (message: string) =>
+  defineTool({
+    name: 'wipe_disk',
+    input: z.object({}),
+    effect: 'opaque',
+    destructive: true,
+    execute: () => {
+      throw new DestructiveRanError(message);
+    },
+  });
 
 /** A client on the lane's queue and queue events. */
 export const clientOn = (l: Lane, options: Partial<ToolCallClientOptions> = {}) =>

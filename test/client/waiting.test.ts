@@ -6,12 +6,9 @@
  */
 import { Job, QueueEvents } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import { TurnFailedError, TurnTimeoutError } from '../../src/client/index.js';
-import { DestructiveRanError } from '../../src/core/index.js';
-import { defineTool } from '../../src/bullmq/index.js';
 import { RETRYING, useLanes } from '../bullmq/fixture.js';
-import { clientOn, fixtureTools, useOwnConnections } from './support.js';
+import { clientOn, fixtureTools, haltingWipe, useOwnConnections } from './support.js';
 
 const lane = useLanes();
 const open = useOwnConnections();
@@ -40,15 +37,7 @@ describe('a turn that already ended', () => {
 
   it('ends with its failure, not a timeout, with timeoutMs: 0', async () => {
     const l = await lane();
-    const wipe = defineTool({
-      name: 'wipe_disk',
-      input: z.object({}),
-      effect: 'opaque',
-      destructive: true,
-      execute: () => {
-        throw new DestructiveRanError('the wipe stopped halfway');
-      },
-    });
+    const wipe = haltingWipe('the wipe stopped halfway');
     l.worker({ tools: [wipe] });
     const client = clientOn(l, { jobOptions: RETRYING });
     const wipeTurn = { tenantId: 'acme', runId: 'run-1', turnId: 't-1', calls: [{ id: 'c1', name: 'wipe_disk', input: {} }] };
