@@ -10,7 +10,7 @@
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
 import { ioredisConnection, looksLikeIoredis, type IoredisClient } from './clients/ioredis.js';
 import { isNodeRedisPool, looksLikeNodeRedis, nodeRedisConnection, type NodeRedisClient } from './clients/node-redis.js';
-import { isReceiptsConnection, type ReceiptsConnection } from './clients/types.js';
+import { adapterFor, isReceiptsConnection, type ReceiptsConnection } from './clients/types.js';
 
 export type { ReceiptsConnection, ReceiptsNode, LuaScript, BatchEntry, BatchReply, RedisArg, RedisClientKind } from './clients/types.js';
 export type { IoredisClient } from './clients/ioredis.js';
@@ -56,16 +56,14 @@ const adapters = new WeakMap<object, ReceiptsConnection>();
 export function checkedConnection(value: unknown, owner: string): ReceiptsConnection {
   if (typeof value !== 'object' || value === null) throw new InvalidRedisConnectionError(owner, describeValue(value));
   if (isReceiptsConnection(value)) return value;
-  const known = adapters.get(value);
-  if (known) return known;
-  let adapter: ReceiptsConnection;
-  if (looksLikeIoredis(value)) adapter = ioredisConnection(value);
-  else if (isNodeRedisPool(value)) {
-    throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT needs the one that wrote)');
-  } else if (looksLikeNodeRedis(value)) adapter = nodeRedisConnection(value);
-  else throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
-  adapters.set(value, adapter);
-  return adapter;
+  return adapterFor(adapters, value, () => {
+    if (looksLikeIoredis(value)) return ioredisConnection(value);
+    if (isNodeRedisPool(value)) {
+      throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT needs the one that wrote)');
+    }
+    if (looksLikeNodeRedis(value)) return nodeRedisConnection(value);
+    throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
+  });
 }
 
 /** The adapter for a connection the library was given (see {@link checkedConnection}). */

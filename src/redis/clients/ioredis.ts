@@ -4,6 +4,7 @@
  */
 import clusterKeySlot from 'cluster-key-slot';
 import {
+  adapterFor,
   evalWithFallback,
   isNoScript,
   learnedMasters,
@@ -119,12 +120,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
 const nodeAdapters = new WeakMap<object, IoredisServer>();
 
 function nodeAdapter(node: IoredisNode): IoredisServer {
-  let adapter = nodeAdapters.get(node);
-  if (!adapter) {
-    adapter = new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`);
-    nodeAdapters.set(node, adapter);
-  }
-  return adapter;
+  return adapterFor(nodeAdapters, node, () => new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`));
 }
 
 /** A `Cluster`: ioredis routes each keyed command (EVALSHA included) to the slot's master itself. */

@@ -6,7 +6,7 @@
  * issued in one tick in one go, so a batch is those commands sent together.
  */
 import clusterKeySlot from 'cluster-key-slot';
-import { evalWithFallback, learnedMasters, settleEach, wireArgs, type BatchEntry, type BatchReply, type LuaScript, type ReceiptsConnection, type ReceiptsNode, type RedisArg } from './types.js';
+import { adapterFor, evalWithFallback, learnedMasters, settleEach, wireArgs, type BatchEntry, type BatchReply, type LuaScript, type ReceiptsConnection, type ReceiptsNode, type RedisArg } from './types.js';
 
 /**
  * A node-redis client, cluster or Sentinel client (redis 5 or 6), described
@@ -123,12 +123,7 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
 const nodeAdapters = new WeakMap<object, NodeRedisServer>();
 
 function nodeAdapter(client: Client, name: string): NodeRedisServer {
-  let adapter = nodeAdapters.get(client);
-  if (!adapter) {
-    adapter = new NodeRedisServer(client, name);
-    nodeAdapters.set(client, adapter);
-  }
-  return adapter;
+  return adapterFor(nodeAdapters, client, () => new NodeRedisServer(client, name));
 }
 
 class NodeRedisClusterConnection implements ReceiptsConnection {

@@ -181,3 +181,17 @@ export async function learnedMasters<T>(list: () => readonly T[], ping: () => Pr
     if (list().length === 0) await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * The adapter `cache` holds for `client`, made by `make` the first time: one
+ * adapter per client object, so what an adapter keeps (the scripts a server
+ * has loaded, its closes) is kept once.
+ */
+export function adapterFor<K extends object, A>(cache: WeakMap<K, A>, client: K, make: () => A): A {
+  let adapter = cache.get(client);
+  if (adapter === undefined) {
+    adapter = make();
+    cache.set(client, adapter);
+  }
+  return adapter;
+}
