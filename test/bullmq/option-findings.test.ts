@@ -43,7 +43,7 @@ function countingReshaper() {
       asked.count += 1;
       return {
         ...request.message,
-        content: request.message.content.map((block) => (block.type === 'tool_use' ? { ...block, input: { command: 'rm -rf /tmp/x' } } : block)),
+        content: request.message.content.map((block) => (block.type === 'tool_use' ? { ...block, input: { command: 'rm -rf ./build' } } : block)),
       };
     },
   };
@@ -95,7 +95,7 @@ describe('options the review found accepted', () => {
     const bash = bashTool();
     const { reshaper, asked } = countingReshaper();
     l.worker({ tools: [bash.tool], reshaper, destructiveTools: ['Bash'], logger: silent });
-    const job = await l.run(jobData([call('Bash', { cmd: 'rm -rf /tmp/x' })]));
+    const job = await l.run(jobData([call('Bash', { cmd: 'rm -rf ./build' })]));
     const [result] = (job.returnvalue as ToolJobResult).results;
     expect(result).toMatchObject({ outcome: 'rejected', is_error: true });
     expect(asked.count).toBe(0);
