@@ -7,9 +7,10 @@
  * unrecoverably, since no retry can fix it.
  */
 import type { Logger } from 'pino';
-import { DurabilityUnsupportedError, InvalidDurabilityOptionsError, ReceiptNotDurableError } from '../redis/durability.js';
+import { InvalidOptionsError } from '../core/options.js';
+import { DurabilityUnsupportedError, ReceiptNotDurableError } from '../redis/durability.js';
 import { RedisUnreachableError } from '../redis/unreachable.js';
-import { InvalidToolReceiptsOptionsError, unrecoverable } from './errors.js';
+import { unrecoverable } from './errors.js';
 import { errorText } from './failure-policy.js';
 import type { Execution } from './settle-call.js';
 
@@ -29,8 +30,9 @@ function inCauses<T>(error: unknown, is: (e: unknown) => e is T): T | undefined 
 const isInfrastructure = (e: unknown): e is RedisUnreachableError | ReceiptNotDurableError =>
   e instanceof RedisUnreachableError || e instanceof ReceiptNotDurableError;
 
-const isMisconfiguration = (e: unknown): e is DurabilityUnsupportedError | InvalidDurabilityOptionsError | InvalidToolReceiptsOptionsError =>
-  e instanceof DurabilityUnsupportedError || e instanceof InvalidDurabilityOptionsError || e instanceof InvalidToolReceiptsOptionsError;
+// Every refused option, durability's included, is an InvalidOptionsError (options.invalid).
+const isMisconfiguration = (e: unknown): e is DurabilityUnsupportedError | InvalidOptionsError =>
+  e instanceof DurabilityUnsupportedError || e instanceof InvalidOptionsError;
 
 /**
  * The infrastructure error in `error`'s cause chain, if any: a receipt
