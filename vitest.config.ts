@@ -13,6 +13,7 @@ const DEPLOY_TESTS = 'test/deploy/**/*.test.ts';
  */
 const STORE_CONTRACT = [
   'test/redis/receipt-store.test.ts',
+  'test/redis/group-commit.test.ts',
   'test/redis/receipt-lifetimes.test.ts',
   'test/redis/receipt-listing.test.ts',
   'test/redis/receipt-history.test.ts',

@@ -24,6 +24,9 @@
  *   drops what it is given, a meter provider), so every call also makes a
  *   span, records its metrics and keeps the ambiguous gauge's index: the
  *   cost of tracing on, next to `wrapped` (off) in the same rounds;
+ * - ungrouped: `withToolReceipts` with `groupCommit: false`, so every claim
+ *   and complete goes out as its own script call: what group commit buys
+ *   (or costs), next to `wrapped` (on, the default) in the same rounds;
  * - parallel (turn levels only): the wrapped pass with `parallel: true` in
  *   the job data, so the turn's calls run side by side;
  * - peer: the bare processor's calls each wrapped in AWS Powertools'
@@ -64,12 +67,12 @@ import { startBenchOtel } from './otel.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { callsDelta, commandCalls, median } from './support.js';
 
-export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'traced' | 'parallel';
+export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'traced' | 'ungrouped' | 'parallel';
 /** The kinds of every level; turn levels add `parallel`. */
-const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay', 'traced'] as const;
+const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay', 'traced', 'ungrouped'] as const;
 const kindsOf = (calls: number): PassKind[] => (calls > 1 ? [...KINDS, 'parallel'] : [...KINDS]);
 /** Fresh per-kind arrays. */
-const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], traced: [], parallel: [] });
+const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], traced: [], ungrouped: [], parallel: [] });
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -125,6 +128,8 @@ export interface LevelFigures {
   readonly ratios: Record<PassKind, number[]>;
   /** Per-round ratio of traced to wrapped: what turning tracing on keeps. */
   readonly tracedToWrapped: number[];
+  /** Per-round ratio of wrapped (group commit on) to ungrouped (off): what group commit buys. */
+  readonly groupedToUngrouped: number[];
 }
 
 /** Commands per job for one kind of pass. */
@@ -142,6 +147,8 @@ export interface QueueBenchReport {
   readonly commands: Map<string, CommandCount>;
   /** Spans the traced passes handed to the exporter. */
   readonly spansExported: number;
+  /** Group commit's batches (two calls or more) from the wrapped and replay passes, and the calls they carried. */
+  readonly groupCommitted: { readonly batches: number; readonly calls: number };
   /** Left out with `timedOnly`. */
   readonly memory?: {
     readonly receiptBytes: number;
@@ -323,7 +330,9 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   // The same wrapper with tracing on: the traced passes against the wrapped ones.
   const traced = withToolReceipts({ ...wrapperOptions, telemetry: toolReceiptsOtel({ tracer: otel.tracer, meter: otel.meter }) });
   const peer = peerProcessor(peerIdempotent(peerRedis, `${options.prefix}:peer`, PEER_TIMES, (call) => runTool(call)));
-  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, traced, parallel: wrapped };
+  // The same wrapper with group commit off: every claim and complete its own script call.
+  const ungrouped = withToolReceipts({ ...wrapperOptions, groupCommit: false });
+  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, traced, ungrouped, parallel: wrapped };
   try {
 
     let passNo = 0;
@@ -363,7 +372,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
                 }
               };
         const worker = new Worker(queueName, timed, { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = processor === wrapped || processor === traced ? processor.attach(worker) : () => undefined;
+        const detach = processor === wrapped || processor === traced || processor === ungrouped ? processor.attach(worker) : () => undefined;
         try {
           let done = 0;
           const problems: string[] = [];
@@ -423,6 +432,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         peer: jobsOf('peer'),
         wrapped: jobsOf('wrapped'),
         traced: jobsOf('traced'),
+        ungrouped: jobsOf('ungrouped'),
         parallel: jobsOf('parallel').map((data) => ({ ...data, parallel: true })),
       };
       const figures = {} as Record<PassKind, PassFigures>;
@@ -460,11 +470,12 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
         latencyMs: perKind(),
         ratios: perKind(),
         tracedToWrapped: [],
+        groupedToUngrouped: [],
       };
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
         const all = kindsOf(calls);
-        const order: PassKind[] = r % 2 === 0 ? all : ['traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
+        const order: PassKind[] = r % 2 === 0 ? all : ['ungrouped', 'traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
         for (const kind of all.filter(timedKind)) {
           level.rates[kind].push(figures[kind].rate);
@@ -474,6 +485,7 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
           level.ratios[kind].push(figures[kind].rate / figures.bare.rate);
         }
         if (figures.traced && figures.wrapped) level.tracedToWrapped.push(figures.traced.rate / figures.wrapped.rate);
+        if (figures.ungrouped && figures.wrapped) level.groupedToUngrouped.push(figures.wrapped.rate / figures.ungrouped.rate);
       }
       levels.push(level);
     }
@@ -567,7 +579,8 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'),
     ).version as string;
     await otel.flush();
-    return { levels, commands, memory, bullmqVersion, spansExported: otel.exported(), seconds: (performance.now() - began) / 1000 };
+    const groupCommitted = wrapped.store.groupCommitted;
+    return { levels, commands, memory, bullmqVersion, spansExported: otel.exported(), groupCommitted, seconds: (performance.now() - began) / 1000 };
   } finally {
     await otel.shutdown();
     receiptsRedis.disconnect();
@@ -640,6 +653,18 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     );
   }
   lines.push(`    spans exported: ${report.spansExported}`);
+  lines.push('  group commit on (wrapped, the default) vs off (ungrouped; same rounds):');
+  for (const level of report.levels) {
+    if (level.groupedToUngrouped.length === 0) continue;
+    const cpu = (figures: Record<PassKind, number[]>) => `${median(figures.wrapped).toFixed(0)} vs ${median(figures.ungrouped).toFixed(0)} µs`;
+    lines.push(
+      `    ${levelName(level).padEnd(14)} on ${fmt(median(level.rates.wrapped), 6)} j/s vs off ${fmt(median(level.rates.ungrouped), 6)} j/s: ` +
+        `on/off ${median(level.groupedToUngrouped).toFixed(2)} [${list(level.groupedToUngrouped, 2)}]; ` +
+        `per job node CPU ${cpu(level.nodeCpu)}, redis CPU ${cpu(level.redisCpu)}`,
+    );
+  }
+  const { batches, calls } = report.groupCommitted;
+  lines.push(`    the wrapped and replay passes sent ${batches} batches carrying ${calls} calls (${batches > 0 ? (calls / batches).toFixed(1) : '0'} a batch); every other claim and complete went alone`);
   lines.push('  per round, jobs/s:');
   for (const level of report.levels) {
     lines.push(`    ${levelName(level)}: ${kindsOf(level.calls).map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`);

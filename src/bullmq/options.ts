@@ -4,6 +4,7 @@
  * of NaN, a `destructiveTools` string) is refused before any job runs.
  */
 import {
+  booleanOption,
   functionOption,
   iterableOption,
   MAX_TIMER_MS,
@@ -70,6 +71,7 @@ export const TOOL_RECEIPTS_SCHEMA = {
   leaseMs: leaseOption,
   retentionMs: retentionOption,
   durability: durabilityOption,
+  groupCommit: booleanOption,
   logger,
   digest,
   onAmbiguous: oneOf('fail', 'report'),

@@ -56,6 +56,14 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
    * survives.
    */
   readonly durability?: DurabilityOptions;
+  /**
+   * Group commit (default `true`): the claims and completes of this worker's
+   * jobs that meet in one tick go to Redis as one script call, each decided
+   * exactly as alone, in order. A call sent while none is in flight goes out
+   * at once, so a worker running one job at a time pays nothing. `false`
+   * sends each on its own. See docs/performance.md.
+   */
+  readonly groupCommit?: boolean;
   readonly logger?: Logger;
   /**
    * Digest of the canonical arguments. Default {@link sha256Digest}; a
@@ -132,7 +140,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
   const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs };
-  const store = new ReceiptStore({ ...storeOptions, leaseMs, owner: options.owner, durability: options.durability });
+  const store = new ReceiptStore({ ...storeOptions, leaseMs, owner: options.owner, durability: options.durability, groupCommit: options.groupCommit });
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });

@@ -27,6 +27,7 @@ export const SCRIPT = {
   noteJob: 'toolReceiptsNoteJob',
   countRun: 'toolReceiptsCountRun',
   recountRun: 'toolReceiptsRecountRun',
+  commitBatch: 'toolReceiptsCommitBatch',
 } as const;
 
 /**
@@ -51,6 +52,7 @@ export const RECEIPT_SCRIPTS: readonly ScriptDefinition[] = [
   { name: SCRIPT.tally, file: 'tally-N.lua', numberOfKeys: 'any' },
   { name: SCRIPT.countRun, file: 'count-run-1.lua', numberOfKeys: 1 },
   { name: SCRIPT.recountRun, file: 'recount-run-N.lua', numberOfKeys: 'any' },
+  { name: SCRIPT.commitBatch, file: 'commit-batch-N.lua', numberOfKeys: 'any' },
 ];
 
 /** The script the breaker store uses. */

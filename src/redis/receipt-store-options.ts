@@ -2,7 +2,7 @@
  * The options of a `ReceiptStore` and the rule of each, checked when the
  * store is made.
  */
-import type { OptionsSchema } from '../core/options.js';
+import { booleanOption, type OptionsSchema } from '../core/options.js';
 import type { RedisConnection } from './connection.js';
 import { durabilityOption, type DurabilityOptions } from './durability.js';
 import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
@@ -30,6 +30,14 @@ export interface ReceiptStoreOptions {
    * resolve (unacknowledged, they throw it after writing). Off by default.
    */
   durability?: DurabilityOptions;
+  /**
+   * Group commit (default `true`): claims and completes that different calls
+   * send while others are waiting for Redis go out together at the end of the
+   * tick, as one script call that runs each exactly as alone, in order. A
+   * call sent while nothing else is in flight goes out at once, so one job
+   * at a time pays nothing for it. `false` sends every call on its own.
+   */
+  groupCommit?: boolean;
 }
 
 /** The rule of each {@link ReceiptStoreOptions} option. */
@@ -40,4 +48,5 @@ export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
   retentionMs: retentionOption,
   owner: ownerOption,
   durability: durabilityOption,
+  groupCommit: booleanOption,
 };

@@ -45,6 +45,7 @@ export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
+import { GroupCommit, groupable } from './group-commit.js';
 export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
 /**
@@ -87,6 +88,8 @@ export class ReceiptStore {
   /** What claims run through: the store's scripts, retention and durability. */
   private readonly channel: AheadChannel;
   private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
+  /** Batches claims and completes per tick; undefined with `groupCommit: false`. */
+  private readonly group: GroupCommit | undefined;
 
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReceiptStoreOptions) {
@@ -108,6 +111,14 @@ export class ReceiptStore {
       beforeClaim: (request) => this.beforeClaim(request),
     };
     this.claimDefaults = { leaseMs: this.leaseMs, retentionMs: this.retentionMs, owner: this.owner };
+    this.group = options.groupCommit === false
+      ? undefined
+      : new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered);
+  }
+
+  /** Group commit's batches so far (two calls or more each) and the calls they carried; zeros when it is off. */
+  get groupCommitted(): { readonly batches: number; readonly calls: number } {
+    return { ...(this.group?.sent ?? { batches: 0, calls: 0 }) };
   }
 
   /** The durability asked of every write, with defaults filled in; undefined when off. */
@@ -153,7 +164,9 @@ export class ReceiptStore {
    */
   private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
-      return await runScript(this.redis, script, keys, args);
+      return await (this.group !== undefined && groupable(script)
+        ? this.group.submit(script, keys, args)
+        : runScript(this.redis, script, keys, args));
     } catch (error) {
       throw unreachableErrorOf(corruptReceiptErrorOf(error, firstKey ?? ''), { redisKey: firstKey ?? '', step: stepOfScript(script) });
     }

@@ -22,20 +22,24 @@ afterEach(async () => {
 });
 
 const scripts = new Map(
-  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua'].map((file) => [
+  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua', 'commit-batch-N.lua'].map((file) => [
     createHash('sha1').update(scriptSource(file)).digest('hex'),
     file.replace(/-(?:\d+|N)\.lua$/, ''),
   ]),
 );
 
-/** Records the commands sent on `redis` (scripts by file name) from now on. */
+/**
+ * Records the commands sent on `redis` (scripts by file name) from now on;
+ * a group commit batch is recorded as `commit-batch(<kind>,…)`.
+ */
 function record(redis: Redis): { take(): string[] } {
   let sent: string[] = [];
   const original = redis.sendCommand;
   redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
     const first = String(command.args[0]);
     const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
-    sent.push(command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name);
+    const name = command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name;
+    sent.push(name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name);
     return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
   }) as typeof redis.sendCommand;
   return {
@@ -45,6 +49,17 @@ function record(redis: Redis): { take(): string[] } {
       return taken;
     },
   };
+}
+
+/** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… n kind count args…). */
+function batchKinds(args: readonly string[]): string[] {
+  const argv = args.slice(2 + Number(args[1]));
+  const kinds: string[] = [];
+  for (let at = 1, i = 0; i < Number(argv[0]); i++) {
+    kinds.push(argv[at]!);
+    at += 2 + Number(argv[at + 1]);
+  }
+  return kinds;
 }
 
 type Lane = Awaited<ReturnType<ReturnType<typeof useLanes>>>;
@@ -144,10 +159,14 @@ describe('commands per call on the wrapper connection', () => {
     expect(sent.take()).toEqual(['claim', 'claim', 'claim']);
     expect(counter.runs).toBe(3);
 
-    // Side by side: one script claims the three calls, then each completes.
+    // Side by side: one script claims the three calls, then each completes; completes that meet in
+    // a tick go as one group commit batch.
     const parallel = { ...jobData(['d', 'e', 'f'].map((to) => call('send_email', { to: `${to}@x.test` })), ids), parallel: true };
     expect((await outcomes(parallel)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
-    expect(sent.take()).toEqual(['claim-group', 'complete', 'complete', 'complete']);
+    const sideBySide = sent.take();
+    expect(sideBySide[0]).toBe('claim-group');
+    expect(sideBySide.slice(1).flatMap((name) => /^commit-batch\((.*)\)$/.exec(name)?.[1]?.split(',') ?? [name])).toEqual(['complete', 'complete', 'complete']);
+    expect(sideBySide.length).toBeLessThanOrEqual(4);
     expect(counter.runs).toBe(6);
   });
 

@@ -94,6 +94,21 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     }
   });
 
+  it('group-commits per slot: calls of many runs on every node at once, each batch on the node of its slot', async () => {
+    const store = new ReceiptStore({ redis, prefix: cluster.prefix });
+    const keys = [
+      ...[...runsByNode.values()].flatMap((runId) => Array.from({ length: 20 }, () => keyIn(runId))),
+      ...Array.from({ length: 30 }, () => keyIn(`spread-${randomBytes(4).toString('hex')}`)),
+    ];
+    const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+    expect(claims.map((c) => c.decision.kind)).toEqual(keys.map(() => 'execute'));
+    await Promise.all(claims.map((claim, i) => store.complete(keys[i]!, claim.fence!, { n: i })));
+    // The calls of one run meet in a tick, so they are batched; a cross-slot batch would have been refused.
+    expect(store.groupCommitted.batches).toBeGreaterThan(0);
+    const records = await store.inspectRedisKeys(keys.map((key) => store.redisKey(key)));
+    expect(records.map((r) => [r?.status, r?.result])).toEqual(keys.map((_, i) => ['completed', { n: i }]));
+  });
+
   it('reads receipts of several nodes in one call', async () => {
     const store = new ReceiptStore({ redis, prefix: `${cluster.prefix}:many` });
     const keys = [...runsByNode.values()].map((runId) => keyIn(runId));

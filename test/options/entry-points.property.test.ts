@@ -82,6 +82,7 @@ const whole = (min: number, max = Number.MAX_SAFE_INTEGER): OptionCase => ({
 });
 /** A retention the works-check can read back within (any whole number ≥ 1 is usable). */
 const retention: OptionCase = { good: fc.integer({ min: 60_000, max: Number.MAX_SAFE_INTEGER }), usable: (v) => isWhole(v, 1) };
+const flag: OptionCase = { good: fc.boolean(), usable: (v) => typeof v === 'boolean' };
 const text: OptionCase = { good: fc.string({ minLength: 1, maxLength: 16 }).filter(isText), usable: isText };
 const prefix: OptionCase = {
   good: fc.stringMatching(/^[A-Za-z0-9._~:/-]{1,12}$/),
@@ -167,6 +168,7 @@ function workerCases(): Cases<ToolReceiptsOptions> {
     leaseMs: whole(1, MAX_TIMER),
     retentionMs: retention,
     durability: durability(),
+    groupCommit: flag,
     logger: { good: fc.constant(silent), usable: (v) => hasMethods(v, 'child', 'info', 'warn', 'isLevelEnabled') },
     digest: { good: fc.constantFrom(sha256Digest, hmacSha256Digest('k'), async (c: string) => sha256Digest(c)), usable: (v) => typeof v === 'function' },
     onAmbiguous: { good: fc.constantFrom('fail', 'report'), usable: (v) => v === 'fail' || v === 'report' },
@@ -312,6 +314,7 @@ describe('every option of every entry point: refused where given, or working', (
       retentionMs: retention,
       owner: text,
       durability: durability(),
+      groupCommit: flag,
     };
     await checkEntryPoint(cases, (o) => new ReceiptStore(o), async (store) => {
       const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
@@ -421,7 +424,7 @@ describe('each schema names exactly the options of its interface', () => {
     const keys = (o: object) => Object.keys(o).sort();
     expect(keys(TOOL_RECEIPTS_SCHEMA)).toEqual(keys(workerCases()));
     expect(keys(RECONCILE_SWEEP_SCHEMA)).toEqual(keys(workerCases()));
-    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual(['durability', 'leaseMs', 'owner', 'prefix', 'redis', 'retentionMs']);
+    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual(['durability', 'groupCommit', 'leaseMs', 'owner', 'prefix', 'redis', 'retentionMs']);
     expect(keys(BREAKER_STORE_SCHEMA)).toEqual(['maxFailures', 'maxRejections', 'prefix', 'redis', 'retentionMs']);
     expect(keys(RECONCILE_STORE_SCHEMA)).toEqual(['durability', 'prefix', 'redis', 'retentionMs']);
     expect(keys(REDIS_TOOL_RESULT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'retentionMs']);

@@ -121,8 +121,8 @@ function keysNotFromKeys(source: string): string[] {
       .filter((name) => text.match(new RegExp(`\\b${name}\\s*=(?!=)`, 'g'))?.length === 1),
   );
   const whyNot = (arg: string, at: number, seen: ReadonlySet<string>): string | undefined => {
-    // KEYS[i] with a loop variable: a script taking any number of keys (<name>-N.lua) walks them.
-    if (/^KEYS\[(?:\d+|[a-z]\w*)\]$/.test(arg) || aliases.has(arg)) return undefined;
+    // KEYS[i] or KEYS[k + 2] with a loop variable: a script taking any number of keys (<name>-N.lua) walks them.
+    if (/^KEYS\[(?:\d+|[a-z]\w*(?:\s*\+\s*\d+)?)\]$/.test(arg) || aliases.has(arg)) return undefined;
     const fn = functions.filter((f) => f.at < at).at(-1);
     const index = fn ? fn.params.indexOf(arg) : -1;
     if (!fn || index < 0) return `${arg} is not a KEYS key`;

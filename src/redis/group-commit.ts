@@ -1,0 +1,136 @@
+/**
+ * Group commit: the claims and completes that different jobs of one worker
+ * send in the same tick go to Redis as one script call
+ * (`commit-batch-N.lua`), which runs each exactly as its own script would,
+ * in order. The fixed cost of a script call and of a socket write is then
+ * paid once per batch instead of once per call.
+ *
+ * It costs nothing when it cannot pay: a call sent while none of this
+ * store's claims or completes is waiting for Redis goes out at once, alone,
+ * as it always did (so one job at a time never waits a tick). Only calls that
+ * arrive while others are in flight wait, until the end of the tick, and a
+ * batch that ends up holding one call sends that call's own script.
+ *
+ * On a Cluster a batch holds only calls whose keys hash to one slot (so one
+ * node runs it, and never a cross-slot call); on a single node, any calls.
+ */
+import clusterKeySlot from 'cluster-key-slot';
+import { UnexpectedScriptReplyError } from './errors.js';
+import { SCRIPT } from './receipt-scripts.js';
+
+/** The most calls one batch carries; more in one tick go as several batches. */
+export const MAX_BATCH_CALLS = 64;
+
+/** The scripts a batch may carry, and the kind each is in `commit-batch-N.lua`. */
+const BATCHED: ReadonlyMap<string, 'claim' | 'complete'> = new Map([
+  [SCRIPT.claim, 'claim'],
+  [SCRIPT.complete, 'complete'],
+]);
+
+type Args = readonly (string | number)[];
+/** Runs a defined script (keys first, then arguments), as the store does for a call alone. */
+export type ScriptRunner = (script: string, keys: readonly string[], args: Args) => Promise<unknown>;
+
+interface Queued {
+  readonly script: string;
+  readonly kind: 'claim' | 'complete';
+  readonly keys: readonly string[];
+  readonly args: Args;
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Whether a script's calls can go through {@link GroupCommit}. */
+export const groupable = (script: string): boolean => BATCHED.has(script);
+
+/** Batches one store's claims and completes per tick (see the module's description). */
+export class GroupCommit {
+  private readonly queued = new Map<number, Queued[]>();
+  private inFlight = 0;
+  private flushScheduled = false;
+
+  /**
+   * `run` sends one script; `clustered` groups by slot. Counters for the
+   * bench and the tests: {@link batches} sent and the calls they carried.
+   */
+  constructor(
+    private readonly run: ScriptRunner,
+    private readonly clustered: boolean,
+  ) {}
+
+  /** Batches sent (two calls or more each), and the calls they carried. */
+  readonly sent = { batches: 0, calls: 0 };
+
+  /**
+   * Sends a claim-4 or complete-4 call, alone when nothing else is in
+   * flight, else with the calls of the same tick. Resolves or rejects exactly
+   * as the call alone would: with its script's reply, its own error reply
+   * (a corrupt receipt fails its call only), or the batch's transport error.
+   */
+  submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
+    const kind = BATCHED.get(script);
+    if (kind === undefined || keys.length !== 4) return this.run(script, keys, args);
+    if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
+    return new Promise((resolve, reject) => {
+      const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;
+      const entries = this.queued.get(group);
+      const entry: Queued = { script, kind, keys, args, resolve, reject };
+      if (entries) entries.push(entry);
+      else this.queued.set(group, [entry]);
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        // After this turn of the event loop: every reply read with it has had its continuation run.
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private async tracked<T>(reply: Promise<T>): Promise<T> {
+    this.inFlight++;
+    try {
+      return await reply;
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const groups = [...this.queued.values()];
+    this.queued.clear();
+    for (const entries of groups) {
+      for (let at = 0; at < entries.length; at += MAX_BATCH_CALLS) this.send(entries.slice(at, at + MAX_BATCH_CALLS));
+    }
+  }
+
+  private send(entries: readonly Queued[]): void {
+    if (entries.length === 1) {
+      const only = entries[0]!;
+      this.tracked(this.run(only.script, only.keys, only.args)).then(only.resolve, only.reject);
+      return;
+    }
+    const batchKeys = entries.flatMap((e) => e.keys);
+    // A <name>-N script takes its key count first.
+    const keys = [String(batchKeys.length), ...batchKeys];
+    const args = [entries.length, ...entries.flatMap((e) => [e.kind, e.args.length, ...e.args])];
+    this.sent.batches++;
+    this.sent.calls += entries.length;
+    this.tracked(this.run(SCRIPT.commitBatch, keys, args)).then(
+      (replies) => {
+        if (!Array.isArray(replies) || replies.length !== entries.length) {
+          const error = new UnexpectedScriptReplyError(SCRIPT.commitBatch, replies);
+          for (const entry of entries) entry.reject(error);
+          return;
+        }
+        entries.forEach((entry, i) => {
+          const reply: unknown = replies[i];
+          if (Array.isArray(reply) && reply[0] === -1) entry.reject(new Error(String(reply[1])));
+          else entry.resolve(reply);
+        });
+      },
+      (error: unknown) => {
+        for (const entry of entries) entry.reject(error);
+      },
+    );
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Group commit: claims and completes of one store that meet in a tick go
+ * out as one script call, each decided exactly as alone, in order; one
+ * call at a time never waits for a batch.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ClaimResult } from '../../src/redis/receipt-types.js';
+import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
+import { MAX_BATCH_CALLS } from '../../src/redis/group-commit.js';
+import { scriptSource } from '../../src/redis/scripts.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+
+/** Claims, waits and completes through `store`, `calls` at a time; returns each claim's decision. */
+async function claimAndComplete(store: ReceiptStore, keys: readonly ReturnType<typeof freshKey>[]): Promise<ClaimResult[]> {
+  const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque', leaseMs: 60_000 })));
+  await Promise.all(
+    claims.map((claim, i) => (claim.decision.kind === 'execute' ? store.complete(keys[i]!, claim.fence!, { n: i }) : undefined)),
+  );
+  return claims;
+}
+
+/** What a receipt says, without what differs from run to run (times, epochs, owner). */
+async function comparable(store: ReceiptStore, key: ReturnType<typeof freshKey>) {
+  const record = await store.inspect(key);
+  if (record === null) return null;
+  return { status: record.status, attempts: record.attempts, effect: record.effect, result: record.result };
+}
+
+describe('group commit', () => {
+  it('batches the claims and completes of calls in flight together, each decided as alone', async () => {
+    const grouped = fixture.store();
+    const alone = fixture.store({ groupCommit: false });
+    const run = freshKey();
+    // 40 calls of one run and 40 of as many runs; a few are the same call twice.
+    const keys = [
+      ...Array.from({ length: 40 }, (_, i) => ({ ...run, argsHash: `h${i % 30}` })),
+      ...Array.from({ length: 40 }, () => freshKey()),
+    ];
+    const mirrored = keys.map((k) => ({ ...k, tenantId: `${k.tenantId}-alone` }));
+
+    const viaBatch = await claimAndComplete(grouped, keys);
+    const viaAlone = await claimAndComplete(alone, mirrored);
+
+    expect(grouped.groupCommitted.batches).toBeGreaterThan(0);
+    expect(grouped.groupCommitted.calls).toBeGreaterThan(grouped.groupCommitted.batches);
+    expect(alone.groupCommitted).toEqual({ batches: 0, calls: 0 });
+    // In order: the first of two claims of one call executes, the second finds it running.
+    expect(viaBatch.map((c) => c.decision.kind)).toEqual(viaAlone.map((c) => c.decision.kind));
+    expect(viaBatch.filter((c) => c.decision.kind === 'wait')).toHaveLength(10);
+    for (const [i, key] of keys.entries()) {
+      expect(await comparable(grouped, key)).toEqual(await comparable(alone, mirrored[i]!));
+    }
+    // Replays through a batch return what was stored.
+    const replays = await Promise.all(keys.slice(0, 30).map((key) => grouped.claim(key, { effect: 'opaque' })));
+    expect(replays.map((r) => [r.decision.kind, r.result])).toEqual(keys.slice(0, 30).map((_, i) => ['replay', { n: i }]));
+  });
+
+  it('never batches one call at a time', async () => {
+    const store = fixture.store();
+    for (let i = 0; i < 20; i++) await claimAndComplete(store, [freshKey()]);
+    expect(store.groupCommitted).toEqual({ batches: 0, calls: 0 });
+  });
+
+  it(`splits a tick's calls into batches of at most ${MAX_BATCH_CALLS}`, async () => {
+    const store = fixture.store();
+    const keys = Array.from({ length: 3 * MAX_BATCH_CALLS }, () => freshKey());
+    const claims = await claimAndComplete(store, keys);
+    expect(claims.every((c) => c.decision.kind === 'execute')).toBe(true);
+    const { batches, calls } = store.groupCommitted;
+    expect(calls / batches).toBeLessThanOrEqual(MAX_BATCH_CALLS);
+    expect(batches).toBeGreaterThanOrEqual(Math.ceil(calls / MAX_BATCH_CALLS));
+    for (const key of keys) expect((await store.inspect(key))?.status).toBe('completed');
+  });
+
+  it('fails only the call whose receipt is corrupt, writing nothing for it', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const keys = Array.from({ length: 12 }, () => freshKey());
+    await redis.set(store.redisKey(keys[5]!), 'not a hash');
+    await redis.hset(store.redisKey(keys[8]!), 'status', 'bogus');
+    const outcomes = await Promise.allSettled(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+    expect(store.groupCommitted.batches).toBeGreaterThan(0);
+    for (const [i, outcome] of outcomes.entries()) {
+      if (i === 5 || i === 8) {
+        expect(outcome.status).toBe('rejected');
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(CorruptReceiptError);
+        expect((outcome as PromiseRejectedResult).reason).toMatchObject({ redisKey: store.redisKey(keys[i]!) });
+      } else {
+        expect(outcome).toMatchObject({ status: 'fulfilled', value: { decision: { kind: 'execute', attempt: 1 } } });
+      }
+    }
+    expect(await redis.get(store.redisKey(keys[5]!))).toBe('not a hash');
+    expect(await redis.hgetall(store.redisKey(keys[8]!))).toEqual({ status: 'bogus' });
+  });
+
+  it('refuses a stale fence inside a batch, and settles the others', async () => {
+    const store = fixture.store();
+    const keys = Array.from({ length: 10 }, () => freshKey());
+    const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+    const stale = { attempt: 1, epoch: 'not-the-epoch' };
+    const outcomes = await Promise.allSettled(
+      keys.map((key, i) => store.complete(key, i === 3 ? stale : claims[i]!.fence!, `r${i}`)),
+    );
+    expect(store.groupCommitted.batches).toBeGreaterThan(0);
+    expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(FencedOutError);
+    for (const [i, key] of keys.entries()) {
+      expect(await store.inspect(key)).toMatchObject(i === 3 ? { status: 'running', attempts: 1 } : { status: 'completed', result: `r${i}` });
+    }
+  });
+
+  it('refuses a batch whose layout does not hold, writing nothing', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = store.redisKey(freshKey());
+    const keys = [key, `${key}:i`, `${key}:b`, `${key}:c`];
+    // The layout is read whole before any entry runs: the good claim first, then a malformed entry.
+    const claimArgs = [60_000, 60_000, 'me', 'opaque', 't', 'r', 'send_email', 'h', 'x:removed', 'x:rejections', 'e1', ''];
+    await expect(
+      redis.eval(scriptSource('commit-batch-N.lua'), 8, ...keys, ...keys, 2, 'claim', 12, ...claimArgs, 'claim', 40, 'x'),
+    ).rejects.toThrow(/TRC_BATCH entry 2/);
+    expect(await redis.exists(key)).toBe(0);
+  });
+});
