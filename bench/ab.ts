@@ -8,7 +8,10 @@
  * process's CPU per call, the median call's latency, and the server's CPU
  * per call and the µs it spent executing scripts (EVALSHA, INFO
  * commandstats: claim, complete and the run's registration). Prints the median of per-round B/A ratios: the cut's figure for
- * a commit message. Tunables: AB_CALLS (default 3000), AB_ROUNDS (default 10).
+ * a commit message. Tunables: AB_CALLS (default 3000), AB_ROUNDS (default
+ * 10), AB_CONCURRENCY (default 1: calls one after another; n keeps n in
+ * flight), AB_FRESH_RUNS (1: every job a run of its own, so each registers
+ * its run; default 0: jobs cycle through 100 runs).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -23,6 +26,8 @@ import { median } from './support.js';
 type RootEntry = typeof import('../src/index.js');
 const CALLS = Number(process.env['AB_CALLS'] ?? 3000);
 const ROUNDS = Number(process.env['AB_ROUNDS'] ?? 10);
+const CONCURRENCY = Number(process.env['AB_CONCURRENCY'] ?? 1);
+const FRESH_RUNS = process.env['AB_FRESH_RUNS'] === '1';
 const RESULT = { ok: true, messageId: 'msg-0000000000' };
 
 /** The server's whole CPU µs (INFO cpu) and the µs it spent executing scripts (EVALSHA in INFO commandstats). */
@@ -62,7 +67,7 @@ async function main(): Promise<void> {
       Array.from({ length: CALLS }, (_, i) => {
         const data: ToolJobData = {
           tenantId: 'ab',
-          runId: `run-${tag}-${i % 100}`,
+          runId: FRESH_RUNS ? `run-${tag}-${i}` : `run-${tag}-${i % 100}`,
           calls: [{ id: `toolu_${tag}_${i}`, name: 'send_email', input: { to: 'user@example.com', n: i } }],
         };
         return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
@@ -72,11 +77,16 @@ async function main(): Promise<void> {
       const each: number[] = [];
       const server = await redisUs(admin);
       const before = process.cpuUsage();
-      for (const job of jobs) {
-        const started = performance.now();
-        await side.wrapped(job, undefined, new AbortController().signal);
-        each.push((performance.now() - started) * 1000);
-      }
+      let next = 0;
+      const lane = async () => {
+        while (next < jobs.length) {
+          const job = jobs[next++]!;
+          const started = performance.now();
+          await side.wrapped(job, undefined, new AbortController().signal);
+          each.push((performance.now() - started) * 1000);
+        }
+      };
+      await Promise.all(Array.from({ length: CONCURRENCY }, lane));
       const used = process.cpuUsage(before);
       const after = await redisUs(admin);
       if (!record) return;
@@ -99,7 +109,8 @@ async function main(): Promise<void> {
           `(min ${Math.min(...ratios).toFixed(3)}, max ${Math.max(...ratios).toFixed(3)}, ${ROUNDS} rounds)`,
       );
     };
-    console.log(`A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh one-call jobs per pass, one after another`);
+    const how = CONCURRENCY === 1 ? 'one after another' : `${CONCURRENCY} in flight`;
+    console.log(`A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh one-call jobs per pass, ${how}, ${FRESH_RUNS ? 'each its own run' : 'over 100 runs'}`);
     show('node CPU per call', a.cpu, b.cpu, 'µs');
     show('median call latency', a.latency, b.latency, 'µs');
     show('redis CPU per call', a.server, b.server, 'µs');

@@ -9,11 +9,6 @@
   Returns the member's score afterwards (ms, server time).
 ]]
 --- @include "server-now"
+--- @include "register"
 
-local now = serverNow()
-local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
-if score == nil or score < now then
-  redis.call('ZADD', KEYS[1], now, ARGV[1])
-  score = now
-end
-return score
+return registerRun(KEYS[1], ARGV[1], serverNow())
