@@ -9,6 +9,11 @@
   Returns the member's score afterwards (ms, server time).
 ]]
 --- @include "server-now"
---- @include "register"
 
-return registerRun(KEYS[1], ARGV[1], serverNow())
+local now = serverNow()
+local score = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
+if score == nil or score < now then
+  redis.call('ZADD', KEYS[1], now, ARGV[1])
+  score = now
+end
+return score

@@ -9,10 +9,7 @@
  * store's claims or completes is waiting for Redis goes out at once, alone,
  * as it always did (so one job at a time never waits a tick). Only calls that
  * arrive while others are in flight wait, until the end of the tick, and a
- * batch that ends up holding one call sends that call's own script. The one
- * exception is a fresh run's registration, which always waits for the end
- * of the tick: the run's first claim follows it within the tick, and the two
- * then go as one script call instead of two.
+ * batch that ends up holding one call sends that call's own script.
  *
  * On a Cluster a batch holds only calls whose keys hash to one slot (so one
  * node runs it, and never a cross-slot call); on a single node, any calls.
@@ -20,20 +17,15 @@
 import clusterKeySlot from 'cluster-key-slot';
 import { UnexpectedScriptReplyError } from './errors.js';
 import { SCRIPT } from './receipt-scripts.js';
-import { REGISTER_RUN_SCRIPT } from './run-registry.js';
 
 /** The most calls one batch carries; more in one tick go as several batches. */
 export const MAX_BATCH_CALLS = 64;
 
-type Kind = 'claim' | 'complete' | 'register';
 /** The scripts a batch may carry, and the kind each is in `commit-batch-N.lua`. */
-const BATCHED: ReadonlyMap<string, Kind> = new Map([
+const BATCHED: ReadonlyMap<string, 'claim' | 'complete'> = new Map([
   [SCRIPT.claim, 'claim'],
   [SCRIPT.complete, 'complete'],
-  [REGISTER_RUN_SCRIPT, 'register'],
 ]);
-/** How many KEYS an entry of each kind takes. */
-const KEYS_OF: Readonly<Record<Kind, number>> = { claim: 4, complete: 4, register: 1 };
 
 type Args = readonly (string | number)[];
 /** Runs a defined script (keys first, then arguments), as the store does for a call alone. */
@@ -41,7 +33,7 @@ export type ScriptRunner = (script: string, keys: readonly string[], args: Args)
 
 interface Queued {
   readonly script: string;
-  readonly kind: Kind;
+  readonly kind: 'claim' | 'complete';
   readonly keys: readonly string[];
   readonly args: Args;
   resolve(reply: unknown): void;
@@ -70,16 +62,15 @@ export class GroupCommit {
   readonly sent = { batches: 0, calls: 0 };
 
   /**
-   * Sends a claim-4, complete-4 or register-run-1 call, alone when nothing
-   * else is in flight (never a registration), else with the calls of the
-   * same tick. Resolves or rejects exactly
+   * Sends a claim-4 or complete-4 call, alone when nothing else is in
+   * flight, else with the calls of the same tick. Resolves or rejects exactly
    * as the call alone would: with its script's reply, its own error reply
    * (a corrupt receipt fails its call only), or the batch's transport error.
    */
   submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
     const kind = BATCHED.get(script);
-    if (kind === undefined || keys.length !== KEYS_OF[kind]) return this.run(script, keys, args);
-    if (kind !== 'register' && this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
+    if (kind === undefined || keys.length !== 4) return this.run(script, keys, args);
+    if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
     return new Promise((resolve, reject) => {
       const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;
       const entries = this.queued.get(group);

@@ -29,7 +29,7 @@ import { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-read
 import { receiptsExist } from './presence.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
-import { REGISTER_RUN_SCRIPT, RunRegistry } from './run-registry.js';
+import { RunRegistry } from './run-registry.js';
 import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { defineScripts, runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
@@ -230,11 +230,7 @@ export class ReceiptStore {
     await this.durability?.ready();
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
     // the registration goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
-    const group = this.group;
-    // On a single node a fresh run's registration rides in the claim's own script call (group commit).
-    const registered = group !== undefined && !this.clustered
-      ? this.registry.register(request.key.tenantId, request.key.runId, false, (keys, args) => group.submit(REGISTER_RUN_SCRIPT, keys, args))
-      : this.registry.register(request.key.tenantId, request.key.runId);
+    const registered = this.registry.register(request.key.tenantId, request.key.runId);
     if (this.clustered) await registered;
     return { registered };
   }

@@ -22,8 +22,6 @@ import { encodeKeyComponent } from './keys.js';
 import { defineScripts, runScript } from './scripts.js';
 
 const REGISTER = 'toolReceiptsRegisterRun';
-/** The command name of `register-run-1.lua`, which group commit may carry in a batch. */
-export const REGISTER_RUN_SCRIPT = REGISTER;
 const UNREGISTER = 'toolReceiptsUnregisterRun';
 
 /** Shards per prefix. Fixed: every process of a fleet must agree on it. */
@@ -95,22 +93,15 @@ export class RunRegistry {
    * Makes sure the run is registered before a claim may create its first
    * receipt. Resolves at once when this process registered it in the last
    * minute (unless `force`); concurrent calls for one run share one write.
-   * `send` runs the registration script (its keys and arguments) when it
-   * is due: directly by default, or in a group commit batch with the claim.
    */
-  register(
-    tenantId: string,
-    runId: string,
-    force = false,
-    send: (keys: readonly string[], args: readonly string[]) => Promise<unknown> = (keys, args) => runScript(this.redis, REGISTER, keys, args),
-  ): Promise<void> {
+  register(tenantId: string, runId: string, force = false): Promise<void> {
     const tenant = encodeKeyComponent(tenantId);
     const tag = `${tenant}|${encodeKeyComponent(runId)}`;
     const now = Date.now();
     const known = this.registered.get(tag);
     if (!force && known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
-    const done = send([runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
+    const done = runScript(this.redis, REGISTER, [runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
     this.registered.set(tag, { at: now, done });
     // A failed write is forgotten, so the next claim of the run tries again.
     done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));

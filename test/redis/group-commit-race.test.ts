@@ -47,20 +47,13 @@ function transitions(commands: readonly string[][]): { ran: Ran[]; batches: stri
     else if (sha === SHA.batch) {
       const receipts: string[] = [];
       let at = 1;
-      let key = 0;
       for (let i = 0; i < Number(argv[0]); i++) {
         const [kind, n] = [argv[at]!, Number(argv[at + 1])];
         const entryArgs = argv.slice(at + 2, at + 2 + n);
-        at += 2 + n;
-        // A fresh run's registration (one key) may ride along; claims and completes take four.
-        if (kind === 'register') {
-          key += 1;
-          continue;
-        }
-        const receipt = keys[key]!;
-        key += 4;
+        const receipt = keys[4 * i]!;
         receipts.push(receipt);
         ran.push(kind === 'claim' ? { kind, receipt, job: entryArgs[11]! } : { kind: 'complete', receipt, attempt: Number(entryArgs[0]) });
+        at += 2 + n;
       }
       batches.push(receipts);
     }
@@ -101,13 +94,11 @@ async function echoed(commands: readonly string[][], label: string): Promise<voi
 describe('group commit under a race', () => {
   it(`${STORES * JOBS_PER_STORE} concurrent jobs over overlapping calls: each effect once, each decision as alone`, async () => {
     const stores = Array.from({ length: STORES }, (_, i) => fixture.store({ owner: `worker-${i}` }));
-    // Warm-up: each store sends a claim and a complete alone and a batch once, so the server has them by SHA.
+    // Warm-up: each store sends claim, complete and a batch of each once, so the server has them by SHA.
     for (const store of stores) {
       const keys = [freshKey(), freshKey(), freshKey()];
       const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
       await Promise.all(claims.map((claim, i) => store.complete(keys[i]!, claim.fence!, 'warm')));
-      const alone = { ...keys[0]!, argsHash: 'alone' };
-      await store.complete(alone, (await store.claim(alone, { effect: 'opaque' })).fence!, 'warm');
     }
     const monitor = await fixture.connect().monitor();
     const commands: string[][] = [];

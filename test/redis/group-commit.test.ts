@@ -58,19 +58,10 @@ describe('group commit', () => {
     expect(replays.map((r) => [r.decision.kind, r.result])).toEqual(keys.slice(0, 30).map((_, i) => ['replay', { n: i }]));
   });
 
-  it('one call at a time: only a fresh run\u2019s registration rides with its first claim, nothing else waits', async () => {
+  it('never batches one call at a time', async () => {
     const store = fixture.store();
-    const redis = fixture.connect();
-    const fresh = Array.from({ length: 20 }, () => freshKey());
-    for (const key of fresh) await claimAndComplete(store, [key]);
-    // One script call each for the registration and the claim, and the complete alone.
-    expect(store.groupCommitted).toEqual({ batches: 20, calls: 40 });
-    // Every run is registered, so stats finds it.
-    const allShards = await Promise.all(Array.from({ length: 16 }, (_, n) => redis.zrange(`${fixture.handle().prefix}:runs:{runs-${n}}`, 0, -1)));
-    for (const key of fresh) expect(allShards.flat()).toContain(`${key.tenantId}|${key.runId}`);
-    // Later calls of a registered run go alone.
-    for (let i = 0; i < 20; i++) await claimAndComplete(store, [{ ...fresh[0]!, argsHash: `again-${i}` }]);
-    expect(store.groupCommitted).toEqual({ batches: 20, calls: 40 });
+    for (let i = 0; i < 20; i++) await claimAndComplete(store, [freshKey()]);
+    expect(store.groupCommitted).toEqual({ batches: 0, calls: 0 });
   });
 
   it(`splits a tick's calls into batches of at most ${MAX_BATCH_CALLS}`, async () => {
