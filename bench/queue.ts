@@ -251,9 +251,9 @@ function controlProcessorOn(store: ReceiptStore) {
 function scriptNames(): Map<string, string> {
   const names = new Map<string, string>();
   for (const file of readdirSync(new URL('../lua/', import.meta.url))) {
-    if (!/-\d+\.lua$/.test(file)) continue;
+    if (!/-(?:\d+|N)\.lua$/.test(file)) continue;
     const sha = createHash('sha1').update(scriptSource(file)).digest('hex');
-    names.set(sha, file.replace(/-\d+\.lua$/, ''));
+    names.set(sha, file.replace(/-(?:\d+|N)\.lua$/, ''));
   }
   return names;
 }

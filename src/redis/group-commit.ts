@@ -13,6 +13,9 @@
  *
  * On a Cluster a batch holds only calls whose keys hash to one slot (so one
  * node runs it, and never a cross-slot call); on a single node, any calls.
+ * A server behind one endpoint that still refuses keys of several slots in
+ * one script (a cluster proxy) answers CROSSSLOT before running anything:
+ * that batch's calls are then sent alone, and so is every later call.
  */
 import clusterKeySlot from 'cluster-key-slot';
 import { UnexpectedScriptReplyError } from './errors.js';
@@ -54,6 +57,8 @@ export class GroupCommit {
   private readonly queued = new Map<number, Queued[]>();
   private inFlight = 0;
   private flushScheduled = false;
+  /** Set when the server refused a batch across slots: every call then goes alone. */
+  private off = false;
 
   /**
    * `run` sends one script; `clustered` groups by slot. Counters for the
@@ -75,7 +80,7 @@ export class GroupCommit {
    */
   submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
     const kind = BATCHED.get(script);
-    if (kind === undefined || keys.length !== 4) return this.run(script, keys, args);
+    if (kind === undefined || keys.length !== 4 || this.off) return this.run(script, keys, args);
     if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
     return new Promise((resolve, reject) => {
       const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;
@@ -135,8 +140,21 @@ export class GroupCommit {
         });
       },
       (error: unknown) => {
-        for (const entry of entries) entry.reject(error);
+        if (!refusedAcrossSlots(error)) {
+          for (const entry of entries) entry.reject(error);
+          return;
+        }
+        // Refused before it ran, so nothing was written: from now on every call goes alone.
+        this.off = true;
+        for (const entry of entries) this.tracked(this.run(entry.script, entry.keys, entry.args)).then(entry.resolve, entry.reject);
       },
     );
   }
 }
+
+/**
+ * A server that presents one endpoint yet refuses a script whose keys hash
+ * to several slots (a cluster proxy, a cluster node reached as one server)
+ * answers CROSSSLOT before running anything.
+ */
+const refusedAcrossSlots = (error: unknown): boolean => error instanceof Error && /^CROSSSLOT\b/.test(error.message);

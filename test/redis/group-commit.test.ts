@@ -9,6 +9,9 @@ import type { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
 import { MAX_BATCH_CALLS } from '../../src/redis/group-commit.js';
 import { scriptSource } from '../../src/redis/scripts.js';
+import { ReceiptStore as Store } from '../../src/redis/receipt-store.js';
+import { clientKindUnderTest, openSingle } from '../support/redis-clients.js';
+import { clusterSkipReason, startRedisCluster } from '../support/redis-cluster.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -123,4 +126,27 @@ describe('group commit', () => {
     ).rejects.toThrow(/TRC_BATCH entry 2/);
     expect(await redis.exists(key)).toBe(0);
   });
+
+  it.skipIf(clusterSkipReason() !== undefined)(
+    'behind one endpoint that refuses keys of several slots in one script: sends that batch\u2019s calls alone, and every later one',
+    async () => {
+      // A one-master cluster reached as a single server: it owns every slot, yet refuses CROSSSLOT scripts, as a proxy would.
+      const cluster = await startRedisCluster(1);
+      const opened = openSingle(clientKindUnderTest(), cluster.nodes[0]!.url);
+      try {
+        const store = new Store({ redis: opened.client, prefix: cluster.prefix });
+        const keys = Array.from({ length: 12 }, () => freshKey());
+        const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+        expect(claims.map((c) => c.decision.kind)).toEqual(keys.map(() => 'execute'));
+        const refused = store.groupCommitted.batches;
+        expect(refused).toBeGreaterThan(0);
+        await Promise.all(claims.map((claim, i) => store.complete(keys[i]!, claim.fence!, i)));
+        expect(store.groupCommitted.batches).toBe(refused);
+        for (const [i, key] of keys.entries()) expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 1, result: i });
+      } finally {
+        await opened.close();
+        await cluster.stop();
+      }
+    },
+  );
 });
