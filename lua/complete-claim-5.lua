@@ -31,13 +31,6 @@
            the receipt to complete (see includes/observe-receipt.lua); nothing written.
 ]]
 --- @include "server-now"
---- @include "complete"
---- @include "claim"
+--- @include "complete-claim"
 
-local now = serverNow()
-local settle, settled = completeReceipt(KEYS[1], KEYS[2], KEYS[3], KEYS[5], { ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5] }, now)
-if settle.err then return settle end
-if not settled then return { settle, {} } end
-local claim = claimReceipt(KEYS[4], KEYS[2], KEYS[3], KEYS[5], { unpack(ARGV, 6, 17) }, now)
-if claim.err then return { settle, {} } end
-return { settle, claim }
+return completeThenClaim(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV, serverNow())

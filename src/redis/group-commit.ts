@@ -1,8 +1,8 @@
 /**
- * Group commit: the claims and completes that different jobs of one worker
- * send in the same tick go to Redis as one script call
- * (`commit-batch-N.lua`), which runs each exactly as its own script would,
- * in order. The fixed cost of a script call and of a socket write is then
+ * Group commit: the claims and completes (a complete that claims the next
+ * call of its turn included) that different jobs of one worker send in the
+ * same tick go to Redis as one script call (`commit-batch-N.lua`), which
+ * runs each exactly as its own script would, in order. The fixed cost of a script call and of a socket write is then
  * paid once per batch instead of once per call.
  *
  * It costs nothing when it cannot pay: a call sent while none of this
@@ -30,11 +30,15 @@ import { SCRIPT } from './receipt-scripts.js';
  */
 export const MAX_BATCH_CALLS = 8;
 
+type Kind = 'claim' | 'complete' | 'complete-claim';
 /** The scripts a batch may carry, and the kind each is in `commit-batch-N.lua`. */
-const BATCHED: ReadonlyMap<string, 'claim' | 'complete'> = new Map([
+const BATCHED: ReadonlyMap<string, Kind> = new Map([
   [SCRIPT.claim, 'claim'],
   [SCRIPT.complete, 'complete'],
+  [SCRIPT.completeClaim, 'complete-claim'],
 ]);
+/** How many KEYS an entry of each kind takes (those of its own script). */
+const KEYS_OF: Readonly<Record<Kind, number>> = { claim: 4, complete: 4, 'complete-claim': 5 };
 
 type Args = readonly (string | number)[];
 /** Runs a defined script (keys first, then arguments), as the store does for a call alone. */
@@ -42,7 +46,7 @@ export type ScriptRunner = (script: string, keys: readonly string[], args: Args)
 
 interface Queued {
   readonly script: string;
-  readonly kind: 'claim' | 'complete';
+  readonly kind: Kind;
   readonly keys: readonly string[];
   readonly args: Args;
   resolve(reply: unknown): void;
@@ -73,14 +77,14 @@ export class GroupCommit {
   readonly sent = { batches: 0, calls: 0 };
 
   /**
-   * Sends a claim-4 or complete-4 call, alone when nothing else is in
-   * flight, else with the calls of the same tick. Resolves or rejects exactly
+   * Sends a claim-4, complete-4 or complete-claim-5 call, alone when
+   * nothing else is in flight, else with the calls of the same tick. Resolves or rejects exactly
    * as the call alone would: with its script's reply, its own error reply
    * (a corrupt receipt fails its call only), or the batch's transport error.
    */
   submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
     const kind = BATCHED.get(script);
-    if (kind === undefined || keys.length !== 4 || this.off) return this.run(script, keys, args);
+    if (kind === undefined || keys.length !== KEYS_OF[kind] || this.off) return this.run(script, keys, args);
     if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
     return new Promise((resolve, reject) => {
       const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;

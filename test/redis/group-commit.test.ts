@@ -3,6 +3,7 @@
  * out as one script call, each decided exactly as alone, in order; one
  * call at a time never waits for a batch.
  */
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ClaimResult } from '../../src/redis/receipt-types.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
@@ -59,6 +60,32 @@ describe('group commit', () => {
     // Replays through a batch return what was stored.
     const replays = await Promise.all(keys.slice(0, 30).map((key) => grouped.claim(key, { effect: 'opaque' })));
     expect(replays.map((r) => [r.decision.kind, r.result])).toEqual(keys.slice(0, 30).map((_, i) => ['replay', { n: i }]));
+  });
+
+  it('batches completes that claim the next call of their turn, each as alone', async () => {
+    const grouped = fixture.store();
+    const alone = fixture.store({ groupCommit: false });
+    const turn = async (store: ReceiptStore, tag: string) => {
+      const runs = Array.from({ length: 20 }, () => freshKey({ tenantId: `${tag}-${randomBytes(4).toString('hex')}` }));
+      const firsts = await Promise.all(runs.map((run) => store.claim(run, { effect: 'opaque' })));
+      // Runs 0..4 carry on with the call they complete (the next call is the same call).
+      const nexts = runs.map((run, i) => (i < 5 ? run : { ...run, argsHash: 'next' }));
+      const before = store.groupCommitted.batches;
+      const fused = await Promise.all(
+        runs.map((run, i) => store.completeAndClaim(run, firsts[i]!.fence!, `first ${i}`, { key: nexts[i]!, options: { effect: 'opaque' } })),
+      );
+      const seconds = await Promise.all(nexts.map((next, i) => store.claim(next, { effect: 'opaque' }, fused[i]!.ahead ?? undefined)));
+      return { fused, fusedBatches: store.groupCommitted.batches - before, seconds: seconds.map((c) => [c.decision.kind, c.result]), runs };
+    };
+    const viaBatch = await turn(grouped, 'grouped');
+    const viaAlone = await turn(alone, 'alone');
+    expect(viaBatch.fusedBatches).toBeGreaterThan(0);
+    expect(viaAlone.fusedBatches).toBe(0);
+    expect(viaBatch.fused.map((f) => f.settled.late)).toEqual(viaAlone.fused.map((f) => f.settled.late));
+    expect(viaBatch.seconds).toEqual(viaAlone.seconds);
+    expect(viaBatch.seconds.slice(0, 5)).toEqual(Array.from({ length: 5 }, (_, i) => ['replay', `first ${i}`]));
+    expect(viaBatch.seconds.slice(5).every(([kind]) => kind === 'execute')).toBe(true);
+    for (const run of viaBatch.runs) expect((await grouped.inspect(run))?.status).toBe('completed');
   });
 
   it('never batches one call at a time', async () => {
