@@ -11,7 +11,8 @@
  * a commit message. Tunables: AB_CALLS (default 3000), AB_ROUNDS (default
  * 10), AB_CONCURRENCY (default 1: calls one after another; n keeps n in
  * flight), AB_FRESH_RUNS (1: every job a run of its own, so each registers
- * its run; default 0: jobs cycle through 100 runs).
+ * its run; default 0: jobs cycle through 100 runs), AB_TURN (calls per job,
+ * run one after another; default 1).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -28,6 +29,7 @@ const CALLS = Number(process.env['AB_CALLS'] ?? 3000);
 const ROUNDS = Number(process.env['AB_ROUNDS'] ?? 10);
 const CONCURRENCY = Number(process.env['AB_CONCURRENCY'] ?? 1);
 const FRESH_RUNS = process.env['AB_FRESH_RUNS'] === '1';
+const TURN = Number(process.env['AB_TURN'] ?? 1);
 const RESULT = { ok: true, messageId: 'msg-0000000000' };
 
 /** The server's whole CPU µs (INFO cpu) and the µs it spent executing scripts (EVALSHA in INFO commandstats). */
@@ -68,7 +70,7 @@ async function main(): Promise<void> {
         const data: ToolJobData = {
           tenantId: 'ab',
           runId: FRESH_RUNS ? `run-${tag}-${i}` : `run-${tag}-${i % 100}`,
-          calls: [{ id: `toolu_${tag}_${i}`, name: 'send_email', input: { to: 'user@example.com', n: i } }],
+          calls: Array.from({ length: TURN }, (_, k) => ({ id: `toolu_${tag}_${i}_${k}`, name: 'send_email', input: { to: 'user@example.com', n: i * TURN + k } })),
         };
         return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
       });
@@ -110,11 +112,12 @@ async function main(): Promise<void> {
       );
     };
     const how = CONCURRENCY === 1 ? 'one after another' : `${CONCURRENCY} in flight`;
-    console.log(`A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh one-call jobs per pass, ${how}, ${FRESH_RUNS ? 'each its own run' : 'over 100 runs'}`);
-    show('node CPU per call', a.cpu, b.cpu, 'µs');
-    show('median call latency', a.latency, b.latency, 'µs');
-    show('redis CPU per call', a.server, b.server, 'µs');
-    show('redis script exec per call', a.scripts, b.scripts, 'µs');
+    const jobs = TURN === 1 ? 'one-call jobs' : `jobs of ${TURN} calls`;
+    console.log(`A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh ${jobs} per pass, ${how}, ${FRESH_RUNS ? 'each its own run' : 'over 100 runs'}`);
+    show('node CPU per job', a.cpu, b.cpu, 'µs');
+    show('median job latency', a.latency, b.latency, 'µs');
+    show('redis CPU per job', a.server, b.server, 'µs');
+    show('redis script exec per job', a.scripts, b.scripts, 'µs');
   } finally {
     for (const redis of connections) redis.disconnect();
     queueConnection.disconnect();
