@@ -138,14 +138,25 @@ export interface WriteMark {
   readonly generation: number;
 }
 
+/** What one WAIT (or WAITAOF) answered. */
+type Acknowledgement = { ok: boolean; replicas: number; localFsync?: boolean };
+
 /**
  * Waits for a store's writes to be acknowledged as its options ask. Use
  * {@link mark} right after the write's reply (before any other await), then
  * {@link acknowledged}.
+ *
+ * The writes acknowledged in one tick share one WAIT per node, sent at the
+ * end of the tick: WAIT covers every write its connection made before it,
+ * and each of them had its reply (so was made) before the WAIT goes out. A
+ * busy worker then holds its connection for one replica round trip per tick
+ * instead of one per write.
  */
 export class DurabilityWaiter {
   readonly options: Required<DurabilityOptions>;
   private supported: Promise<void> | undefined;
+  /** Per node, the WAIT the writes of this tick will share, until it is sent. */
+  private readonly unsent = new Map<ReceiptsNode, Promise<Acknowledgement>>();
 
   private readonly redis: ReceiptsConnection;
 
@@ -186,18 +197,34 @@ export class DurabilityWaiter {
    * whether that is enough. A connection that closed since the write, or a
    * node that cannot be found, counts as not acknowledged.
    */
-  async acknowledged(mark: WriteMark | undefined): Promise<{ ok: boolean; replicas: number; localFsync?: boolean }> {
+  async acknowledged(mark: WriteMark | undefined): Promise<Acknowledgement> {
     if (!mark || !mark.node.ready) return { ok: false, replicas: 0 };
-    const { replicas, timeoutMs, aof } = this.options;
-    let result: { ok: boolean; replicas: number; localFsync?: boolean };
-    if (aof) {
-      const [local, remote] = (await mark.node.command('WAITAOF', [1, replicas, timeoutMs])) as [number, number];
-      result = { ok: local >= 1 && remote >= replicas, replicas: remote, localFsync: local >= 1 };
-    } else {
-      const count = Number(await mark.node.command('WAIT', [replicas, timeoutMs]));
-      result = { ok: count >= replicas, replicas: count };
-    }
+    const result = await this.sharedWait(mark.node);
     if (closeCounter(mark.node).count !== mark.generation) return { ...result, ok: false };
     return result;
+  }
+
+  /** The WAIT of this tick on `node`, joined by every write acknowledged before it is sent. */
+  private sharedWait(node: ReceiptsNode): Promise<Acknowledgement> {
+    let wait = this.unsent.get(node);
+    if (wait === undefined) {
+      wait = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        // Sent now: a write acknowledged from here on waits for a WAIT of its own.
+        this.unsent.delete(node);
+        return this.waitOn(node);
+      });
+      this.unsent.set(node, wait);
+    }
+    return wait;
+  }
+
+  private async waitOn(node: ReceiptsNode): Promise<Acknowledgement> {
+    const { replicas, timeoutMs, aof } = this.options;
+    if (aof) {
+      const [local, remote] = (await node.command('WAITAOF', [1, replicas, timeoutMs])) as [number, number];
+      return { ok: local >= 1 && remote >= replicas, replicas: remote, localFsync: local >= 1 };
+    }
+    const count = Number(await node.command('WAIT', [replicas, timeoutMs]));
+    return { ok: count >= replicas, replicas: count };
   }
 }

@@ -111,6 +111,32 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     expect(retry).toMatchObject({ decision: { kind: 'replay' }, result: 'done' });
   });
 
+  it('shares one WAIT among the writes acknowledged in one tick, and refuses them all together when the replica is cut off', async () => {
+    const s = store({ replicas: 1, timeoutMs: 300 });
+    const waits = async () => Number(/cmdstat_wait:calls=(\d+)/.exec(await withNode(primary, (a) => a.info('commandstats')))?.[1] ?? 0);
+    const keys = Array.from({ length: 24 }, () => freshKey());
+    const before = await waits();
+    const claims = await Promise.all(keys.map((key) => s.claim(key, { effect: 'opaque' })));
+    await Promise.all(claims.map((claim, i) => s.complete(keys[i]!, claim.fence!, i)));
+    // 48 writes, each acknowledged: far fewer WAITs than writes.
+    expect(await waits() - before).toBeLessThanOrEqual(12);
+    for (const key of keys) expect(await withNode(replica, (a) => a.hget(s.redisKey(key), 'status'))).toBe('completed');
+
+    const refused = Array.from({ length: 12 }, () => freshKey());
+    await cutOff(replica, primary);
+    try {
+      const outcomes = await Promise.allSettled(refused.map((key) => s.claim(key, { effect: 'opaque' })));
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe('rejected');
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(ReceiptNotDurableError);
+      }
+      // Each attempt was settled as never started, so its effect never runs.
+      for (const key of refused) expect(await s.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
+    } finally {
+      await reconnect(replica);
+    }
+  });
+
   it('counts a WAIT sent on a newer connection than its write as not acknowledged', async () => {
     const redis = new Redis(primary.url, { maxRetriesPerRequest: 1 });
     clients.push(redis);
