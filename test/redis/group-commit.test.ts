@@ -7,7 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ClaimResult } from '../../src/redis/receipt-types.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { Redis } from 'ioredis';
 import { CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
+import { RedisTimeoutError } from '../../src/redis/index.js';
+import { faultTestsSupported } from '../support/redis.js';
 import { MAX_BATCH_CALLS } from '../../src/redis/group-commit.js';
 import { scriptSource } from '../../src/redis/scripts.js';
 import { ReceiptStore as Store } from '../../src/redis/receipt-store.js';
@@ -86,6 +89,33 @@ describe('group commit', () => {
     expect(viaBatch.seconds.slice(0, 5)).toEqual(Array.from({ length: 5 }, (_, i) => ['replay', `first ${i}`]));
     expect(viaBatch.seconds.slice(5).every(([kind]) => kind === 'execute')).toBe(true);
     for (const run of viaBatch.runs) expect((await grouped.inspect(run))?.status).toBe('completed');
+  });
+
+  it.skipIf(!faultTestsSupported())('releases every claim of a batch whose reply was lost, once Redis answers again', async () => {
+    const redis = new Redis(fixture.handle().url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
+    try {
+      const store = new Store({ redis, prefix: fixture.handle().prefix, owner: 'frozen' });
+      await store.inspect(freshKey()); // connected, scripts known
+      const keys = Array.from({ length: 10 }, () => freshKey());
+      // Frozen before the claims go out: the batch lands when Redis wakes, after its reply was given up.
+      await fixture.handle().pause();
+      setTimeout(() => void fixture.handle().resume(), 1_200);
+      const outcomes = await Promise.allSettled(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+      expect(store.groupCommitted.batches).toBeGreaterThan(0);
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe('rejected');
+        const error = (outcome as PromiseRejectedResult).reason as RedisTimeoutError;
+        expect(error).toBeInstanceOf(RedisTimeoutError);
+        expect(error.releases).toEqual([expect.objectContaining({ attempt: 1, outcome: 'released' })]);
+      }
+      // Each attempt a lost reply started is settled as never started: none is left running to turn ambiguous.
+      for (const key of keys) expect(await store.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
+      expect(await store.listAmbiguous()).toEqual([]);
+      const again = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
+      expect(again.map((c) => c.decision)).toEqual(keys.map(() => ({ kind: 'execute', attempt: 2 })));
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('never batches one call at a time', async () => {
