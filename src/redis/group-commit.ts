@@ -2,8 +2,9 @@
  * Group commit: the claims and completes (a complete that claims the next
  * call of its turn included) that different jobs of one worker send in the
  * same tick go to Redis as one script call (`commit-batch-N.lua`), which
- * runs each exactly as its own script would, in order. The fixed cost of a script call and of a socket write is then
- * paid once per batch instead of once per call.
+ * runs each exactly as its own script would, in order. The fixed cost of a
+ * script call and of a socket write is then paid once per batch instead of
+ * once per call.
  *
  * It costs nothing when it cannot pay: a call sent while none of this
  * store's claims or completes is waiting for Redis goes out at once, alone,
@@ -64,23 +65,21 @@ export class GroupCommit {
   /** Set when the server refused a batch across slots: every call then goes alone. */
   private off = false;
 
-  /**
-   * `run` sends one script; `clustered` groups by slot. Counters for the
-   * bench and the tests: {@link batches} sent and the calls they carried.
-   */
+  /** `run` sends one script; `clustered` groups by slot. */
   constructor(
     private readonly run: ScriptRunner,
     private readonly clustered: boolean,
   ) {}
 
-  /** Batches sent (two calls or more each), and the calls they carried. */
+  /** Batches sent (two calls or more each), and the calls they carried: for the bench and the tests. */
   readonly sent = { batches: 0, calls: 0 };
 
   /**
    * Sends a claim-4, complete-4 or complete-claim-5 call, alone when
-   * nothing else is in flight, else with the calls of the same tick. Resolves or rejects exactly
-   * as the call alone would: with its script's reply, its own error reply
-   * (a corrupt receipt fails its call only), or the batch's transport error.
+   * nothing else is in flight, else with the calls of the same tick.
+   * Resolves or rejects exactly as the call alone would: with its script's
+   * reply, its own error reply (a corrupt receipt fails its call only), or
+   * the batch's transport error.
    */
   submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
     const kind = BATCHED.get(script);
