@@ -10,6 +10,7 @@ export {
   type HeartbeatResult,
   type PrefetchedClaim,
 } from './receipt-store.js';
+export { ReceiptQueries } from './receipt-queries.js';
 export {
   type ReceiptRecord,
   type AttemptJob,

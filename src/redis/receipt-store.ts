@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { checkedConnection, type ReceiptsConnection } from './connection.js';
+import { checkedConnection } from './connection.js';
 import { checkOptions } from '../core/options.js';
 import type { EffectResumability } from '../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
@@ -12,28 +12,22 @@ import {
   ContestedReceiptError,
   corruptReceiptErrorOf,
   type CorruptReceiptError,
-  type ReceiptVersionError,
   FencedOutError,
   InvalidReceiptInputError,
   NotAmbiguousError,
   UnexpectedScriptReplyError,
   type AttemptFence,
 } from './errors.js';
-import { breakerField, callRedisKeys, receiptRedisKey, runIndexRedisKey, type CallKeys } from './keys.js';
+import { breakerField, callRedisKeys, type CallKeys } from './keys.js';
 import { parseObservation, toFence, type Observation } from './observation.js';
-import { STEP_FIELD_PREFIX, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
+import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
-import { receiptsExist } from './presence.js';
-import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
-import { countReceipts, type ReceiptStats } from './receipt-stats.js';
-import { RunRegistry } from './run-registry.js';
-import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, runScript } from './scripts.js';
+import { SCRIPT } from './receipt-scripts.js';
+import { runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
-import { DurabilityWaiter, ReceiptNotDurableError, type DurabilityOptions, type DurableWrite } from './durability.js';
+import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
 import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
@@ -46,6 +40,7 @@ export type { PrefetchedClaim } from './receipt-claim.js';
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
 import { GroupCommit, groupable } from './group-commit.js';
+import { ReceiptQueries } from './receipt-queries.js';
 export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
 /**
@@ -72,19 +67,14 @@ export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
  * same call finds nothing and executes again: size `retentionMs` to outlast the
  * longest a job can still be retried.
  */
-export class ReceiptStore {
-  /** The key prefix in use. */
-  readonly prefix: string;
+export class ReceiptStore extends ReceiptQueries {
   /** The default owner written by this store. */
   readonly owner: string;
   /** Whether the store talks to a Redis Cluster (an ioredis `Cluster`). */
   readonly clustered: boolean;
-  private readonly redis: ReceiptsConnection;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
-  private readonly reader: ReceiptReader;
   private readonly durability: DurabilityWaiter | undefined;
-  private readonly registry: RunRegistry;
   /** What claims run through: the store's scripts, retention and durability. */
   private readonly channel: AheadChannel;
   private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
@@ -94,14 +84,12 @@ export class ReceiptStore {
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReceiptStoreOptions) {
     checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'ReceiptStore');
+    const { prefix, retentionMs } = storeSettings(options);
+    super(checkedConnection(options.redis, 'ReceiptStore'), prefix);
     this.clustered = this.redis.isCluster;
-    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
+    this.retentionMs = retentionMs;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-    defineScripts(this.redis, RECEIPT_SCRIPTS);
-    this.reader = new ReceiptReader(this.redis, this.prefix);
-    this.registry = new RunRegistry(this.redis, this.prefix);
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
     this.channel = {
       retentionMs: this.retentionMs,
@@ -124,22 +112,6 @@ export class ReceiptStore {
   /** The durability asked of every write, with defaults filled in; undefined when off. */
   get durabilityOptions(): Required<DurabilityOptions> | undefined {
     return this.durability?.options;
-  }
-
-  /**
-   * The exact Redis key of a call's receipt, e.g. for `redis-cli HGETALL`.
-   * Every method that takes a call goes through it, so a name that is not
-   * well-formed Unicode throws `MalformedNameError` before anything is sent.
-   */
-  redisKey(key: ToolCallReceiptKey): string {
-    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
-    return receiptRedisKey(this.prefix, key);
-  }
-
-  /** The key of the sorted set listing a run's receipts by creation time; checks the names as {@link redisKey} does. */
-  runIndexKey(tenantId: string, runId: string): string {
-    assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId });
-    return runIndexRedisKey(this.prefix, tenantId, runId);
   }
 
   /** The receipt, the run index and the run's counting set: the KEYS of a transition. */
@@ -397,132 +369,6 @@ export class ReceiptStore {
     assertWellFormedNames({ 'step name': name });
     const text = toStoredJson(value, `step ${JSON.stringify(name)}`);
     await this.fenced('recordStep', SCRIPT.recordStep, key, fence, [STEP_FIELD_PREFIX + name, text, this.retentionMs]);
-  }
-
-  /** The recorded sub-steps of a receipt by name (empty when there is no receipt). */
-  async steps(key: ToolCallReceiptKey): Promise<Record<string, unknown>> {
-    return (await this.inspect(key))?.steps ?? {};
-  }
-
-  /** Reads one receipt with every field, or `null` when there is none. */
-  async inspect(key: ToolCallReceiptKey): Promise<ReceiptRecord | null> {
-    return this.reader.inspect(this.redisKey(key));
-  }
-
-  /**
-   * The receipt's audit trail, oldest first: its operator verdicts,
-   * reconcile verdicts and late settles (see {@link ReceiptRecord.history}).
-   * Empty when there is no receipt.
-   */
-  async history(key: ToolCallReceiptKey): Promise<readonly ReceiptHistoryEntry[]> {
-    return this.reader.history(this.redisKey(key));
-  }
-
-  /** Reads receipts by their Redis keys, `null` for each that does not exist. */
-  inspectRedisKeys(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
-    return this.reader.inspectMany(redisKeys);
-  }
-
-  /**
-   * Every live receipt of a run, oldest first (with `range`, only those of
-   * that slice of the run index). Entries whose receipt has expired are
-   * pruned from the run index on the way.
-   */
-  async listRun(tenantId: string, runId: string, range?: RunRange): Promise<ReceiptRecord[]> {
-    return this.reader.listRun(this.runIndexKey(tenantId, runId), range);
-  }
-
-  /**
-   * One page of a run: the live receipts among `range.limit` run-index
-   * entries from `range.offset` (oldest first), pruned as {@link listRun}
-   * prunes, and `total`, the number of entries the run index holds. Meant
-   * for a view that cannot show a long run at once.
-   */
-  async listRunPage(tenantId: string, runId: string, range: RunRange): Promise<{ receipts: ReceiptRecord[]; total: number }> {
-    return this.reader.listRunPage(this.runIndexKey(tenantId, runId), range);
-  }
-
-  /**
-   * Ambiguous receipts under this prefix, found by SCAN (not KEYS): running,
-   * lease expired by the server clock, and flagged by a claim or recorded as
-   * opaque. Meant for an operator's tool; it walks the whole keyspace of the
-   * connection's server, or of every master of a Cluster. `count` is the SCAN
-   * batch hint (default 500). A corrupt receipt met on the way is skipped and
-   * handed to `onCorrupt` (default: ignored), so one bad key does not hide
-   * the others. A reported attempt stays listed while contested (its lease
-   * live again after a late heartbeat). A receipt a newer release wrote
-   * (`ReceiptVersionError`) is handed to `onNewer` and skipped; without
-   * `onNewer` it fails the listing, since this release cannot tell whether
-   * it is ambiguous.
-   */
-  listAmbiguous(options?: {
-    count?: number;
-    onCorrupt?: (error: CorruptReceiptError) => void;
-    onNewer?: (error: ReceiptVersionError) => void;
-  }): Promise<ReceiptRecord[]> {
-    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
-  }
-
-  /**
-   * {@link listAmbiguous}, also saying how many receipts the walk met under
-   * the prefix (`receiptsSeen`: 0 when there is none at all, as under a
-   * mistyped prefix), at no extra cost.
-   */
-  scanAmbiguous(options?: {
-    count?: number;
-    onCorrupt?: (error: CorruptReceiptError) => void;
-    onNewer?: (error: ReceiptVersionError) => void;
-  }): Promise<AmbiguousScan> {
-    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
-  }
-
-  /**
-   * Whether any receipt exists under this prefix, or of `tenantId`: a run
-   * registered there (even if its receipts have expired since), or else a
-   * receipt key a SCAN finds (receipts an earlier version wrote). The SCAN
-   * stops at the first receipt but walks the whole keyspace when there is
-   * none, so ask it about an answer already found empty (`count` is the
-   * batch hint, default 500).
-   */
-  hasReceipts(options?: { tenantId?: string; count?: number }): Promise<boolean> {
-    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
-    return receiptsExist(this.redis, this.registry, this.scanOptions(options));
-  }
-
-  /**
-   * Exact counts of the live receipts under this prefix (or of one tenant):
-   * by status and effect, and the ambiguous ones with the oldest. Reads each
-   * registered run's counting set, never a receipt, so it stays fast on
-   * millions of receipts. With `scan: true`, or when no run in scope is
-   * registered yet (receipts an earlier version wrote), it instead walks the
-   * run indexes with SCAN and reads every receipt (`count` is the SCAN batch
-   * hint, default 500): slow on a large keyspace. `readBy` says which; see
-   * {@link rebuildCounts}.
-   */
-  async stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
-    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
-    const counted = options?.scan ? undefined : await countReceipts(this.redis, this.registry, options?.tenantId);
-    if (counted !== undefined) return counted;
-    const scanned = await scanReceipts(this.redis, this.prefix, this.scanOptions(options));
-    return { ...scanned, scanReason: options?.scan ? 'asked' : 'no-registered-runs' };
-  }
-
-  /**
-   * Rebuilds every run's counting set (or one tenant's) from its receipts and
-   * registers the run, so {@link stats} counts receipts an older version
-   * wrote. Walks the keyspace like `stats({ scan: true })`; safe beside
-   * running workers.
-   */
-  rebuildCounts(options?: { tenantId?: string; count?: number }): Promise<RebuildSummary> {
-    if (options?.tenantId !== undefined) assertWellFormedNames({ 'tenant id': options.tenantId });
-    return rebuildReceiptCounts(this.redis, this.registry, this.scanOptions(options));
-  }
-
-  private scanOptions(options: { tenantId?: string; count?: number } | undefined) {
-    return {
-      ...(options?.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
-      count: positiveInt(options?.count ?? 500, 'count'),
-    };
   }
 
   /**
