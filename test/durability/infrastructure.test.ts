@@ -13,20 +13,12 @@ import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { BreakerStore } from '../../src/redis/index.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
-import { NO_SYNC_DELAY, withNode } from '../support/redis-cluster.js';
+import { NO_SYNC_DELAY, waitCaughtUp, withNode } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { failoverWorker, Outbox } from './support.js';
 
 const skip = sentinelSkipReason();
-
-async function waitLinked(replica: LocalRedis): Promise<void> {
-  const deadline = performance.now() + 15_000;
-  while (!/master_link_status:up/.test(await withNode(replica, (a) => a.info('replication')))) {
-    if (performance.now() > deadline) throw new Error(`replica ${replica.port} never linked`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe.skipIf(skip !== undefined)('an unacknowledged step write', () => {
   let primary: LocalRedis;
@@ -37,7 +29,7 @@ describe.skipIf(skip !== undefined)('an unacknowledged step write', () => {
     const binary = findOnPath('redis-server')!;
     primary = await LocalRedis.start(binary, { extraArgs: NO_SYNC_DELAY }, prefix);
     replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
-    await waitLinked(replica);
+    await waitCaughtUp(primary, replica);
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();
@@ -77,7 +69,7 @@ describe.skipIf(skip !== undefined)('an unacknowledged step write', () => {
         } catch (error) {
           // The replica is back before the wrapper records anything more: only the step's write went unacknowledged.
           await replica.resume();
-          await waitLinked(replica);
+          await waitCaughtUp(primary, replica);
           throw error;
         }
         return { ticket: args.id };

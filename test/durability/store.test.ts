@@ -13,29 +13,21 @@ import { DurabilityUnsupportedError, InvalidDurabilityOptionsError, ReceiptNotDu
 import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
-import { NO_SYNC_DELAY, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { NO_SYNC_DELAY, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { clientKindUnderTest, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
 
 const skip = sentinelSkipReason();
 
-async function waitLinked(replica: LocalRedis): Promise<void> {
-  const deadline = performance.now() + 15_000;
-  while (!/master_link_status:up/.test(await withNode(replica, (a) => a.info('replication')))) {
-    if (performance.now() > deadline) throw new Error(`replica ${replica.port} never linked`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** SIGSTOP the replica and have its master drop the link, so nothing more reaches it until {@link reconnect}. */
 async function cutOff(replica: LocalRedis, master: LocalRedis): Promise<void> {
   await replica.pause();
   await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
 }
-async function reconnect(replica: LocalRedis): Promise<void> {
+async function reconnect(replica: LocalRedis, master: LocalRedis): Promise<void> {
   await replica.resume();
-  await waitLinked(replica);
+  await waitCaughtUp(master, replica);
 }
 
 describe.skipIf(skip !== undefined)('durability on one primary with one replica', () => {
@@ -48,7 +40,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     const binary = findOnPath('redis-server')!;
     primary = await LocalRedis.start(binary, { appendonly: true, extraArgs: NO_SYNC_DELAY }, prefix);
     replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
-    await waitLinked(replica);
+    await waitCaughtUp(primary, replica);
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();
@@ -91,7 +83,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
       const record = await s.inspect(key);
       expect(record).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     } finally {
-      await reconnect(replica);
+      await reconnect(replica, primary);
     }
     const again = await s.claim(key, { effect: 'opaque' });
     expect(again.decision).toEqual({ kind: 'execute', attempt: 2 });
@@ -105,7 +97,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     try {
       await expect(s.complete(key, claim.fence!, 'done')).rejects.toMatchObject({ code: 'durability.not_acknowledged', write: 'complete' });
     } finally {
-      await reconnect(replica);
+      await reconnect(replica, primary);
     }
     const retry = await s.claim(key, { effect: 'opaque' });
     expect(retry).toMatchObject({ decision: { kind: 'replay' }, result: 'done' });
@@ -133,7 +125,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
       // Each attempt was settled as never started, so its effect never runs.
       for (const key of refused) expect(await s.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     } finally {
-      await reconnect(replica);
+      await reconnect(replica, primary);
     }
   });
 
@@ -197,7 +189,7 @@ describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per 
       expect(second.decision).toEqual({ kind: 'execute', attempt: 1 });
       await store.complete(onSecond, second.fence!, 'sent');
     } finally {
-      await reconnect(cluster.replicas[0]!);
+      await reconnect(cluster.replicas[0]!, cluster.nodes[0]!);
     }
     expect((await store.claim(onFirst, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 2 });
   });
