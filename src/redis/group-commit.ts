@@ -54,9 +54,6 @@ interface Queued {
   reject(error: unknown): void;
 }
 
-/** Whether a script's calls can go through {@link GroupCommit}. */
-export const groupable = (script: string): boolean => BATCHED.has(script);
-
 /** Batches one store's claims and completes per tick (see the module's description). */
 export class GroupCommit {
   private readonly queued = new Map<number, Queued[]>();
@@ -76,7 +73,8 @@ export class GroupCommit {
 
   /**
    * Sends a claim-4, complete-4 or complete-claim-5 call, alone when
-   * nothing else is in flight, else with the calls of the same tick.
+   * nothing else is in flight, else with the calls of the same tick; any
+   * other script goes out at once, as the store would send it.
    * Resolves or rejects exactly as the call alone would: with its script's
    * reply, its own error reply (a corrupt receipt fails its call only), or
    * the batch's transport error.
@@ -118,11 +116,7 @@ export class GroupCommit {
   }
 
   private send(entries: readonly Queued[]): void {
-    if (entries.length === 1) {
-      const only = entries[0]!;
-      this.tracked(this.run(only.script, only.keys, only.args)).then(only.resolve, only.reject);
-      return;
-    }
+    if (entries.length === 1) return this.sendAlone(entries[0]!);
     const batchKeys = entries.flatMap((e) => e.keys);
     // A <name>-N script takes its key count first.
     const keys = [String(batchKeys.length), ...batchKeys];
@@ -149,9 +143,13 @@ export class GroupCommit {
         }
         // Refused before it ran, so nothing was written: from now on every call goes alone.
         this.off = true;
-        for (const entry of entries) this.tracked(this.run(entry.script, entry.keys, entry.args)).then(entry.resolve, entry.reject);
+        for (const entry of entries) this.sendAlone(entry);
       },
     );
+  }
+
+  private sendAlone(entry: Queued): void {
+    this.tracked(this.run(entry.script, entry.keys, entry.args)).then(entry.resolve, entry.reject);
   }
 }
 

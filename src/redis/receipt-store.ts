@@ -39,7 +39,7 @@ export type { PrefetchedClaim } from './receipt-claim.js';
 
 export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
-import { GroupCommit, groupable } from './group-commit.js';
+import { GroupCommit } from './group-commit.js';
 import { ReceiptQueries } from './receipt-queries.js';
 export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
@@ -136,9 +136,7 @@ export class ReceiptStore extends ReceiptQueries {
    */
   private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
     try {
-      return await (this.group !== undefined && groupable(script)
-        ? this.group.submit(script, keys, args)
-        : runScript(this.redis, script, keys, args));
+      return await (this.group !== undefined ? this.group.submit(script, keys, args) : runScript(this.redis, script, keys, args));
     } catch (error) {
       throw unreachableErrorOf(corruptReceiptErrorOf(error, firstKey ?? ''), { redisKey: firstKey ?? '', step: stepOfScript(script) });
     }
