@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { REJECTION_REMOVAL_SUFFIX } from '../../src/core/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { scriptSource } from '../../src/redis/scripts.js';
+import { commitBatchEntries } from '../support/commit-batch.js';
 import { call, jobData, silent, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -51,15 +52,10 @@ function record(redis: Redis): { take(): string[] } {
   };
 }
 
-/** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… n kind count args…). */
+/** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… argv…). */
 function batchKinds(args: readonly string[]): string[] {
-  const argv = args.slice(2 + Number(args[1]));
-  const kinds: string[] = [];
-  for (let at = 1, i = 0; i < Number(argv[0]); i++) {
-    kinds.push(argv[at]!);
-    at += 2 + Number(argv[at + 1]);
-  }
-  return kinds;
+  const keyCount = Number(args[1]);
+  return commitBatchEntries(args.slice(2, 2 + keyCount), args.slice(2 + keyCount)).map((entry) => entry.kind);
 }
 
 type Lane = Awaited<ReturnType<ReturnType<typeof useLanes>>>;

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { luaScript } from '../../src/redis/scripts.js';
+import { commitBatchEntries } from '../support/commit-batch.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -46,16 +47,12 @@ function transitions(commands: readonly string[][]): { ran: Ran[]; batches: stri
     else if (sha === SHA.complete) ran.push({ kind: 'complete', receipt: keys[0]!, attempt: Number(argv[0]) });
     else if (sha === SHA.batch) {
       const receipts: string[] = [];
-      let at = 1;
-      for (let i = 0; i < Number(argv[0]); i++) {
-        const [kind, n] = [argv[at]!, Number(argv[at + 1])];
-        const entryArgs = argv.slice(at + 2, at + 2 + n);
+      for (const entry of commitBatchEntries(keys, argv)) {
         // One-call jobs: no complete here claims a next call.
-        expect(kind).not.toBe('complete-claim');
-        const receipt = keys[4 * i]!;
+        expect(entry.kind).not.toBe('complete-claim');
+        const receipt = entry.keys[0]!;
         receipts.push(receipt);
-        ran.push(kind === 'claim' ? { kind, receipt, job: entryArgs[11]! } : { kind: 'complete', receipt, attempt: Number(entryArgs[0]) });
-        at += 2 + n;
+        ran.push(entry.kind === 'claim' ? { kind: 'claim', receipt, job: entry.args[11]! } : { kind: 'complete', receipt, attempt: Number(entry.args[0]) });
       }
       batches.push(receipts);
     }
