@@ -6,7 +6,8 @@
   complete-4.lua, complete-claim-5.lua), in the order given, so an entry sees
   what the entries before it wrote.
 
-  KEYS     each entry's keys in turn, as its own script takes them:
+  KEYS[1] .. KEYS[#KEYS]  each entry's keys in turn, as its own script
+           takes them:
              claim           receipt hash, run index, breaker hash, counting set
              complete        receipt hash, run index, breaker hash, counting set
              complete-claim  receipt hash, run index, breaker hash, the next

@@ -22,7 +22,7 @@
 
   Once set, the flag sticks for the attempt: a later claim answers ambiguous
   whatever effect it asks for and whatever the lease says (a late heartbeat
-  of the attempt extends the lease but not the verdict), and reclaim-2.lua
+  of the attempt extends the lease but not the verdict), and reclaim-3.lua
   refuses to take the attempt over. Only a settle clears the state: the
   attempt completing or failing late, or an operator's resolve.
 

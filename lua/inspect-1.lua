@@ -4,6 +4,8 @@
 
   KEYS[1]  receipt hash
 
+  ARGV  none.
+
   Returns { now_ms, pttl, field1, value1, field2, value2, ... }
     pttl  -2 when the receipt does not exist (no fields follow),
           -1 when it has no TTL, otherwise milliseconds left.

@@ -15,7 +15,7 @@
   ARGV[3]  retention in milliseconds
   ARGV[4]  epoch of the caller's lifetime (from its claim)
 
-  The flag set here sticks like one set by a claim (see flag-ambiguous-2.lua):
+  The flag set here sticks like one set by a claim (see flag-ambiguous-3.lua):
   every later claim answers ambiguous until the receipt is settled.
 
   Returns an observation (see includes/observe-receipt.lua):

@@ -7,6 +7,8 @@
   KEYS[1]  run index (sorted set)
   KEYS[2]  receipt hash the entry names
 
+  ARGV  none.
+
   Returns 1 when the entry was removed (the receipt has expired), 2 when it
   was re-scored to the receipt's created_ms (an entry left by an earlier
   lifetime, or by a version that kept the first score), 0 when it was right

@@ -3,7 +3,7 @@ import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnect
 import { hmget, hscan } from '../redis/clients/commands.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
-import { defineScripts, runScript } from '../redis/scripts.js';
+import { runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
 import {
   assertToolResultProvenanceMatch,
@@ -25,21 +25,12 @@ import type {
 /** Default lifetime of a session hash after its last put: seven days. */
 export const DEFAULT_TOOL_RESULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
-const PUT = 'trcOffloadPut';
-const READ = 'trcOffloadRead';
-const DELETE = 'trcOffloadDelete';
-const SCRIPTS = [
-  { name: PUT, file: 'offload-put-1.lua', numberOfKeys: 1 },
-  { name: READ, file: 'offload-read-1.lua', numberOfKeys: 1 },
-  { name: DELETE, file: 'offload-delete-1.lua', numberOfKeys: 1 },
-] as const;
-
 /** How many refs one sweep step examines. */
 const SWEEP_BATCH = 256;
 
 /** Options of {@link RedisToolResultStore}. */
 export interface RedisToolResultStoreOptions {
-  /** An ioredis `Redis` or `Cluster`. Scripts are defined on it once. */
+  /** An ioredis `Redis` or `Cluster`. */
   redis: RedisConnection;
   /** Key prefix; letters, digits and `. _ ~ : / -` only. Default `trc`. */
   prefix?: string;
@@ -90,7 +81,6 @@ export class RedisToolResultStore implements ToolResultStore {
     this.prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     const retention = options.retentionMs === undefined ? DEFAULT_TOOL_RESULT_RETENTION_MS : options.retentionMs;
     this.retentionMs = retention ?? 0;
-    defineScripts(this.redis, SCRIPTS);
   }
 
   /** The Redis hash holding the entry of `ref`; see `redis-keys.ts`. */
@@ -103,7 +93,7 @@ export class RedisToolResultStore implements ToolResultStore {
     assertSafeToolResultRef(ref);
     const owner = provenance === undefined ? undefined : normalizeToolResultProvenance(provenance);
     const text = toWellFormedText(String(content));
-    const reply = (await runScript(this.redis, PUT, [this.hashKeyOf(ref)], [
+    const reply = (await runScript(this.redis, 'offload-put', [this.hashKeyOf(ref)], [
       ref,
       text,
       text.length,
@@ -121,7 +111,7 @@ export class RedisToolResultStore implements ToolResultStore {
   async get(ref: string, options?: ToolResultSliceOptions): Promise<ToolResultSlice | undefined> {
     if (!isSafeToolResultRef(ref)) return undefined;
     const { offset, limit } = normalizeSliceOptions(options);
-    const reply = (await runScript(this.redis, READ, [this.hashKeyOf(ref)], [ref, offset, limit ?? -1])) as
+    const reply = (await runScript(this.redis, 'offload-read', [this.hashKeyOf(ref)], [ref, offset, limit ?? -1])) as
       | [number, number, number, number, string]
       | null;
     if (reply === null) return undefined;
@@ -186,6 +176,6 @@ export class RedisToolResultStore implements ToolResultStore {
       if (owner === undefined) report.unattributable += 1;
       else if (owner.sessionId === sessionId) doomed.push(ref, record as string);
     });
-    if (doomed.length > 0) report.deleted += (await runScript(this.redis, DELETE, [key], doomed)) as number;
+    if (doomed.length > 0) report.deleted += (await runScript(this.redis, 'offload-delete', [key], doomed)) as number;
   }
 }

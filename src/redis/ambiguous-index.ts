@@ -11,10 +11,7 @@ import { decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } fro
 import type { RedisConnection } from './connection.js';
 import { scriptPerRun, serverTimeMs } from './receipt-stats.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { defineScripts } from './scripts.js';
 import { forEachBounded } from './bounded.js';
-
-const AMBIGUOUS_RUN = 'toolReceiptsAmbiguousRun';
 
 /** One receipt that needs a person, as the index knows it (no receipt read). */
 export interface AmbiguousEntry {
@@ -67,7 +64,6 @@ export async function listAmbiguousEntries(
   registry: RunRegistry,
   filter: AmbiguousFilter = {},
 ): Promise<AmbiguousEntries> {
-  defineScripts(redis, [{ name: AMBIGUOUS_RUN, file: 'ambiguous-run-1.lua', numberOfKeys: 1 }]);
   const prefix = registry.prefix;
   const toolPart = filter.toolName === undefined ? undefined : `${encodeKeyComponent(filter.toolName)}:`;
   const entries: AmbiguousEntry[] = [];
@@ -75,7 +71,7 @@ export async function listAmbiguousEntries(
   let runs = 0;
   const readPage = async (page: RegisteredRun[]) => {
     runs += page.length;
-    const replies = await scriptPerRun(redis, AMBIGUOUS_RUN, page.map((run) => [receiptCountRedisKeyOfTag(prefix, run.tag)]), false);
+    const replies = await scriptPerRun(redis, 'ambiguous-run', page.map((run) => [receiptCountRedisKeyOfTag(prefix, run.tag)]), false);
     replies.forEach((reply, i) => {
       const r = reply as (string | number)[];
       const nowMs = Number(r[0]);

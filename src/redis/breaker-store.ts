@@ -12,8 +12,7 @@ import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
 import { unreachableErrorOf } from './unreachable.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
-import { BREAKER_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, runScript } from './scripts.js';
+import { runScript } from './scripts.js';
 import { storeSettings } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
@@ -80,7 +79,6 @@ export class BreakerStore {
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.maxFailures = options.maxFailures ?? MAX_TOOL_FAILURES;
     this.maxRejections = options.maxRejections ?? MAX_TOOL_REJECTIONS;
-    defineScripts(this.redis, BREAKER_SCRIPTS);
   }
 
   /** The key of a run's breaker hash. */
@@ -99,7 +97,7 @@ export class BreakerStore {
   ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
     assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId, 'tool name': toolName });
     const key = this.redisKey(tenantId, runId);
-    const reply = await runScript(this.redis, SCRIPT.breakerRecord, [key], [
+    const reply = await runScript(this.redis, 'breaker-record', [key], [
       kind,
       encodeKeyComponent(toolName),
       limit,
@@ -110,7 +108,7 @@ export class BreakerStore {
       throw unreachableErrorOf(error, { redisKey: key, step: `breaker ${kind} of ${toolName}` });
     });
     if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((v) => typeof v === 'number')) {
-      throw new UnexpectedScriptReplyError(SCRIPT.breakerRecord, reply);
+      throw new UnexpectedScriptReplyError('breaker-record', reply);
     }
     const [count, removed, removedNow] = reply as number[];
     return { count: count ?? 0, removed: removed === 1, removedNow: removedNow === 1 };

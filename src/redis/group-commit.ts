@@ -20,7 +20,7 @@
  */
 import clusterKeySlot from 'cluster-key-slot';
 import { UnexpectedScriptReplyError } from './errors.js';
-import { SCRIPT } from './receipt-scripts.js';
+import { packageScripts } from './scripts.js';
 
 /**
  * The most calls one batch carries; more in one tick go as several batches,
@@ -31,15 +31,17 @@ import { SCRIPT } from './receipt-scripts.js';
  */
 export const MAX_BATCH_CALLS = 8;
 
+/** The scripts a batch may carry: each is a kind of entry of `commit-batch-N.lua`, named as the script. */
 type Kind = 'claim' | 'complete' | 'complete-claim';
-/** The scripts a batch may carry, and the kind each is in `commit-batch-N.lua`. */
-const BATCHED: ReadonlyMap<string, Kind> = new Map([
-  [SCRIPT.claim, 'claim'],
-  [SCRIPT.complete, 'complete'],
-  [SCRIPT.completeClaim, 'complete-claim'],
-]);
-/** How many KEYS an entry of each kind takes (those of its own script). */
-const KEYS_OF: Readonly<Record<Kind, number>> = { claim: 4, complete: 4, 'complete-claim': 5 };
+const BATCHED: readonly Kind[] = ['claim', 'complete', 'complete-claim'];
+
+/** How many KEYS an entry of each kind takes: those of its own script, as its file name says. */
+function keysOfKinds(): ReadonlyMap<string, number> {
+  return new Map(BATCHED.map((kind) => {
+    const keys = packageScripts().script(kind).keys;
+    return [kind, keys.kind === 'fixed' ? keys.count : -1];
+  }));
+}
 
 type Args = readonly (string | number)[];
 /** Runs a defined script (keys first, then arguments), as the store does for a call alone. */
@@ -57,6 +59,8 @@ interface Queued {
 /** Batches one store's claims and completes per tick (see the module's description). */
 export class GroupCommit {
   private readonly queued = new Map<number, Queued[]>();
+  /** The KEYS count of each script a batch may carry; any other script is sent alone. */
+  private readonly keysOf = keysOfKinds();
   private inFlight = 0;
   private flushScheduled = false;
   /** Set when the server refused a batch across slots: every call then goes alone. */
@@ -80,8 +84,8 @@ export class GroupCommit {
    * the batch's transport error.
    */
   submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
-    const kind = BATCHED.get(script);
-    if (kind === undefined || keys.length !== KEYS_OF[kind] || this.off) return this.run(script, keys, args);
+    if (keys.length !== this.keysOf.get(script) || this.off) return this.run(script, keys, args);
+    const kind = script as Kind;
     if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
     return new Promise((resolve, reject) => {
       const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;
@@ -123,10 +127,10 @@ export class GroupCommit {
     const args = [entries.length, ...entries.flatMap((e) => [e.kind, e.args.length, ...e.args])];
     this.sent.batches++;
     this.sent.calls += entries.length;
-    this.tracked(this.run(SCRIPT.commitBatch, keys, args)).then(
+    this.tracked(this.run('commit-batch', keys, args)).then(
       (replies) => {
         if (!Array.isArray(replies) || replies.length !== entries.length) {
-          const error = new UnexpectedScriptReplyError(SCRIPT.commitBatch, replies);
+          const error = new UnexpectedScriptReplyError('commit-batch', replies);
           for (const entry of entries) entry.reject(error);
           return;
         }

@@ -12,7 +12,6 @@
 import type { AttemptFence } from './errors.js';
 import { parseObservation } from './observation.js';
 import type { ClaimChannel, ClaimRequest } from './receipt-claim.js';
-import { SCRIPT } from './receipt-scripts.js';
 import { RedisUnreachableError } from './unreachable.js';
 
 /** Tries at releasing a lost claim before leaving its lease to lapse. */
@@ -82,11 +81,11 @@ export async function releaseLostClaim(ch: ClaimChannel, claim: LostClaim, cause
   let delay = FIRST_DELAY_MS;
   for (let tries = 1; ; tries++) {
     try {
-      const sent = ch.call(SCRIPT.releaseLostClaim, keys, args);
+      const sent = ch.call('release-lost-claim', keys, args);
       sent.catch(() => undefined); // a try given up on may still fail later
       const reply = await Promise.race([sent, sleep(Math.max(0, deadline - performance.now())).then(() => GAVE_UP)]);
       if (reply === GAVE_UP) return outcome('unknown');
-      const seen = parseObservation(SCRIPT.releaseLostClaim, reply);
+      const seen = parseObservation('release-lost-claim', reply);
       const released = seen.code === 1 || seen.code === 2;
       if (released) await ch.durability?.acknowledged(ch.durability.mark(keys[0])).catch(() => undefined);
       // Code 3: an earlier try, sent while Redis did not answer, released it.

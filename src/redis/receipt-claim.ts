@@ -14,7 +14,6 @@ import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence
 import { breakerField } from './keys.js';
 import { parseClaimObservation, parseObservation, toReceiptState, type ClaimObservation, type Observation } from './observation.js';
 import { attemptJobText } from './receipt-record.js';
-import { SCRIPT } from './receipt-scripts.js';
 import type { ClaimOptions, ClaimResult } from './receipt-types.js';
 import { positiveInt } from './settings.js';
 import { fromStoredJson } from './stored-json.js';
@@ -160,12 +159,12 @@ export async function runClaim(
       } else {
         // A reply lost to a timeout or a dropped connection: release the receipt the claim may have created.
         const reply = await releasingLostClaims(ch, async () => {
-          const sent = await ch.call(SCRIPT.claim, request.keys, request.args);
+          const sent = await ch.call('claim', request.keys, request.args);
           await registered;
           return sent;
         }, () => [{ request, fence: createdFence(request) }]);
         mark = ch.durability?.mark(redisKey);
-        claimed = parseClaimObservation(SCRIPT.claim, reply);
+        claimed = parseClaimObservation('claim', reply);
       }
       breaker = claimed.toolRemoval === null
         ? { rejectionStreak: claimed.rejectionStreak }
@@ -200,7 +199,7 @@ export async function runClaim(
         // A takeover whose reply was lost: release the attempt it may have started (attempts + 1, carrying its token).
         const won: Observation = await releasingLostClaims(
           ch,
-          () => run(SCRIPT.reclaim, [
+          () => run('reclaim', [
             observed.status ?? '', observed.attempts, request.leaseMs, ch.retentionMs, request.owner, observed.epoch, request.effect, request.job,
             request.token,
           ]),
@@ -208,7 +207,7 @@ export async function runClaim(
         );
         const mark = ch.durability?.mark(redisKey);
         if (won.code === 1) {
-          if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError(SCRIPT.reclaim, won);
+          if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError('reclaim', won);
           return durableClaim(ch, request, executing(state, won, effect, redisKey, breaker), mark);
         }
         seen = won;
@@ -219,7 +218,7 @@ export async function runClaim(
           const lostFence = { attempt: seen.attempts, epoch: seen.epoch };
           return { decision, state, effect, redisKey, leaseRemainingMs: 0, lostFence, ...breaker };
         }
-        const flagged = await run(SCRIPT.flagAmbiguous, [seen.attempts, ch.retentionMs, seen.epoch, request.effect]);
+        const flagged = await run('flag-ambiguous', [seen.attempts, ch.retentionMs, seen.epoch, request.effect]);
         if (flagged.code === 1 || flagged.code === 2) {
           return {
             decision,
@@ -236,7 +235,7 @@ export async function runClaim(
       }
     }
   }
-  throw new UnexpectedScriptReplyError(SCRIPT.claim, `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
+  throw new UnexpectedScriptReplyError('claim', `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
 }
 
 function executing(state: ReceiptState, won: Observation, effect: EffectResumability, redisKey: string, breaker: Breaker): ClaimResult {
@@ -277,8 +276,8 @@ export async function releaseUnacknowledged(ch: ClaimChannel, request: ClaimRequ
   const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
   try {
     const seen = parseObservation(
-      SCRIPT.fail,
-      await ch.call(SCRIPT.fail, keys, [fence.attempt, cause.message, 'neverStarted', ch.retentionMs, fence.epoch]),
+      'fail',
+      await ch.call('fail', keys, [fence.attempt, cause.message, 'neverStarted', ch.retentionMs, fence.epoch]),
     );
     const mark = ch.durability?.mark(keys[0]);
     if (seen.code === 1 || seen.code === 2) await ch.durability?.acknowledged(mark);

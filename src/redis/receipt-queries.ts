@@ -13,10 +13,8 @@ import { receiptsExist } from './presence.js';
 import { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
 import type { ReceiptHistoryEntry, ReceiptRecord } from './receipt-record.js';
 import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
-import { RECEIPT_SCRIPTS } from './receipt-scripts.js';
 import { countReceipts, type ReceiptStats } from './receipt-stats.js';
 import { RunRegistry } from './run-registry.js';
-import { defineScripts } from './scripts.js';
 import { positiveInt } from './settings.js';
 
 /** Reads the receipts under one prefix: the part of a `ReceiptStore` that writes no transition. */
@@ -31,7 +29,6 @@ export class ReceiptQueries {
   protected constructor(redis: ReceiptsConnection, prefix: string) {
     this.redis = redis;
     this.prefix = prefix;
-    defineScripts(this.redis, RECEIPT_SCRIPTS);
     this.reader = new ReceiptReader(this.redis, this.prefix);
     this.registry = new RunRegistry(this.redis, this.prefix);
   }

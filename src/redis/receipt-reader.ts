@@ -7,8 +7,7 @@ import { zrangeWithScores } from './clients/commands.js';
 import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
 import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from './errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
-import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
-import { defineScripts, runScript, scriptEntry } from './scripts.js';
+import { runScript, scriptEntry } from './scripts.js';
 
 /** What a walk for ambiguous receipts found. */
 export interface AmbiguousScan {
@@ -42,14 +41,13 @@ export class ReceiptReader {
     private readonly prefix: string,
   ) {
     this.redis = receiptsConnection(redis);
-    defineScripts(redis, RECEIPT_SCRIPTS);
   }
 
   private readonly redis: ReceiptsConnection;
 
   /** The receipt under `redisKey` with every field, or `null` when there is none; throws `CorruptReceiptError` for a key of another type. */
   async inspect(redisKey: string): Promise<ReceiptRecord | null> {
-    return parseInspectReply(redisKey, await this.script(SCRIPT.inspect, [redisKey]));
+    return parseInspectReply(redisKey, await this.script('inspect', [redisKey]));
   }
 
   /**
@@ -95,7 +93,7 @@ export class ReceiptReader {
     };
     if (redisKeys.length === 0) return [];
     if (this.redis.isCluster) return Promise.all(redisKeys.map((redisKey) => this.inspect(redisKey).catch(corruptAsValue)));
-    const replies = await this.redis.batch(redisKeys.map((redisKey) => scriptEntry(this.redis, SCRIPT.inspect, [redisKey], [])));
+    const replies = await this.redis.batch(redisKeys.map((redisKey) => scriptEntry(this.redis, 'inspect', [redisKey], [])));
     return redisKeys.map((redisKey, i) => {
       const [err, reply] = replies[i] ?? [new Error('missing pipeline reply'), null];
       try {
@@ -150,7 +148,7 @@ export class ReceiptReader {
       if (!record || record.createdMs !== scores[i]) stale.push(members[i] as string);
     });
     let removed = 0;
-    for (const member of stale) if (Number(await this.script(SCRIPT.pruneIndex, [indexKey, member])) === 1) removed++;
+    for (const member of stale) if (Number(await this.script('prune-index', [indexKey, member])) === 1) removed++;
     found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
     return { receipts: found, total: count ? Math.max(found.length, entries - removed) : found.length };
   }

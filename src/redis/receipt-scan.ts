@@ -11,7 +11,6 @@ import { zrange } from './clients/commands.js';
 import type { ReceiptStatus } from './errors.js';
 import type { EffectResumability } from '../core/decision.js';
 import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from './keys.js';
-import { SCRIPT } from './receipt-scripts.js';
 import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
 import type { RunRegistry } from './run-registry.js';
 import { forEachBounded } from './bounded.js';
@@ -76,7 +75,7 @@ export async function scanReceipts(redis: RedisConnection, prefix: string, optio
   const totals = new StatsTotals();
   await walkRuns(redis, prefix, options, async (indexKeys) => {
     const members = (await runMembers(redis, indexKeys)).filter((m) => m.length > 0);
-    for (const reply of await scriptPerRun(redis, SCRIPT.tally, members, true)) totals.add(parseTally(reply));
+    for (const reply of await scriptPerRun(redis, 'tally', members, true)) totals.add(parseTally(reply));
   });
   return totals.finish(prefix, options.tenantId, totals.readAtMs || (await serverTimeMs(redis)), 'scan');
 }
@@ -112,7 +111,7 @@ export async function rebuildReceiptCounts(redis: RedisConnection, registry: Run
     });
     // Registered first, so a run never has a counting set the registry does not name.
     await Promise.all(runsOf.map((run) => registry.register(run.tenantId, run.runId, true)));
-    for (const reply of await scriptPerRun(redis, SCRIPT.recountRun, lists, true)) {
+    for (const reply of await scriptPerRun(redis, 'recount-run', lists, true)) {
       const [counted, , skipped] = (reply as number[]).map(Number) as [number, number, number];
       runs++;
       receipts += counted;

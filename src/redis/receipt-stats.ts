@@ -10,9 +10,8 @@ import type { EffectResumability } from '../core/decision.js';
 import { isCluster, receiptsConnection, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
 import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
-import { RECEIPT_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { defineScripts, runScript, scriptEntry } from './scripts.js';
+import { runScript, scriptEntry } from './scripts.js';
 import { forEachBounded } from './bounded.js';
 import { serverTimeMs as timeOf } from './clients/commands.js';
 
@@ -183,7 +182,6 @@ export interface TenantCounts {
  * tenant with live receipts, in one pass over the registry.
  */
 export async function countReceiptsByTenant(redis: RedisConnection, registry: RunRegistry): Promise<TenantCounts> {
-  defineScripts(redis, RECEIPT_SCRIPTS);
   const all = new StatsTotals();
   const byTenant = new Map<string, StatsTotals>();
   const read = await countRegistered(redis, registry, undefined, (run, tally) => {
@@ -224,7 +222,7 @@ async function countRegistered(
   let readAtMs = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
-    const replies = await scriptPerRun(redis, SCRIPT.countRun, page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
+    const replies = await scriptPerRun(redis, 'count-run', page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);

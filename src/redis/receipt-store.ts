@@ -24,7 +24,6 @@ import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
 import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { SCRIPT } from './receipt-scripts.js';
 import { runScript } from './scripts.js';
 import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from './durability.js';
@@ -236,7 +235,7 @@ export class ReceiptStore extends ReceiptQueries {
    */
   async flagAmbiguous(key: ToolCallReceiptKey, fence: AttemptFence, effect: EffectResumability): Promise<number | null> {
     positiveInt(fence.attempt, 'attempt');
-    const flagged = await this.run(SCRIPT.flagAmbiguous, this.keys(key), [fence.attempt, this.retentionMs, fence.epoch, effect]);
+    const flagged = await this.run('flag-ambiguous', this.keys(key), [fence.attempt, this.retentionMs, fence.epoch, effect]);
     return flagged.code === 1 || flagged.code === 2 ? flagged.ambiguousMs : null;
   }
 
@@ -255,7 +254,7 @@ export class ReceiptStore extends ReceiptQueries {
     const text = toStoredJson(result, 'the result');
     const seen = await this.fenced(
       'complete',
-      SCRIPT.complete,
+      'complete',
       key,
       fence,
       [text, this.retentionMs, breakerField(key.toolName, 'rejections')],
@@ -325,7 +324,7 @@ export class ReceiptStore extends ReceiptQueries {
    * recorded as for {@link complete}.
    */
   async fail(key: ToolCallReceiptKey, fence: AttemptFence, failure: { error: string; tier?: string }): Promise<SettleResult> {
-    const seen = await this.fenced('fail', SCRIPT.fail, key, fence, [failure.error, failure.tier ?? '', this.retentionMs]);
+    const seen = await this.fenced('fail', 'fail', key, fence, [failure.error, failure.tier ?? '', this.retentionMs]);
     return this.settled(seen, fence);
   }
 
@@ -338,7 +337,7 @@ export class ReceiptStore extends ReceiptQueries {
    * {@link FencedOutError} when `fence` no longer owns the receipt.
    */
   async markOutcomeUnknown(key: ToolCallReceiptKey, fence: AttemptFence, error: string): Promise<{ ambiguousMs: number | null }> {
-    const seen = await this.fenced('markOutcomeUnknown', SCRIPT.outcomeUnknown, key, fence, [error, this.retentionMs]);
+    const seen = await this.fenced('markOutcomeUnknown', 'outcome-unknown', key, fence, [error, this.retentionMs]);
     return { ambiguousMs: seen.ambiguousMs };
   }
 
@@ -351,8 +350,8 @@ export class ReceiptStore extends ReceiptQueries {
    */
   async heartbeat(key: ToolCallReceiptKey, fence: AttemptFence, leaseMs?: number): Promise<HeartbeatResult> {
     const lease = positiveInt(leaseMs ?? this.leaseMs, 'leaseMs');
-    const seen = await this.fenced('heartbeat', SCRIPT.heartbeat, key, fence, [lease, this.retentionMs]);
-    if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError(SCRIPT.heartbeat, seen);
+    const seen = await this.fenced('heartbeat', 'heartbeat', key, fence, [lease, this.retentionMs]);
+    if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError('heartbeat', seen);
     return { leaseUntilMs: seen.leaseUntilMs, contested: seen.code === 2 };
   }
 
@@ -366,7 +365,7 @@ export class ReceiptStore extends ReceiptQueries {
     if (name.length === 0) throw new InvalidReceiptInputError('a step name must not be empty');
     assertWellFormedNames({ 'step name': name });
     const text = toStoredJson(value, `step ${JSON.stringify(name)}`);
-    await this.fenced('recordStep', SCRIPT.recordStep, key, fence, [STEP_FIELD_PREFIX + name, text, this.retentionMs]);
+    await this.fenced('recordStep', 'record-step', key, fence, [STEP_FIELD_PREFIX + name, text, this.retentionMs]);
   }
 
   /**
@@ -403,7 +402,7 @@ export class ReceiptStore extends ReceiptQueries {
     const by = checkVerdictText(resolution.by, 'by', RESOLUTION_BY_MAX) ?? this.owner;
     const note = checkVerdictText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
     const keys = this.keys(key);
-    const seen = await this.run(SCRIPT.resolve, keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
+    const seen = await this.run('resolve', keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
     const mark = this.durability?.mark(keys[0]);
     if (seen.code === 1) return this.durability?.require('resolve', keys[0], mark);
     const fence = toFence(seen);

@@ -9,12 +9,11 @@ import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity
 import type { RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
-import { RECONCILE_SCRIPTS, SCRIPT } from './receipt-scripts.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
 import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from './durability.js';
 import { checkOptions, type OptionsSchema } from '../core/options.js';
 import { connectionOption, prefixOption, retentionOption } from './options.js';
-import { defineScripts, runScript } from './scripts.js';
+import { runScript } from './scripts.js';
 import { positiveInt, storeSettings } from './settings.js';
 import { toStoredJson } from './stored-json.js';
 
@@ -94,7 +93,6 @@ export class ReconcileStore {
     this.redis = options.redis;
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
-    defineScripts(this.redis, RECONCILE_SCRIPTS);
   }
 
   /** The receipt, its run index and the run's counting set; a name that is not well-formed Unicode throws `MalformedNameError` first. */
@@ -129,8 +127,8 @@ export class ReconcileStore {
     options: { again?: boolean } = {},
   ): Promise<ReconcileStart> {
     const args = [positiveInt(lost.attempt, 'attempt'), positiveInt(leaseMs, 'leaseMs'), worker, this.retentionMs, options.again ? '1' : '', lost.epoch];
-    const reply = await this.call(SCRIPT.reconcileBegin, this.keys(key), args);
-    const [code, n, startedMs, nowMs] = ints(SCRIPT.reconcileBegin, reply, 4) as [number, number, number, number];
+    const reply = await this.call('reconcile-begin', this.keys(key), args);
+    const [code, n, startedMs, nowMs] = ints('reconcile-begin', reply, 4) as [number, number, number, number];
     switch (code) {
       case 1:
         return { kind: 'begun', reconciles: n, attemptStartedMs: startedMs, nowMs };
@@ -141,7 +139,7 @@ export class ReconcileStore {
       case 0:
         return { kind: 'movedOn' };
       default:
-        throw new UnexpectedScriptReplyError(SCRIPT.reconcileBegin, reply);
+        throw new UnexpectedScriptReplyError('reconcile-begin', reply);
     }
   }
 
@@ -160,7 +158,7 @@ export class ReconcileStore {
     const job = verdict.verdict === 'not_started' && verdict.job ? attemptJobText(verdict.job) : '';
     const keys = this.keys(key);
     const mark = this.durability?.mark(keys[0]);
-    const reply = await this.call(SCRIPT.reconcileSettle, keys, [
+    const reply = await this.call('reconcile-settle', keys, [
       positiveInt(fence.attempt, 'attempt'),
       positiveInt(fence.reconciles, 'reconciles'),
       verdict.verdict,
@@ -171,7 +169,7 @@ export class ReconcileStore {
       job,
       fence.epoch,
     ]);
-    const [code, attempts] = ints(SCRIPT.reconcileSettle, reply, 2) as [number, number];
+    const [code, attempts] = ints('reconcile-settle', reply, 2) as [number, number];
     if (code !== 1) {
       const observed = attempts > 0 ? { status: 'running' as const, attempts, epoch: fence.epoch } : null;
       throw new FencedOutError(keys[0], fence, observed, `reconcile (${verdict.verdict})`);
@@ -187,7 +185,7 @@ export class ReconcileStore {
    * unless the receipt exists and is running; returns whether it was recorded.
    */
   async noteJob(key: ToolCallReceiptKey, job: AttemptJob): Promise<boolean> {
-    const reply = await this.call(SCRIPT.noteJob, [this.keys(key)[0]], [attemptJobText(job)]);
+    const reply = await this.call('note-job', [this.keys(key)[0]], [attemptJobText(job)]);
     return Number(reply) === 1;
   }
 
@@ -202,7 +200,7 @@ export class ReconcileStore {
   ): Promise<KeyedRerun> {
     const keys = this.keys(key);
     const mark = this.durability?.mark(keys[0]);
-    const reply = await this.call(SCRIPT.reclaimKeyed, keys, [
+    const reply = await this.call('reclaim-keyed', keys, [
       positiveInt(options.lost.attempt, 'attempt'),
       positiveInt(options.keyWindowMs, 'keyWindowMs'),
       positiveInt(options.leaseMs, 'leaseMs'),
@@ -211,7 +209,7 @@ export class ReconcileStore {
       options.job ? attemptJobText(options.job) : '',
       options.lost.epoch,
     ]);
-    const [code, n, nowMs] = ints(SCRIPT.reclaimKeyed, reply, 3) as [number, number, number];
+    const [code, n, nowMs] = ints('reclaim-keyed', reply, 3) as [number, number, number];
     switch (code) {
       case 1:
         await this.durability?.require('reclaimKeyed', keys[0], mark);
@@ -223,7 +221,7 @@ export class ReconcileStore {
       case 0:
         return { kind: 'movedOn' };
       default:
-        throw new UnexpectedScriptReplyError(SCRIPT.reclaimKeyed, reply);
+        throw new UnexpectedScriptReplyError('reclaim-keyed', reply);
     }
   }
 }

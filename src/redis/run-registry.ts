@@ -19,10 +19,7 @@
 import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
 import { zrangeWithScores } from './clients/commands.js';
 import { encodeKeyComponent } from './keys.js';
-import { defineScripts, runScript } from './scripts.js';
-
-const REGISTER = 'toolReceiptsRegisterRun';
-const UNREGISTER = 'toolReceiptsUnregisterRun';
+import { runScript } from './scripts.js';
 
 /** Shards per prefix. Fixed: every process of a fleet must agree on it. */
 export const RUN_REGISTRY_SHARDS = 16;
@@ -83,10 +80,6 @@ export class RunRegistry {
     readonly prefix: string,
   ) {
     this.redis = receiptsConnection(redis);
-    defineScripts(redis, [
-      { name: REGISTER, file: 'register-run-1.lua', numberOfKeys: 1 },
-      { name: UNREGISTER, file: 'unregister-run-1.lua', numberOfKeys: 1 },
-    ]);
   }
 
   /**
@@ -101,7 +94,7 @@ export class RunRegistry {
     const known = this.registered.get(tag);
     if (!force && known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
-    const done = runScript(this.redis, REGISTER, [runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
+    const done = runScript(this.redis, 'register-run', [runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
     this.registered.set(tag, { at: now, done });
     // A failed write is forgotten, so the next claim of the run tries again.
     done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));
@@ -140,7 +133,7 @@ export class RunRegistry {
     let dropped = 0;
     for (const run of runs) {
       if (run.registeredMs >= nowMs - REGISTRATION_GRACE_MS) continue;
-      dropped += Number(await runScript(this.redis, UNREGISTER, [run.shardKey], [run.tag, run.registeredMs]));
+      dropped += Number(await runScript(this.redis, 'unregister-run', [run.shardKey], [run.tag, run.registeredMs]));
     }
     return dropped;
   }

@@ -1,239 +1,244 @@
 /**
- * Loads the package's Lua scripts and registers them by name on a
- * connection; the connection's adapter sends EVALSHA and falls back to EVAL
- * when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+ * The Lua scripts, found by their file names as BullMQ finds its own: every
+ * `lua/<name>-<numKeys>.lua` is the script `<name>` taking that many KEYS,
+ * and `lua/<name>-N.lua` the script `<name>` taking any number (the count
+ * passed first). Callers run a script by that name (`runScript(redis,
+ * 'complete-claim', keys, args)`); adding a file is all it takes to call it.
  *
- * Each is registered under its name and the start of its text's SHA-1, not
- * its name alone: two copies of the package in one process (two releases, one
- * a dependency of the other) may share a connection, and a second definition
- * under the same command name would replace the first, so one copy would run
- * the other's scripts.
+ * The directory is read once per process, on first use: each file's includes
+ * are expanded (`./script-includes.ts`) and its header checked against its
+ * name (`./script-header.ts`), so a file whose header declares other KEYS
+ * than its name says is refused before any script runs.
  *
- * A script may share code through `--- @include "<name>"` lines: each such
- * line is replaced by `lua/includes/<name>.lua` (itself expanded the same
- * way) when the script is read, so Redis only ever sees one self-contained
- * script per command.
+ * Nothing names a script on the connection itself: each copy of the package
+ * keeps its own table of scripts and sends each by the SHA-1 of its own text
+ * (EVALSHA, and the text again when the server answers NOSCRIPT). Two copies
+ * in one process (two releases, one a dependency of the other) may share a
+ * connection and scripts of the same name, and each still runs its own; a
+ * command registered on the client by name (ioredis' `defineCommand`) would
+ * let the second definition replace the first.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { receiptsConnection, type BatchEntry, type LuaScript, type RedisConnection } from './connection.js';
-import { ToolReceiptsError } from '../core/errors.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { receiptsConnection, type BatchEntry, type LuaScript, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import { ScriptDefinitionError } from './script-errors.js';
+import { checkScriptHeader, type ScriptKeys } from './script-header.js';
+import { expandIncludes } from './script-includes.js';
 
-/** One script to register: the command name, its file in `lua/`, and how many KEYS it takes. */
-export interface ScriptDefinition {
-  /** Name the script is run by. Pick one that cannot clash with another package's scripts. */
+export { ScriptDefinitionError, ScriptIncludeError, type ScriptIncludeProblem } from './script-errors.js';
+export { expandIncludes } from './script-includes.js';
+export type { ScriptKeys } from './script-header.js';
+
+/** One script of a {@link ScriptLibrary}: `lua/<name>-<n>.lua` with its includes expanded. */
+export interface Script {
+  /** The name it is run by: the file name without its key count, `complete-claim` for `complete-claim-5.lua`. */
   readonly name: string;
-  /** File name inside the package's `lua/` directory, e.g. `claim-4.lua`. */
+  /** The file inside the directory, e.g. `complete-claim-5.lua`. */
   readonly file: string;
-  /**
-   * Number of KEYS; must match the `-<n>.lua` suffix of `file`. `'any'` for a
-   * script that takes however many keys it is given (file `<name>-N.lua`), all
-   * still of one hash tag.
-   */
-  readonly numberOfKeys: number | 'any';
-}
-
-/** A script was used on a connection before it was defined, or its definition is inconsistent. */
-export class ScriptDefinitionError extends ToolReceiptsError {
-  readonly code = 'redis.script_definition';
-}
-
-/** Why an `@include` line could not be expanded. */
-export type ScriptIncludeProblem = 'missing' | 'cycle' | 'malformed';
-
-/**
- * A script's `--- @include` line names no file in `lua/includes/`, is not of
- * the form `--- @include "<name>"`, or includes form a cycle. `chain` is the
- * path of includes from the script down to the failing one.
- */
-export class ScriptIncludeError extends ToolReceiptsError {
-  readonly code = 'redis.script_include';
-  readonly script: string;
-  readonly include: string;
-  readonly problem: ScriptIncludeProblem;
-  readonly chain: readonly string[];
-
-  constructor(script: string, include: string, problem: ScriptIncludeProblem, chain: readonly string[]) {
-    const via = chain.length > 0 ? ` (via ${chain.join(' -> ')})` : '';
-    const what =
-      problem === 'missing'
-        ? `includes ${JSON.stringify(include)}${via}, but lua/includes/${include}.lua does not exist`
-        : problem === 'cycle'
-          ? `has an include cycle: ${[...chain, include].join(' -> ')}`
-          : `has a malformed include line ${JSON.stringify(include)}${via}; write --- @include "<name>"`;
-    super(`script ${script} ${what}`);
-    this.script = script;
-    this.include = include;
-    this.problem = problem;
-    this.chain = chain;
-  }
-}
-
-/** A line `--- @include …`; what follows `@include` is checked by {@link expandIncludes}. */
-const INCLUDE_LINE = /^\s*---\s*@include\b(.*)$/;
-/** `"<name>"` or `"<name>.lua"`, a plain file name inside `lua/includes/`. */
-const INCLUDE_NAME = /^\s+"([A-Za-z0-9_-]+)(?:\.lua)?"\s*$/;
-
-/**
- * Replaces every `--- @include "<name>"` line of `source` (the text of
- * `script`) with the text `readInclude(name)` returns, expanded the same way.
- * An include that was already expanded earlier in the same script, directly or
- * through another include, is dropped, so each is defined once and before its
- * first use. `readInclude` returns `undefined` for an include that does not
- * exist. Throws {@link ScriptIncludeError} for a missing include, a malformed
- * include line, or a cycle.
- */
-export function expandIncludes(
-  script: string,
-  source: string,
-  readInclude: (name: string) => string | undefined,
-): string {
-  const done = new Set<string>();
-  const expand = (text: string, chain: readonly string[]): string => {
-    const out: string[] = [];
-    for (const line of text.split('\n')) {
-      const directive = INCLUDE_LINE.exec(line);
-      if (!directive) {
-        out.push(line);
-        continue;
-      }
-      const name = INCLUDE_NAME.exec(directive[1] ?? '')?.[1];
-      if (name === undefined) throw new ScriptIncludeError(script, line.trim(), 'malformed', chain);
-      if (chain.includes(name)) throw new ScriptIncludeError(script, name, 'cycle', chain);
-      if (done.has(name)) continue;
-      const body = readInclude(name);
-      if (body === undefined) throw new ScriptIncludeError(script, name, 'missing', chain);
-      done.add(name);
-      out.push(expand(body.replace(/\r?\n$/, ''), [...chain, name]));
-    }
-    return out.join('\n');
-  };
-  return expand(source, []);
-}
-
-const luaDir = new URL('../../lua/', import.meta.url);
-const includesDir = new URL('includes/', luaDir);
-
-function readPackageInclude(name: string): string | undefined {
-  try {
-    return readFileSync(new URL(`${name}.lua`, includesDir), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-const sourceCache = new Map<string, string>();
-const scriptCache = new Map<string, LuaScript>();
-
-/** A script registered on a connection under a name. */
-interface Defined {
-  readonly file: string;
-  readonly script: LuaScript;
-  /** The KEYS count, or `undefined` when the key count comes first in each call. */
-  readonly numberOfKeys: number | undefined;
-}
-
-const defined = new WeakMap<object, Map<string, Defined>>();
-
-/**
- * The text of `lua/<file>` with its `@include` lines expanded (see
- * {@link expandIncludes}), read and expanded once per process.
- */
-export function scriptSource(file: string): string {
-  if (!/^[A-Za-z0-9_-]+-(?:\d+|N)\.lua$/.test(file)) {
-    throw new ScriptDefinitionError(`script file name ${JSON.stringify(file)} is not <name>-<numberOfKeys>.lua or <name>-N.lua`);
-  }
-  let source = sourceCache.get(file);
-  if (source === undefined) {
-    source = expandIncludes(file, readFileSync(new URL(file, luaDir), 'utf8'), readPackageInclude);
-    sourceCache.set(file, source);
-  }
-  return source;
-}
-
-/**
- * Registers each script on `redis` once; calling it again for the same
- * connection and name is a no-op. Throws {@link ScriptDefinitionError} when a
- * name is reused for a different file, or the key count disagrees with the
- * file name.
- */
-export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDefinition[]): void {
-  const connection = receiptsConnection(redis);
-  let names = defined.get(connection);
-  if (!names) {
-    names = new Map();
-    defined.set(connection, names);
-  }
-  for (const script of scripts) {
-    const suffix = /-(\d+|N)\.lua$/.exec(script.file)?.[1];
-    const expected = script.numberOfKeys === 'any' ? 'N' : String(script.numberOfKeys);
-    if (suffix !== expected) {
-      throw new ScriptDefinitionError(`script ${script.name}: file ${script.file} does not end in -${expected}.lua`);
-    }
-    const previous = names.get(script.name);
-    if (previous !== undefined) {
-      if (previous.file !== script.file) {
-        throw new ScriptDefinitionError(
-          `command ${script.name} is already defined from ${previous.file}, not ${script.file}`,
-        );
-      }
-      continue;
-    }
-    names.set(script.name, { file: script.file, script: luaScript(script.file), numberOfKeys: script.numberOfKeys === 'any' ? undefined : script.numberOfKeys });
-  }
-}
-
-/** The script in `lua/<file>` with its SHA1, made once per process. */
-export function luaScript(file: string): LuaScript {
-  let script = scriptCache.get(file);
-  if (!script) {
-    const source = scriptSource(file);
-    script = { file, source, sha: createHash('sha1').update(source).digest('hex') };
-    scriptCache.set(file, script);
-  }
-  return script;
+  /** The KEYS it takes, as its header declares them (and its file name says). */
+  readonly keys: ScriptKeys;
+  /** Its text and SHA-1, as sent to Redis. */
+  readonly lua: LuaScript;
 }
 
 type ScriptArg = string | number | Buffer;
+/** A script's run as an entry of a {@link ReceiptsConnection.batch}. */
+export type ScriptEntry = Extract<BatchEntry, { script: LuaScript }>;
 
-/**
- * The script registered as `name` and its KEYS and ARGV. `keys` then `args`
- * are read as one list: its first `numberOfKeys` values are KEYS, the rest
- * ARGV. A script defined with `numberOfKeys: 'any'` takes the key count first
- * (as `keys[0]`), then that many keys.
- */
-function prepared(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Extract<BatchEntry, { script: LuaScript }> {
-  const found = defined.get(receiptsConnection(redis))?.get(name);
-  if (!found) throw new ScriptDefinitionError(`script ${name} is not defined on this connection; call defineScripts first`);
-  const all = [...keys, ...args];
-  if (found.numberOfKeys !== undefined) {
-    return { script: found.script, keys: all.slice(0, found.numberOfKeys).map(String), args: all.slice(found.numberOfKeys) };
+const FILE_NAME = /^([A-Za-z0-9_-]+)-(?:\d+|N)\.lua$/;
+
+/** Every script of one `lua/` directory, by name. */
+export class ScriptLibrary {
+  private readonly byName: ReadonlyMap<string, Script>;
+  private readonly byFileName: ReadonlyMap<string, Script>;
+
+  private constructor(scripts: readonly Script[]) {
+    this.byName = new Map(scripts.map((s) => [s.name, s]));
+    this.byFileName = new Map(scripts.map((s) => [s.file, s]));
   }
-  const count = Number(all[0]);
-  if (!Number.isSafeInteger(count) || count < 0 || count > all.length - 1) {
-    throw new ScriptDefinitionError(`script ${name} takes the key count first; got ${String(all[0])} with ${all.length - 1} values after it`);
+
+  /**
+   * Reads every `*.lua` file of `dir` (its `includes/` folder holds what
+   * they include). Throws {@link ScriptDefinitionError} for a file not named
+   * `<name>-<n>.lua` or `<name>-N.lua`, two files of one name, or a header
+   * that disagrees with its file name (see `checkScriptHeader`), and
+   * `ScriptIncludeError` for an include that cannot be expanded.
+   */
+  static load(dir: URL): ScriptLibrary {
+    const includes = new URL('includes/', dir);
+    const readInclude = (name: string): string | undefined => {
+      try {
+        return readFileSync(new URL(`${name}.lua`, includes), 'utf8');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+        throw error;
+      }
+    };
+    const files = readdirSync(dir, { withFileTypes: true })
+      .filter((entry) => entry.isFile() && entry.name.endsWith('.lua'))
+      .map((entry) => entry.name)
+      .sort();
+    const scripts: Script[] = [];
+    const seen = new Map<string, string>();
+    for (const file of files) {
+      const source = expandIncludes(file, readFileSync(new URL(file, dir), 'utf8'), readInclude);
+      const keys = checkScriptHeader(file, source);
+      const name = FILE_NAME.exec(file)![1]!;
+      const other = seen.get(name);
+      if (other !== undefined) throw new ScriptDefinitionError(`lua/${other} and lua/${file} are both the script ${name}: one file a name`, file);
+      seen.set(name, file);
+      scripts.push({ name, file, keys, lua: { file, source, sha: createHash('sha1').update(source).digest('hex') } });
+    }
+    return new ScriptLibrary(scripts);
   }
-  return { script: found.script, keys: all.slice(1, 1 + count).map(String), args: all.slice(1 + count) };
+
+  /** The names of its scripts, in the order of their files. */
+  get names(): string[] {
+    return [...this.byName.keys()];
+  }
+
+  /** The script run as `name`, or `undefined`. */
+  find(name: string): Script | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The script run as `name`. Throws {@link ScriptDefinitionError} when no file is named for it. */
+  script(name: string): Script {
+    const script = this.byName.get(name);
+    if (script === undefined) {
+      throw new ScriptDefinitionError(`no script is named ${JSON.stringify(name)}: lua/ has no file ${name}-<numberOfKeys>.lua or ${name}-N.lua`);
+    }
+    return script;
+  }
+
+  /** The script in file `file` (`claim-4.lua`). Throws {@link ScriptDefinitionError} when there is none. */
+  byFile(file: string): Script {
+    const script = this.byFileName.get(file);
+    if (script === undefined) throw new ScriptDefinitionError(`lua/ has no script file ${JSON.stringify(file)}`, file);
+    return script;
+  }
+
+  /**
+   * `name`'s run with `keys` then `args`, read as one list: its first KEYS
+   * count of values are KEYS, the rest ARGV. A variadic script takes the key
+   * count first (as `keys[0]`), then that many keys. Throws
+   * {@link ScriptDefinitionError} for an unknown name, or fewer keys than the
+   * script takes.
+   */
+  entry(name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): ScriptEntry {
+    return entryOf(this.script(name), keys, args);
+  }
+
+  /** Runs `name` on `redis`; arguments as {@link entry}. */
+  run(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Promise<unknown> {
+    const entry = this.entry(name, keys, args);
+    return receiptsConnection(redis).evalScript(entry.script, entry.keys, entry.args);
+  }
 }
 
-/** Runs a script defined with {@link defineScripts} on a connection. */
+function entryOf(script: Script, keys: readonly ScriptArg[], args: readonly ScriptArg[]): ScriptEntry {
+  const all = [...keys, ...args];
+  if (script.keys.kind === 'fixed') {
+    const count = script.keys.count;
+    if (all.length < count) throw new ScriptDefinitionError(`script ${script.name} takes ${count} keys; got ${all.length} values in all`, script.file);
+    return { script: script.lua, keys: all.slice(0, count).map(String), args: all.slice(count) };
+  }
+  const count = Number(all[0]);
+  if (!Number.isSafeInteger(count) || count < script.keys.atLeast || count > all.length - 1) {
+    throw new ScriptDefinitionError(
+      `script ${script.name} takes the key count first, at least ${script.keys.atLeast}; got ${String(all[0])} with ${all.length - 1} values after it`,
+      script.file,
+    );
+  }
+  return { script: script.lua, keys: all.slice(1, 1 + count).map(String), args: all.slice(1 + count) };
+}
+
+let packaged: ScriptLibrary | undefined;
+
+/** The package's own scripts (its `lua/` directory), read once per process. */
+export function packageScripts(): ScriptLibrary {
+  packaged ??= ScriptLibrary.load(new URL('../../lua/', import.meta.url));
+  return packaged;
+}
+
+/** The text of the package's `lua/<file>` (`claim-4.lua`) with its includes expanded. */
+export function scriptSource(file: string): string {
+  return packageScripts().byFile(file).lua.source;
+}
+
+/** The package's script in `lua/<file>` with its SHA-1. */
+export function luaScript(file: string): LuaScript {
+  return packageScripts().byFile(file).lua;
+}
+
+/** Names given with {@link defineScripts}, per connection. */
+const aliases = new WeakMap<ReceiptsConnection, Map<string, Script>>();
+
+function scriptOn(redis: RedisConnection, name: string): Script {
+  const library = packageScripts();
+  return library.find(name) ?? aliases.get(receiptsConnection(redis))?.get(name) ?? library.script(name);
+}
+
+/**
+ * Runs the package's script `name` (its file's name without the key count:
+ * `claim`, `complete-claim`, `commit-batch`) on `redis`. `keys` then `args`
+ * are read as one list: the first KEYS count of values are KEYS, the rest
+ * ARGV; a `<name>-N.lua` script takes the key count first. Throws
+ * {@link ScriptDefinitionError} for a name no file has.
+ */
 export function runScript(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Promise<unknown> {
-  const entry = prepared(redis, name, keys, args);
+  const entry = entryOf(scriptOn(redis, name), keys, args);
   return receiptsConnection(redis).evalScript(entry.script, entry.keys, entry.args);
 }
 
-/** Runs a script defined with `numberOfKeys: 'any'`: the key count goes first. */
-export function runVariadicScript(
-  redis: RedisConnection,
-  name: string,
-  keys: readonly string[],
-  args: readonly ScriptArg[],
-): Promise<unknown> {
+/** Runs a `<name>-N.lua` script: the key count is put first. */
+export function runVariadicScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
   return runScript(redis, name, [String(keys.length), ...keys], args);
 }
 
-/** A defined script's run as an entry of a {@link ReceiptsConnection.batch} on the connection it was defined on. */
+/** A script's run as an entry of a {@link ReceiptsConnection.batch}; arguments as {@link runScript}. */
 export function scriptEntry(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): BatchEntry {
-  return prepared(redis, name, keys, args);
+  return entryOf(scriptOn(redis, name), keys, args);
+}
+
+/** A name for one of the package's scripts (see {@link defineScripts}). */
+export interface ScriptDefinition {
+  /** The name to run it by. */
+  readonly name: string;
+  /** Its file inside the package's `lua/` directory, e.g. `claim-4.lua`. */
+  readonly file: string;
+  /** Number of KEYS; must agree with the file's name (`'any'` for `<name>-N.lua`). */
+  readonly numberOfKeys: number | 'any';
+}
+
+/**
+ * Gives scripts of the package's `lua/` directory another name on one
+ * connection. Calling it again with the same definition is a no-op.
+ *
+ * @deprecated Not needed: every script runs by its file's name without the
+ * key count (`claim` for `claim-4.lua`), on any connection. Kept so code
+ * that calls it keeps working.
+ *
+ * Throws {@link ScriptDefinitionError} for a file the package does not have,
+ * a key count that disagrees with the file name, a name already given to
+ * another file on that connection, or the name of another of the package's
+ * scripts.
+ */
+export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDefinition[]): void {
+  const library = packageScripts();
+  const connection = receiptsConnection(redis);
+  let names = aliases.get(connection);
+  if (!names) aliases.set(connection, (names = new Map()));
+  for (const definition of scripts) {
+    const script = library.byFile(definition.file);
+    const takes = script.keys.kind === 'fixed' ? script.keys.count : 'any';
+    if (definition.numberOfKeys !== takes) {
+      throw new ScriptDefinitionError(`script ${definition.name}: lua/${definition.file} takes ${takes} keys, not ${definition.numberOfKeys}`, definition.file);
+    }
+    const previous = library.find(definition.name) ?? names.get(definition.name);
+    if (previous !== undefined && previous !== script) {
+      throw new ScriptDefinitionError(`command ${definition.name} is already defined from ${previous.file}, not ${definition.file}`, definition.file);
+    }
+    names.set(definition.name, script);
+  }
 }

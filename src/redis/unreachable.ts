@@ -94,10 +94,9 @@ export function unreachableErrorOf(error: unknown, where: RedisStep): unknown {
   return error;
 }
 
-/** The step name of a receipt script's command name: `toolReceiptsCompleteClaim` → `completeClaim`. */
+/** The step name of a receipt script: its name in camel case, `complete-claim` → `completeClaim`. */
 export function stepOfScript(script: string): string {
-  const bare = script.replace(/^toolReceipts/, '');
-  return bare.charAt(0).toLowerCase() + bare.slice(1);
+  return script.replace(/-(\w)/g, (_, letter: string) => letter.toUpperCase());
 }
 
 /** The tool named by a receipt key (`<prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>`), or `undefined` for any other key. */

@@ -94,7 +94,7 @@ describe('RedisToolResultStore reads', () => {
     await store.put(ref, text);
     const key = store.hashKeyOf(ref);
     for (const offset of [0, 777_777, text.length - 5_000]) {
-      const reply = (await runScript(client, 'trcOffloadRead', [key], [ref, offset, 20_000])) as [number, number, number, number, string];
+      const reply = (await runScript(client, 'offload-read', [key], [ref, offset, 20_000])) as [number, number, number, number, string];
       expect(reply[4].length).toBeLessThan(20_000 + 2 * 4096 + 2);
       expect((await store.get(ref, { offset, limit: 20_000 }))?.content).toBe(text.slice(offset, offset + 20_000));
     }

@@ -8,8 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { callRedisKeys } from '../../src/redis/keys.js';
 import { parseObservation } from '../../src/redis/observation.js';
 import { claimRequest, runClaim, type ClaimChannel } from '../../src/redis/receipt-claim.js';
-import { RECEIPT_SCRIPTS, SCRIPT } from '../../src/redis/receipt-scripts.js';
-import { defineScripts, runScript } from '../../src/redis/scripts.js';
+import { runScript } from '../../src/redis/scripts.js';
 import { RedisTimeoutError } from '../../src/redis/index.js';
 import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
 import { faultTestsSupported } from '../support/redis.js';
@@ -21,14 +20,13 @@ const RETENTION = 60_000;
 /** Sends release-lost-claim-3.lua for `key`'s receipt. */
 async function release(redis: Redis, redisKeys: readonly string[], attempt: number, epoch: string, owner: string, token: string) {
   const keys = [redisKeys[0]!, redisKeys[1]!, redisKeys[3]!];
-  return parseObservation(SCRIPT.releaseLostClaim, await runScript(redis, SCRIPT.releaseLostClaim, keys, [attempt, epoch, owner, token, 'reply lost', RETENTION]));
+  return parseObservation('release-lost-claim', await runScript(redis, 'release-lost-claim', keys, [attempt, epoch, owner, token, 'reply lost', RETENTION]));
 }
 
 describe('release-lost-claim-3.lua', () => {
   it('settles as failed neverStarted only the attempt its own claim created, once', async () => {
     const store = fixture.store({ owner: 'w1' });
     const redis = fixture.connect();
-    defineScripts(redis, RECEIPT_SCRIPTS);
     const key = freshKey();
     const keys = callRedisKeys(store.prefix, key);
     const fence = (await store.claim(key, { effect: 'opaque' })).fence!;
@@ -51,7 +49,6 @@ describe('release-lost-claim-3.lua', () => {
   it('never creates a receipt when the claim never landed', async () => {
     const store = fixture.store({ owner: 'w1' });
     const redis = fixture.connect();
-    defineScripts(redis, RECEIPT_SCRIPTS);
     const key = freshKey();
     expect(await release(redis, callRedisKeys(store.prefix, key), 1, 'e', 'w1', 'e')).toMatchObject({ code: 0, status: null });
     expect(await store.inspect(key)).toBeNull();
@@ -60,15 +57,14 @@ describe('release-lost-claim-3.lua', () => {
   it("releases a takeover by its claim token, never another worker's takeover under the same owner name", async () => {
     const store = fixture.store({ owner: 'shared-name' });
     const redis = fixture.connect();
-    defineScripts(redis, RECEIPT_SCRIPTS);
     const key = freshKey();
     const keys = callRedisKeys(store.prefix, key);
     const first = (await store.claim(key, { effect: 'opaque' })).fence!;
     await store.fail(key, first, { error: 'nope', tier: 'neverStarted' });
     // A takeover by another worker that shares the owner name, with its own token.
     const reclaimed = parseObservation(
-      SCRIPT.reclaim,
-      await runScript(redis, SCRIPT.reclaim, [keys[0], keys[1], keys[3]], ['failed', 1, 10_000, RETENTION, 'shared-name', first.epoch, 'opaque', '', 'their-token']),
+      'reclaim',
+      await runScript(redis, 'reclaim', [keys[0], keys[1], keys[3]], ['failed', 1, 10_000, RETENTION, 'shared-name', first.epoch, 'opaque', '', 'their-token']),
     );
     expect(reclaimed).toMatchObject({ code: 1, attempts: 2 });
     expect((await release(redis, keys, 2, first.epoch, 'shared-name', 'my-token')).code).toBe(0);
@@ -86,14 +82,13 @@ describe.skipIf(!faultTestsSupported())('a takeover whose reply was lost', () =>
 
     // A channel on a connection with commandTimeout that freezes Redis just as the takeover is sent.
     const redis = new Redis(fixture.handle().url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
-    defineScripts(redis, RECEIPT_SCRIPTS);
     await redis.ping();
     let froze = false;
     const channel: ClaimChannel = {
       retentionMs: RETENTION,
       durability: undefined,
       async call(script, keys, args) {
-        if (script === SCRIPT.reclaim && !froze) {
+        if (script === 'reclaim' && !froze) {
           froze = true;
           await fixture.handle().pause();
           setTimeout(() => void fixture.handle().resume(), 1_200);

@@ -37,8 +37,9 @@ describe('unreachableErrorOf', () => {
 });
 
 describe('stepOfScript', () => {
-  it('names the step after the script command', () => {
-    expect(stepOfScript('toolReceiptsCompleteClaim')).toBe('completeClaim');
-    expect(stepOfScript('toolReceiptsClaim')).toBe('claim');
+  it('names the step after the script, in camel case', () => {
+    expect(stepOfScript('complete-claim')).toBe('completeClaim');
+    expect(stepOfScript('release-lost-claim')).toBe('releaseLostClaim');
+    expect(stepOfScript('claim')).toBe('claim');
   });
 });
