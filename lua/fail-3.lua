@@ -31,26 +31,12 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
 --- @include "settle"
---- @include "count"
+--- @include "open-transition"
 
-local now = serverNow()
-
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
-if refused then
-  if receipt then noteRefusedSettle(KEYS[1], receipt, ARGV[1], ARGV[5], 'failed', ARGV[2], now) end
-  return refused
+if not holdsFence(receipt, ARGV[1], ARGV[5]) then
+  noteRefusedSettle(KEYS[1], receipt, ARGV[1], ARGV[5], 'failed', ARGV[2], now)
+  return observation(0, receipt, now)
 end
-
-local code
-if ARGV[3] == '' then
-  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2] }, { 'result', 'tier' })
-else
-  code = settleReceipt(KEYS[1], KEYS[2], receipt, now, tonumber(ARGV[4]), { 'status', 'failed', 'error', ARGV[2], 'tier', ARGV[3] }, { 'result' })
-end
-receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now, tonumber(ARGV[4]))
-return observation(code, receipt, now)
+local outcome = { status = 'failed', error = ARGV[2], tier = ARGV[3] }
+return observation(settleReceipt(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[4]), outcome), receipt, now)

@@ -35,16 +35,8 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 local expired = leaseState(receipt, now)
 local ambiguous = isFlagged(receipt) or (expired == 1 and effectIsOpaque(receipt, ARGV[4]))
 if not holdsFence(receipt, ARGV[1], ARGV[3]) or not ambiguous then
@@ -52,10 +44,6 @@ if not holdsFence(receipt, ARGV[1], ARGV[3]) or not ambiguous then
 end
 
 local code = 2
-if rcall('HSETNX', KEYS[1], 'ambiguous_ms', now) == 1 then code = 1 end
-local ttl = tonumber(ARGV[2])
-keepAtLeast(KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
-receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+if flagAmbiguous(KEYS[1], receipt, now) then code = 1 end
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[2]))
 return observation(code, receipt, now)

@@ -26,32 +26,21 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
 --- @include "int-text"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[4], now)
-if refused then return refused end
+if not holdsFence(receipt, ARGV[1], ARGV[4]) then return observation(0, receipt, now) end
 
 local lease = tonumber(ARGV[2])
-local ttl = lease + tonumber(ARGV[3])
 local code = 1
 receipt.leaseUntil = now + lease
 -- Values as text, each formatted once (see includes/int-text.lua).
-local nowText, ttlText = intText(now), intText(ttl)
+local nowText, leaseText = intText(now), intText(receipt.leaseUntil)
 if isFlagged(receipt) then
-  rcall('HSET', KEYS[1], 'lease_until_ms', intText(receipt.leaseUntil), 'updated_ms', nowText, 'late_heartbeat_ms', nowText)
+  rcall('HSET', KEYS[1], 'lease_until_ms', leaseText, 'updated_ms', nowText, 'late_heartbeat_ms', nowText)
   code = 2
 else
-  rcall('HSET', KEYS[1], 'lease_until_ms', intText(receipt.leaseUntil), 'updated_ms', nowText)
+  rcall('HSET', KEYS[1], 'lease_until_ms', leaseText, 'updated_ms', nowText)
 end
--- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
-local receiptTtl = keepAtLeast(KEYS[1], ttl, ttlText)
-keepRunKeyAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, lease + tonumber(ARGV[3]))
 return observation(code, receipt, now)

@@ -27,26 +27,12 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[4], now)
-if refused then return refused end
+if not holdsFence(receipt, ARGV[1], ARGV[4]) then return observation(0, receipt, now) end
 
 rcall('HSET', KEYS[1], 'lease_until_ms', now, 'error', ARGV[2], 'updated_ms', now)
 receipt.leaseUntil = now
-if receipt.effect ~= 'resumable' then
-  rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
-  receipt.ambiguous = rcall('HGET', KEYS[1], 'ambiguous_ms')
-end
-local ttl = tonumber(ARGV[3])
--- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
-local receiptTtl = keepAtLeast(KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
+if receipt.effect ~= 'resumable' then flagAmbiguous(KEYS[1], receipt, now) end
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[3]))
 return observation(1, receipt, now)

@@ -29,28 +29,24 @@
   whoever asks, and neither is an attempt anyone was told is ambiguous.
 
   Returns an observation (see includes/observe-receipt.lua):
-  code  1  reclaimed: running, attempts + 1 in the same lifetime (the epoch
-           is kept), new lease, started_ms = now, schema = receiptSchema()
-           (the new attempt writes this release's layout); error, tier, completed_ms, ambiguous_ms and
-           resolved_ms of the previous attempt are cleared (late_settle_ms
-           and late_settle_attempt are kept as history), step:* fields are
-           kept for the new attempt to resume from; the run index entry is
-           scored by created_ms.
+  code  1  reclaimed: attempt + 1 started in the same lifetime (the epoch
+           is kept), as every next attempt is (includes/start-attempt.lua):
+           running, new lease owned by ARGV[5], started_ms = updated_ms =
+           now, schema = receiptSchema() (the new attempt writes this
+           release's layout), job:<attempt> = ARGV[8], claim_token =
+           ARGV[9]; error, tier, completed_ms, ambiguous_ms, resolved_ms and
+           late_heartbeat_ms of the previous attempt are cleared
+           (late_settle_ms and late_settle_attempt are kept as history),
+           step:* fields are kept for the new attempt to resume from; the run
+           index entry is scored by created_ms.
   code  0  not reclaimed: the observation is the current state
            (status '' when the receipt no longer exists). Nothing was written.
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
+--- @include "start-attempt"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 local expired = leaseState(receipt, now)
 local wins = stillAt(receipt, ARGV[1], ARGV[2], ARGV[6]) and (receipt.status == 'failed' or
   (expired == 1 and not isFlagged(receipt) and not effectIsOpaque(receipt, ARGV[7])))
@@ -58,18 +54,7 @@ if not wins then
   return observation(0, receipt, now)
 end
 
-local lease = tonumber(ARGV[3])
-local ttl = lease + tonumber(ARGV[4])
-receipt.leaseUntil = now + lease
-receipt.attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
-receipt.status, receipt.ambiguous, receipt.result = 'running', '', ''
-rcall('HSET', KEYS[1], 'status', 'running', 'lease_until_ms', receipt.leaseUntil, 'owner', ARGV[5], 'updated_ms', now, 'started_ms', now,
-  'schema', receiptSchema())
-rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
-if ARGV[8] and ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. receipt.attempts, ARGV[8]) end
-if ARGV[9] and ARGV[9] ~= '' then rcall('HSET', KEYS[1], 'claim_token', ARGV[9]) end
-keepAtLeast(KEYS[1], ttl)
-rcall('ZADD', KEYS[2], tonumber(rcall('HGET', KEYS[1], 'created_ms')) or now, KEYS[1])
-keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+local token = nil
+if ARGV[9] and ARGV[9] ~= '' then token = { 'claim_token', ARGV[9] } end
+startAttempt(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], ARGV[8], token)
 return observation(1, receipt, now)

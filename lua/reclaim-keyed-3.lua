@@ -22,10 +22,13 @@
   provider inside it.
 
   Returns { code, n, now_ms }:
-  code  1  reclaimed: running, attempts + 1 = n, lease until TIME + ARGV[3],
-           started_ms = TIME, keyed_rerun_ms = TIME, schema = receiptSchema()
-           (see includes/observe-receipt.lua); error, tier, completed_ms,
-           ambiguous_ms and resolved_ms cleared, steps kept.
+  code  1  reclaimed: attempt n = attempts + 1 started as every next attempt
+           is (includes/start-attempt.lua, as reclaim-3.lua starts one):
+           lease until TIME + ARGV[3] owned by ARGV[5], started_ms =
+           updated_ms = TIME, schema = receiptSchema(), job:<n> = ARGV[6];
+           error, tier, completed_ms, ambiguous_ms, resolved_ms and
+           late_heartbeat_ms cleared, steps kept. Its own: keyed_rerun_ms =
+           TIME.
   code  2  a reconcile holds a live lease: n = ms left on it. Nothing written.
   code  3  the window is closed (or closes within the new lease). Nothing written.
   code  0  not running at ARGV[1] of epoch ARGV[7], lease still live, or
@@ -33,17 +36,10 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
 --- @include "reconcile-lease"
---- @include "count"
+--- @include "start-attempt"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 if not holdsFence(receipt, ARGV[1], ARGV[7]) or receipt.leaseUntil > now then
   return { 0, 0, now }
 end
@@ -53,12 +49,5 @@ local lease = tonumber(ARGV[3])
 local created = tonumber(rcall('HGET', KEYS[1], 'created_ms')) or 0
 if now + lease > created + tonumber(ARGV[2]) then return { 3, 0, now } end
 
-local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
-rcall('HSET', KEYS[1], 'lease_until_ms', now + lease, 'owner', ARGV[5], 'started_ms', now,
-  'keyed_rerun_ms', now, 'updated_ms', now, 'schema', receiptSchema())
-if ARGV[6] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[6]) end
-rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
-keepAtLeast(KEYS[1], lease + tonumber(ARGV[4]))
-keepAtLeast(KEYS[2], lease + tonumber(ARGV[4]))
-recountReceipt(KEYS[3], KEYS[1], now)
-return { 1, attempts, now }
+startAttempt(KEYS[1], KEYS[2], KEYS[3], receipt, now, lease, tonumber(ARGV[4]), ARGV[5], ARGV[6], { 'keyed_rerun_ms', now })
+return { 1, receipt.attempts, now }

@@ -31,28 +31,18 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
 --- @include "reconcile-lease"
---- @include "count"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 if not holdsFence(receipt, ARGV[1], ARGV[6]) or receipt.leaseUntil > now or receipt.effect == 'resumable' then
   return { 0, 0, 0, now }
 end
 local verdict = rcall('HMGET', KEYS[1], 'reconciled', 'reconciled_attempt', 'started_ms', 'created_ms')
 local retention = tonumber(ARGV[4])
 if verdict[1] == 'unknown' and tonumber(verdict[2]) == receipt.attempts and ARGV[5] ~= '1' then
-  rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
-  keepAtLeast(KEYS[1], retention)
-  keepAtLeast(KEYS[2], retention)
-  recountReceipt(KEYS[3], KEYS[1], now)
-  return { 3, tonumber(rcall('HGET', KEYS[1], 'ambiguous_ms')), 0, now }
+  flagAmbiguous(KEYS[1], receipt, now)
+  keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, retention)
+  return { 3, tonumber(receipt.ambiguous), 0, now }
 end
 local left = reconcileLeaseLeft(KEYS[1], now)
 if left > 0 then return { 2, left, 0, now } end
@@ -60,7 +50,5 @@ if left > 0 then return { 2, left, 0, now } end
 local lease = tonumber(ARGV[2])
 local reconciles = rcall('HINCRBY', KEYS[1], 'reconciles', 1)
 rcall('HSET', KEYS[1], 'reconciling_until_ms', now + lease, 'reconciler', ARGV[3], 'updated_ms', now)
-keepAtLeast(KEYS[1], lease + retention)
-keepAtLeast(KEYS[2], lease + retention)
-recountReceipt(KEYS[3], KEYS[1], now)
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, lease + retention)
 return { 1, reconciles, tonumber(verdict[3]) or tonumber(verdict[4]) or 0, now }

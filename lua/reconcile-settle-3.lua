@@ -24,14 +24,20 @@
   reconcile lease, and appends a reconcile.<verdict> entry (by ARGV[4], the
   judged attempt, for unknown the note) to the history
   (includes/history.lua), which later attempts keep. Then:
-    completed    status completed, result stored, completed_ms = TIME, lease
-                 cleared; the receipt expires retention ms from now.
-    not_started  attempts + 1 under a fresh lease owned by ARGV[4]
-                 (started_ms = TIME, job:<attempt> = ARGV[8]); error, tier,
-                 completed_ms, ambiguous_ms and resolved_ms are cleared.
-                 With ARGV[6] = 0: status failed (tier neverStarted, error
-                 saying so, completed_ms = TIME, lease cleared), so the next
-                 claim runs it as attempt + 1; expires retention ms from now.
+    completed    settled as complete-4.lua settles (includes/settle.lua,
+                 never as late): status completed, result stored,
+                 completed_ms = TIME, lease cleared; the receipt expires
+                 retention ms from now.
+    not_started  attempt + 1 started as every next attempt is
+                 (includes/start-attempt.lua, as reclaim-3.lua starts one):
+                 a fresh lease owned by ARGV[4], started_ms = updated_ms =
+                 TIME, schema = receiptSchema(), job:<attempt> = ARGV[8];
+                 error, tier, completed_ms, ambiguous_ms, resolved_ms and
+                 late_heartbeat_ms are cleared.
+                 With ARGV[6] = 0: settled as fail-3.lua settles (status
+                 failed, tier neverStarted, error saying so, completed_ms =
+                 TIME, lease cleared), so the next claim runs it as
+                 attempt + 1; expires retention ms from now.
     unknown      still running and expired: ambiguous_ms is set if unset and
                  the receipt kept at least retention ms, for an operator.
 
@@ -44,17 +50,10 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
---- @include "history"
+--- @include "settle"
+--- @include "start-attempt"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 local reconciles = tonumber(rcall('HGET', KEYS[1], 'reconciles')) or 0
 -- A lost attempt that heartbeated since (it was paused, not dead) owns the call again: the verdict is dropped.
 if not holdsFence(receipt, ARGV[1], ARGV[9]) or reconciles ~= tonumber(ARGV[2]) or receipt.leaseUntil > now then
@@ -68,46 +67,26 @@ rcall('HSET', KEYS[1], 'reconciled', verdict, 'reconciled_ms', now, 'reconciled_
 rcall('HDEL', KEYS[1], 'reconciling_until_ms', 'reconciler')
 local note = nil
 if verdict == 'unknown' then note = clipText(ARGV[5], 1000) end
-appendHistory(KEYS[1], {
+local entry = {
   at = now, what = 'reconcile.' .. verdict, by = ARGV[4], attempt = receipt.attempts, note = note,
-  ambiguous_ms = tonumber(receipt.ambiguous) })
+  ambiguous_ms = tonumber(receipt.ambiguous) }
 
 if verdict == 'completed' then
-  rcall('HSET', KEYS[1], 'status', 'completed', 'completed_ms', now)
-  if ARGV[5] == '' then rcall('HDEL', KEYS[1], 'result') else rcall('HSET', KEYS[1], 'result', ARGV[5]) end
-  rcall('HDEL', KEYS[1], 'lease_until_ms')
-  rcall('PEXPIRE', KEYS[1], retention)
-  keepAtLeast(KEYS[2], retention)
-  recountReceipt(KEYS[3], KEYS[1], now)
+  settleReceipt(KEYS[1], KEYS[2], KEYS[3], receipt, now, retention, { status = 'completed', result = ARGV[5] }, nil, entry)
   return { 1, receipt.attempts, 0, '' }
 end
-
 if verdict == 'not_started' and tonumber(ARGV[6]) == 0 then
-  rcall('HSET', KEYS[1], 'status', 'failed', 'completed_ms', now, 'tier', 'neverStarted',
-    'error', 'a reconcile found that the effect never started')
-  rcall('HDEL', KEYS[1], 'lease_until_ms', 'result')
-  rcall('PEXPIRE', KEYS[1], retention)
-  keepAtLeast(KEYS[2], retention)
-  recountReceipt(KEYS[3], KEYS[1], now)
+  local never = { status = 'failed', error = 'a reconcile found that the effect never started', tier = 'neverStarted' }
+  settleReceipt(KEYS[1], KEYS[2], KEYS[3], receipt, now, retention, never, nil, entry)
   return { 1, receipt.attempts, 0, '' }
 end
 
+appendHistory(KEYS[1], entry)
 if verdict == 'not_started' then
-  local lease = tonumber(ARGV[6])
-  local leaseUntil = now + lease
-  local attempts = rcall('HINCRBY', KEYS[1], 'attempts', 1)
-  rcall('HSET', KEYS[1], 'lease_until_ms', leaseUntil, 'owner', ARGV[4], 'started_ms', now)
-  if ARGV[8] ~= '' then rcall('HSET', KEYS[1], 'job:' .. attempts, ARGV[8]) end
-  rcall('HDEL', KEYS[1], 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
-  keepAtLeast(KEYS[1], lease + retention)
-  keepAtLeast(KEYS[2], lease + retention)
-  recountReceipt(KEYS[3], KEYS[1], now)
-  return { 1, attempts, leaseUntil, '' }
+  startAttempt(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[6]), retention, ARGV[4], ARGV[8])
+  return { 1, receipt.attempts, receipt.leaseUntil, '' }
 end
-
 if ARGV[5] == '' then rcall('HDEL', KEYS[1], 'reconcile_note') else rcall('HSET', KEYS[1], 'reconcile_note', ARGV[5]) end
-rcall('HSETNX', KEYS[1], 'ambiguous_ms', now)
-keepAtLeast(KEYS[1], retention)
-keepAtLeast(KEYS[2], retention)
-recountReceipt(KEYS[3], KEYS[1], now)
-return { 1, receipt.attempts, 0, rcall('HGET', KEYS[1], 'ambiguous_ms') }
+flagAmbiguous(KEYS[1], receipt, now)
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, retention)
+return { 1, receipt.attempts, 0, receipt.ambiguous }

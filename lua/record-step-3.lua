@@ -23,22 +23,11 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[5], now)
-if refused then return refused end
+if not holdsFence(receipt, ARGV[1], ARGV[5]) then return observation(0, receipt, now) end
 
 local _, remaining = leaseState(receipt, now)
 rcall('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated_ms', now)
-local ttl = remaining + tonumber(ARGV[4])
--- The receipt's TTL as keepAtLeast left it, so the count need not read it again.
-local receiptTtl = keepAtLeast(KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
-countReceipt(KEYS[3], KEYS[1], receipt, now, receiptTtl)
+keepCounted(KEYS[1], KEYS[2], KEYS[3], receipt, now, remaining + tonumber(ARGV[4]))
 return observation(1, receipt, now)

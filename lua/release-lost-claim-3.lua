@@ -37,30 +37,22 @@
            while Redis was not answering, landed); nothing written.
   code  0  not this claim's attempt (status '' when there is no receipt);
            nothing written.
-  error 'TRC_CORRUPT <key>: <why>' (see includes/observe-receipt.lua); nothing written.
+  error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
+        newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
 --- @include "settle"
---- @include "count"
+--- @include "open-transition"
 
-local now = serverNow()
-
-local receipt, refused = openFenced(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], now)
-if refused and (receipt == nil or receipt.status ~= 'failed') then return refused end
-local owner, token, tier = unpack(redis.call('HMGET', KEYS[1], 'owner', 'claim_token', 'tier'))
+local fenced = holdsFence(receipt, ARGV[1], ARGV[2])
+if not fenced and receipt.status ~= 'failed' then return observation(0, receipt, now) end
+local owner, token, tier = unpack(rcall('HMGET', KEYS[1], 'owner', 'claim_token', 'tier'))
 -- The epoch names the claim only for the attempt that created the lifetime; a takeover is named by its claim_token.
 local ours = owner == ARGV[3] and ((tonumber(ARGV[1]) == 1 and receipt.epoch == ARGV[4]) or token == ARGV[4])
-if refused then
+if not fenced then
   if ours and tier == 'neverStarted' and stillAt(receipt, 'failed', ARGV[1], ARGV[2]) then return observation(3, receipt, now) end
-  return refused
+  return observation(0, receipt, now)
 end
 if not ours then return observation(0, receipt, now) end
 
-local retention = tonumber(ARGV[6])
-local code = settleReceipt(KEYS[1], KEYS[2], receipt, now, retention,
-  { 'status', 'failed', 'error', ARGV[5], 'tier', 'neverStarted' }, { 'result' })
-receipt.status, receipt.result, receipt.leaseUntil = 'failed', '', 0
-countReceipt(KEYS[3], KEYS[1], receipt, now, retention)
-return observation(code, receipt, now)
+local released = { status = 'failed', error = ARGV[5], tier = 'neverStarted' }
+return observation(settleReceipt(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[6]), released), receipt, now)

@@ -26,9 +26,12 @@
   then could contradict what it is doing (contested).
 
   Returns an observation (see includes/observe-receipt.lua):
-  code  1  resolved: status = ARGV[2], completed_ms = resolved_ms = TIME,
-           lease cleared, expires retention ms from now. 'failed' lets the
-           next claim run the call again as attempt + 1. ambiguous_ms is kept.
+  code  1  resolved, settled as complete-4.lua and fail-3.lua settle
+           (includes/settle.lua, never as late): status = ARGV[2],
+           completed_ms = resolved_ms = TIME, lease cleared, the result (or
+           the error) stored, expires retention ms from now. 'failed' lets
+           the next claim run the call again as attempt + 1. ambiguous_ms is
+           kept.
            A resolve.<outcome> entry (who, when, which attempt, the note,
            for failed the error) is appended to the history
            (includes/history.lua), which later attempts keep.
@@ -43,17 +46,9 @@
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "server-now"
---- @include "ttl"
---- @include "fenced"
---- @include "count"
---- @include "history"
+--- @include "settle"
+--- @include "open-transition"
 
-local rcall = redis.call
-local now = serverNow()
-
-local receipt, corrupt = openReceipt(KEYS[1], KEYS[2], KEYS[3])
-if corrupt then return corrupt end
 local epoch = ARGV[5]
 if epoch == '' then epoch = receipt.epoch end
 if not holdsFence(receipt, ARGV[1], epoch) then return observation(0, receipt, now) end
@@ -63,25 +58,9 @@ if expired == 0 or (receipt.effect == 'resumable' and not isFlagged(receipt)) th
   return observation(3, receipt, now)
 end
 
-local ttl = tonumber(ARGV[4])
-rcall('HSET', KEYS[1], 'status', ARGV[2], 'completed_ms', now, 'resolved_ms', now, 'updated_ms', now)
-rcall('HDEL', KEYS[1], 'lease_until_ms')
-receipt.result = ''
-if ARGV[2] == 'completed' then
-  if ARGV[3] ~= '' then
-    rcall('HSET', KEYS[1], 'result', ARGV[3])
-    receipt.result = ARGV[3]
-  end
-else
-  rcall('HSET', KEYS[1], 'error', ARGV[3])
-end
-rcall('PEXPIRE', KEYS[1], ttl)
-keepAtLeast(KEYS[2], ttl)
-local failedError = nil
-if ARGV[2] == 'failed' then failedError = clipText(ARGV[3], 500) end
-appendHistory(KEYS[1], {
+local outcome = { status = 'completed', result = ARGV[3] }
+if ARGV[2] == 'failed' then outcome = { status = 'failed', error = ARGV[3] } end
+settleReceipt(KEYS[1], KEYS[2], KEYS[3], receipt, now, tonumber(ARGV[4]), outcome, { 'resolved_ms', now }, {
   at = now, what = 'resolve.' .. ARGV[2], by = ARGV[6] or '', attempt = receipt.attempts,
-  note = clipText(ARGV[7], 1000), error = failedError, ambiguous_ms = tonumber(receipt.ambiguous) })
-receipt.status, receipt.leaseUntil = ARGV[2], 0
-countReceipt(KEYS[3], KEYS[1], receipt, now)
+  note = clipText(ARGV[7], 1000), error = clipText(outcome.error, 500), ambiguous_ms = tonumber(receipt.ambiguous) })
 return observation(1, receipt, now)

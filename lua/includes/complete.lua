@@ -10,9 +10,10 @@
 
   Returns complete-4.lua's reply (an observation, or the TRC_CORRUPT error
   reply with nothing written), then true when the receipt was settled
-  (codes 1 and 2). A refused complete of an attempt a verdict had settled is
-  noted in the history (noteRefusedSettle, includes/settle.lua). It touches only the keys it is given, which the calling
-  script takes from its KEYS.
+  (codes 1 and 2, through settleReceipt in includes/settle.lua). A refused
+  complete of an attempt a verdict had settled is noted in the history
+  (noteRefusedSettle). It touches only the keys it is given, which the
+  calling script takes from its KEYS.
 ]]
 --- @include "ttl"
 --- @include "fenced"
@@ -29,16 +30,8 @@ local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args,
   local streak = redis.pcall('HGET', breakerKey, args[4])
   if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end
 
-  local retention = tonumber(args[3])
-  local code
-  if args[2] == '' then
-    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed' }, { 'result' })
-  else
-    code = settleReceipt(receiptKey, indexKey, receipt, now, retention, { 'status', 'completed', 'result', args[2] }, {})
-  end
+  local code = settleReceipt(receiptKey, indexKey, countKey, receipt, now, tonumber(args[3]), { status = 'completed', result = args[2] })
   streak = tonumber(streak)
   if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end
-  receipt.status, receipt.result, receipt.leaseUntil = 'completed', args[2], 0
-  countReceipt(countKey, receiptKey, receipt, now, retention)
   return observation(code, receipt, now), true
 end

@@ -1,7 +1,8 @@
 --[[
-  count: defines countReceipt(countKey, key, receipt, now, knownTtl) and
-  recountReceipt(countKey, key, now), which keep a run's counting set (laid
-  out as includes/count-score.lua says) up to date after a transition, so
+  count: defines countReceipt(countKey, key, receipt, now, knownTtl),
+  recountReceipt(countKey, key, now) and keepCounted(receiptKey, indexKey,
+  countKey, receipt, now, ttl), which keep a run's counting set (laid out as
+  includes/count-score.lua says) up to date after a transition, so
   `tool-receipts stats` reads counts instead of receipts.
 
   countReceipt takes the receipt's fields as the calling script left them
@@ -10,8 +11,12 @@
   just set as knownTtl) and keep the set at least as long (with headroom,
   keepRunKeyAtLeast in includes/ttl.lua), so it never expires before its last
   receipt (entries of expired receipts stay until then, and no longer
-  count). A receipt that no longer exists has its
-  entries removed.
+  count). A receipt that no longer exists has its entries removed.
+
+  keepCounted is how a transition that leaves a receipt running ends: it
+  keeps the receipt at least `ttl` ms from now (keepAtLeast), its run index
+  likewise (keepRunKeyAtLeast), and counts the receipt as `receipt` now
+  stands, with the time to live keepAtLeast left.
 ]]
 --- @include "ttl"
 --- @include "observe-receipt"
@@ -41,4 +46,10 @@ end
 
 local function recountReceipt(countKey, key, now)
   countReceipt(countKey, key, readReceipt(key), now)
+end
+
+local function keepCounted(receiptKey, indexKey, countKey, receipt, now, ttl)
+  local left = keepAtLeast(receiptKey, ttl, intText(ttl))
+  keepRunKeyAtLeast(indexKey, ttl)
+  countReceipt(countKey, receiptKey, receipt, now, left)
 end

@@ -1,9 +1,11 @@
 --[[
   fenced: defines effectIsOpaque(receipt, requested), stillAt(receipt,
-  status, attempts, epoch), holdsFence(receipt, attempt, epoch) and
-  openFenced(receiptKey, indexKey, countKey, attempt, epoch, now): the compares of every
-  compare-and-set on a receipt table read by readReceipt (from
-  observe-receipt), and the guarded, fenced read most transitions open with.
+  status, attempts, epoch), holdsFence(receipt, attempt, epoch),
+  openFenced(receiptKey, indexKey, countKey, attempt, epoch, now) and
+  flagAmbiguous(key, receipt, now): the compares of every compare-and-set on
+  a receipt table read by readReceipt (from observe-receipt), the guarded,
+  fenced read complete opens with (a function of its keys, since a batch
+  calls it for many receipts), and the one write of the ambiguous flag.
 
   The fence of an attempt is its number AND the epoch of the receipt's
   lifetime. A receipt that expires and is claimed again starts a new
@@ -24,6 +26,11 @@
               then the reply to return instead: the corrupt-receipt error, or
               the code-0 observation when the caller's attempt does not hold
               the fence (nil when it does).
+  flagAmbiguous  sets ambiguous_ms = now on receipt hash `key` unless it is
+              set (HSETNX: the first time sticks, see isFlagged in
+              observe-receipt), reads it back into receipt.ambiguous, and
+              returns true when it was set now. It touches only the key it
+              is given, which the calling script takes from its KEYS.
 ]]
 --- @include "observe-receipt"
 
@@ -44,4 +51,10 @@ local function openFenced(receiptKey, indexKey, countKey, attempt, epoch, now)
   if corrupt then return nil, corrupt end
   if holdsFence(receipt, attempt, epoch) then return receipt, nil end
   return receipt, observation(0, receipt, now)
+end
+
+local function flagAmbiguous(key, receipt, now)
+  local set = redis.call('HSETNX', key, 'ambiguous_ms', now) == 1
+  receipt.ambiguous = redis.call('HGET', key, 'ambiguous_ms')
+  return set
 end

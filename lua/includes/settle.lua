@@ -1,21 +1,29 @@
 --[[
-  settle: defines settleReceipt(key, indexKey, receipt, now, ttl, fields,
-  drop), the part complete and fail share once the caller's attempt holds
-  the fence: stamp completed_ms and updated_ms with `now`, clear the lease,
-  record a late settle when a claim had already reported the attempt
-  ambiguous, write the caller's status and outcome (`fields`, a list of
-  field, value pairs) and delete the fields it names in `drop`, and keep the
-  receipt `ttl` ms from now (the run index at least that long, see
-  keepRunKeyAtLeast in includes/ttl.lua). One HSET and
-  one HDEL for all of it: each redis.call costs a script about a microsecond.
+  settle: defines settleReceipt(key, indexKey, countKey, receipt, now, ttl,
+  outcome, extra, verdict), the one way a receipt is settled once the
+  caller's attempt holds the fence: by the attempt itself (complete, fail,
+  a lost claim's release) or by a verdict on it (an operator's resolve, a
+  reconcile's completed or not_started). It stamps completed_ms and
+  updated_ms with `now`, clears the lease, writes the outcome and the
+  field, value pairs of `extra` (resolved_ms for a resolve; nil for none),
+  keeps the receipt `ttl` ms from now (the run index at least that long,
+  see keepRunKeyAtLeast in includes/ttl.lua) and counts it. One HSET and one
+  HDEL for the receipt: each redis.call costs a script about a microsecond.
 
-  Returns 2 when the settle is late (ambiguous_ms was set: late_settle_ms =
-  now and late_settle_attempt = the attempt are written, ambiguous_ms is
-  kept, and a late.<status> entry is appended to the history, see
-  includes/history.lua), else 1. It touches only the keys it is given, which the
-  calling script takes from its KEYS.
+  outcome  { status = 'completed', result = <JSON text, '' = no result> }:
+           result stored, or deleted when '';
+           { status = 'failed', error = <text>, tier = <tier, '' or nil =
+           none> }: error and tier stored (tier deleted when none), result
+           deleted.
+  verdict  nil for the attempt's own settle; for a verdict, its history
+           entry (includes/history.lua), appended.
 
-  fieldValue(fields, name) is the value after `name` in such a list, or nil.
+  Returns 2 when the attempt's own settle is late (ambiguous_ms was set:
+  late_settle_ms = now and late_settle_attempt = the attempt are written,
+  ambiguous_ms is kept, and a late.<status> entry is appended to the
+  history), else 1; a verdict is never late (ambiguous_ms is kept). Updates
+  `receipt` (status, result, leaseUntil) for the caller's reply. It touches
+  only the keys it is given, which the calling script takes from its KEYS.
 
   Also defines noteRefusedSettle(key, receipt, attempt, epoch, status,
   errorText, now), for a complete or fail whose fence was refused: when the
@@ -28,31 +36,43 @@
 ]]
 --- @include "int-text"
 --- @include "history"
+--- @include "ttl"
+--- @include "count"
 
-local function fieldValue(fields, name)
-  for i = 1, #fields - 1, 2 do
-    if fields[i] == name then return fields[i + 1] end
-  end
-  return nil
-end
-
-local function settleReceipt(key, indexKey, receipt, now, ttl, fields, drop)
+local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict)
   local code = 1
   local nowText, ttlText = intText(now), intText(ttl)
-  local set = { 'completed_ms', nowText, 'updated_ms', nowText }
-  if receipt.ambiguous ~= '' then
-    set[5], set[6], set[7], set[8] = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts
+  local set, n = { 'completed_ms', nowText, 'updated_ms', nowText }, 4
+  local drop = { 'lease_until_ms' }
+  if verdict == nil and receipt.ambiguous ~= '' then
+    set[5], set[6], set[7], set[8], n = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts, 8
     code = 2
     appendHistory(key, {
-      at = now, what = 'late.' .. fieldValue(fields, 'status'), by = redis.call('HGET', key, 'owner') or '',
-      attempt = receipt.attempts, error = clipText(fieldValue(fields, 'error'), 500),
+      at = now, what = 'late.' .. outcome.status, by = redis.call('HGET', key, 'owner') or '',
+      attempt = receipt.attempts, error = clipText(outcome.error, 500),
       ambiguous_ms = tonumber(receipt.ambiguous) })
   end
-  for i = 1, #fields do set[#set + 1] = fields[i] end
+  set[n + 1], set[n + 2], n = 'status', outcome.status, n + 2
+  if extra then
+    for i = 1, #extra do set[n + i] = extra[i] end
+    n = n + #extra
+  end
+  local result = ''
+  if outcome.status == 'completed' then
+    result = outcome.result
+    if result == '' then drop[2] = 'result' else set[n + 1], set[n + 2] = 'result', result end
+  else
+    set[n + 1], set[n + 2], n = 'error', outcome.error, n + 2
+    drop[2] = 'result'
+    if outcome.tier == nil or outcome.tier == '' then drop[3] = 'tier' else set[n + 1], set[n + 2] = 'tier', outcome.tier end
+  end
   redis.call('HSET', key, unpack(set))
-  redis.call('HDEL', key, 'lease_until_ms', unpack(drop))
+  redis.call('HDEL', key, unpack(drop))
   redis.call('PEXPIRE', key, ttlText)
   keepRunKeyAtLeast(indexKey, ttl)
+  if verdict then appendHistory(key, verdict) end
+  receipt.status, receipt.result, receipt.leaseUntil = outcome.status, result, 0
+  countReceipt(countKey, key, receipt, now, ttl)
   return code
 end
 

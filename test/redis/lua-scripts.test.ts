@@ -173,6 +173,8 @@ describe('script files', () => {
   const includesDir = new URL('includes/', dir);
   const allScripts = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
   const includes = readdirSync(includesDir).filter((f) => f.endsWith('.lua'));
+  /** The one include that runs where it stands (the opening of a receipt transition); every other only defines functions. */
+  const OPENING = 'open-transition.lua';
 
   it('every file in lua/ is a script run by its name, its header agreeing with its file name', () => {
     expect(packageScripts().names).toEqual(allScripts.map((f) => f.replace(/-(?:\d+|N)\.lua$/, '')));
@@ -220,7 +222,7 @@ describe('script files', () => {
     }
   });
 
-  it.each(includes)('include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own', (file) => {
+  it.each(includes.filter((f) => f !== OPENING))('include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own', (file) => {
     const text = readFileSync(new URL(file, includesDir), 'utf8');
     const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1];
     expect(header, `${file} opens with --[[ ... ]]`).toBeDefined();
@@ -242,5 +244,17 @@ describe('script files', () => {
       const included = readFileSync(new URL(`${name}.lua`, includesDir), 'utf8');
       expect(source).toContain(withoutComments(included).trim().split('\n')[0]);
     }
+  });
+
+  it(`${OPENING}, the opening of a transition, names each local it defines and reads only the receipt, run index and counting set`, () => {
+    const text = readFileSync(new URL(OPENING, includesDir), 'utf8');
+    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1] ?? '';
+    const code = withoutComments(text);
+    expect(code).not.toMatch(/^local function/m);
+    const locals = [...code.matchAll(/^local ([\w, ]+?) =/gm)].flatMap((m) => m[1]!.split(/,\s*/));
+    expect(locals).toEqual(['rcall', 'now', 'receipt', 'corrupt']);
+    for (const name of ['rcall', 'now', 'receipt']) expect(header).toMatch(new RegExp(`^\\s+${name}\\s`, 'm'));
+    expect([...new Set([...code.matchAll(/KEYS\[(\d+)\]/g)].map((m) => m[1]))]).toEqual(['1', '2', '3']);
+    expect(code).not.toMatch(/\bARGV\b/);
   });
 });

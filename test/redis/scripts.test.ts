@@ -93,6 +93,7 @@ describe('the script loader', () => {
     ['a fixed file whose header lays out any number', 'open-2.lua', header('open', ['KEYS[1]  a', 'KEYS[2..n]  more']), /declares any number of KEYS \(at least 1\) in its header, but its file name says 2/],
     ['a variadic file whose header declares a fixed count', 'fixed-N.lua', header('fixed', ['KEYS[1]  a']), /declares 1 KEYS in its header, but its file name says N/],
     ['code using a key its header does not declare', 'reach-1.lua', `${header('reach', ['KEYS[1]  a'])}return KEYS[2]\n`, /uses KEYS\[2\], but its header declares 1 KEYS/],
+    ['an include reading keys the script does not take', 'opens-1.lua', `${header('opens', ['KEYS[1]  a'])}--- @include "open-transition"\nreturn 1\n`, /uses KEYS\[2\]/],
     ['code using an ARGV its header does not declare', 'argv-1.lua', `${header('argv', ['KEYS[1]  a'], ['ARGV[1]  one'])}return ARGV[2]\n`, /uses ARGV\[2\], which its header does not declare/],
     ['a header naming another script', 'renamed-1.lua', header('old-name', ['KEYS[1]  a']), /opens its header with "old-name: a script written by a test\."; the first line names the script: "renamed: <what it does>"/],
     ['no header', 'bare-1.lua', 'return KEYS[1]\n', /does not open with a --\[\[ \.\.\. \]\] header/],
