@@ -7,7 +7,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { failureFactsOf, failureTier, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
+import { failureFactsOf, failureTier, isUnreachableService, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { SettleResult } from '../redis/receipt-store.js';
 import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
@@ -152,8 +152,9 @@ export async function settleInterrupted(x: Execution, error: unknown, onFencedOu
 
 /**
  * Record a tool's failure on its receipt and the breaker (a refusal,
- * `ToolRefusedError`, as a rejection that the tool's next success ends; any
- * other failure as a failure), then decide what the job does: a destructive
+ * `ToolRefusedError`, as a rejection that the tool's next success ends; a
+ * service that could not be reached, `NeverStartedError` with `unreachable`,
+ * not at all; any other failure as a failure), then decide what the job does: a destructive
  * failure stops the job; a failure that allows an automatic rerun (nothing
  * ran, or the tool is idempotent) retries the job while it has attempts
  * left; any other failure, and the last attempt, is an error result for the
@@ -173,14 +174,17 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
     throw fencedOutFailure(x, 'fail', failError);
   }
   reportLateSettle(x, settled, 'failed');
-  // A refusal counts as a rejection (a streak that the tool's next success ends), any other failure as a failure.
+  // A refusal counts as a rejection (a streak that the tool's next success ends), any other failure as a failure;
+  // a service that could not be reached is not the tool's failure, and counts as neither.
   const refused = error instanceof ToolRefusedError;
-  const breaker = refused
-    ? await rt.breaker.recordRejection(tenantId, runId, tool.name, { reason: `${tool.name} was removed after repeated refusals.` })
-    : await rt.breaker.recordFailure(tenantId, runId, tool.name, {
-        removeNow: tier === 'destructive',
-        reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
-      });
+  const breaker = isUnreachableService(error)
+    ? { removed: false }
+    : refused
+      ? await rt.breaker.recordRejection(tenantId, runId, tool.name, { reason: `${tool.name} was removed after repeated refusals.` })
+      : await rt.breaker.recordFailure(tenantId, runId, tool.name, {
+          removeNow: tier === 'destructive',
+          reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
+        });
   rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
   x.obs.settled('failed', { tier, error });
   x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });

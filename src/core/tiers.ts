@@ -55,10 +55,26 @@ export const TIER_SUFFIX: Readonly<Record<FailureTier, string>> = Object.freeze(
 /**
  * Thrown by a tool to prove that nothing ran: the failure is safe to retry.
  * Classified as the `neverStarted` tier.
+ *
+ * With `unreachable: true` the tool also says why: the service it calls could
+ * not be reached (no connection, or the server no longer knew the session),
+ * so the request never got there. That is the infrastructure's failure, not
+ * the tool's: the run's circuit breaker does not count it, and the job
+ * retries as for any call that never started.
  */
 export class NeverStartedError extends ToolReceiptsError {
   readonly code = 'tool.never_started';
+  /** The service the tool calls could not be reached: not counted by the breaker. */
+  readonly unreachable: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; unreachable?: boolean }) {
+    super(message, options);
+    this.unreachable = options?.unreachable === true;
+  }
 }
+
+/** Whether `error` is a {@link NeverStartedError} whose service could not be reached (not the tool's failure). */
+export const isUnreachableService = (error: unknown): boolean => error instanceof NeverStartedError && error.unreachable;
 
 /**
  * Thrown by a tool when a destructive operation had started before it failed.

@@ -83,6 +83,28 @@ describe('circuit breaker', () => {
     expect(t.runs()).toBe(MAX_TOOL_FAILURES);
   });
 
+  it('does not count a never-started failure whose service was unreachable: more of them than the limit leave the tool in place', async () => {
+    const l = await lane();
+    const t = flakyTool('remote', (n) => (n <= MAX_TOOL_FAILURES + 2 ? new NeverStartedError('connection refused', { unreachable: true }) : undefined));
+    const { processor } = l.worker({ tools: [t.tool] });
+    const data = jobData([call('remote', { n: 1 })]);
+    const job = await l.run(data, { attempts: MAX_TOOL_FAILURES + 4 });
+    expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: `ok after ${MAX_TOOL_FAILURES + 3}` });
+    expect(t.runs()).toBe(MAX_TOOL_FAILURES + 3);
+    expect(await processor.breaker.removal(data.tenantId, data.runId, 'remote')).toBeNull();
+    const counters = await l.redis.hgetall(processor.breaker.redisKey(data.tenantId, data.runId));
+    expect(counters['remote:failures']).toBeUndefined();
+    // Without `unreachable`, the same failures remove the tool.
+    const plain = flakyTool('remote_plain', () => new NeverStartedError('rate limited before sending'));
+    const l2 = await lane();
+    const other = l2.worker({ tools: [plain.tool] });
+    const again = jobData([call('remote_plain', { n: 1 })]);
+    const removed = await l2.run(again, { attempts: MAX_TOOL_FAILURES + 4 });
+    expect(results(removed)[0]!.content).toContain(REJECTION_REMOVAL_SUFFIX);
+    expect(plain.runs()).toBe(MAX_TOOL_FAILURES);
+    expect(await other.processor.breaker.removal(again.tenantId, again.runId, 'remote_plain')).not.toBeNull();
+  });
+
   it(`removes a tool after ${MAX_TOOL_REJECTIONS} consecutive refusals; a success resets the streak`, async () => {
     const l = await lane();
     let runs = 0;
