@@ -20,11 +20,21 @@ import { McpToolSchemaError } from './errors.js';
  *   (`allOf`, keywords on a schema without `type`, `dependentRequired`,
  *   formats) is still enforced before anything is claimed.
  *
- * A schema zod cannot import keeps the validator's verdict over a plain
- * object shape (no repair reads it); a schema the validator cannot compile
- * throws {@link McpToolSchemaError}.
+ * A schema zod cannot import (`if`/`then`/`else`, `not`, `dependentSchemas`,
+ * `dependentRequired`, `unevaluatedProperties`, …) keeps the validator's
+ * verdict over a plain object shape: no repair step that reads the schema
+ * (decoding, dropping `null`s) applies to it, and `onRepairSkipped` is told
+ * why. A schema the validator cannot compile throws {@link McpToolSchemaError}.
+ *
+ * The refusal the model reads is the validator's, and when the arguments
+ * carry keys an `additionalProperties: false` does not allow, it names them.
  */
-export function mcpInputSchema(tool: string, inputSchema: Record<string, unknown>, validators: jsonSchemaValidator): z.ZodType {
+export function mcpInputSchema(
+  tool: string,
+  inputSchema: Record<string, unknown>,
+  validators: jsonSchemaValidator,
+  options: { readonly onRepairSkipped?: (reason: string) => void } = {},
+): z.ZodType {
   let check: JsonSchemaValidator<unknown>;
   try {
     check = validators.getValidator(inputSchema as JsonSchemaType);
@@ -34,13 +44,75 @@ export function mcpInputSchema(tool: string, inputSchema: Record<string, unknown
   let shape: z.ZodType;
   try {
     shape = z.fromJSONSchema(withoutKeywords(inputSchema, DROPPED) as Parameters<typeof z.fromJSONSchema>[0]);
-  } catch {
+  } catch (cause) {
     shape = z.looseObject({});
+    options.onRepairSkipped?.(cause instanceof Error ? cause.message : String(cause));
   }
   return shape.superRefine((value, ctx) => {
     const verdict = check(value);
-    if (!verdict.valid) ctx.addIssue({ code: 'custom', message: verdict.errorMessage ?? 'does not match the tool\'s inputSchema' });
+    if (verdict.valid) return;
+    const stray = strayKeys(inputSchema, value);
+    const named = stray.length === 0 ? '' : `; not allowed here: ${stray.slice(0, MAX_STRAY_NAMED).map((k) => JSON.stringify(k)).join(', ')}${stray.length > MAX_STRAY_NAMED ? ` and ${stray.length - MAX_STRAY_NAMED} more` : ''}`;
+    ctx.addIssue({ code: 'custom', message: `${verdict.errorMessage ?? 'does not match the tool\'s inputSchema'}${named}` });
   });
+}
+
+/** Stray keys named in one refusal, at most (the model wrote them, and a long list helps nobody). */
+const MAX_STRAY_NAMED = 10;
+const MAX_KEY_SHOWN = 64;
+
+/**
+ * The keys of `value` that an `additionalProperties: false` in `schema`
+ * refuses, as dotted paths (`extra`, `meta.colour`, `items.0.x`): followed
+ * through `properties`, `items`, `allOf` and local `$ref`s, as far as the
+ * value goes. A key is stray for a schema that neither lists it in
+ * `properties` nor matches it with a `patternProperties` pattern. Only for
+ * naming keys in a refusal: the validator's verdict stands whatever this
+ * finds.
+ */
+export function strayKeys(schema: unknown, value: unknown): string[] {
+  const found = new Set<string>();
+  const walk = (node: unknown, at: unknown, path: string, depth: number): void => {
+    if (depth > 32 || found.size >= MAX_STRAY_NAMED + 1 || typeof node !== 'object' || node === null || Array.isArray(node)) return;
+    const s = node as Record<string, unknown>;
+    if (typeof s.$ref === 'string') walk(localRef(schema, s.$ref), at, path, depth + 1);
+    if (Array.isArray(s.allOf)) for (const sub of s.allOf) walk(sub, at, path, depth + 1);
+    if (Array.isArray(at)) {
+      if (isSchema(s.items)) at.slice(0, 100).forEach((item, i) => walk(s.items, item, `${path}${i}.`, depth + 1));
+      return;
+    }
+    if (typeof at !== 'object' || at === null) return;
+    const properties = isSchema(s.properties) ? (s.properties as Record<string, unknown>) : {};
+    const patterns = isSchema(s.patternProperties) ? Object.keys(s.patternProperties as object).map(safeRegExp) : [];
+    for (const [key, child] of Object.entries(at)) {
+      if (Object.hasOwn(properties, key)) walk(properties[key], child, `${path}${key}.`, depth + 1);
+      else if (s.additionalProperties === false && !patterns.some((p) => p?.test(key))) found.add(`${path}${key}`.slice(0, MAX_KEY_SHOWN));
+    }
+  };
+  walk(schema, value, '', 0);
+  return [...found];
+}
+
+const isSchema = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A `#/…` JSON pointer into the root schema, or `undefined` for any other `$ref`. */
+function localRef(root: unknown, ref: string): unknown {
+  if (!ref.startsWith('#/')) return undefined;
+  let node: unknown = root;
+  for (const raw of ref.slice(2).split('/')) {
+    const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    if (!isSchema(node) || !Object.hasOwn(node as object, part)) return undefined;
+    node = (node as Record<string, unknown>)[part];
+  }
+  return node;
+}
+
+function safeRegExp(pattern: string): RegExp | undefined {
+  try {
+    return new RegExp(pattern, 'u');
+  } catch {
+    return undefined;
+  }
 }
 
 const DROPPED: ReadonlySet<string> = new Set(['default', 'format']);

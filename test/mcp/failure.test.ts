@@ -27,25 +27,28 @@ async function answering(status: number): Promise<{ url: URL; close(): Promise<v
 }
 
 describe('classifyMcpFailure', () => {
-  it('a client with no connection never sent anything', async () => {
+  it('a client with no connection never sent anything: the server was unreachable, which the breaker does not count', async () => {
     const error = await callOn(new Client({ name: 't', version: '1' }));
-    expect(classifyMcpFailure(error)).toBe('neverStarted');
-    expect(mcpFailureError('x', error)).toBeInstanceOf(NeverStartedError);
+    expect(classifyMcpFailure(error)).toBe('unreachable');
+    const thrown = mcpFailureError('x', error);
+    expect(thrown).toBeInstanceOf(NeverStartedError);
+    expect((thrown as NeverStartedError).unreachable).toBe(true);
   });
 
-  it('a refused TCP connection never sent anything; a 4xx was turned away; a 5xx may have run', async () => {
+  it('a refused TCP connection or a 404 (no such session) never reached a session; another 4xx was turned away; a 5xx may have run', async () => {
     const port = await freePort();
     const refused = await new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`))
       .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } })
       .then(() => undefined, (e: unknown) => e);
-    expect(classifyMcpFailure(refused)).toBe('neverStarted');
-    for (const [status, kind] of [[404, 'neverStarted'], [401, 'neverStarted'], [500, 'unknown'], [502, 'unknown']] as const) {
+    expect(classifyMcpFailure(refused)).toBe('unreachable');
+    for (const [status, kind] of [[404, 'unreachable'], [401, 'neverStarted'], [429, 'neverStarted'], [500, 'unknown'], [502, 'unknown']] as const) {
       const endpoint = await answering(status);
       const error = await new StreamableHTTPClientTransport(endpoint.url)
         .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } })
         .then(() => undefined, (e: unknown) => e);
       await endpoint.close();
       expect(classifyMcpFailure(error), `HTTP ${status}`).toBe(kind);
+      if (kind !== 'unknown') expect((mcpFailureError('x', error) as NeverStartedError).unreachable, `HTTP ${status}`).toBe(kind === 'unreachable');
     }
   });
 

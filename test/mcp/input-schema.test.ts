@@ -6,7 +6,7 @@ import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv
 import { describe, expect, it } from 'vitest';
 import { prepareToolInput } from '../../src/repair/index.js';
 import { McpToolSchemaError, mcpInputSchema } from '../../src/mcp/index.js';
-import { withoutKeywords } from '../../src/mcp/input-schema.js';
+import { strayKeys, withoutKeywords } from '../../src/mcp/input-schema.js';
 
 const validators = new AjvJsonSchemaValidator();
 const schemaOf = (json: Record<string, unknown>) => mcpInputSchema('t', json, validators);
@@ -90,5 +90,38 @@ describe('mcpInputSchema', () => {
   it('refuses a schema no validator can compile, with a typed error', () => {
     expect(() => schemaOf({ type: 'object', properties: { a: { $ref: 'https://example.com/elsewhere.json' } } })).toThrow(McpToolSchemaError);
     expect(() => schemaOf({ type: 'object', properties: { a: { type: 'strin' } } })).toThrow(/mcp|inputSchema/);
+  });
+
+  it('names the keys additionalProperties: false refuses, through properties, items, allOf and $ref', () => {
+    const s = {
+      type: 'object',
+      $defs: { Tag: { type: 'object', properties: { name: { type: 'string' } }, additionalProperties: false } },
+      properties: {
+        meta: { type: 'object', properties: { tag: { $ref: '#/$defs/Tag' } }, patternProperties: { '^x-': {} }, additionalProperties: false },
+        list: { type: 'array', items: { type: 'object', properties: { id: { type: 'integer' } }, additionalProperties: false } },
+        open: { type: 'object' },
+      },
+      allOf: [{ properties: { mode: { type: 'string' } }, additionalProperties: false }],
+    };
+    const input = { meta: { tag: { name: 'n', colour: 1 }, 'x-trace': 1, size: 2 }, list: [{ id: 1 }, { id: 2, extra: true }], open: { anything: 1 }, mode: 'r' };
+    // allOf's own additionalProperties sees only its own properties, as JSON Schema says: meta, list and open are stray there.
+    expect(strayKeys(s, input).sort()).toEqual(['list', 'list.1.extra', 'meta', 'meta.size', 'meta.tag.colour', 'open'].sort());
+    expect(strayKeys({ type: 'object', properties: { a: {} } }, { a: 1, b: 2 })).toEqual([]);
+    expect(strayKeys({ type: 'object', additionalProperties: false, properties: { a: {} } }, 'not an object')).toEqual([]);
+    const closed = schemaOf({ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false, if: { required: ['a'] }, then: {} });
+    const parsed = closed.safeParse({ a: 'x', b: 1, c: 2 });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error!.issues.map((i) => i.message).join()).toMatch(/not allowed here: "b", "c"/);
+  });
+
+  it('tells onRepairSkipped why a schema gets no repair (zod cannot import it), and still checks it in full', () => {
+    const reasons: string[] = [];
+    const conditional = { type: 'object', properties: { a: { type: 'string' } }, if: { properties: { a: { const: 'x' } } }, then: { required: ['b'] } };
+    const schema = mcpInputSchema('t', conditional, validators, { onRepairSkipped: (reason) => reasons.push(reason) });
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/if\/then\/else/);
+    expect(schema.safeParse({ a: 'x' }).success).toBe(false);
+    mcpInputSchema('t', { type: 'object', properties: { a: { type: 'string' } } }, validators, { onRepairSkipped: (reason) => reasons.push(reason) });
+    expect(reasons).toHaveLength(1);
   });
 });

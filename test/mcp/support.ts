@@ -17,6 +17,16 @@ import { onProcessEnd } from '../support/cleanup.js';
 import { waitUntil } from '../support/redis-fixture.js';
 
 export const SERVER_SCRIPT = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
+/** The server of odd tool lists and of servers that never answer (test/fixtures/mcp/odd-server.ts). */
+export const ODD_SERVER_SCRIPT = fileURLToPath(new URL('../fixtures/mcp/odd-server.ts', import.meta.url));
+
+/** Which fixture server to run, and what else it is told through its environment. */
+export interface FixtureServer {
+  readonly script?: string;
+  readonly env?: Readonly<Record<string, string>>;
+  /** Told the stdio server's pid as soon as it is spawned (before initialize). */
+  readonly onSpawn?: (pid: number) => void;
+}
 
 /** One line of the server's journal. */
 export interface JournalEntry {
@@ -47,20 +57,25 @@ export async function journaled(path: string, match: (e: JournalEntry) => boolea
 }
 
 /** A client connected to the fixture server over stdio: the SDK spawns it as a child process. */
-export async function stdioClient(journal: string): Promise<Client> {
+export async function stdioClient(journal: string, server: FixtureServer = {}): Promise<Client> {
   const client = new Client({ name: 'test-worker', version: '1.0.0' });
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', SERVER_SCRIPT, 'stdio'],
-    env: { ...(process.env as Record<string, string>), MCP_JOURNAL: journal },
+    args: ['--import', 'tsx', server.script ?? SERVER_SCRIPT, 'stdio'],
+    env: { ...(process.env as Record<string, string>), MCP_JOURNAL: journal, ...server.env },
     stderr: 'inherit',
   });
-  // Set before connect: the client chains its own close handling onto it.
+  // Set before connect: the client chains its own close handling onto it. The process is registered as soon as
+  // it is spawned, so one that never finishes initialize is killed with the test process too.
   let unregister = () => undefined as void;
   transport.onclose = () => unregister();
-  await client.connect(transport);
+  const connected = client.connect(transport);
   const pid = transport.pid;
-  if (pid !== null) unregister = onProcessEnd(() => process.kill(pid, 'SIGKILL'));
+  if (pid !== null) {
+    unregister = onProcessEnd(() => process.kill(pid, 'SIGKILL'));
+    server.onSpawn?.(pid);
+  }
+  await connected;
   return client;
 }
 
@@ -73,9 +88,12 @@ export interface HttpServer {
   kill(): Promise<void>;
 }
 
-export async function startHttpServer(journal: string, port = 0): Promise<HttpServer> {
-  const child = fork(SERVER_SCRIPT, ['http'], {
-    env: { ...process.env, MCP_JOURNAL: journal, PORT: String(port) },
+/** `http`: stateless, JSON answers; `http-session`: stateful (Mcp-Session-Id), SSE answers, 404 for a session it does not know. */
+export type HttpMode = 'http' | 'http-session';
+
+export async function startHttpServer(journal: string, port = 0, mode: HttpMode = 'http', server: FixtureServer = {}): Promise<HttpServer> {
+  const child = fork(server.script ?? SERVER_SCRIPT, [mode], {
+    env: { ...process.env, MCP_JOURNAL: journal, PORT: String(port), ...server.env },
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
