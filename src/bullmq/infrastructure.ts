@@ -75,7 +75,7 @@ export function endingOf(error: unknown, logger: Logger, jobId: string | undefin
   const infrastructure = infrastructureErrorIn(error);
   if (infrastructure) {
     const where = infrastructure instanceof RedisUnreachableError
-      ? { receiptKey: infrastructure.redisKey, tool: infrastructure.tool, step: infrastructure.step, releases: infrastructure.releases }
+      ? { receiptKey: infrastructure.redisKey, tool: infrastructure.tool, step: infrastructure.step, sent: infrastructure.sent, releases: infrastructure.releases }
       : { receiptKey: infrastructure.redisKey, step: infrastructure.write };
     logger.warn({ jobId, code: infrastructure.code, ...where, error: infrastructure.message }, 'Redis failed the job; it retries as infrastructure');
   }

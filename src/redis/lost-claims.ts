@@ -1,6 +1,6 @@
 /**
  * Claims whose reply was lost. A claim that timed out or lost its connection
- * may still have landed: then its attempt is running under this worker's
+ * after the client sent it may still have landed: then its attempt is running under this worker's
  * name with a live lease, and once the lease lapsed an opaque call would be
  * ambiguous and wait for a person. Yet the worker knows its effect never
  * started (it starts only after the reply). So once Redis answers again the
@@ -53,14 +53,15 @@ export interface LostClaim {
 /**
  * Runs `send` (a claim, or a write carrying claims); when Redis does not
  * answer it, releases every attempt it may have started (`lost(error)`), then
- * throws the typed error with `releases` filled in. Any other error is
- * thrown unchanged.
+ * throws the typed error with `releases` filled in. A write the client never
+ * sent (`sent: false`), and any other error, is thrown unchanged.
  */
 export async function releasingLostClaims<T>(ch: ClaimChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
   try {
     return await send();
   } catch (error) {
-    if (!(error instanceof RedisUnreachableError)) throw error;
+    // A claim the client never sent started nothing: fail at once, with nothing to release.
+    if (!(error instanceof RedisUnreachableError) || !error.sent) throw error;
     for (const claim of lost()) error.releases.push(await releaseLostClaim(ch, claim, error));
     throw error;
   }

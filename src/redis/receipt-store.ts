@@ -166,7 +166,9 @@ export class ReceiptStore extends ReceiptQueries {
    * `LOST_CLAIM_RELEASE_BUDGET_MS`), the attempt this very claim started,
    * if it landed, is settled as failed `neverStarted` (`release-lost-claim-3.lua`),
    * so the call is never left running to become ambiguous. The error's
-   * `releases` says what became of it.
+   * `releases` says what became of it. A claim the client never sent (it
+   * refused it, or held it back and dropped it: `sent: false`) started
+   * nothing and throws at once, releasing nothing.
    *
    * The same script reads the tool's circuit-breaker state in the run (the
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix

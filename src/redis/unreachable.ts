@@ -1,11 +1,15 @@
 /**
- * Redis not answering: a command that timed out (ioredis `commandTimeout`)
- * or whose connection was lost. Either way the command may or may not have
- * run on the server, so its reply is unknown. The stores turn what ioredis
- * throws then into {@link RedisTimeoutError} or {@link RedisConnectionLostError},
- * naming the receipt, its tool and the step that was cut off.
+ * Redis not answering: a command that timed out (the store's
+ * `commandTimeoutMs`, or ioredis' `commandTimeout`) or whose connection was
+ * lost. Then the command may or may not have run on the server, so its reply
+ * is unknown; unless the client never sent it (refused, or held back and
+ * dropped, before writing it), and then it did not run. The stores turn what
+ * the client throws into {@link RedisTimeoutError} or
+ * {@link RedisConnectionLostError}, naming the receipt, its tool and the step
+ * that was cut off, and whether the command was sent.
  */
 import { ToolReceiptsError } from '../core/errors.js';
+import { CommandDeadlineError, CommandNotSentError } from './clients/deadline.js';
 import { decodeKeyComponent } from './keys.js';
 import type { LostClaimRelease } from './lost-claims.js';
 
@@ -28,30 +32,42 @@ export abstract class RedisUnreachableError extends ToolReceiptsError {
    * may have started, once released (see `release-lost-claim-3.lua`).
    */
   readonly releases: LostClaimRelease[] = [];
+  /**
+   * `false` when the client never sent the command (it refused it, or held
+   * it back and dropped it, before writing it to its socket): it did not
+   * run, so a claim has nothing to release. `true` when it may have reached
+   * Redis, whose reply is then unknown.
+   */
+  readonly sent: boolean;
 
-  constructor(what: string, where: RedisStep, cause: unknown) {
+  constructor(what: string, where: RedisStep, cause: unknown, sent: boolean) {
     const tool = toolOfReceiptKey(where.redisKey);
     const text = cause instanceof Error ? cause.message : String(cause);
-    super(`${where.step} of ${where.redisKey}${tool === undefined ? '' : ` (tool ${tool})`} ${what} (${text}); whether it ran is unknown`, { cause });
+    const fate = sent ? `${what} (${text}); whether it ran is unknown` : `was not sent (${text}), so it did not run`;
+    super(`${where.step} of ${where.redisKey}${tool === undefined ? '' : ` (tool ${tool})`} ${fate}`, { cause });
     this.redisKey = where.redisKey;
     this.step = where.step;
     this.tool = tool;
+    this.sent = sent;
   }
 }
 
-/** A store's command was not answered within the connection's `commandTimeout`. Retryable. */
+/**
+ * A store's command got no reply within the store's `commandTimeoutMs` (or
+ * the connection's own `commandTimeout`). Retryable.
+ */
 export class RedisTimeoutError extends RedisUnreachableError {
   readonly code = 'redis.timeout';
-  constructor(where: RedisStep, cause: unknown) {
-    super('timed out', where, cause);
+  constructor(where: RedisStep, cause: unknown, sent = true) {
+    super('timed out', where, cause, sent);
   }
 }
 
 /** The connection carrying a store's command was closed, refused or gave up retrying. Retryable. */
 export class RedisConnectionLostError extends RedisUnreachableError {
   readonly code = 'redis.unavailable';
-  constructor(where: RedisStep, cause: unknown) {
-    super('lost its connection', where, cause);
+  constructor(where: RedisStep, cause: unknown, sent = true) {
+    super('lost its connection', where, cause, sent);
   }
 }
 
@@ -80,16 +96,22 @@ const NODE_REDIS_CONNECTION_ERRORS = new Set([
  */
 export function unreachableErrorOf(error: unknown, where: RedisStep): unknown {
   if (!(error instanceof Error) || error instanceof ToolReceiptsError) return error;
-  const kind = error.constructor.name;
-  if (error.message === 'Command timed out' || NODE_REDIS_TIMEOUTS.has(kind)) return new RedisTimeoutError(where, error);
-  const code = (error as { code?: unknown }).code;
+  // An adapter's word that the client never wrote it; what it failed with is inside.
+  const sent = !(error instanceof CommandNotSentError);
+  const cause = sent ? error : error.cause;
+  if (cause instanceof CommandDeadlineError) {
+    return cause.connected ? new RedisTimeoutError(where, cause, sent) : new RedisConnectionLostError(where, cause, sent);
+  }
+  const kind = cause.constructor.name;
+  if (cause.message === 'Command timed out' || NODE_REDIS_TIMEOUTS.has(kind)) return new RedisTimeoutError(where, cause, sent);
+  const code = (cause as { code?: unknown }).code;
   if (
     (typeof code === 'string' && CONNECTION_CODES.test(code)) ||
-    error.name === 'MaxRetriesPerRequestError' ||
+    cause.name === 'MaxRetriesPerRequestError' ||
     NODE_REDIS_CONNECTION_ERRORS.has(kind) ||
-    CONNECTION_MESSAGES.test(error.message)
+    CONNECTION_MESSAGES.test(cause.message)
   ) {
-    return new RedisConnectionLostError(where, error);
+    return new RedisConnectionLostError(where, cause, sent);
   }
   return error;
 }

@@ -4,6 +4,7 @@ import { ToolReceiptsError } from '../../src/core/errors.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { CorruptReceiptError, RedisTimeoutError, RedisConnectionLostError } from '../../src/redis/index.js';
 import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
+import { CommandDeadlineError, CommandNotSentError } from '../../src/redis/clients/deadline.js';
 
 const redisKey = receiptRedisKey('trc', { tenantId: 'acme', runId: 'run 1', toolName: 'send:email', argsHash: 'h1' });
 const where = { redisKey, step: 'claim' };
@@ -24,6 +25,22 @@ describe('unreachableErrorOf', () => {
     for (const cause of [new Error('Connection is closed.'), refused, exhausted, new Error("Stream isn't writeable and enableOfflineQueue options is false")]) {
       expect(unreachableErrorOf(cause, where)).toBeInstanceOf(RedisConnectionLostError);
     }
+  });
+
+  it('says a command the client never sent did not run, with the typed error of what it failed with', () => {
+    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 20).'), { name: 'MaxRetriesPerRequestError' });
+    const dropped = unreachableErrorOf(new CommandNotSentError(exhausted), where);
+    expect(dropped).toBeInstanceOf(RedisConnectionLostError);
+    expect(dropped).toMatchObject({ code: 'redis.unavailable', sent: false, cause: exhausted });
+    expect((dropped as Error).message).toBe(`claim of ${redisKey} (tool send:email) was not sent (${exhausted.message}), so it did not run`);
+    // The adapter's deadline: unwritten with no connection is unavailability, unwritten on a stuck one a timeout.
+    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, false, false)), where)).toMatchObject({ code: 'redis.unavailable', sent: false });
+    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, true, false)), where)).toMatchObject({ code: 'redis.timeout', sent: false });
+    const late = unreachableErrorOf(new CommandDeadlineError(500, true, true), where);
+    expect(late).toMatchObject({ code: 'redis.timeout', sent: true });
+    expect((late as Error).message).toBe(`claim of ${redisKey} (tool send:email) timed out (no reply within 500 ms); whether it ran is unknown`);
+    // Without the adapter's word, the same failure may have been written.
+    expect(unreachableErrorOf(exhausted, where)).toMatchObject({ sent: true });
   });
 
   it('leaves every other error as it is', () => {

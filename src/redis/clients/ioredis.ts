@@ -3,6 +3,7 @@
  * behaviour so the user's own copy of ioredis, whichever major, fits.
  */
 import clusterKeySlot from 'cluster-key-slot';
+import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
 import {
   adapterFor,
   evalWithFallback,
@@ -15,6 +16,7 @@ import {
   type ReceiptsConnection,
   type ReceiptsNode,
   type RedisArg,
+  variantFor,
 } from './types.js';
 
 /**
@@ -26,7 +28,7 @@ export interface IoredisClient {
   readonly status: string;
   call(command: string, args: (string | Buffer | number)[]): Promise<unknown>;
   pipeline(): unknown;
-  on(event: 'close', listener: () => void): unknown;
+  on(event: 'close' | 'ready', listener: () => void): unknown;
 }
 
 interface Pipeline {
@@ -51,12 +53,100 @@ export function looksLikeIoredis(value: object): value is IoredisClient {
   return typeof v['defineCommand'] === 'function' && typeof v['pipeline'] === 'function';
 }
 
+/** Statuses in which ioredis may write a command at once (`connect`: its handshake, before `ready`). */
+const MAY_WRITE = new Set(['ready', 'connect']);
+
+/**
+ * ioredis' errors for the commands it drops from its queues: after
+ * `maxRetriesPerRequest` reconnects, or once the connection is closed for
+ * good. The same error object also rejects commands already written (its
+ * queue of commands awaiting replies is flushed with it), so it means
+ * "never sent" only for a command ioredis has held back since it was issued.
+ */
+function dropsHeld(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'MaxRetriesPerRequestError' || error.message === 'Connection is closed.');
+}
+
+/** ioredis' refusals made before writing anything: the offline queue is disabled and there is no connection. */
+const REFUSED_UNWRITTEN = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
+
+/**
+ * Sends the commands of one ioredis client (a `Redis`, or a `Cluster` at its
+ * own level) and tells which it never wrote. A command issued while the
+ * client is not connected waits in ioredis' offline queue and is written
+ * only once the client is next `ready`, so one that fails before then never
+ * left. A deadline runs from the moment a command may have been written:
+ * from the call when the client is connected, else from its next `ready`.
+ * A command held back until then is bounded by ioredis itself
+ * (`maxRetriesPerRequest`, `enableOfflineQueue`), as it may still be
+ * written later and cannot be taken back. On a Cluster, a command the
+ * cluster passed to a node that then held it back counts as sent.
+ */
+class IoredisSender {
+  private readies = 0;
+  /** Deadlines of held commands, started at the next `ready` (when ioredis writes them). */
+  private readonly armOnReady = new Set<() => void>();
+
+  constructor(private readonly redis: IoredisClient) {
+    redis.on('ready', () => {
+      this.readies += 1;
+      const arms = [...this.armOnReady];
+      this.armOnReady.clear();
+      for (const arm of arms) arm();
+    });
+  }
+
+  send(issue: () => Promise<unknown>, deadlineMs: number | undefined): Promise<unknown> {
+    const held = !MAY_WRITE.has(this.redis.status);
+    const readies = this.readies;
+    const stillHeld = () => held && this.readies === readies;
+    const reply = issue();
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const arm = () => {
+        timer = setTimeout(() => reject(new CommandDeadlineError(deadlineMs!, true, true)), deadlineMs);
+      };
+      if (deadlineMs !== undefined) {
+        if (stillHeld()) this.armOnReady.add(arm);
+        else arm();
+      }
+      const settle = () => {
+        clearTimeout(timer);
+        this.armOnReady.delete(arm);
+      };
+      reply.then(
+        (value) => {
+          settle();
+          resolve(value);
+        },
+        (error: unknown) => {
+          settle();
+          const unsent = (stillHeld() && dropsHeld(error)) || (error instanceof Error && REFUSED_UNWRITTEN.test(error.message));
+          reject(unsent ? new CommandNotSentError(error as Error) : error);
+        },
+      );
+    });
+  }
+}
+
+const senders = new WeakMap<object, IoredisSender>();
+
+/** The one {@link IoredisSender} of `client`. */
+function senderOf(client: IoredisClient): IoredisSender {
+  return adapterFor(senders, client, () => new IoredisSender(client));
+}
+
 /** The adapter for one ioredis server connection (a `Redis`, or one node of a `Cluster`). */
 class IoredisServer implements ReceiptsNode {
+  protected readonly sender: IoredisSender;
+
   constructor(
     protected readonly redis: IoredisClient,
     readonly name: string | undefined,
-  ) {}
+    readonly deadlineMs: number | undefined,
+  ) {
+    this.sender = senderOf(redis);
+  }
 
   get ready(): boolean {
     return this.redis.status === 'ready';
@@ -64,12 +154,19 @@ class IoredisServer implements ReceiptsNode {
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
     // ioredis names its own commands in lower case (its monitors and key lookups expect it).
-    return this.redis.call(name.toLowerCase(), [...args]);
+    return this.sender.send(() => this.redis.call(name.toLowerCase(), [...args]), this.deadlineMs);
   }
 
   onClose(listener: () => void): void {
     this.redis.on('close', listener);
   }
+}
+
+/** What the adapters of one ioredis client share, whatever their deadline. */
+interface Shared<A> {
+  /** The scripts each server has been sent (see `evalWithFallback`). */
+  readonly loaded: Set<string>;
+  readonly variants: Map<number | undefined, A>;
 }
 
 /** A `Redis` (one server, or a master found through sentinels). */
@@ -79,16 +176,23 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   readonly topology: 'single' | 'sentinel';
   readonly isCluster = false;
 
-  constructor(redis: IoredisClient) {
+  constructor(
+    redis: IoredisClient,
+    deadlineMs: number | undefined,
+    private readonly shared: Shared<IoredisSingle> = { loaded: new Set(), variants: new Map() },
+  ) {
     const options = (redis as Partial<IoredisNode>).options as { host?: string; port?: number; sentinels?: unknown } | undefined;
-    super(redis, options?.host === undefined ? undefined : `${options.host}:${options.port ?? 6379}`);
+    super(redis, options?.host === undefined ? undefined : `${options.host}:${options.port ?? 6379}`, deadlineMs);
     this.topology = Array.isArray(options?.sentinels) && options.sentinels.length > 0 ? 'sentinel' : 'single';
+    shared.variants.set(deadlineMs, this);
   }
 
-  private readonly loaded = new Set<string>();
+  withDeadline(deadlineMs: number | undefined): IoredisSingle {
+    return variantFor(this.shared.variants, deadlineMs, () => new IoredisSingle(this.redis, deadlineMs, this.shared));
+  }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.loaded);
+    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.shared.loaded);
   }
 
   async batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -97,7 +201,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
       if ('script' in entry) pipeline.call('evalsha', [entry.script.sha, entry.keys.length, ...entry.keys, ...entry.args]);
       else pipeline.call(entry.command.toLowerCase(), [...entry.args]);
     }
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = ((await this.sender.send(() => pipeline.exec(), this.deadlineMs)) as [Error | null, unknown][] | null) ?? [];
     return Promise.all(
       entries.map(async (entry, i): Promise<BatchReply> => {
         const reply = replies[i] ?? [new Error('the pipeline returned no reply for this command'), undefined];
@@ -117,10 +221,12 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   }
 }
 
-const nodeAdapters = new WeakMap<object, IoredisServer>();
+const nodeAdapters = new WeakMap<object, Map<number | undefined, IoredisServer>>();
 
-function nodeAdapter(node: IoredisNode): IoredisServer {
-  return adapterFor(nodeAdapters, node, () => new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`));
+/** The adapter of one node of a Cluster, one per node and deadline. */
+function nodeAdapter(node: IoredisNode, deadlineMs: number | undefined): IoredisServer {
+  const variants = adapterFor(nodeAdapters, node, () => new Map<number | undefined, IoredisServer>());
+  return variantFor(variants, deadlineMs, () => new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`, deadlineMs));
 }
 
 /** A `Cluster`: ioredis routes each keyed command (EVALSHA included) to the slot's master itself. */
@@ -129,21 +235,31 @@ class IoredisClusterConnection implements ReceiptsConnection {
   readonly client = 'ioredis';
   readonly topology = 'cluster';
   readonly isCluster = true;
+  private readonly sender: IoredisSender;
 
-  constructor(private readonly cluster: IoredisCluster) {}
+  constructor(
+    private readonly cluster: IoredisCluster,
+    readonly deadlineMs: number | undefined,
+    private readonly shared: Shared<IoredisClusterConnection> = { loaded: new Set(), variants: new Map() },
+  ) {
+    this.sender = senderOf(cluster);
+    shared.variants.set(deadlineMs, this);
+  }
+
+  withDeadline(deadlineMs: number | undefined): IoredisClusterConnection {
+    return variantFor(this.shared.variants, deadlineMs, () => new IoredisClusterConnection(this.cluster, deadlineMs, this.shared));
+  }
 
   get ready(): boolean {
     return this.cluster.status === 'ready';
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.cluster.call(name.toLowerCase(), [...args]);
+    return this.sender.send(() => this.cluster.call(name.toLowerCase(), [...args]), this.deadlineMs);
   }
 
-  private readonly loaded = new Set<string>();
-
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.loaded, this.nodeFor(keys[0] ?? '')?.name);
+    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.shared.loaded, this.nodeFor(keys[0] ?? '')?.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -151,20 +267,20 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   async masters(): Promise<ReceiptsNode[]> {
-    return (await learnedMasters(() => this.cluster.nodes('master'), () => this.cluster.ping())).map(nodeAdapter);
+    return (await learnedMasters(() => this.cluster.nodes('master'), () => this.cluster.ping())).map((node) => nodeAdapter(node, this.deadlineMs));
   }
 
   nodeFor(key: string): ReceiptsNode | undefined {
     const owner = this.cluster.slots[clusterKeySlot(key)]?.[0];
     if (owner === undefined) return undefined;
     const node = this.cluster.nodes('master').find((n) => `${n.options.host ?? '127.0.0.1'}:${n.options.port ?? 6379}` === owner);
-    return node && nodeAdapter(node);
+    return node && nodeAdapter(node, this.deadlineMs);
   }
 }
 
 /** The adapter for an ioredis `Redis` or `Cluster`. */
 export function ioredisConnection(client: IoredisClient): ReceiptsConnection {
   return (client as { isCluster?: unknown }).isCluster === true
-    ? new IoredisClusterConnection(client as IoredisCluster)
-    : new IoredisSingle(client);
+    ? new IoredisClusterConnection(client as IoredisCluster, undefined)
+    : new IoredisSingle(client, undefined);
 }

@@ -6,7 +6,21 @@
  * issued in one tick in one go, so a batch is those commands sent together.
  */
 import clusterKeySlot from 'cluster-key-slot';
-import { adapterFor, evalWithFallback, learnedMasters, settleEach, wireArgs, type BatchEntry, type BatchReply, type LuaScript, type ReceiptsConnection, type ReceiptsNode, type RedisArg } from './types.js';
+import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
+import {
+  adapterFor,
+  evalWithFallback,
+  learnedMasters,
+  settleEach,
+  variantFor,
+  wireArgs,
+  type BatchEntry,
+  type BatchReply,
+  type LuaScript,
+  type ReceiptsConnection,
+  type ReceiptsNode,
+  type RedisArg,
+} from './types.js';
 
 /**
  * A node-redis client, cluster or Sentinel client (redis 5 or 6), described
@@ -21,10 +35,17 @@ export interface NodeRedisClient {
 
 type Wire = (string | Buffer)[];
 
+/** The command options the adapters pass: their own deadline's signal, in place of node-redis' queue timeout. */
+interface SendOptions {
+  readonly abortSignal?: AbortSignal;
+  readonly timeout?: undefined;
+}
+
 interface Client {
   readonly isOpen: boolean;
+  readonly isReady?: boolean;
   readonly options?: { readonly socket?: { readonly host?: string; readonly port?: number } };
-  sendCommand(args: Wire): Promise<unknown>;
+  sendCommand(args: Wire, options?: SendOptions): Promise<unknown>;
   on(event: string, listener: () => void): unknown;
 }
 
@@ -36,16 +57,69 @@ interface ShardNode {
 interface Cluster {
   readonly isOpen: boolean;
   readonly masters: readonly ShardNode[];
-  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: Wire): Promise<unknown>;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: Wire, options?: SendOptions): Promise<unknown>;
   nodeClient(node: ShardNode): Promise<Client>;
   getSlotMaster(slot: number): ShardNode | undefined;
 }
 
 interface Sentinel {
   readonly isOpen: boolean;
-  sendCommand(isReadonly: boolean | undefined, args: Wire): Promise<unknown>;
+  sendCommand(isReadonly: boolean | undefined, args: Wire, options?: SendOptions): Promise<unknown>;
   on(event: string, listener: () => void): unknown;
   getMasterNode(): { host: string; port: number } | undefined;
+}
+
+/** node-redis' refusals made before a command is queued: the client is closed, or offline with no offline queue. */
+const REFUSED_UNQUEUED = new Set(['ClientClosedError', 'ClientOfflineError']);
+
+const isAbort = (error: unknown): boolean => error instanceof Error && error.constructor.name === 'AbortError';
+
+/**
+ * Sends one command through `send` (a `sendCommand`, which takes the command
+ * options last). node-redis queues a command and writes it once its socket is
+ * ready; it takes a command back on its `abortSignal`, or fails it at its
+ * `commandOptions.timeout` (5 s by default in node-redis 6), only while it is
+ * still queued, and waits for a written command's reply as long as the
+ * socket stays up. So a deadline is kept here: when it passes, the command is
+ * aborted; taken back from the queue it never left, and fails as never sent
+ * at once; already written, it fails as unanswered. The deadline replaces
+ * node-redis' timeout for these commands, whose `TimeoutError` also fails
+ * written commands in a maintenance handover and so could not tell the two
+ * apart. `exact` is false where node-redis may write a command again on
+ * another connection after writing it once (Sentinel): there nothing is
+ * known to be unsent.
+ */
+function sendWithin(
+  send: (options?: SendOptions) => Promise<unknown>,
+  deadlineMs: number | undefined,
+  connected: () => boolean,
+  exact: boolean,
+): Promise<unknown> {
+  const refused = (error: unknown) => (exact && error instanceof Error && REFUSED_UNQUEUED.has(error.constructor.name) ? new CommandNotSentError(error) : error);
+  if (deadlineMs === undefined) return send().catch((error: unknown) => Promise.reject(refused(error)));
+  const controller = new AbortController();
+  const reply = send({ abortSignal: controller.signal, timeout: undefined });
+  return new Promise((resolve, reject) => {
+    let late: { connected: boolean } | undefined;
+    const timer = setTimeout(() => {
+      late = { connected: connected() };
+      controller.abort();
+      // A command taken back from the queue has been rejected by now (AbortError); a written one has not.
+      setImmediate(() => reject(new CommandDeadlineError(deadlineMs, true, true)));
+    }, deadlineMs);
+    reply.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        if (late === undefined || !isAbort(error)) return reject(refused(error));
+        const unwritten = new CommandDeadlineError(deadlineMs, late.connected, !exact);
+        reject(exact ? new CommandNotSentError(unwritten) : unwritten);
+      },
+    );
+  });
 }
 
 /** Whether `value` looks like a node-redis client, cluster or Sentinel client. */
@@ -64,6 +138,7 @@ class NodeRedisServer implements ReceiptsNode {
   constructor(
     protected readonly redis: Client,
     readonly name: string | undefined,
+    readonly deadlineMs: number | undefined,
   ) {}
 
   /**
@@ -75,8 +150,12 @@ class NodeRedisServer implements ReceiptsNode {
     return this.redis.isOpen;
   }
 
+  protected send(wire: Wire): Promise<unknown> {
+    return sendWithin((options) => this.redis.sendCommand(wire, options), this.deadlineMs, () => this.redis.isReady !== false, true);
+  }
+
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.redis.sendCommand([name, ...wireArgs(args)]);
+    return this.send([name, ...wireArgs(args)]);
   }
 
   onClose(listener: () => void): void {
@@ -90,21 +169,37 @@ function run(conn: ReceiptsConnection, entry: BatchEntry): Promise<unknown> {
   return 'script' in entry ? conn.evalScript(entry.script, entry.keys, entry.args) : conn.command(entry.command, entry.args, entry.key);
 }
 
+/** What the adapters of one node-redis client share, whatever their deadline. */
+interface Shared<A> {
+  /** The scripts each server has been sent (see `evalWithFallback`). */
+  readonly loaded: Set<string>;
+  readonly variants: Map<number | undefined, A>;
+}
+
+const newShared = <A>(): Shared<A> => ({ loaded: new Set(), variants: new Map() });
+
 class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   readonly receiptsConnection = true;
   readonly client = 'node-redis';
   readonly topology = 'single';
   readonly isCluster = false;
 
-  constructor(redis: Client) {
+  constructor(
+    redis: Client,
+    deadlineMs: number | undefined,
+    private readonly shared: Shared<NodeRedisSingle> = newShared(),
+  ) {
     const socket = redis.options?.socket;
-    super(redis, socket?.host === undefined ? undefined : `${socket.host}:${socket.port ?? 6379}`);
+    super(redis, socket?.host === undefined ? undefined : `${socket.host}:${socket.port ?? 6379}`, deadlineMs);
+    shared.variants.set(deadlineMs, this);
   }
 
-  private readonly loaded = new Set<string>();
+  withDeadline(deadlineMs: number | undefined): NodeRedisSingle {
+    return variantFor(this.shared.variants, deadlineMs, () => new NodeRedisSingle(this.redis, deadlineMs, this.shared));
+  }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.redis.sendCommand(wireArgs(a)), script, keys, args, this.loaded);
+    return evalWithFallback((a) => this.send(wireArgs(a)), script, keys, args, this.shared.loaded);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -120,10 +215,12 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   }
 }
 
-const nodeAdapters = new WeakMap<object, NodeRedisServer>();
+const nodeAdapters = new WeakMap<object, Map<number | undefined, NodeRedisServer>>();
 
-function nodeAdapter(client: Client, name: string): NodeRedisServer {
-  return adapterFor(nodeAdapters, client, () => new NodeRedisServer(client, name));
+/** The adapter of one master's client inside a cluster, one per client and deadline. */
+function nodeAdapter(client: Client, name: string, deadlineMs: number | undefined): NodeRedisServer {
+  const variants = adapterFor(nodeAdapters, client, () => new Map<number | undefined, NodeRedisServer>());
+  return variantFor(variants, deadlineMs, () => new NodeRedisServer(client, name, deadlineMs));
 }
 
 class NodeRedisClusterConnection implements ReceiptsConnection {
@@ -132,21 +229,39 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   readonly topology = 'cluster';
   readonly isCluster = true;
 
-  constructor(private readonly cluster: Cluster) {}
+  constructor(
+    private readonly cluster: Cluster,
+    readonly deadlineMs: number | undefined,
+    private readonly shared: Shared<NodeRedisClusterConnection> = newShared(),
+  ) {
+    shared.variants.set(deadlineMs, this);
+  }
+
+  withDeadline(deadlineMs: number | undefined): NodeRedisClusterConnection {
+    return variantFor(this.shared.variants, deadlineMs, () => new NodeRedisClusterConnection(this.cluster, deadlineMs, this.shared));
+  }
 
   get ready(): boolean {
     return this.cluster.isOpen;
   }
 
-  command(name: string, args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.cluster.sendCommand(key, false, [name, ...wireArgs(args)]);
+  /**
+   * Sends to the master owning `key`. node-redis writes a command again only
+   * on a redirection (MOVED, ASK), which the server answered without running
+   * it, so what is known of the last try holds for the command.
+   */
+  private send(key: string | undefined, wire: Wire): Promise<unknown> {
+    const connected = () => this.cluster.getSlotMaster(clusterKeySlot(key ?? ''))?.client?.isReady !== false;
+    return sendWithin((options) => this.cluster.sendCommand(key, false, wire, options), this.deadlineMs, connected, true);
   }
 
-  private readonly loaded = new Set<string>();
+  command(name: string, args: readonly RedisArg[], key?: string): Promise<unknown> {
+    return this.send(key, [name, ...wireArgs(args)]);
+  }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
     const server = this.nodeFor(keys[0] ?? '')?.name;
-    return evalWithFallback((a) => this.cluster.sendCommand(keys[0], false, wireArgs(a)), script, keys, args, this.loaded, server);
+    return evalWithFallback((a) => this.send(keys[0], wireArgs(a)), script, keys, args, this.shared.loaded, server);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -156,12 +271,12 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   async masters(): Promise<ReceiptsNode[]> {
     // node-redis queues nothing before a cluster has connected ("The client is offline"): wait, do not ping.
     const masters = await learnedMasters(() => this.cluster.masters, () => new Promise((r) => setTimeout(r, 50)));
-    return Promise.all(masters.map(async (node) => nodeAdapter(await this.cluster.nodeClient(node), node.address)));
+    return Promise.all(masters.map(async (node) => nodeAdapter(await this.cluster.nodeClient(node), node.address, this.deadlineMs)));
   }
 
   nodeFor(key: string): ReceiptsNode | undefined {
     const master = this.cluster.getSlotMaster(clusterKeySlot(key));
-    return master?.client ? nodeAdapter(master.client, master.address) : undefined;
+    return master?.client ? nodeAdapter(master.client, master.address, this.deadlineMs) : undefined;
   }
 }
 
@@ -176,7 +291,17 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
   readonly topology = 'sentinel';
   readonly isCluster = false;
 
-  constructor(private readonly sentinel: Sentinel) {}
+  constructor(
+    private readonly sentinel: Sentinel,
+    readonly deadlineMs: number | undefined,
+    private readonly shared: Shared<NodeRedisSentinelConnection> = newShared(),
+  ) {
+    shared.variants.set(deadlineMs, this);
+  }
+
+  withDeadline(deadlineMs: number | undefined): NodeRedisSentinelConnection {
+    return variantFor(this.shared.variants, deadlineMs, () => new NodeRedisSentinelConnection(this.sentinel, deadlineMs, this.shared));
+  }
 
   get name(): string | undefined {
     const master = this.sentinel.getMasterNode();
@@ -187,14 +312,17 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
     return this.sentinel.isOpen;
   }
 
-  command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.sentinel.sendCommand(false, [name, ...wireArgs(args)]);
+  /** Sends to the master. After a failover node-redis may write a command again on the new master, so none is known unsent. */
+  private send(wire: Wire): Promise<unknown> {
+    return sendWithin((options) => this.sentinel.sendCommand(false, wire, options), this.deadlineMs, () => this.sentinel.isOpen, false);
   }
 
-  private readonly loaded = new Set<string>();
+  command(name: string, args: readonly RedisArg[]): Promise<unknown> {
+    return this.send([name, ...wireArgs(args)]);
+  }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.sentinel.sendCommand(false, wireArgs(a)), script, keys, args, this.loaded, this.name);
+    return evalWithFallback((a) => this.send(wireArgs(a)), script, keys, args, this.shared.loaded, this.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -219,7 +347,7 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
 /** The adapter for a node-redis client, cluster or Sentinel client. */
 export function nodeRedisConnection(client: NodeRedisClient): ReceiptsConnection {
   const v = client as unknown as Record<string, unknown>;
-  if (typeof v['getSlotMaster'] === 'function') return new NodeRedisClusterConnection(client as unknown as Cluster);
-  if (typeof v['getMasterNode'] === 'function') return new NodeRedisSentinelConnection(client as unknown as Sentinel);
-  return new NodeRedisSingle(client as unknown as Client);
+  if (typeof v['getSlotMaster'] === 'function') return new NodeRedisClusterConnection(client as unknown as Cluster, undefined);
+  if (typeof v['getMasterNode'] === 'function') return new NodeRedisSentinelConnection(client as unknown as Sentinel, undefined);
+  return new NodeRedisSingle(client as unknown as Client, undefined);
 }

@@ -86,6 +86,14 @@ export interface ReceiptsConnection {
   /** Every master: the one server of a single node or Sentinel set, each master of a Cluster. */
   masters(): Promise<ReceiptsNode[]>;
   /**
+   * How long a command sent through this connection (or a node it names) may
+   * go without a reply, in ms, before it fails; `undefined`: as long as the
+   * client lets it.
+   */
+  readonly deadlineMs: number | undefined;
+  /** The same client's connection with another {@link deadlineMs} (one per client and deadline). */
+  withDeadline(deadlineMs: number | undefined): ReceiptsConnection;
+  /**
    * The connection a write to `key` went out on, as the client routes it
    * now; `undefined` when the client cannot name it (e.g. a Cluster slot
    * with no known master). `WAIT` sent through it counts that write.
@@ -180,6 +188,19 @@ export async function learnedMasters<T>(list: () => readonly T[], ping: () => Pr
     await ping();
     if (list().length === 0) await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * The one adapter per deadline of a client, made by `make` the first time:
+ * `variants` is shared by every adapter of that client.
+ */
+export function variantFor<A>(variants: Map<number | undefined, A>, deadlineMs: number | undefined, make: () => A): A {
+  let variant = variants.get(deadlineMs);
+  if (variant === undefined) {
+    variant = make();
+    variants.set(deadlineMs, variant);
+  }
+  return variant;
 }
 
 /**
