@@ -19,7 +19,7 @@ import {
   type OptionsSchema,
 } from '../core/options.js';
 import { durabilityOption } from '../redis/durability.js';
-import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
+import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 
 const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnabled), or left out for the default', [
@@ -70,6 +70,7 @@ export const TOOL_RECEIPTS_SCHEMA = {
   prefix: prefixOption,
   leaseMs: leaseOption,
   retentionMs: retentionOption,
+  commandTimeoutMs: commandTimeoutOption,
   durability: durabilityOption,
   groupCommit: booleanOption,
   logger,

@@ -81,6 +81,12 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
   readonly maxWaitMs?: number;
   /** Names this worker on the receipts it claims. Default host:pid:random. */
   readonly owner?: string;
+  /**
+   * The longest each receipts command (claim, complete, heartbeat, breaker,
+   * reconcile) may go without a reply, whatever the client. Default 5 s; see
+   * `ReceiptStoreOptions.commandTimeoutMs`.
+   */
+  readonly commandTimeoutMs?: number;
   readonly events?: ToolReceiptsEvents;
   /**
    * Tool names (exact, case-insensitive; a trailing `*` matches a prefix)
@@ -139,7 +145,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
-  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs };
+  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, commandTimeoutMs: options.commandTimeoutMs };
   const store = new ReceiptStore({ ...storeOptions, leaseMs, owner: options.owner, durability: options.durability, groupCommit: options.groupCommit });
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();

@@ -36,6 +36,8 @@ export interface ReconcileSweepOptions extends ResultShapingOptions {
   readonly digest?: DigestFn;
   /** The workers' durability: verdicts that settle a call wait for it. */
   readonly durability?: DurabilityOptions;
+  /** The longest each receipts command may go without a reply; default 5 s (see `withToolReceipts`). */
+  readonly commandTimeoutMs?: number;
   /** Recorded as `reconciled_by`. Default `reconcile-sweep:<pid>`. */
   readonly owner?: string;
   readonly logger?: Logger;
@@ -71,8 +73,9 @@ interface FoundCall {
 export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal: AbortSignal = new AbortController().signal): Promise<SweptReceipt[]> {
   checkOptions<ReconcileSweepOptions>('reconcileAmbiguous', options, RECONCILE_SWEEP_SCHEMA);
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
-  const store = new ReceiptStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs });
-  const reconciles = new ReconcileStore({ redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, durability: options.durability });
+  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, commandTimeoutMs: options.commandTimeoutMs };
+  const store = new ReceiptStore(storeOptions);
+  const reconciles = new ReconcileStore({ ...storeOptions, durability: options.durability });
   const log = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
   const owner = options.owner ?? `reconcile-sweep:${process.pid}`;
   const shape = resultShaper(options);

@@ -6,14 +6,14 @@
 import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
 import { hmget } from './clients/commands.js';
 import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
-import { connectionOption, prefixOption, retentionOption } from './options.js';
+import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from './options.js';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
 import { assertWellFormedNames } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from './errors.js';
 import { unreachableErrorOf } from './unreachable.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
 import { runScript } from './scripts.js';
-import { storeSettings } from './settings.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, storeSettings } from './settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
@@ -23,6 +23,8 @@ export interface BreakerStoreOptions {
   prefix?: string;
   /** TTL of a run's breaker hash, refreshed on every record, in ms. Default 24 h. */
   retentionMs?: number;
+  /** The longest each command may go without a reply, in ms; default 5 000 (as `ReceiptStore`'s). */
+  commandTimeoutMs?: number;
   /** Failures that remove a tool. Default `MAX_TOOL_FAILURES` (5). */
   maxFailures?: number;
   /** Consecutive rejections that remove a tool. Default `MAX_TOOL_REJECTIONS` (5). */
@@ -34,6 +36,7 @@ export const BREAKER_STORE_SCHEMA: OptionsSchema<BreakerStoreOptions> = {
   redis: connectionOption,
   prefix: prefixOption,
   retentionMs: retentionOption,
+  commandTimeoutMs: commandTimeoutOption,
   maxFailures: wholeNumber(1),
   maxRejections: wholeNumber(1),
 };
@@ -75,7 +78,7 @@ export class BreakerStore {
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: BreakerStoreOptions) {
     checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'BreakerStore');
+    this.redis = checkedConnection(options.redis, 'BreakerStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.maxFailures = options.maxFailures ?? MAX_TOOL_FAILURES;
     this.maxRejections = options.maxRejections ?? MAX_TOOL_REJECTIONS;

@@ -50,10 +50,17 @@ const adapters = new WeakMap<object, ReceiptsConnection>();
 
 /**
  * The {@link ReceiptsConnection} for `value`: the same adapter every time for
- * the same client. Throws {@link InvalidRedisConnectionError} naming `owner`
- * (who was given it) when `value` is not a client the library accepts.
+ * the same client (and `deadlineMs`: see {@link ReceiptsConnection.deadlineMs};
+ * without it, an adapter handed in keeps its own). Throws
+ * {@link InvalidRedisConnectionError} naming `owner` (who was given it) when
+ * `value` is not a client the library accepts.
  */
-export function checkedConnection(value: unknown, owner: string): ReceiptsConnection {
+export function checkedConnection(value: unknown, owner: string, deadlineMs?: number): ReceiptsConnection {
+  const connection = adapterOf(value, owner);
+  return deadlineMs === undefined ? connection : connection.withDeadline(deadlineMs);
+}
+
+function adapterOf(value: unknown, owner: string): ReceiptsConnection {
   if (typeof value !== 'object' || value === null) throw new InvalidRedisConnectionError(owner, describeValue(value));
   if (isReceiptsConnection(value)) return value;
   return adapterFor(adapters, value, () => {
@@ -68,7 +75,7 @@ export function checkedConnection(value: unknown, owner: string): ReceiptsConnec
 
 /** The adapter for a connection the library was given (see {@link checkedConnection}). */
 export function receiptsConnection(value: RedisConnection): ReceiptsConnection {
-  return checkedConnection(value, 'the receipts connection');
+  return adapterOf(value, 'the receipts connection');
 }
 
 /** True for a Cluster connection. */

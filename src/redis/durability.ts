@@ -13,6 +13,7 @@ import {
   booleanOption,
   checkOptions,
   InvalidOptionsError,
+  MAX_TIMER_MS,
   required,
   wholeNumber,
   type OptionRule,
@@ -161,8 +162,11 @@ export class DurabilityWaiter {
   private readonly redis: ReceiptsConnection;
 
   constructor(redis: RedisConnection, options: DurabilityOptions) {
-    this.redis = receiptsConnection(redis);
     this.options = durabilityOptions(options);
+    // A WAIT is answered once its own timeout has run: the store's deadline counts from then.
+    const connection = receiptsConnection(redis);
+    const deadline = connection.deadlineMs;
+    this.redis = deadline === undefined ? connection : connection.withDeadline(Math.min(deadline + this.options.timeoutMs, MAX_TIMER_MS));
   }
 
   /** Resolves when the server can give what the options ask; rejects with {@link DurabilityUnsupportedError}. Checked once. */

@@ -1,7 +1,7 @@
 /**
  * The option rules the Redis stores share with the entry points built on
  * them (`withToolReceipts`, the sweep): the connection, the key prefix, the
- * lease, the retention and the owner. Each store's schema sits beside it.
+ * lease, the retention, the command deadline and the owner. Each store's schema sits beside it.
  */
 import { MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
 import { checkedConnection } from './connection.js';
@@ -22,6 +22,9 @@ export const leaseOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_MS);
 
 /** `retentionMs`: how long settled receipts (and breaker counters) are kept. */
 export const retentionOption: OptionRule = wholeNumber(1, 'ms');
+
+/** `commandTimeoutMs`: the stores' deadline for each command (a Node timer). */
+export const commandTimeoutOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_MS);
 
 /** `owner`: the worker's name on the receipts it claims. */
 export const ownerOption: OptionRule = nonBlankString;

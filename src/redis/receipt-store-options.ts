@@ -5,7 +5,7 @@
 import { booleanOption, type OptionsSchema } from '../core/options.js';
 import type { RedisConnection } from './connection.js';
 import { durabilityOption, type DurabilityOptions } from './durability.js';
-import { connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
+import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
 
 /** How a `ReceiptStore` talks to Redis. */
 export interface ReceiptStoreOptions {
@@ -22,6 +22,18 @@ export interface ReceiptStoreOptions {
   retentionMs?: number;
   /** Worker id written as `owner`; default `<hostname>:<pid>:<random>`, one per store. */
   owner?: string;
+  /**
+   * The longest each command the store sends may go without a reply, in ms,
+   * whatever the client (default 5 000): then it fails with
+   * `RedisTimeoutError` (`redis.timeout`), and a claim releases what it may
+   * have started. It runs from the moment the command may have been
+   * written: a command the client still holds back (ioredis while it
+   * reconnects) is bounded by the client, and one node-redis still has
+   * queued fails as never sent. A `WAIT` for durability gets its own
+   * `timeoutMs` on top. An ioredis `commandTimeout` still applies, so the
+   * shorter of the two ends a command.
+   */
+  commandTimeoutMs?: number;
   /**
    * Wait for replicas (and, with `aof`, fsyncs) to acknowledge each write
    * that matters: a claim that starts an attempt (unacknowledged, the attempt
@@ -47,6 +59,7 @@ export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
   leaseMs: leaseOption,
   retentionMs: retentionOption,
   owner: ownerOption,
+  commandTimeoutMs: commandTimeoutOption,
   durability: durabilityOption,
   groupCommit: booleanOption,
 };

@@ -25,7 +25,7 @@ import { checkVerdictText } from './receipt-history.js';
 import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
 import { runScript } from './scripts.js';
-import { DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
 import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
@@ -36,7 +36,7 @@ export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResu
 export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
 export type { PrefetchedClaim } from './receipt-claim.js';
 
-export { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
+export { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
 import { GroupCommit } from './group-commit.js';
 import { ReceiptQueries } from './receipt-queries.js';
@@ -84,7 +84,7 @@ export class ReceiptStore extends ReceiptQueries {
   constructor(options: ReceiptStoreOptions) {
     checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA);
     const { prefix, retentionMs } = storeSettings(options);
-    super(checkedConnection(options.redis, 'ReceiptStore'), prefix);
+    super(checkedConnection(options.redis, 'ReceiptStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS), prefix);
     this.clustered = this.redis.isCluster;
     this.retentionMs = retentionMs;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;

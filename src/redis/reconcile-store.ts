@@ -6,15 +6,15 @@
  * receipt store's own.
  */
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
-import type { RedisConnection } from './connection.js';
+import { checkedConnection, type RedisConnection } from './connection.js';
 import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
 import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from './durability.js';
 import { checkOptions, type OptionsSchema } from '../core/options.js';
-import { connectionOption, prefixOption, retentionOption } from './options.js';
+import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from './options.js';
 import { runScript } from './scripts.js';
-import { positiveInt, storeSettings } from './settings.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, positiveInt, storeSettings } from './settings.js';
 import { toStoredJson } from './stored-json.js';
 
 /** What {@link ReconcileStore.begin} found. */
@@ -55,6 +55,8 @@ export interface ReconcileStoreOptions {
   readonly redis: RedisConnection;
   readonly prefix?: string;
   readonly retentionMs?: number;
+  /** The longest each command may go without a reply, in ms; default 5 000 (as `ReceiptStore`'s). */
+  readonly commandTimeoutMs?: number;
   /**
    * As the receipt store's: a verdict that settles the call or starts an
    * attempt, and a keyed re-run, wait for it, and throw
@@ -68,6 +70,7 @@ export const RECONCILE_STORE_SCHEMA: OptionsSchema<ReconcileStoreOptions> = {
   redis: connectionOption,
   prefix: prefixOption,
   retentionMs: retentionOption,
+  commandTimeoutMs: commandTimeoutOption,
   durability: durabilityOption,
 };
 
@@ -90,7 +93,7 @@ export class ReconcileStore {
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: ReconcileStoreOptions) {
     checkOptions('ReconcileStore', options, RECONCILE_STORE_SCHEMA);
-    this.redis = options.redis;
+    this.redis = checkedConnection(options.redis, 'ReconcileStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
     this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
   }

@@ -9,6 +9,11 @@ import { DEFAULT_KEY_PREFIX } from './keys.js';
 export const DEFAULT_LEASE_MS = 30_000;
 /** Default time a settled receipt (and a run's breaker counters) is kept: 24 h. */
 export const DEFAULT_RETENTION_MS = 86_400_000;
+/**
+ * Default `commandTimeoutMs` of the stores: 5 s, a sixth of the default
+ * lease, so two heartbeats can time out before it lapses.
+ */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 5_000;
 
 /** `value` when it is a positive safe integer; otherwise an {@link InvalidReceiptInputError} naming `what`. */
 export function positiveInt(value: number, what: string): number {

@@ -7,6 +7,8 @@
  * to give up (ioredis' 20 reconnects, about 10 s, with default options), not
  * that plus the lost-claim release's retries; once Redis is back the next
  * delivery runs the call once, as attempt 1: nothing was ever written.
+ * node-redis keeps a command queued while it reconnects; the store's
+ * deadline takes it back from the queue, so it too fails as never sent.
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import { createClient } from 'redis';
@@ -117,6 +119,16 @@ describe.skipIf(!faults)('a claim against a stopped Redis', () => {
     const { error, elapsedMs, sent, receipt } = await deliverWhileStopped(await ioredis({ enableOfflineQueue: false }));
     expectNeverSent(error);
     expect(elapsedMs).toBeLessThan(2_000);
+    expect(sent).toEqual(['ada@example.com']);
+    expect(receipt).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+
+  it('with node-redis defaults (commands queued while it reconnects) fails as never sent at the store\'s deadline', async () => {
+    const { error, elapsedMs, sent, receipt } = await deliverWhileStopped(await nodeRedis(), { commandTimeoutMs: 1_500 });
+    expectNeverSent(error);
+    expect((error as Error).message).toContain('not sent within 1500 ms: the client had no connection to Redis');
+    expect(elapsedMs).toBeGreaterThanOrEqual(1_500);
+    expect(elapsedMs).toBeLessThan(4_000);
     expect(sent).toEqual(['ada@example.com']);
     expect(receipt).toMatchObject({ status: 'completed', attempts: 1 });
   });

@@ -82,6 +82,8 @@ const whole = (min: number, max = Number.MAX_SAFE_INTEGER): OptionCase => ({
 });
 /** A retention the works-check can read back within (any whole number ≥ 1 is usable). */
 const retention: OptionCase = { good: fc.integer({ min: 60_000, max: Number.MAX_SAFE_INTEGER }), usable: (v) => isWhole(v, 1) };
+/** A command deadline the works-check can meet (any whole number of ms a timer takes is usable). */
+const commandTimeout: OptionCase = { good: fc.integer({ min: 10_000, max: MAX_TIMER }), usable: (v) => isWhole(v, 1, MAX_TIMER) };
 const flag: OptionCase = { good: fc.boolean(), usable: (v) => typeof v === 'boolean' };
 const text: OptionCase = { good: fc.string({ minLength: 1, maxLength: 16 }).filter(isText), usable: isText };
 const prefix: OptionCase = {
@@ -167,6 +169,7 @@ function workerCases(): Cases<ToolReceiptsOptions> {
     prefix,
     leaseMs: whole(1, MAX_TIMER),
     retentionMs: retention,
+    commandTimeoutMs: commandTimeout,
     durability: durability(),
     groupCommit: flag,
     logger: { good: fc.constant(silent), usable: (v) => hasMethods(v, 'child', 'info', 'warn', 'isLevelEnabled') },
@@ -313,6 +316,7 @@ describe('every option of every entry point: refused where given, or working', (
       leaseMs: whole(1, MAX_TIMER),
       retentionMs: retention,
       owner: text,
+      commandTimeoutMs: commandTimeout,
       durability: durability(),
       groupCommit: flag,
     };
@@ -330,6 +334,7 @@ describe('every option of every entry point: refused where given, or working', (
       redis: connection(),
       prefix,
       retentionMs: retention,
+      commandTimeoutMs: commandTimeout,
       maxFailures: whole(1),
       maxRejections: whole(1),
     };
@@ -342,7 +347,7 @@ describe('every option of every entry point: refused where given, or working', (
   });
 
   it('ReconcileStore: a store whose reconcile finds nothing to reconcile', async () => {
-    const cases: Cases<ReconcileStoreOptions> = { redis: connection(), prefix, retentionMs: retention, durability: durability() };
+    const cases: Cases<ReconcileStoreOptions> = { redis: connection(), prefix, retentionMs: retention, commandTimeoutMs: commandTimeout, durability: durability() };
     await checkEntryPoint(cases, (o) => new ReconcileStore(o), async (reconciles) => {
       const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
       const start = await reconciles.begin(key, { attempt: 1, epoch: 'e1' }, 1000, 'w');
@@ -424,9 +429,9 @@ describe('each schema names exactly the options of its interface', () => {
     const keys = (o: object) => Object.keys(o).sort();
     expect(keys(TOOL_RECEIPTS_SCHEMA)).toEqual(keys(workerCases()));
     expect(keys(RECONCILE_SWEEP_SCHEMA)).toEqual(keys(workerCases()));
-    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual(['durability', 'groupCommit', 'leaseMs', 'owner', 'prefix', 'redis', 'retentionMs']);
-    expect(keys(BREAKER_STORE_SCHEMA)).toEqual(['maxFailures', 'maxRejections', 'prefix', 'redis', 'retentionMs']);
-    expect(keys(RECONCILE_STORE_SCHEMA)).toEqual(['durability', 'prefix', 'redis', 'retentionMs']);
+    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'groupCommit', 'leaseMs', 'owner', 'prefix', 'redis', 'retentionMs']);
+    expect(keys(BREAKER_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'maxFailures', 'maxRejections', 'prefix', 'redis', 'retentionMs']);
+    expect(keys(RECONCILE_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'prefix', 'redis', 'retentionMs']);
     expect(keys(REDIS_TOOL_RESULT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'retentionMs']);
     expect(keys(IN_MEMORY_TOOL_RESULT_STORE_SCHEMA)).toEqual(['maxTotalChars']);
     expect(keys(TOOL_CALL_CLIENT_SCHEMA)).toEqual(['jobName', 'jobOptions', 'queue', 'queueEvents', 'timeoutMs']);

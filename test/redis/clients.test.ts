@@ -2,15 +2,17 @@
  * The connection adapters themselves: which objects `redis:` accepts, that
  * each client reaches the same server state, that a script flushed from the
  * server is sent again by text (singly and in a batch), that a closed
- * node-redis client reads as a lost connection, and the stores on a
- * Sentinel-backed client of each kind.
+ * node-redis client reads as a lost connection never sent, that a frozen
+ * server fails a claim at the store's deadline on every client, and the
+ * stores on a Sentinel-backed client of each kind.
  */
 import { createClientPool } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkedConnection, InvalidRedisConnectionError, type RedisConnection } from '../../src/redis/connection.js';
 import { checkRedisForReceipts } from '../../src/redis/doctor.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { RedisConnectionLostError } from '../../src/redis/unreachable.js';
+import { RedisConnectionLostError, RedisTimeoutError } from '../../src/redis/unreachable.js';
+import { faultTestsSupported } from '../support/redis.js';
 import { CLIENT_KINDS, openSentinel, openSingle, type OpenedClient } from '../support/redis-clients.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { SENTINEL_MASTER_NAME, sentinelSkipReason, startSentinelSet, type SentinelSetHandle } from '../support/redis-sentinel.js';
@@ -86,6 +88,25 @@ describe.each(CLIENT_KINDS)('the receipt store on %s', (kind) => {
   });
 });
 
+describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a frozen server under %s', (kind) => {
+  it('fails a claim with redis.timeout at the store\'s commandTimeoutMs, and releases it once the server wakes', async () => {
+    const store = new ReceiptStore({ redis: open(kind), prefix: `${fixture.handle().prefix}:frozen-${kind}`, commandTimeoutMs: 300 });
+    await store.claim(freshKey(), { effect: 'opaque' }); // connected, scripts loaded
+    const key = freshKey();
+    await fixture.handle().pause();
+    const woken = new Promise<void>((resolve) => setTimeout(() => void fixture.handle().resume().then(resolve), 1_200));
+    try {
+      const error = await store.claim(key, { effect: 'opaque' }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RedisTimeoutError);
+      expect(error).toMatchObject({ code: 'redis.timeout', step: 'claim', sent: true, releases: [{ attempt: 1, outcome: 'released' }] });
+      expect((error as Error).message).toContain('(no reply within 300 ms)');
+      expect(await store.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
+    } finally {
+      await woken;
+    }
+  });
+});
+
 describe.each(['node-redis-6', 'node-redis-5'] as const)('a closed %s client', (kind) => {
   it('reads as a lost connection, not as a script error', async () => {
     const client = openSingle(kind, fixture.handle().url);
@@ -94,7 +115,8 @@ describe.each(['node-redis-6', 'node-redis-5'] as const)('a closed %s client', (
     await client.close();
     const error = await store.claim(freshKey(), { effect: 'opaque' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisConnectionLostError);
-    expect(error).toMatchObject({ code: 'redis.unavailable' });
+    // Refused before it was queued: it never reached Redis, and there is nothing to release.
+    expect(error).toMatchObject({ code: 'redis.unavailable', sent: false, releases: [] });
   });
 });
 
