@@ -262,8 +262,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     const sentinel = sentinelTarget(values);
     connection = await cliConnection({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) }, io.env);
     const { redis } = connection;
-    const store = new ReceiptStore({ redis, prefix, retentionMs });
     await connection.open(sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : redactUrl(url));
+    // Made once the connection is open: a store refuses a node-redis client that is not.
+    const store = new ReceiptStore({ redis, prefix, retentionMs });
     const code = await spec.run({ store, redis, out: io.stdout, args, env: io.env });
     return code ?? 0;
   } catch (err) {

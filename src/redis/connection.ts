@@ -53,11 +53,35 @@ const adapters = new WeakMap<object, ReceiptsConnection>();
  * the same client (and `deadlineMs`: see {@link ReceiptsConnection.deadlineMs};
  * without it, an adapter handed in keeps its own). Throws
  * {@link InvalidRedisConnectionError} naming `owner` (who was given it) when
- * `value` is not a client the library accepts.
+ * `value` is not a client the library accepts, or is one that will never
+ * connect by itself: a node-redis client that is not open (never
+ * connected, or closed) or an ioredis client that was closed. An ioredis
+ * client not yet connected (`lazyConnect`) is accepted: it connects on its
+ * first command.
  */
 export function checkedConnection(value: unknown, owner: string, deadlineMs?: number): ReceiptsConnection {
   const connection = adapterOf(value, owner);
+  const closed = closedClient(value as object);
+  if (closed !== undefined) throw new InvalidRedisConnectionError(owner, closed);
   return deadlineMs === undefined ? connection : connection.withDeadline(deadlineMs);
+}
+
+/**
+ * What is wrong with a client that cannot send anything until its owner
+ * opens it again, or `undefined`. node-redis never connects by itself, and
+ * rejects every command until `connect()`; a closed ioredis client (status
+ * `end`) rejects every command until `connect()` too. Refused when the store
+ * is made, so no call fails later as if Redis had gone away.
+ */
+function closedClient(value: object): string | undefined {
+  if (isReceiptsConnection(value)) return undefined;
+  if (looksLikeIoredis(value)) {
+    return value.status === 'end' ? 'an ioredis client that was closed (status end): call connect() on it again, or make a new one' : undefined;
+  }
+  if (looksLikeNodeRedis(value) && value.isOpen !== true) {
+    return 'a node-redis client that is not open (never connected, or closed): call `await client.connect()` before handing it over; node-redis does not connect by itself';
+  }
+  return undefined;
 }
 
 function adapterOf(value: unknown, owner: string): ReceiptsConnection {
@@ -73,7 +97,11 @@ function adapterOf(value: unknown, owner: string): ReceiptsConnection {
   });
 }
 
-/** The adapter for a connection the library was given (see {@link checkedConnection}). */
+/**
+ * The adapter for a connection the library was given (see
+ * {@link checkedConnection}, which checked it when it was given: a client
+ * closed since then is not refused here, its commands fail as never sent).
+ */
 export function receiptsConnection(value: RedisConnection): ReceiptsConnection {
   return adapterOf(value, 'the receipts connection');
 }

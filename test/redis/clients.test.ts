@@ -1,12 +1,18 @@
 /**
- * The connection adapters themselves: which objects `redis:` accepts, that
+ * The connection adapters themselves: which objects `redis:` accepts (never
+ * a client that cannot send until it is opened again), that
  * each client reaches the same server state, that a script flushed from the
  * server is sent again by text (singly and in a batch), that a closed
  * node-redis client reads as a lost connection never sent, that a frozen
  * server fails a claim at the store's deadline on every client, and the
  * stores on a Sentinel-backed client of each kind.
  */
-import { createClientPool } from 'redis';
+import { once } from 'node:events';
+import { Redis } from 'ioredis';
+import { createClient as createClient6, createClientPool } from 'redis';
+import { createClient as createClient5 } from 'redis-v5';
+import { z } from 'zod';
+import { defineTool, withToolReceipts } from '../../src/bullmq/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkedConnection, InvalidRedisConnectionError, type RedisConnection } from '../../src/redis/connection.js';
 import { checkRedisForReceipts } from '../../src/redis/doctor.js';
@@ -50,6 +56,35 @@ describe('checkedConnection', () => {
     expect(error).toBeInstanceOf(InvalidRedisConnectionError);
     expect(error?.code).toBe('redis.invalid_connection');
     expect(error?.message).toMatch(/^ReceiptStore needs `redis`: an ioredis Redis or Cluster .* or a connected node-redis client .*createClient, createCluster or createSentinel.*got a node-redis client pool/);
+  });
+
+  it.each([
+    ['node-redis 6', (url: string) => createClient6({ url })],
+    ['node-redis 5', (url: string) => createClient5({ url })],
+  ] as const)('refuses a %s client that was never connected, or was closed, when the store or processor is made, saying to connect it', async (_name, create) => {
+    const client: { connect(): Promise<unknown>; close(): Promise<unknown> } = create(fixture.handle().url);
+    const refusal = /needs `redis`: .*; got a node-redis client that is not open \(never connected, or closed\): call `await client\.connect\(\)` before handing it over/;
+    const tool = defineTool({ name: 'echo', input: z.object({}), effect: 'opaque', execute: () => 'ok' });
+    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(InvalidRedisConnectionError);
+    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
+    expect(() => withToolReceipts({ redis: client as unknown as RedisConnection, tools: [tool] })).toThrow(refusal);
+    await client.connect();
+    const store = new ReceiptStore({ redis: client as unknown as RedisConnection, prefix: `${fixture.handle().prefix}:connected` });
+    expect((await store.claim(freshKey(), { effect: 'opaque' })).decision.kind).toBe('execute');
+    await client.close();
+    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
+  });
+
+  it('takes an ioredis client with lazyConnect (it connects on its first command), and refuses one that was closed', async () => {
+    const lazy = new Redis(fixture.handle().url, { lazyConnect: true });
+    expect(lazy.status).toBe('wait');
+    const store = new ReceiptStore({ redis: lazy, prefix: `${fixture.handle().prefix}:lazy` });
+    expect((await store.claim(freshKey(), { effect: 'opaque' })).decision.kind).toBe('execute');
+    const ended = once(lazy, 'end');
+    await lazy.quit();
+    await ended;
+    expect(lazy.status).toBe('end');
+    expect(() => new ReceiptStore({ redis: lazy })).toThrow(/got an ioredis client that was closed \(status end\): call connect\(\) on it again, or make a new one$/);
   });
 
   it('refuses some other object, naming both clients it would take', () => {
