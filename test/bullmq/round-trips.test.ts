@@ -5,15 +5,12 @@
  * of calls run one after another, each complete also claims the next call,
  * so k executed calls cost k + 1 commands.
  */
-import { createHash } from 'node:crypto';
 import { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { REJECTION_REMOVAL_SUFFIX } from '../../src/core/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
-import { scriptSource } from '../../src/redis/scripts.js';
-import { commitBatchEntries } from '../support/commit-batch.js';
+import { recordCommands as record } from '../support/sent-commands.js';
 import { call, jobData, silent, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -21,42 +18,6 @@ const closers: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
 });
-
-const scripts = new Map(
-  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua', 'commit-batch-N.lua'].map((file) => [
-    createHash('sha1').update(scriptSource(file)).digest('hex'),
-    file.replace(/-(?:\d+|N)\.lua$/, ''),
-  ]),
-);
-
-/**
- * Records the commands sent on `redis` (scripts by file name) from now on;
- * a group commit batch is recorded as `commit-batch(<kind>,…)`.
- */
-function record(redis: Redis): { take(): string[] } {
-  let sent: string[] = [];
-  const original = redis.sendCommand;
-  redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
-    const first = String(command.args[0]);
-    const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
-    const name = command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name;
-    sent.push(name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name);
-    return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
-  }) as typeof redis.sendCommand;
-  return {
-    take() {
-      const taken = sent;
-      sent = [];
-      return taken;
-    },
-  };
-}
-
-/** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… argv…). */
-function batchKinds(args: readonly string[]): string[] {
-  const keyCount = Number(args[1]);
-  return commitBatchEntries(args.slice(2, 2 + keyCount), args.slice(2 + keyCount)).map((entry) => entry.kind);
-}
 
 type Lane = Awaited<ReturnType<ReturnType<typeof useLanes>>>;
 

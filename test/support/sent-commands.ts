@@ -1,0 +1,48 @@
+/**
+ * Records the commands a test's ioredis connection sends, as the round-trip
+ * counts read them: a receipt script by its file's name (`claim`,
+ * `complete-claim`, …), a group commit batch as `commit-batch(<kind>,…)`,
+ * any other command by its name. One entry is one round trip.
+ */
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { scriptSource } from '../../src/redis/scripts.js';
+import { commitBatchEntries } from './commit-batch.js';
+
+const scripts = new Map(
+  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua', 'commit-batch-N.lua', 'register-run-1.lua'].map((file) => [
+    createHash('sha1').update(scriptSource(file)).digest('hex'),
+    file.replace(/-(?:\d+|N)\.lua$/, ''),
+  ]),
+);
+
+/** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… argv…). */
+function batchKinds(args: readonly string[]): string[] {
+  const keyCount = Number(args[1]);
+  return commitBatchEntries(args.slice(2, 2 + keyCount), args.slice(2 + keyCount)).map((entry) => entry.kind);
+}
+
+/** What {@link recordCommands} gives: the commands sent since the last `take`. */
+export interface SentCommands {
+  take(): string[];
+}
+
+/** Records the commands sent on `redis` from now on. */
+export function recordCommands(redis: Redis): SentCommands {
+  let sent: string[] = [];
+  const original = redis.sendCommand;
+  redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
+    const first = String(command.args[0]);
+    const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
+    const name = command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name;
+    sent.push(name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name);
+    return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
+  }) as typeof redis.sendCommand;
+  return {
+    take() {
+      const taken = sent;
+      sent = [];
+      return taken;
+    },
+  };
+}
