@@ -19,8 +19,8 @@ import { defineTool, withToolReceipts, type ToolReceiptsOptions } from '../../sr
 import { ReceiptStore } from '../../src/redis/index.js';
 import { testJob } from '../../src/testing/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
-import { NO_SYNC_DELAY, waitCaughtUp } from '../support/redis-cluster.js';
-import { findOnPath, LocalRedis } from '../support/redis-process.js';
+import { startPrimaryWithReplica } from '../support/redis-cluster.js';
+import { findOnPath, type LocalRedis } from '../support/redis-process.js';
 import { uniquePrefix } from '../support/redis.js';
 import { recordCommands } from '../support/sent-commands.js';
 import { DOCS, MENTIONS, asFigure } from './round-trip-mentions.js';
@@ -181,10 +181,7 @@ describe.skipIf(findOnPath('redis-server') === undefined)('the WAITs with durabi
   let replica: LocalRedis;
   const prefix = uniquePrefix();
   beforeAll(async () => {
-    const binary = findOnPath('redis-server')!;
-    primary = await LocalRedis.start(binary, { extraArgs: NO_SYNC_DELAY }, prefix);
-    replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
-    await waitCaughtUp(primary, replica);
+    ({ primary, replica } = await startPrimaryWithReplica(prefix));
   });
   afterAll(async () => {
     await replica?.stop();

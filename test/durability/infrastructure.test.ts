@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { BreakerStore } from '../../src/redis/index.js';
-import { LocalRedis, findOnPath } from '../support/redis-process.js';
-import { NO_SYNC_DELAY, waitCaughtUp, withNode } from '../support/redis-cluster.js';
+import type { LocalRedis } from '../support/redis-process.js';
+import { startPrimaryWithReplica, waitCaughtUp, withNode } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { failoverWorker, Outbox } from './support.js';
@@ -26,10 +26,7 @@ describe.skipIf(skip !== undefined)('an unacknowledged step write', () => {
   const clients: Redis[] = [];
   const prefix = uniquePrefix();
   beforeAll(async () => {
-    const binary = findOnPath('redis-server')!;
-    primary = await LocalRedis.start(binary, { extraArgs: NO_SYNC_DELAY }, prefix);
-    replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
-    await waitCaughtUp(primary, replica);
+    ({ primary, replica } = await startPrimaryWithReplica(prefix));
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();

@@ -12,8 +12,8 @@ import { type ToolCallReceiptKey } from '../../src/core/index.js';
 import { DurabilityUnsupportedError, InvalidDurabilityOptionsError, ReceiptNotDurableError, ReceiptStore, runHashTag } from '../../src/redis/index.js';
 import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
-import { LocalRedis, findOnPath } from '../support/redis-process.js';
-import { NO_SYNC_DELAY, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
+import type { LocalRedis } from '../support/redis-process.js';
+import { startPrimaryWithReplica, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { clientKindUnderTest, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
@@ -37,10 +37,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   const opened: OpenedClient[] = [];
   const prefix = uniquePrefix();
   beforeAll(async () => {
-    const binary = findOnPath('redis-server')!;
-    primary = await LocalRedis.start(binary, { appendonly: true, extraArgs: NO_SYNC_DELAY }, prefix);
-    replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
-    await waitCaughtUp(primary, replica);
+    ({ primary, replica } = await startPrimaryWithReplica(prefix, { appendonly: true }));
   });
   afterAll(async () => {
     for (const c of clients) c.disconnect();

@@ -88,6 +88,18 @@ export async function waitCaughtUp(master: LocalRedis, replica: LocalRedis, time
   }
 }
 
+/**
+ * A primary (started with `options`, plus {@link NO_SYNC_DELAY}) and one
+ * replica of it, caught up: for the durability tests on a single server.
+ */
+export async function startPrimaryWithReplica(prefix: string, options: { appendonly?: boolean } = {}): Promise<{ primary: LocalRedis; replica: LocalRedis }> {
+  const binary = findOnPath('redis-server')!;
+  const primary = await LocalRedis.start(binary, { ...options, extraArgs: NO_SYNC_DELAY }, prefix);
+  const replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
+  await waitCaughtUp(primary, replica);
+  return { primary, replica };
+}
+
 async function replicationCaughtUp(replica: LocalRedis): Promise<boolean> {
   const info = await withNode(replica, (admin) => admin.info('replication'));
   return /master_link_status:up/.test(info) && !/master_sync_in_progress:1/.test(info);
