@@ -61,8 +61,20 @@ async function main(): Promise<void> {
         });
         const redis = new Redis(handle.url, { maxRetriesPerRequest: null });
         connections.push(redis);
-        const wrapped = built.withToolReceipts({ redis, tools: [tool], prefix: `${handle.prefix}:${n}`, logger: pino({ level: 'silent' }) });
-        return { name: n === 0 ? 'A' : 'B', wrapped, cpu: [] as number[], latency: [] as number[], server: [] as number[], scripts: [] as number[] };
+        const wrapped = built.withToolReceipts({
+          redis,
+          tools: [tool],
+          prefix: `${handle.prefix}:${n}`,
+          logger: pino({ level: 'silent' }),
+        });
+        return {
+          name: n === 0 ? 'A' : 'B',
+          wrapped,
+          cpu: [] as number[],
+          latency: [] as number[],
+          server: [] as number[],
+          scripts: [] as number[],
+        };
       }),
     );
     const jobsFor = (tag: string) =>
@@ -70,7 +82,11 @@ async function main(): Promise<void> {
         const data: ToolJobData = {
           tenantId: 'ab',
           runId: FRESH_RUNS ? `run-${tag}-${i}` : `run-${tag}-${i % 100}`,
-          calls: Array.from({ length: TURN }, (_, k) => ({ id: `toolu_${tag}_${i}_${k}`, name: 'send_email', input: { to: 'user@example.com', n: i * TURN + k } })),
+          calls: Array.from({ length: TURN }, (_, k) => ({
+            id: `toolu_${tag}_${i}_${k}`,
+            name: 'send_email',
+            input: { to: 'user@example.com', n: i * TURN + k },
+          })),
         };
         return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
       });
@@ -113,7 +129,9 @@ async function main(): Promise<void> {
     };
     const how = CONCURRENCY === 1 ? 'one after another' : `${CONCURRENCY} in flight`;
     const jobs = TURN === 1 ? 'one-call jobs' : `jobs of ${TURN} calls`;
-    console.log(`A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh ${jobs} per pass, ${how}, ${FRESH_RUNS ? 'each its own run' : 'over 100 runs'}`);
+    console.log(
+      `A = ${dirs[0]}, B = ${dirs[1]}; ${CALLS} fresh ${jobs} per pass, ${how}, ${FRESH_RUNS ? 'each its own run' : 'over 100 runs'}`,
+    );
     show('node CPU per job', a.cpu, b.cpu, 'µs');
     show('median job latency', a.latency, b.latency, 'µs');
     show('redis CPU per job', a.server, b.server, 'µs');

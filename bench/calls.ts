@@ -114,8 +114,7 @@ async function cpuUs(count: number, op: (i: number) => Promise<unknown>): Promis
   return (used.user + used.system) / count;
 }
 
-const spread = (values: number[]) =>
-  `${Math.min(...values).toFixed(2)}/${median(values).toFixed(2)}/${Math.max(...values).toFixed(2)}`;
+const spread = (values: number[]) => `${Math.min(...values).toFixed(2)}/${median(values).toFixed(2)}/${Math.max(...values).toFixed(2)}`;
 
 async function main(): Promise<void> {
   const handle = await startRedis();
@@ -206,8 +205,10 @@ async function main(): Promise<void> {
     const n = SCRIPT_CALLS;
     const keys = Array.from({ length: n }, (_, i) => keyFor('lua', i));
     const failKeys = Array.from({ length: n }, (_, i) => keyFor('lua-fail', i));
-    const each = <K>(list: readonly K[], op: (item: K) => Promise<unknown>) => () =>
-      throughput(list.length, 16, async (i) => void (await op(list[i]!)));
+    const each =
+      <K>(list: readonly K[], op: (item: K) => Promise<unknown>) =>
+      () =>
+        throughput(list.length, 16, async (i) => void (await op(list[i]!)));
     const script = (list: ToolCallReceiptKey[], op: (key: ToolCallReceiptKey) => Promise<unknown>) =>
       serverCost(admin, ['evalsha'], list.length, each(list, op));
     const result = { content: JSON.stringify(RESULT) };
@@ -233,7 +234,9 @@ async function main(): Promise<void> {
     const next = { effect: 'opaque' } as const;
     scripts.push([
       'complete + claim next (complete-claim-5)',
-      await script(fusedKeys, (k) => store.completeAndClaim(k, fenceOf(k), result, { key: { ...k, argsHash: `${k.argsHash}-next` }, options: next })),
+      await script(fusedKeys, (k) =>
+        store.completeAndClaim(k, fenceOf(k), result, { key: { ...k, argsHash: `${k.argsHash}-next` }, options: next }),
+      ),
     ]);
     const peerKeys = Array.from({ length: n }, (_, i) => `${prefix}:peer-raw:${i}`);
     const record = JSON.stringify({ status: 'INPROGRESS', expiration: 0 });
@@ -246,8 +249,17 @@ async function main(): Promise<void> {
     ];
     // The peer's whole call, every command it sends: a fresh call, then a replay.
     const peerCalls = peerCallsFor('lua', n);
-    const peerWhole = () => serverCost(admin, ['set', 'get'], n, each(peerCalls, (call) => peer(call)));
-    const peerTotals: [string, ServerCost][] = [['fresh', await peerWhole()], ['replay', await peerWhole()]];
+    const peerWhole = () =>
+      serverCost(
+        admin,
+        ['set', 'get'],
+        n,
+        each(peerCalls, (call) => peer(call)),
+      );
+    const peerTotals: [string, ServerCost][] = [
+      ['fresh', await peerWhole()],
+      ['replay', await peerWhole()],
+    ];
 
     // 4. A turn of three 200 ms calls, side by side and one after another.
     const turnMs = async (toolName: string, r: number) => {
@@ -302,18 +314,26 @@ async function main(): Promise<void> {
     }
 
     const version = await redisVersion(admin);
-    console.log(`calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`);
+    console.log(
+      `calls bench — redis ${version}, node ${process.versions.node}, ${ROUNDS} rounds; ratios min/median/max of per-round ratios`,
+    );
     const perRound = (a: number[], b: number[]) => a.map((x, i) => x / (b[i] ?? x));
     const us = (values: number[]) => `${median(values).toFixed(0)} µs [${values.map((v) => v.toFixed(0)).join(', ')}]`;
     console.log(`  sequential latency per call, median of ${LATENCY_CALLS} calls one after another (processor called directly):`);
-    console.log(`    fresh  ours ${us(latency.ours.fresh)}  peer ${us(latency.peer.fresh)}  ours/peer ${spread(perRound(latency.ours.fresh, latency.peer.fresh))}  (goal <= 1.10)`);
-    console.log(`    replay ours ${us(latency.ours.replay)}  peer ${us(latency.peer.replay)}  ours/peer ${spread(perRound(latency.ours.replay, latency.peer.replay))}  (goal <= 0.70)`);
+    console.log(
+      `    fresh  ours ${us(latency.ours.fresh)}  peer ${us(latency.peer.fresh)}  ours/peer ${spread(perRound(latency.ours.fresh, latency.peer.fresh))}  (goal <= 1.10)`,
+    );
+    console.log(
+      `    replay ours ${us(latency.ours.replay)}  peer ${us(latency.peer.replay)}  ours/peer ${spread(perRound(latency.ours.replay, latency.peer.replay))}  (goal <= 0.70)`,
+    );
     console.log(`  this process's CPU per fresh call at ${CONCURRENCY} in flight (${CPU_CALLS} calls):`);
     const own = cpu.wrapped.map((w, i) => w - (cpu.control[i] ?? w));
     console.log(`    wrapped ${us(cpu.wrapped)}  control (claim + complete only) ${us(cpu.control)}  peer ${us(cpu.peer)}`);
     console.log(`    the wrapper's own cost (wrapped − control): ${us(own)}`);
     const ms = (values: number[]) => `${median(values).toFixed(0)} ms [${values.map((v) => v.toFixed(0)).join(', ')}]`;
-    console.log(`  a turn of three ${SLOW_MS} ms calls: parallel tool ${ms(turns.parallel)} (goal < 300), one after another ${ms(turns.serial)}`);
+    console.log(
+      `  a turn of three ${SLOW_MS} ms calls: parallel tool ${ms(turns.parallel)} (goal < 300), one after another ${ms(turns.serial)}`,
+    );
     console.log(
       `  a three-call turn through the store, median of ${TURN_COUNT} turns one after another: claim + complete per call (6 round trips) ` +
         `${us(storeTurns.separate)}, each complete claiming the next (4) ${us(storeTurns.fused)}, ` +

@@ -23,7 +23,11 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 /** Runs `op(0..count-1)` with at most `concurrency` in flight: calls per second and each call's latency in ms. */
-async function measure(count: number, concurrency: number, op: (i: number) => Promise<void>): Promise<{ rate: number; latencies: number[] }> {
+async function measure(
+  count: number,
+  concurrency: number,
+  op: (i: number) => Promise<void>,
+): Promise<{ rate: number; latencies: number[] }> {
   let next = 0;
   const latencies: number[] = [];
   const started = performance.now();
@@ -69,7 +73,9 @@ async function main(): Promise<void> {
     };
     for (const { kind } of opened) await measure(1_000, CONCURRENCY, op(kind, -1)); // warm-up
 
-    const figures = new Map<ClientKind, { rates: number[]; p50: number[]; p99: number[] }>(CLIENT_KINDS.map((k) => [k, { rates: [], p50: [], p99: [] }]));
+    const figures = new Map<ClientKind, { rates: number[]; p50: number[]; p99: number[] }>(
+      CLIENT_KINDS.map((k) => [k, { rates: [], p50: [], p99: [] }]),
+    );
     for (let round = 0; round < ROUNDS; round++) {
       // Rotate the order each round, so no client always runs first.
       const order = CLIENT_KINDS.map((_, i) => CLIENT_KINDS[(i + round) % CLIENT_KINDS.length]!);

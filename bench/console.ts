@@ -76,9 +76,13 @@ async function main(): Promise<void> {
   const redis = new Redis(handle.url) as Loader;
   const includes = new URL('../lua/includes/', import.meta.url);
   redis.defineCommand('loadReceipts', {
-    lua: expandIncludes('load-receipts.lua', readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8'), (name) => readFileSync(new URL(`${name}.lua`, includes), 'utf8')),
+    lua: expandIncludes('load-receipts.lua', readFileSync(new URL('./load-receipts.lua', import.meta.url), 'utf8'), (name) =>
+      readFileSync(new URL(`${name}.lua`, includes), 'utf8'),
+    ),
   });
-  console.log(`console bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ${RUNS} runs, median of ${ROUNDS}`);
+  console.log(
+    `console bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ${RUNS} runs, median of ${ROUNDS}`,
+  );
   const results: Record<string, Record<number, number>> = {};
   try {
     for (const size of SIZES) {
@@ -89,7 +93,12 @@ async function main(): Promise<void> {
       await load(redis, prefix, runs, perRun);
       const loaded = ((performance.now() - t) / 1000).toFixed(1);
       const server = await startConsoleServer({ redis, prefix, port: 0 });
-      const someKey = receiptRedisKey(prefix, { tenantId: 'tenant-3', runId: 'run-3', toolName: 'send_email', argsHash: createHash('sha256').update('3/0').digest('hex') });
+      const someKey = receiptRedisKey(prefix, {
+        tenantId: 'tenant-3',
+        runId: 'run-3',
+        toolName: 'send_email',
+        argsHash: createHash('sha256').update('3/0').digest('hex'),
+      });
       const pages: [string, string][] = [
         ['needs a person', ''],
         ['needs a person, page 2', `?after=${encodeURIComponent(`0~${prefix}`)}`],
@@ -102,7 +111,9 @@ async function main(): Promise<void> {
         ['counts', 'counts'],
         ['audit log', 'audit'],
       ];
-      console.log(`  ${size.toLocaleString('en-US')} receipts in ${runs.toLocaleString('en-US')} runs (loaded in ${loaded} s, ${(await redis.dbsize()).toLocaleString('en-US')} keys on the server):`);
+      console.log(
+        `  ${size.toLocaleString('en-US')} receipts in ${runs.toLocaleString('en-US')} runs (loaded in ${loaded} s, ${(await redis.dbsize()).toLocaleString('en-US')} keys on the server):`,
+      );
       for (const [name, path] of pages) {
         const { ms, status, bytes } = await timePage(server.url + path, ROUNDS);
         (results[name] ??= {})[size] = ms;
@@ -113,7 +124,8 @@ async function main(): Promise<void> {
     if (SIZES.length >= 2) {
       const [small, large] = [SIZES[0]!, SIZES[SIZES.length - 1]!];
       console.log(`  ratio ${large.toLocaleString('en-US')} / ${small.toLocaleString('en-US')} receipts:`);
-      for (const [name, bySize] of Object.entries(results)) console.log(`    ${name.padEnd(28)} x${(bySize[large]! / bySize[small]!).toFixed(1)}`);
+      for (const [name, bySize] of Object.entries(results))
+        console.log(`    ${name.padEnd(28)} x${(bySize[large]! / bySize[small]!).toFixed(1)}`);
     }
   } finally {
     redis.disconnect();

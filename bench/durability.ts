@@ -41,7 +41,8 @@ interface Mode {
 }
 
 /** The p-th percentile (0..1) of `values`. */
-const percentile = (values: readonly number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
+const percentile = (values: readonly number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
 
 async function pass(url: string, prefix: string, mode: Mode, concurrency: number, jobs: number, tag: string) {
   const connection = { host: new URL(url).hostname, port: Number(new URL(url).port), maxRetriesPerRequest: null };
@@ -110,7 +111,11 @@ async function main(): Promise<number> {
   const binary = findOnPath('redis-server')!;
   const prefix = uniquePrefix();
   const primary = await LocalRedis.start(binary, { appendonly: true, appendfsync: 'everysec', extraArgs: NO_SYNC_DELAY }, prefix);
-  const replica = await LocalRedis.start(binary, { appendonly: true, appendfsync: 'everysec', extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
+  const replica = await LocalRedis.start(
+    binary,
+    { appendonly: true, appendfsync: 'everysec', extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] },
+    prefix,
+  );
   try {
     const deadline = performance.now() + 15_000;
     while (!/master_link_status:up/.test(await withNode(replica, (a) => a.info('replication')))) {
@@ -136,7 +141,9 @@ async function main(): Promise<number> {
     console.log('  level  mode                  jobs/s  vs off  call p50 ms  call p99 ms');
     for (const [concurrency, jobs] of levels) {
       for (const mode of modes) await pass(primary.url, prefix, mode, concurrency, Math.ceil(jobs / 3), 'warm'); // JIT and script cache
-      const figures = new Map(modes.map((m) => [m.name, { rates: [] as number[], ratios: [] as number[], p50: [] as number[], p99: [] as number[] }]));
+      const figures = new Map(
+        modes.map((m) => [m.name, { rates: [] as number[], ratios: [] as number[], p50: [] as number[], p99: [] as number[] }]),
+      );
       for (let r = 0; r < rounds; r++) {
         const order = modes.map((_, i) => modes[(i + r) % modes.length]!);
         const results = new Map<string, Awaited<ReturnType<typeof pass>>>();

@@ -61,7 +61,9 @@ export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkG
     // BullMQ's own cost per job (bare: fetch, run, finish), the part of a job's time neither side can cut.
     const bare = runs.map((run) => {
       const level = find(run, name);
-      return (level ? `bare j/s ${median(level.rates.bare).toFixed(0)} (${(1000 / median(level.rates.bare)).toFixed(2)} ms a job)` : '-').padEnd(44);
+      return (
+        level ? `bare j/s ${median(level.rates.bare).toFixed(0)} (${(1000 / median(level.rates.bare)).toFixed(2)} ms a job)` : '-'
+      ).padEnd(44);
     });
     lines.push(`  ${name.padEnd(12)}${rate.join('')}`, `  ${''.padEnd(12)}${latency.join('')}`, `  ${''.padEnd(12)}${bare.join('')}`);
   }
@@ -70,7 +72,9 @@ export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkG
     const check = (what: string, values: number[], target: number, atMost = false) => {
       const value = median(values);
       const met = atMost ? value <= target : value >= target;
-      lines.push(`  goal ${at}: ${what} ${atMost ? '<=' : '>='} ${target.toFixed(2)}: ${spread(values)} -> ${met ? 'MET' : 'MISSED'} (median)`);
+      lines.push(
+        `  goal ${at}: ${what} ${atMost ? '<=' : '>='} ${target.toFixed(2)}: ${spread(values)} -> ${met ? 'MET' : 'MISSED'} (median)`,
+      );
     };
     for (const name of names) {
       const level = find(run, name);
@@ -79,7 +83,12 @@ export function formatNetworkReport(runs: readonly NetworkRun[], goals: NetworkG
       if (level.calls === 1) check(`wrapped/peer j/s ${name}`, rates, goals.oneCall);
       else if (level.concurrency === 1) {
         check(`wrapped/peer j/s ${name}`, rates, goals.turnRate);
-        check(`wrapped/peer ms per job ${name}`, level.latencyMs.wrapped.map((v, r) => v / (level.latencyMs.peer[r] ?? v)), goals.turnLatency, true);
+        check(
+          `wrapped/peer ms per job ${name}`,
+          level.latencyMs.wrapped.map((v, r) => v / (level.latencyMs.peer[r] ?? v)),
+          goals.turnLatency,
+          true,
+        );
       }
     }
   }

@@ -58,9 +58,7 @@ export function peerIdempotent<T>(
   const persistenceStore = new CachePersistenceLayer({ client: ioredisCacheClient(redis) });
   const config = new IdempotencyConfig({ expiresAfterSeconds: times.retentionSeconds });
   config.registerLambdaContext({ getRemainingTimeInMillis: () => times.leaseMs } as LambdaContext);
-  return makeIdempotent(async (call: PeerCall) => run(call), { persistenceStore, config, keyPrefix }) as (
-    call: PeerCall,
-  ) => Promise<T>;
+  return makeIdempotent(async (call: PeerCall) => run(call), { persistenceStore, config, keyPrefix }) as (call: PeerCall) => Promise<T>;
 }
 
 /** A BullMQ processor wrapped in the peer: each call of the job runs through `makeIdempotent`, results as ours are shaped. */

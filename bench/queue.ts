@@ -72,7 +72,16 @@ export type PassKind = 'bare' | 'control' | 'peer' | 'wrapped' | 'replay' | 'tra
 const KINDS = ['bare', 'control', 'peer', 'wrapped', 'replay', 'traced', 'ungrouped'] as const;
 const kindsOf = (calls: number): PassKind[] => (calls > 1 ? [...KINDS, 'parallel'] : [...KINDS]);
 /** Fresh per-kind arrays. */
-const perKind = (): Record<PassKind, number[]> => ({ bare: [], control: [], peer: [], wrapped: [], replay: [], traced: [], ungrouped: [], parallel: [] });
+const perKind = (): Record<PassKind, number[]> => ({
+  bare: [],
+  control: [],
+  peer: [],
+  wrapped: [],
+  replay: [],
+  traced: [],
+  ungrouped: [],
+  parallel: [],
+});
 
 export interface QueueBenchOptions {
   readonly url: string;
@@ -332,9 +341,17 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
   const peer = peerProcessor(peerIdempotent(peerRedis, `${options.prefix}:peer`, PEER_TIMES, (call) => runTool(call)));
   // The same wrapper with group commit off: every claim and complete its own script call.
   const ungrouped = withToolReceipts({ ...wrapperOptions, groupCommit: false });
-  const processors = { bare: bareProcessor, control: controlProcessor, peer, wrapped, replay: wrapped, traced, ungrouped, parallel: wrapped };
+  const processors = {
+    bare: bareProcessor,
+    control: controlProcessor,
+    peer,
+    wrapped,
+    replay: wrapped,
+    traced,
+    ungrouped,
+    parallel: wrapped,
+  };
   try {
-
     let passNo = 0;
     /** One pass: fill a fresh queue, run a Worker to the last completion; jobs/s and CPU µs per job. */
     async function pass(
@@ -372,7 +389,8 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
                 }
               };
         const worker = new Worker(queueName, timed, { connection, prefix: bullPrefix, concurrency, autorun: false });
-        const detach = processor === wrapped || processor === traced || processor === ungrouped ? processor.attach(worker) : () => undefined;
+        const detach =
+          processor === wrapped || processor === traced || processor === ungrouped ? processor.attach(worker) : () => undefined;
         try {
           let done = 0;
           const problems: string[] = [];
@@ -444,7 +462,10 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
 
     const timedKind = (kind: PassKind) => kind === 'bare' || options.kinds === undefined || options.kinds.includes(kind);
     // Warm-up: JIT (the wrapper's code keeps getting faster for a few thousand calls), script cache; not reported.
-    for (const [concurrency, jobs] of [[50, Math.ceil(options.jobsC50 / 2)], [1, options.jobsC1]] as const) {
+    for (const [concurrency, jobs] of [
+      [50, Math.ceil(options.jobsC50 / 2)],
+      [1, options.jobsC1],
+    ] as const) {
       await round(`warm-c${concurrency}`, concurrency, jobs, 0, 1, [...KINDS]);
     }
 
@@ -453,7 +474,10 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       [1, options.jobsC1, 0, 1],
       [50, options.jobsC50, 0, 1],
       ...(options.toolMs > 0
-        ? ([[1, options.toolJobsC1, options.toolMs, 1], [50, options.toolJobsC50, options.toolMs, 1]] as const)
+        ? ([
+            [1, options.toolJobsC1, options.toolMs, 1],
+            [50, options.toolJobsC50, options.toolMs, 1],
+          ] as const)
         : []),
       ...(options.turnJobsC1 > 0 ? ([[1, options.turnJobsC1, 0, TURN_CALLS]] as const) : []),
       ...(options.turnJobsC50 > 0 ? ([[50, options.turnJobsC50, 0, TURN_CALLS]] as const) : []),
@@ -475,7 +499,8 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
       for (let r = 0; r < options.rounds; r++) {
         // Replay must follow its wrapped pass; bare goes first or last in turn.
         const all = kindsOf(calls);
-        const order: PassKind[] = r % 2 === 0 ? all : ['ungrouped', 'traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
+        const order: PassKind[] =
+          r % 2 === 0 ? all : ['ungrouped', 'traced', 'wrapped', 'replay', 'peer', 'control', 'bare', ...all.slice(KINDS.length)];
         const figures = await round(`c${concurrency}-t${toolMs}-k${calls}-r${r}`, concurrency, jobs, toolMs, calls, order);
         for (const kind of all.filter(timedKind)) {
           level.rates[kind].push(figures[kind].rate);
@@ -527,60 +552,69 @@ export async function runQueueBench(options: QueueBenchOptions): Promise<QueueBe
     }
 
     // Memory: one retained job per side, and the receipt its wrapped call settled.
-    const memory = options.timedOnly ? undefined : await (async () => {
-      const queueName = 'memory';
-      const queue = new Queue(queueName, { connection, prefix: bullPrefix });
-      const worker = new Worker(queueName, (job: Job) => (job.name === 'bare' ? bareProcessor(job) : wrapped(job, undefined)), {
-        connection,
-        prefix: bullPrefix,
-      });
-      try {
-        await worker.waitUntilReady();
-        const data = jobData('memory', 0);
-        const bareJob = await queue.add('bare', data, { removeOnComplete: false });
-        const wrappedJob = await queue.add('wrapped', data, { removeOnComplete: false });
-        const deadline = Date.now() + 10_000;
-        while ((await queue.getCompletedCount()) < 2) {
-          if (Date.now() > deadline) throw new Error('memory probe jobs did not complete');
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        const jobKey = (id: string | undefined) => `${bullPrefix}:${queueName}:${id ?? ''}`;
-        const usage = async (key: string) => Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
-        const call = data.calls[0]!;
-        const receiptKey = wrapped.store.redisKey({
-          tenantId: data.tenantId,
-          runId: data.runId,
-          toolName: call.name,
-          argsHash: await toolCallArgsHash(call.input),
-        });
-        // A run from a timed pass holds jobs / RUNS_PER_PASS receipts.
-        const busyRun = { tenantId: 'bench', runId: `run-c50-t0-k1-r0-wrapped-7` };
-        return {
-          receiptBytes: await usage(receiptKey),
-          receiptFields: await admin.hlen(receiptKey),
-          receiptResultBytes: await admin.hstrlen(receiptKey, 'result'),
-          runIndexBytes: await usage(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
-          runIndexEntries: await admin.zcard(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
-          breakerBytes: await usage(wrapped.breaker.redisKey(busyRun.tenantId, busyRun.runId)),
-          returnValue: {
-            bare: (await admin.hget(jobKey(bareJob.id), 'returnvalue')) ?? '',
-            wrapped: (await admin.hget(jobKey(wrappedJob.id), 'returnvalue')) ?? '',
-          },
-          jobHashBytes: { bare: await usage(jobKey(bareJob.id)), wrapped: await usage(jobKey(wrappedJob.id)) },
-        };
-      } finally {
-        await worker.close();
-        await queue.obliterate({ force: true }).catch(() => undefined);
-        await queue.close();
-      }
-    })();
+    const memory = options.timedOnly
+      ? undefined
+      : await (async () => {
+          const queueName = 'memory';
+          const queue = new Queue(queueName, { connection, prefix: bullPrefix });
+          const worker = new Worker(queueName, (job: Job) => (job.name === 'bare' ? bareProcessor(job) : wrapped(job, undefined)), {
+            connection,
+            prefix: bullPrefix,
+          });
+          try {
+            await worker.waitUntilReady();
+            const data = jobData('memory', 0);
+            const bareJob = await queue.add('bare', data, { removeOnComplete: false });
+            const wrappedJob = await queue.add('wrapped', data, { removeOnComplete: false });
+            const deadline = Date.now() + 10_000;
+            while ((await queue.getCompletedCount()) < 2) {
+              if (Date.now() > deadline) throw new Error('memory probe jobs did not complete');
+              await new Promise((resolve) => setTimeout(resolve, 20));
+            }
+            const jobKey = (id: string | undefined) => `${bullPrefix}:${queueName}:${id ?? ''}`;
+            const usage = async (key: string) => Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+            const call = data.calls[0]!;
+            const receiptKey = wrapped.store.redisKey({
+              tenantId: data.tenantId,
+              runId: data.runId,
+              toolName: call.name,
+              argsHash: await toolCallArgsHash(call.input),
+            });
+            // A run from a timed pass holds jobs / RUNS_PER_PASS receipts.
+            const busyRun = { tenantId: 'bench', runId: `run-c50-t0-k1-r0-wrapped-7` };
+            return {
+              receiptBytes: await usage(receiptKey),
+              receiptFields: await admin.hlen(receiptKey),
+              receiptResultBytes: await admin.hstrlen(receiptKey, 'result'),
+              runIndexBytes: await usage(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
+              runIndexEntries: await admin.zcard(wrapped.store.runIndexKey(busyRun.tenantId, busyRun.runId)),
+              breakerBytes: await usage(wrapped.breaker.redisKey(busyRun.tenantId, busyRun.runId)),
+              returnValue: {
+                bare: (await admin.hget(jobKey(bareJob.id), 'returnvalue')) ?? '',
+                wrapped: (await admin.hget(jobKey(wrappedJob.id), 'returnvalue')) ?? '',
+              },
+              jobHashBytes: { bare: await usage(jobKey(bareJob.id)), wrapped: await usage(jobKey(wrappedJob.id)) },
+            };
+          } finally {
+            await worker.close();
+            await queue.obliterate({ force: true }).catch(() => undefined);
+            await queue.close();
+          }
+        })();
 
-    const bullmqVersion = JSON.parse(
-      readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'),
-    ).version as string;
+    const bullmqVersion = JSON.parse(readFileSync(new URL('../node_modules/bullmq/package.json', import.meta.url), 'utf8'))
+      .version as string;
     await otel.flush();
     const groupCommitted = wrapped.store.groupCommitted;
-    return { levels, commands, memory, bullmqVersion, spansExported: otel.exported(), groupCommitted, seconds: (performance.now() - began) / 1000 };
+    return {
+      levels,
+      commands,
+      memory,
+      bullmqVersion,
+      spansExported: otel.exported(),
+      groupCommitted,
+      seconds: (performance.now() - began) / 1000,
+    };
   } finally {
     await otel.shutdown();
     receiptsRedis.disconnect();
@@ -656,7 +690,8 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
   lines.push('  group commit on (wrapped, the default) vs off (ungrouped; same rounds):');
   for (const level of report.levels) {
     if (level.groupedToUngrouped.length === 0) continue;
-    const cpu = (figures: Record<PassKind, number[]>) => `${median(figures.wrapped).toFixed(0)} vs ${median(figures.ungrouped).toFixed(0)} µs`;
+    const cpu = (figures: Record<PassKind, number[]>) =>
+      `${median(figures.wrapped).toFixed(0)} vs ${median(figures.ungrouped).toFixed(0)} µs`;
     lines.push(
       `    ${levelName(level).padEnd(14)} on ${fmt(median(level.rates.wrapped), 6)} j/s vs off ${fmt(median(level.rates.ungrouped), 6)} j/s: ` +
         `on/off ${median(level.groupedToUngrouped).toFixed(2)} [${list(level.groupedToUngrouped, 2)}]; ` +
@@ -664,15 +699,23 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
     );
   }
   const { batches, calls } = report.groupCommitted;
-  lines.push(`    the wrapped and replay passes sent ${batches} batches carrying ${calls} calls (${batches > 0 ? (calls / batches).toFixed(1) : '0'} a batch); every other claim and complete went alone`);
+  lines.push(
+    `    the wrapped and replay passes sent ${batches} batches carrying ${calls} calls (${batches > 0 ? (calls / batches).toFixed(1) : '0'} a batch); every other claim and complete went alone`,
+  );
   lines.push('  per round, jobs/s:');
   for (const level of report.levels) {
-    lines.push(`    ${levelName(level)}: ${kindsOf(level.calls).map((kind) => `${kind} [${list(level.rates[kind])}]`).join('  ')}`);
+    lines.push(
+      `    ${levelName(level)}: ${kindsOf(level.calls)
+        .map((kind) => `${kind} [${list(level.rates[kind])}]`)
+        .join('  ')}`,
+    );
   }
   lines.push('  CPU per job, µs (median of rounds): node = this process (BullMQ + wrapper), redis = server');
   for (const level of report.levels) {
     const cpu = (figures: Record<PassKind, number[]>) =>
-      kindsOf(level.calls).map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`).join(', ');
+      kindsOf(level.calls)
+        .map((kind) => `${kind} ${median(figures[kind]).toFixed(0)}`)
+        .join(', ');
     lines.push(`    ${levelName(level).padEnd(14)} node: ${cpu(level.nodeCpu)}; redis: ${cpu(level.redisCpu)}`);
   }
   // Where a pass is CPU-bound, jobs/s cannot beat what the CPU a job costs allows: each process runs its
@@ -708,7 +751,9 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
       if (level.concurrency === 1) {
         const cpu = level.nodeCpu.wrapped.map((value, r) => value / (level.nodeCpu.peer[r] ?? value));
         const met = median(cpu) <= goals.nodeCpuC1;
-        lines.push(`  goal node CPU per job wrapped/peer ${at} <= ${goals.nodeCpuC1.toFixed(2)}: ${spread(cpu)} -> ${met ? 'MET' : 'MISSED'} (median)`);
+        lines.push(
+          `  goal node CPU per job wrapped/peer ${at} <= ${goals.nodeCpuC1.toFixed(2)}: ${spread(cpu)} -> ${met ? 'MET' : 'MISSED'} (median)`,
+        );
       }
     } else {
       goal(`wrapped/peer ${at}, ${level.calls}-call turn, one after another`, roundRatios(level, 'wrapped', 'peer'), goals.turnPeer);
@@ -738,4 +783,3 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
   );
   return lines;
 }
-

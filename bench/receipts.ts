@@ -67,8 +67,22 @@ async function main(): Promise<void> {
         receiptCountRedisKey(prefix, key.tenantId, key.runId),
       ];
       const rejections = breakerField(key.toolName, 'rejections');
-      const claimed = (await redis.evalsha(claimSha, 4, ...keys, LEASE_MS, RETENTION_MS, 'bench', 'opaque',
-        key.tenantId, key.runId, key.toolName, key.argsHash, breakerField(key.toolName, 'removed'), rejections, `e${i}`)) as unknown[];
+      const claimed = (await redis.evalsha(
+        claimSha,
+        4,
+        ...keys,
+        LEASE_MS,
+        RETENTION_MS,
+        'bench',
+        'opaque',
+        key.tenantId,
+        key.runId,
+        key.toolName,
+        key.argsHash,
+        breakerField(key.toolName, 'removed'),
+        rejections,
+        `e${i}`,
+      )) as unknown[];
       if (claimed[0] !== 1) throw new Error('raw claim did not create');
       await redis.evalsha(completeSha, 4, ...keys, 1, resultJson, RETENTION_MS, rejections, `e${i}`);
     };
@@ -92,11 +106,19 @@ async function main(): Promise<void> {
     const s = median(storeRates);
     const r = median(rawRates);
     console.log(`receipts bench — redis ${version}, ${CALLS} calls x ${ROUNDS} rounds, ${CONCURRENCY} in flight on one connection`);
-    console.log(`  ReceiptStore claim+complete : ${s.toFixed(0).padStart(8)} calls/s  (rounds: ${storeRates.map((x) => x.toFixed(0)).join(', ')})`);
-    console.log(`  raw EVALSHA claim+complete  : ${r.toFixed(0).padStart(8)} calls/s  (rounds: ${rawRates.map((x) => x.toFixed(0)).join(', ')})`);
+    console.log(
+      `  ReceiptStore claim+complete : ${s.toFixed(0).padStart(8)} calls/s  (rounds: ${storeRates.map((x) => x.toFixed(0)).join(', ')})`,
+    );
+    console.log(
+      `  raw EVALSHA claim+complete  : ${r.toFixed(0).padStart(8)} calls/s  (rounds: ${rawRates.map((x) => x.toFixed(0)).join(', ')})`,
+    );
     const ratios = storeRates.map((x, i) => x / (rawRates[i] ?? x));
-    console.log(`  ratio store / raw           : ${median(ratios).toFixed(2)}  (median of per-round ratios: ${ratios.map((x) => x.toFixed(2)).join(', ')})`);
-    console.log(`  MEMORY USAGE settled receipt: ${String(receiptBytes)} bytes (${fields} fields, result ${resultJson.length} bytes of JSON)`);
+    console.log(
+      `  ratio store / raw           : ${median(ratios).toFixed(2)}  (median of per-round ratios: ${ratios.map((x) => x.toFixed(2)).join(', ')})`,
+    );
+    console.log(
+      `  MEMORY USAGE settled receipt: ${String(receiptBytes)} bytes (${fields} fields, result ${resultJson.length} bytes of JSON)`,
+    );
     console.log(`  key: ${store.redisKey(settled)}`);
   } finally {
     if (!handle.controllable) {

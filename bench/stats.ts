@@ -60,8 +60,21 @@ async function checkLayout(redis: Loader, store: ReceiptStore, prefix: string): 
   const failed = await store.claim(key('f'), { effect: 'opaque' });
   await store.fail(key('f'), failed.fence!, { error: 'x', tier: 'neutral' });
   await store.claim(key('r'), { effect: 'opaque' });
-  const loaded = ['c', 'f', 'r'].map((s) => receiptRedisKey(prefix, { tenantId: 'layout', runId: 'loaded', toolName: 'send_email', argsHash: s }));
-  await redis.loadReceipts(5, runIndexRedisKey(prefix, 'layout', 'loaded'), receiptCountRedisKey(prefix, 'layout', 'loaded'), ...loaded, 'layout', 'loaded', 'send_email', RETENTION_MS, 'cfr', 'ooo');
+  const loaded = ['c', 'f', 'r'].map((s) =>
+    receiptRedisKey(prefix, { tenantId: 'layout', runId: 'loaded', toolName: 'send_email', argsHash: s }),
+  );
+  await redis.loadReceipts(
+    5,
+    runIndexRedisKey(prefix, 'layout', 'loaded'),
+    receiptCountRedisKey(prefix, 'layout', 'loaded'),
+    ...loaded,
+    'layout',
+    'loaded',
+    'send_email',
+    RETENTION_MS,
+    'cfr',
+    'ooo',
+  );
   for (const [i, state] of ['c', 'f', 'r'].entries()) {
     const real = Object.keys(await redis.hgetall(store.redisKey(key(state)))).sort();
     const ours = Object.keys(await redis.hgetall(loaded[i]!)).sort();
@@ -135,7 +148,9 @@ async function main(): Promise<void> {
       `stats bench — redis ${await redisVersion(redis)}, node ${process.versions.node}, load ${(loadavg()[0] ?? 0).toFixed(1)}; ` +
         `${RUNS.toLocaleString('en-US')} runs x ${PER_RUN} receipts loaded in ${loadSeconds.toFixed(1)} s (${dbsize.toLocaleString('en-US')} keys)`,
     );
-    console.log(`  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`);
+    console.log(
+      `  stats() over the prefix       median ${median(timings).toFixed(0)} ms  (rounds: ${timings.map((t) => t.toFixed(0)).join(', ')})`,
+    );
     console.log(`    of which this process's CPU median ${median(cpuMs).toFixed(0)} ms (the rest is the server and waiting)`);
     console.log(`  stats() for one tenant (1/${TENANTS})  median ${median(tenantTimings).toFixed(0)} ms`);
     console.log(`  stats({ scan: true }) (reads every receipt, the earlier way)  ${scanMs.toFixed(0)} ms`);
@@ -144,11 +159,19 @@ async function main(): Promise<void> {
       const sent = serverStats.filter((c) => ['evalsha', 'eval', 'zrange', 'time'].includes(c.command));
       const total = sent.reduce((sum, c) => sum + c.usec, 0);
       const list = (cs: typeof serverStats) => cs.map((c) => `${c.command} ${c.calls}x ${(c.usec / 1000).toFixed(0)} ms`).join(', ');
-      console.log(`  server time of one stats(): ${(total / 1000).toFixed(0)} ms (${list(sent)}; inside the scripts: ${list(serverStats.filter((c) => !sent.includes(c)).slice(0, 4))})`);
+      console.log(
+        `  server time of one stats(): ${(total / 1000).toFixed(0)} ms (${list(sent)}; inside the scripts: ${list(serverStats.filter((c) => !sent.includes(c)).slice(0, 4))})`,
+      );
     }
-    console.log(`  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`);
+    console.log(
+      `  counts exact: ${exact ? 'yes' : 'NO'}  ${JSON.stringify({ total: stats.total, byStatus: stats.byStatus, ambiguous: stats.ambiguous })}`,
+    );
     console.log('  what tool-receipts stats prints for it:');
-    await statsCommand({ store, out: { write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, '    ')) }, args: { json: false } });
+    await statsCommand({
+      store,
+      out: { write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, '    ')) },
+      args: { json: false },
+    });
     if (!exact) process.exitCode = 1;
   } finally {
     if (!handle.controllable) await unlinkMatching(redis, `${prefix}:*`);

@@ -49,8 +49,18 @@ function fakeModel(messages: Message[]): Message {
       role: 'assistant',
       content: [
         { type: 'text', text: 'I will open a ticket and alert facilities.' },
-        { type: 'tool_use', id: 'toolu_ticket', name: 'create_ticket', input: { title: 'Printer on fire, 3rd floor', assignee: 'facilities' } },
-        { type: 'tool_use', id: 'toolu_alert', name: 'send_email', input: { to: 'facilities@example.com', subject: 'Printer on fire, 3rd floor' } },
+        {
+          type: 'tool_use',
+          id: 'toolu_ticket',
+          name: 'create_ticket',
+          input: { title: 'Printer on fire, 3rd floor', assignee: 'facilities' },
+        },
+        {
+          type: 'tool_use',
+          id: 'toolu_alert',
+          name: 'send_email',
+          input: { to: 'facilities@example.com', subject: 'Printer on fire, 3rd floor' },
+        },
       ],
     };
   }
@@ -60,7 +70,12 @@ function fakeModel(messages: Message[]): Message {
     return {
       role: 'assistant',
       content: [
-        { type: 'tool_use', id: 'toolu_reply', name: 'send_email', input: { to: 'dana@example.com', subject: `Your ticket ${ticket.ticket} is open` } },
+        {
+          type: 'tool_use',
+          id: 'toolu_reply',
+          name: 'send_email',
+          input: { to: 'dana@example.com', subject: `Your ticket ${ticket.ticket} is open` },
+        },
       ],
     };
   }
@@ -83,7 +98,8 @@ function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
   });
 }
 
-const show = (label: string, value: unknown) => console.log(`  ${label.padEnd(10)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+const show = (label: string, value: unknown) =>
+  console.log(`  ${label.padEnd(10)} ${typeof value === 'string' ? value : JSON.stringify(value)}`);
 
 async function main(): Promise<void> {
   const redisServer = await redisForScript('agent-loop');
@@ -124,7 +140,9 @@ async function main(): Promise<void> {
     if (calls.entries.length === 0) break;
     const turnId = `turn-${turnNo}`;
     firstTurn ??= { turnId, calls };
-    console.log(`\nturn ${turnNo}: submitting ${calls.entries.length} tool call(s) as job ${client.jobIdOf({ tenantId: TENANT, runId, turnId })}`);
+    console.log(
+      `\nturn ${turnNo}: submitting ${calls.entries.length} tool call(s) as job ${client.jobIdOf({ tenantId: TENANT, runId, turnId })}`,
+    );
     for (const entry of calls.entries) if (entry.kind === 'call') show('call', `${entry.call.name} ${JSON.stringify(entry.call.input)}`);
     const results = await submitTurnCalls(client, calls, { tenantId: TENANT, runId, turnId });
     for (const r of results) show(r.outcome, `${r.tool_use_id}: ${r.content}`);
@@ -133,7 +151,9 @@ async function main(): Promise<void> {
 
   // An agent process that crashed after turn 1 and retried its step submits turn 1 again.
   const retried = await submitTurnCalls(client, firstTurn!.calls, { tenantId: TENANT, runId, turnId: firstTurn!.turnId });
-  console.log(`\nRetrying turn 1 (as a restarted agent would) attached to its job: ${retried.map((r) => r.tool_use_id).join(', ')} answered, nothing ran again.`);
+  console.log(
+    `\nRetrying turn 1 (as a restarted agent would) attached to its job: ${retried.map((r) => r.tool_use_id).join(', ')} answered, nothing ran again.`,
+  );
 
   const outbox = await readOutbox(redis, prefix);
   const jobs = await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed']);

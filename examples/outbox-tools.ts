@@ -101,7 +101,14 @@ export function outboxTools(redis: Redis, prefix: string, options: OutboxToolOpt
   const effectMs = options.effectMs ?? 30;
   const hooks = options.hooks ?? {};
   const land = async (tool: string, part: string, ctx: ToolContext, honoursIdempotencyKey: boolean) => {
-    const entry: OutboxEntry = { tool, part, idempotencyKey: ctx.idempotencyKey, callId: ctx.callId, attempt: ctx.attempt, pid: process.pid };
+    const entry: OutboxEntry = {
+      tool,
+      part,
+      idempotencyKey: ctx.idempotencyKey,
+      callId: ctx.callId,
+      attempt: ctx.attempt,
+      pid: process.pid,
+    };
     const keys = [outboxKey(prefix), `${prefix}:demo:provider-seen`, `${prefix}:demo:provider-deduped`, landedKey(prefix)];
     const dedupeKey = honoursIdempotencyKey ? `${ctx.idempotencyKey}|${part}` : '';
     await redis.eval(LAND, 4, ...keys, JSON.stringify(entry), dedupeKey, part, landedField(tool, part, ctx.idempotencyKey));

@@ -19,7 +19,11 @@ const sendEmail = defineTool({
 const redis = new Redis(url, { commandTimeout: 5_000 });
 const processor = withToolReceipts({ redis, prefix: 'test', tools: [sendEmail] });
 // A fresh run id each time, so a second run of this test starts from no receipts.
-const data = { tenantId: 'acme', runId: `test-${randomUUID()}`, calls: [{ id: 'toolu_1', name: 'send_email', input: { to: 'ada@example.com', subject: 'Hi' } }] };
+const data = {
+  tenantId: 'acme',
+  runId: `test-${randomUUID()}`,
+  calls: [{ id: 'toolu_1', name: 'send_email', input: { to: 'ada@example.com', subject: 'Hi' } }],
+};
 const first = await processor(testJob(data).job, 'token');
 const again = await processor(testJob(data).job, 'token');
 console.log(first.results[0]?.outcome, again.results[0]?.outcome, `sent ${sent}`); // executed replayed sent 1

@@ -11,7 +11,16 @@
  * outbox and counters) stays on ioredis: it plays the email and ticket
  * providers, not the library.
  */
-import { createNodeRedisClient, createPostgresBackend, Queue, withBackend, Worker, type Processor, type QueueOptions, type WorkerOptions } from 'bullmq';
+import {
+  createNodeRedisClient,
+  createPostgresBackend,
+  Queue,
+  withBackend,
+  Worker,
+  type Processor,
+  type QueueOptions,
+  type WorkerOptions,
+} from 'bullmq';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import type { RedisConnection } from '../src/redis/index.js';
@@ -89,5 +98,7 @@ export async function demoQueue(name: string, where: Where): Promise<Queue> {
 /** A worker of the demo's queue, wherever it lives. */
 export async function demoWorker(name: string, processor: Processor, where: Where, timing: Partial<WorkerOptions>): Promise<Worker> {
   const options = { ...(await queueOptions(where)), ...timing } as WorkerOptions;
-  return where.backend === 'postgres' ? (new OnPostgres.Worker(name, processor, options as never) as unknown as Worker) : new Worker(name, processor, options);
+  return where.backend === 'postgres'
+    ? (new OnPostgres.Worker(name, processor, options as never) as unknown as Worker)
+    : new Worker(name, processor, options);
 }

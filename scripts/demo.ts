@@ -42,9 +42,7 @@ function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
 
 /** A turn's tool calls. Every third job is enqueued twice, as a redelivered or retried turn would be. */
 function callsFor(i: number) {
-  const calls = [
-    { id: `toolu_${i}_a`, name: 'send_email', input: { to: `user${i}@example.test`, subject: `Order ${i} shipped` } },
-  ];
+  const calls = [{ id: `toolu_${i}_a`, name: 'send_email', input: { to: `user${i}@example.test`, subject: `Order ${i} shipped` } }];
   if (i % 2 === 0) calls.push({ id: `toolu_${i}_b`, name: 'create_ticket', input: { title: `Follow up order ${i}` } as never });
   return calls;
 }
@@ -93,7 +91,10 @@ async function main(): Promise<void> {
     const victim = Math.floor(Math.random() * fleet.length);
     fleet[victim]?.kill('SIGKILL');
     kills++;
-    spawnWorker(env).then((w) => (fleet[victim] = w), () => undefined);
+    spawnWorker(env).then(
+      (w) => (fleet[victim] = w),
+      () => undefined,
+    );
   }, KILL_EVERY_MS);
 
   let counts = await queue.getJobCounts();

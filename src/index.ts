@@ -14,13 +14,15 @@ export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsEr
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
 export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
 export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
-export { checkRedisForReceipts, RedisCheckFailedError, type CheckRedisOptions, type RedisReport, type RedisFinding } from './redis/doctor.js';
-export { InvalidOptionsError } from './core/options.js';
 export {
-  DurabilityUnsupportedError,
-  ReceiptNotDurableError,
-  type DurabilityOptions,
-} from './redis/durability.js';
+  checkRedisForReceipts,
+  RedisCheckFailedError,
+  type CheckRedisOptions,
+  type RedisReport,
+  type RedisFinding,
+} from './redis/doctor.js';
+export { InvalidOptionsError } from './core/options.js';
+export { DurabilityUnsupportedError, ReceiptNotDurableError, type DurabilityOptions } from './redis/durability.js';
 export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } from './redis/unreachable.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';

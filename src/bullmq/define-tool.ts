@@ -38,8 +38,10 @@ export interface ToolContext {
 }
 
 /** What a tool's `reconcile` receives: the lost attempt it is asked about. */
-export interface ReconcileContext
-  extends Pick<ToolContext, 'idempotencyKey' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'> {
+export interface ReconcileContext extends Pick<
+  ToolContext,
+  'idempotencyKey' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job' | 'logger'
+> {
   /** The attempt that lost its lease (its `idempotencyKey` is the call's, the same for every attempt). */
   readonly attempt: number;
   /** When that attempt started, in ms on the Redis server's clock. */
@@ -186,9 +188,7 @@ export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefiniti
     throw new InvalidToolDefinitionError('defineTool needs a tool spec: { name, input, effect, execute }');
   }
   if (!TOOL_NAME.test(spec.name)) {
-    throw new InvalidToolDefinitionError(
-      `tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`,
-    );
+    throw new InvalidToolDefinitionError(`tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`);
   }
   if (spec.effect !== 'opaque' && spec.effect !== 'resumable' && spec.effect !== 'keyed') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque", "resumable" or "keyed"`);
@@ -237,12 +237,18 @@ export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly o
   // MCP's annotations carry more than the hints (a title, say): only the hints are read, and checked.
   annotations: rule(
     `an object of MCP hints (${HINTS.join(', ')}: true or false)`,
-    (v) => typeof v === 'object' && v !== null && !Array.isArray(v) && HINTS.every((h) => [undefined, true, false].includes((v as Record<string, unknown>)[h] as never)),
+    (v) =>
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
+      HINTS.every((h) => [undefined, true, false].includes((v as Record<string, unknown>)[h] as never)),
   ),
   aliases: rule(
-    'an object of alias lists, e.g. { baseUrl: [\'url\'] }',
+    "an object of alias lists, e.g. { baseUrl: ['url'] }",
     (v) =>
-      typeof v === 'object' && v !== null && !Array.isArray(v) &&
+      typeof v === 'object' &&
+      v !== null &&
+      !Array.isArray(v) &&
       Object.values(v).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && n !== '')),
   ),
   execute: checkedApart,

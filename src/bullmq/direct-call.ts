@@ -1,6 +1,13 @@
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { DestructiveRanError, failureTier, NeverStartedError, OutcomeUnknownError, ToolRefusedError, type FailureTier } from '../core/tiers.js';
+import {
+  DestructiveRanError,
+  failureTier,
+  NeverStartedError,
+  OutcomeUnknownError,
+  ToolRefusedError,
+  type FailureTier,
+} from '../core/tiers.js';
 import { createToolContext } from './call-context.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError } from './errors.js';
@@ -51,9 +58,18 @@ function readOnlyFailureTier(error: unknown): FailureTier {
 export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
   const { scope, call, tool } = d;
   const ctx = createToolContext({
-    receipt: null, key: d.key, attempt: scope.job.attemptsMade + 1, abort: scope.abort,
-    tenantId: scope.data.tenantId, runId: scope.data.runId, sessionId: scope.data.sessionId,
-    callId: call.id, job: scope.job, logger: d.log, recordedSteps: {}, onFencedOut: () => undefined,
+    receipt: null,
+    key: d.key,
+    attempt: scope.job.attemptsMade + 1,
+    abort: scope.abort,
+    tenantId: scope.data.tenantId,
+    runId: scope.data.runId,
+    sessionId: scope.data.sessionId,
+    callId: call.id,
+    job: scope.job,
+    logger: d.log,
+    recordedSteps: {},
+    onFencedOut: () => undefined,
   });
   let value: unknown;
   try {

@@ -54,7 +54,9 @@ export class JobCancelledError extends ToolReceiptsError {
     readonly jobId: string,
     readonly reason: unknown,
   ) {
-    super(`job ${jobId} was cancelled (${reason instanceof Error ? reason.message : String(reason)}); its remaining tool calls were not run`);
+    super(
+      `job ${jobId} was cancelled (${reason instanceof Error ? reason.message : String(reason)}); its remaining tool calls were not run`,
+    );
   }
 }
 

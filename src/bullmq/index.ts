@@ -51,12 +51,7 @@ export { withToolReceipts, type LockRenewalEvents, type ToolReceiptsOptions, typ
 export { type RecordedToolResult } from './call-runtime.js';
 export { offloadOwnerOf, offloadSessionOf, readToolResultTool, ToolErrorResult, type ResultShapingOptions } from './result-shaping.js';
 export { type InputRepairOptions } from './prepare-call.js';
-export {
-  PARTIAL_RESULTS_LOG_PREFIX,
-  formatPartialResultsLog,
-  parsePartialResultsLog,
-  type PartialResults,
-} from './partial-results.js';
+export { PARTIAL_RESULTS_LOG_PREFIX, formatPartialResultsLog, parsePartialResultsLog, type PartialResults } from './partial-results.js';
 export {
   NOOP_OBSERVER,
   type ToolCallObserver,

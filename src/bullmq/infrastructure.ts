@@ -56,7 +56,10 @@ export const isInfrastructureError = (error: unknown): boolean => infrastructure
 export async function infrastructureFailure(x: Execution, error: unknown): Promise<never> {
   const cause = infrastructureErrorIn(error) ?? error;
   const text = errorText(cause);
-  x.log().warn({ attempt: x.attempt, code: (cause as { code?: string }).code, error: text }, 'tool call cut off by Redis; not counted as a tool failure, the job retries');
+  x.log().warn(
+    { attempt: x.attempt, code: (cause as { code?: string }).code, error: text },
+    'tool call cut off by Redis; not counted as a tool failure, the job retries',
+  );
   // Best effort: when Redis cannot take this either, the lease lapses instead, to the same end.
   await x.rt.store.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
   throw cause;
@@ -74,10 +77,20 @@ export function endingOf(error: unknown, logger: Logger, jobId: string | undefin
   }
   const infrastructure = infrastructureErrorIn(error);
   if (infrastructure) {
-    const where = infrastructure instanceof RedisUnreachableError
-      ? { receiptKey: infrastructure.redisKey, tool: infrastructure.tool, step: infrastructure.step, sent: infrastructure.sent, releases: infrastructure.releases }
-      : { receiptKey: infrastructure.redisKey, step: infrastructure.write };
-    logger.warn({ jobId, code: infrastructure.code, ...where, error: infrastructure.message }, 'Redis failed the job; it retries as infrastructure');
+    const where =
+      infrastructure instanceof RedisUnreachableError
+        ? {
+            receiptKey: infrastructure.redisKey,
+            tool: infrastructure.tool,
+            step: infrastructure.step,
+            sent: infrastructure.sent,
+            releases: infrastructure.releases,
+          }
+        : { receiptKey: infrastructure.redisKey, step: infrastructure.write };
+    logger.warn(
+      { jobId, code: infrastructure.code, ...where, error: infrastructure.message },
+      'Redis failed the job; it retries as infrastructure',
+    );
   }
   return error;
 }

@@ -13,10 +13,19 @@ interface Shape {
   readonly adapter: string;
 }
 
-const OPENAI_CHAT: Shape = { looksLike: 'OpenAI Chat Completions tool calls (`function.name`, `function.arguments`)', adapter: 'openAIChatToolCalls(message)' };
-const OPENAI_RESPONSES: Shape = { looksLike: 'OpenAI Responses `function_call` items (`call_id`, `arguments`)', adapter: 'openAIResponsesToolCalls(response)' };
+const OPENAI_CHAT: Shape = {
+  looksLike: 'OpenAI Chat Completions tool calls (`function.name`, `function.arguments`)',
+  adapter: 'openAIChatToolCalls(message)',
+};
+const OPENAI_RESPONSES: Shape = {
+  looksLike: 'OpenAI Responses `function_call` items (`call_id`, `arguments`)',
+  adapter: 'openAIResponsesToolCalls(response)',
+};
 const AI_SDK: Shape = { looksLike: 'Vercel AI SDK tool-call parts (`toolCallId`, `toolName`)', adapter: 'aiSdkToolCalls(message)' };
-const ANTHROPIC: Shape = { looksLike: 'an Anthropic assistant message (its `content` holds the `tool_use` blocks)', adapter: 'anthropicToolCalls(message)' };
+const ANTHROPIC: Shape = {
+  looksLike: 'an Anthropic assistant message (its `content` holds the `tool_use` blocks)',
+  adapter: 'anthropicToolCalls(message)',
+};
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 

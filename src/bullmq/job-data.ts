@@ -27,7 +27,12 @@ export const toolJobDataSchema = z.object({
       // Two tool_result blocks with one tool_use_id would be rejected by the model's API.
       const seen = new Set<string>();
       calls.forEach((call, i) => {
-        if (seen.has(call.id)) ctx.addIssue({ code: 'custom', path: [i, 'id'], message: `duplicate tool call id ${JSON.stringify(call.id)}; each call of a job needs its own id` });
+        if (seen.has(call.id))
+          ctx.addIssue({
+            code: 'custom',
+            path: [i, 'id'],
+            message: `duplicate tool call id ${JSON.stringify(call.id)}; each call of a job needs its own id`,
+          });
         seen.add(call.id);
       });
     }),

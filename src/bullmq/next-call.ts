@@ -131,7 +131,10 @@ export class ClaimGroup {
 
   constructor(
     private readonly rt: CallRuntime,
-    private readonly members: readonly { readonly call: NextCall; readonly claim: { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } }[],
+    private readonly members: readonly {
+      readonly call: NextCall;
+      readonly claim: { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions };
+    }[],
   ) {}
 
   get sent(): boolean {
@@ -160,4 +163,3 @@ export class ClaimGroup {
 
 /** Stages a side-by-side group's calls and has those that would claim now claim together (see {@link NextCall}). */
 export const claimSideBySide = (rt: CallRuntime, calls: readonly NextCall[]): Promise<void> => ClaimGroup.form(rt, calls);
-

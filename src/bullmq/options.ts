@@ -52,7 +52,11 @@ const tools: OptionRule = required({
 
 /** Where large results go: shared by the wrapper and the sweep, so both shape a result alike. */
 const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
-  resultStore: shaped('a tool-result store (with put, get and ownerOf), e.g. new RedisToolResultStore({ redis })', ['put', 'get', 'ownerOf']),
+  resultStore: shaped('a tool-result store (with put, get and ownerOf), e.g. new RedisToolResultStore({ redis })', [
+    'put',
+    'get',
+    'ownerOf',
+  ]),
   offloadThresholdChars: wholeNumber(1, 'characters'),
   maxResultChars: wholeNumber(1, 'characters'),
 };

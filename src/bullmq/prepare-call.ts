@@ -41,7 +41,11 @@ export async function prepareCall(
   abort: { readonly signal: AbortSignal },
 ): Promise<PreparedCall> {
   if (call.input === undefined) {
-    return { ok: false, countsAsRejection: false, message: `Invalid input for ${tool.name}: the call has no input. Nothing was run; send the arguments as an object.` };
+    return {
+      ok: false,
+      countsAsRejection: false,
+      message: `Invalid input for ${tool.name}: the call has no input. Nothing was run; send the arguments as an object.`,
+    };
   }
   const destructive = options.isDestructive(tool);
   const spec = { name: tool.name, schema: tool.input, aliases: tool.aliases, destructive };
@@ -88,8 +92,16 @@ function rejection(tool: AnyToolDefinition, prepared: Extract<PreparedToolInput,
         message: `Refused: ${tool.name} is destructive and its input is invalid (${issues}); its arguments are never repaired on the model's behalf. ${REJECTION_SUFFIX}`,
       };
     case 'alias_conflict':
-      return { ok: false, countsAsRejection: false, message: `Invalid input for ${tool.name}: ${issues}. Nothing was run; send each parameter once.` };
+      return {
+        ok: false,
+        countsAsRejection: false,
+        message: `Invalid input for ${tool.name}: ${issues}. Nothing was run; send each parameter once.`,
+      };
     case 'invalid':
-      return { ok: false, countsAsRejection: false, message: `Invalid input for ${tool.name}: ${issues}. Nothing was run; correct the arguments and call again.` };
+      return {
+        ok: false,
+        countsAsRejection: false,
+        message: `Invalid input for ${tool.name}: ${issues}. Nothing was run; correct the arguments and call again.`,
+      };
   }
 }

@@ -145,8 +145,19 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   const leaseMs = options.leaseMs ?? 30_000;
-  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, commandTimeoutMs: options.commandTimeoutMs };
-  const store = new ReceiptStore({ ...storeOptions, leaseMs, owner: options.owner, durability: options.durability, groupCommit: options.groupCommit });
+  const storeOptions = {
+    redis: options.redis,
+    prefix: options.prefix,
+    retentionMs: options.retentionMs,
+    commandTimeoutMs: options.commandTimeoutMs,
+  };
+  const store = new ReceiptStore({
+    ...storeOptions,
+    leaseMs,
+    owner: options.owner,
+    durability: options.durability,
+    groupCommit: options.groupCommit,
+  });
   const breaker = new BreakerStore(storeOptions);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });

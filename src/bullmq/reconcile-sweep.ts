@@ -70,10 +70,18 @@ interface FoundCall {
  * whose call cannot be found in its job (its arguments needed a reshaper,
  * say), are skipped and left for a person.
  */
-export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal: AbortSignal = new AbortController().signal): Promise<SweptReceipt[]> {
+export async function reconcileAmbiguous(
+  options: ReconcileSweepOptions,
+  signal: AbortSignal = new AbortController().signal,
+): Promise<SweptReceipt[]> {
   checkOptions<ReconcileSweepOptions>('reconcileAmbiguous', options, RECONCILE_SWEEP_SCHEMA);
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
-  const storeOptions = { redis: options.redis, prefix: options.prefix, retentionMs: options.retentionMs, commandTimeoutMs: options.commandTimeoutMs };
+  const storeOptions = {
+    redis: options.redis,
+    prefix: options.prefix,
+    retentionMs: options.retentionMs,
+    commandTimeoutMs: options.commandTimeoutMs,
+  };
   const store = new ReceiptStore(storeOptions);
   const reconciles = new ReconcileStore({ ...storeOptions, durability: options.durability });
   const log = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
@@ -93,12 +101,20 @@ export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal:
       continue;
     }
     const lost = { attempt: record.attempts, epoch: record.epoch };
-    const start = await reconciles.begin(record.key, lost, reconcileLeaseMs(tool, options.leaseMs ?? DEFAULT_LEASE_MS), owner, { again: true });
+    const start = await reconciles.begin(record.key, lost, reconcileLeaseMs(tool, options.leaseMs ?? DEFAULT_LEASE_MS), owner, {
+      again: true,
+    });
     if (start.kind !== 'begun') {
       skip(start.kind === 'busy' ? 'a worker is reconciling it' : 'it moved on');
       continue;
     }
-    const context = lostAttemptContext({ ...found, key: record.key, attempt: record.attempts, attemptStartedMs: start.attemptStartedMs, logger: log });
+    const context = lostAttemptContext({
+      ...found,
+      key: record.key,
+      attempt: record.attempts,
+      attemptStartedMs: start.attemptStartedMs,
+      logger: log,
+    });
     const answer = await askReconcile(tool, found.args, context, signal, reconcileTimeoutOf(tool));
     const verdict: VerdictToRecord =
       answer.status === 'completed'
@@ -113,7 +129,10 @@ export async function reconcileAmbiguous(options: ReconcileSweepOptions, signal:
       skip('it moved on');
       continue;
     }
-    log.info({ receiptKey: record.redisKey, reconciled: verdict.verdict, attempt: record.attempts }, `tool call reconciled: ${verdict.verdict}`);
+    log.info(
+      { receiptKey: record.redisKey, reconciled: verdict.verdict, attempt: record.attempts },
+      `tool call reconciled: ${verdict.verdict}`,
+    );
     const settled = verdict.verdict === 'unknown' ? null : await store.inspect(record.key);
     const jobs = settled ? await retryFailedJobs(options.redis, settled) : undefined;
     swept.push({ redisKey: record.redisKey, outcome: verdict.verdict, ...(jobs ? { jobs } : {}) });
@@ -144,7 +163,10 @@ async function failedJobCall(
     for (const call of data.calls.filter((c) => c.name === tool.name)) {
       const prepared = await prepareCall(call, tool, { isDestructive: (t) => t.destructive }, { signal });
       if (!prepared.ok) continue;
-      const key: ToolCallReceiptKey = { ...record.key, argsHash: await toolCallArgsHash(prepared.rawInput, options.digest ?? sha256Digest) };
+      const key: ToolCallReceiptKey = {
+        ...record.key,
+        argsHash: await toolCallArgsHash(prepared.rawInput, options.digest ?? sha256Digest),
+      };
       if (key.argsHash === record.key.argsHash && key.tenantId === data.tenantId && key.runId === data.runId) {
         return { job, data, call, args: prepared.args };
       }

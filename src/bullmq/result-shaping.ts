@@ -80,10 +80,14 @@ async function shapeValue(
   spill: ToolResultSpillOptions | null,
   options: ResultShapingOptions,
 ): Promise<RecordedToolResult> {
-  const capped = await capToolResultForLlm(value, { toolName: call.name, toolCallId: call.id }, {
-    capChars: options.maxResultChars,
-    spill,
-  });
+  const capped = await capToolResultForLlm(
+    value,
+    { toolName: call.name, toolCallId: call.id },
+    {
+      capChars: options.maxResultChars,
+      spill,
+    },
+  );
   // The capper has already turned an unchanged result into text: use it rather than stringify again.
   return { content: capped.kind === 'unchanged' ? capped.text : capped.value };
 }

@@ -97,7 +97,10 @@ async function runObservedCall(
     const level = failure && outcome !== 'rejected' ? 'warn' : 'info';
     if (!rt.logger.isLevelEnabled(level)) return;
     const ms = Math.round(performance.now() - started);
-    log()[level](failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
+    log()[level](
+      failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms },
+      'tool call',
+    );
   };
 
   const staged = await (links.self?.stage() ?? stageCall(rt, scope, call));
@@ -185,8 +188,21 @@ async function runObservedCall(
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
-      return await execute({ rt, scope, call, tool, key, args, fence: claim.fence, attempt: claim.fence.attempt, base, log, logDecision, obs,
-        afterUnknownOutcome: options.afterUnknownOutcome ?? false, next: links.next,
+      return await execute({
+        rt,
+        scope,
+        call,
+        tool,
+        key,
+        args,
+        fence: claim.fence,
+        attempt: claim.fence.attempt,
+        base,
+        log,
+        logDecision,
+        obs,
+        afterUnknownOutcome: options.afterUnknownOutcome ?? false,
+        next: links.next,
       });
     }
   }
@@ -210,8 +226,18 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   };
   const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
   const ctx = createToolContext({
-    receipt: { store: rt.store, fence }, attempt, key, abort, tenantId, runId, sessionId: scope.data.sessionId,
-    callId: call.id, job: scope.job, logger: log, recordedSteps, onFencedOut: onFencedOut('step'),
+    receipt: { store: rt.store, fence },
+    attempt,
+    key,
+    abort,
+    tenantId,
+    runId,
+    sessionId: scope.data.sessionId,
+    callId: call.id,
+    job: scope.job,
+    logger: log,
+    recordedSteps,
+    onFencedOut: onFencedOut('step'),
   });
   const keeper = new LeaseKeeper(rt.store, key, fence, rt.leaseMs, log, onFencedOut('heartbeat')).start();
 
@@ -274,7 +300,11 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
  * `onAmbiguous`); a resumable one fails this delivery, and the job's next
  * delivery takes it over from its recorded steps.
  */
-async function outcomeUnknown(x: Execution, error: OutcomeUnknownError, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
+async function outcomeUnknown(
+  x: Execution,
+  error: OutcomeUnknownError,
+  onFencedOut: (e: FencedOutError) => void,
+): Promise<ToolResultBlock> {
   const { rt, call, tool, key, attempt } = x;
   try {
     await rt.store.markOutcomeUnknown(key, x.fence, error.message);

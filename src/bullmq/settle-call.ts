@@ -189,7 +189,10 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
   x.obs.settled('failed', { tier, error });
   x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
   if (refused) {
-    return block(call, 'rejected', { content: breaker.removed ? `${asSentence(message)} ${REJECTION_REMOVAL_SUFFIX}` : message, is_error: true });
+    return block(call, 'rejected', {
+      content: breaker.removed ? `${asSentence(message)} ${REJECTION_REMOVAL_SUFFIX}` : message,
+      is_error: true,
+    });
   }
   const content = failureContent(tool.name, message, tier);
   const failure = new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });

@@ -120,7 +120,11 @@ async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined)
     // A removed tool is never run again; it is left ambiguous for a person.
     if (tool.effect === 'keyed' && claim.toolRemoval === undefined) {
       const rerun = await rt.reconciles.reclaimKeyed(key, {
-        lost, keyWindowMs: tool.keyWindowMs ?? 0, leaseMs: rt.leaseMs, owner: rt.owner, ...(job ? { job } : {}),
+        lost,
+        keyWindowMs: tool.keyWindowMs ?? 0,
+        leaseMs: rt.leaseMs,
+        owner: rt.owner,
+        ...(job ? { job } : {}),
       });
       if (rerun.kind === 'movedOn') continue;
       if (rerun.kind === 'busy') return waiting(claim, rerun);
@@ -205,7 +209,14 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
   }
 
   const startedAt = performance.now();
-  const context = lostAttemptContext({ ...x.scope, key, attempt: lost, attemptStartedMs: start.attemptStartedMs, call: x.call, logger: x.log() });
+  const context = lostAttemptContext({
+    ...x.scope,
+    key,
+    attempt: lost,
+    attemptStartedMs: start.attemptStartedMs,
+    call: x.call,
+    logger: x.log(),
+  });
   const answer = await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
   const job = attemptJobOf(x.scope.job);
   const toRecord: VerdictToRecord =
@@ -233,11 +244,20 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     case 'completed':
       return { ...claim, decision: { kind: 'replay' }, result: toRecord.result, reconciled: 'completed' };
     case 'not_started':
-      return { ...claim, decision: { kind: 'execute', attempt: owner.attempt }, attempt: owner.attempt, fence: owner, reconciled: 'not_started' };
+      return {
+        ...claim,
+        decision: { kind: 'execute', attempt: owner.attempt },
+        attempt: owner.attempt,
+        fence: owner,
+        reconciled: 'not_started',
+      };
     case 'unknown':
       return {
         ...claim,
-        decision: { kind: 'ambiguous', reason: `attempt ${lost} lost its lease and the tool's reconcile could not tell whether its effect happened (${note})` },
+        decision: {
+          kind: 'ambiguous',
+          reason: `attempt ${lost} lost its lease and the tool's reconcile could not tell whether its effect happened (${note})`,
+        },
         reconciled: 'unknown',
       };
   }
@@ -278,5 +298,8 @@ function validAnswer(answer: unknown): ReconcileAnswer {
   const status = (answer as { status?: unknown } | null)?.status;
   if (status === 'completed' && answer !== null && typeof answer === 'object' && 'result' in answer) return answer as ReconcileAnswer;
   if (status === 'not_started' || status === 'unknown') return answer as ReconcileAnswer;
-  return { status: 'unknown', reason: `reconcile returned ${JSON.stringify(answer) ?? String(answer)}, not {status: 'completed', result} | {status: 'not_started'} | {status: 'unknown'}` };
+  return {
+    status: 'unknown',
+    reason: `reconcile returned ${JSON.stringify(answer) ?? String(answer)}, not {status: 'completed', result} | {status: 'not_started'} | {status: 'unknown'}`,
+  };
 }

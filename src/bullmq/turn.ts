@@ -33,7 +33,7 @@ export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolRes
   // The call about to run, as the call before it staged (and maybe claimed) it.
   let self: NextCall | undefined;
   let next: NextCall | undefined;
-  for (let start = 0; start < calls.length; ) {
+  for (let start = 0; start < calls.length;) {
     const end = groupEnd(start);
     try {
       throwIfInterrupted(scope.job.id ?? '', scope.abort);

@@ -48,7 +48,21 @@ const CONNECTION_OPTIONS = {
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 /** Options that take a value, so the word after them is not the command. */
-const VALUE_OPTIONS = new Set(['--redis', '--prefix', '--retention-ms', '--sentinels', '--name', '--replicas', '--port', '--host', '--token', '--read-token', '--queues', '--bull-prefix', '--count']);
+const VALUE_OPTIONS = new Set([
+  '--redis',
+  '--prefix',
+  '--retention-ms',
+  '--sentinels',
+  '--name',
+  '--replicas',
+  '--port',
+  '--host',
+  '--token',
+  '--read-token',
+  '--queues',
+  '--bull-prefix',
+  '--count',
+]);
 
 const CONNECTION_HELP = `Connection options (any command, before or after it):
   --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}
@@ -111,10 +125,7 @@ function splitCommand(argv: readonly string[]): { name: string | undefined; rest
   return { name: undefined, rest: [...argv] };
 }
 
-function parseCommandLine(
-  spec: CommandSpec<unknown>,
-  rest: readonly string[],
-): { values: OptionValues; positionals: string[] } {
+function parseCommandLine(spec: CommandSpec<unknown>, rest: readonly string[]): { values: OptionValues; positionals: string[] } {
   try {
     const { values, positionals } = parseArgs({
       args: [...rest],
@@ -167,7 +178,9 @@ function prefixOption(values: OptionValues): string {
   const prefix = stringOption(values, 'prefix');
   if (prefix === undefined) return DEFAULT_KEY_PREFIX;
   if (!isValidKeyPrefix(prefix)) {
-    throw new CliUsageError(`--prefix must be the workers' key prefix (letters, digits and . _ ~ : / - only), got ${JSON.stringify(prefix)}`);
+    throw new CliUsageError(
+      `--prefix must be the workers' key prefix (letters, digits and . _ ~ : / - only), got ${JSON.stringify(prefix)}`,
+    );
   }
   return prefix;
 }
@@ -183,7 +196,8 @@ function sentinelTarget(values: OptionValues): Target['sentinel'] {
   const sentinels = list.split(',').map((entry) => {
     const match = /^([^\s:,]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})$/.exec(entry.trim());
     const port = Number(match?.[2]);
-    if (!match || port < 1 || port > 65535) throw new CliUsageError(`--sentinels takes host:port entries separated by commas, got ${JSON.stringify(entry)}`);
+    if (!match || port < 1 || port > 65535)
+      throw new CliUsageError(`--sentinels takes host:port entries separated by commas, got ${JSON.stringify(entry)}`);
     return { host: match[1]!.replace(/^\[|\]$/g, ''), port };
   });
   return { sentinels, name };
@@ -254,15 +268,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     const args = spec.parse(values, positionals);
-    const url = checkedUrl(
-      (typeof values['redis'] === 'string' ? values['redis'] : undefined) ?? io.env['REDIS_URL'] ?? DEFAULT_REDIS_URL,
-    );
+    const url = checkedUrl((typeof values['redis'] === 'string' ? values['redis'] : undefined) ?? io.env['REDIS_URL'] ?? DEFAULT_REDIS_URL);
     const prefix = prefixOption(values);
     const retentionMs = wholeNumberOption(values, 'retention-ms', 1) ?? DEFAULT_RETENTION_MS;
     const sentinel = sentinelTarget(values);
     connection = await cliConnection({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) }, io.env);
     const { redis } = connection;
-    await connection.open(sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : redactUrl(url));
+    await connection.open(
+      sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : redactUrl(url),
+    );
     // Made once the connection is open: a store refuses a node-redis client that is not.
     const store = new ReceiptStore({ redis, prefix, retentionMs });
     const code = await spec.run({ store, redis, out: io.stdout, args, env: io.env });

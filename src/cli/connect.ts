@@ -46,7 +46,13 @@ const CONNECT_TIMEOUT_MS = 5_000;
 
 function ioredisConnection(ioredis: typeof import('ioredis'), { url, cluster, sentinel }: Target): CliConnection {
   const { Cluster, Redis } = ioredis;
-  const failFast = { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false } as const;
+  const failFast = {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  } as const;
   let redis: InstanceType<typeof Redis> | InstanceType<typeof Cluster>;
   if (sentinel) redis = new Redis({ ...failFast, ...sentinel, sentinelRetryStrategy: () => null, ...credentials(url) });
   else if (!cluster) redis = new Redis(url, failFast);
@@ -82,7 +88,11 @@ function ioredisConnection(ioredis: typeof import('ioredis'), { url, cluster, se
 function nodeRedisConnection(nodeRedis: typeof import('redis'), { url, cluster, sentinel }: Target): CliConnection {
   const socket = { connectTimeout: CONNECT_TIMEOUT_MS, reconnectStrategy: false as const };
   const client = sentinel
-    ? nodeRedis.createSentinel({ name: sentinel.name, sentinelRootNodes: sentinel.sentinels, nodeClientOptions: { socket, ...credentials(url) } })
+    ? nodeRedis.createSentinel({
+        name: sentinel.name,
+        sentinelRootNodes: sentinel.sentinels,
+        nodeClientOptions: { socket, ...credentials(url) },
+      })
     : cluster
       ? nodeRedis.createCluster({ rootNodes: [{ url }], defaults: { socket, ...credentials(url) } })
       : nodeRedis.createClient({ url, socket, disableOfflineQueue: true });
@@ -129,5 +139,7 @@ export async function cliConnection(target: Target, env: Readonly<Record<string,
       if (nodeRedis) return nodeRedisConnection(nodeRedis, target);
     }
   }
-  throw new CliUsageError(`tool-receipts needs a Redis client: install ioredis or redis (node-redis)${asked ? ` (TOOL_RECEIPTS_CLIENT=${asked})` : ''}`);
+  throw new CliUsageError(
+    `tool-receipts needs a Redis client: install ioredis or redis (node-redis)${asked ? ` (TOOL_RECEIPTS_CLIENT=${asked})` : ''}`,
+  );
 }

@@ -30,7 +30,9 @@ export const MAX_WAIT_MS = 2 ** 31 - 1;
 export class InvalidWaitLimitError extends ToolReceiptsError {
   readonly code = 'turn.invalid_timeout';
   constructor(value: unknown) {
-    super(`timeoutMs must be a whole number of milliseconds from 0 to ${MAX_WAIT_MS}, got ${String(value)}; leave it out to wait without a limit`);
+    super(
+      `timeoutMs must be a whole number of milliseconds from 0 to ${MAX_WAIT_MS}, got ${String(value)}; leave it out to wait without a limit`,
+    );
   }
 }
 
@@ -61,7 +63,11 @@ export type UnfinishedJobState = 'waiting' | 'active' | 'delayed' | 'prioritized
  */
 export class TurnTimeoutError extends TurnError {
   readonly code = 'turn.timeout';
-  constructor(ref: TurnJobRef, readonly timeoutMs: number, readonly jobState: UnfinishedJobState | undefined) {
+  constructor(
+    ref: TurnJobRef,
+    readonly timeoutMs: number,
+    readonly jobState: UnfinishedJobState | undefined,
+  ) {
     super(
       ref,
       jobState === 'unknown'
@@ -69,7 +75,7 @@ export class TurnTimeoutError extends TurnError {
             `it was removed (by hand, or by removeOnComplete / removeOnFail before its end was heard). To get its results, ${sameTurn(ref)}: ` +
             'it is enqueued anew, and each call a kept receipt shows completed is replayed, not run again'
         : `turn ${ref.turnId} did not finish within ${timeoutMs} ms of waiting; ` +
-          `${jobState === undefined ? "its job's state could not be read" : `its job is still ${jobState}`}; ${resumeHint(ref)}`,
+            `${jobState === undefined ? "its job's state could not be read" : `its job is still ${jobState}`}; ${resumeHint(ref)}`,
     );
   }
 }
@@ -81,7 +87,11 @@ export class TurnTimeoutError extends TurnError {
  */
 export class TurnAbortedError extends TurnError {
   readonly code = 'turn.aborted';
-  constructor(ref: TurnJobRef, reason: unknown, readonly enqueued: boolean) {
+  constructor(
+    ref: TurnJobRef,
+    reason: unknown,
+    readonly enqueued: boolean,
+  ) {
     super(
       ref,
       enqueued
@@ -119,7 +129,10 @@ export class AmbiguousTurnError extends TurnError {
 /** The worker refused the job's data as invalid; no call was claimed. */
 export class TurnInvalidDataError extends TurnError {
   readonly code = 'turn.invalid_data';
-  constructor(ref: TurnJobRef, readonly failedReason: string) {
+  constructor(
+    ref: TurnJobRef,
+    readonly failedReason: string,
+  ) {
     super(ref, `the worker refused turn ${ref.turnId}'s job data: ${failedReason}`);
   }
 }
@@ -127,7 +140,10 @@ export class TurnInvalidDataError extends TurnError {
 /** The job failed for good for another reason (a destructive failure, retries used up); `failedReason` is BullMQ's. */
 export class TurnFailedError extends TurnError {
   readonly code = 'turn.failed';
-  constructor(ref: TurnJobRef, readonly failedReason: string) {
+  constructor(
+    ref: TurnJobRef,
+    readonly failedReason: string,
+  ) {
     super(ref, `turn ${ref.turnId} failed: ${failedReason}`);
   }
 }
@@ -160,13 +176,16 @@ export interface QueueIdentity {
  */
 export class MismatchedQueueEventsError extends ToolReceiptsError {
   readonly code = 'client.mismatched_events';
-  constructor(readonly queue: QueueIdentity, readonly queueEvents: QueueIdentity) {
+  constructor(
+    readonly queue: QueueIdentity,
+    readonly queueEvents: QueueIdentity,
+  ) {
     const sameNames = queue.name === queueEvents.name && queue.prefix === queueEvents.prefix;
     const describe = (q: QueueIdentity) =>
       `queue ${JSON.stringify(q.name)} under prefix ${JSON.stringify(q.prefix)}${sameNames ? ` (${JSON.stringify(q.qualifiedName)})` : ''}`;
     super(
       `the queueEvents listens to ${describe(queueEvents)}, but the queue is ${describe(queue)}; ` +
-        'the client would never hear its jobs end. Make the QueueEvents with the queue\'s name and prefix',
+        "the client would never hear its jobs end. Make the QueueEvents with the queue's name and prefix",
     );
   }
 }

@@ -12,7 +12,10 @@ export interface TurnIdentity {
 /** A tenant, run or turn id that cannot name a job (empty, or not a string). */
 export class InvalidTurnIdError extends ToolReceiptsError {
   readonly code = 'turn.invalid_id';
-  constructor(readonly field: keyof TurnIdentity, value: unknown) {
+  constructor(
+    readonly field: keyof TurnIdentity,
+    value: unknown,
+  ) {
     super(`${field} must be a non-empty string, got ${JSON.stringify(value) ?? String(value)}; pass the ${field.replace('Id', '')}'s id`);
   }
 }

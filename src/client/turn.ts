@@ -31,8 +31,13 @@ export class ResultCountMismatchError extends ToolReceiptsError {
 }
 
 /** The error result of a call refused before any worker ran it, shaped like a worker's. */
-export const rejectedResult = (id: string, message: string): ToolResultBlock =>
-  ({ type: 'tool_result', tool_use_id: id, content: message, is_error: true, outcome: 'rejected' });
+export const rejectedResult = (id: string, message: string): ToolResultBlock => ({
+  type: 'tool_result',
+  tool_use_id: id,
+  content: message,
+  is_error: true,
+  outcome: 'rejected',
+});
 
 /** A refused call and its error result. */
 export function rejectedCall(id: string, name: string, message: string): TurnCallEntry {
@@ -50,7 +55,8 @@ export function requireCallId(format: string, id: unknown): asserts id is string
  */
 export function toolCallEntry(format: string, id: unknown, name: unknown, input: unknown): TurnCallEntry {
   requireCallId(format, id);
-  if (typeof name !== 'string' || name === '') return rejectedCall(id, '', `tool call ${id} names no tool; call one of the listed tools by name`);
+  if (typeof name !== 'string' || name === '')
+    return rejectedCall(id, '', `tool call ${id} names no tool; call one of the listed tools by name`);
   return { kind: 'call', call: { id, name, input } };
 }
 

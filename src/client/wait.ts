@@ -4,8 +4,7 @@ import type { UnfinishedJobState } from './errors.js';
 
 /** A job's end as the job holds it. */
 type Finished =
-  | { readonly status: 'completed'; readonly returnvalue: unknown }
-  | { readonly status: 'failed'; readonly failedReason: string };
+  { readonly status: 'completed'; readonly returnvalue: unknown } | { readonly status: 'failed'; readonly failedReason: string };
 
 /** How a job ended, or why the wait for it stopped first (`jobState`: where the job stood then, if it could be read). */
 export type JobEnd =

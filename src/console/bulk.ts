@@ -75,7 +75,15 @@ export class BulkActions {
       // Only what a resolve can settle now: ambiguous and not contested.
       if (!record || !isAmbiguousRecord(record) || isContestedRecord(record)) return;
       const e = taken[i]!;
-      snapshot.push({ redisKey: e.redisKey, tenantId: e.tenantId, runId: e.runId, toolName: e.toolName, attempts: record.attempts, epoch: record.epoch, sinceMs: e.sinceMs });
+      snapshot.push({
+        redisKey: e.redisKey,
+        tenantId: e.tenantId,
+        runId: e.runId,
+        toolName: e.toolName,
+        attempts: record.attempts,
+        epoch: record.epoch,
+        sinceMs: e.sinceMs,
+      });
     });
     const draft: BulkDraft = { id: newId(), filter, filterText, entries: snapshot, leftOut: entries.length - taken.length, readAtMs };
     remember(this.drafts, draft.id, draft);
@@ -94,15 +102,34 @@ export class BulkActions {
    * Starts resolving every receipt of the draft with its own fence, and
    * returns at once; the action's progress is read with {@link job}.
    */
-  start(draft: BulkDraft, name: string, template: { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string }, audit: AuditTrail): BulkJob {
+  start(
+    draft: BulkDraft,
+    name: string,
+    template: { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string },
+    audit: AuditTrail,
+  ): BulkJob {
     this.drafts.delete(draft.id);
-    const job: BulkJob = { id: newId(), name, outcome: template.outcome, actor: audit.actor, draft, done: 0, resolved: [], skipped: [], finished: false };
+    const job: BulkJob = {
+      id: newId(),
+      name,
+      outcome: template.outcome,
+      actor: audit.actor,
+      draft,
+      done: 0,
+      resolved: [],
+      skipped: [],
+      finished: false,
+    };
     remember(this.jobs, job.id, job);
     void this.run(job, template, audit);
     return job;
   }
 
-  private async run(job: BulkJob, template: { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string }, audit: AuditTrail): Promise<void> {
+  private async run(
+    job: BulkJob,
+    template: { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string },
+    audit: AuditTrail,
+  ): Promise<void> {
     try {
       for (const entry of job.draft.entries) {
         const resolution: Resolution = {

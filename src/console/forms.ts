@@ -31,7 +31,8 @@ export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
     return form;
   }
   const type = String(req.headers['content-type'] ?? '');
-  if (!type.startsWith('application/x-www-form-urlencoded')) throw new HttpProblem(415, 'forms are sent as application/x-www-form-urlencoded');
+  if (!type.startsWith('application/x-www-form-urlencoded'))
+    throw new HttpProblem(415, 'forms are sent as application/x-www-form-urlencoded');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -73,7 +74,9 @@ export function parseAttempts(text: string | null): number {
 }
 
 /** A resolution from a form's fields (shared by the single and the bulk resolve). */
-export function resolutionTemplate(form: URLSearchParams): { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string } {
+export function resolutionTemplate(
+  form: URLSearchParams,
+): { outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string } {
   const outcome = form.get('outcome');
   if (outcome === 'completed') {
     const text = (form.get('result') ?? '').trim();
@@ -81,7 +84,10 @@ export function resolutionTemplate(form: URLSearchParams): { outcome: 'completed
     try {
       return { outcome, result: JSON.parse(text) as unknown };
     } catch {
-      throw new HttpProblem(400, `the result must be JSON (write a string with its quotes: "sent"), got ${JSON.stringify(text.slice(0, 200))}`);
+      throw new HttpProblem(
+        400,
+        `the result must be JSON (write a string with its quotes: "sent"), got ${JSON.stringify(text.slice(0, 200))}`,
+      );
     }
   }
   if (outcome === 'failed') {

@@ -91,7 +91,8 @@ interface Request {
 
 function normalizeBase(base: string | undefined): string {
   if (base === undefined || base === '' || base === '/') return '';
-  if (!/^\/[A-Za-z0-9._~\-/]*$/.test(base)) throw new ConsoleOptionsError(`basePath must be a path such as /ops/receipts, got ${JSON.stringify(base)}`);
+  if (!/^\/[A-Za-z0-9._~\-/]*$/.test(base))
+    throw new ConsoleOptionsError(`basePath must be a path such as /ops/receipts, got ${JSON.stringify(base)}`);
   return base.replace(/\/+$/, '');
 }
 
@@ -139,7 +140,9 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   const trail = (req: IncomingMessage, role: ConsoleRole): AuditTrail => ({
     log: audit,
     source,
-    actor: options.actor?.(req, role) ?? `${tokens.operator === undefined ? 'console (no token)' : `${role} token`} from ${req.socket.remoteAddress ?? 'unknown address'}`,
+    actor:
+      options.actor?.(req, role) ??
+      `${tokens.operator === undefined ? 'console (no token)' : `${role} token`} from ${req.socket.remoteAddress ?? 'unknown address'}`,
   });
 
   async function getPage(r: Request): Promise<void> {
@@ -169,7 +172,10 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
         const record = await readReceipt(store, query.get('key') ?? '');
         const resolved = query.get('notice') === 'resolved' && record.resolvedMs !== null;
         const notice: ReceiptNotice | undefined = resolved
-          ? { kind: 'ok', text: `Resolved as ${record.status} at attempt ${record.attempts}. ${record.status === 'completed' ? 'Later claims of this call replay the recorded result.' : `The next claim of this call runs it again, as attempt ${record.attempts + 1}.`}` }
+          ? {
+              kind: 'ok',
+              text: `Resolved as ${record.status} at attempt ${record.attempts}. ${record.status === 'completed' ? 'Later claims of this call replay the recorded result.' : `The next claim of this call runs it again, as attempt ${record.attempts + 1}.`}`,
+            }
           : undefined;
         return send(res, 200, receiptPageView(ctx, record, notice));
       }
@@ -190,7 +196,11 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       }
       case '/bulk/job': {
         const job = bulk.job(query.get('id') ?? '');
-        if (!job) throw new HttpProblem(404, 'no bulk action of that id in this console (they are kept in memory until it restarts); see the history');
+        if (!job)
+          throw new HttpProblem(
+            404,
+            'no bulk action of that id in this console (they are kept in memory until it restarts); see the history',
+          );
         return send(res, 200, bulkJobView(ctx, job));
       }
       case '/counts': {
@@ -199,7 +209,9 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
         const all = counted.all ?? (await store.stats());
         const byTenant = counted.byTenant;
         const shown = 200;
-        const tenants = [...byTenant.values()].sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? '')).slice(0, shown);
+        const tenants = [...byTenant.values()]
+          .sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? ''))
+          .slice(0, shown);
         return send(res, 200, countsPageView(ctx, all, tenants, shown));
       }
       case '/audit': {
@@ -216,7 +228,8 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   async function postAction(r: Request, role: ConsoleRole): Promise<void> {
     const { ctx, req, res } = r;
     const form = await readForm(req);
-    if (role !== 'operator') throw new HttpProblem(403, 'this token is read-only: resolving, retrying and bulk actions need the operator token');
+    if (role !== 'operator')
+      throw new HttpProblem(403, 'this token is read-only: resolving, retrying and bulk actions need the operator token');
     const problem = csrfProblem(req, form.get('csrf') ?? undefined);
     if (problem) throw new HttpProblem(403, `refused: ${problem}`);
     switch (r.path) {
@@ -248,7 +261,15 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
         try {
           const jobs = await retryJobs(redis, record, trail(req, role));
           const retried = jobs.filter((j) => j.action === 'retried').length;
-          return send(res, 200, receiptPageView(ctx, await readReceipt(store, record.redisKey), { kind: retried > 0 ? 'ok' : 'note', text: `Retried ${retried} of ${jobs.length} recorded job(s).`, jobs }));
+          return send(
+            res,
+            200,
+            receiptPageView(ctx, await readReceipt(store, record.redisKey), {
+              kind: retried > 0 ? 'ok' : 'note',
+              text: `Retried ${retried} of ${jobs.length} recorded job(s).`,
+              jobs,
+            }),
+          );
         } catch (err) {
           if (err instanceof CallNotSettledError) return send(res, 409, receiptPageView(ctx, record, { kind: 'error', text: err.message }));
           throw err;
@@ -256,7 +277,8 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       }
       case '/bulk/start': {
         const draft = bulk.draft(form.get('draft') ?? '');
-        if (!draft) throw new HttpProblem(409, 'this preview is no longer known (already confirmed, or the console restarted): preview again');
+        if (!draft)
+          throw new HttpProblem(409, 'this preview is no longer known (already confirmed, or the console restarted): preview again');
         const name = (form.get('name') ?? '').trim();
         if (name === '') throw new HttpProblem(400, 'name the action: the name is kept in the history');
         if (form.get('confirm') !== 'yes') throw new HttpProblem(400, 'tick the confirmation box');
@@ -289,7 +311,12 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     if (method === 'POST' && path === '/login') return login(req, res);
     const role = roleOf(presentedToken(req), tokens);
     if (role === undefined) {
-      return send(res, 401, method === 'GET' || method === 'HEAD' ? loginPageView({ base }) : 'a valid token is needed', method === 'GET' || method === 'HEAD' ? undefined : 'text/plain; charset=utf-8');
+      return send(
+        res,
+        401,
+        method === 'GET' || method === 'HEAD' ? loginPageView({ base }) : 'a valid token is needed',
+        method === 'GET' || method === 'HEAD' ? undefined : 'text/plain; charset=utf-8',
+      );
     }
     let csrf = cookies(req).get(CSRF_COOKIE);
     if (csrf === undefined || !/^[A-Za-z0-9_-]{32}$/.test(csrf)) {

@@ -9,4 +9,11 @@ export { escapeHtml } from './html.js';
 export { MIN_TOKEN_LENGTH, CONTENT_SECURITY_POLICY, type ConsoleRole, type ConsoleTokens } from './security.js';
 export { MAX_BULK_RECEIPTS } from './bulk.js';
 export type { ConsoleQueue } from './queries.js';
-export { AuditLog, auditLogRedisKey, DEFAULT_AUDIT_MAX_ENTRIES, type AuditAction, type AuditEntry, type AuditEntryInput } from '../redis/audit-log.js';
+export {
+  AuditLog,
+  auditLogRedisKey,
+  DEFAULT_AUDIT_MAX_ENTRIES,
+  type AuditAction,
+  type AuditEntry,
+  type AuditEntryInput,
+} from '../redis/audit-log.js';

@@ -80,7 +80,12 @@ export interface NeedsPage {
  * `after`: the index gives every match (and so the exact count), and only the
  * page's receipts are read.
  */
-export async function needsPage(data: ConsoleData, filter: AmbiguousFilter, after: Cursor | undefined, size = PAGE_SIZE): Promise<NeedsPage> {
+export async function needsPage(
+  data: ConsoleData,
+  filter: AmbiguousFilter,
+  after: Cursor | undefined,
+  size = PAGE_SIZE,
+): Promise<NeedsPage> {
   const { entries, readAtMs, runs } = await listAmbiguousEntries(data.redis, data.registry, filter);
   const start = after === undefined ? 0 : entries.findIndex((e) => compareAmbiguous(e, after) > 0);
   const slice = start < 0 ? [] : entries.slice(start, start + size);
@@ -141,7 +146,12 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
   }
   const runKey = parseRunIndexRedisKey(prefix, q);
   if (runKey) {
-    groups.push({ ...empty, kind: 'run key', how: "It is a run index key under this prefix; the run's receipts are listed from it.", runs: [runKey] });
+    groups.push({
+      ...empty,
+      kind: 'run key',
+      how: "It is a run index key under this prefix; the run's receipts are listed from it.",
+      runs: [runKey],
+    });
     return groups;
   }
   // Read once, and only for the kinds that need it: the walk costs one script per registered run.
@@ -157,7 +167,10 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
         'It has the shape of an idempotency key (trc_ and 40 hex digits), a one-way digest of the receipt key: it was ' +
         'compared with the key of every receipt that needs a person (from the ambiguous index). A settled receipt is ' +
         'not indexed by it: find it by its run, job or receipt key.',
-      receipts: await readAll(data, hits.map((e) => e.redisKey)),
+      receipts: await readAll(
+        data,
+        hits.map((e) => e.redisKey),
+      ),
     });
     return groups;
   }
@@ -192,7 +205,10 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
       ...empty,
       kind: 'tool',
       how: 'Receipts that need a person are of a tool of that name (from the ambiguous index; there is no index of every receipt by tool).',
-      receipts: await readAll(data, ofTool.slice(0, 100).map((e) => e.redisKey)),
+      receipts: await readAll(
+        data,
+        ofTool.slice(0, 100).map((e) => e.redisKey),
+      ),
       notes: ofTool.length > 100 ? [`Showing 100 of ${ofTool.length}.`] : [],
     });
   }
@@ -229,7 +245,11 @@ async function runsNamed(data: ConsoleData, runId: string): Promise<{ tenantId: 
     let cursor = '0';
     do {
       const shardKey = runRegistryRedisKey(data.store.prefix, shard);
-      const [next, flat] = (await receiptsConnection(data.redis).command('ZSCAN', [shardKey, cursor, 'MATCH', pattern, 'COUNT', 1000], shardKey)) as [string, string[]];
+      const [next, flat] = (await receiptsConnection(data.redis).command(
+        'ZSCAN',
+        [shardKey, cursor, 'MATCH', pattern, 'COUNT', 1000],
+        shardKey,
+      )) as [string, string[]];
       cursor = String(next);
       for (let i = 0; i < flat.length; i += 2) {
         const parsed = parseRunIndexRedisKey(data.store.prefix, `${data.store.prefix}:run:{${flat[i]}}`);
@@ -265,7 +285,13 @@ async function findJobs(data: ConsoleData, q: string): Promise<FindGroup[]> {
         ? `It has the shape of a BullMQ job key (<prefix>:<queue>:<id>); job ${c.id} was read from queue ${c.queue}, and its run's receipts (from the run index) that record it are listed.`
         : `Job ${c.id} exists in queue ${c.queue} (prefix ${c.prefix}); its run's receipts (from the run index) that record it are listed.`;
       if (!parsed.success) {
-        groups.push({ kind: 'BullMQ job', how, receipts: [], runs: [], notes: [`Job ${c.id} of queue ${c.queue} has no tool-call data this console can read.`] });
+        groups.push({
+          kind: 'BullMQ job',
+          how,
+          receipts: [],
+          runs: [],
+          notes: [`Job ${c.id} of queue ${c.queue} has no tool-call data this console can read.`],
+        });
         continue;
       }
       const { tenantId, runId } = parsed.data;
@@ -277,7 +303,10 @@ async function findJobs(data: ConsoleData, q: string): Promise<FindGroup[]> {
         how,
         receipts,
         runs: [{ tenantId, runId }],
-        notes: receipts.length === 0 ? [`No receipt of run ${runId} records job ${c.id} (its calls may not have been claimed yet, or their receipts expired).`] : [],
+        notes:
+          receipts.length === 0
+            ? [`No receipt of run ${runId} records job ${c.id} (its calls may not have been claimed yet, or their receipts expired).`]
+            : [],
       });
     } finally {
       await queue.close();
@@ -295,7 +324,10 @@ const CALL_ID_RECEIPTS = 200;
  * call's id and tool.
  */
 async function findByCallId(data: ConsoleData, q: string, entries: readonly AmbiguousEntry[]): Promise<FindGroup | undefined> {
-  const records = await readAll(data, entries.slice(0, CALL_ID_RECEIPTS).map((e) => e.redisKey));
+  const records = await readAll(
+    data,
+    entries.slice(0, CALL_ID_RECEIPTS).map((e) => e.redisKey),
+  );
   const hits: ReceiptRecord[] = [];
   const queues = new Map<string, Queue>();
   try {

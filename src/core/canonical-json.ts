@@ -8,11 +8,7 @@ import { ToolReceiptsError } from './errors.js';
 export const CANONICAL_JSON_MAX_DEPTH = 512;
 
 /** Why a value has no faithful canonical form. */
-export type CanonicalJsonErrorReason =
-  | 'unsupported_type'
-  | 'non_finite_number'
-  | 'cycle'
-  | 'too_deep';
+export type CanonicalJsonErrorReason = 'unsupported_type' | 'non_finite_number' | 'cycle' | 'too_deep';
 
 /**
  * Thrown when `canonicalJson` meets a value it cannot represent without

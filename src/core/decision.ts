@@ -42,7 +42,7 @@ export function effectForClaim(
   receiptExists: boolean,
 ): EffectResumability {
   if (receiptExists && recorded !== 'resumable') return 'opaque';
-  return requested === 'opaque' ? 'opaque' : recorded ?? requested;
+  return requested === 'opaque' ? 'opaque' : (recorded ?? requested);
 }
 
 /** What the caller should do about a receipt it found. */
@@ -68,10 +68,7 @@ export type ReceiptDecision =
  * is live again (it heartbeated late) or the later claim asks for
  * `resumable`: a verdict given to one caller is not taken back for another.
  */
-export function decideToolCallReceipt(input: {
-  readonly state: ReceiptState;
-  readonly effect: EffectResumability;
-}): ReceiptDecision {
+export function decideToolCallReceipt(input: { readonly state: ReceiptState; readonly effect: EffectResumability }): ReceiptDecision {
   const { state, effect } = input;
   switch (state.kind) {
     case 'absent':

@@ -39,11 +39,16 @@ export class InvalidDigestSecretError extends ToolReceiptsError {
   readonly code = 'digest.invalid_secret';
   constructor(secret: unknown) {
     const got =
-      secret === undefined ? 'undefined (an unset environment variable reads as undefined)'
-      : Buffer.isBuffer(secret) ? 'an empty Buffer'
-      : typeof secret === 'string' && secret !== '' ? 'a string of whitespace only'
-      : describeValue(secret);
-    super(`hmacSha256Digest needs a non-empty string or Buffer as its secret; got ${got}. Pass a stable secret, for instance from your secret store`);
+      secret === undefined
+        ? 'undefined (an unset environment variable reads as undefined)'
+        : Buffer.isBuffer(secret)
+          ? 'an empty Buffer'
+          : typeof secret === 'string' && secret !== ''
+            ? 'a string of whitespace only'
+            : describeValue(secret);
+    super(
+      `hmacSha256Digest needs a non-empty string or Buffer as its secret; got ${got}. Pass a stable secret, for instance from your secret store`,
+    );
   }
 }
 
@@ -98,7 +103,9 @@ export function isWellFormedText(text: string): boolean {
 export class MalformedNameError extends ToolReceiptsError {
   readonly code = 'identity.malformed_name';
   constructor(readonly what: string) {
-    super(`the ${what} contains a lone UTF-16 surrogate, so it cannot be stored as itself; pass well-formed Unicode text (String.prototype.toWellFormed() repairs it)`);
+    super(
+      `the ${what} contains a lone UTF-16 surrogate, so it cannot be stored as itself; pass well-formed Unicode text (String.prototype.toWellFormed() repairs it)`,
+    );
   }
 }
 

@@ -1,12 +1,7 @@
 export { ToolReceiptsError } from './errors.js';
 export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './error-codes.js';
 export { InvalidOptionsError, type OptionSite } from './options.js';
-export {
-  canonicalJson,
-  CanonicalJsonError,
-  CANONICAL_JSON_MAX_DEPTH,
-  type CanonicalJsonErrorReason,
-} from './canonical-json.js';
+export { canonicalJson, CanonicalJsonError, CANONICAL_JSON_MAX_DEPTH, type CanonicalJsonErrorReason } from './canonical-json.js';
 export {
   type ToolCallReceiptKey,
   type DigestFn,
@@ -19,13 +14,7 @@ export {
   assertWellFormedNames,
   MalformedNameError,
 } from './identity.js';
-export {
-  type ReceiptState,
-  type EffectResumability,
-  type ReceiptDecision,
-  decideToolCallReceipt,
-  effectForClaim,
-} from './decision.js';
+export { type ReceiptState, type EffectResumability, type ReceiptDecision, decideToolCallReceipt, effectForClaim } from './decision.js';
 export {
   type FailureTier,
   MAX_TOOL_FAILURES,

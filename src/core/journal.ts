@@ -69,11 +69,7 @@ export interface JournalClearEvent {
  * `clear` mean anything to the journal; events of any other type are skipped,
  * as are tool events whose `tool` is not a string.
  */
-export type JournalEvent =
-  | JournalToolStartEvent
-  | JournalToolDoneEvent
-  | JournalClearEvent
-  | { type: string; [field: string]: unknown };
+export type JournalEvent = JournalToolStartEvent | JournalToolDoneEvent | JournalClearEvent | { type: string; [field: string]: unknown };
 
 /** One tool call of a turn, with what is known about its outcome. */
 export interface ToolCallJournalEntry {
@@ -331,7 +327,8 @@ export function buildResumeJournalNote(journal: ToolCallJournal): string | null 
   if (journal.completed.length > 0) {
     lines.push('', 'Finished. These already took effect; do NOT call them again, use the result shown:');
     for (const e of journal.completed) {
-      const result = e.result === undefined ? 'no result recorded' : `result ${JSON.stringify(clip(e.result, JOURNAL_NOTE_MAX_RESULT_CHARS))}`;
+      const result =
+        e.result === undefined ? 'no result recorded' : `result ${JSON.stringify(clip(e.result, JOURNAL_NOTE_MAX_RESULT_CHARS))}`;
       lines.push(`- ${showTool(e.tool)}${showInput(e)}: ${result}`);
     }
   }
@@ -349,10 +346,11 @@ export function buildResumeJournalNote(journal: ToolCallJournal): string | null 
  * The fields of a stored receipt that the journal reads. Structural, so any
  * receipt record with at least these fields can be passed in.
  */
-export type JournalReceiptRecord = JournalReceiptFields & (
-  | { /** The tool's name. */ tool: string }
-  | { /** The receipt's key, as `ReceiptStore.listRun` returns it; its `toolName` names the tool. */ key: { toolName: string } }
-);
+export type JournalReceiptRecord = JournalReceiptFields &
+  (
+    | { /** The tool's name. */ tool: string }
+    | { /** The receipt's key, as `ReceiptStore.listRun` returns it; its `toolName` names the tool. */ key: { toolName: string } }
+  );
 
 /** The fields of {@link JournalReceiptRecord} besides the tool's name. */
 export interface JournalReceiptFields {

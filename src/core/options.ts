@@ -126,7 +126,10 @@ export function functionOption(wants: string): OptionRule {
 export function shaped(wants: string, methods: readonly string[]): OptionRule {
   return rule(
     wants,
-    (v) => (typeof v === 'object' || typeof v === 'function') && v !== null && methods.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
+    (v) =>
+      (typeof v === 'object' || typeof v === 'function') &&
+      v !== null &&
+      methods.every((m) => typeof (v as Record<string, unknown>)[m] === 'function'),
     { hideStrings: true },
   );
 }

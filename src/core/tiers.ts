@@ -26,7 +26,8 @@ export const MAX_TOOL_REJECTIONS = 5;
 export const REJECTION_SUFFIX = 'This call was refused and was not run; repeating it with the same arguments will be refused again.';
 
 /** The message a call gets once its tool has been removed for the run. */
-export const REJECTION_REMOVAL_SUFFIX = 'This tool has been removed for the rest of this run after repeated failures or refusals; do not call it again.';
+export const REJECTION_REMOVAL_SUFFIX =
+  'This tool has been removed for the rest of this run after repeated failures or refusals; do not call it again.';
 
 /**
  * Classify a failure. The most specific fact wins: a destructive operation

@@ -59,7 +59,9 @@ export class McpConnection implements McpClientSource {
     this.#delayMs = options.reconnectDelayMs ?? DEFAULT_MCP_RECONNECT_DELAY_MS;
     this.#maxDelayMs = options.maxReconnectDelayMs ?? Math.max(DEFAULT_MCP_MAX_RECONNECT_DELAY_MS, this.#delayMs);
     if (this.#maxDelayMs < this.#delayMs) {
-      throw new InvalidMcpToolsOptionsError(`McpConnection: maxReconnectDelayMs (${this.#maxDelayMs}) must not be less than reconnectDelayMs (${this.#delayMs})`);
+      throw new InvalidMcpToolsOptionsError(
+        `McpConnection: maxReconnectDelayMs (${this.#maxDelayMs}) must not be less than reconnectDelayMs (${this.#delayMs})`,
+      );
     }
   }
 
@@ -70,9 +72,12 @@ export class McpConnection implements McpClientSource {
     if (this.#failures > 0 && wait > 0) {
       const last = this.#lastFailure instanceof Error ? this.#lastFailure.message : String(this.#lastFailure);
       return Promise.reject(
-        new McpConnectError(`the MCP server could not be reached (${this.#failures} connect(s) failed in a row, the last: ${last}); the next try is in ${wait} ms`, {
-          cause: this.#lastFailure,
-        }),
+        new McpConnectError(
+          `the MCP server could not be reached (${this.#failures} connect(s) failed in a row, the last: ${last}); the next try is in ${wait} ms`,
+          {
+            cause: this.#lastFailure,
+          },
+        ),
       );
     }
     return (this.#current = this.#open());
@@ -91,7 +96,9 @@ export class McpConnection implements McpClientSource {
       this.#lastFailure = cause;
       this.#nextConnectAt = performance.now() + Math.min(this.#maxDelayMs, this.#delayMs * 2 ** Math.min(this.#failures - 1, 30));
       if (cause instanceof McpConnectError) throw cause;
-      throw new McpConnectError(`could not connect to the MCP server: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+      throw new McpConnectError(`could not connect to the MCP server: ${cause instanceof Error ? cause.message : String(cause)}`, {
+        cause,
+      });
     }
     this.#failures = 0;
     const mine = this.#current;

@@ -18,7 +18,10 @@ export class McpToolSchemaError extends ToolReceiptsError {
     reason: string,
     options?: { cause?: unknown },
   ) {
-    super(`MCP tool ${JSON.stringify(tool)}: its inputSchema cannot be used to check arguments (${reason}); give it an \`input\` zod schema in mcpTools' options or leave it out with \`include\``, options);
+    super(
+      `MCP tool ${JSON.stringify(tool)}: its inputSchema cannot be used to check arguments (${reason}); give it an \`input\` zod schema in mcpTools' options or leave it out with \`include\``,
+      options,
+    );
   }
 }
 

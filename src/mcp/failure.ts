@@ -8,7 +8,14 @@ export const REQUEST_TIMEOUT = -32001;
 const REFUSALS: ReadonlySet<number> = new Set([-32700, -32600, -32601, -32602]);
 
 /** Socket errors that mean the request never left this machine (nothing listened, no such host). */
-const NOT_SENT_CAUSES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CAUSES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** The HTTP status a Streamable HTTP server answers for a session it does not know (MCP spec: start a new one). */
 export const SESSION_NOT_FOUND = 404;
@@ -54,7 +61,8 @@ export function classifyMcpFailure(error: unknown): McpFailureKind {
   // StreamableHTTPError: the HTTP status of the POST. A 4xx (no session, unauthorised, too many
   // requests) is turned away before the MCP server reads the request; a 5xx may come after it ran.
   const status = httpStatusOf(error);
-  if (status !== undefined) return status === SESSION_NOT_FOUND ? 'unreachable' : status >= 400 && status < 500 ? 'neverStarted' : 'unknown';
+  if (status !== undefined)
+    return status === SESSION_NOT_FOUND ? 'unreachable' : status >= 400 && status < 500 ? 'neverStarted' : 'unknown';
   if (error.name === 'TypeError' && error.message === 'fetch failed') {
     const causeCode = (error.cause as { code?: unknown } | undefined)?.code;
     if (typeof causeCode === 'string' && NOT_SENT_CAUSES.has(causeCode)) return 'unreachable';
@@ -76,7 +84,10 @@ export function mcpFailureError(tool: string, error: unknown, readOnly = false):
   const text = error instanceof Error ? error.message : String(error);
   switch (classifyMcpFailure(error)) {
     case 'unreachable':
-      return new NeverStartedError(`MCP tool ${tool} was not called: the server could not be reached (${text})`, { cause: error, unreachable: true });
+      return new NeverStartedError(`MCP tool ${tool} was not called: the server could not be reached (${text})`, {
+        cause: error,
+        unreachable: true,
+      });
     case 'neverStarted':
       return new NeverStartedError(`MCP tool ${tool} was not called: ${text}`, { cause: error });
     case 'refused':

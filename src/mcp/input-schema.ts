@@ -52,8 +52,14 @@ export function mcpInputSchema(
     const verdict = check(value);
     if (verdict.valid) return;
     const stray = strayKeys(inputSchema, value);
-    const named = stray.length === 0 ? '' : `; not allowed here: ${stray.slice(0, MAX_STRAY_NAMED).map((k) => JSON.stringify(k)).join(', ')}${stray.length > MAX_STRAY_NAMED ? ` and ${stray.length - MAX_STRAY_NAMED} more` : ''}`;
-    ctx.addIssue({ code: 'custom', message: `${verdict.errorMessage ?? 'does not match the tool\'s inputSchema'}${named}` });
+    const named =
+      stray.length === 0
+        ? ''
+        : `; not allowed here: ${stray
+            .slice(0, MAX_STRAY_NAMED)
+            .map((k) => JSON.stringify(k))
+            .join(', ')}${stray.length > MAX_STRAY_NAMED ? ` and ${stray.length - MAX_STRAY_NAMED} more` : ''}`;
+    ctx.addIssue({ code: 'custom', message: `${verdict.errorMessage ?? "does not match the tool's inputSchema"}${named}` });
   });
 }
 
@@ -121,8 +127,21 @@ const DROPPED: ReadonlySet<string> = new Set(['default', 'format']);
 const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
 /** Keywords whose value is a subschema or a list of them. */
 const SUBSCHEMAS = [
-  'items', 'prefixItems', 'additionalItems', 'additionalProperties', 'unevaluatedItems', 'unevaluatedProperties',
-  'contains', 'propertyNames', 'not', 'if', 'then', 'else', 'allOf', 'anyOf', 'oneOf',
+  'items',
+  'prefixItems',
+  'additionalItems',
+  'additionalProperties',
+  'unevaluatedItems',
+  'unevaluatedProperties',
+  'contains',
+  'propertyNames',
+  'not',
+  'if',
+  'then',
+  'else',
+  'allOf',
+  'anyOf',
+  'oneOf',
 ];
 
 /**
@@ -138,7 +157,9 @@ export function withoutKeywords(schema: unknown, dropped: ReadonlySet<string>, d
     if (SCHEMA_MAPS.includes(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
       copy = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, withoutKeywords(sub, dropped, depth + 1)]));
     } else if (SUBSCHEMAS.includes(key)) {
-      copy = Array.isArray(value) ? value.map((sub) => withoutKeywords(sub, dropped, depth + 1)) : withoutKeywords(value, dropped, depth + 1);
+      copy = Array.isArray(value)
+        ? value.map((sub) => withoutKeywords(sub, dropped, depth + 1))
+        : withoutKeywords(value, dropped, depth + 1);
     }
     Object.defineProperty(out, key, { value: copy, enumerable: true, writable: true, configurable: true });
   }

@@ -10,7 +10,18 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { ReconcileAnswer, ReconcileContext } from '../bullmq/define-tool.js';
-import { booleanOption, checkOptions, functionOption, InvalidOptionsError, MAX_TIMER_MS, rule, shaped, wholeNumber, type OptionRule, type OptionsSchema } from '../core/options.js';
+import {
+  booleanOption,
+  checkOptions,
+  functionOption,
+  InvalidOptionsError,
+  MAX_TIMER_MS,
+  rule,
+  shaped,
+  wholeNumber,
+  type OptionRule,
+  type OptionsSchema,
+} from '../core/options.js';
 import type { McpEffectOverride } from './effect.js';
 import { InvalidMcpToolsOptionsError } from './errors.js';
 import { MAX_NAME_PREFIX } from './tool-names.js';
@@ -99,7 +110,15 @@ export interface McpToolsOptions {
 }
 
 const TOOL_OPTION_KEYS: ReadonlySet<string> = new Set([
-  'effect', 'destructive', 'reconcile', 'reconcileTimeoutMs', 'keyWindowMs', 'timeoutMs', 'parallel', 'aliases', 'input',
+  'effect',
+  'destructive',
+  'reconcile',
+  'reconcileTimeoutMs',
+  'keyWindowMs',
+  'timeoutMs',
+  'parallel',
+  'aliases',
+  'input',
 ]);
 const EFFECT_CLASSES: ReadonlySet<unknown> = new Set(['read-only', 'idempotent', 'opaque', 'keyed']);
 const timer = wholeNumber(1, 'ms', MAX_TIMER_MS);
@@ -107,20 +126,27 @@ const timer = wholeNumber(1, 'ms', MAX_TIMER_MS);
 /** Per-tool settings: each checked by name, in sentences that name the tool. */
 const perTool: OptionRule = {
   check(value) {
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new InvalidMcpToolsOptionsError('mcpTools: options.tools must be an object of per-tool settings, by the tool\'s name on the server');
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new InvalidMcpToolsOptionsError(
+        "mcpTools: options.tools must be an object of per-tool settings, by the tool's name on the server",
+      );
     for (const [name, o] of Object.entries(value as Record<string, unknown>)) {
       if (typeof o !== 'object' || o === null) throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name} must be an object`);
       const settings = o as Record<string, unknown>;
       const stray = Object.keys(settings).filter((key) => !TOOL_OPTION_KEYS.has(key));
       if (stray.length > 0) {
-        throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name} has ${stray.join(', ')}, which is not a tool setting; use ${[...TOOL_OPTION_KEYS].join(', ')}`);
+        throw new InvalidMcpToolsOptionsError(
+          `mcpTools: options.tools.${name} has ${stray.join(', ')}, which is not a tool setting; use ${[...TOOL_OPTION_KEYS].join(', ')}`,
+        );
       }
       const timeout = settings.timeoutMs;
       if (timeout !== undefined && !(typeof timeout === 'number' && Number.isSafeInteger(timeout) && timeout > 0)) {
         throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name}.timeoutMs must be a positive integer (ms)`);
       }
       if (settings.effect !== undefined && !EFFECT_CLASSES.has(settings.effect)) {
-        throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name}.effect must be "read-only", "idempotent", "opaque" or "keyed"`);
+        throw new InvalidMcpToolsOptionsError(
+          `mcpTools: options.tools.${name}.effect must be "read-only", "idempotent", "opaque" or "keyed"`,
+        );
       }
     }
   },
@@ -131,14 +157,19 @@ const NAME_PREFIX = new RegExp(`^[A-Za-z0-9_-]{0,${MAX_NAME_PREFIX}}$`);
 /** The rule of each `mcpTools` option. */
 export const MCP_TOOLS_OPTIONS_SCHEMA: OptionsSchema<McpToolsOptions> = {
   tools: perTool,
-  include: rule('an array of tool names (as the server lists them) or a function of the name', (v) => typeof v === 'function' || (Array.isArray(v) && v.every((n) => typeof n === 'string'))),
+  include: rule(
+    'an array of tool names (as the server lists them) or a function of the name',
+    (v) => typeof v === 'function' || (Array.isArray(v) && v.every((n) => typeof n === 'string')),
+  ),
   namePrefix: rule(`letters, digits, "_" or "-", at most ${MAX_NAME_PREFIX} of them`, (v) => typeof v === 'string' && NAME_PREFIX.test(v)),
   trustAnnotations: booleanOption,
   timeoutMs: timer,
   connectTimeoutMs: timer,
   validator: rule(
     'a JSON Schema validator ({ getValidator(schema) }) or a function that makes one per tool',
-    (v) => typeof v === 'function' || (typeof v === 'object' && v !== null && typeof (v as { getValidator?: unknown }).getValidator === 'function'),
+    (v) =>
+      typeof v === 'function' ||
+      (typeof v === 'object' && v !== null && typeof (v as { getValidator?: unknown }).getValidator === 'function'),
     { hideStrings: true },
   ),
   renderResult: functionOption('a function (result, tool) => what the model reads'),

@@ -14,7 +14,8 @@ export async function connectedClient(clients: McpClientSource, timeoutMs: numbe
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new McpConnectError(`the MCP server did not connect (connect and initialize) within ${timeoutMs} ms (connectTimeoutMs)`)),
+      () =>
+        reject(new McpConnectError(`the MCP server did not connect (connect and initialize) within ${timeoutMs} ms (connectTimeoutMs)`)),
       timeoutMs,
     );
   });
@@ -22,7 +23,9 @@ export async function connectedClient(clients: McpClientSource, timeoutMs: numbe
     return await Promise.race([clients.client(), late]);
   } catch (error) {
     if (error instanceof McpConnectError) throw error;
-    throw new McpConnectError(`could not get a connected MCP client: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new McpConnectError(`could not get a connected MCP client: ${error instanceof Error ? error.message : String(error)}`, {
+      cause: error,
+    });
   } finally {
     clearTimeout(timer);
   }
@@ -39,13 +42,18 @@ export async function listAllTools(client: Client, maxPages: number, pageTimeout
       answer = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: pageTimeoutMs, maxTotalTimeout: pageTimeoutMs });
     } catch (cause) {
       const timedOut = cause instanceof Error && cause.name === 'McpError' && (cause as { code?: unknown }).code === REQUEST_TIMEOUT;
-      const why = timedOut ? `no answer within ${pageTimeoutMs} ms (connectTimeoutMs)` : cause instanceof Error ? cause.message : String(cause);
+      const why = timedOut
+        ? `no answer within ${pageTimeoutMs} ms (connectTimeoutMs)`
+        : cause instanceof Error
+          ? cause.message
+          : String(cause);
       throw new McpToolListError(`tools/list failed on page ${page + 1}: ${why}`, { cause });
     }
     tools.push(...answer.tools);
     cursor = answer.nextCursor;
     if (cursor === undefined) return tools;
-    if (seen.has(cursor)) throw new McpToolListError(`tools/list returned the cursor ${JSON.stringify(cursor.slice(0, 100))} twice; the list never ends`);
+    if (seen.has(cursor))
+      throw new McpToolListError(`tools/list returned the cursor ${JSON.stringify(cursor.slice(0, 100))} twice; the list never ends`);
     seen.add(cursor);
   }
   throw new McpToolListError(`tools/list has more than ${maxPages} pages; raise maxPages to read them all`);

@@ -48,7 +48,9 @@ export function modelToolNames(serverNames: readonly string[], prefix = ''): str
       }
     }
     // Unreachable but for a list built against SHA-256 itself; refused rather than offered twice.
-    throw new McpToolListError(`no unique model-safe name was found for the MCP tool ${JSON.stringify(name)}; leave it out with \`include\``);
+    throw new McpToolListError(
+      `no unique model-safe name was found for the MCP tool ${JSON.stringify(name)}; leave it out with \`include\``,
+    );
   });
 }
 

@@ -89,13 +89,19 @@ export async function mcpTools(source: Client | McpClientSource, options: McpToo
   const kept = listed.filter((tool) => keep(tool.name));
   const validatorFor = validatorsOf(options.validator, kept);
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
-  const names = modelToolNames(kept.map((tool) => tool.name), options.namePrefix ?? '');
+  const names = modelToolNames(
+    kept.map((tool) => tool.name),
+    options.namePrefix ?? '',
+  );
   // Tool names come from the server: only the team's own keys are read (a tool named "constructor" gets no override).
   const overrideOf = (name: string): McpToolOptions => (Object.hasOwn(overrides, name) ? overrides[name]! : {});
   return kept.map((tool, i) => {
     const name = names[i]!;
     if (name !== `${options.namePrefix ?? ''}${tool.name}`) {
-      logger.warn({ tool: tool.name, offeredAs: name }, 'MCP tool name is not one model APIs take; offered under a model-safe name, called on the server under its own');
+      logger.warn(
+        { tool: tool.name, offeredAs: name },
+        'MCP tool name is not one model APIs take; offered under a model-safe name, called on the server under its own',
+      );
     }
     const context: SharedByTools = { name, clients, validators: validatorFor(), logger, options, connectTimeoutMs };
     return mcpTool(tool, overrideOf(tool.name), context);
@@ -105,7 +111,11 @@ export async function mcpTools(source: Client | McpClientSource, options: McpToo
 /** A tool definition made from an MCP tool, with what the server declared about it. */
 export type McpToolDefinition = AnyToolDefinition & {
   /** The tool as the server listed it: its name there, `outputSchema`, annotations. */
-  readonly mcp: { readonly name: string; readonly outputSchema?: Readonly<Record<string, unknown>>; readonly annotations?: ToolAnnotations };
+  readonly mcp: {
+    readonly name: string;
+    readonly outputSchema?: Readonly<Record<string, unknown>>;
+    readonly annotations?: ToolAnnotations;
+  };
 };
 
 /** What every tool of one `mcpTools` call shares, and its model-safe name. */
@@ -128,7 +138,10 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
   }
   const inputSchema = tool.inputSchema as Record<string, unknown>;
   const onRepairSkipped = (reason: string) =>
-    c.logger.warn({ tool: tool.name, reason }, 'MCP tool inputSchema has a construct zod cannot import: its arguments are checked in full, but no schema-driven repair (decoding, dropping nulls) is made for it');
+    c.logger.warn(
+      { tool: tool.name, reason },
+      'MCP tool inputSchema has a construct zod cannot import: its arguments are checked in full, but no schema-driven repair (decoding, dropping nulls) is made for it',
+    );
   const input = o.input ?? mcpInputSchema(tool.name, inputSchema, c.validators, { onRepairSkipped });
   const timeout = o.timeoutMs ?? options.timeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
   const render = options.renderResult ?? mcpResultForModel;
@@ -138,7 +151,10 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
     try {
       return await connectedClient(clients, connectTimeoutMs);
     } catch (error) {
-      throw new NeverStartedError(`MCP tool ${tool.name} was not called: ${error instanceof Error ? error.message : String(error)}`, { cause: error, unreachable: true });
+      throw new NeverStartedError(`MCP tool ${tool.name} was not called: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+        unreachable: true,
+      });
     }
   };
   const definition = defineMcpTool(tool.name, {
@@ -158,18 +174,29 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
     ...(reconcile
       ? {
           reconcile: async (args: unknown, ctx: ReconcileContext) =>
-            reconcile(args as Record<string, unknown>, Object.assign(Object.create(ctx) as ReconcileContext, { client: await connectedClient(clients, connectTimeoutMs) })),
+            reconcile(
+              args as Record<string, unknown>,
+              Object.assign(Object.create(ctx) as ReconcileContext, { client: await connectedClient(clients, connectTimeoutMs) }),
+            ),
         }
       : {}),
     async execute(args, ctx) {
       const send = (client: Client) =>
         client.request(
-          { method: 'tools/call', params: { name: tool.name, arguments: args as Record<string, unknown>, _meta: { [MCP_IDEMPOTENCY_KEY_META]: ctx.idempotencyKey } } },
+          {
+            method: 'tools/call',
+            params: {
+              name: tool.name,
+              arguments: args as Record<string, unknown>,
+              _meta: { [MCP_IDEMPOTENCY_KEY_META]: ctx.idempotencyKey },
+            },
+          },
           CallToolResultSchema,
           { signal: ctx.signal, timeout, maxTotalTimeout: timeout },
         );
       let client = await callClient();
-      if (ctx.signal.aborted) throw new NeverStartedError(`MCP tool ${tool.name} was not called: the attempt was aborted first`, { cause: ctx.signal.reason });
+      if (ctx.signal.aborted)
+        throw new NeverStartedError(`MCP tool ${tool.name} was not called: the attempt was aborted first`, { cause: ctx.signal.reason });
       let result: CallToolResult;
       try {
         result = await send(client).catch(async (error: unknown) => {
@@ -198,7 +225,10 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
 
 /** A request refused because the client it went out on is gone: not connected, or its session unknown to the server. */
 function clientGone(error: unknown): boolean {
-  return classifyMcpFailure(error) === 'unreachable' && (httpStatusOf(error) === SESSION_NOT_FOUND || (error as Error).message === 'Not connected');
+  return (
+    classifyMcpFailure(error) === 'unreachable' &&
+    (httpStatusOf(error) === SESSION_NOT_FOUND || (error as Error).message === 'Not connected')
+  );
 }
 
 /** `defineTool`, its refusal saying how to leave the tool out. */
@@ -238,7 +268,8 @@ function validatorsOf(given: McpToolsOptions['validator'], tools: readonly Tool[
 }
 
 function clientSource(source: Client | McpClientSource): McpClientSource {
-  if (typeof source === 'object' && source !== null && typeof (source as McpClientSource).client === 'function') return source as McpClientSource;
+  if (typeof source === 'object' && source !== null && typeof (source as McpClientSource).client === 'function')
+    return source as McpClientSource;
   if (typeof source === 'object' && source !== null && typeof (source as Client).request === 'function') {
     const client = source as Client;
     return { client: async () => client };

@@ -68,8 +68,7 @@ function limitOrInfinity(value: number | undefined, fallback: number): number {
  */
 export function truncateToolResultText(text: string, cap: number): string {
   if (text.length <= cap) return text;
-  const note = (dropped: number): string =>
-    `\n\u2026[${dropped} of ${text.length} characters cut; the rest of this result was not kept]`;
+  const note = (dropped: number): string => `\n\u2026[${dropped} of ${text.length} characters cut; the rest of this result was not kept]`;
   // The widest note (every character dropped) bounds the real one.
   const reserve = note(text.length).length;
   if (reserve >= cap) return headChars(text, cap);
@@ -148,8 +147,6 @@ export async function capToolResultForLlm(
  * of one run (results, failure messages, refusal reasons) through the same
  * limits.
  */
-export function toolResultCapper(
-  options: CapToolResultOptions = {},
-): (result: unknown, call: ToolResultCall) => Promise<CappedToolResult> {
+export function toolResultCapper(options: CapToolResultOptions = {}): (result: unknown, call: ToolResultCall) => Promise<CappedToolResult> {
   return (result, call) => capToolResultForLlm(result, call, options);
 }

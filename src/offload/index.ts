@@ -52,12 +52,7 @@ export {
   PERSISTED_OUTPUT_SUFFIX,
   type PreviewSizes,
 } from './preview.js';
-export {
-  DEFAULT_TOOL_RESULT_CHARS,
-  DEFAULT_TOOL_RESULT_THRESHOLD_CHARS,
-  stringifyToolResult,
-  unwrapToolResultForLlm,
-} from './shaping.js';
+export { DEFAULT_TOOL_RESULT_CHARS, DEFAULT_TOOL_RESULT_THRESHOLD_CHARS, stringifyToolResult, unwrapToolResultForLlm } from './shaping.js';
 export {
   capToolResultForLlm,
   previewWithinCap,
@@ -76,14 +71,6 @@ export {
   type ReadToolResultTool,
   type ReadToolResultToolOptions,
 } from './read-tool.js';
-export {
-  DEFAULT_IN_MEMORY_MAX_TOTAL_CHARS,
-  InMemoryToolResultStore,
-  type InMemoryToolResultStoreOptions,
-} from './memory-store.js';
-export {
-  DEFAULT_TOOL_RESULT_RETENTION_MS,
-  RedisToolResultStore,
-  type RedisToolResultStoreOptions,
-} from './redis-store.js';
+export { DEFAULT_IN_MEMORY_MAX_TOTAL_CHARS, InMemoryToolResultStore, type InMemoryToolResultStoreOptions } from './memory-store.js';
+export { DEFAULT_TOOL_RESULT_RETENTION_MS, RedisToolResultStore, type RedisToolResultStoreOptions } from './redis-store.js';
 export { offloadHashKey, UNMINTED_HASH_TAG } from './redis-keys.js';

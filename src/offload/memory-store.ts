@@ -2,13 +2,7 @@ import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.j
 import { assertToolResultProvenanceMatch, normalizeToolResultProvenance } from './provenance.js';
 import { assertSafeToolResultRef, isSafeToolResultRef } from './ref.js';
 import { resolveSliceWindow, toWellFormedText } from './text.js';
-import type {
-  ToolResultDeletionReport,
-  ToolResultProvenance,
-  ToolResultSlice,
-  ToolResultSliceOptions,
-  ToolResultStore,
-} from './types.js';
+import type { ToolResultDeletionReport, ToolResultProvenance, ToolResultSlice, ToolResultSliceOptions, ToolResultStore } from './types.js';
 
 /** Default bound of {@link InMemoryToolResultStore}: 50 million code units. */
 export const DEFAULT_IN_MEMORY_MAX_TOTAL_CHARS = 50_000_000;

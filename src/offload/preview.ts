@@ -28,7 +28,11 @@ export function escapeRefAttribute(ref: string): string {
 
 /** Undo {@link escapeRefAttribute}, for a ref copied out of a marker. */
 export function unescapeRefAttribute(text: string): string {
-  return text.replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return text
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 /**
@@ -41,11 +45,7 @@ export function unescapeRefAttribute(text: string): string {
  * Without `reachableTools` the wording is fixed, so a preview built twice for
  * the same result is the same string.
  */
-export function offloadPagebackHint(
-  ref: string,
-  form: 'preview' | 'cleared',
-  reachableTools?: ReadonlySet<string>,
-): string {
+export function offloadPagebackHint(ref: string, form: 'preview' | 'cleared', reachableTools?: ReadonlySet<string>): string {
   const quoted = JSON.stringify(ref);
   if (reachableTools !== undefined && !reachableTools.has(OFFLOAD_TOOL_NAME)) {
     return `The ${OFFLOAD_TOOL_NAME} tool is not available in this run, so the text under ref ${quoted} cannot be read back here.`;

@@ -64,10 +64,7 @@ const DESCRIPTION =
  * expired or deleted ref gets a plain statement that nothing is stored under
  * it any more. Errors of the store itself are thrown, so the caller can retry.
  */
-export function createReadToolResultTool(
-  store: ToolResultStore,
-  options: ReadToolResultToolOptions = {},
-): ReadToolResultTool {
+export function createReadToolResultTool(store: ToolResultStore, options: ReadToolResultToolOptions = {}): ReadToolResultTool {
   const maxLimit = Math.max(1, Math.floor(options.maxLimit ?? READ_TOOL_RESULT_DEFAULT_LIMIT));
   return {
     name: OFFLOAD_TOOL_NAME,

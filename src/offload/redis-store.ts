@@ -5,22 +5,11 @@ import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
 import { runScript } from '../redis/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
-import {
-  assertToolResultProvenanceMatch,
-  decodeOwnerRecord,
-  encodeOwnerRecord,
-  normalizeToolResultProvenance,
-} from './provenance.js';
+import { assertToolResultProvenanceMatch, decodeOwnerRecord, encodeOwnerRecord, normalizeToolResultProvenance } from './provenance.js';
 import { isOffloadHashKey, lengthField, offloadHashKey, offloadScanPattern, ownerField } from './redis-keys.js';
 import { assertSafeToolResultRef, isSafeToolResultRef } from './ref.js';
 import { normalizeSliceOptions, toWellFormedText } from './text.js';
-import type {
-  ToolResultDeletionReport,
-  ToolResultProvenance,
-  ToolResultSlice,
-  ToolResultSliceOptions,
-  ToolResultStore,
-} from './types.js';
+import type { ToolResultDeletionReport, ToolResultProvenance, ToolResultSlice, ToolResultSliceOptions, ToolResultStore } from './types.js';
 
 /** Default lifetime of a session hash after its last put: seven days. */
 export const DEFAULT_TOOL_RESULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
@@ -93,14 +82,12 @@ export class RedisToolResultStore implements ToolResultStore {
     assertSafeToolResultRef(ref);
     const owner = provenance === undefined ? undefined : normalizeToolResultProvenance(provenance);
     const text = toWellFormedText(String(content));
-    const reply = (await runScript(this.redis, 'offload-put', [this.hashKeyOf(ref)], [
-      ref,
-      text,
-      text.length,
-      buildCheckpointIndex(text),
-      owner === undefined ? '' : encodeOwnerRecord(owner),
-      this.retentionMs,
-    ])) as [number, string | null | undefined];
+    const reply = (await runScript(
+      this.redis,
+      'offload-put',
+      [this.hashKeyOf(ref)],
+      [ref, text, text.length, buildCheckpointIndex(text), owner === undefined ? '' : encodeOwnerRecord(owner), this.retentionMs],
+    )) as [number, string | null | undefined];
     if (reply[0] === 0) return;
     const record = reply[1] ?? undefined;
     const stored = record === undefined ? undefined : decodeOwnerRecord(record);
@@ -112,8 +99,7 @@ export class RedisToolResultStore implements ToolResultStore {
     if (!isSafeToolResultRef(ref)) return undefined;
     const { offset, limit } = normalizeSliceOptions(options);
     const reply = (await runScript(this.redis, 'offload-read', [this.hashKeyOf(ref)], [ref, offset, limit ?? -1])) as
-      | [number, number, number, number, string]
-      | null;
+      [number, number, number, number, string] | null;
     if (reply === null) return undefined;
     const [totalChars, start, stop, base, window] = reply;
     return { content: window.slice(start - base, stop - base), offset: start, totalChars };

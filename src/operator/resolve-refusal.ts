@@ -57,9 +57,13 @@ function epochDiffers(redisKey: string, typed: string, observed: ObservedFence, 
 function attemptsDiffer(typed: number, observed: ObservedFence, record: ReceiptRecord): [ResolveRefusal, string] {
   const at = `you typed --attempts ${typed}, the receipt is at attempt ${observed.attempts}`;
   if (typed > observed.attempts) {
-    return ['attempt_mismatch', `${at} (${observed.status}): it has never reached attempt ${typed}; check what you typed (show prints the attempts)`];
+    return [
+      'attempt_mismatch',
+      `${at} (${observed.status}): it has never reached attempt ${typed}; check what you typed (show prints the attempts)`,
+    ];
   }
-  const later = observed.attempts - typed === 1 ? 'one more attempt has started' : `${observed.attempts - typed} more attempts have started`;
+  const later =
+    observed.attempts - typed === 1 ? 'one more attempt has started' : `${observed.attempts - typed} more attempts have started`;
   const settled = settledBy(record, typed);
   return [
     'attempt_mismatch',
@@ -76,7 +80,8 @@ function attemptsDiffer(typed: number, observed: ObservedFence, record: ReceiptR
  */
 export function resolveRefusal(redisKey: string, resolution: Resolution, record: ReceiptRecord, err: unknown, lookAgain = ''): unknown {
   const look = lookAgain;
-  const refused = (reason: ResolveRefusal, why: string) => new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err, reason);
+  const refused = (reason: ResolveRefusal, why: string) =>
+    new ResolveRefusedError(redisKey, `not resolved, nothing was written: ${why}${look}`, err, reason);
   if (err instanceof ContestedReceiptError) return refused('contested', err.message);
   if (err instanceof NotAmbiguousError) return refused('not_ambiguous', err.message);
   if (!(err instanceof FencedOutError)) return err;

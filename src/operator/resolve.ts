@@ -98,7 +98,13 @@ export async function retryJobs(connection: RedisConnection, record: ReceiptReco
   const jobs = await retryFailedJobs(connection, record);
   const retried = jobs.filter((j) => j.action === 'retried').map((j) => j.job);
   if (audit && retried.length > 0) {
-    await audit.log.append({ actor: audit.actor, source: audit.source, action: 'retry-job', receipts: [record.redisKey], detail: { jobs: retried } });
+    await audit.log.append({
+      actor: audit.actor,
+      source: audit.source,
+      action: 'retry-job',
+      receipts: [record.redisKey],
+      detail: { jobs: retried },
+    });
   }
   return jobs;
 }

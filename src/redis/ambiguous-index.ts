@@ -71,7 +71,12 @@ export async function listAmbiguousEntries(
   let runs = 0;
   const readPage = async (page: RegisteredRun[]) => {
     runs += page.length;
-    const replies = await scriptPerRun(redis, 'ambiguous-run', page.map((run) => [receiptCountRedisKeyOfTag(prefix, run.tag)]), false);
+    const replies = await scriptPerRun(
+      redis,
+      'ambiguous-run',
+      page.map((run) => [receiptCountRedisKeyOfTag(prefix, run.tag)]),
+      false,
+    );
     replies.forEach((reply, i) => {
       const r = reply as (string | number)[];
       const nowMs = Number(r[0]);

@@ -57,8 +57,23 @@ export class AuditLog {
   async append(entry: AuditEntryInput): Promise<string> {
     const id = await receiptsConnection(this.redis).command(
       'XADD',
-      [this.redisKey, 'MAXLEN', '~', this.maxEntries, '*', 'actor', entry.actor, 'source', entry.source, 'action', entry.action,
-        'receipts', JSON.stringify(entry.receipts), 'detail', JSON.stringify(entry.detail)],
+      [
+        this.redisKey,
+        'MAXLEN',
+        '~',
+        this.maxEntries,
+        '*',
+        'actor',
+        entry.actor,
+        'source',
+        entry.source,
+        'action',
+        entry.action,
+        'receipts',
+        JSON.stringify(entry.receipts),
+        'detail',
+        JSON.stringify(entry.detail),
+      ],
       this.redisKey,
     );
     return String(id);
@@ -68,7 +83,10 @@ export class AuditLog {
   async read(options: { count?: number; before?: string } = {}): Promise<AuditEntry[]> {
     const count = options.count ?? 50;
     const end = options.before === undefined ? '+' : `(${options.before}`;
-    const reply = (await receiptsConnection(this.redis).command('XREVRANGE', [this.redisKey, end, '-', 'COUNT', count], this.redisKey)) as [string, string[]][];
+    const reply = (await receiptsConnection(this.redis).command('XREVRANGE', [this.redisKey, end, '-', 'COUNT', count], this.redisKey)) as [
+      string,
+      string[],
+    ][];
     return reply.map(([id, flat]) => parseEntry(String(id), flat));
   }
 }

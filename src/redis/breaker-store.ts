@@ -100,14 +100,12 @@ export class BreakerStore {
   ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
     assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId, 'tool name': toolName });
     const key = this.redisKey(tenantId, runId);
-    const reply = await runScript(this.redis, 'breaker-record', [key], [
-      kind,
-      encodeKeyComponent(toolName),
-      limit,
-      removeNow ? '1' : '0',
-      reason,
-      this.retentionMs,
-    ]).catch((error: unknown) => {
+    const reply = await runScript(
+      this.redis,
+      'breaker-record',
+      [key],
+      [kind, encodeKeyComponent(toolName), limit, removeNow ? '1' : '0', reason, this.retentionMs],
+    ).catch((error: unknown) => {
       throw unreachableErrorOf(error, { redisKey: key, step: `breaker ${kind} of ${toolName}` });
     });
     if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((v) => typeof v === 'number')) {
@@ -129,19 +127,13 @@ export class BreakerStore {
     options: { removeNow?: boolean; reason?: string } = {},
   ): Promise<FailureRecord> {
     const reason =
-      options.reason ||
-      (options.removeNow ? 'removed after a destructive failure' : `removed after ${this.maxFailures} failures`);
+      options.reason || (options.removeNow ? 'removed after a destructive failure' : `removed after ${this.maxFailures} failures`);
     const r = await this.record('failure', tenantId, runId, toolName, this.maxFailures, options.removeNow ?? false, reason);
     return { failures: r.count, removed: r.removed, removedNow: r.removedNow };
   }
 
   /** Counts a rejection; the tool is removed when the consecutive streak reaches the limit. */
-  async recordRejection(
-    tenantId: string,
-    runId: string,
-    toolName: string,
-    options: { reason?: string } = {},
-  ): Promise<RejectionRecord> {
+  async recordRejection(tenantId: string, runId: string, toolName: string, options: { reason?: string } = {}): Promise<RejectionRecord> {
     const reason = options.reason || `removed after ${this.maxRejections} consecutive rejections`;
     const r = await this.record('rejection', tenantId, runId, toolName, this.maxRejections, false, reason);
     return { rejections: r.count, removed: r.removed, removedNow: r.removedNow };

@@ -11,7 +11,14 @@
 import { ReceiptNotDurableError } from './durability.js';
 import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
 import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
-import { createdFence, prefetched, releaseUnacknowledged, type ClaimChannel, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
+import {
+  createdFence,
+  prefetched,
+  releaseUnacknowledged,
+  type ClaimChannel,
+  type ClaimRequest,
+  type PrefetchedClaim,
+} from './receipt-claim.js';
 import { releasingLostClaims } from './lost-claims.js';
 
 /** What claiming ahead needs of the store that runs it. */
@@ -47,11 +54,15 @@ export async function completeAndClaimNext(
   const [receipt, index, breaker, count] = complete.keys;
   const { registered } = await ch.beforeClaim(next);
   // A reply lost to a timeout or a dropped connection: release the receipt the next call's claim may have created.
-  const reply = await releasingLostClaims(ch, async () => {
-    const sent = await ch.call('complete-claim', [receipt, index, breaker, next.keys[0], count], [...complete.args, ...next.args]);
-    await registered;
-    return sent;
-  }, () => [{ request: next, fence: createdFence(next) }]);
+  const reply = await releasingLostClaims(
+    ch,
+    async () => {
+      const sent = await ch.call('complete-claim', [receipt, index, breaker, next.keys[0], count], [...complete.args, ...next.args]);
+      await registered;
+      return sent;
+    },
+    () => [{ request: next, fence: createdFence(next) }],
+  );
   const mark = ch.durability?.mark(receipt);
   if (!Array.isArray(reply) || reply.length !== 2 || !Array.isArray(reply[1])) {
     throw new UnexpectedScriptReplyError('complete-claim', reply);
@@ -74,18 +85,32 @@ export async function claimTogether(ch: AheadChannel, requests: readonly ClaimRe
   const [, index, breaker, count] = first.keys;
   const { registered } = await ch.beforeClaim(first);
   // A reply lost to a timeout or a dropped connection: release every receipt the group's claims may have created.
-  const reply = await releasingLostClaims(ch, async () => {
-    const sent = await ch.callVariadic('claim-group', [index, breaker, ...requests.map((r) => r.keys[0]), count], requests.flatMap((r) => r.args));
-    await registered;
-    return sent;
-  }, () => requests.map((request) => ({ request, fence: createdFence(request) })));
+  const reply = await releasingLostClaims(
+    ch,
+    async () => {
+      const sent = await ch.callVariadic(
+        'claim-group',
+        [index, breaker, ...requests.map((r) => r.keys[0]), count],
+        requests.flatMap((r) => r.args),
+      );
+      await registered;
+      return sent;
+    },
+    () => requests.map((request) => ({ request, fence: createdFence(request) })),
+  );
   const mark = ch.durability?.mark(first.keys[0]);
   if (!Array.isArray(reply) || reply.length !== requests.length) throw new UnexpectedScriptReplyError('claim-group', reply);
   const answers = requests.map((request, i) => {
     const answer: unknown = reply[i];
     return Array.isArray(answer) && answer.length === 0 ? null : prefetched(request, parseClaimObservation('claim-group', answer));
   });
-  await requireAcknowledged(ch, mark, first.keys[0], 'claim', requests.map((request, i) => [request, answers[i] ?? null]));
+  await requireAcknowledged(
+    ch,
+    mark,
+    first.keys[0],
+    'claim',
+    requests.map((request, i) => [request, answers[i] ?? null]),
+  );
   return answers;
 }
 

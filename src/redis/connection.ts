@@ -76,7 +76,9 @@ export function checkedConnection(value: unknown, owner: string, deadlineMs?: nu
 function closedClient(value: object): string | undefined {
   if (isReceiptsConnection(value)) return undefined;
   if (looksLikeIoredis(value)) {
-    return value.status === 'end' ? 'an ioredis client that was closed (status end): call connect() on it again, or make a new one' : undefined;
+    return value.status === 'end'
+      ? 'an ioredis client that was closed (status end): call connect() on it again, or make a new one'
+      : undefined;
   }
   if (looksLikeNodeRedis(value) && value.isOpen !== true) {
     return 'a node-redis client that is not open (never connected, or closed): call `await client.connect()` before handing it over; node-redis does not connect by itself';
@@ -90,7 +92,10 @@ function adapterOf(value: unknown, owner: string): ReceiptsConnection {
   return adapterFor(adapters, value, () => {
     if (looksLikeIoredis(value)) return ioredisConnection(value);
     if (isNodeRedisPool(value)) {
-      throw new InvalidRedisConnectionError(owner, 'a node-redis client pool, whose commands may go out on different connections (WAIT needs the one that wrote)');
+      throw new InvalidRedisConnectionError(
+        owner,
+        'a node-redis client pool, whose commands may go out on different connections (WAIT needs the one that wrote)',
+      );
     }
     if (looksLikeNodeRedis(value)) return nodeRedisConnection(value);
     throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');

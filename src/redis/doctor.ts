@@ -115,7 +115,10 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
 
   if (!facts.configReadable) {
     findings.push(
-      unknown('config', 'CONFIG GET is refused (renamed, denied by an ACL, or hidden by a managed service): what INFO shows was used, the rest is unknown; ask your provider for maxmemory-policy, appendonly and appendfsync'),
+      unknown(
+        'config',
+        'CONFIG GET is refused (renamed, denied by an ACL, or hidden by a managed service): what INFO shows was used, the rest is unknown; ask your provider for maxmemory-policy, appendonly and appendfsync',
+      ),
     );
   }
   if (facts.policy === undefined) {
@@ -136,10 +139,19 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
     findings.push(unknown('persistence', 'appendonly could not be read; a restart without an AOF forgets receipts'));
   } else if (!facts.appendonly) {
     findings.push(
-      atRisk('persistence', 'power-loss', 'appendonly is no: a crash or restart loses every receipt written since the last snapshot; set appendonly yes and appendfsync always'),
+      atRisk(
+        'persistence',
+        'power-loss',
+        'appendonly is no: a crash or restart loses every receipt written since the last snapshot; set appendonly yes and appendfsync always',
+      ),
     );
   } else if (facts.appendfsync === undefined) {
-    findings.push(unknown('persistence', 'appendonly is yes but appendfsync could not be read (CONFIG refused); receipts survive power loss only with appendfsync always'));
+    findings.push(
+      unknown(
+        'persistence',
+        'appendonly is yes but appendfsync could not be read (CONFIG refused); receipts survive power loss only with appendfsync always',
+      ),
+    );
   } else if (facts.appendfsync === 'always') {
     findings.push(safe('persistence', 'appendonly yes, appendfsync always: an acknowledged receipt is on disk before the reply'));
   } else {
@@ -156,28 +168,49 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
   if (facts.role === 'slave') {
     // A replica's own replica count says nothing of the primary the workers must write to.
     findings.push(
-      atRisk('replicas', 'stalled', 'this server is a replica: it refuses writes, so no claim can be made here; point the receipts connection (and doctor) at the primary, or use --sentinels'),
+      atRisk(
+        'replicas',
+        'stalled',
+        'this server is a replica: it refuses writes, so no claim can be made here; point the receipts connection (and doctor) at the primary, or use --sentinels',
+      ),
     );
   } else if (facts.connectedReplicas === undefined) {
     findings.push(unknown('replicas', 'the number of connected replicas could not be read (INFO refused)'));
   } else if (wanted > facts.connectedReplicas) {
     findings.push(
-      atRisk('replicas', 'stalled', `durability asks ${wanted} replica(s) to acknowledge each write, but ${facts.connectedReplicas} are connected: every claim will time out and no call will run`),
+      atRisk(
+        'replicas',
+        'stalled',
+        `durability asks ${wanted} replica(s) to acknowledge each write, but ${facts.connectedReplicas} are connected: every claim will time out and no call will run`,
+      ),
     );
   } else if (wanted > 0) {
-    findings.push(safe('replicas', `${facts.connectedReplicas} replica(s) connected; durability waits for ${wanted} before an effect starts`));
+    findings.push(
+      safe('replicas', `${facts.connectedReplicas} replica(s) connected; durability waits for ${wanted} before an effect starts`),
+    );
   } else if (facts.connectedReplicas > 0) {
     findings.push(
-      atRisk('replicas', 'failover', `${facts.connectedReplicas} replica(s) replicate asynchronously: a failover can promote one that missed a claim, and the call runs again; pass durability: { replicas: 1 }`),
+      atRisk(
+        'replicas',
+        'failover',
+        `${facts.connectedReplicas} replica(s) replicate asynchronously: a failover can promote one that missed a claim, and the call runs again; pass durability: { replicas: 1 }`,
+      ),
     );
   } else {
-    findings.push(safe('replicas', 'no replicas: no failover can promote a copy that missed a receipt (a managed service may still fail over: ask your provider)'));
+    findings.push(
+      safe(
+        'replicas',
+        'no replicas: no failover can promote a copy that missed a receipt (a managed service may still fail over: ask your provider)',
+      ),
+    );
   }
 
   if (facts.waitAof === undefined) {
     findings.push(unknown('waitaof', 'could not tell whether WAITAOF exists (COMMAND refused)'));
   } else if (durability?.aof && !facts.waitAof) {
-    findings.push(atRisk('waitaof', 'stalled', 'durability asks for aof, but this server has no WAITAOF (Redis < 7.2): every claim will be refused'));
+    findings.push(
+      atRisk('waitaof', 'stalled', 'durability asks for aof, but this server has no WAITAOF (Redis < 7.2): every claim will be refused'),
+    );
   } else if (durability?.aof) {
     findings.push(
       facts.appendonly === false
@@ -185,11 +218,20 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
         : safe('waitaof', 'WAITAOF is available: each receipt write waits for its fsync'),
     );
   } else {
-    findings.push(safe('waitaof', facts.waitAof ? 'WAITAOF is available (durability aof can use it)' : 'no WAITAOF (Redis < 7.2): durability aof is unavailable; use appendfsync always'));
+    findings.push(
+      safe(
+        'waitaof',
+        facts.waitAof
+          ? 'WAITAOF is available (durability aof can use it)'
+          : 'no WAITAOF (Redis < 7.2): durability aof is unavailable; use appendfsync always',
+      ),
+    );
   }
 
   if (facts.clusterEnabled !== undefined) {
-    findings.push(safe('cluster', facts.clusterEnabled ? 'cluster mode: each run\'s receipts live on the master owning its hash tag' : 'not a cluster'));
+    findings.push(
+      safe('cluster', facts.clusterEnabled ? "cluster mode: each run's receipts live on the master owning its hash tag" : 'not a cluster'),
+    );
   }
   return findings;
 }
@@ -235,7 +277,9 @@ export class RedisCheckFailedError extends ToolReceiptsError {
 /** A connection error, as opposed to a command the server refused (a ReplyError: renamed, denied by an ACL). */
 function isReplyError(error: unknown): boolean {
   // ioredis names its replies' errors ReplyError; node-redis throws an ErrorReply (or its SimpleError) without a name.
-  return error instanceof Error && (error.name === 'ReplyError' || ['ErrorReply', 'SimpleError', 'BlobError'].includes(error.constructor.name));
+  return (
+    error instanceof Error && (error.name === 'ReplyError' || ['ErrorReply', 'SimpleError', 'BlobError'].includes(error.constructor.name))
+  );
 }
 
 /**
@@ -252,12 +296,15 @@ function isReplyError(error: unknown): boolean {
 export async function checkRedisForReceipts(redis: RedisConnection, options: CheckRedisOptions = {}): Promise<RedisReport> {
   const connection = checkedConnection(redis, 'checkRedisForReceipts');
   checkOptions('checkRedisForReceipts', options, CHECK_REDIS_SCHEMA);
-  const durability = options.durability ? durabilityOptions(options.durability, { owner: 'checkRedisForReceipts', option: 'durability' }) : undefined;
+  const durability = options.durability
+    ? durabilityOptions(options.durability, { owner: 'checkRedisForReceipts', option: 'durability' })
+    : undefined;
   const timeoutMs = options.timeoutMs ?? DEFAULT_CHECK_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new RedisCheckFailedError(timeoutMs, `no answer within ${timeoutMs} ms (the server is down, unreachable or not answering)`)),
+      () =>
+        reject(new RedisCheckFailedError(timeoutMs, `no answer within ${timeoutMs} ms (the server is down, unreachable or not answering)`)),
       timeoutMs,
     );
   });
@@ -270,7 +317,11 @@ export async function checkRedisForReceipts(redis: RedisConnection, options: Che
   }
 }
 
-async function runChecks(connection: ReceiptsConnection, durability: Required<DurabilityOptions> | undefined, timeoutMs: number): Promise<RedisReport> {
+async function runChecks(
+  connection: ReceiptsConnection,
+  durability: Required<DurabilityOptions> | undefined,
+  timeoutMs: number,
+): Promise<RedisReport> {
   try {
     await connection.command('PING', []);
   } catch (error) {
@@ -292,7 +343,10 @@ async function runChecks(connection: ReceiptsConnection, durability: Required<Du
     }
   }
   const rank = (f: RedisFinding) => (f.status === 'at-risk' ? RECEIPT_RISKS.indexOf(f.risk!) : f.status === 'unknown' ? 10 : 20);
-  const sorted = findings.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+  const sorted = findings
+    .map((f, i) => ({ f, i }))
+    .sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i)
+    .map(({ f }) => f);
   const worst = sorted.find((f) => f.status === 'at-risk')?.risk;
   return worst === undefined ? { findings: sorted, atRisk: false } : { findings: sorted, atRisk: true, worst };
 }

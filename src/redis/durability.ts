@@ -44,7 +44,7 @@ export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
 /** Which receipt write was not acknowledged. */
 export type DurableWrite =
-  | 'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve' | 'reconcile' | 'reclaimKeyed';
+  'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve' | 'reconcile' | 'reclaimKeyed';
 
 /**
  * The durability options are malformed (negative replicas, a zero timeout,
@@ -100,11 +100,18 @@ const DURABILITY_SCHEMA: OptionsSchema<DurabilityOptions> = {
  * {@link InvalidOptionsError} naming `site` (who was given them, and under
  * which option name; by default the `durability` option of `durability`).
  */
-export function durabilityOptions(options: DurabilityOptions, site: OptionSite = { owner: 'durability', option: 'durability' }): Required<DurabilityOptions> {
+export function durabilityOptions(
+  options: DurabilityOptions,
+  site: OptionSite = { owner: 'durability', option: 'durability' },
+): Required<DurabilityOptions> {
   checkOptions(site.owner, options, DURABILITY_SCHEMA, site.option);
   const { replicas, timeoutMs = DEFAULT_DURABILITY_TIMEOUT_MS, aof = false } = options;
   if (replicas === 0 && !aof) {
-    throw new InvalidOptionsError(site.owner, site.option, `\`${site.option}\` asks for nothing: pass replicas ≥ 1, or aof: true, or leave ${site.option} out`);
+    throw new InvalidOptionsError(
+      site.owner,
+      site.option,
+      `\`${site.option}\` asks for nothing: pass replicas ≥ 1, or aof: true, or leave ${site.option} out`,
+    );
   }
   return { replicas, timeoutMs, aof };
 }
@@ -128,7 +135,8 @@ function closeCounter(node: ReceiptsNode): { count: number } {
 
 /** Whether the server knows `WAITAOF` (`COMMAND INFO` answers `nil` for an unknown command). */
 export async function hasWaitAof(node: RedisConnection | ReceiptsNode): Promise<boolean> {
-  const server = typeof (node as Partial<ReceiptsNode>).onClose === 'function' ? (node as ReceiptsNode) : receiptsConnection(node as RedisConnection);
+  const server =
+    typeof (node as Partial<ReceiptsNode>).onClose === 'function' ? (node as ReceiptsNode) : receiptsConnection(node as RedisConnection);
   const info = (await server.command('COMMAND', ['INFO', 'WAITAOF'])) as unknown[];
   return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
 }

@@ -37,10 +37,12 @@ const BATCHED: readonly Kind[] = ['claim', 'complete', 'complete-claim'];
 
 /** How many KEYS an entry of each kind takes: those of its own script, as its file name says. */
 function keysOfKinds(): ReadonlyMap<string, number> {
-  return new Map(BATCHED.map((kind) => {
-    const keys = packageScripts().script(kind).keys;
-    return [kind, keys.kind === 'fixed' ? keys.count : -1];
-  }));
+  return new Map(
+    BATCHED.map((kind) => {
+      const keys = packageScripts().script(kind).keys;
+      return [kind, keys.kind === 'fixed' ? keys.count : -1];
+    }),
+  );
 }
 
 type Args = readonly (string | number)[];

@@ -40,12 +40,7 @@ export {
   type VerdictToRecord,
   type ReconcileFence,
 } from './reconcile-store.js';
-export {
-  BreakerStore,
-  type BreakerStoreOptions,
-  type FailureRecord,
-  type RejectionRecord,
-} from './breaker-store.js';
+export { BreakerStore, type BreakerStoreOptions, type FailureRecord, type RejectionRecord } from './breaker-store.js';
 export {
   FencedOutError,
   NotAmbiguousError,

@@ -86,7 +86,12 @@ export function parseClaimObservation(script: string, reply: unknown): ClaimObse
  * for other scripts), so one object shape serves both: spreading an
  * observation into a claim's cost every claim a few microseconds.
  */
-function observationFields(script: string, reply: readonly unknown[], toolRemoval: string | null = null, rejectionStreak = 0): ClaimObservation {
+function observationFields(
+  script: string,
+  reply: readonly unknown[],
+  toolRemoval: string | null = null,
+  rejectionStreak = 0,
+): ClaimObservation {
   const status = text(reply[1]);
   if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
   const effect = text(reply[5]);
@@ -130,7 +135,5 @@ export function toReceiptState(observation: Observation): ReceiptState {
 
 /** Status, attempts and epoch, for a fence error; `null` when absent. */
 export function toFence(observation: Observation): ObservedFence | null {
-  return observation.status === null
-    ? null
-    : { status: observation.status, attempts: observation.attempts, epoch: observation.epoch };
+  return observation.status === null ? null : { status: observation.status, attempts: observation.attempts, epoch: observation.epoch };
 }

@@ -15,7 +15,10 @@ import { isValidKeyPrefix } from './keys.js';
 export const connectionOption: OptionRule = { required: true, check: (value, site) => void checkedConnection(value, site.owner) };
 
 /** `prefix`: letters, digits and `. _ ~ : / -`, at least one. */
-export const prefixOption: OptionRule = rule('a key prefix of letters, digits and . _ ~ : / - (braces, globs and spaces would break the key layout)', isValidKeyPrefix);
+export const prefixOption: OptionRule = rule(
+  'a key prefix of letters, digits and . _ ~ : / - (braces, globs and spaces would break the key layout)',
+  isValidKeyPrefix,
+);
 
 /** `leaseMs`: a lease a heartbeat timer can keep (Node fires a longer timer at once). */
 export const leaseOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_MS);

@@ -93,8 +93,16 @@ export function claimRequest(
   // and the token a takeover stores.
   const token = newEpoch(keys[0]);
   const args = [
-    leaseMs, defaults.retentionMs, owner, options.effect, key.tenantId, key.runId, key.toolName, key.argsHash,
-    breakerField(key.toolName, 'removed'), breakerField(key.toolName, 'rejections'),
+    leaseMs,
+    defaults.retentionMs,
+    owner,
+    options.effect,
+    key.tenantId,
+    key.runId,
+    key.toolName,
+    key.argsHash,
+    breakerField(key.toolName, 'removed'),
+    breakerField(key.toolName, 'rejections'),
     token,
     job,
   ];
@@ -113,12 +121,26 @@ export function prefetched(request: ClaimRequest, observation: ClaimObservation)
     answersAlone = kind === 'replay' || kind === 'wait' || (kind === 'execute' && observation.toolRemoval !== null);
   }
   const fence = observation.code === 1 ? { attempt: observation.attempts, epoch: observation.epoch } : undefined;
-  return { key: request.key, redisKey: request.keys[0], effect: request.effect, leaseMs: request.leaseMs, owner: request.owner, observation, answersAlone, fence };
+  return {
+    key: request.key,
+    redisKey: request.keys[0],
+    effect: request.effect,
+    leaseMs: request.leaseMs,
+    owner: request.owner,
+    observation,
+    answersAlone,
+    fence,
+  };
 }
 
 /** Refuses a prefetched claim made for another call, or with other options than this claim's. */
 export function checkPrefetched(request: ClaimRequest, ahead: PrefetchedClaim): void {
-  if (ahead.redisKey !== request.keys[0] || ahead.effect !== request.effect || ahead.leaseMs !== request.leaseMs || ahead.owner !== request.owner) {
+  if (
+    ahead.redisKey !== request.keys[0] ||
+    ahead.effect !== request.effect ||
+    ahead.leaseMs !== request.leaseMs ||
+    ahead.owner !== request.owner
+  ) {
     throw new InvalidReceiptInputError(
       `the prefetched claim of ${ahead.redisKey} does not match this claim of ${request.keys[0]}: pass the same call with the same effect, lease and owner`,
     );
@@ -158,17 +180,22 @@ export async function runClaim(
         pending = undefined;
       } else {
         // A reply lost to a timeout or a dropped connection: release the receipt the claim may have created.
-        const reply = await releasingLostClaims(ch, async () => {
-          const sent = await ch.call('claim', request.keys, request.args);
-          await registered;
-          return sent;
-        }, () => [{ request, fence: createdFence(request) }]);
+        const reply = await releasingLostClaims(
+          ch,
+          async () => {
+            const sent = await ch.call('claim', request.keys, request.args);
+            await registered;
+            return sent;
+          },
+          () => [{ request, fence: createdFence(request) }],
+        );
         mark = ch.durability?.mark(redisKey);
         claimed = parseClaimObservation('claim', reply);
       }
-      breaker = claimed.toolRemoval === null
-        ? { rejectionStreak: claimed.rejectionStreak }
-        : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
+      breaker =
+        claimed.toolRemoval === null
+          ? { rejectionStreak: claimed.rejectionStreak }
+          : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
       seen = claimed;
       if (claimed.code === 1) {
         const result = executing({ kind: 'absent' }, claimed, request.effect, redisKey, breaker);
@@ -199,10 +226,18 @@ export async function runClaim(
         // A takeover whose reply was lost: release the attempt it may have started (attempts + 1, carrying its token).
         const won: Observation = await releasingLostClaims(
           ch,
-          () => run('reclaim', [
-            observed.status ?? '', observed.attempts, request.leaseMs, ch.retentionMs, request.owner, observed.epoch, request.effect, request.job,
-            request.token,
-          ]),
+          () =>
+            run('reclaim', [
+              observed.status ?? '',
+              observed.attempts,
+              request.leaseMs,
+              ch.retentionMs,
+              request.owner,
+              observed.epoch,
+              request.effect,
+              request.job,
+              request.token,
+            ]),
           () => [{ request, fence: { attempt: observed.attempts + 1, epoch: observed.epoch } }],
         );
         const mark = ch.durability?.mark(redisKey);
@@ -253,7 +288,12 @@ function executing(state: ReceiptState, won: Observation, effect: EffectResumabi
 }
 
 /** The execute result, once the claim that started its attempt is acknowledged. */
-async function durableClaim(ch: ClaimChannel, request: ClaimRequest, result: ClaimResult, mark: WriteMark | undefined): Promise<ClaimResult> {
+async function durableClaim(
+  ch: ClaimChannel,
+  request: ClaimRequest,
+  result: ClaimResult,
+  mark: WriteMark | undefined,
+): Promise<ClaimResult> {
   if (!ch.durability || result.fence === undefined) return result;
   try {
     await ch.durability.require('claim', result.redisKey, mark);
@@ -272,7 +312,12 @@ async function durableClaim(ch: ClaimChannel, request: ClaimRequest, result: Cla
  * settle it as failed `neverStarted` (acknowledged or not: a failover that
  * loses this write loses the claim with it). Never throws.
  */
-export async function releaseUnacknowledged(ch: ClaimChannel, request: ClaimRequest, fence: AttemptFence, cause: ReceiptNotDurableError): Promise<void> {
+export async function releaseUnacknowledged(
+  ch: ClaimChannel,
+  request: ClaimRequest,
+  fence: AttemptFence,
+  cause: ReceiptNotDurableError,
+): Promise<void> {
   const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
   try {
     const seen = parseObservation(

@@ -110,7 +110,11 @@ export class ReceiptQueries {
     onCorrupt?: (error: CorruptReceiptError) => void;
     onNewer?: (error: ReceiptVersionError) => void;
   }): Promise<ReceiptRecord[]> {
-    return this.reader.listAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
+    return this.reader.listAmbiguous(
+      positiveInt(options?.count ?? 500, 'count'),
+      options?.onCorrupt ?? (() => undefined),
+      options?.onNewer,
+    );
   }
 
   /**
@@ -123,7 +127,11 @@ export class ReceiptQueries {
     onCorrupt?: (error: CorruptReceiptError) => void;
     onNewer?: (error: ReceiptVersionError) => void;
   }): Promise<AmbiguousScan> {
-    return this.reader.scanAmbiguous(positiveInt(options?.count ?? 500, 'count'), options?.onCorrupt ?? (() => undefined), options?.onNewer);
+    return this.reader.scanAmbiguous(
+      positiveInt(options?.count ?? 500, 'count'),
+      options?.onCorrupt ?? (() => undefined),
+      options?.onNewer,
+    );
   }
 
   /**

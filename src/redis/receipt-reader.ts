@@ -127,7 +127,11 @@ export class ReceiptReader {
     return this.readRun(indexKey, range, true);
   }
 
-  private async readRun(indexKey: string, range: RunRange | undefined, count = false): Promise<{ receipts: ReceiptRecord[]; total: number }> {
+  private async readRun(
+    indexKey: string,
+    range: RunRange | undefined,
+    count = false,
+  ): Promise<{ receipts: ReceiptRecord[]; total: number }> {
     let pairs: [string, number][];
     let entries = 0;
     try {

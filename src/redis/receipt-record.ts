@@ -4,7 +4,13 @@
  */
 import type { EffectResumability } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { CorruptReceiptError, RECEIPT_SCHEMA_VERSION, ReceiptVersionError, UnexpectedScriptReplyError, type ReceiptStatus } from './errors.js';
+import {
+  CorruptReceiptError,
+  RECEIPT_SCHEMA_VERSION,
+  ReceiptVersionError,
+  UnexpectedScriptReplyError,
+  type ReceiptStatus,
+} from './errors.js';
 import { fromStoredJson } from './stored-json.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './receipt-history.js';
 

@@ -144,7 +144,9 @@ export async function scriptPerRun(
   const keysOf = (keys: readonly string[]) => (variadic ? [String(keys.length), ...keys] : keys);
   const corrupt = (error: unknown, keys: readonly string[]) => corruptReceiptErrorOf(error, keys[0] ?? '');
   if (isCluster(redis)) {
-    return Promise.all(keyLists.map((keys) => runScript(redis, script, keysOf(keys), []).catch((e: unknown) => Promise.reject(corrupt(e, keys)))));
+    return Promise.all(
+      keyLists.map((keys) => runScript(redis, script, keysOf(keys), []).catch((e: unknown) => Promise.reject(corrupt(e, keys)))),
+    );
   }
   const replies = await receiptsConnection(redis).batch(keyLists.map((keys) => scriptEntry(redis, script, keysOf(keys), [])));
   return replies.map(([error, reply], i) => {
@@ -222,7 +224,12 @@ async function countRegistered(
   let readAtMs = 0;
   const countPage = async (page: RegisteredRun[]) => {
     registered += page.length;
-    const replies = await scriptPerRun(redis, 'count-run', page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]), false);
+    const replies = await scriptPerRun(
+      redis,
+      'count-run',
+      page.map((run) => [receiptCountRedisKeyOfTag(registry.prefix, run.tag)]),
+      false,
+    );
     replies.forEach((reply, i) => {
       const tally = parseCountReply(reply);
       if (tally === undefined) gone.push(page[i]!);

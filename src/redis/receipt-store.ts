@@ -29,7 +29,15 @@ import { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, positiveInt, storeSetting
 import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from './durability.js';
 import { toStoredJson } from './stored-json.js';
 import { stepOfScript, unreachableErrorOf } from './unreachable.js';
-import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type ClaimOptions, type ClaimResult, type HeartbeatResult, type Resolution, type SettleResult } from './receipt-types.js';
+import {
+  RESOLUTION_BY_MAX,
+  RESOLUTION_NOTE_MAX,
+  type ClaimOptions,
+  type ClaimResult,
+  type HeartbeatResult,
+  type Resolution,
+  type SettleResult,
+} from './receipt-types.js';
 
 export type { ReceiptRecord } from './receipt-record.js';
 export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
@@ -98,9 +106,10 @@ export class ReceiptStore extends ReceiptQueries {
       beforeClaim: (request) => this.beforeClaim(request),
     };
     this.claimDefaults = { leaseMs: this.leaseMs, retentionMs: this.retentionMs, owner: this.owner };
-    this.group = options.groupCommit === false
-      ? undefined
-      : new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered);
+    this.group =
+      options.groupCommit === false
+        ? undefined
+        : new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered);
   }
 
   /** Group commit's batches so far (two calls or more each) and the calls they carried; zeros when it is off. */

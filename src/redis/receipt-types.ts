@@ -100,10 +100,7 @@ export type Resolution = {
   by?: string;
   /** Why, recorded in the receipt's history (at most {@link RESOLUTION_NOTE_MAX} characters). */
   note?: string;
-} & (
-  | { outcome: 'completed'; result: unknown }
-  | { outcome: 'failed'; error: string }
-);
+} & ({ outcome: 'completed'; result: unknown } | { outcome: 'failed'; error: string });
 
 /** The longest `by` of a {@link Resolution} a resolve accepts, in UTF-16 code units. */
 export const RESOLUTION_BY_MAX = 200;

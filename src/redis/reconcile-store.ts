@@ -129,7 +129,14 @@ export class ReconcileStore {
     worker: string,
     options: { again?: boolean } = {},
   ): Promise<ReconcileStart> {
-    const args = [positiveInt(lost.attempt, 'attempt'), positiveInt(leaseMs, 'leaseMs'), worker, this.retentionMs, options.again ? '1' : '', lost.epoch];
+    const args = [
+      positiveInt(lost.attempt, 'attempt'),
+      positiveInt(leaseMs, 'leaseMs'),
+      worker,
+      this.retentionMs,
+      options.again ? '1' : '',
+      lost.epoch,
+    ];
     const reply = await this.call('reconcile-begin', this.keys(key), args);
     const [code, n, startedMs, nowMs] = ints('reconcile-begin', reply, 4) as [number, number, number, number];
     switch (code) {
@@ -156,7 +163,11 @@ export class ReconcileStore {
    */
   async settle(key: ToolCallReceiptKey, fence: ReconcileFence, verdict: VerdictToRecord): Promise<AttemptFence> {
     const payload =
-      verdict.verdict === 'completed' ? toStoredJson(verdict.result, 'the reconciled result') : verdict.verdict === 'unknown' ? (verdict.note ?? '') : '';
+      verdict.verdict === 'completed'
+        ? toStoredJson(verdict.result, 'the reconciled result')
+        : verdict.verdict === 'unknown'
+          ? (verdict.note ?? '')
+          : '';
     const leaseMs = verdict.verdict === 'not_started' && verdict.leaseMs !== undefined ? positiveInt(verdict.leaseMs, 'leaseMs') : 0;
     const job = verdict.verdict === 'not_started' && verdict.job ? attemptJobText(verdict.job) : '';
     const keys = this.keys(key);

@@ -44,7 +44,8 @@ function declaredKeys(lines: readonly string[], refuse: (why: string) => never):
     const line = raw.trim();
     if (!/^KEYS\b/.test(line)) continue;
     const match = KEYS_LINE.exec(line);
-    if (!match) refuse(`has a KEYS line ${JSON.stringify(line.slice(0, 60))} that starts with neither KEYS[<i>] nor KEYS[<i>] .. KEYS[<j>]`);
+    if (!match)
+      refuse(`has a KEYS line ${JSON.stringify(line.slice(0, 60))} that starts with neither KEYS[<i>] nor KEYS[<i>] .. KEYS[<j>]`);
     const [text, first, inner, outer] = match;
     const end = inner ?? outer;
     declared.push({ from: position(first!), to: end === undefined ? undefined : position(end), text });
@@ -116,22 +117,31 @@ export function checkScriptHeader(file: string, source: string): ScriptKeys {
   if (!header) return refuse('does not open with a --[[ ... ]] header declaring its KEYS, ARGV and what it returns');
   const lines = header[1]!.split('\n');
   const first = lines.find((l) => l.trim() !== '')?.trim() ?? '';
-  if (!first.startsWith(`${name}:`)) refuse(`opens its header with ${JSON.stringify(first.slice(0, 40))}; the first line names the script: "${name}: <what it does>"`);
+  if (!first.startsWith(`${name}:`))
+    refuse(`opens its header with ${JSON.stringify(first.slice(0, 40))}; the first line names the script: "${name}: <what it does>"`);
 
   const layout = keyLayout(declaredKeys(lines, refuse), refuse);
   if (suffix === 'N' && layout.kind === 'fixed') {
-    refuse(`declares ${layout.count} KEYS in its header, but its file name says N (any number): declare the variable part as a range such as KEYS[${layout.count + 1}..n]`);
+    refuse(
+      `declares ${layout.count} KEYS in its header, but its file name says N (any number): declare the variable part as a range such as KEYS[${layout.count + 1}..n]`,
+    );
   }
-  if (suffix !== 'N' && layout.kind === 'variadic') refuse(`declares any number of KEYS (at least ${layout.atLeast}) in its header, but its file name says ${suffix}`);
+  if (suffix !== 'N' && layout.kind === 'variadic')
+    refuse(`declares any number of KEYS (at least ${layout.atLeast}) in its header, but its file name says ${suffix}`);
   if (layout.kind === 'fixed' && layout.count !== Number(suffix)) {
-    refuse(`declares ${layout.count} KEYS in its header${layout.count > 0 ? ` (KEYS[1] .. KEYS[${layout.count}])` : ''}, but its file name says ${suffix}`);
+    refuse(
+      `declares ${layout.count} KEYS in its header${layout.count > 0 ? ` (KEYS[1] .. KEYS[${layout.count}])` : ''}, but its file name says ${suffix}`,
+    );
   }
   if (!lines.some((l) => /^\s*ARGV\b/.test(l))) refuse('declares no ARGV in its header: write its ARGV[i] lines, or "ARGV  none"');
   if (!lines.some((l) => /^\s*Returns\b/.test(l))) refuse('does not say in its header what it returns: write a "Returns ..." line');
 
   const code = withoutComments(source.slice(header[0].length));
   for (const [, i] of code.matchAll(/\bKEYS\[(\d+)\]/g)) {
-    if (Number(i) > layout.head) refuse(`uses KEYS[${i}], but its header declares ${layout.kind === 'fixed' ? `${layout.count} KEYS` : `KEYS[${layout.head}] as the last fixed key from the start`}`);
+    if (Number(i) > layout.head)
+      refuse(
+        `uses KEYS[${i}], but its header declares ${layout.kind === 'fixed' ? `${layout.count} KEYS` : `KEYS[${layout.head}] as the last fixed key from the start`}`,
+      );
   }
   const argv = declaredArgv(lines);
   for (const [, i] of code.matchAll(/\bARGV\[(\d+)\]/g)) {

@@ -19,11 +19,7 @@ const INCLUDE_NAME = /^\s+"([A-Za-z0-9_-]+)(?:\.lua)?"\s*$/;
  * exist. Throws {@link ScriptIncludeError} for a missing include, a malformed
  * include line, or a cycle.
  */
-export function expandIncludes(
-  script: string,
-  source: string,
-  readInclude: (name: string) => string | undefined,
-): string {
+export function expandIncludes(script: string, source: string, readInclude: (name: string) => string | undefined): string {
   const done = new Set<string>();
   const expand = (text: string, chain: readonly string[]): string => {
     const out: string[] = [];

@@ -85,7 +85,8 @@ export class ScriptLibrary {
       const keys = checkScriptHeader(file, source);
       const name = FILE_NAME.exec(file)![1]!;
       const other = seen.get(name);
-      if (other !== undefined) throw new ScriptDefinitionError(`lua/${other} and lua/${file} are both the script ${name}: one file a name`, file);
+      if (other !== undefined)
+        throw new ScriptDefinitionError(`lua/${other} and lua/${file} are both the script ${name}: one file a name`, file);
       seen.set(name, file);
       scripts.push({ name, file, keys, lua: { file, source, sha: createHash('sha1').update(source).digest('hex') } });
     }
@@ -106,7 +107,9 @@ export class ScriptLibrary {
   script(name: string): Script {
     const script = this.byName.get(name);
     if (script === undefined) {
-      throw new ScriptDefinitionError(`no script is named ${JSON.stringify(name)}: lua/ has no file ${name}-<numberOfKeys>.lua or ${name}-N.lua`);
+      throw new ScriptDefinitionError(
+        `no script is named ${JSON.stringify(name)}: lua/ has no file ${name}-<numberOfKeys>.lua or ${name}-N.lua`,
+      );
     }
     return script;
   }
@@ -140,7 +143,8 @@ function entryOf(script: Script, keys: readonly ScriptArg[], args: readonly Scri
   const all = [...keys, ...args];
   if (script.keys.kind === 'fixed') {
     const count = script.keys.count;
-    if (all.length < count) throw new ScriptDefinitionError(`script ${script.name} takes ${count} keys; got ${all.length} values in all`, script.file);
+    if (all.length < count)
+      throw new ScriptDefinitionError(`script ${script.name} takes ${count} keys; got ${all.length} values in all`, script.file);
     return { script: script.lua, keys: all.slice(0, count).map(String), args: all.slice(count) };
   }
   const count = Number(all[0]);
@@ -192,7 +196,12 @@ export function runScript(redis: RedisConnection, name: string, keys: readonly S
 }
 
 /** Runs a `<name>-N.lua` script: the key count is put first. */
-export function runVariadicScript(redis: RedisConnection, name: string, keys: readonly string[], args: readonly ScriptArg[]): Promise<unknown> {
+export function runVariadicScript(
+  redis: RedisConnection,
+  name: string,
+  keys: readonly string[],
+  args: readonly ScriptArg[],
+): Promise<unknown> {
   return runScript(redis, name, [String(keys.length), ...keys], args);
 }
 
@@ -233,11 +242,17 @@ export function defineScripts(redis: RedisConnection, scripts: readonly ScriptDe
     const script = library.byFile(definition.file);
     const takes = script.keys.kind === 'fixed' ? script.keys.count : 'any';
     if (definition.numberOfKeys !== takes) {
-      throw new ScriptDefinitionError(`script ${definition.name}: lua/${definition.file} takes ${takes} keys, not ${definition.numberOfKeys}`, definition.file);
+      throw new ScriptDefinitionError(
+        `script ${definition.name}: lua/${definition.file} takes ${takes} keys, not ${definition.numberOfKeys}`,
+        definition.file,
+      );
     }
     const previous = library.find(definition.name) ?? names.get(definition.name);
     if (previous !== undefined && previous !== script) {
-      throw new ScriptDefinitionError(`command ${definition.name} is already defined from ${previous.file}, not ${definition.file}`, definition.file);
+      throw new ScriptDefinitionError(
+        `command ${definition.name} is already defined from ${previous.file}, not ${definition.file}`,
+        definition.file,
+      );
     }
     names.set(definition.name, script);
   }

@@ -76,7 +76,12 @@ const CONNECTION_MESSAGES =
   /^(Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|None of startup nodes is available|Cluster isn't ready|Failed to refresh slots cache|CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN)/;
 
 /** node-redis' error classes (5 and 6) for a command that got no reply in time. */
-const NODE_REDIS_TIMEOUTS = new Set(['TimeoutError', 'CommandTimeoutDuringMaintenanceError', 'SocketTimeoutDuringMaintenanceError', 'SocketTimeoutError']);
+const NODE_REDIS_TIMEOUTS = new Set([
+  'TimeoutError',
+  'CommandTimeoutDuringMaintenanceError',
+  'SocketTimeoutDuringMaintenanceError',
+  'SocketTimeoutError',
+]);
 /** node-redis' error classes for a connection that is closed, lost or cannot be made. */
 const NODE_REDIS_CONNECTION_ERRORS = new Set([
   'ClientClosedError',

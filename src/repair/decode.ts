@@ -113,13 +113,7 @@ function visitArray(view: SchemaView, array: unknown[], node: SchemaNode, path: 
   return copy ?? array;
 }
 
-function visitObject(
-  view: SchemaView,
-  object: Record<string, unknown>,
-  node: SchemaNode,
-  path: InputPath,
-  out: InputPath[],
-): unknown {
+function visitObject(view: SchemaView, object: Record<string, unknown>, node: SchemaNode, path: InputPath, out: InputPath[]): unknown {
   const branch = view.onlyBranch(node, 'object');
   if (branch === undefined) return object;
   let copy: Record<string, unknown> | undefined;

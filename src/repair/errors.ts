@@ -15,9 +15,7 @@ export class DuplicateToolNameError extends ToolReceiptsError {
     readonly toolName: string,
     readonly count: number,
   ) {
-    super(
-      `tool name "${toolName}" is used by ${count} tools; every tool offered to a model needs its own name, so rename all but one`,
-    );
+    super(`tool name "${toolName}" is used by ${count} tools; every tool offered to a model needs its own name, so rename all but one`);
   }
 }
 
@@ -41,9 +39,7 @@ export class ArgumentConflictError extends ToolReceiptsError {
     readonly param: string,
     readonly keys: readonly string[],
   ) {
-    super(
-      `tool "${toolName}" got parameter "${param}" under several keys (${keys.map((k) => `"${k}"`).join(', ')}); send it once`,
-    );
+    super(`tool "${toolName}" got parameter "${param}" under several keys (${keys.map((k) => `"${k}"`).join(', ')}); send it once`);
   }
 }
 

@@ -40,12 +40,7 @@ export {
   type ToolArguments,
 } from './aliases.js';
 export { assertUniqueToolNames } from './tool-names.js';
-export {
-  normalizeToolInput,
-  normalizeMessageInputs,
-  type InputCorrection,
-  type NormalizedInput,
-} from './normalize.js';
+export { normalizeToolInput, normalizeMessageInputs, type InputCorrection, type NormalizedInput } from './normalize.js';
 export {
   prepareToolInput,
   prepareToolInputAsync,
@@ -53,10 +48,4 @@ export {
   type PrepareFailureReason,
   type PreparedToolInput,
 } from './prepare.js';
-export {
-  repair,
-  type RepairDeps,
-  type RepairDecision,
-  type RepairOutcome,
-  type RepairAttemptFailure,
-} from './repair.js';
+export { repair, type RepairDeps, type RepairDecision, type RepairOutcome, type RepairAttemptFailure } from './repair.js';

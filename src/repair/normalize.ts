@@ -5,9 +5,7 @@ import { isRecord, type AssistantMessage, type ContentBlock, type InputPath, typ
 
 /** One deterministic change made to a tool input. */
 export type InputCorrection =
-  | { kind: 'decoded'; path: InputPath }
-  | { kind: 'alias'; from: string; to: string }
-  | { kind: 'dropped_null'; key: string };
+  { kind: 'decoded'; path: InputPath } | { kind: 'alias'; from: string; to: string } | { kind: 'dropped_null'; key: string };
 
 /** The result of {@link normalizeToolInput}. */
 export interface NormalizedInput {
@@ -29,10 +27,7 @@ export interface NormalizedInput {
  * On an alias conflict the input is returned as sent (not even decoded), with
  * `conflict` set.
  */
-export function normalizeToolInput(
-  rawInput: unknown,
-  tool: { schema: z.ZodType | null; aliases?: ParamAliases },
-): NormalizedInput {
+export function normalizeToolInput(rawInput: unknown, tool: { schema: z.ZodType | null; aliases?: ParamAliases }): NormalizedInput {
   const first = decodeToolInput(rawInput, tool.schema);
   const named = toolArgumentsFor(first.input, tool);
   if (named.conflict !== undefined) return { input: rawInput, corrections: [], conflict: named.conflict };

@@ -114,10 +114,7 @@ export async function repair(assistant: AssistantMessage, tools: ToolSchemas, de
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     if (aborted(signal)) return { outcome: 'cancelled', attempts: attempt - 1 };
     const request = { message: working, issues, attempt, backendModel: deps.backendModel ?? null };
-    const settled = await settleOrAbort(
-      () => reshaper.reshape(signal === undefined ? request : { ...request, signal }),
-      signal,
-    );
+    const settled = await settleOrAbort(() => reshaper.reshape(signal === undefined ? request : { ...request, signal }), signal);
     if (settled.kind === 'aborted' || aborted(signal)) return { outcome: 'cancelled', attempts: attempt };
     if (settled.kind === 'error') {
       failures.push({ attempt, kind: 'threw', error: settled.error });
@@ -166,9 +163,7 @@ function contentOf(message: unknown): unknown[] {
 }
 
 function toolNames(content: readonly unknown[]): string[] {
-  return content.flatMap((block) =>
-    isRecord(block) && block.type === 'tool_use' && typeof block.name === 'string' ? [block.name] : [],
-  );
+  return content.flatMap((block) => (isRecord(block) && block.type === 'tool_use' && typeof block.name === 'string' ? [block.name] : []));
 }
 
 function unique(names: readonly string[]): string[] {

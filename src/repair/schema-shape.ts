@@ -42,7 +42,10 @@ export function schemaViewOf(schema: z.ZodType): SchemaView | null {
  */
 export class SchemaView {
   readonly #kinds = new WeakMap<object, ReadonlySet<JsonKind>>();
-  readonly #onlyBranch = { object: new WeakMap<object, Record<string, unknown> | null>(), array: new WeakMap<object, Record<string, unknown> | null>() };
+  readonly #onlyBranch = {
+    object: new WeakMap<object, Record<string, unknown> | null>(),
+    array: new WeakMap<object, Record<string, unknown> | null>(),
+  };
 
   constructor(readonly root: Record<string, unknown>) {}
 

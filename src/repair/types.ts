@@ -67,12 +67,7 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** Whether a content block is a `tool_use` block with a string id and name. */
 export function isToolUseBlock(block: unknown): block is ToolUseBlock {
-  return (
-    isRecord(block) &&
-    block.type === 'tool_use' &&
-    typeof block.id === 'string' &&
-    typeof block.name === 'string'
-  );
+  return isRecord(block) && block.type === 'tool_use' && typeof block.id === 'string' && typeof block.name === 'string';
 }
 
 /** The `tool_use` blocks of a message, in order. */

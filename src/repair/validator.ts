@@ -22,9 +22,7 @@ export function zodToolUseValidator(tools: ToolSchemas): ToolUseValidator {
     validate(block: ToolUseBlock): ValidationIssue[] {
       const schema = tools.get(block.name);
       if (schema === undefined) {
-        return [
-          { code: 'unknown_tool', toolName: block.name, toolUseId: block.id, path: [], message: `no tool is named "${block.name}"` },
-        ];
+        return [{ code: 'unknown_tool', toolName: block.name, toolUseId: block.id, path: [], message: `no tool is named "${block.name}"` }];
       }
       if (schema === null) return [];
       const outcome = parseToolInput(schema, block.input, block.name);

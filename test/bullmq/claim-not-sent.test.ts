@@ -65,7 +65,10 @@ async function nodeRedis(options: { disableOfflineQueue?: boolean } = {}) {
  * Stops Redis, runs one delivery of a one-email job and returns its error
  * and how long it took; then starts Redis again and runs the next delivery.
  */
-async function deliverWhileStopped({ connection, down }: { connection: RedisConnection; down: () => Promise<void> }, extra: { commandTimeoutMs?: number } = {}) {
+async function deliverWhileStopped(
+  { connection, down }: { connection: RedisConnection; down: () => Promise<void> },
+  extra: { commandTimeoutMs?: number } = {},
+) {
   const sent: string[] = [];
   const prefix = `${redis.handle().prefix}:${Math.random().toString(36).slice(2, 8)}`;
   const processor = withToolReceipts({ redis: connection, prefix, tools: [emailTool(sent)], logger: silent, ...extra });
@@ -123,7 +126,7 @@ describe.skipIf(!faults)('a claim against a stopped Redis', () => {
     expect(receipt).toMatchObject({ status: 'completed', attempts: 1 });
   });
 
-  it('with node-redis defaults (commands queued while it reconnects) fails as never sent at the store\'s deadline', async () => {
+  it("with node-redis defaults (commands queued while it reconnects) fails as never sent at the store's deadline", async () => {
     const { error, elapsedMs, sent, receipt } = await deliverWhileStopped(await nodeRedis(), { commandTimeoutMs: 1_500 });
     expectNeverSent(error);
     expect((error as Error).message).toContain('not sent within 1500 ms: the client had no connection to Redis');

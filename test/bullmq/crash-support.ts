@@ -87,4 +87,3 @@ export const expectUnrecoverablyAmbiguous = async (l: Lane, job: Job, takeover: 
   expectWaitsThen(decisionTrail(takeover), 'ambiguous');
   return done;
 };
-

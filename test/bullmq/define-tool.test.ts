@@ -10,12 +10,26 @@ describe('defineTool', () => {
   it.each([
     ['no flags: MCP defaults', {}, { readOnly: false, destructive: true, idempotent: false, openWorld: true }],
     ['read-only hint', { annotations: { readOnlyHint: true } }, { readOnly: true, destructive: false, idempotent: true, openWorld: true }],
-    ['destructiveHint false', { annotations: { destructiveHint: false, idempotentHint: true } }, { readOnly: false, destructive: false, idempotent: true, openWorld: true }],
-    ['explicit flags win over hints', { destructive: false, idempotent: false, annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false } }, { readOnly: false, destructive: false, idempotent: false, openWorld: false }],
-    ['explicit readOnly', { readOnly: true, annotations: { readOnlyHint: false } }, { readOnly: true, destructive: false, idempotent: true, openWorld: true }],
+    [
+      'destructiveHint false',
+      { annotations: { destructiveHint: false, idempotentHint: true } },
+      { readOnly: false, destructive: false, idempotent: true, openWorld: true },
+    ],
+    [
+      'explicit flags win over hints',
+      { destructive: false, idempotent: false, annotations: { destructiveHint: true, idempotentHint: true, openWorldHint: false } },
+      { readOnly: false, destructive: false, idempotent: false, openWorld: false },
+    ],
+    [
+      'explicit readOnly',
+      { readOnly: true, annotations: { readOnlyHint: false } },
+      { readOnly: true, destructive: false, idempotent: true, openWorld: true },
+    ],
   ])('%s', (_label, flags, expected) => {
     const tool = defineTool({ name: 'search', ...base, ...flags });
-    expect({ readOnly: tool.readOnly, destructive: tool.destructive, idempotent: tool.idempotent, openWorld: tool.openWorld }).toEqual(expected);
+    expect({ readOnly: tool.readOnly, destructive: tool.destructive, idempotent: tool.idempotent, openWorld: tool.openWorld }).toEqual(
+      expected,
+    );
     expect(Object.isFrozen(tool)).toBe(true);
   });
 
@@ -36,21 +50,37 @@ describe('defineTool', () => {
     ['keyed without a window', { effect: 'keyed' }, /needs keyWindowMs/],
     ['keyed with a window of 0', { effect: 'keyed', keyWindowMs: 0 }, /needs keyWindowMs/],
     ['a window without keyed', { keyWindowMs: 1000 }, /keyWindowMs goes with effect "keyed"/],
-    ['a reconcile on a resumable tool', { effect: 'resumable', reconcile: () => ({ status: 'unknown' }) }, /resumable tool .* needs no reconcile/],
+    [
+      'a reconcile on a resumable tool',
+      { effect: 'resumable', reconcile: () => ({ status: 'unknown' }) },
+      /resumable tool .* needs no reconcile/,
+    ],
     ['a reconcile that is not a function', { reconcile: 'yes' }, /reconcile must be a function/],
-    ['a reconcile timeout of 1.5 ms', { reconcile: () => ({ status: 'unknown' }), reconcileTimeoutMs: 1.5 }, /reconcileTimeoutMs must be a positive integer/],
+    [
+      'a reconcile timeout of 1.5 ms',
+      { reconcile: () => ({ status: 'unknown' }), reconcileTimeoutMs: 1.5 },
+      /reconcileTimeoutMs must be a positive integer/,
+    ],
   ])('rejects %s, saying what to pass', (_label, spec, message) => {
     expect(() => defineTool({ name: 'x', ...base, ...(spec as object) } as never)).toThrow(message);
   });
 
   it('accepts a keyed tool with its window and a reconcile, and an opaque one with a reconcile', () => {
     const reconcile = () => ({ status: 'not_started' as const });
-    expect(defineTool({ name: 'charge', ...base, effect: 'keyed', keyWindowMs: 86_400_000, reconcile })).toMatchObject({ effect: 'keyed', keyWindowMs: 86_400_000 });
+    expect(defineTool({ name: 'charge', ...base, effect: 'keyed', keyWindowMs: 86_400_000, reconcile })).toMatchObject({
+      effect: 'keyed',
+      keyWindowMs: 86_400_000,
+    });
     expect(defineTool({ name: 'mail', ...base, reconcile, reconcileTimeoutMs: 500 }).reconcileTimeoutMs).toBe(500);
   });
 
   it('exports each tool as JSON Schema for the model', () => {
-    const tool = defineTool({ name: 'search', description: 'Find things.', ...base, input: z.object({ q: z.string(), limit: z.number().default(10) }) });
+    const tool = defineTool({
+      name: 'search',
+      description: 'Find things.',
+      ...base,
+      input: z.object({ q: z.string(), limit: z.number().default(10) }),
+    });
     const [entry] = toolListForModel([tool]);
     expect(entry).toMatchObject({ name: 'search', description: 'Find things.' });
     expect(entry!.input_schema).toMatchObject({ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] });

@@ -35,7 +35,11 @@ describe('ToolErrorResult', () => {
     ]);
     expect(await l.receipt(data.tenantId, data.runId)).toMatchObject({ status: 'completed', attempts: 1 });
     const again = await l.run(jobData(data.calls, data));
-    expect((again.returnvalue as ToolJobResult).results[0]).toMatchObject({ outcome: 'replayed', is_error: true, content: '{"declined":"insufficient funds"}' });
+    expect((again.returnvalue as ToolJobResult).results[0]).toMatchObject({
+      outcome: 'replayed',
+      is_error: true,
+      content: '{"declined":"insufficient funds"}',
+    });
     expect(runs).toBe(1);
   });
 
@@ -60,7 +64,14 @@ describe('ToolErrorResult', () => {
 describe('inputJsonSchema', () => {
   it('is shown to the model as given, a copy; the zod schema still validates', () => {
     const shown = { type: 'object', properties: { q: { type: 'string', description: 'from the server' } }, required: ['q'] };
-    const search = defineTool({ name: 'search', input: z.object({ q: z.string() }), inputJsonSchema: shown, effect: 'opaque', readOnly: true, execute: () => 'ok' });
+    const search = defineTool({
+      name: 'search',
+      input: z.object({ q: z.string() }),
+      inputJsonSchema: shown,
+      effect: 'opaque',
+      readOnly: true,
+      execute: () => 'ok',
+    });
     const [listed] = toolListForModel([search]);
     expect(listed!.input_schema).toEqual(shown);
     expect(listed!.input_schema).not.toBe(shown);

@@ -49,7 +49,11 @@ describe('OutcomeUnknownError', () => {
     const ok = flakyTool('lookup_order', () => undefined);
     const pay = flakyTool('charge_card', () => new OutcomeUnknownError('gateway timed out after the request was sent'));
     const { processor } = l.worker({ tools: [ok.tool, pay.tool] });
-    const data = jobData([call('lookup_order', { n: 1 }, 'toolu_first'), call('charge_card', { n: 7 }, 'toolu_pay'), call('lookup_order', { n: 2 })]);
+    const data = jobData([
+      call('lookup_order', { n: 1 }, 'toolu_first'),
+      call('charge_card', { n: 7 }, 'toolu_pay'),
+      call('lookup_order', { n: 2 }),
+    ]);
     const job = await l.run(data, RETRYING);
     expect(job.failedReason).toMatch(/^receipt\.ambiguous: /);
     expect(job.attemptsMade).toBe(1);
@@ -130,7 +134,14 @@ describe('the log line of a failed call', () => {
     await l.run(jobData([call('lookup', { n: 1 }), call('sync', { n: 1 })]));
     const calls = lines.filter((x) => x.msg === 'tool call');
     expect(calls).toEqual([
-      expect.objectContaining({ level: 40, tool: 'sync', decision: 'execute', outcome: 'failed', error: 'upstream said 500', tier: 'neutral' }),
+      expect.objectContaining({
+        level: 40,
+        tool: 'sync',
+        decision: 'execute',
+        outcome: 'failed',
+        error: 'upstream said 500',
+        tier: 'neutral',
+      }),
     ]);
   });
 });

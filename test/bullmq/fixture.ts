@@ -16,7 +16,14 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { z } from 'zod';
 import { toolCallArgsHash, type ToolCallReceiptKey } from '../../src/core/index.js';
 import { ReceiptStore, type ClaimResult, type ReceiptRecord } from '../../src/redis/index.js';
-import { defineTool, withToolReceipts, type AnyToolDefinition, type DecisionEvent, type ToolReceiptsOptions, type ToolReceiptsProcessor } from '../../src/bullmq/index.js';
+import {
+  defineTool,
+  withToolReceipts,
+  type AnyToolDefinition,
+  type DecisionEvent,
+  type ToolReceiptsOptions,
+  type ToolReceiptsProcessor,
+} from '../../src/bullmq/index.js';
 import { startPostgres, type PostgresHandle } from '../support/postgres.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
@@ -112,7 +119,10 @@ export function useLanes(options: { queues?: LaneQueues } = {}) {
         : new QueueEvents(name, { connection: connect(), prefix }),
     worker: (name: string, prefix: string, processor: ToolReceiptsProcessor, workerOptions: Partial<WorkerOptions>): Worker =>
       queues === 'postgres'
-        ? (new OnPostgres.Worker(name, processor, { ...workerOptions, connection: postgresConnection(postgres!.url) } as ConstructorParameters<typeof OnPostgres.Worker>[2]) as unknown as Worker)
+        ? (new OnPostgres.Worker(name, processor, {
+            ...workerOptions,
+            connection: postgresConnection(postgres!.url),
+          } as ConstructorParameters<typeof OnPostgres.Worker>[2]) as unknown as Worker)
         : new Worker(name, processor, { connection: connect(), prefix, ...workerOptions }),
   };
 
@@ -131,7 +141,10 @@ export function useLanes(options: { queues?: LaneQueues } = {}) {
     const queue = bull.queue(queueName, prefix);
     const events = bull.events(queueName, prefix);
     await events.waitUntilReady();
-    closers.push(() => queue.close(), () => events.close());
+    closers.push(
+      () => queue.close(),
+      () => events.close(),
+    );
     const store = new ReceiptStore({ redis, prefix });
 
     const settle = async (job: Job, timeoutMs = 30_000) => {
@@ -245,7 +258,11 @@ const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta
  * it), as a SIGSTOPped worker would be. The child waits for the lease to lapse.
  */
 export function claimWhileStalled(env: Record<string, string>): ClaimResult {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return JSON.parse(out) as ClaimResult;
 }
 

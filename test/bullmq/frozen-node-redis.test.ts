@@ -52,7 +52,12 @@ describe.skipIf(!faults)('receipts on node-redis when Redis freezes', () => {
         return 'prepared';
       },
     });
-    const email = defineTool({ name: 'send_email', input: z.object({ to: z.string() }), effect: 'opaque', execute: ({ to }) => void sent.push(to) });
+    const email = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      execute: ({ to }) => void sent.push(to),
+    });
     const client = createClient({ url: receiptsRedis.handle().url });
     client.on('error', () => undefined);
     await client.connect();
@@ -69,9 +74,15 @@ describe.skipIf(!faults)('receipts on node-redis when Redis freezes', () => {
     processor.attach(worker);
     worker.on('error', () => undefined);
     closers.push(() => worker.close(true));
-    const failed = new Promise<{ error: unknown; atMs: number }>((resolve) => worker.once('failed', (_job, error) => resolve({ error, atMs: performance.now() })));
+    const failed = new Promise<{ error: unknown; atMs: number }>((resolve) =>
+      worker.once('failed', (_job, error) => resolve({ error, atMs: performance.now() })),
+    );
 
-    const data = { tenantId: 'acme', runId: 'run-frozen-node-redis', calls: [call('prepare', {}), call('send_email', { to: 'ada@example.com' })] };
+    const data = {
+      tenantId: 'acme',
+      runId: 'run-frozen-node-redis',
+      calls: [call('prepare', {}), call('send_email', { to: 'ada@example.com' })],
+    };
     const job = await l.add(data, { attempts: 3, backoff: { type: 'fixed', delay: 500 } });
     const first = await Promise.race([failed, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30_000))]);
     // Failed while the receipts' Redis is still frozen: the deadline, not SIGCONT, ended it.

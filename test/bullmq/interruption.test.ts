@@ -47,7 +47,7 @@ describe('a job whose lock was lost or that was cancelled', () => {
     worker.emit('lockRenewalFailed', [job.id!]);
     const done = await l.settle(job);
     expect(done.finishedOn).toBeDefined();
-    expect((await failed as { code?: string }).code).toBe('job.lock_lost');
+    expect(((await failed) as { code?: string }).code).toBe('job.lock_lost');
     expect(t.laterRuns()).toBe(0);
     const receipts = await l.store.listRun(data.tenantId, data.runId);
     expect(receipts.map((r) => r.key.toolName)).toEqual(['first_call']);
@@ -131,7 +131,7 @@ describe('a job whose lock was lost or that was cancelled', () => {
       await t.running;
       worker.emit('lockRenewalFailed', [job.id!]);
       await l.settle(job);
-      expect((await failed as { code?: string }).code).toBe('job.lock_lost');
+      expect(((await failed) as { code?: string }).code).toBe('job.lock_lost');
       expect(t.sent()).toBe(0);
     });
   });

@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobDataError, parseToolJobData } from '../../src/bullmq/index.js';
 import * as client from '../../src/client/index.js';
 
-const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/formats/${name}.assistant.json`, import.meta.url), 'utf8')) as any; // recorded JSON in each API's own shape
+const fixture = (name: string) =>
+  JSON.parse(readFileSync(new URL(`../fixtures/formats/${name}.assistant.json`, import.meta.url), 'utf8')) as any; // recorded JSON in each API's own shape
 const ids = { tenantId: 'acme', runId: 'run-1' };
 
 function refusal(data: unknown): InvalidJobDataError {
@@ -31,9 +32,17 @@ describe('job data shaped like another API', () => {
   it.each([
     ['OpenAI Chat tool_calls as calls', { ...ids, calls: chat.tool_calls }, 'openAIChatToolCalls'],
     ['an OpenAI Chat message as data', { ...ids, ...chat }, 'openAIChatToolCalls'],
-    ['OpenAI Responses function_call items as calls', { ...ids, calls: responses.output.filter((o: { type: string }) => o.type === 'function_call') }, 'openAIResponsesToolCalls'],
+    [
+      'OpenAI Responses function_call items as calls',
+      { ...ids, calls: responses.output.filter((o: { type: string }) => o.type === 'function_call') },
+      'openAIResponsesToolCalls',
+    ],
     ['an OpenAI Responses response as data', { ...ids, output: responses.output }, 'openAIResponsesToolCalls'],
-    ['AI SDK tool-call parts as calls', { ...ids, calls: aiSdk.content.filter((p: { type: string }) => p.type === 'tool-call') }, 'aiSdkToolCalls'],
+    [
+      'AI SDK tool-call parts as calls',
+      { ...ids, calls: aiSdk.content.filter((p: { type: string }) => p.type === 'tool-call') },
+      'aiSdkToolCalls',
+    ],
     ['an AI SDK message as data', { ...ids, ...aiSdk }, 'aiSdkToolCalls'],
     ['an Anthropic message as data', { ...ids, ...anthropic }, 'anthropicToolCalls'],
   ])('%s: refused, and the hint names %s from /client', (_what, data, adapter) => {
@@ -47,7 +56,12 @@ describe('job data shaped like another API', () => {
   });
 
   it('the adapters the hints name turn those messages into valid job data', () => {
-    for (const calls of [client.openAIChatToolCalls(chat), client.openAIResponsesToolCalls(responses), client.aiSdkToolCalls(aiSdk), client.anthropicToolCalls(anthropic)]) {
+    for (const calls of [
+      client.openAIChatToolCalls(chat),
+      client.openAIResponsesToolCalls(responses),
+      client.aiSdkToolCalls(aiSdk),
+      client.anthropicToolCalls(anthropic),
+    ]) {
       const valid = calls.entries.flatMap((e) => (e.kind === 'call' ? [e.call] : []));
       expect(valid.length).toBeGreaterThan(0);
       expect(parseToolJobData({ ...ids, calls: valid }).calls).toHaveLength(valid.length);
@@ -64,6 +78,14 @@ describe('job data shaped like another API', () => {
   });
 
   it('still takes Anthropic-shaped calls, with or without input', () => {
-    expect(parseToolJobData({ ...ids, calls: [{ id: 'toolu_1', name: 'send_email', input: { to: 'a' } }, { id: 'toolu_2', name: 'noop' }] }).calls).toHaveLength(2);
+    expect(
+      parseToolJobData({
+        ...ids,
+        calls: [
+          { id: 'toolu_1', name: 'send_email', input: { to: 'a' } },
+          { id: 'toolu_2', name: 'noop' },
+        ],
+      }).calls,
+    ).toHaveLength(2);
   });
 });

@@ -10,7 +10,13 @@ const LONE = '\uD800';
 
 function countingTool() {
   let runs = 0;
-  const tool = defineTool({ name: 'note', input: z.object({ text: z.string() }), effect: 'opaque', destructive: false, execute: (a) => `noted ${a.text} #${++runs}` });
+  const tool = defineTool({
+    name: 'note',
+    input: z.object({ text: z.string() }),
+    effect: 'opaque',
+    destructive: false,
+    execute: (a) => `noted ${a.text} #${++runs}`,
+  });
   return { tool, runs: () => runs };
 }
 
@@ -53,7 +59,9 @@ describe('call ids and inputs', () => {
     const l = await lane();
     const t = countingTool();
     l.worker({ tools: [t.tool] });
-    const job = await l.run(jobData([call('note', { text: 'a' }, 'toolu_same'), call('note', { text: 'b' }, 'toolu_same')]), { attempts: 3 });
+    const job = await l.run(jobData([call('note', { text: 'a' }, 'toolu_same'), call('note', { text: 'b' }, 'toolu_same')]), {
+      attempts: 3,
+    });
     expect(job.failedReason).toMatch(/^job\.invalid_data: .*duplicate tool call id "toolu_same"/);
     expect(t.runs()).toBe(0);
   });
@@ -65,14 +73,17 @@ describe('call ids and inputs', () => {
     const data = jobData([{ id: 'toolu_noinput', name: 'note' }, call('note', { text: 'b' }, 'toolu_ok')]);
     const job = await l.run(data);
     const results = (job.returnvalue as ToolJobResult).results;
-    expect(results.map((r) => [r.tool_use_id, r.outcome])).toEqual([['toolu_noinput', 'rejected'], ['toolu_ok', 'executed']]);
+    expect(results.map((r) => [r.tool_use_id, r.outcome])).toEqual([
+      ['toolu_noinput', 'rejected'],
+      ['toolu_ok', 'executed'],
+    ]);
     expect(results[0]).toMatchObject({ is_error: true });
     expect(results[0]!.content).toMatch(/no input/);
     expect(t.runs()).toBe(1);
   });
 });
 
-describe('calls in another API\'s shape', () => {
+describe("calls in another API's shape", () => {
   it('fail the job unrecoverably with a hint naming the /client adapter, and nothing runs', async () => {
     const l = await lane();
     const t = countingTool();

@@ -23,7 +23,12 @@ describe('a late settle after an ambiguous verdict', () => {
     const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
     // Awake again after the verdict: the lease keeper's next heartbeat finds it (contested) before the tool returns.
     const { tool, verdict } = sendEmailSettlingLate(l, (key) =>
-      waitUntil(() => l.store.inspect(key), (r) => r?.lateHeartbeatMs != null, 10_000, 'a contested heartbeat').then(() => undefined),
+      waitUntil(
+        () => l.store.inspect(key),
+        (r) => r?.lateHeartbeatMs != null,
+        10_000,
+        'a contested heartbeat',
+      ).then(() => undefined),
     );
     const { processor } = l.worker({ tools: [tool], leaseMs: LEASE_MS, logger });
     const late: LateSettleEvent[] = [];
@@ -38,7 +43,14 @@ describe('a late settle after an ambiguous verdict', () => {
     expect(receipt.lateSettle).toEqual({ atMs: receipt.completedMs, attempt: 1 });
     // And in the receipt's history, which later attempts keep.
     expect(receipt.history).toEqual([
-      expect.objectContaining({ seq: 1, what: 'late.completed', attempt: 1, atMs: receipt.completedMs, ambiguousMs: verdict()!.ambiguousMs, refused: false }),
+      expect.objectContaining({
+        seq: 1,
+        what: 'late.completed',
+        attempt: 1,
+        atMs: receipt.completedMs,
+        ambiguousMs: verdict()!.ambiguousMs,
+        refused: false,
+      }),
     ]);
 
     expect(late).toEqual([
@@ -52,9 +64,9 @@ describe('a late settle after an ambiguous verdict', () => {
       }),
     ]);
     expect(logged.filter((line) => /already reported this attempt ambiguous/.test(line.msg))).toEqual([
-    expect.objectContaining({ level: 40, attempt: 1, callId: 'toolu_late' }),
-  ]);
-  const warning = logged.find((line) => /settled late/.test(line.msg));
+      expect.objectContaining({ level: 40, attempt: 1, callId: 'toolu_late' }),
+    ]);
+    const warning = logged.find((line) => /settled late/.test(line.msg));
     expect(warning).toMatchObject({ level: 40, attempt: 1, outcome: 'executed', receiptKey: receipt.redisKey, callId: 'toolu_late' });
     // Later claims replay what the attempt recorded.
     expect(await l.store.claim(receipt.key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' } });
@@ -77,7 +89,12 @@ describe('a corrupt receipt met by the wrapper', () => {
     });
     l.worker({ tools: [tool] });
     const data = jobData([call('send_email', { to: 'c@x.test' }, 'toolu_corrupt')]);
-    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to: 'c@x.test' }) };
+    const key = {
+      tenantId: data.tenantId,
+      runId: data.runId,
+      toolName: 'send_email',
+      argsHash: await toolCallArgsHash({ to: 'c@x.test' }),
+    };
     // Once completed, then hand-edited: the status field is gone, the old result is still there.
     const first = await l.store.claim(key, { effect: 'opaque' });
     await l.store.complete(key, first.fence!, { content: 'the old result' });

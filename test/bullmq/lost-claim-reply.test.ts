@@ -39,7 +39,10 @@ function freezer(forMs = 1_500) {
     await redis.handle().pause();
     frozen = true;
     setTimeout(() => {
-      void redis.handle().resume().then(() => (frozen = false));
+      void redis
+        .handle()
+        .resume()
+        .then(() => (frozen = false));
     }, forMs);
   };
 }
@@ -91,16 +94,29 @@ describe('a claim whose reply was lost', () => {
       worker.on('error', () => undefined);
       const failures: unknown[] = [];
       worker.on('failed', (_job, error) => failures.push(error));
-      closers.push(() => queue.close(), () => events.close(), () => worker.close(true));
+      closers.push(
+        () => queue.close(),
+        () => events.close(),
+        () => worker.close(true),
+      );
 
       const to = Array.from({ length: way.emails }, (_, i) => `user${i}@example.com`);
-      const data = { tenantId: 'acme', runId: `run-${randomBytes(4).toString('hex')}`, calls: [call('prepare', {}), ...to.map((t) => call('send_email', { to: t }))] };
+      const data = {
+        tenantId: 'acme',
+        runId: `run-${randomBytes(4).toString('hex')}`,
+        calls: [call('prepare', {}), ...to.map((t) => call('send_email', { to: t }))],
+      };
       const job = await queue.add('call', data, { attempts: 3, backoff: { type: 'fixed', delay: 100 } });
       await job.waitUntilFinished(events, 60_000);
       const done = (await Job.fromId(queue, job.id!))!;
 
       expect(done.attemptsMade).toBe(2);
-      expect(failures).toEqual([expect.objectContaining({ code: 'redis.timeout', step: way.name.includes('carried') ? 'completeClaim' : way.emails > 1 ? 'claimGroup' : 'claim' })]);
+      expect(failures).toEqual([
+        expect.objectContaining({
+          code: 'redis.timeout',
+          step: way.name.includes('carried') ? 'completeClaim' : way.emails > 1 ? 'claimGroup' : 'claim',
+        }),
+      ]);
       const released = (failures[0] as { releases: { outcome: string }[] }).releases;
       expect(released.map((r) => r.outcome)).toEqual(to.map(() => 'released'));
       // The call before ran once: read-only it runs again; with a receipt, its complete landed with the carried claim.
@@ -109,7 +125,8 @@ describe('a claim whose reply was lost', () => {
       expect(sent.sort()).toEqual(to);
       expect(await processor.store.listAmbiguous()).toEqual([]);
       const receiptsOfRun = await processor.store.listRun(data.tenantId, data.runId);
-      for (const r of receiptsOfRun.filter((x) => x.key.toolName === 'send_email')) expect(r).toMatchObject({ status: 'completed', attempts: 2 });
+      for (const r of receiptsOfRun.filter((x) => x.key.toolName === 'send_email'))
+        expect(r).toMatchObject({ status: 'completed', attempts: 2 });
     });
   }
 });

@@ -43,7 +43,9 @@ function countingReshaper() {
       asked.count += 1;
       return {
         ...request.message,
-        content: request.message.content.map((block) => (block.type === 'tool_use' ? { ...block, input: { command: 'rm -rf ./build' } } : block)),
+        content: request.message.content.map((block) =>
+          block.type === 'tool_use' ? { ...block, input: { command: 'rm -rf ./build' } } : block,
+        ),
       };
     },
   };
@@ -75,7 +77,9 @@ describe('options the review found accepted', () => {
   ])('%s: %s is refused when the processor is made, naming the option and the value', async (option, value, said) => {
     const l = await lane();
     const { tool } = bashTool();
-    const error = refusal(() => withToolReceipts({ redis: l.redis, prefix: l.prefix, tools: [tool], logger: silent, [option]: value } as ToolReceiptsOptions));
+    const error = refusal(() =>
+      withToolReceipts({ redis: l.redis, prefix: l.prefix, tools: [tool], logger: silent, [option]: value } as ToolReceiptsOptions),
+    );
     expect(error.code).toBe('options.invalid');
     expect(error.option).toBe(option);
     expect(error.message).toContain(`\`${option}\``);
@@ -85,7 +89,9 @@ describe('options the review found accepted', () => {
   it('a misspelt option is refused with the one meant', async () => {
     const l = await lane();
     const { tool } = bashTool();
-    const error = refusal(() => withToolReceipts({ redis: l.redis, prefix: l.prefix, tools: [tool], maxWait: 500 } as unknown as ToolReceiptsOptions));
+    const error = refusal(() =>
+      withToolReceipts({ redis: l.redis, prefix: l.prefix, tools: [tool], maxWait: 500 } as unknown as ToolReceiptsOptions),
+    );
     expect(error.option).toBe('maxWait');
     expect(error.message).toContain('did you mean `maxWaitMs`?');
   });

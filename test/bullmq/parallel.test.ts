@@ -117,7 +117,11 @@ describe('calls side by side', () => {
     const l = await lane();
     const pay = timedTool('charge_card', 50, { parallel: true, fail: (n) => (n === 2 ? new OutcomeUnknownError('no answer') : undefined) });
     l.worker({ tools: [pay.tool] });
-    const data = jobData([call('charge_card', { n: 1 }, 'toolu_1'), call('charge_card', { n: 2 }, 'toolu_2'), call('charge_card', { n: 3 }, 'toolu_3')]);
+    const data = jobData([
+      call('charge_card', { n: 1 }, 'toolu_1'),
+      call('charge_card', { n: 2 }, 'toolu_2'),
+      call('charge_card', { n: 3 }, 'toolu_3'),
+    ]);
     const job = await l.run(data, RETRYING);
     expect(job.failedReason).toMatch(/^receipt\.ambiguous: /);
     expect(job.attemptsMade).toBe(1);
@@ -161,7 +165,14 @@ describe('side-by-side calls under contention', () => {
     // Each turn books three of eight slots; neighbouring turns overlap.
     const turns = Array.from({ length: 64 }, (_, t) => [t % 8, (t + 1) % 8, (t + 3) % 8]);
     const jobs = await Promise.all(
-      turns.map((slots, t) => l.add({ ...jobData(slots.map((slot, k) => call('book_slot', { slot }, `toolu_${t}_${k}`)), ids) })),
+      turns.map((slots, t) =>
+        l.add({
+          ...jobData(
+            slots.map((slot, k) => call('book_slot', { slot }, `toolu_${t}_${k}`)),
+            ids,
+          ),
+        }),
+      ),
     );
     const done = await Promise.all(jobs.map((job) => l.settle(job, 60_000)));
     for (const [t, job] of done.entries()) {

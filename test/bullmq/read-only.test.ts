@@ -23,7 +23,10 @@ describe('read-only tools', () => {
     const data = jobData([call('lookup_0', { q: 'a' }), call('lookup_1', { q: 'b' })]);
     const first = await l.run(data);
     const second = await l.run({ ...data, calls: [call('lookup_0', { q: 'a' })] });
-    expect(results(first).map((r) => [r.outcome, r.content])).toEqual([['executed', 'a #1'], ['executed', 'b #2']]);
+    expect(results(first).map((r) => [r.outcome, r.content])).toEqual([
+      ['executed', 'a #1'],
+      ['executed', 'b #2'],
+    ]);
     expect(results(second)[0]).toMatchObject({ outcome: 'executed', content: 'a #3' }); // never replayed
     expect(await l.redis.keys(`${l.prefix}:rcpt:*`)).toEqual([]);
     expect(await processor.store.listRun(data.tenantId, data.runId)).toEqual([]);
@@ -50,8 +53,14 @@ describe('read-only tools that fail', () => {
     const l = await lane();
     let runs = 0;
     const lookup = defineTool({
-      name: 'lookup', input: z.object({}), effect: 'opaque', readOnly: true,
-      execute: () => { if (++runs === 1) throw new Error('index busy'); return 'found'; },
+      name: 'lookup',
+      input: z.object({}),
+      effect: 'opaque',
+      readOnly: true,
+      execute: () => {
+        if (++runs === 1) throw new Error('index busy');
+        return 'found';
+      },
     });
     l.worker({ tools: [lookup] });
     const job = await l.run(jobData([call('lookup', {})]), { attempts: 2 });
@@ -62,8 +71,14 @@ describe('read-only tools that fail', () => {
     const l = await lane();
     let runs = 0;
     const peek = defineTool({
-      name: 'peek', input: z.object({}), effect: 'opaque', readOnly: true,
-      execute: () => { runs++; throw new DestructiveRanError('wrote after all'); },
+      name: 'peek',
+      input: z.object({}),
+      effect: 'opaque',
+      readOnly: true,
+      execute: () => {
+        runs++;
+        throw new DestructiveRanError('wrote after all');
+      },
     });
     l.worker({ tools: [peek] });
     const job = await l.run(jobData([call('peek', {})]), { attempts: 3 });
@@ -78,7 +93,13 @@ describe('read-only tools that fail', () => {
 describe('ReadToolResult across tenants and sessions', () => {
   it("reads only the job's own tenant and session, and refuses others exactly like an unknown ref", async () => {
     const l = await lane();
-    const dump = defineTool({ name: 'dump', input: z.object({}), effect: 'opaque', destructive: false, execute: () => 'secret '.repeat(10_000) });
+    const dump = defineTool({
+      name: 'dump',
+      input: z.object({}),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => 'secret '.repeat(10_000),
+    });
     l.worker({ tools: [dump], resultStore: new RedisToolResultStore({ redis: l.redis, prefix: l.prefix }), offloadThresholdChars: 1000 });
     const owner = { tenantId: 'tenant-a', runId: 'run-a' };
     const stored = await l.run({ ...jobData([call('dump', {})], owner), sessionId: 'sess-a' });

@@ -136,7 +136,7 @@ describe('charge_card, keyed: its provider deduplicates on the idempotency key',
 });
 
 describe('resolve --retry-job', () => {
-  it('turns failed ambiguous jobs (the attempt\'s and a duplicate that met it) into completed ones that replay the resolved call and run the rest of the turn', async () => {
+  it("turns failed ambiguous jobs (the attempt's and a duplicate that met it) into completed ones that replay the resolved call and run the rest of the turn", async () => {
     const turn = () =>
       jobData([
         call('send_email', { to: 'ops@example.com', subject: 'Quarterly report', body: 'Attached.' }, 'toolu_email'),

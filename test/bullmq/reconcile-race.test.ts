@@ -8,7 +8,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { OutcomeUnknownError, toolCallArgsHash } from '../../src/core/index.js';
-import { defineTool, idempotencyKeyFor, type DecisionEvent, type ReconcileAnswer, type ReconcileContext, type ToolJobResult } from '../../src/bullmq/index.js';
+import {
+  defineTool,
+  idempotencyKeyFor,
+  type DecisionEvent,
+  type ReconcileAnswer,
+  type ReconcileContext,
+  type ToolJobResult,
+} from '../../src/bullmq/index.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 import { call, jobData, useLanes, type Lane } from './fixture.js';
 
@@ -65,12 +72,19 @@ describe('two workers at the same expired receipt', () => {
     // Being reconciled, it is nobody's ticket yet.
     expect(await l.store.listAmbiguous()).toEqual([]);
     // The reconcile was told about the lost attempt, on the server clock.
-    expect(asked[0]).toMatchObject({ attempt: 1, attemptStartedMs: startedMs, idempotencyKey: idempotencyKeyFor(key), callId: 'toolu_notify' });
+    expect(asked[0]).toMatchObject({
+      attempt: 1,
+      attemptStartedMs: startedMs,
+      idempotencyKey: idempotencyKeyFor(key),
+      callId: 'toolu_notify',
+    });
 
     answer({ status: 'completed', result: { notified: true, via: 'lookup' } });
     const done = await Promise.all(jobs.map((j) => l.settle(j)));
     for (const job of done) {
-      expect((job.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'replayed', content: '{"notified":true,"via":"lookup"}' }]);
+      expect((job.returnvalue as ToolJobResult).results).toMatchObject([
+        { outcome: 'replayed', content: '{"notified":true,"via":"lookup"}' },
+      ]);
     }
     expect(asked).toHaveLength(1);
     expect(executions).toEqual([]);

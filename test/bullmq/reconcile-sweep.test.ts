@@ -8,7 +8,15 @@ import { Queue, Worker } from 'bullmq';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { toolCallArgsHash } from '../../src/core/index.js';
-import { defineTool, idempotencyKeyFor, reconcileAmbiguous, reconcileSweepProcessor, retryFailedJobs, type SweptReceipt, type ToolJobResult } from '../../src/bullmq/index.js';
+import {
+  defineTool,
+  idempotencyKeyFor,
+  reconcileAmbiguous,
+  reconcileSweepProcessor,
+  retryFailedJobs,
+  type SweptReceipt,
+  type ToolJobResult,
+} from '../../src/bullmq/index.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 import { call, jobData, RETRYING, silent, useLanes, type Lane } from './fixture.js';
 

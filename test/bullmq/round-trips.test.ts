@@ -53,8 +53,7 @@ describe('commands per call on the wrapper connection', () => {
     processor.attach(worker);
     const decisions: string[] = [];
     processor.events.on('decision', (e) => decisions.push(e.decision));
-    const outcome = async (data: ReturnType<typeof jobData>) =>
-      ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
+    const outcome = async (data: ReturnType<typeof jobData>) => ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
 
     const ids = { runId: 'run-round-trips' };
     // Warm-up, so the scripts are in the server's cache and no NOSCRIPT fallback is counted.
@@ -101,7 +100,10 @@ describe('commands per call on the wrapper connection', () => {
     counter.runs = 0;
 
     const sent = record(connection);
-    const turn = jobData(['a', 'b', 'c'].map((to) => call('send_email', { to: `${to}@x.test` })), ids);
+    const turn = jobData(
+      ['a', 'b', 'c'].map((to) => call('send_email', { to: `${to}@x.test` })),
+      ids,
+    );
     expect(await outcomes(turn)).toEqual([
       ['executed', 'sent 1 to a@x.test'],
       ['executed', 'sent 2 to b@x.test'],
@@ -118,11 +120,21 @@ describe('commands per call on the wrapper connection', () => {
 
     // Side by side: one script claims the three calls, then each completes; completes that meet in
     // a tick go as one group commit batch.
-    const parallel = { ...jobData(['d', 'e', 'f'].map((to) => call('send_email', { to: `${to}@x.test` })), ids), parallel: true };
+    const parallel = {
+      ...jobData(
+        ['d', 'e', 'f'].map((to) => call('send_email', { to: `${to}@x.test` })),
+        ids,
+      ),
+      parallel: true,
+    };
     expect((await outcomes(parallel)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
     const sideBySide = sent.take();
     expect(sideBySide[0]).toBe('claim-group');
-    expect(sideBySide.slice(1).flatMap((name) => /^commit-batch\((.*)\)$/.exec(name)?.[1]?.split(',') ?? [name])).toEqual(['complete', 'complete', 'complete']);
+    expect(sideBySide.slice(1).flatMap((name) => /^commit-batch\((.*)\)$/.exec(name)?.[1]?.split(',') ?? [name])).toEqual([
+      'complete',
+      'complete',
+      'complete',
+    ]);
     expect(sideBySide.length).toBeLessThanOrEqual(4);
     expect(counter.runs).toBe(6);
   });
@@ -130,7 +142,13 @@ describe('commands per call on the wrapper connection', () => {
   it('read-only: no command at all, and the call runs again every time', async () => {
     const l = await lane();
     let runs = 0;
-    const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: ({ q }) => `${q} #${++runs}` });
+    const lookup = defineTool({
+      name: 'lookup',
+      input: z.object({ q: z.string() }),
+      effect: 'opaque',
+      readOnly: true,
+      execute: ({ q }) => `${q} #${++runs}`,
+    });
     const { connection } = wrappedWorker(l, [lookup]);
     await connection.ping(); // connected before counting
     const sent = record(connection);

@@ -20,7 +20,12 @@ const MAX_WAIT_MS = 1500;
 
 export async function parkOnServerClock(l: Lane, skewMs: number, label: string, whileParked?: (job: Job) => Promise<void>): Promise<Job> {
   const data = jobData([call('slow_sync', { label })]);
-  const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'slow_sync', argsHash: await toolCallArgsHash({ label }, sha256Digest) };
+  const key = {
+    tenantId: data.tenantId,
+    runId: data.runId,
+    toolName: 'slow_sync',
+    argsHash: await toolCallArgsHash({ label }, sha256Digest),
+  };
   // Another attempt holds the call with a live lease, so the worker must wait.
   const held = await l.store.claim(key, { effect: 'resumable', leaseMs: 60_000 });
   expect(held.decision).toEqual({ kind: 'execute', attempt: 1 });

@@ -23,8 +23,7 @@ const signalsSupported = process.platform !== 'win32';
 const lane = useLanes();
 
 /** A woken worker's attempt is over once BullMQ refused to move its job on: its lock was gone. */
-const refusedToMoveJob = (m: WorkerMessage) =>
-  m.type === 'worker-error' && /Missing lock|not in the active state/i.test(String(m.message));
+const refusedToMoveJob = (m: WorkerMessage) => m.type === 'worker-error' && /Missing lock|not in the active state/i.test(String(m.message));
 const LOCK_LOST = /^the BullMQ lock of job \S+ could not be renewed/;
 const ofType =
   (type: string, fields: Record<string, unknown> = {}) =>
@@ -199,7 +198,11 @@ describe('a worker frozen (SIGSTOP) mid-call, then resumed (SIGCONT)', () => {
       expectWaitsThen(decisionTrail(second), 'execute@2');
       // The first worker may have picked its recovered job up again before it was killed, but only to wait.
       expect(decisionTrail(first)[0]).toBe('execute@1');
-      expect(decisionTrail(first).slice(1).every((d) => d === 'wait')).toBe(true);
+      expect(
+        decisionTrail(first)
+          .slice(1)
+          .every((d) => d === 'wait'),
+      ).toBe(true);
       const [result] = (done.returnvalue as ToolJobResult).results;
       expect(JSON.parse(result!.content)).toEqual({ label: 'nightly', finishedBy: second.child.pid, attempt: 2 });
       const record = await l.receipt();

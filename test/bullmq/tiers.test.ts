@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DestructiveRanError, MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS, NeverStartedError, REJECTION_REMOVAL_SUFFIX, TIER_SUFFIX, ToolRefusedError } from '../../src/core/index.js';
+import {
+  DestructiveRanError,
+  MAX_TOOL_FAILURES,
+  MAX_TOOL_REJECTIONS,
+  NeverStartedError,
+  REJECTION_REMOVAL_SUFFIX,
+  TIER_SUFFIX,
+  ToolRefusedError,
+} from '../../src/core/index.js';
 import { BreakerStore, ReceiptStore } from '../../src/redis/index.js';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { call, flakyTool, jobData, useLanes } from './fixture.js';
@@ -85,7 +93,9 @@ describe('circuit breaker', () => {
 
   it('does not count a never-started failure whose service was unreachable: more of them than the limit leave the tool in place', async () => {
     const l = await lane();
-    const t = flakyTool('remote', (n) => (n <= MAX_TOOL_FAILURES + 2 ? new NeverStartedError('connection refused', { unreachable: true }) : undefined));
+    const t = flakyTool('remote', (n) =>
+      n <= MAX_TOOL_FAILURES + 2 ? new NeverStartedError('connection refused', { unreachable: true }) : undefined,
+    );
     const { processor } = l.worker({ tools: [t.tool] });
     const data = jobData([call('remote', { n: 1 })]);
     const job = await l.run(data, { attempts: MAX_TOOL_FAILURES + 4 });

@@ -69,7 +69,10 @@ describe('a complete that claims the next call of the turn', () => {
     expect(results(await l.run(jobData([call('create_ticket', { n: 1 })], ids)))).toEqual([['executed', 'create_ticket 1']]);
     seen.take();
     const job = await l.run(jobData([call('send_email', { n: 1 }), call('create_ticket', { n: 1 })], ids));
-    expect(results(job)).toEqual([['executed', 'send_email 1'], ['replayed', 'create_ticket 1']]);
+    expect(results(job)).toEqual([
+      ['executed', 'send_email 1'],
+      ['replayed', 'create_ticket 1'],
+    ]);
     expect(seen.take()).toEqual([
       { tool: 'send_email', decision: 'execute', attempt: 1, roundTrips: ['claim', 'completeAndClaim'] },
       { tool: 'create_ticket', decision: 'replay', attempt: undefined, roundTrips: [] },
@@ -99,7 +102,10 @@ describe('a complete that claims the next call of the turn', () => {
     expect(waited).toEqual([{ tool: 'create_ticket', decision: 'wait', attempt: undefined, roundTrips: [] }]);
     open();
     expect(results(await l.settle(holder))).toEqual([['executed', 'create_ticket 1']]);
-    expect(results(await l.settle(turn))).toEqual([['replayed', 'send_email 1'], ['replayed', 'create_ticket 1']]);
+    expect(results(await l.settle(turn))).toEqual([
+      ['replayed', 'send_email 1'],
+      ['replayed', 'create_ticket 1'],
+    ]);
     expect([send.runs(), ticket.runs()]).toEqual([1, 1]);
   });
 
@@ -110,7 +116,10 @@ describe('a complete that claims the next call of the turn', () => {
     const seen = recorder();
     const { processor } = l.worker({ tools: [send.tool, ticket.tool], telemetry: seen.observer });
     const data = jobData([call('send_email', { n: 1 }), call('create_ticket', { n: 1 })]);
-    await processor.breaker.recordFailure(data.tenantId, data.runId, 'create_ticket', { removeNow: true, reason: 'create_ticket was removed.' });
+    await processor.breaker.recordFailure(data.tenantId, data.runId, 'create_ticket', {
+      removeNow: true,
+      reason: 'create_ticket was removed.',
+    });
     const job = await l.run(data);
     expect(results(job)).toEqual([
       ['executed', 'send_email 1'],
@@ -142,14 +151,17 @@ describe('a complete that claims the next call of the turn', () => {
     expect(ticket.runs()).toBe(0);
   });
 
-  it('side by side: one call sends the group\'s claim as its round trip; the others make none', async () => {
+  it("side by side: one call sends the group's claim as its round trip; the others make none", async () => {
     const l = await lane();
     const send = countingTool('send_email');
     const seen = recorder();
     l.worker({ tools: [send.tool], telemetry: seen.observer });
     const data = { ...jobData([1, 2, 3].map((n) => call('send_email', { n }))), parallel: true };
     expect(results(await l.run(data)).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed']);
-    const trips = seen.take().map((c) => c.roundTrips.join('+')).sort();
+    const trips = seen
+      .take()
+      .map((c) => c.roundTrips.join('+'))
+      .sort();
     expect(trips).toEqual(['claimGroup+complete', 'complete', 'complete']);
     expect(send.runs()).toBe(3);
   });
@@ -158,10 +170,18 @@ describe('a complete that claims the next call of the turn', () => {
     const l = await lane();
     const send = countingTool('send_email');
     let lookups = 0;
-    const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: () => `found ${++lookups}` });
+    const lookup = defineTool({
+      name: 'lookup',
+      input: z.object({ q: z.string() }),
+      effect: 'opaque',
+      readOnly: true,
+      execute: () => `found ${++lookups}`,
+    });
     const seen = recorder();
     l.worker({ tools: [send.tool, lookup], telemetry: seen.observer });
-    const job = await l.run(jobData([call('send_email', { n: 1 }), call('lookup', { q: 'x' }), call('send_email', { n: 2 }), call('send_email', { n: 'two' })]));
+    const job = await l.run(
+      jobData([call('send_email', { n: 1 }), call('lookup', { q: 'x' }), call('send_email', { n: 2 }), call('send_email', { n: 'two' })]),
+    );
     expect(results(job).map(([outcome]) => outcome)).toEqual(['executed', 'executed', 'executed', 'rejected']);
     expect(seen.take().map((c) => [c.tool, c.decision, c.roundTrips])).toEqual([
       ['send_email', 'execute', ['claim', 'complete']],
@@ -188,7 +208,9 @@ describe('a complete that claims the next call of the turn', () => {
       ['execute', ['claim', 'complete']],
       [undefined, []],
     ]);
-    expect((await l.store.listRun(data.tenantId, data.runId)).map((r) => [r.key.toolName, r.status])).toEqual([['send_email', 'completed']]);
+    expect((await l.store.listRun(data.tenantId, data.runId)).map((r) => [r.key.toolName, r.status])).toEqual([
+      ['send_email', 'completed'],
+    ]);
     expect(send.runs()).toBe(1);
   });
 
@@ -209,7 +231,10 @@ describe('a complete that claims the next call of the turn', () => {
     const data = jobData([call('send_email', { n: 1 }), call('create_ticket', { n: 1 })]);
     const job = await l.run(data, { attempts: 2, backoff: { type: 'fixed', delay: 50 } });
     expect(job.attemptsMade).toBe(2);
-    expect(results(job)).toEqual([['replayed', 'send_email 1'], ['executed', 'create_ticket 1']]);
+    expect(results(job)).toEqual([
+      ['replayed', 'send_email 1'],
+      ['executed', 'create_ticket 1'],
+    ]);
     // By name, not position: both receipts can be created in the same millisecond, and the run index then lists them by key.
     const ticketReceipt = (await l.store.listRun(data.tenantId, data.runId)).find((r) => r.key.toolName === 'create_ticket');
     // Attempt 1 was claimed by the complete and released unstarted; attempt 2 ran the effect, once.

@@ -28,7 +28,7 @@ describe.each([
   ['one after another (each complete claims the next call)', false],
   ['side by side (one script claims the group)', true],
 ])('64 concurrent turns over overlapping calls on four workers, %s', (_how, parallel) => {
-  it('runs each effect once; every turn ends with each call\'s one result', async () => {
+  it("runs each effect once; every turn ends with each call's one result", async () => {
     const l = await lane();
     const effects = new Map<string, string[]>();
     let executions = 0;

@@ -70,9 +70,11 @@ describe('withToolReceipts', () => {
     await t.entered();
     const second = await l.add(data);
     // Observable state: the second job is parked in the delayed set by the wait decision.
-    await expect.poll(async () => (await second.getState?.()) ?? (await l.queue.getJob(second.id!))?.getState(), {
-      timeout: 10_000,
-    }).toBe('delayed');
+    await expect
+      .poll(async () => (await second.getState?.()) ?? (await l.queue.getJob(second.id!))?.getState(), {
+        timeout: 10_000,
+      })
+      .toBe('delayed');
     expect(decisions).toEqual(['execute', 'wait']);
     t.release();
     const [a, b] = [await l.settle(first), await l.settle(second)];
@@ -83,7 +85,7 @@ describe('withToolReceipts', () => {
     expect(b.attemptsMade).toBe(1); // only its final, replaying run counts: waiting used up no attempt
   });
 
-  it('answers with the current call id when replaying another turn\'s identical call', async () => {
+  it("answers with the current call id when replaying another turn's identical call", async () => {
     const l = await lane();
     const t = countingTool();
     l.worker({ tools: [t.tool] });
@@ -207,7 +209,15 @@ describe('structured logs', () => {
     await l.run({ ...data, calls: [call('send_email', { to: 'log@x.test' }, 'toolu_log2')] });
     const decisions = lines.filter((line) => line.msg === 'tool call');
     expect(decisions).toHaveLength(2);
-    expect(decisions[0]).toMatchObject({ tenant: 'acme', run: 'run-log', tool: 'send_email', callId: 'toolu_log', decision: 'execute', outcome: 'executed', attempt: 1 });
+    expect(decisions[0]).toMatchObject({
+      tenant: 'acme',
+      run: 'run-log',
+      tool: 'send_email',
+      callId: 'toolu_log',
+      decision: 'execute',
+      outcome: 'executed',
+      attempt: 1,
+    });
     expect(decisions[1]).toMatchObject({ callId: 'toolu_log2', decision: 'replay', outcome: 'replayed' });
     for (const d of decisions) expect(typeof d.ms).toBe('number');
   });
@@ -218,7 +228,9 @@ describe('identical calls in one job', () => {
     const l = await lane();
     const t = countingTool();
     l.worker({ tools: [t.tool] });
-    const job = await l.run(jobData([call('send_email', { to: 'twice@x.test' }, 'toolu_a'), call('send_email', { to: 'twice@x.test' }, 'toolu_b')]));
+    const job = await l.run(
+      jobData([call('send_email', { to: 'twice@x.test' }, 'toolu_a'), call('send_email', { to: 'twice@x.test' }, 'toolu_b')]),
+    );
     const results = (job.returnvalue as ToolJobResult).results;
     expect(results.map((r) => [r.tool_use_id, r.outcome])).toEqual([
       ['toolu_a', 'executed'],

@@ -49,7 +49,9 @@ describe('show', () => {
     await showCommand({ store, out, args: { redisKey: store.redisKey(key), json: false } });
     expect(out.text).toMatch(new RegExp(`idempotency key\\s+${idempotencyKeyFor(key)} \\(ctx\\.idempotencyKey`));
     expect(out.text).toMatch(
-      new RegExp(`arguments\\s+digest ${key.argsHash}; in the data of job 4711 of queue tool-calls \\(attempt 1; redis-cli HGET bull:tool-calls:4711 data\\)`),
+      new RegExp(
+        `arguments\\s+digest ${key.argsHash}; in the data of job 4711 of queue tool-calls \\(attempt 1; redis-cli HGET bull:tool-calls:4711 data\\)`,
+      ),
     );
     const record = (await store.inspect(key))!;
     expect(record.ambiguousMs).toBeNull();
@@ -71,7 +73,7 @@ describe('show', () => {
 });
 
 describe('resolve refusals say what differs', () => {
-  it('a mistyped --attempts: the attempt typed against the receipt\'s', async () => {
+  it("a mistyped --attempts: the attempt typed against the receipt's", async () => {
     const store = fixture.store();
     const key = freshKey();
     await makeAmbiguous(store, key);
@@ -79,9 +81,13 @@ describe('resolve refusals say what differs', () => {
     await makeAmbiguous(store, key); // attempt 2 dies too
     const before = await fixture.connect().hgetall(store.redisKey(key));
 
-    const typo = await refusalOf(resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '7', '--completed']) }));
+    const typo = await refusalOf(
+      resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '7', '--completed']) }),
+    );
     expect(typo.reason).toBe('attempt_mismatch');
-    expect(typo.message).toContain('you typed --attempts 7, the receipt is at attempt 2 (running): it has never reached attempt 7; check what you typed');
+    expect(typo.message).toContain(
+      'you typed --attempts 7, the receipt is at attempt 2 (running): it has never reached attempt 7; check what you typed',
+    );
     expect(typo.message).not.toMatch(/moved on/);
     expect(await fixture.connect().hgetall(store.redisKey(key))).toEqual(before);
   });
@@ -93,7 +99,11 @@ describe('resolve refusals say what differs', () => {
     const { epoch } = (await store.inspect(key))!;
     const typed = `${epoch.slice(0, 5)}${epoch[5] === 'Q' ? 'R' : 'Q'}${epoch.slice(6)}`;
     const error = await refusalOf(
-      resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${typed}`, '--failed', '--error', 'x']) }),
+      resolveCommand({
+        store,
+        out: new Capture(),
+        args: resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${typed}`, '--failed', '--error', 'x']),
+      }),
     );
     expect(error.reason).toBe('epoch_never_this_receipts');
     expect(error.message).toContain(`the epoch you typed, ${typed}, never was this receipt's`);
@@ -116,7 +126,13 @@ describe('resolve refusals say what differs', () => {
     const key = freshKey();
     await makeAmbiguous(store, key);
     await store.resolve(key, { attemptsSeen: 1, outcome: 'completed', result: 'sent', by: 'carol' });
-    const error = await refusalOf(resolveCommand({ store, out: new Capture(), args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--failed', '--error', 'x']) }));
+    const error = await refusalOf(
+      resolveCommand({
+        store,
+        out: new Capture(),
+        args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--failed', '--error', 'x']),
+      }),
+    );
     expect(error.reason).toBe('settled');
     expect(error.message).toMatch(/attempt 1 is already completed: an operator resolved it completed by carol \d{4}-/);
   });
@@ -131,7 +147,17 @@ describe('the history', () => {
     await resolveCommand({
       store,
       out,
-      args: resolveArgs(store.redisKey(key), ['--attempts', '1', '--failed', '--error', 'no message in the outbox', '--by', 'alice', '--note', 'checked SES, ticket OPS-12']),
+      args: resolveArgs(store.redisKey(key), [
+        '--attempts',
+        '1',
+        '--failed',
+        '--error',
+        'no message in the outbox',
+        '--by',
+        'alice',
+        '--note',
+        'checked SES, ticket OPS-12',
+      ]),
     });
     expect(out.text).toContain("Recorded in the receipt's history as entry 1, by alice, with your note.");
 
@@ -150,7 +176,9 @@ describe('the history', () => {
       attempts: 2,
       status: 'completed',
       resolvedMs: null,
-      history: [{ seq: 1, what: 'resolve.failed', by: 'alice', attempt: 1, note: 'checked SES, ticket OPS-12', error: 'no message in the outbox' }],
+      history: [
+        { seq: 1, what: 'resolve.failed', by: 'alice', attempt: 1, note: 'checked SES, ticket OPS-12', error: 'no message in the outbox' },
+      ],
     });
   });
 
@@ -180,7 +208,9 @@ describe('nothing at all under the prefix or tenant given', () => {
     await store.claim(key, { effect: 'opaque' });
     const tenantTypo = new Capture();
     await runCommand({ store, out: tenantTypo, args: { tenantId: `${key.tenantId}x`, runId: key.runId, json: false } });
-    expect(tenantTypo.text).toBe(`No receipts at all of tenant ${key.tenantId}x under prefix '${store.prefix}' (other tenants have some): check the tenant id.\n`);
+    expect(tenantTypo.text).toBe(
+      `No receipts at all of tenant ${key.tenantId}x under prefix '${store.prefix}' (other tenants have some): check the tenant id.\n`,
+    );
     const json = new Capture();
     await runCommand({ store, out: json, args: { tenantId: `${key.tenantId}x`, runId: key.runId, json: true } });
     expect(JSON.parse(json.text)).toMatchObject({ receipts: [], prefixEmpty: false, tenantEmpty: true });
@@ -207,7 +237,13 @@ describe('nothing at all under the prefix or tenant given', () => {
     ]);
     const json = new Capture();
     await statsCommand({ store, out: json, args: { tenantId: typo, json: true } });
-    expect(JSON.parse(json.text)).toMatchObject({ total: 0, readBy: 'scan', scanReason: 'no-registered-runs', prefixEmpty: false, tenantEmpty: true });
+    expect(JSON.parse(json.text)).toMatchObject({
+      total: 0,
+      readBy: 'scan',
+      scanReason: 'no-registered-runs',
+      prefixEmpty: false,
+      tenantEmpty: true,
+    });
     const known = new Capture();
     await statsCommand({ store, out: known, args: { tenantId: key.tenantId, json: true } });
     expect(JSON.parse(known.text)).toMatchObject({ total: 1, readBy: 'counting-sets', prefixEmpty: false, tenantEmpty: false });

@@ -50,21 +50,25 @@ describe('tool-receipts on node-redis', () => {
     expect(run.err).toMatch(/TOOL_RECEIPTS_CLIENT must be ioredis or node-redis/);
   });
 
-  it.skipIf(clusterSkipReason() !== undefined)('finds ambiguous receipts on every master of a Cluster with --cluster', async () => {
-    const cluster = await startRedisCluster(3);
-    try {
-      const { ReceiptStore } = await import('../../src/redis/receipt-store.js');
-      const store = new ReceiptStore({ redis: cluster.connect(), prefix: cluster.prefix });
-      const keys = Array.from({ length: 6 }, () => freshKey());
-      for (const key of keys) await makeAmbiguous(store, key, { flag: false });
-      const owners = new Set(await Promise.all(keys.map((k) => cluster.ownerOf(store.redisKey(k)))));
-      expect(owners.size).toBeGreaterThan(1);
-      const run = await cli(['ambiguous', '--json', '--cluster', '--redis', cluster.nodes[1]!.url, '--prefix', cluster.prefix]);
-      expect(run.err).toBe('');
-      const listed = (JSON.parse(run.out) as { receipts: { redisKey: string }[] }).receipts.map((r) => r.redisKey).sort();
-      expect(listed).toEqual(keys.map((k) => store.redisKey(k)).sort());
-    } finally {
-      await cluster.stop();
-    }
-  }, 90_000);
+  it.skipIf(clusterSkipReason() !== undefined)(
+    'finds ambiguous receipts on every master of a Cluster with --cluster',
+    async () => {
+      const cluster = await startRedisCluster(3);
+      try {
+        const { ReceiptStore } = await import('../../src/redis/receipt-store.js');
+        const store = new ReceiptStore({ redis: cluster.connect(), prefix: cluster.prefix });
+        const keys = Array.from({ length: 6 }, () => freshKey());
+        for (const key of keys) await makeAmbiguous(store, key, { flag: false });
+        const owners = new Set(await Promise.all(keys.map((k) => cluster.ownerOf(store.redisKey(k)))));
+        expect(owners.size).toBeGreaterThan(1);
+        const run = await cli(['ambiguous', '--json', '--cluster', '--redis', cluster.nodes[1]!.url, '--prefix', cluster.prefix]);
+        expect(run.err).toBe('');
+        const listed = (JSON.parse(run.out) as { receipts: { redisKey: string }[] }).receipts.map((r) => r.redisKey).sort();
+        expect(listed).toEqual(keys.map((k) => store.redisKey(k)).sort());
+      } finally {
+        await cluster.stop();
+      }
+    },
+    90_000,
+  );
 });

@@ -60,7 +60,9 @@ describe('ambiguous', () => {
     const out = new Capture();
     // A store under another prefix on the same server sees none of this file's receipts.
     await ambiguousCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out, args: { json: false } });
-    expect(out.text).toBe(`No receipts at all under prefix '${store.prefix}x': check --prefix (the prefix your workers use; default trc).\n`);
+    expect(out.text).toBe(
+      `No receipts at all under prefix '${store.prefix}x': check --prefix (the prefix your workers use; default trc).\n`,
+    );
 
     const calm = fixture.store({ prefix: `${store.prefix}calm` });
     const key = freshKey();
@@ -276,7 +278,9 @@ describe('resolve', () => {
     }).catch((err: unknown) => err);
     expect(error).toBeInstanceOf(ResolveRefusedError);
     expect((error as ResolveRefusedError).code).toBe('cli.resolve_refused');
-    expect((error as Error).message).toContain('you typed --attempts 1, the receipt is at attempt 2 (running): one more attempt has started since attempt 1');
+    expect((error as Error).message).toContain(
+      'you typed --attempts 1, the receipt is at attempt 2 (running): one more attempt has started since attempt 1',
+    );
     expect((error as Error).message).toContain(`after an operator resolved it failed by ${store.owner}`);
     expect(error).toMatchObject({ reason: 'attempt_mismatch' });
     expect((error as Error).cause).toBeInstanceOf(FencedOutError);
@@ -289,7 +293,12 @@ describe('resolve', () => {
     const key = freshKey();
     await makeAmbiguous(store, key);
     const seen = (await store.inspect(key))!;
-    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'the first lifetime to expire');
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r === null,
+      10_000,
+      'the first lifetime to expire',
+    );
     await makeAmbiguous(store, key); // claimed again: a new lifetime, ambiguous at attempt 1 too
     const args = resolveArgs(store.redisKey(key), ['--attempts', '1', `--epoch=${seen.epoch}`, '--failed', '--error', 'about the old one']);
     expect(args.resolution).toMatchObject({ attemptsSeen: 1, epochSeen: seen.epoch });
@@ -322,9 +331,11 @@ describe('resolve', () => {
     const before = await fixture.connect().keys(`${store.prefix}:*`);
     const shown = await showCommand({ store, out: new Capture(), args: { redisKey: key, json: false } }).catch((err: unknown) => err);
     expect(shown).toMatchObject({ code: 'identity.malformed_name' });
-    const resolved = await resolveCommand({ store, out: new Capture(), args: resolveArgs(key, ['--attempts', '1', '--failed', '--error', 'x']) }).catch(
-      (err: unknown) => err,
-    );
+    const resolved = await resolveCommand({
+      store,
+      out: new Capture(),
+      args: resolveArgs(key, ['--attempts', '1', '--failed', '--error', 'x']),
+    }).catch((err: unknown) => err);
     expect(resolved).toMatchObject({ code: 'identity.malformed_name' });
     expect(await fixture.connect().keys(`${store.prefix}:*`)).toEqual(before);
   });

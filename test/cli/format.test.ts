@@ -32,21 +32,26 @@ describe('terminalText', () => {
 
 describe('table', () => {
   it('aligns columns under the header and leaves the last column unpadded', () => {
-    expect(table(['A', 'LONGER'], [['x', '1'], ['wide value', '2']])).toEqual([
-      'A           LONGER',
-      'x           1',
-      'wide value  2',
-    ]);
+    expect(
+      table(
+        ['A', 'LONGER'],
+        [
+          ['x', '1'],
+          ['wide value', '2'],
+        ],
+      ),
+    ).toEqual(['A           LONGER', 'x           1', 'wide value  2']);
   });
 });
 
 describe('fields', () => {
   it('aligns values and continues multi-line values under the value column', () => {
-    expect(fields([['a', 'one'], ['long label', 'two\nthree']])).toEqual([
-      'a           one',
-      'long label  two',
-      '            three',
-    ]);
+    expect(
+      fields([
+        ['a', 'one'],
+        ['long label', 'two\nthree'],
+      ]),
+    ).toEqual(['a           one', 'long label  two', '            three']);
   });
 });
 

@@ -39,7 +39,11 @@ describe('runCli: command line', () => {
 
   it('prints each command\u2019s help without connecting to Redis', async () => {
     for (const name of ['ambiguous', 'run', 'show', 'resolve']) {
-      for (const argv of [[name, '--help'], ['help', name], ['--redis', 'redis://127.0.0.1:1', name, '-h']]) {
+      for (const argv of [
+        [name, '--help'],
+        ['help', name],
+        ['--redis', 'redis://127.0.0.1:1', name, '-h'],
+      ]) {
         const run = await cli(argv);
         expect(run.code).toBe(0);
         expect(run.stdout).toContain(`Usage: tool-receipts ${name}`);
@@ -77,7 +81,7 @@ describe('runCli: command line', () => {
   it('refuses a bad prefix before connecting', async () => {
     const run = await cli(['ambiguous', '--prefix', 'a{b}'], { REDIS_URL: 'redis://127.0.0.1:1' });
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain('--prefix must be the workers\' key prefix');
+    expect(run.stderr).toContain("--prefix must be the workers' key prefix");
     expect(run.stderr).toContain('got "a{b}"');
   });
 
@@ -99,7 +103,10 @@ describe('runCli: command line', () => {
 
   it('treats a key whose names decode to a lone surrogate as a bad command line (exit 2, identity.malformed_name)', async () => {
     const key = `${fixture.handle().prefix}:rcpt:{t%ED%A0%80|r}:send_email:h`;
-    for (const argv of [['show', key], ['resolve', key, '--attempts', '1', '--failed', '--error', 'x']]) {
+    for (const argv of [
+      ['show', key],
+      ['resolve', key, '--attempts', '1', '--failed', '--error', 'x'],
+    ]) {
       const run = await cli([...argv, '--json', ...conn()]);
       expect(run.code).toBe(2);
       expect(JSON.parse(run.stderr)).toMatchObject({ error: { code: 'identity.malformed_name' } });

@@ -17,7 +17,17 @@ import { Capture, spawnCli } from './support.js';
 const fixture = useRedis();
 
 type Shape = 'completed' | 'failed' | 'live' | 'ambiguous' | 'flagged' | 'resumableLapsed' | 'gone';
-const SHAPES: readonly Shape[] = ['completed', 'completed', 'completed', 'failed', 'live', 'ambiguous', 'flagged', 'resumableLapsed', 'gone'];
+const SHAPES: readonly Shape[] = [
+  'completed',
+  'completed',
+  'completed',
+  'failed',
+  'live',
+  'ambiguous',
+  'flagged',
+  'resumableLapsed',
+  'gone',
+];
 
 /** A deterministic pseudo-random sequence, so a failure can be replayed. */
 function lcg(seed: number) {
@@ -51,10 +61,17 @@ async function populate(store: ReceiptStore, seed: number): Promise<void> {
     }
   }
   for (const { key, shape } of lapsing) {
-    await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r?.leaseExpired === true,
+    );
     if (shape === 'flagged') expect((await store.claim(key, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
   }
-  for (const key of gone) await waitUntil(() => store.inspect(key), (r) => r === null);
+  for (const key of gone)
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r === null,
+    );
 }
 
 /** The same counts, from every receipt read one by one. */
@@ -126,7 +143,10 @@ describe('stats', () => {
     await store.claim(key, { effect: 'opaque', leaseMs: 40 });
     const { fence } = await store.claim({ ...key, argsHash: 'b' }, { effect: 'opaque' });
     await store.complete({ ...key, argsHash: 'b' }, fence!, 'ok');
-    await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r?.leaseExpired === true,
+    );
 
     const human = new Capture();
     await statsCommand({ store, out: human, args: { json: false } });

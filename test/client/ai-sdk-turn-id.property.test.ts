@@ -23,7 +23,11 @@ const context = fc.record({
 const reversedKeys = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(reversedKeys);
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reversedKeys(v)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([k, v]) => [k, reversedKeys(v)]),
+  );
 };
 
 describe('aiSdkTurnId', () => {

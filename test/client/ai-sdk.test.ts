@@ -33,7 +33,12 @@ function scriptedModel(toolName: string, input: string) {
         };
       }
       const output = (toolMessage.content[0] as { output: { type: string; value: unknown } }).output;
-      return { content: [{ type: 'text', text: `${output.type}: ${String(output.value)}` }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+      return {
+        content: [{ type: 'text', text: `${output.type}: ${String(output.value)}` }],
+        finishReason: { unified: 'stop', raw: undefined },
+        usage,
+        warnings: [],
+      };
     },
   });
   return { model, prompts };
@@ -93,14 +98,20 @@ describe('aiSdkTools', () => {
 
     const sentTools = result.steps[0]!.request.body as Array<{ name: string; description: string; inputSchema: unknown }>;
     expect(sentTools).toEqual([
-      expect.objectContaining({ name: 'create_ticket', description: 'Open a ticket.', inputSchema: expect.objectContaining({ properties: toolJsonSchema(createTicket).properties }) }),
+      expect.objectContaining({
+        name: 'create_ticket',
+        description: 'Open a ticket.',
+        inputSchema: expect.objectContaining({ properties: toolJsonSchema(createTicket).properties }),
+      }),
     ]);
     expect(received.at(-1)).toEqual({ title: 'Printer' });
     expect(result.text).toBe('text: {"ticket":"T-1","title":"Printer"}');
-    expect(await l.queue.getJobs(['completed'])).toEqual([expect.objectContaining({ id: expect.stringMatching(/^turn\|acme\|run-1\|ai-sdk%3Acall_1%3A[0-9a-f]{32}$/) })]);
+    expect(await l.queue.getJobs(['completed'])).toEqual([
+      expect.objectContaining({ id: expect.stringMatching(/^turn\|acme\|run-1\|ai-sdk%3Acall_1%3A[0-9a-f]{32}$/) }),
+    ]);
   });
 
-  it('an error result reaches the model as a tool error with the worker\'s text', async () => {
+  it("an error result reaches the model as a tool error with the worker's text", async () => {
     const l = await lane();
     l.worker({ tools: [createTicket] });
     const tools = aiSdkTools([createTicket], { client: clientOn(l), tenantId: 'acme', runId: 'run-2' });
@@ -113,7 +124,7 @@ describe('aiSdkTools', () => {
     expect(result.text).toMatch(/^error-text: .*the ticket service is down/);
   });
 
-  it('a tool-call id the provider reuses in a later step runs that step\'s call under a turn of its own', async () => {
+  it("a tool-call id the provider reuses in a later step runs that step's call under a turn of its own", async () => {
     const l = await lane();
     l.worker({ tools: [createTicket] });
     const before = received.length;
@@ -147,7 +158,12 @@ describe('aiSdkTools', () => {
     l.worker({ tools: [createTicket] });
     const before = received.length;
     // A turn id of one's own that repeats for a different call: the second call is refused.
-    const tools = aiSdkTools([createTicket], { client: clientOn(l), tenantId: 'acme', runId: 'run-5', turnIdOf: (toolCallId) => toolCallId });
+    const tools = aiSdkTools([createTicket], {
+      client: clientOn(l),
+      tenantId: 'acme',
+      runId: 'run-5',
+      turnIdOf: (toolCallId) => toolCallId,
+    });
     const result = await generateText({ model: stepsModel(reusedIds), tools, prompt: 'open two', stopWhen: stepCountIs(5) });
 
     const toolError = result.steps[1]!.content.find((part) => part.type === 'tool-error') as { error: ToolErrorResult } | undefined;

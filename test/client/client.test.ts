@@ -108,7 +108,13 @@ describe('one job per turn', () => {
   it('names that BullMQ would refuse as a job id (colons, digits only) still make distinct jobs', async () => {
     const l = await lane();
     let runs = 0;
-    const echo = defineTool({ name: 'echo', input: z.object({ n: z.number() }), effect: 'opaque', readOnly: true, execute: ({ n }) => `${n}:${++runs}` });
+    const echo = defineTool({
+      name: 'echo',
+      input: z.object({ n: z.number() }),
+      effect: 'opaque',
+      readOnly: true,
+      execute: ({ n }) => `${n}:${++runs}`,
+    });
     l.worker({ tools: [echo] });
     const client = clientOn(l);
     const triples = [
@@ -195,7 +201,9 @@ describe('other ends', () => {
       await expect(client.submit({ ...turn('t-1'), timeoutMs })).rejects.toBeInstanceOf(InvalidWaitLimitError);
     }
     expect(await jobsOf(l)).toEqual([]);
-    expect(() => createToolCallClient({ queue: l.queue, queueEvents: l.events, timeoutMs: -5 })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'timeoutMs' }));
+    expect(() => createToolCallClient({ queue: l.queue, queueEvents: l.events, timeoutMs: -5 })).toThrow(
+      expect.objectContaining({ code: 'options.invalid', option: 'timeoutMs' }),
+    );
   });
 
   it('data the worker refuses (a worker stricter than the client) is typed as invalid data', async () => {
@@ -212,7 +220,7 @@ describe('other ends', () => {
     expect(error).toMatchObject({ code: 'turn.invalid_data', jobId, failedReason: expect.stringMatching(/^job\.invalid_data: /) });
   });
 
-  it('a delivery that fails and is retried is not an end: the caller gets the retry\'s results', async () => {
+  it("a delivery that fails and is retried is not an end: the caller gets the retry's results", async () => {
     const l = await lane();
     let runs = 0;
     const flaky = defineTool({
@@ -227,7 +235,10 @@ describe('other ends', () => {
     });
     l.worker({ tools: [flaky] });
     const results = await clientOn(l, { jobOptions: RETRYING }).submit({
-      tenantId: 'acme', runId: 'r', turnId: 't', calls: [{ id: 'c1', name: 'flaky_lookup', input: {} }],
+      tenantId: 'acme',
+      runId: 'r',
+      turnId: 't',
+      calls: [{ id: 'c1', name: 'flaky_lookup', input: {} }],
     });
     expect(results[0]).toMatchObject({ content: 'answered on run 2', outcome: 'executed' });
   });

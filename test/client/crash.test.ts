@@ -78,14 +78,24 @@ describe('AI SDK', () => {
     const tools = aiSdkTools([createTicket], { client, tenantId: 'acme', runId: 'run-ai', timeoutMs: TURN_TIMEOUT_MS });
 
     const prompts: unknown[] = [];
-    const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
+    const usage = {
+      inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+      outputTokens: { total: 5, text: 5, reasoning: 0 },
+    };
     const model = new MockLanguageModelV3({
       doGenerate: async ({ prompt }) => {
         prompts.push(prompt);
         const toolMessage = prompt.find((m) => m.role === 'tool');
         if (!toolMessage) {
           return {
-            content: [{ type: 'tool-call', toolCallId: 'call_ticket_1', toolName: 'create_ticket', input: JSON.stringify({ title: 'Printer on fire' }) }],
+            content: [
+              {
+                type: 'tool-call',
+                toolCallId: 'call_ticket_1',
+                toolName: 'create_ticket',
+                input: JSON.stringify({ title: 'Printer on fire' }),
+              },
+            ],
             finishReason: { unified: 'tool-calls', raw: 'tool_use' },
             usage,
             warnings: [],

@@ -22,7 +22,13 @@ import {
 import type { ToolResultBlock } from '../../src/bullmq/index.js';
 
 const ok = (id: string, content: string): ToolResultBlock => ({ type: 'tool_result', tool_use_id: id, content, outcome: 'executed' });
-const failed = (id: string, content: string): ToolResultBlock => ({ type: 'tool_result', tool_use_id: id, content, is_error: true, outcome: 'failed' });
+const failed = (id: string, content: string): ToolResultBlock => ({
+  type: 'tool_result',
+  tool_use_id: id,
+  content,
+  is_error: true,
+  outcome: 'failed',
+});
 
 describe('OpenAI arguments', () => {
   it('arguments that are not JSON become a refused call with a message, between the others in order', () => {
@@ -43,14 +49,18 @@ describe('OpenAI arguments', () => {
       ['b', 'rejected'],
       ['c', 'executed'],
     ]);
-    expect(results[1]!.content).toMatch(/^the arguments of tool call b \(f\) are not valid JSON.*Received: \{"x":\. Send the arguments again/);
+    expect(results[1]!.content).toMatch(
+      /^the arguments of tool call b \(f\) are not valid JSON.*Received: \{"x":\. Send the arguments again/,
+    );
     expect(openAIChatToolMessages(turn, results).map((m) => m.tool_call_id)).toEqual(['a', 'b', 'c']);
   });
 
   it('never throws on any arguments text: each call is submitted or refused', () => {
     fc.assert(
       fc.property(fc.array(fc.oneof(fc.string(), fc.json()), { maxLength: 5 }), (texts) => {
-        const turn = openAIResponsesToolCalls(texts.map((text, i) => ({ type: 'function_call', call_id: `c${i}`, name: 'f', arguments: text })));
+        const turn = openAIResponsesToolCalls(
+          texts.map((text, i) => ({ type: 'function_call', call_id: `c${i}`, name: 'f', arguments: text })),
+        );
         expect(turn.entries).toHaveLength(texts.length);
         turn.entries.forEach((entry, i) => {
           const parsed = (() => {
@@ -69,7 +79,10 @@ describe('OpenAI arguments', () => {
 
   it('custom (free-form) tool calls and nameless calls are refused, a call without an id is a typed error', () => {
     const turn = openAIChatToolCalls({
-      tool_calls: [{ id: 'x', type: 'custom' }, { id: 'y', type: 'function', function: { name: '', arguments: '{}' } }],
+      tool_calls: [
+        { id: 'x', type: 'custom' },
+        { id: 'y', type: 'function', function: { name: '', arguments: '{}' } },
+      ],
     });
     expect(turn.entries.map((e) => e.kind)).toEqual(['rejected', 'rejected']);
     expect(() => openAIChatToolCalls({ tool_calls: [{ id: '', type: 'function', function: { name: 'f', arguments: '{}' } }] })).toThrow(

@@ -69,7 +69,10 @@ export function useOwnConnections() {
   return function open<T extends Queue | QueueEvents>(l: Lane, make: (connection: Redis) => T): T {
     const connection = new Redis(l.url, { maxRetriesPerRequest: null });
     const made = make(connection);
-    closers.push(async () => connection.disconnect(), async () => made.close());
+    closers.push(
+      async () => connection.disconnect(),
+      async () => made.close(),
+    );
     return made;
   };
 }

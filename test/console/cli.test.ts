@@ -34,12 +34,29 @@ describe('tool-receipts audit', () => {
     const empty = await cli(['audit', '--prefix', prefix]);
     expect(empty).toMatchObject({ code: 0, stdout: `No audit entries under prefix ${prefix}.\n` });
 
-    const resolved = await cli(['resolve', redisKey, '--prefix', prefix, '--attempts', '1', '--failed', '--error', 'bounced, never delivered', '--by', 'oncall']);
+    const resolved = await cli([
+      'resolve',
+      redisKey,
+      '--prefix',
+      prefix,
+      '--attempts',
+      '1',
+      '--failed',
+      '--error',
+      'bounced, never delivered',
+      '--by',
+      'oncall',
+    ]);
     expect(resolved.code).toBe(0);
     const json = await cli(['audit', '--prefix', prefix, '--json']);
     const entries = JSON.parse(json.stdout) as AuditEntry[];
     expect(entries).toHaveLength(1);
-    expect(entries[0]).toMatchObject({ source: 'cli', action: 'resolve', receipts: [redisKey], detail: { outcome: 'failed', attemptsSeen: 1, error: 'bounced, never delivered' } });
+    expect(entries[0]).toMatchObject({
+      source: 'cli',
+      action: 'resolve',
+      receipts: [redisKey],
+      detail: { outcome: 'failed', attemptsSeen: 1, error: 'bounced, never delivered' },
+    });
     expect(entries[0]!.actor).toBe('oncall');
 
     // A refused resolve writes nothing, and records nothing.

@@ -54,16 +54,43 @@ beforeAll(async () => {
     emailJob('bulk-co', 'run-b3', 'toolu_b3'),
     emailJob(XSS_TENANT, 'run-xss', 'toolu_xss'),
     // A run whose ticket was created before the email froze: one settled receipt, one ambiguous.
-    { ...emailJob('acme', 'run-timeline', 'toolu_tl_email'), calls: [{ id: 'toolu_tl_ticket', name: 'create_ticket', input: { title: 'Printer on fire' } }, emailJob('acme', 'run-timeline', 'toolu_tl_email').calls[0]!] },
+    {
+      ...emailJob('acme', 'run-timeline', 'toolu_tl_email'),
+      calls: [
+        { id: 'toolu_tl_ticket', name: 'create_ticket', input: { title: 'Printer on fire' } },
+        emailJob('acme', 'run-timeline', 'toolu_tl_email').calls[0]!,
+      ],
+    },
   ]);
   ['resolve', 'stale', 'find', 'b1', 'b2', 'b3', 'xss'].forEach((name, i) => (jobs[name] = made[i]!));
-  for (const [name, tenant] of [['resolve', 'acme'], ['stale', 'acme'], ['find', 'acme'], ['b1', 'bulk-co'], ['b2', 'bulk-co'], ['b3', 'bulk-co'], ['xss', XSS_TENANT]] as const) {
+  for (const [name, tenant] of [
+    ['resolve', 'acme'],
+    ['stale', 'acme'],
+    ['find', 'acme'],
+    ['b1', 'bulk-co'],
+    ['b2', 'bulk-co'],
+    ['b3', 'bulk-co'],
+    ['xss', XSS_TENANT],
+  ] as const) {
     keys[name] = await keyOf(tenant, `run-${name}`);
   }
   // A worker that stays: it picks up the dead worker's stalled jobs, meets each call ambiguous and fails the job.
-  takeover = await spawnWorkerProcess('crash-worker', { REDIS_URL: handle.url, PREFIX: prefix, QUEUE: 'tools', CRASH_AT: 'none', ...CRASH_WORKER_TIMING });
+  takeover = await spawnWorkerProcess('crash-worker', {
+    REDIS_URL: handle.url,
+    PREFIX: prefix,
+    QUEUE: 'tools',
+    CRASH_AT: 'none',
+    ...CRASH_WORKER_TIMING,
+  });
   await waitForJobs(queue, made, 'failed');
-  server = await startConsoleServer({ redis, prefix, port: 0, tokens: { operator: OPERATOR, read: READER }, queues: [{ name: 'tools', prefix }], onError: () => undefined });
+  server = await startConsoleServer({
+    redis,
+    prefix,
+    port: 0,
+    tokens: { operator: OPERATOR, read: READER },
+    queues: [{ name: 'tools', prefix }],
+    onError: () => undefined,
+  });
   browser = await launchChromium();
 }, 180_000);
 
@@ -86,14 +113,19 @@ async function signIn(page: Page, token: string): Promise<void> {
 
 /** No dialog, no uncaught error, no console error (a refusal's own status code, which the browser logs as a failed load, aside). */
 const noTrouble = (t: PageTrouble) =>
-  expect({ ...t, consoleErrors: t.consoleErrors.filter((m) => !/^Failed to load resource: the server responded with a status of (401|403|409)\b/.test(m)) }).toEqual({
+  expect({
+    ...t,
+    consoleErrors: t.consoleErrors.filter(
+      (m) => !/^Failed to load resource: the server responded with a status of (401|403|409)\b/.test(m),
+    ),
+  }).toEqual({
     dialogs: [],
     consoleErrors: [],
     pageErrors: [],
   });
 
 describe('console in a browser', () => {
-  it('lists the killed workers\' calls, opens one, resolves it; the job replays it and the audit log shows the action', async () => {
+  it("lists the killed workers' calls, opens one, resolves it; the job replays it and the audit log shows the action", async () => {
     const { context, page, trouble } = await openPage(browser);
     await signIn(page, OPERATOR);
     const row = page.locator('tbody tr', { hasText: 'run-resolve' });
@@ -137,8 +169,16 @@ describe('console in a browser', () => {
     await page.fill('#resolve-completed textarea[name=result]', '"sent"');
     // Someone else settles it after this page loaded.
     const before = (await store.inspect((await store.listRun('acme', 'run-stale'))[0]!.key))!;
-    await store.resolve(before.key, { attemptsSeen: 1, epochSeen: before.epoch, outcome: 'failed', error: 'the provider has no such email' });
-    const response = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.click('#resolve-completed button')]).then(([r]) => r);
+    await store.resolve(before.key, {
+      attemptsSeen: 1,
+      epochSeen: before.epoch,
+      outcome: 'failed',
+      error: 'the provider has no such email',
+    });
+    const response = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST'),
+      page.click('#resolve-completed button'),
+    ]).then(([r]) => r);
     expect(response.status()).toBe(409);
     const banner = await page.locator('.banner.error').textContent();
     expect(banner).toContain('not resolved, nothing was written');
@@ -178,7 +218,10 @@ describe('console in a browser', () => {
     await expect(page.locator('#bulk-skipped-list').textContent()).resolves.toMatch(/already completed/);
     await screenshots(page, 'bulk-done');
     for (const name of ['b1', 'b3']) {
-      expect(await store.inspect((await store.listRun('bulk-co', `run-${name}`))[0]!.key)).toMatchObject({ status: 'failed', error: 'the provider was down; nothing was sent' });
+      expect(await store.inspect((await store.listRun('bulk-co', `run-${name}`))[0]!.key)).toMatchObject({
+        status: 'failed',
+        error: 'the provider was down; nothing was sent',
+      });
     }
     expect(await store.inspect(changed.key)).toMatchObject({ status: 'completed', result: 'sent' });
 
@@ -188,7 +231,9 @@ describe('console in a browser', () => {
     expect(history).toContain('bulk-resolve');
     const [entry] = (await new AuditLog(redis, prefix).read()).filter((e) => e.action === 'bulk-resolve');
     expect([...entry!.receipts].sort()).toEqual([keys['b1'], keys['b3']].sort());
-    expect(entry).toMatchObject({ detail: { name: 'outage 12 May: emails never left', matched: 3, resolved: 2, filter: { tenant: 'bulk-co' } } });
+    expect(entry).toMatchObject({
+      detail: { name: 'outage 12 May: emails never left', matched: 3, resolved: 2, filter: { tenant: 'bulk-co' } },
+    });
     expect((entry!.detail['skipped'] as { redisKey: string }[]).map((s) => s.redisKey)).toEqual([keys['b2']]);
     noTrouble(trouble);
     await context.close();
@@ -203,7 +248,9 @@ describe('console in a browser', () => {
       await page.fill('input[name=q]', q);
       await Promise.all([page.waitForURL(/find\?q=/), page.click('form.filters button')]);
       const group = page.locator(`.find-group[data-kind="${kind}"]`);
-      await expect(group.locator('li a').first().getAttribute('href')).resolves.toBe(`/receipt?key=${encodeURIComponent(keys['find']!).replace(/%20/g, '+')}`);
+      await expect(group.locator('li a').first().getAttribute('href')).resolves.toBe(
+        `/receipt?key=${encodeURIComponent(keys['find']!).replace(/%20/g, '+')}`,
+      );
       return group;
     };
     await search(jobs['find']!.id!, 'BullMQ job');
@@ -273,12 +320,33 @@ describe('console security', () => {
   });
 
   it('bound beyond loopback, refuses every request without the token and answers with it', async () => {
-    const open = await startConsoleServer({ redis, prefix, host: '0.0.0.0', port: 0, tokens: { operator: OPERATOR, read: READER }, onError: () => undefined });
+    const open = await startConsoleServer({
+      redis,
+      prefix,
+      host: '0.0.0.0',
+      port: 0,
+      tokens: { operator: OPERATOR, read: READER },
+      onError: () => undefined,
+    });
     const base = `http://127.0.0.1:${new URL(open.url.replace('[::]', '127.0.0.1').replace('0.0.0.0', '127.0.0.1')).port}`;
     try {
-      const paths = ['/', '/find?q=acme', `/receipt?key=${encodeURIComponent(keys['find']!)}`, '/run?tenant=acme&run=run-find', '/bulk?tenant=acme&preview=1', '/counts', '/audit', '/console.css', '/nope'];
+      const paths = [
+        '/',
+        '/find?q=acme',
+        `/receipt?key=${encodeURIComponent(keys['find']!)}`,
+        '/run?tenant=acme&run=run-find',
+        '/bulk?tenant=acme&preview=1',
+        '/counts',
+        '/audit',
+        '/console.css',
+        '/nope',
+      ];
       for (const path of paths) {
-        for (const headers of [{}, { Authorization: 'Bearer wrong-token-0123456789' }, { Cookie: 'trc_console_token=wrong-token-0123456789' }] as Record<string, string>[]) {
+        for (const headers of [
+          {},
+          { Authorization: 'Bearer wrong-token-0123456789' },
+          { Cookie: 'trc_console_token=wrong-token-0123456789' },
+        ] as Record<string, string>[]) {
           const res = await fetch(base + path, { headers });
           const body = await res.text();
           expect({ path, status: res.status }).toEqual({ path, status: 401 });
@@ -287,7 +355,11 @@ describe('console security', () => {
           expect(res.headers.get('content-security-policy')).toContain("default-src 'none'");
         }
       }
-      const post = await fetch(`${base}/receipt/resolve`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: `key=${encodeURIComponent(keys['find']!)}&attempts=1&outcome=failed&error=x` });
+      const post = await fetch(`${base}/receipt/resolve`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: `key=${encodeURIComponent(keys['find']!)}&attempts=1&outcome=failed&error=x`,
+      });
       expect(post.status).toBe(401);
       const withToken = await fetch(`${base}/counts`, { headers: { Authorization: `Bearer ${READER}` } });
       expect(withToken.status).toBe(200);

@@ -57,7 +57,9 @@ describe('createConsoleHandler', () => {
       for (const path of ['/find', '/bulk', '/counts', '/audit', '/console.css']) expect(page).toContain(`href="${BASE}${path}"`);
       expect(page).not.toMatch(/href="\/(find|bulk|counts|audit)"/);
       expect((await fetch(`${origin}${BASE}/console.css`)).headers.get('content-type')).toContain('text/css');
-      expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+      expect(res.headers.get('content-security-policy')).toBe(
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+      );
     });
   }
 
@@ -67,29 +69,58 @@ describe('createConsoleHandler', () => {
     const key = freshKey();
     await makeAmbiguous(store, key);
     const redis = fixture.connect();
-    const origin = await mount(createConsoleHandler({ redis, prefix, basePath: BASE, actor: (req) => `alice (sso) via ${req.headers['x-team'] ?? '?'}`, source: 'ops-portal' }), true, true);
+    const origin = await mount(
+      createConsoleHandler({
+        redis,
+        prefix,
+        basePath: BASE,
+        actor: (req) => `alice (sso) via ${req.headers['x-team'] ?? '?'}`,
+        source: 'ops-portal',
+      }),
+      true,
+      true,
+    );
     const page = await fetch(`${origin}${BASE}/receipt?key=${encodeURIComponent(store.redisKey(key))}`);
     const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
-    const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const cookie = page.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     expect(page.headers.getSetCookie()[0]).toMatch(new RegExp(`Path=${BASE}; HttpOnly; SameSite=Strict`));
     const record = (await store.inspect(key))!;
     const res = await fetch(`${origin}${BASE}/receipt/resolve`, {
       method: 'POST',
       redirect: 'manual',
       headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: cookie, Origin: origin, 'X-Team': 'payments' },
-      body: new URLSearchParams({ csrf, key: store.redisKey(key), attempts: '1', epoch: record.epoch, outcome: 'completed', result: '{"id":"ch_1"}' }).toString(),
+      body: new URLSearchParams({
+        csrf,
+        key: store.redisKey(key),
+        attempts: '1',
+        epoch: record.epoch,
+        outcome: 'completed',
+        result: '{"id":"ch_1"}',
+      }).toString(),
     });
     expect(res.status).toBe(303);
-    expect(res.headers.get('location')).toBe(`${BASE}/receipt?key=${encodeURIComponent(store.redisKey(key)).replace(/%20/g, '+')}&notice=resolved`);
+    expect(res.headers.get('location')).toBe(
+      `${BASE}/receipt?key=${encodeURIComponent(store.redisKey(key)).replace(/%20/g, '+')}&notice=resolved`,
+    );
     expect(await store.inspect(key)).toMatchObject({ status: 'completed', result: { id: 'ch_1' } });
     const [entry] = await new AuditLog(redis, prefix).read();
-    expect(entry).toMatchObject({ actor: 'alice (sso) via payments', source: 'ops-portal', action: 'resolve', receipts: [store.redisKey(key)] });
+    expect(entry).toMatchObject({
+      actor: 'alice (sso) via payments',
+      source: 'ops-portal',
+      action: 'resolve',
+      receipts: [store.redisKey(key)],
+    });
   });
 
   it('refuses options it cannot work with', () => {
     const redis = fixture.connect();
     expect(() => createConsoleHandler({ redis, tokens: { operator: 'short' } })).toThrow(ConsoleOptionsError);
-    expect(() => createConsoleHandler({ redis, tokens: { operator: 'same-token-0123456789', read: 'same-token-0123456789' } })).toThrow(/must differ/);
+    expect(() => createConsoleHandler({ redis, tokens: { operator: 'same-token-0123456789', read: 'same-token-0123456789' } })).toThrow(
+      /must differ/,
+    );
     expect(() => createConsoleHandler({ redis, basePath: 'ops' })).toThrow(/basePath/);
     expect(() => createConsoleHandler({ redis, prefix: 'a{b}' })).toThrow(InvalidKeyPrefixError);
     expect(() => createConsoleHandler({ redis: undefined as never })).toThrow(/needs `redis`/);

@@ -5,7 +5,10 @@ import { escapeHtml, html } from '../../src/console/html.js';
 
 /** What an HTML parser makes of escaped text: the entities escapeHtml writes, decoded. */
 const decode = (text: string) =>
-  text.replace(/&(amp|lt|gt|quot|#39|#96);/g, (_, name: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[name]!);
+  text.replace(
+    /&(amp|lt|gt|quot|#39|#96);/g,
+    (_, name: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", '#96': '`' })[name]!,
+  );
 const visible = (text: string) => text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, '\ufffd');
 
 describe('escapeHtml', () => {
@@ -41,7 +44,11 @@ describe('html', () => {
     expect(html`<p title="${tenant}">${inner}${null}${undefined}${false}${0}</p>`.text).toBe(
       '<p title="&lt;b&gt;acme&lt;/b&gt;"><em>&lt;b&gt;acme&lt;/b&gt;</em>0</p>',
     );
-    expect(html`<ul>${['<a>', html`<li>ok</li>`]}</ul>`.text).toBe('<ul>&lt;a&gt;<li>ok</li></ul>');
+    expect(
+      html`<ul>
+        ${['<a>', html`<li>ok</li>`]}
+      </ul>`.text,
+    ).toBe('<ul>&lt;a&gt;<li>ok</li></ul>');
   });
 
   it('cannot be fooled by an object posing as a fragment', () => {

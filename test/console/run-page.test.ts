@@ -15,8 +15,12 @@ afterAll(async () => {
 });
 
 /** The receipt keys a run page links to, in the order of its table. */
-const rowKeys = (body: string) => [...body.matchAll(/<td><a href="\/receipt\?key=([^"]+)">open<\/a><\/td>/g)].map((m) => decodeURIComponent(m[1]!.replaceAll('&amp;', '&')));
-const linkOf = (body: string, rel: 'next' | 'prev') => body.match(new RegExp(`<a href="([^"]+)" rel="${rel}">`))?.[1]?.replaceAll('&amp;', '&');
+const rowKeys = (body: string) =>
+  [...body.matchAll(/<td><a href="\/receipt\?key=([^"]+)">open<\/a><\/td>/g)].map((m) =>
+    decodeURIComponent(m[1]!.replaceAll('&amp;', '&')),
+  );
+const linkOf = (body: string, rel: 'next' | 'prev') =>
+  body.match(new RegExp(`<a href="([^"]+)" rel="${rel}">`))?.[1]?.replaceAll('&amp;', '&');
 
 describe('the run page of a run longer than a page', () => {
   it('shows the first page with the count and a next link that leads to the rest, and no resume note', async () => {
@@ -25,7 +29,9 @@ describe('the run page of a run longer than a page', () => {
     const count = RUN_PAGE_SIZE + 5;
     for (let start = 0; start < count; start += 50) {
       await Promise.all(
-        Array.from({ length: Math.min(50, count - start) }, (_, j) => store.claim({ ...base, toolName: `tool-${String(start + j).padStart(3, '0')}`, argsHash: `h${start + j}` }, { effect: 'opaque' })),
+        Array.from({ length: Math.min(50, count - start) }, (_, j) =>
+          store.claim({ ...base, toolName: `tool-${String(start + j).padStart(3, '0')}`, argsHash: `h${start + j}` }, { effect: 'opaque' }),
+        ),
       );
     }
     const all = (await store.listRun(base.tenantId, base.runId)).map((r) => r.redisKey);
@@ -73,11 +79,19 @@ describe('the run page of a run longer than a page', () => {
     const keys = ['a', 'b', 'c'].map((toolName) => ({ ...base, toolName }));
     for (const key of keys) {
       await keeper.claim(key, { effect: 'opaque' });
-      await waitUntil(() => keeper.inspect(key), (r) => r !== null && r.readAtMs > r.createdMs);
+      await waitUntil(
+        () => keeper.inspect(key),
+        (r) => r !== null && r.readAtMs > r.createdMs,
+      );
     }
     const gone = { ...base, toolName: 'z-gone' };
     await short.complete(gone, await claimFence(keeper, gone, { effect: 'opaque' }), 'x');
-    await waitUntil(() => keeper.inspect(gone), (r) => r === null, 10_000, 'expiry');
+    await waitUntil(
+      () => keeper.inspect(gone),
+      (r) => r === null,
+      10_000,
+      'expiry',
+    );
     const index = keeper.runIndexKey(base.tenantId, base.runId);
 
     const page1 = await keeper.listRunPage(base.tenantId, base.runId, { offset: 0, limit: 2 });

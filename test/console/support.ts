@@ -16,7 +16,16 @@ import { CRASH_WORKER_TIMING } from '../bullmq/fixture.js';
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }
 
@@ -48,7 +57,9 @@ export async function openPage(browser: Browser): Promise<{ context: BrowserCont
  * UPDATE_SCREENSHOTS=1, else test-output/console/ (git-ignored), so an
  * ordinary test run leaves the working tree as it was.
  */
-const SHOTS = fileURLToPath(new URL(process.env['UPDATE_SCREENSHOTS'] === '1' ? '../../docs/console/' : '../../test-output/console/', import.meta.url));
+const SHOTS = fileURLToPath(
+  new URL(process.env['UPDATE_SCREENSHOTS'] === '1' ? '../../docs/console/' : '../../test-output/console/', import.meta.url),
+);
 
 /** Screenshots of the page as it is, at 1280×800 and at a phone's 390×844. */
 export async function screenshots(page: Page, name: string): Promise<void> {
@@ -69,7 +80,11 @@ export interface ToolJob {
 
 /** Job data of one send_email call. */
 export function emailJob(tenantId: string, runId: string, callId: string, to = 'ops@example.com'): ToolJob {
-  return { tenantId, runId, calls: [{ id: callId, name: 'send_email', input: { to, subject: `Report for ${tenantId}`, body: 'Attached.' } }] };
+  return {
+    tenantId,
+    runId,
+    calls: [{ id: callId, name: 'send_email', input: { to, subject: `Report for ${tenantId}`, body: 'Attached.' } }],
+  };
 }
 
 /**
@@ -78,10 +93,7 @@ export function emailJob(tenantId: string, runId: string, callId: string, to = '
  * receipt is left running with a lease that lapses, an opaque attempt nobody
  * can vouch for (calls of other tools before it settle normally). Returns the jobs.
  */
-export async function killMidEffect(
-  target: { url: string; prefix: string; queue: Queue },
-  jobs: readonly ToolJob[],
-): Promise<Job[]> {
+export async function killMidEffect(target: { url: string; prefix: string; queue: Queue }, jobs: readonly ToolJob[]): Promise<Job[]> {
   const worker: WorkerProcess = await spawnWorkerProcess('crash-worker', {
     REDIS_URL: target.url,
     PREFIX: target.prefix,
@@ -95,7 +107,8 @@ export async function killMidEffect(
     const added = await Promise.all(jobs.map((data) => target.queue.add('call', data, { attempts: 1 })));
     const deadline = Date.now() + 60_000;
     while (worker.messages.filter((m) => m.type === 'reached' && m.point === 'before-effect').length < jobs.length) {
-      if (Date.now() > deadline) throw new Error(`the worker froze in ${worker.messages.filter((m) => m.type === 'reached').length} of ${jobs.length} calls`);
+      if (Date.now() > deadline)
+        throw new Error(`the worker froze in ${worker.messages.filter((m) => m.type === 'reached').length} of ${jobs.length} calls`);
       await new Promise((r) => setTimeout(r, 50));
     }
     await worker.signal('SIGKILL');

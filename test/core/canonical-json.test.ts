@@ -85,7 +85,14 @@ describe('canonicalJson', () => {
   it.each([
     ['Map', () => new Map([[1, 2]]), 'canonical_json.unsupported_type'],
     ['Set', () => new Set([1]), 'canonical_json.unsupported_type'],
-    ['class instance', () => new (class Point { x = 1 })(), 'canonical_json.unsupported_type'],
+    [
+      'class instance',
+      () =>
+        new (class Point {
+          x = 1;
+        })(),
+      'canonical_json.unsupported_type',
+    ],
     ['function', () => () => 1, 'canonical_json.unsupported_type'],
     ['symbol', () => Symbol('s'), 'canonical_json.unsupported_type'],
     ['BigInt', () => 10n, 'canonical_json.unsupported_type'],
@@ -107,7 +114,15 @@ describe('canonicalJson', () => {
       }
     };
     // A plain object of scalars takes a one-pass path; nested, the same object goes through the walk.
-    const scalar = fc.oneof(fc.string(), fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.constant(-0));
+    const scalar = fc.oneof(
+      fc.string(),
+      fc.double(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.constant(-0),
+    );
     fc.assert(
       fc.property(fc.dictionary(fc.string(), scalar), (bag) => {
         const nested = outcome(() => canonicalJson({ x: [bag] }));
@@ -121,7 +136,10 @@ describe('canonicalJson', () => {
   it('names the path of a value it cannot represent, wherever it sits (property)', () => {
     // A JSON value with a NaN planted at a random spot: the error names that spot exactly.
     const segments = fc.array(
-      fc.oneof(fc.nat({ max: 3 }).map((i) => ({ index: i })), fc.string({ maxLength: 4 }).map((key) => ({ key }))),
+      fc.oneof(
+        fc.nat({ max: 3 }).map((i) => ({ index: i })),
+        fc.string({ maxLength: 4 }).map((key) => ({ key })),
+      ),
       { maxLength: 6 },
     );
     fc.assert(

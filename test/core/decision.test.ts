@@ -18,10 +18,28 @@ describe('decideToolCallReceipt', () => {
     ['running, expired', { kind: 'running', attempts: 1, leaseExpired: true, reportedAmbiguous: false }, 'resumable', 'execute', 2],
     ['running, expired', { kind: 'running', attempts: 4, leaseExpired: true, reportedAmbiguous: false }, 'opaque', 'ambiguous', undefined],
     // A verdict once given sticks, whatever the lease or the effect asked for.
-    ['reported, expired', { kind: 'running', attempts: 1, leaseExpired: true, reportedAmbiguous: true }, 'resumable', 'ambiguous', undefined],
+    [
+      'reported, expired',
+      { kind: 'running', attempts: 1, leaseExpired: true, reportedAmbiguous: true },
+      'resumable',
+      'ambiguous',
+      undefined,
+    ],
     ['reported, expired', { kind: 'running', attempts: 2, leaseExpired: true, reportedAmbiguous: true }, 'opaque', 'ambiguous', undefined],
-    ['reported, live again', { kind: 'running', attempts: 1, leaseExpired: false, reportedAmbiguous: true }, 'resumable', 'ambiguous', undefined],
-    ['reported, live again', { kind: 'running', attempts: 1, leaseExpired: false, reportedAmbiguous: true }, 'opaque', 'ambiguous', undefined],
+    [
+      'reported, live again',
+      { kind: 'running', attempts: 1, leaseExpired: false, reportedAmbiguous: true },
+      'resumable',
+      'ambiguous',
+      undefined,
+    ],
+    [
+      'reported, live again',
+      { kind: 'running', attempts: 1, leaseExpired: false, reportedAmbiguous: true },
+      'opaque',
+      'ambiguous',
+      undefined,
+    ],
   ];
 
   it.each(table)('%s × %s', (_label, state, effect, kind, attempt) => {
@@ -68,12 +86,16 @@ describe('decideToolCallReceipt', () => {
 
   it('effectForClaim: the more conservative of the recorded and the requested effect; an unreadable record counts as opaque', () => {
     fc.assert(
-      fc.property(fc.constantFrom<EffectResumability | null>('resumable', 'opaque', null), fc.constantFrom(...effects), (recorded, requested) => {
-        const effect = effectForClaim(recorded, requested, true);
-        expect(effect === 'resumable').toBe(recorded === 'resumable' && requested === 'resumable');
-        // Symmetric in the two sides whenever both are known.
-        if (recorded !== null) expect(effectForClaim(requested, recorded, true)).toBe(effect);
-      }),
+      fc.property(
+        fc.constantFrom<EffectResumability | null>('resumable', 'opaque', null),
+        fc.constantFrom(...effects),
+        (recorded, requested) => {
+          const effect = effectForClaim(recorded, requested, true);
+          expect(effect === 'resumable').toBe(recorded === 'resumable' && requested === 'resumable');
+          // Symmetric in the two sides whenever both are known.
+          if (recorded !== null) expect(effectForClaim(requested, recorded, true)).toBe(effect);
+        },
+      ),
     );
     expect(effectForClaim(null, 'resumable', false)).toBe('resumable');
   });

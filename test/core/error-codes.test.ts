@@ -32,7 +32,17 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 type DeclaredCodes<M> = {
   [K in keyof M]: M[K] extends new (...args: never) => infer I ? (I extends ToolReceiptsError ? I['code'] : never) : never;
 }[keyof M];
-type Modules = typeof root & typeof core & typeof redis & typeof offload & typeof repair & typeof client & typeof otel & typeof testing & typeof mcp & typeof consoleEntry & typeof cliErrors;
+type Modules = typeof root &
+  typeof core &
+  typeof redis &
+  typeof offload &
+  typeof repair &
+  typeof client &
+  typeof otel &
+  typeof testing &
+  typeof mcp &
+  typeof consoleEntry &
+  typeof cliErrors;
 /** Printed by the CLI itself (Redis refused a command; a bug), with no class behind them. */
 type CliOnly = 'cli.redis_error' | 'cli.unexpected';
 type Undeclared = Exclude<ToolReceiptsErrorCode, DeclaredCodes<Modules> | CliOnly>;
@@ -84,15 +94,12 @@ describe('error codes', () => {
     expect(TOOL_RECEIPTS_ERROR_CODES.map(areaOf)).not.toContain('unreachable');
     expect(areaOf('receipt.ambiguous')).toBe('ambiguous');
     expect(isToolReceiptsErrorCode('receipt.ambiguous')).toBe(true);
-    for (const other of ['receipt.ambiguou', 'RECEIPT.AMBIGUOUS', '', 42, null, undefined]) expect(isToolReceiptsErrorCode(other)).toBe(false);
+    for (const other of ['receipt.ambiguou', 'RECEIPT.AMBIGUOUS', '', 42, null, undefined])
+      expect(isToolReceiptsErrorCode(other)).toBe(false);
   });
 
   it('is what a thrown error carries', () => {
-    const thrown = [
-      () => core.canonicalJson({ n: Number.NaN }),
-      () => root.hmacSha256Digest(''),
-      () => root.parseToolJobData({}),
-    ];
+    const thrown = [() => core.canonicalJson({ n: Number.NaN }), () => root.hmacSha256Digest(''), () => root.parseToolJobData({})];
     for (const fn of thrown) {
       try {
         fn();

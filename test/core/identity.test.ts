@@ -27,8 +27,7 @@ describe('toolCallReceiptKeyString', () => {
   it('property: distinct key tuples give distinct strings', () => {
     fc.assert(
       fc.property(keyArb, keyArb, (a: ToolCallReceiptKey, b: ToolCallReceiptKey) => {
-        const same =
-          a.tenantId === b.tenantId && a.runId === b.runId && a.toolName === b.toolName && a.argsHash === b.argsHash;
+        const same = a.tenantId === b.tenantId && a.runId === b.runId && a.toolName === b.toolName && a.argsHash === b.argsHash;
         expect(toolCallReceiptKeyString(a) === toolCallReceiptKeyString(b)).toBe(same);
       }),
       { numRuns: 2000 },
@@ -60,7 +59,9 @@ describe('toolCallArgsHash', () => {
   it('keeps the digest every earlier version stored: SHA-256 of the UTF-8 canonical text', async () => {
     // Receipts already in Redis are found by this digest; a change here would run their calls again.
     expect(await sha256Digest('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
-    expect(await toolCallArgsHash({ to: 'ü@x.test', n: 1 })).toBe(createHash('sha256').update('{"n":1,"to":"ü@x.test"}', 'utf8').digest('hex'));
+    expect(await toolCallArgsHash({ to: 'ü@x.test', n: 1 })).toBe(
+      createHash('sha256').update('{"n":1,"to":"ü@x.test"}', 'utf8').digest('hex'),
+    );
   });
 
   it('differs between argument bags that differ', async () => {

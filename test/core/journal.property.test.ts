@@ -82,7 +82,12 @@ function shuffleKeys(value: unknown, seed: number): unknown {
     const out: Record<string, unknown> = {};
     // defineProperty, so a generated "__proto__" key stays an ordinary own key.
     for (const k of keys) {
-      Object.defineProperty(out, k, { value: walk((v as Record<string, unknown>)[k]), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, {
+        value: walk((v as Record<string, unknown>)[k]),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   };
@@ -225,25 +230,21 @@ describe('classifyToolCallJournal properties', () => {
 describe('buildResumeJournalNote properties', () => {
   it('is null exactly for an empty journal, and otherwise has one bullet line per call', () => {
     fc.assert(
-      fc.property(
-        ledgerArb,
-        fc.array(fc.string({ unit: 'binary', maxLength: 400 }), { maxLength: 30 }),
-        ({ pool, steps }, results) => {
-          // Results with newlines, quotes and lone surrogates must stay on their line.
-          const events = toEvents(pool, steps).map((e, i) =>
-            e.type === 'tool_done' ? { ...e, result: results[i % Math.max(results.length, 1)] ?? '' } : e,
-          );
-          const j = classifyToolCallJournal(events);
-          const note = buildResumeJournalNote(j);
-          if (isJournalEmpty(j)) {
-            expect(note).toBeNull();
-            return;
-          }
-          expect(note).not.toBeNull();
-          const bullets = note!.split('\n').filter((l) => l.startsWith('- '));
-          expect(bullets).toHaveLength(j.completed.length + j.interrupted.length);
-        },
-      ),
+      fc.property(ledgerArb, fc.array(fc.string({ unit: 'binary', maxLength: 400 }), { maxLength: 30 }), ({ pool, steps }, results) => {
+        // Results with newlines, quotes and lone surrogates must stay on their line.
+        const events = toEvents(pool, steps).map((e, i) =>
+          e.type === 'tool_done' ? { ...e, result: results[i % Math.max(results.length, 1)] ?? '' } : e,
+        );
+        const j = classifyToolCallJournal(events);
+        const note = buildResumeJournalNote(j);
+        if (isJournalEmpty(j)) {
+          expect(note).toBeNull();
+          return;
+        }
+        expect(note).not.toBeNull();
+        const bullets = note!.split('\n').filter((l) => l.startsWith('- '));
+        expect(bullets).toHaveLength(j.completed.length + j.interrupted.length);
+      }),
       RUNS,
     );
   });

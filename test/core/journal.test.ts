@@ -20,8 +20,7 @@ const done = (tool: string, result: string, input?: unknown): JournalEvent =>
   input === undefined ? { type: 'tool_done', tool, result } : { type: 'tool_done', tool, input, result };
 const clear: JournalEvent = { type: 'clear' };
 
-const sig = (input: unknown): string =>
-  createHash('sha256').update(canonicalJson(input), 'utf8').digest('hex').slice(0, 8);
+const sig = (input: unknown): string => createHash('sha256').update(canonicalJson(input), 'utf8').digest('hex').slice(0, 8);
 
 /** What a journal says, without the shared input references. */
 const summary = (j: ToolCallJournal) => ({

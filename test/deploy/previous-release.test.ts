@@ -18,18 +18,26 @@ function filesUnder(root: string, dir: string): string[] {
 it('the packed previous release unpacks into a package a worker and the CLI can run', async () => {
   const packed = await previousRelease('tarball');
   expect(packed.from).toBe('tarball');
-  const manifest = JSON.parse(readFileSync(path.join(packed.root, 'package.json'), 'utf8')) as { name: string; bin: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(path.join(packed.root, 'package.json'), 'utf8')) as {
+    name: string;
+    bin: Record<string, string>;
+  };
   expect(manifest.name).toBe('bullmq-tool-receipts');
   expect(path.join(packed.root, manifest.bin['tool-receipts']!)).toBe(packed.cli);
   expect(filesUnder(packed.root, 'dist')).toEqual(expect.arrayContaining(['dist/index.js', 'dist/redis/index.js', 'dist/cli/main.js']));
 }, 60_000);
 
-it.skipIf(!(await historyHasCommit()))('the packed previous release holds the scripts of its commit and the files its build makes', async () => {
-  const [packed, built] = await Promise.all([previousRelease('tarball'), previousRelease('history')]);
-  const scripts = filesUnder(built.root, 'lua');
-  expect(filesUnder(packed.root, 'lua')).toEqual(scripts);
-  for (const file of scripts) expect(readFileSync(path.join(packed.root, file), 'utf8'), file).toBe(readFileSync(path.join(built.root, file), 'utf8'));
-  const code = (root: string) => filesUnder(root, 'dist').filter((file) => file.endsWith('.js'));
-  expect(code(packed.root)).toEqual(code(built.root));
-  expect(readFileSync(path.join(packed.root, 'package.json'), 'utf8')).toBe(readFileSync(path.join(built.root, 'package.json'), 'utf8'));
-}, 180_000);
+it.skipIf(!(await historyHasCommit()))(
+  'the packed previous release holds the scripts of its commit and the files its build makes',
+  async () => {
+    const [packed, built] = await Promise.all([previousRelease('tarball'), previousRelease('history')]);
+    const scripts = filesUnder(built.root, 'lua');
+    expect(filesUnder(packed.root, 'lua')).toEqual(scripts);
+    for (const file of scripts)
+      expect(readFileSync(path.join(packed.root, file), 'utf8'), file).toBe(readFileSync(path.join(built.root, file), 'utf8'));
+    const code = (root: string) => filesUnder(root, 'dist').filter((file) => file.endsWith('.js'));
+    expect(code(packed.root)).toEqual(code(built.root));
+    expect(readFileSync(path.join(packed.root, 'package.json'), 'utf8')).toBe(readFileSync(path.join(built.root, 'package.json'), 'utf8'));
+  },
+  180_000,
+);

@@ -12,7 +12,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
-const pages = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const pages = [
+  'README.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The text outside fenced code blocks, with inline code blanked, so neither is read as a link. */
 function prose(markdown: string): string {
@@ -112,19 +117,27 @@ describe('links in README.md and docs/', () => {
     expect(problems).toEqual([]);
   });
 
-  it('the slugs are GitHub\'s', () => {
-    const slugs = headingSlugs('# Runbook: an ambiguous call at 3 a.m.\n## Counting everything: `tool-receipts stats`\n## Notes\n## Notes\n```\n# not a heading\n```\n');
+  it("the slugs are GitHub's", () => {
+    const slugs = headingSlugs(
+      '# Runbook: an ambiguous call at 3 a.m.\n## Counting everything: `tool-receipts stats`\n## Notes\n## Notes\n```\n# not a heading\n```\n',
+    );
     expect([...slugs]).toEqual(['runbook-an-ambiguous-call-at-3-am', 'counting-everything-tool-receipts-stats', 'notes', 'notes-1']);
   });
 });
 
 describe('code blocks that are example files', () => {
   const marked = pages.flatMap((page) =>
-    [...read(page).matchAll(/^<!-- (examples\/[\w.-]+): [^\n]*-->\n```ts\n([\s\S]*?)^```$/gm)].map((m) => ({ page, file: m[1]!, code: m[2]! })),
+    [...read(page).matchAll(/^<!-- (examples\/[\w.-]+): [^\n]*-->\n```ts\n([\s\S]*?)^```$/gm)].map((m) => ({
+      page,
+      file: m[1]!,
+      code: m[2]!,
+    })),
   );
 
-  it('include the front page\'s worker + producer and the testing example', () => {
-    expect(marked.map((m) => `${m.page} ${m.file}`)).toEqual(expect.arrayContaining(['README.md examples/quickstart.ts', 'docs/testing.md examples/testing-a-processor.ts']));
+  it("include the front page's worker + producer and the testing example", () => {
+    expect(marked.map((m) => `${m.page} ${m.file}`)).toEqual(
+      expect.arrayContaining(['README.md examples/quickstart.ts', 'docs/testing.md examples/testing-a-processor.ts']),
+    );
   });
 
   it.each(marked.map((m) => [`${m.page} → ${m.file}`, m] as const))('%s is the file, byte for byte', (_name, { file, code }) => {

@@ -35,10 +35,22 @@ afterEach(async () => {
 function roundTripTables(): Map<string, string[]>[] {
   const text = readFileSync(new URL('../../docs/performance.md', import.meta.url), 'utf8');
   const section = /\n## Round trips\n([\s\S]*?)\n## /.exec(text)?.[1] ?? '';
-  return section.split(/\n\n+/).filter((block) => block.startsWith('|')).map((block) => {
-    const rows = block.split('\n').filter((line) => line.startsWith('|')).slice(2).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
-    return new Map(rows.map(([name, ...cells]) => [name!, cells]));
-  });
+  return section
+    .split(/\n\n+/)
+    .filter((block) => block.startsWith('|'))
+    .map((block) => {
+      const rows = block
+        .split('\n')
+        .filter((line) => line.startsWith('|'))
+        .slice(2)
+        .map((line) =>
+          line
+            .split('|')
+            .slice(1, -1)
+            .map((cell) => cell.trim()),
+        );
+      return new Map(rows.map(([name, ...cells]) => [name!, cells]));
+    });
 }
 
 const [CALLS = new Map(), WAITS = new Map()] = roundTripTables();
@@ -48,7 +60,13 @@ const [CALLS = new Map(), WAITS = new Map()] = roundTripTables();
  * by side (a job whose data says `parallel: true`) can finish apart.
  */
 function tools() {
-  const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: ({ q }) => q });
+  const lookup = defineTool({
+    name: 'lookup',
+    input: z.object({ q: z.string() }),
+    effect: 'opaque',
+    readOnly: true,
+    execute: ({ q }) => q,
+  });
   const send = defineTool({
     name: 'send_email',
     input: z.object({ to: z.string(), delayMs: z.number().optional() }),
@@ -62,7 +80,10 @@ function tools() {
   return [lookup, send];
 }
 
-const emails = (n: number, delays: readonly number[] = []) => Array.from({ length: n }, (_, i) => call('send_email', { to: `${randomBytes(4).toString('hex')}@x.test`, ...(delays[i] ? { delayMs: delays[i] } : {}) }));
+const emails = (n: number, delays: readonly number[] = []) =>
+  Array.from({ length: n }, (_, i) =>
+    call('send_email', { to: `${randomBytes(4).toString('hex')}@x.test`, ...(delays[i] ? { delayMs: delays[i] } : {}) }),
+  );
 
 /** Our counts: a worker on a recorded connection of its own, the scripts cached and the run registered first. */
 async function ours() {
@@ -112,7 +133,12 @@ async function peerTurn(k: number): Promise<{ executed: number; replayed: number
   closers.push(async () => connection.disconnect());
   await connection.ping();
   const idempotent = peerIdempotent(connection, `${l.prefix}:peer`, { retentionSeconds: 600, leaseMs: 30_000 }, (c) => `ran ${c.name}`);
-  const calls = Array.from({ length: k }, () => ({ tenantId: 'acme', runId: 'run', name: 'send_email', input: { to: randomBytes(4).toString('hex') } }));
+  const calls = Array.from({ length: k }, () => ({
+    tenantId: 'acme',
+    runId: 'run',
+    name: 'send_email',
+    input: { to: randomBytes(4).toString('hex') },
+  }));
   const sent = recordCommands(connection);
   for (const c of calls) await idempotent(c);
   const executed = sent.take().length;
@@ -172,7 +198,10 @@ describe('the round-trip tables in docs/performance.md', () => {
     const stated = (name: string, k: number) => cellAt(CALLS.get(name)?.[1], k);
     expect(turns[0]).toEqual({ executed: stated('one call, executed', 1), replayed: stated('one call, replayed', 1) });
     expect(turns.map((t) => t.executed)).toEqual([1, 2, 3].map((k) => stated('a turn of k calls one after another, executed', k)));
-    expect(turns[2]).toEqual({ executed: stated('a three-call turn one after another, executed', 3), replayed: stated('a three-call turn one after another, replayed', 3) });
+    expect(turns[2]).toEqual({
+      executed: stated('a three-call turn one after another, executed', 3),
+      replayed: stated('a three-call turn one after another, replayed', 3),
+    });
   });
 });
 
@@ -191,7 +220,13 @@ describe.skipIf(findOnPath('redis-server') === undefined)('the WAITs with durabi
   it('are as the table says', async () => {
     const connection = new Redis(primary.url);
     closers.push(async () => connection.disconnect());
-    const options: ToolReceiptsOptions = { redis: connection, prefix, tools: tools(), logger: silent, durability: { replicas: 1, timeoutMs: 5_000 } };
+    const options: ToolReceiptsOptions = {
+      redis: connection,
+      prefix,
+      tools: tools(),
+      logger: silent,
+      durability: { replicas: 1, timeoutMs: 5_000 },
+    };
     const processor = withToolReceipts(options);
     const run = { tenantId: 'acme', runId: 'run-durable' };
     await processor(testJob({ ...run, calls: emails(2) }).job, 'token'); // scripts cached, run registered
@@ -211,7 +246,7 @@ describe.skipIf(findOnPath('redis-server') === undefined)('the WAITs with durabi
 describe('every round-trip figure in the README and docs', () => {
   const text = (file: string) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').replace(/\s+/g, ' ');
 
-  it.each(DOCS)('%s: each mention of a round trip is listed, and each listed figure is the table\'s', (file) => {
+  it.each(DOCS)("%s: each mention of a round trip is listed, and each listed figure is the table's", (file) => {
     const page = text(file);
     const mentions = MENTIONS.filter((m) => m.file === file);
     const spans = mentions.map((m) => {
@@ -221,7 +256,10 @@ describe('every round-trip figure in the README and docs', () => {
     });
     for (const match of page.matchAll(/round[- ]trips?/gi)) {
       const covered = spans.some(([from, to]) => match.index >= from && match.index < to);
-      expect(covered, `${file}: "…${page.slice(Math.max(0, match.index - 80), match.index + 30)}…" is a round-trip mention this test does not list`).toBe(true);
+      expect(
+        covered,
+        `${file}: "…${page.slice(Math.max(0, match.index - 80), match.index + 30)}…" is a round-trip mention this test does not list`,
+      ).toBe(true);
     }
     for (const m of mentions) {
       for (const figure of m.figures ?? []) {
@@ -230,7 +268,11 @@ describe('every round-trip figure in the README and docs', () => {
         const cell = table.get(figure.line)?.[figure.side === 'peer' ? 1 : 0];
         expect(cell, `${file}: no table line ${figure.line}`).toBeDefined();
         const ks = figure.k === undefined ? [1, 2, 3] : [figure.k];
-        expect({ file, says: m.text, figure: ks.map((k) => cellAt(figure.says, k)) }).toEqual({ file, says: m.text, figure: ks.map((k) => cellAt(cell, k)) });
+        expect({ file, says: m.text, figure: ks.map((k) => cellAt(figure.says, k)) }).toEqual({
+          file,
+          says: m.text,
+          figure: ks.map((k) => cellAt(cell, k)),
+        });
       }
     }
   });

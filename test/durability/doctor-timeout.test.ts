@@ -66,7 +66,13 @@ describe('checkRedisForReceipts when Redis cannot be reached', () => {
   }, 40_000);
 
   it('a client that fails fast: redis.unreachable at once, with the connection error', async () => {
-    const redis = new Redis({ host: LOOPBACK, port: await freePort(), lazyConnect: true, enableOfflineQueue: false, retryStrategy: () => null });
+    const redis = new Redis({
+      host: LOOPBACK,
+      port: await freePort(),
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     redis.on('error', () => undefined);
     clients.push(redis);
     const { error, ms } = await timedCheck(() => checkRedisForReceipts(redis, { timeoutMs: 10_000 }));

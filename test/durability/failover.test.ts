@@ -96,4 +96,3 @@ describe.skipIf(skip !== undefined)('a failover to a replica that missed the cla
     expect(await scenario({ replicas: 1, timeoutMs: 300 })).toEqual(['second']);
   });
 });
-

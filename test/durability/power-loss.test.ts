@@ -28,7 +28,10 @@ const FSYNC_EVERY_MS = 1000;
 function aofFile(dir: string): string {
   const parts = path.join(dir, 'appendonlydir');
   if (fs.existsSync(parts)) {
-    const incr = fs.readdirSync(parts).filter((f) => f.endsWith('.incr.aof')).sort();
+    const incr = fs
+      .readdirSync(parts)
+      .filter((f) => f.endsWith('.incr.aof'))
+      .sort();
     if (incr.length > 0) return path.join(parts, incr.at(-1)!);
   }
   return path.join(dir, 'appendonly.aof');

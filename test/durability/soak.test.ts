@@ -190,7 +190,11 @@ async function soak(backend: Backend, mode: string, durability: DurabilityOption
       data: {
         tenantId: 'acme',
         runId: `${mode}-${i}`,
-        calls: [i % 2 === 0 ? { id: `c${i}`, name: 'send_email', input: { to: `${mode}-${i}` } } : { id: `c${i}`, name: 'create_ticket', input: { id: `${mode}-${i}` } }],
+        calls: [
+          i % 2 === 0
+            ? { id: `c${i}`, name: 'send_email', input: { to: `${mode}-${i}` } }
+            : { id: `c${i}`, name: 'create_ticket', input: { id: `${mode}-${i}` } },
+        ],
       },
       opts: { attempts: 100, backoff: { type: 'fixed', delay: 200 } },
     })),
@@ -242,7 +246,9 @@ async function soak(backend: Backend, mode: string, durability: DurabilityOption
   await Promise.all(workers.map((w) => w.close()));
 
   const states = await Promise.all(jobs.map(async (job) => ({ job, state: await queue.getJobState(job.id!) })));
-  const failed = await Promise.all(states.filter((s) => s.state === 'failed').map(async (s) => (await queue.getJob(s.job.id!))?.failedReason ?? ''));
+  const failed = await Promise.all(
+    states.filter((s) => s.state === 'failed').map(async (s) => (await queue.getJob(s.job.id!))?.failedReason ?? ''),
+  );
   await queue.close();
   const result: Figures = {
     backend: backend.name,

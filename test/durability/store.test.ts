@@ -9,7 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ToolCallReceiptKey } from '../../src/core/index.js';
-import { DurabilityUnsupportedError, InvalidDurabilityOptionsError, ReceiptNotDurableError, ReceiptStore, runHashTag } from '../../src/redis/index.js';
+import {
+  DurabilityUnsupportedError,
+  InvalidDurabilityOptionsError,
+  ReceiptNotDurableError,
+  ReceiptStore,
+  runHashTag,
+} from '../../src/redis/index.js';
 import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
@@ -53,7 +59,13 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   };
 
   it('rejects durability options that ask for nothing or cannot be waited on', () => {
-    for (const bad of [{ replicas: -1 }, { replicas: 1.5 }, { replicas: 1, timeoutMs: 0 }, { replicas: 0 }, { replicas: 1, aof: 'yes' as never }]) {
+    for (const bad of [
+      { replicas: -1 },
+      { replicas: 1.5 },
+      { replicas: 1, timeoutMs: 0 },
+      { replicas: 0 },
+      { replicas: 1, aof: 'yes' as never },
+    ]) {
       expect(() => store(bad)).toThrow(InvalidDurabilityOptionsError);
     }
   });
@@ -108,7 +120,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     const claims = await Promise.all(keys.map((key) => s.claim(key, { effect: 'opaque' })));
     await Promise.all(claims.map((claim, i) => s.complete(keys[i]!, claim.fence!, i)));
     // 48 writes, each acknowledged: far fewer WAITs than writes.
-    expect(await waits() - before).toBeLessThanOrEqual(12);
+    expect((await waits()) - before).toBeLessThanOrEqual(12);
     for (const key of keys) expect(await withNode(replica, (a) => a.hget(s.redisKey(key), 'status'))).toBe('completed');
 
     const refused = Array.from({ length: 12 }, () => freshKey());

@@ -130,7 +130,11 @@ export function failoverWorker(
     logger: silent,
     ...(options.durability ? { durability: options.durability } : {}),
   });
-  const worker = new Worker(queueName, processor, { connection: blocking, prefix: options.bullPrefix ?? options.prefix, ...options.worker });
+  const worker = new Worker(queueName, processor, {
+    connection: blocking,
+    prefix: options.bullPrefix ?? options.prefix,
+    ...options.worker,
+  });
   processor.attach(worker);
   worker.on('error', () => undefined);
   const seen: JobOutcome[] = [];

@@ -81,10 +81,7 @@ describe('redis test harness', () => {
 
     await redis.pause();
     const pending = c.ping();
-    const raced = await Promise.race([
-      pending.then(() => 'answered'),
-      new Promise<string>((r) => setTimeout(() => r('silent'), 500)),
-    ]);
+    const raced = await Promise.race([pending.then(() => 'answered'), new Promise<string>((r) => setTimeout(() => r('silent'), 500))]);
     expect(raced).toBe('silent');
 
     await redis.resume();

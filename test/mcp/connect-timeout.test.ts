@@ -30,14 +30,21 @@ describe('connectTimeoutMs', () => {
   const hanging = (hang: string) => {
     const journal = journalPath();
     const connection = new McpConnection(() =>
-      stdioClient(journal, { script: ODD_SERVER_SCRIPT, env: { MCP_HANG: hang }, onSpawn: (pid) => void cleanups.push(() => void process.kill(pid, 'SIGKILL')) }),
+      stdioClient(journal, {
+        script: ODD_SERVER_SCRIPT,
+        env: { MCP_HANG: hang },
+        onSpawn: (pid) => void cleanups.push(() => void process.kill(pid, 'SIGKILL')),
+      }),
     );
     cleanups.push(() => connection.close());
     return connection;
   };
   const timed = async (work: Promise<unknown>) => {
     const started = performance.now();
-    const error = await work.then(() => undefined, (e: unknown) => e);
+    const error = await work.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     return { error, ms: performance.now() - started };
   };
 
@@ -66,7 +73,10 @@ describe('connectTimeoutMs', () => {
   });
 
   it('a Streamable HTTP endpoint that never answers fails mcpTools with mcp.connect', async () => {
-    const server: HttpServer = await startHttpServer(journalPath(), 0, 'http', { script: ODD_SERVER_SCRIPT, env: { MCP_HANG: 'initialize' } });
+    const server: HttpServer = await startHttpServer(journalPath(), 0, 'http', {
+      script: ODD_SERVER_SCRIPT,
+      env: { MCP_HANG: 'initialize' },
+    });
     cleanups.push(() => server.kill());
     const connection = new McpConnection(() => httpClient(server.url));
     cleanups.push(() => connection.close());
@@ -95,7 +105,12 @@ describe('connectTimeoutMs', () => {
     const data = jobData([call('files_read', { path: '/x' })]);
     const job = await l.add(data, { attempts: 20, backoff: { type: 'fixed', delay: 200 } });
     // More failed attempts than the breaker's limit (5): the server is unreachable, which is not the tool's failure.
-    await waitUntil(async () => (await l.queue.getJob(job.id!))?.attemptsMade ?? 0, (n) => n >= 6, 30_000, 'six failed attempts');
+    await waitUntil(
+      async () => (await l.queue.getJob(job.id!))?.attemptsMade ?? 0,
+      (n) => n >= 6,
+      30_000,
+      'six failed attempts',
+    );
     expect(await l.receipt(data.tenantId, data.runId)).toMatchObject({ status: 'failed', tier: 'neverStarted' });
     expect((await l.queue.getJob(job.id!))!.failedReason).toMatch(/within 500 ms \(connectTimeoutMs\)/);
     expect(await processor.breaker.removal(data.tenantId, data.runId, 'files_read')).toBeNull();
@@ -105,10 +120,15 @@ describe('connectTimeoutMs', () => {
     expect(DEFAULT_MCP_CONNECT_TIMEOUT_MS).toBe(10_000);
     const connection = hanging('initialize');
     for (const bad of [0, -1, 1.5, Number.NaN, '500', 2 ** 31]) {
-      const refused = await mcpTools(connection, { connectTimeoutMs: bad as number }).then(() => undefined, (e: unknown) => e);
+      const refused = await mcpTools(connection, { connectTimeoutMs: bad as number }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refused, String(bad)).toBeInstanceOf(InvalidMcpToolsOptionsError);
       expect((refused as InvalidMcpToolsOptionsError).message).toMatch(/connectTimeoutMs/);
     }
-    await expect(mcpTools(connection, { connectTimeout: 500 } as never)).rejects.toThrow(/unknown option `connectTimeout`; did you mean `connectTimeoutMs`\?/);
+    await expect(mcpTools(connection, { connectTimeout: 500 } as never)).rejects.toThrow(
+      /unknown option `connectTimeout`; did you mean `connectTimeoutMs`\?/,
+    );
   });
 });

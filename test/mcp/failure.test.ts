@@ -39,16 +39,29 @@ describe('classifyMcpFailure', () => {
     const port = await freePort();
     const refused = await new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`))
       .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(classifyMcpFailure(refused)).toBe('unreachable');
-    for (const [status, kind] of [[404, 'unreachable'], [401, 'neverStarted'], [429, 'neverStarted'], [500, 'unknown'], [502, 'unknown']] as const) {
+    for (const [status, kind] of [
+      [404, 'unreachable'],
+      [401, 'neverStarted'],
+      [429, 'neverStarted'],
+      [500, 'unknown'],
+      [502, 'unknown'],
+    ] as const) {
       const endpoint = await answering(status);
       const error = await new StreamableHTTPClientTransport(endpoint.url)
         .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } })
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       await endpoint.close();
       expect(classifyMcpFailure(error), `HTTP ${status}`).toBe(kind);
-      if (kind !== 'unknown') expect((mcpFailureError('x', error) as NeverStartedError).unreachable, `HTTP ${status}`).toBe(kind === 'unreachable');
+      if (kind !== 'unknown')
+        expect((mcpFailureError('x', error) as NeverStartedError).unreachable, `HTTP ${status}`).toBe(kind === 'unreachable');
     }
   });
 

@@ -28,8 +28,18 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
 
   it('reads every page of tools/list (page size 3), in the server order', async () => {
     expect(tools.map((t) => t.name)).toEqual([
-      'op_default', 'op_nondestructive', 'op_idempotent', 'op_idempotent_safe', 'op_readonly', 'op_readonly_claims_destructive',
-      'op_all_false', 'fail_mail', 'lookup', 'nested', 'structured', 'picture',
+      'op_default',
+      'op_nondestructive',
+      'op_idempotent',
+      'op_idempotent_safe',
+      'op_readonly',
+      'op_readonly_claims_destructive',
+      'op_all_false',
+      'fail_mail',
+      'lookup',
+      'nested',
+      'structured',
+      'picture',
     ]);
   });
 
@@ -57,7 +67,11 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
 
   it('an override wins, and a server annotation cannot loosen it', async () => {
     const overridden = await mcpTools(target.connection, {
-      tools: { op_readonly: { effect: 'opaque' }, op_nondestructive: { destructive: true }, op_default: { effect: 'idempotent', destructive: false } },
+      tools: {
+        op_readonly: { effect: 'opaque' },
+        op_nondestructive: { destructive: true },
+        op_default: { effect: 'idempotent', destructive: false },
+      },
     });
     const get = (name: string) => overridden.find((t) => t.name === name)!;
     // The server says read-only (so never destructive) and non-destructive; the team's word stands, and an
@@ -82,12 +96,16 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
     expect(sent('op_readonly').length - before).toBe(2); // received + sent, once
     expect(await l.store.listRun(data.tenantId, data.runId)).toHaveLength(1);
 
-    await expect(mcpTools(target.connection, { tools: { op_missing: { effect: 'opaque' } } })).rejects.toBeInstanceOf(InvalidMcpToolsOptionsError);
+    await expect(mcpTools(target.connection, { tools: { op_missing: { effect: 'opaque' } } })).rejects.toBeInstanceOf(
+      InvalidMcpToolsOptionsError,
+    );
     await expect(mcpTools(target.connection, { tools: { op_default: { readOnly: true } as never } })).rejects.toThrow(/not a tool setting/);
     await expect(mcpTools(target.connection, { tools: { op_idempotent: { reconcile: () => ({ status: 'unknown' }) } } })).rejects.toThrow(
       /op_idempotent has a reconcile, but the tool is idempotent \(from its annotations\)/,
     );
-    await expect(mcpTools(target.connection, { tools: { op_default: { timeoutMs: -1 } } })).rejects.toThrow(/timeoutMs must be a positive integer/);
+    await expect(mcpTools(target.connection, { tools: { op_default: { timeoutMs: -1 } } })).rejects.toThrow(
+      /timeoutMs must be a positive integer/,
+    );
   });
 
   it('sends the idempotency key in _meta; a replay sends nothing', async () => {
@@ -151,7 +169,10 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
     const job = await l.run(data);
     expect(results(job).map((r) => r.outcome)).toEqual(['executed', 'executed']);
     const received = readJournal(target.journal).filter((e) => e.phase === 'received');
-    expect(received.find((e) => e.tool === 'op_nondestructive' && e.args?.to === 'f@example.com')!.args).toEqual({ to: 'f@example.com', meta: { tag: 't1' } });
+    expect(received.find((e) => e.tool === 'op_nondestructive' && e.args?.to === 'f@example.com')!.args).toEqual({
+      to: 'f@example.com',
+      meta: { tag: 't1' },
+    });
     expect(received.find((e) => e.tool === 'nested')!.args).toEqual({ to: { city: 'Oslo', zip: null }, kind: 'parcel' });
   });
 
@@ -167,7 +188,10 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
         },
       },
     });
-    const data = jobData([call('op_nondestructive', { recipient: 'g' }, 'toolu_soft'), call('op_default', { recipient: 'g' }, 'toolu_hard')]);
+    const data = jobData([
+      call('op_nondestructive', { recipient: 'g' }, 'toolu_soft'),
+      call('op_default', { recipient: 'g' }, 'toolu_hard'),
+    ]);
     const job = await l.run(data);
     const out = results(job);
     expect(out.map((r) => r.outcome)).toEqual(['executed', 'rejected']);
@@ -189,21 +213,24 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
     expect(await l.receipt(data.tenantId, data.runId)).toMatchObject({ status: 'running', attempts: 1 });
   });
 
-  it.runIf(kind === 'stdio')('a cancelled job cancels the request on the server (ctx.signal), and the call is left to lapse, not settled', async () => {
-    const l = await lane();
-    const { worker, processor } = l.worker({ tools, leaseMs: 300 });
-    const data = jobData([call('op_nondestructive', { to: 'cancel@example.com', holdMs: 60_000 }, 'toolu_cancel')]);
-    const job = await l.add(data, { attempts: 1 });
-    const received = await journaled(target.journal, (e) => e.phase === 'received' && e.args?.to === 'cancel@example.com');
-    worker.cancelJob(job.id!, 'operator cancelled');
-    const cancelled = await journaled(target.journal, (e) => e.phase === 'cancelled' && e.key === received.key);
-    expect(cancelled.tool).toBe('op_nondestructive');
-    const done = await l.settle(job);
-    expect(await done.getState()).toBe('failed');
-    // The request had reached the server: nothing proves the effect did not land, so the receipt is not settled.
-    const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
-    expect(receipt).toMatchObject({ status: 'running', attempts: 1 });
-  });
+  it.runIf(kind === 'stdio')(
+    'a cancelled job cancels the request on the server (ctx.signal), and the call is left to lapse, not settled',
+    async () => {
+      const l = await lane();
+      const { worker, processor } = l.worker({ tools, leaseMs: 300 });
+      const data = jobData([call('op_nondestructive', { to: 'cancel@example.com', holdMs: 60_000 }, 'toolu_cancel')]);
+      const job = await l.add(data, { attempts: 1 });
+      const received = await journaled(target.journal, (e) => e.phase === 'received' && e.args?.to === 'cancel@example.com');
+      worker.cancelJob(job.id!, 'operator cancelled');
+      const cancelled = await journaled(target.journal, (e) => e.phase === 'cancelled' && e.key === received.key);
+      expect(cancelled.tool).toBe('op_nondestructive');
+      const done = await l.settle(job);
+      expect(await done.getState()).toBe('failed');
+      // The request had reached the server: nothing proves the effect did not land, so the receipt is not settled.
+      const [receipt] = await processor.store.listRun(data.tenantId, data.runId);
+      expect(receipt).toMatchObject({ status: 'running', attempts: 1 });
+    },
+  );
 
   it('shows the model the server descriptions and schemas unchanged; keeps structuredContent, outputSchema and images', async () => {
     const listed = toolListForModel(tools as AnyToolDefinition[]);
@@ -213,15 +240,25 @@ describe.each<TransportKind>(['stdio', 'http'])('mcpTools over %s', (kind) => {
       description: 'A schema with $defs and $ref.',
       input_schema: raw.tools.find((t) => t.name === 'nested')!.inputSchema,
     });
-    expect(byName('structured').mcp.outputSchema).toEqual({ type: 'object', properties: { queued: { type: 'integer' } }, required: ['queued'] });
+    expect(byName('structured').mcp.outputSchema).toEqual({
+      type: 'object',
+      properties: { queued: { type: 'integer' } },
+      required: ['queued'],
+    });
 
     const l = await lane();
     l.worker({ tools, maxResultChars: 1_000_000 });
     const job = await l.run(jobData([call('structured', {}), call('picture', { bytes: 30 })]));
     const [structured, picture] = results(job);
-    expect(JSON.parse(structured!.content)).toEqual({ content: [{ type: 'text', text: '{"queued":3}' }], structuredContent: { queued: 3 } });
+    expect(JSON.parse(structured!.content)).toEqual({
+      content: [{ type: 'text', text: '{"queued":3}' }],
+      structuredContent: { queued: 3 },
+    });
     expect(JSON.parse(picture!.content)).toEqual({
-      content: [{ type: 'text', text: 'a grey square' }, { type: 'image', data: Buffer.alloc(30, 7).toString('base64'), mimeType: 'image/png' }],
+      content: [
+        { type: 'text', text: 'a grey square' },
+        { type: 'image', data: Buffer.alloc(30, 7).toString('base64'), mimeType: 'image/png' },
+      ],
     });
   });
 });

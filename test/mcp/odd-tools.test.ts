@@ -20,12 +20,15 @@ const MODEL_SAFE = /^[A-Za-z0-9_-]{1,64}$/;
 /** A pino logger that keeps what `mcpTools` warns, each line as its fields and its message. */
 function warnings() {
   const lines: Array<{ fields: Record<string, unknown>; message: string }> = [];
-  const logger = pino({ level: 'warn' }, {
-    write(line: string) {
-      const { msg, ...fields } = JSON.parse(line) as Record<string, unknown>;
-      lines.push({ fields, message: String(msg) });
+  const logger = pino(
+    { level: 'warn' },
+    {
+      write(line: string) {
+        const { msg, ...fields } = JSON.parse(line) as Record<string, unknown>;
+        lines.push({ fields, message: String(msg) });
+      },
     },
-  });
+  );
   return { lines, logger };
 }
 
@@ -91,7 +94,9 @@ describe('an MCP server with odd tools, over stdio', () => {
 
     const l = await lane();
     l.worker({ tools });
-    const job = await l.run(jobData([call(dotted, { path: '/a' }), call(`fs_${spelt}`, { path: '/b' }), call(byServerName(tools, long).name, { path: '/c' })]));
+    const job = await l.run(
+      jobData([call(dotted, { path: '/a' }), call(`fs_${spelt}`, { path: '/b' }), call(byServerName(tools, long).name, { path: '/c' })]),
+    );
     expect(results(job).map((r) => r.content)).toEqual(['ran files.read', `ran ${spelt}`, `ran ${long}`]);
     expect(received('files.read').map((e) => e.args)).toEqual([{ path: '/a' }]);
     expect(received(spelt).map((e) => e.args)).toEqual([{ path: '/b' }]);

@@ -41,7 +41,9 @@ describe.each<TransportKind>(['stdio', 'http'])('the MCP server killed mid-call,
   it('an opaque tool: the call is ambiguous and never sent again', async () => {
     const { l, data, done, calls } = await killMidCall('op_nondestructive');
     expect(await done.getState()).toBe('completed');
-    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ tool_use_id: 'toolu_held', outcome: 'ambiguous', is_error: true }]);
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([
+      { tool_use_id: 'toolu_held', outcome: 'ambiguous', is_error: true },
+    ]);
     expect(calls().map((e) => e.phase)).toEqual(['received']);
     const [receipt] = await l.store.listRun(data.tenantId, data.runId);
     expect(receipt).toMatchObject({ status: 'running', attempts: 1 });
@@ -62,14 +64,17 @@ describe.each<TransportKind>(['stdio', 'http'])('the MCP server killed mid-call,
   // stdio only: a keyed call is run again at once, in the same delivery, and over HTTP that POST may go out on a
   // pooled socket the dead server had not yet been seen to close; that failure is honestly unknown again, and a
   // second unknown outcome is left ambiguous. Keyed re-runs do not depend on the transport.
-  it.runIf(kind === 'stdio')('an opaque tool the team declares keyed (the server deduplicates on the _meta key): run again at once with the same key', async () => {
-    const { done, calls } = await killMidCall('op_default', { tools: { op_default: { effect: 'keyed', keyWindowMs: 3_600_000 } } });
-    expect(await done.getState()).toBe('completed');
-    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to h@example.com' }]);
-    const seen = calls();
-    expect(seen.map((e) => e.phase)).toEqual(['received', 'received', 'sent']);
-    expect(new Set(seen.map((e) => e.key)).size).toBe(1);
-  });
+  it.runIf(kind === 'stdio')(
+    'an opaque tool the team declares keyed (the server deduplicates on the _meta key): run again at once with the same key',
+    async () => {
+      const { done, calls } = await killMidCall('op_default', { tools: { op_default: { effect: 'keyed', keyWindowMs: 3_600_000 } } });
+      expect(await done.getState()).toBe('completed');
+      expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to h@example.com' }]);
+      const seen = calls();
+      expect(seen.map((e) => e.phase)).toEqual(['received', 'received', 'sent']);
+      expect(new Set(seen.map((e) => e.key)).size).toBe(1);
+    },
+  );
 
   it('a read-only tool: the call is run again, with no receipt', async () => {
     const { l, data, done, calls } = await killMidCall('op_readonly');
@@ -79,20 +84,28 @@ describe.each<TransportKind>(['stdio', 'http'])('the MCP server killed mid-call,
     expect(await l.store.listRun(data.tenantId, data.runId)).toEqual([]);
   });
 
-  it.runIf(kind === 'http')('a server that is down refuses the connection: the call never started, is retried, and runs once when it is back', async () => {
-    target = await mcpTarget(kind);
-    const t = target;
-    const l = await lane();
-    l.worker({ tools: await mcpTools(t.connection), onAmbiguous: 'report' });
-    await t.killServer(0);
-    const data = jobData([call('op_default', { to: 'down@example.com' }, 'toolu_down')]);
-    const job = await l.add(data, RETRY_SLOWLY);
-    await waitUntil(async () => (await l.queue.getJob(job.id!))?.attemptsMade ?? 0, (n) => n >= 1, 20_000, 'a failed attempt');
-    const [failed] = await l.store.listRun(data.tenantId, data.runId);
-    expect(failed).toMatchObject({ status: 'failed', tier: 'neverStarted' });
-    await t.restart();
-    const done = await l.settle(job, 60_000);
-    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to down@example.com' }]);
-    expect(readJournal(t.journal).map((e) => e.phase)).toEqual(['received', 'sent']);
-  });
+  it.runIf(kind === 'http')(
+    'a server that is down refuses the connection: the call never started, is retried, and runs once when it is back',
+    async () => {
+      target = await mcpTarget(kind);
+      const t = target;
+      const l = await lane();
+      l.worker({ tools: await mcpTools(t.connection), onAmbiguous: 'report' });
+      await t.killServer(0);
+      const data = jobData([call('op_default', { to: 'down@example.com' }, 'toolu_down')]);
+      const job = await l.add(data, RETRY_SLOWLY);
+      await waitUntil(
+        async () => (await l.queue.getJob(job.id!))?.attemptsMade ?? 0,
+        (n) => n >= 1,
+        20_000,
+        'a failed attempt',
+      );
+      const [failed] = await l.store.listRun(data.tenantId, data.runId);
+      expect(failed).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+      await t.restart();
+      const done = await l.settle(job, 60_000);
+      expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ outcome: 'executed', content: 'sent to down@example.com' }]);
+      expect(readJournal(t.journal).map((e) => e.phase)).toEqual(['received', 'sent']);
+    },
+  );
 });

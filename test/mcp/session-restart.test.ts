@@ -27,7 +27,10 @@ describe('a stateful Streamable HTTP server restarted on the same URL', () => {
     let server: HttpServer = await startHttpServer(journal, 0, 'http-session');
     cleanups.push(() => server.kill());
     let connects = 0;
-    const connection = new McpConnection(async () => (connects++, httpClient(server.url)), { reconnectDelayMs: 100, maxReconnectDelayMs: 1_000 });
+    const connection = new McpConnection(async () => (connects++, httpClient(server.url)), {
+      reconnectDelayMs: 100,
+      maxReconnectDelayMs: 1_000,
+    });
     cleanups.push(() => connection.close());
     const tools = await mcpTools(connection, { include: ['op_default', 'op_nondestructive'], timeoutMs: 30_000 });
     const l = await lane();
@@ -48,7 +51,12 @@ describe('a stateful Streamable HTTP server restarted on the same URL', () => {
     // While it is down, a call's attempts never reach it: more of them than the breaker's limit (5).
     const downData = jobData([call('op_default', { to: 'down@example.com' }, 'toolu_down')]);
     const down = await l.add(downData, { attempts: 30, backoff: { type: 'fixed', delay: 200 } });
-    await waitUntil(async () => (await l.queue.getJob(down.id!))?.attemptsMade ?? 0, (n) => n >= 7, 30_000, 'seven attempts while the server is down');
+    await waitUntil(
+      async () => (await l.queue.getJob(down.id!))?.attemptsMade ?? 0,
+      (n) => n >= 7,
+      30_000,
+      'seven attempts while the server is down',
+    );
     expect(await l.receipt(downData.tenantId, downData.runId)).toMatchObject({ status: 'failed', tier: 'neverStarted' });
     expect(await failuresOf(downData, 'op_default')).toBeNull();
 
@@ -59,7 +67,9 @@ describe('a stateful Streamable HTTP server restarted on the same URL', () => {
 
     // Later calls, side by side, all reach the new server.
     const after = await Promise.all(
-      ['a', 'b', 'c', 'd'].map((n) => l.run(jobData([call(n === 'd' ? 'op_nondestructive' : 'op_default', { to: `after-${n}@example.com` })]))),
+      ['a', 'b', 'c', 'd'].map((n) =>
+        l.run(jobData([call(n === 'd' ? 'op_nondestructive' : 'op_default', { to: `after-${n}@example.com` })])),
+      ),
     );
     for (const [i, job] of after.entries()) {
       expect(results(job)).toMatchObject([{ outcome: 'executed', content: `sent to after-${'abcd'[i]}@example.com` }]);
@@ -74,9 +84,12 @@ describe('a stateful Streamable HTTP server restarted on the same URL', () => {
     const received = new Map<string, number>();
     for (const e of entries.filter((e) => e.phase === 'received')) received.set(e.key!, (received.get(e.key!) ?? 0) + 1);
     expect([...received.values()].every((n) => n === 1)).toBe(true);
-    expect(entries.filter((e) => e.phase === 'received').map((e) => e.args?.to).sort()).toEqual(
-      ['after-a', 'after-b', 'after-c', 'after-d', 'before', 'down', 'held'].map((n) => `${n}@example.com`),
-    );
+    expect(
+      entries
+        .filter((e) => e.phase === 'received')
+        .map((e) => e.args?.to)
+        .sort(),
+    ).toEqual(['after-a', 'after-b', 'after-c', 'after-d', 'before', 'down', 'held'].map((n) => `${n}@example.com`));
     const secondPid = server.child.pid;
     expect(entries.filter((e) => String(e.args?.to).startsWith('after-')).every((e) => e.pid === secondPid)).toBe(true);
     expect(entries.find((e) => e.args?.to === 'held@example.com')!.pid).toBe(firstPid);

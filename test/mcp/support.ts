@@ -47,12 +47,20 @@ export function readJournal(path: string): JournalEntry[] {
   } catch {
     return [];
   }
-  return text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as JournalEntry);
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as JournalEntry);
 }
 
 /** Waits until the journal holds an entry that matches, and returns it. */
 export async function journaled(path: string, match: (e: JournalEntry) => boolean, timeoutMs = 20_000): Promise<JournalEntry> {
-  const entries = await waitUntil(() => Promise.resolve(readJournal(path)), (all) => all.some(match), timeoutMs, "a journal entry");
+  const entries = await waitUntil(
+    () => Promise.resolve(readJournal(path)),
+    (all) => all.some(match),
+    timeoutMs,
+    'a journal entry',
+  );
   return entries.find(match)!;
 }
 
@@ -141,7 +149,12 @@ export async function mcpTarget(kind: TransportKind): Promise<McpTarget> {
       connection,
       killServer: async (pid) => {
         process.kill(pid, 'SIGKILL');
-        await waitUntil(() => Promise.resolve(alive(pid)), (a) => !a, 10_000, "the server to exit");
+        await waitUntil(
+          () => Promise.resolve(alive(pid)),
+          (a) => !a,
+          10_000,
+          'the server to exit',
+        );
       },
       restart: async () => undefined,
       close: () => connection.close(),

@@ -11,9 +11,16 @@ const fixture = useRedis();
 
 describe('without @modelcontextprotocol/sdk', () => {
   it('every entry point but /mcp loads and a job runs; only the mcp entry point needs the package', async () => {
-    const report = await runWithoutPeer({ hidden: '@modelcontextprotocol/', optionalEntry: 'mcp', redisUrl: fixture.handle().url, prefix: `${fixture.handle().prefix}nomcp` });
+    const report = await runWithoutPeer({
+      hidden: '@modelcontextprotocol/',
+      optionalEntry: 'mcp',
+      redisUrl: fixture.handle().url,
+      prefix: `${fixture.handle().prefix}nomcp`,
+    });
     expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'mcp/index'));
-    expect(report.loaded).toEqual(expect.arrayContaining(['index', 'core/index', 'redis/index', 'client/index', 'otel/index', 'console/index']));
+    expect(report.loaded).toEqual(
+      expect.arrayContaining(['index', 'core/index', 'redis/index', 'client/index', 'otel/index', 'console/index']),
+    );
     expect(report.result).toEqual({
       results: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'hi', outcome: 'executed' }],
     });

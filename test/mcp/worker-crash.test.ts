@@ -32,8 +32,13 @@ describe.each<'stdio' | 'http'>(['stdio', 'http'])('a worker SIGKILLed while an 
     const l: Lane = await lane();
     const spawn = async () => {
       const w: WorkerProcess = await spawnWorkerProcess('mcp/worker', {
-        REDIS_URL: l.redisUrl, PREFIX: l.prefix, QUEUE: l.queueName, MCP_JOURNAL: journal,
-        ...(server ? { MCP_URL: server.url.href } : {}), ...CRASH_WORKER_TIMING, ...env,
+        REDIS_URL: l.redisUrl,
+        PREFIX: l.prefix,
+        QUEUE: l.queueName,
+        MCP_JOURNAL: journal,
+        ...(server ? { MCP_URL: server.url.href } : {}),
+        ...CRASH_WORKER_TIMING,
+        ...env,
       });
       started.push({ stop: () => w.signal('SIGKILL') });
       return w;
@@ -67,7 +72,9 @@ describe.each<'stdio' | 'http'>(['stdio', 'http'])('a worker SIGKILLed while an 
     const done = await l.settle(job, 60_000);
     expect(done.failedReason).toBeUndefined();
     expect(await done.getState()).toBe('completed');
-    expect((done.returnvalue as ToolJobResult).results).toMatchObject([{ tool_use_id: 'toolu_lost', content: 'sent (found by reconcile)' }]);
+    expect((done.returnvalue as ToolJobResult).results).toMatchObject([
+      { tool_use_id: 'toolu_lost', content: 'sent (found by reconcile)' },
+    ]);
     await takeover.waitFor((m) => m.type === 'reconcile-asked', STEP_MS);
     // The send once; the reconcile only looked it up.
     expect(calls().map((e) => e.phase)).toEqual(['received', 'sent']);

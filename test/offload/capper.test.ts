@@ -57,15 +57,23 @@ describe('capToolResultForLlm', () => {
 
   it('never offloads the page-back tool again; it is only cut', async () => {
     const store = new InMemoryToolResultStore();
-    const out = await capToolResultForLlm('z'.repeat(3000), { toolName: OFFLOAD_TOOL_NAME, toolCallId: 'c' }, {
-      capChars: 1000,
-      spill: { store, sessionId: 's', overChars: 10 },
-    });
+    const out = await capToolResultForLlm(
+      'z'.repeat(3000),
+      { toolName: OFFLOAD_TOOL_NAME, toolCallId: 'c' },
+      {
+        capChars: 1000,
+        spill: { store, sessionId: 's', overChars: 10 },
+      },
+    );
     expect(out.kind).toBe('truncated');
     expect(store.size).toBe(0);
-    const small = await capToolResultForLlm('z'.repeat(500), { toolName: OFFLOAD_TOOL_NAME, toolCallId: 'c' }, {
-      spill: { store, sessionId: 's', overChars: 10 },
-    });
+    const small = await capToolResultForLlm(
+      'z'.repeat(500),
+      { toolName: OFFLOAD_TOOL_NAME, toolCallId: 'c' },
+      {
+        spill: { store, sessionId: 's', overChars: 10 },
+      },
+    );
     expect(small.kind).toBe('unchanged');
   });
 
@@ -86,7 +94,10 @@ describe('capToolResultForLlm', () => {
     const store = new InMemoryToolResultStore();
     const text = 'w'.repeat(30_000);
     await capToolResultForLlm(text, call, { spill: { store, sessionId: 's', provenance: { sessionId: 's', taskId: 'a' } } });
-    const out = await capToolResultForLlm(text, call, { capChars: 25_000, spill: { store, sessionId: 's', provenance: { sessionId: 's', taskId: 'b' } } });
+    const out = await capToolResultForLlm(text, call, {
+      capChars: 25_000,
+      spill: { store, sessionId: 's', provenance: { sessionId: 's', taskId: 'b' } },
+    });
     expect(out).toMatchObject({ kind: 'truncated', storeError: expect.objectContaining({ code: 'tool_result.ref_conflict' }) });
   });
 
@@ -103,18 +114,24 @@ describe('capToolResultForLlm', () => {
 
 describe('truncateToolResultText and previewWithinCap', () => {
   it('property: a cut text never exceeds the cap and starts with the text', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 400 }), fc.integer({ min: 1, max: 300 }), (text, cap) => {
-      const out = truncateToolResultText(text, cap);
-      expect(out.length).toBeLessThanOrEqual(Math.max(cap, 0));
-      if (text.length <= cap) expect(out).toBe(text);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 400 }), fc.integer({ min: 1, max: 300 }), (text, cap) => {
+        const out = truncateToolResultText(text, cap);
+        expect(out.length).toBeLessThanOrEqual(Math.max(cap, 0));
+        if (text.length <= cap) expect(out).toBe(text);
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('property: a preview fits any cap that can hold the bare marker', () => {
     const text = 'p'.repeat(50_000);
     const bare = previewWithinCap(text, 'tr_s~c', 1);
-    fc.assert(fc.property(fc.integer({ min: bare.length, max: 10_000 }), (cap) => {
-      expect(previewWithinCap(text, 'tr_s~c', cap).length).toBeLessThanOrEqual(cap);
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.integer({ min: bare.length, max: 10_000 }), (cap) => {
+        expect(previewWithinCap(text, 'tr_s~c', cap).length).toBeLessThanOrEqual(cap);
+      }),
+      { numRuns: 1000 },
+    );
   });
 });

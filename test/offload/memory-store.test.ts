@@ -30,6 +30,8 @@ describe('InMemoryToolResultStore bound', () => {
     store.put('c', '');
     expect(store.get('b')?.content).toBe('1234567890');
     expect(store.retention).toBe('none');
-    expect(() => new InMemoryToolResultStore({ maxTotalChars: 0 })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'maxTotalChars' }));
+    expect(() => new InMemoryToolResultStore({ maxTotalChars: 0 })).toThrow(
+      expect.objectContaining({ code: 'options.invalid', option: 'maxTotalChars' }),
+    );
   });
 });

@@ -19,7 +19,9 @@ describe('buildPreview', () => {
     const lines = preview.split('\n');
     expect(lines[0]).toBe('<persisted-output ref="tr_s~c" chars="1080">');
     expect(lines[1]).toBe('H'.repeat(50));
-    expect(lines[2]).toMatch(/^\u2026\[1000 of 1080 characters not shown\. The full output is kept in this run's tool-result store under the ref above\./);
+    expect(lines[2]).toMatch(
+      /^\u2026\[1000 of 1080 characters not shown\. The full output is kept in this run's tool-result store under the ref above\./,
+    );
     expect(lines[2]).toContain(`call ${OFFLOAD_TOOL_NAME} with ref "tr_s~c"`);
     expect(lines[3]).toBe('T'.repeat(30));
     expect(lines[4]).toBe('</persisted-output>');

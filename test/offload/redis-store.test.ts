@@ -79,9 +79,13 @@ describe('RedisToolResultStore layout', () => {
   });
 
   it('rejects prefixes that would move the hash tag and retention that is not a positive integer', () => {
-    expect(() => new RedisToolResultStore({ redis, prefix: 'a{b}' })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'prefix' }));
+    expect(() => new RedisToolResultStore({ redis, prefix: 'a{b}' })).toThrow(
+      expect.objectContaining({ code: 'options.invalid', option: 'prefix' }),
+    );
     for (const retentionMs of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => new RedisToolResultStore({ redis, retentionMs })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'retentionMs' }));
+      expect(() => new RedisToolResultStore({ redis, retentionMs })).toThrow(
+        expect.objectContaining({ code: 'options.invalid', option: 'retentionMs' }),
+      );
     }
   });
 });

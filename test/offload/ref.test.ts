@@ -16,7 +16,29 @@ import { UnsafeToolResultRefError } from '../../src/offload/errors.js';
 const RUNS = { numRuns: 1500 };
 
 /** Characters that tend to break naive ref schemes. */
-const tricky = fc.constantFrom('_', '~', '/', ':', '.', '-', '%', '{', '}', ' ', '\\', '\u0000', '\n', '\u007f', '\ud800', '\udc00', '\ud83d\ude00', 'a', 'b', 'Z', '0');
+const tricky = fc.constantFrom(
+  '_',
+  '~',
+  '/',
+  ':',
+  '.',
+  '-',
+  '%',
+  '{',
+  '}',
+  ' ',
+  '\\',
+  '\u0000',
+  '\n',
+  '\u007f',
+  '\ud800',
+  '\udc00',
+  '\ud83d\ude00',
+  'a',
+  'b',
+  'Z',
+  '0',
+);
 const trickyString = fc.oneof(
   { weight: 4, arbitrary: fc.array(tricky, { maxLength: 8 }).map((a) => a.join('')) },
   { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 12 }) },
@@ -83,7 +105,9 @@ describe('buildToolResultRef', () => {
     expect(toolResultRefSegment('a'.repeat(MAX_REF_SEGMENT_CHARS))).toBe('a'.repeat(MAX_REF_SEGMENT_CHARS));
     expect(toolResultRefSegment('a'.repeat(MAX_REF_SEGMENT_CHARS + 1))).toMatch(/^\.a{32}\.[0-9a-f]{64}$/);
     expect(toolResultRefSegment(folded)).not.toBe(folded);
-    expect(() => buildToolResultRef('s', 7 as unknown as string)).toThrow(expect.objectContaining({ code: 'tool_result.invalid_ref_segment' }));
+    expect(() => buildToolResultRef('s', 7 as unknown as string)).toThrow(
+      expect.objectContaining({ code: 'tool_result.invalid_ref_segment' }),
+    );
   });
 
   it('unpaired surrogates that UTF-8 would merge still mint distinct refs', () => {

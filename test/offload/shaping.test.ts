@@ -29,18 +29,31 @@ describe('stringifyToolResult', () => {
   });
 
   it('falls back to String() when toJSON throws, and never throws itself', () => {
-    const bad = { toJSON() { throw new Error('no'); }, toString: () => 'bad value' };
+    const bad = {
+      toJSON() {
+        throw new Error('no');
+      },
+      toString: () => 'bad value',
+    };
     expect(stringifyToolResult(bad)).toBe('bad value');
     const worse = Object.create(null) as object;
-    Object.defineProperty(worse, 'x', { enumerable: true, get() { throw new Error('getter'); } });
+    Object.defineProperty(worse, 'x', {
+      enumerable: true,
+      get() {
+        throw new Error('getter');
+      },
+    });
     expect(stringifyToolResult(worse)).toBe('[object Object]');
   });
 
   it('property: equals JSON.stringify on acyclic JSON values', () => {
-    fc.assert(fc.property(fc.jsonValue(), (v) => {
-      if (typeof v === 'string') return;
-      expect(stringifyToolResult(v)).toBe(JSON.stringify(v));
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (v) => {
+        if (typeof v === 'string') return;
+        expect(stringifyToolResult(v)).toBe(JSON.stringify(v));
+      }),
+      { numRuns: 1000 },
+    );
   });
 });
 
@@ -58,7 +71,10 @@ describe('unwrapToolResultForLlm', () => {
       [true, 1],
       'text',
       null,
-      new (class { success = true; value = 1; })(),
+      new (class {
+        success = true;
+        value = 1;
+      })(),
     ]) {
       expect(unwrapToolResultForLlm(v)).toBe(v);
     }

@@ -65,11 +65,36 @@ const isWhole = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): boolea
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 const isText = (v: unknown): boolean => typeof v === 'string' && v.trim().length > 0;
 const hasMethods = (v: unknown, ...names: string[]): boolean =>
-  (typeof v === 'object' || typeof v === 'function') && v !== null && names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
+  (typeof v === 'object' || typeof v === 'function') &&
+  v !== null &&
+  names.every((n) => typeof (v as Record<string, unknown>)[n] === 'function');
 
 /** Values that are wrong for most options, mixed with anything at all. */
 const junk: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(Number.NaN, Infinity, -Infinity, -1, -1000, -5, 0, 1.5, 2 ** 53, '', '   ', 'Bash', '30000', null, true, false, [], {}, ['Bash'], () => 1, Symbol('s'), 5n),
+  fc.constantFrom<unknown>(
+    Number.NaN,
+    Infinity,
+    -Infinity,
+    -1,
+    -1000,
+    -5,
+    0,
+    1.5,
+    2 ** 53,
+    '',
+    '   ',
+    'Bash',
+    '30000',
+    null,
+    true,
+    false,
+    [],
+    {},
+    ['Bash'],
+    () => 1,
+    Symbol('s'),
+    5n,
+  ),
   fc.integer({ min: -10, max: 10 }),
   fc.double(),
   fc.string({ maxLength: 8 }),
@@ -139,7 +164,9 @@ afterAll(async () => {
 
 const durability = (): OptionCase => ({
   // Only AOF durability can be met by one server; replicas would time out every claim.
-  good: aofServer ? fc.record({ replicas: fc.constant(0), aof: fc.constant(true), timeoutMs: fc.integer({ min: 200, max: 5000 }) }) : fc.constant(undefined),
+  good: aofServer
+    ? fc.record({ replicas: fc.constant(0), aof: fc.constant(true), timeoutMs: fc.integer({ min: 200, max: 5000 }) })
+    : fc.constant(undefined),
   usable: durabilityUsable,
 });
 const connection = (): OptionCase => ({ required: true, good: fc.constant(redis), usable: (v) => v === redis });
@@ -173,7 +200,10 @@ function workerCases(): Cases<ToolReceiptsOptions> {
     durability: durability(),
     groupCommit: flag,
     logger: { good: fc.constant(silent), usable: (v) => hasMethods(v, 'child', 'info', 'warn', 'isLevelEnabled') },
-    digest: { good: fc.constantFrom(sha256Digest, hmacSha256Digest('k'), async (c: string) => sha256Digest(c)), usable: (v) => typeof v === 'function' },
+    digest: {
+      good: fc.constantFrom(sha256Digest, hmacSha256Digest('k'), async (c: string) => sha256Digest(c)),
+      usable: (v) => typeof v === 'function',
+    },
     onAmbiguous: { good: fc.constantFrom('fail', 'report'), usable: (v) => v === 'fail' || v === 'report' },
     waitJitterMs: whole(0, MAX_TIMER),
     maxWaitMs: whole(10, MAX_TIMER),
@@ -210,9 +240,13 @@ function optionsFor<T>(cases: Cases<T>): fc.Arbitrary<{ options: Record<string, 
     { arbitrary: fc.constant({ kind: 'none' as const }), weight: 1 },
     {
       // Junk the oracle rejects: usable values come from `good`, which the works-checks can read back in time.
-      arbitrary: fc.constantFrom(...entries).chain(([name, c]) =>
-        junk.filter((value) => (value === undefined ? c.required === true : !c.usable(value))).map((value) => ({ kind: 'junk' as const, name, value })),
-      ),
+      arbitrary: fc
+        .constantFrom(...entries)
+        .chain(([name, c]) =>
+          junk
+            .filter((value) => (value === undefined ? c.required === true : !c.usable(value)))
+            .map((value) => ({ kind: 'junk' as const, name, value })),
+        ),
       weight: 2,
     },
     { arbitrary: fc.record({ kind: fc.constant('misspelt' as const), name: fc.constantFrom(...names).map((n) => `${n}X`) }), weight: 1 },
@@ -320,13 +354,17 @@ describe('every option of every entry point: refused where given, or working', (
       durability: durability(),
       groupCommit: flag,
     };
-    await checkEntryPoint(cases, (o) => new ReceiptStore(o), async (store) => {
-      const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
-      const claim = await store.claim(key, { effect: 'opaque' });
-      expect(claim.decision.kind).toBe('execute');
-      await store.complete(key, claim.fence!, 'ok');
-      expect((await store.inspect(key))?.status).toBe('completed');
-    });
+    await checkEntryPoint(
+      cases,
+      (o) => new ReceiptStore(o),
+      async (store) => {
+        const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
+        const claim = await store.claim(key, { effect: 'opaque' });
+        expect(claim.decision.kind).toBe('execute');
+        await store.complete(key, claim.fence!, 'ok');
+        expect((await store.inspect(key))?.status).toBe('completed');
+      },
+    );
   });
 
   it('BreakerStore: a breaker that counts a failure', async () => {
@@ -338,21 +376,35 @@ describe('every option of every entry point: refused where given, or working', (
       maxFailures: whole(1),
       maxRejections: whole(1),
     };
-    await checkEntryPoint(cases, (o) => new BreakerStore(o), async (breaker, options) => {
-      const { tenantId, runId } = freshRun();
-      const record = await breaker.recordFailure(tenantId, runId, 'echo');
-      expect(record.failures).toBe(1);
-      expect(record.removed).toBe((options.maxFailures ?? 5) <= 1);
-    });
+    await checkEntryPoint(
+      cases,
+      (o) => new BreakerStore(o),
+      async (breaker, options) => {
+        const { tenantId, runId } = freshRun();
+        const record = await breaker.recordFailure(tenantId, runId, 'echo');
+        expect(record.failures).toBe(1);
+        expect(record.removed).toBe((options.maxFailures ?? 5) <= 1);
+      },
+    );
   });
 
   it('ReconcileStore: a store whose reconcile finds nothing to reconcile', async () => {
-    const cases: Cases<ReconcileStoreOptions> = { redis: connection(), prefix, retentionMs: retention, commandTimeoutMs: commandTimeout, durability: durability() };
-    await checkEntryPoint(cases, (o) => new ReconcileStore(o), async (reconciles) => {
-      const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
-      const start = await reconciles.begin(key, { attempt: 1, epoch: 'e1' }, 1000, 'w');
-      expect(start.kind).toBe('movedOn');
-    });
+    const cases: Cases<ReconcileStoreOptions> = {
+      redis: connection(),
+      prefix,
+      retentionMs: retention,
+      commandTimeoutMs: commandTimeout,
+      durability: durability(),
+    };
+    await checkEntryPoint(
+      cases,
+      (o) => new ReconcileStore(o),
+      async (reconciles) => {
+        const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
+        const start = await reconciles.begin(key, { attempt: 1, epoch: 'e1' }, 1000, 'w');
+        expect(start.kind).toBe('movedOn');
+      },
+    );
   });
 
   it('RedisToolResultStore and InMemoryToolResultStore: stores that keep and return a result', async () => {
@@ -360,7 +412,10 @@ describe('every option of every entry point: refused where given, or working', (
       redis: connection(),
       prefix,
       // Kept long enough to be read back (a 1 ms retention is usable, and gone before the get).
-    retentionMs: { good: fc.oneof(fc.constant(null), fc.integer({ min: 60_000, max: Number.MAX_SAFE_INTEGER })), usable: (v) => v === null || isWhole(v, 1) },
+      retentionMs: {
+        good: fc.oneof(fc.constant(null), fc.integer({ min: 60_000, max: Number.MAX_SAFE_INTEGER })),
+        usable: (v) => v === null || isWhole(v, 1),
+      },
     };
     const keeps = async (store: RedisToolResultStore | InMemoryToolResultStore) => {
       const ref = `s${(run += 1)}-call-x`;
@@ -375,7 +430,10 @@ describe('every option of every entry point: refused where given, or working', (
   it('createToolCallClient: a client made on a real queue', async () => {
     const queue = new Queue(`opts-${process.pid}`, { connection: redis, prefix: handle.prefix });
     const queueEvents = new QueueEvents(`opts-${process.pid}`, { connection: { url: handle.url }, prefix: handle.prefix });
-    cleanups.push(() => queueEvents.close(), () => queue.close());
+    cleanups.push(
+      () => queueEvents.close(),
+      () => queue.close(),
+    );
     const cases: Cases<ToolCallClientOptions> = {
       queue: { required: true, good: fc.constant(queue), usable: (v) => v === queue },
       queueEvents: { required: true, good: fc.constant(queueEvents), usable: (v) => v === queueEvents },
@@ -429,7 +487,16 @@ describe('each schema names exactly the options of its interface', () => {
     const keys = (o: object) => Object.keys(o).sort();
     expect(keys(TOOL_RECEIPTS_SCHEMA)).toEqual(keys(workerCases()));
     expect(keys(RECONCILE_SWEEP_SCHEMA)).toEqual(keys(workerCases()));
-    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'groupCommit', 'leaseMs', 'owner', 'prefix', 'redis', 'retentionMs']);
+    expect(keys(RECEIPT_STORE_SCHEMA)).toEqual([
+      'commandTimeoutMs',
+      'durability',
+      'groupCommit',
+      'leaseMs',
+      'owner',
+      'prefix',
+      'redis',
+      'retentionMs',
+    ]);
     expect(keys(BREAKER_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'maxFailures', 'maxRejections', 'prefix', 'redis', 'retentionMs']);
     expect(keys(RECONCILE_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'prefix', 'redis', 'retentionMs']);
     expect(keys(REDIS_TOOL_RESULT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'retentionMs']);

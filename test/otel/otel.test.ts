@@ -56,7 +56,11 @@ function tracedWorker(
   l: Lane,
   m: TestMeter,
   options: Parameters<Lane['worker']>[0],
-  { bullmqTelemetry = true, otel = {}, concurrency = 1 }: { bullmqTelemetry?: boolean; otel?: ToolReceiptsOtelOptions; concurrency?: number } = {},
+  {
+    bullmqTelemetry = true,
+    otel = {},
+    concurrency = 1,
+  }: { bullmqTelemetry?: boolean; otel?: ToolReceiptsOtelOptions; concurrency?: number } = {},
 ) {
   return l.worker(
     { ...options, telemetry: toolReceiptsOtel({ meter: m.meter, ...otel }) },
@@ -79,7 +83,7 @@ const byId = (id: string | undefined) => sdk.spans.getFinishedSpans().find((s) =
 const events = (span: ReadableSpan) => span.events.map((e) => e.name);
 
 describe('OpenTelemetry: spans', () => {
-  it('each call is a span under BullMQ\'s job span, with the decision, outcome, attempt and receipt key', async () => {
+  it("each call is a span under BullMQ's job span, with the decision, outcome, attempt and receipt key", async () => {
     const l = await lane();
     const m = testMeter();
     const t = gatedTool();
@@ -131,7 +135,10 @@ describe('OpenTelemetry: spans', () => {
 
   it('round trips get child spans only when asked (roundTripSpans), the claim and the settle', async () => {
     const childrenOf = (span: ReadableSpan) =>
-      sdk.spans.getFinishedSpans().filter((s) => s.parentSpanContext?.spanId === span.spanContext().spanId).map((s) => s.name);
+      sdk.spans
+        .getFinishedSpans()
+        .filter((s) => s.parentSpanContext?.spanId === span.spanContext().spanId)
+        .map((s) => s.name);
     for (const roundTripSpans of [false, true]) {
       const l = await lane();
       const t = gatedTool();
@@ -150,7 +157,12 @@ describe('OpenTelemetry: spans', () => {
     const m = testMeter();
     const t = gatedTool();
     t.hold();
-    tracedWorker(l, m, { tools: [t.tool], leaseMs: 2000, maxWaitMs: 200, waitJitterMs: 10 }, { otel: { tenantInMetrics: true }, concurrency: 2 });
+    tracedWorker(
+      l,
+      m,
+      { tools: [t.tool], leaseMs: 2000, maxWaitMs: 200, waitJitterMs: 10 },
+      { otel: { tenantInMetrics: true }, concurrency: 2 },
+    );
     const data = jobData([call('send_email', { to: 'w@x.test' })], { tenantId: 'globex' });
     const first = await l.add(data);
     await t.entered();
@@ -168,13 +180,18 @@ describe('OpenTelemetry: spans', () => {
       expect(w.events[0]!.attributes!['delay_ms']).toEqual(expect.any(Number));
       expect(w.status.code).toBe(SpanStatusCode.OK);
     }
-    expect(spans.map((s) => s.attributes[ATTR.outcome]).filter((o) => o !== 'waited').sort()).toEqual(['executed', 'replayed']);
+    expect(
+      spans
+        .map((s) => s.attributes[ATTR.outcome])
+        .filter((o) => o !== 'waited')
+        .sort(),
+    ).toEqual(['executed', 'replayed']);
     // Tenant as a metric attribute, because this observer opted in.
     const points = await m.points(METRIC.calls);
     expect(sumWhere(points, { [ATTR.tenant]: 'globex', [ATTR.decision]: 'wait', [ATTR.outcome]: 'waited' })).toBe(waits.length);
   });
 
-  it('a failed call records the tool\'s error and its tier', async () => {
+  it("a failed call records the tool's error and its tier", async () => {
     const l = await lane();
     const m = testMeter();
     const t = gatedTool({ fail: 'smtp is down' });
@@ -183,7 +200,12 @@ describe('OpenTelemetry: spans', () => {
     const job = await l.run(data, { attempts: 1 });
     expect((job.returnvalue as ToolJobResult).results[0]!.outcome).toBe('failed');
     const [span] = callSpans(data.runId);
-    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.outcome]: 'failed', [ATTR.tier]: 'neutral', [ATTR.attempt]: 1 });
+    expect(span!.attributes).toMatchObject({
+      [ATTR.decision]: 'execute',
+      [ATTR.outcome]: 'failed',
+      [ATTR.tier]: 'neutral',
+      [ATTR.attempt]: 1,
+    });
     expect(span!.status.code).toBe(SpanStatusCode.ERROR);
     const exception = span!.events.find((e) => e.name === 'exception');
     expect(exception?.attributes?.['exception.message']).toBe('smtp is down');
@@ -217,7 +239,13 @@ describe('OpenTelemetry: calls without a claim, and unknown outcomes', () => {
   it('a read-only tool is a direct call with no receipt key, and its duration is measured', async () => {
     const l = await lane();
     const m = testMeter();
-    const lookup = defineTool({ name: 'lookup', input: z.object({ q: z.string() }), effect: 'opaque', readOnly: true, execute: (a) => a.q });
+    const lookup = defineTool({
+      name: 'lookup',
+      input: z.object({ q: z.string() }),
+      effect: 'opaque',
+      readOnly: true,
+      execute: (a) => a.q,
+    });
     tracedWorker(l, m, { tools: [lookup] });
     const data = jobData([call('lookup', { q: 'x' })]);
     await l.run(data);
@@ -244,7 +272,11 @@ describe('OpenTelemetry: calls without a claim, and unknown outcomes', () => {
     const job = await l.run(data, { attempts: 1 });
     expect(job.failedReason).toMatch(/^receipt\.ambiguous/);
     const [span] = callSpans(data.runId);
-    expect(span!.attributes).toMatchObject({ [ATTR.decision]: 'execute', [ATTR.outcome]: 'outcome_unknown', [ATTR.tier]: 'outcomeUnknown' });
+    expect(span!.attributes).toMatchObject({
+      [ATTR.decision]: 'execute',
+      [ATTR.outcome]: 'outcome_unknown',
+      [ATTR.tier]: 'outcomeUnknown',
+    });
     expect(events(span!)).toContain(EVENT.outcomeUnknown);
     expect(span!.events.find((e) => e.name === 'exception')?.attributes?.['exception.message']).toMatch(/gateway timed out/);
     expect(sumWhere(await m.points(METRIC.ambiguous), { [ATTR.prefix]: l.prefix })).toBe(1);
@@ -323,7 +355,7 @@ describe('OpenTelemetry: ambiguity', () => {
 });
 
 describe('OpenTelemetry: reconciles', () => {
-  it('a claim that settled a lost attempt through the tool\'s reconcile is a reconcile event with the verdict; a keyed re-run is its own event', async () => {
+  it("a claim that settled a lost attempt through the tool's reconcile is a reconcile event with the verdict; a keyed re-run is its own event", async () => {
     const l = await lane();
     let sent = 0;
     const tool = defineTool({
@@ -333,7 +365,8 @@ describe('OpenTelemetry: reconciles', () => {
       destructive: false,
       execute: async (args) => `sent to ${args.to} (${++sent})`,
       // The outbox knows the first address went out and the second never did.
-      reconcile: async (args) => (args.to === 'went@x.test' ? { status: 'completed', result: 'found in the outbox' } : { status: 'not_started' }),
+      reconcile: async (args) =>
+        args.to === 'went@x.test' ? { status: 'completed', result: 'found in the outbox' } : { status: 'not_started' },
     });
     const charge = defineTool({
       name: 'charge_card',

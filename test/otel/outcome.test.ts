@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { outcomeOf, type SeenMilestones } from '../../src/otel/outcome.js';
 
-const none: SeenMilestones = { decision: undefined, waited: false, fencedOut: false, aborted: false, outcomeUnknown: false, settled: undefined };
+const none: SeenMilestones = {
+  decision: undefined,
+  waited: false,
+  fencedOut: false,
+  aborted: false,
+  outcomeUnknown: false,
+  settled: undefined,
+};
 const thrown = { error: new Error('x') };
 
 describe('outcomeOf', () => {
-  it('takes the returned block\'s outcome over anything seen', () => {
+  it("takes the returned block's outcome over anything seen", () => {
     const block = { type: 'tool_result' as const, tool_use_id: 't', content: '', outcome: 'ambiguous' as const };
     expect(outcomeOf({ result: block }, { ...none, decision: 'ambiguous', settled: 'failed' })).toBe('ambiguous');
   });

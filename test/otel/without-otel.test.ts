@@ -10,7 +10,12 @@ const fixture = useRedis();
 
 describe('without @opentelemetry/api', () => {
   it('every other entry point loads and runs a job; only the otel entry point needs the package', async () => {
-    const report = await runWithoutPeer({ hidden: '@opentelemetry/', optionalEntry: 'otel', redisUrl: fixture.handle().url, prefix: `${fixture.handle().prefix}nootel` });
+    const report = await runWithoutPeer({
+      hidden: '@opentelemetry/',
+      optionalEntry: 'otel',
+      redisUrl: fixture.handle().url,
+      prefix: `${fixture.handle().prefix}nootel`,
+    });
     expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'otel/index'));
     expect(report.loaded).toContain('index');
     expect(report.result).toEqual({

@@ -34,8 +34,13 @@ const NODE_REDIS_APP = { bullmq: '^6', redis: '^6', zod: '^4' } as const;
  * peer `@opentelemetry/api`, so its `/otel` entry loads.
  */
 async function extrasFor(name: AppName): Promise<Record<string, string>> {
-  const { devDependencies } = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-  const wanted = name === README_APP ? Object.keys(devDependencies).filter((dep) => dep.startsWith('@opentelemetry/') || dep === 'bullmq-otel') : ['@opentelemetry/api'];
+  const { devDependencies } = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as {
+    devDependencies: Record<string, string>;
+  };
+  const wanted =
+    name === README_APP
+      ? Object.keys(devDependencies).filter((dep) => dep.startsWith('@opentelemetry/') || dep === 'bullmq-otel')
+      : ['@opentelemetry/api'];
   // The optional MCP peer, in both apps, so their `/mcp` entry loads too (require.cjs loads every subpath).
   wanted.push('@modelcontextprotocol/sdk');
   // docs/redis.md's node-redis block imports `redis`.
@@ -56,7 +61,9 @@ interface AppOutcome {
 async function docPages(): Promise<Record<string, string>> {
   const docs = (await readdir(path.join(repoRoot, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
   const names = ['README.md', ...docs];
-  return Object.fromEntries(await Promise.all(names.map(async (name) => [name, await readFile(path.join(repoRoot, name), 'utf8')] as const)));
+  return Object.fromEntries(
+    await Promise.all(names.map(async (name) => [name, await readFile(path.join(repoRoot, name), 'utf8')] as const)),
+  );
 }
 
 let redis: RedisHandle;
@@ -68,7 +75,8 @@ let nodeRedisOutcome: { app: ScratchApp; typecheck: Ran; worker: Ran } | undefin
 async function exerciseNodeRedis(): Promise<{ app: ScratchApp; typecheck: Ran; worker: Ran }> {
   const app = await scratchApp('app-node-redis', packed.tarball, { ...NODE_REDIS_APP }, {}, 'node-redis');
   const typecheck = await app.typecheck();
-  const worker = typecheck.code === 0 ? await app.node('out/use.js', { REDIS_URL: redis.url, RECEIPTS_PREFIX: `${redis.prefix}nr` }) : typecheck;
+  const worker =
+    typecheck.code === 0 ? await app.node('out/use.js', { REDIS_URL: redis.url, RECEIPTS_PREFIX: `${redis.prefix}nr` }) : typecheck;
   return { app, typecheck, worker };
 }
 
@@ -85,7 +93,11 @@ async function exercise(name: AppName, index: number, docSources: Record<string,
   const required = await app.node('require.cjs', { ...env, RECEIPTS_PREFIX: `${redis.prefix}cjs${index}` });
   // The quick start uses the names a new app would (queue tool-calls, prefix trc): each app gets a database of its own.
   const quickstart =
-    typecheck.code !== 0 ? typecheck : redis.controllable ? await app.node('out/quickstart.js', { REDIS_URL: `${redis.url}/${index + 1}` }) : undefined;
+    typecheck.code !== 0
+      ? typecheck
+      : redis.controllable
+        ? await app.node('out/quickstart.js', { REDIS_URL: `${redis.url}/${index + 1}` })
+        : undefined;
   return { app, typecheck, worker, required, quickstart };
 }
 
@@ -102,7 +114,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.stop();
-  const dirs = [scratch, ...[...outcomes.values(), ...(nodeRedisOutcome ? [nodeRedisOutcome] : [])].map((o) => o.app.dir)].filter((d) => d !== undefined);
+  const dirs = [scratch, ...[...outcomes.values(), ...(nodeRedisOutcome ? [nodeRedisOutcome] : [])].map((o) => o.app.dir)].filter(
+    (d) => d !== undefined,
+  );
   await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
@@ -115,12 +129,28 @@ describe('the packed tarball', () => {
     expect(lua.length).toBeGreaterThan(10);
     const docs = Object.keys(await docPages());
     expect(docs.length).toBeGreaterThan(10);
-    const shipped = ['LICENSE', 'package.json', 'dist/cli/main.js', 'dist/console/index.js', 'examples/quickstart.ts', 'examples/testing-a-processor.ts', 'examples/mcp/mail-server.ts', 'examples/mcp/worker.ts', 'docker-compose.yml'];
+    const shipped = [
+      'LICENSE',
+      'package.json',
+      'dist/cli/main.js',
+      'dist/console/index.js',
+      'examples/quickstart.ts',
+      'examples/testing-a-processor.ts',
+      'examples/mcp/mail-server.ts',
+      'examples/mcp/worker.ts',
+      'docker-compose.yml',
+    ];
     for (const file of [...lua, ...docs, ...shipped]) {
       expect(files).toContain(file);
     }
     expect(files.filter((f) => f.endsWith('.map'))).toEqual([]);
-    expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|docs\/console\/[a-z-]+-1280\.png|LICENSE|README\.md|package\.json)$/.test(f) && !shipped.includes(f))).toEqual([]);
+    expect(
+      files.filter(
+        (f) =>
+          !/^(dist\/.*\.(js|d\.ts)|lua\/.*\.lua|docs\/.*\.md|docs\/console\/[a-z-]+-1280\.png|LICENSE|README\.md|package\.json)$/.test(f) &&
+          !shipped.includes(f),
+      ),
+    ).toEqual([]);
     // The screenshots docs/console.md shows, and no other.
     expect(files.filter((f) => f.endsWith('.png')).sort()).toEqual(
       ['bulk-done', 'needs-a-person', 'run', 'stale-resolve'].map((page) => `docs/console/${page}-1280.png`),
@@ -149,7 +179,10 @@ describe('the packed tarball', () => {
       const links = [...text.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
       for (const link of links) {
         const target = path.posix.normalize(path.posix.join(path.posix.dirname(page), link)).replace(/\/$/, '');
-        expect(packed.files.some((f) => f === target || f.startsWith(`${target}/`)), `${page}: ${link}`).toBe(true);
+        expect(
+          packed.files.some((f) => f === target || f.startsWith(`${target}/`)),
+          `${page}: ${link}`,
+        ).toBe(true);
         checked += 1;
       }
     }
@@ -162,7 +195,9 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
 
   it('has the newest of each major it asked for, and one copy each of bullmq, ioredis and zod', async () => {
     for (const [dep, range] of Object.entries(wanted)) {
-      const installed = JSON.parse(await readFile(path.join(outcome().app.dir, 'node_modules', dep, 'package.json'), 'utf8')) as { version: string };
+      const installed = JSON.parse(await readFile(path.join(outcome().app.dir, 'node_modules', dep, 'package.json'), 'utf8')) as {
+        version: string;
+      };
       expect(installed.version.split('.')[0], dep).toBe(range.slice(1));
     }
     const copies = await outcome().app.copiesOf(['bullmq', 'ioredis', 'zod', 'bullmq-tool-receipts']);
@@ -182,7 +217,12 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
       sent: ['ada@example.com'],
       completed: 1,
       note: 'string',
-      entries: { offload: 'function', repair: 'function', testing: ['function', 'function'], mcp: ['function', 'function', 'bullmq-tool-receipts/idempotency-key'] },
+      entries: {
+        offload: 'function',
+        repair: 'function',
+        testing: ['function', 'function'],
+        mcp: ['function', 'function', 'bullmq-tool-receipts/idempotency-key'],
+      },
       consolePage: { status: 200, listsTheCall: true },
       clusterShaped: true,
     });
@@ -214,7 +254,9 @@ describe('a scratch app on bullmq 6 + node-redis 6, without ioredis', () => {
 
   it('has bullmq 6, node-redis 6 and zod, and no ioredis anywhere', async () => {
     for (const [dep, range] of Object.entries(NODE_REDIS_APP)) {
-      const installed = JSON.parse(await readFile(path.join(outcome().app.dir, 'node_modules', dep, 'package.json'), 'utf8')) as { version: string };
+      const installed = JSON.parse(await readFile(path.join(outcome().app.dir, 'node_modules', dep, 'package.json'), 'utf8')) as {
+        version: string;
+      };
       expect(installed.version.split('.')[0], dep).toBe(range.slice(1));
     }
     const copies = await outcome().app.copiesOf(['ioredis', 'redis', 'bullmq', 'bullmq-tool-receipts']);

@@ -97,7 +97,12 @@ describe('defineTool and the schema it is given', () => {
   });
 
   it('accepts MCP annotations beyond the hints (a title)', () => {
-    const tool = defineTool({ name: 'lookup', input: z.object({}), ...echo, annotations: { title: 'Look up', readOnlyHint: true } as never });
+    const tool = defineTool({
+      name: 'lookup',
+      input: z.object({}),
+      ...echo,
+      annotations: { title: 'Look up', readOnlyHint: true } as never,
+    });
     expect(tool.readOnly).toBe(true);
   });
 
@@ -144,7 +149,11 @@ describe('other withToolReceipts options', () => {
     ['onAmbiguous misspelt', { redis: redisLike, tools, onAmbiguous: 'retry' }, /"fail" or "report"; got "retry"/],
     ['logger without child', { redis: redisLike, tools, logger: console.log }, /`logger` must be a pino logger/],
     ['no tools', { redis: redisLike, tools: [] }, /`tools` must be an array of tools made with defineTool, at least one/],
-    ['a tool name instead of a tool', { redis: redisLike, tools: ['lookup'] }, /`tools\[0\]` must be a tool made with defineTool; got a string/],
+    [
+      'a tool name instead of a tool',
+      { redis: redisLike, tools: ['lookup'] },
+      /`tools\[0\]` must be a tool made with defineTool; got a string/,
+    ],
   ])('refuses %s with options.invalid', (_label, options, said) => {
     const error = thrown(() => withToolReceipts(options as unknown as ToolReceiptsOptions));
     expect(error).toBeInstanceOf(InvalidToolReceiptsOptionsError);

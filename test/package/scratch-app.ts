@@ -25,7 +25,13 @@ export interface Ran {
  * on a non-zero exit. npm's own `npm_*` variables (set when this runs under
  * `npm test`) are dropped, so a nested npm acts on `cwd`, not on this repo.
  */
-export function run(command: string, args: readonly string[], cwd: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<Ran> {
+export function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Record<string, string> = {},
+  timeoutMs = 120_000,
+): Promise<Ran> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
   return new Promise((resolve) => {
     const options = { cwd, env: { ...inherited, ...env }, maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs, killSignal: 'SIGKILL' as const };
@@ -138,7 +144,10 @@ export async function scratchApp(
 
 /** The last `RESULT <json>` line a scratch script printed. */
 export function resultOf(ran: Ran): unknown {
-  const line = ran.stdout.split('\n').reverse().find((l) => l.startsWith('RESULT '));
+  const line = ran.stdout
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('RESULT '));
   if (line === undefined) throw new Error(`no RESULT line (exit ${ran.code})\n${ran.stdout}\n${ran.stderr}`);
   return JSON.parse(line.slice('RESULT '.length));
 }

@@ -38,7 +38,9 @@ describe('listAmbiguousEntries', () => {
     await store.resolve(resolved, { attemptsSeen: 1, outcome: 'failed', error: 'checked: not sent' });
     await new Promise((r) => setTimeout(r, 120));
 
-    const walked = (await store.listAmbiguous()).sort((x, y) => ambiguousSinceMs(x)! - ambiguousSinceMs(y)! || (x.redisKey < y.redisKey ? -1 : 1));
+    const walked = (await store.listAmbiguous()).sort(
+      (x, y) => ambiguousSinceMs(x)! - ambiguousSinceMs(y)! || (x.redisKey < y.redisKey ? -1 : 1),
+    );
     const indexed = await listAmbiguousEntries(redis, registry);
     expect(indexed.entries.map((e) => e.redisKey)).toEqual(walked.map((r) => r.redisKey));
     expect(indexed.entries.map((e) => e.sinceMs)).toEqual(walked.map((r) => ambiguousSinceMs(r)));

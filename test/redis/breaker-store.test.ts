@@ -51,7 +51,11 @@ describe('BreakerStore', () => {
     await b.recordSuccess(tenantId, runId, toolName);
     expect(await b.recordRejection(tenantId, runId, toolName)).toEqual({ rejections: 1, removed: false, removedNow: false });
     for (let i = 2; i < MAX_TOOL_REJECTIONS; i++) await b.recordRejection(tenantId, runId, toolName);
-    expect(await b.recordRejection(tenantId, runId, toolName)).toEqual({ rejections: MAX_TOOL_REJECTIONS, removed: true, removedNow: true });
+    expect(await b.recordRejection(tenantId, runId, toolName)).toEqual({
+      rejections: MAX_TOOL_REJECTIONS,
+      removed: true,
+      removedNow: true,
+    });
     expect(await b.removal(tenantId, runId, toolName)).toBe(`removed after ${MAX_TOOL_REJECTIONS} consecutive rejections`);
     // Failures were kept across the success: one so far, plus this one.
     expect((await b.recordFailure(tenantId, runId, toolName)).failures).toBe(2);
@@ -107,6 +111,8 @@ describe('BreakerStore', () => {
 
   it('rejects non-positive limits', () => {
     expect(() => breaker({ maxFailures: 0 })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'maxFailures' }));
-    expect(() => breaker({ maxRejections: Number.NaN })).toThrow(expect.objectContaining({ code: 'options.invalid', option: 'maxRejections' }));
+    expect(() => breaker({ maxRejections: Number.NaN })).toThrow(
+      expect.objectContaining({ code: 'options.invalid', option: 'maxRejections' }),
+    );
   });
 });

@@ -17,7 +17,8 @@ const fixture = useRedis();
 const decided = claimDecision;
 
 /** The calls of one run, one per state to arrange, as `<tool>` with its own arguments. */
-const callsOf = (run: ToolCallReceiptKey, tools: readonly string[]) => tools.map((toolName, i) => ({ ...run, toolName, argsHash: `h${i}` }));
+const callsOf = (run: ToolCallReceiptKey, tools: readonly string[]) =>
+  tools.map((toolName, i) => ({ ...run, toolName, argsHash: `h${i}` }));
 
 describe('claimGroup', () => {
   it('gives every call of the group the decision a separate claim gives', async () => {
@@ -49,7 +50,11 @@ describe('claimGroup', () => {
     // The records agree call by call: same status and attempts, the lost attempt flagged in both.
     for (const [i, key] of grouped.entries()) {
       const [mine, theirs] = [await store.inspect(key), await store.inspect(separate[i]!)];
-      expect([mine?.status, mine?.attempts, mine?.ambiguousMs !== null], tools[i]).toEqual([theirs?.status, theirs?.attempts, theirs?.ambiguousMs !== null]);
+      expect([mine?.status, mine?.attempts, mine?.ambiguousMs !== null], tools[i]).toEqual([
+        theirs?.status,
+        theirs?.attempts,
+        theirs?.ambiguousMs !== null,
+      ]);
     }
     const tenant = grouped[0]!.tenantId;
     expect((await store.stats({ tenantId: tenant })).byStatus).toEqual((await store.stats({ tenantId: tenant, scan: true })).byStatus);
@@ -58,7 +63,10 @@ describe('claimGroup', () => {
   it('the same call twice in a group: the second finds the first attempt running and waits', async () => {
     const store = fixture.store();
     const key = freshKey();
-    const answers = await store.claimGroup([{ key, options: { effect: 'opaque' } }, { key, options: { effect: 'opaque' } }]);
+    const answers = await store.claimGroup([
+      { key, options: { effect: 'opaque' } },
+      { key, options: { effect: 'opaque' } },
+    ]);
     expect(answers.map((a) => a!.observation.code)).toEqual([1, 0]);
     expect((await store.claim(key, { effect: 'opaque' }, answers[1]!)).decision.kind).toBe('wait');
   });
@@ -78,7 +86,9 @@ describe('claimGroup', () => {
   it('refuses calls of different runs, writing nothing', async () => {
     const store = fixture.store();
     const [a, b] = [freshKey(), freshKey()];
-    await expect(store.claimGroup([a, b].map((key) => ({ key, options: { effect: 'opaque' } })))).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.claimGroup([a, b].map((key) => ({ key, options: { effect: 'opaque' } })))).rejects.toBeInstanceOf(
+      InvalidReceiptInputError,
+    );
     expect(await store.inspect(a)).toBeNull();
   });
 

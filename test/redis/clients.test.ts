@@ -55,25 +55,31 @@ describe('checkedConnection', () => {
     })();
     expect(error).toBeInstanceOf(InvalidRedisConnectionError);
     expect(error?.code).toBe('redis.invalid_connection');
-    expect(error?.message).toMatch(/^ReceiptStore needs `redis`: an ioredis Redis or Cluster .* or a connected node-redis client .*createClient, createCluster or createSentinel.*got a node-redis client pool/);
+    expect(error?.message).toMatch(
+      /^ReceiptStore needs `redis`: an ioredis Redis or Cluster .* or a connected node-redis client .*createClient, createCluster or createSentinel.*got a node-redis client pool/,
+    );
   });
 
   it.each([
     ['node-redis 6', (url: string) => createClient6({ url })],
     ['node-redis 5', (url: string) => createClient5({ url })],
-  ] as const)('refuses a %s client that was never connected, or was closed, when the store or processor is made, saying to connect it', async (_name, create) => {
-    const client: { connect(): Promise<unknown>; close(): Promise<unknown> } = create(fixture.handle().url);
-    const refusal = /needs `redis`: .*; got a node-redis client that is not open \(never connected, or closed\): call `await client\.connect\(\)` before handing it over/;
-    const tool = defineTool({ name: 'echo', input: z.object({}), effect: 'opaque', execute: () => 'ok' });
-    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(InvalidRedisConnectionError);
-    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
-    expect(() => withToolReceipts({ redis: client as unknown as RedisConnection, tools: [tool] })).toThrow(refusal);
-    await client.connect();
-    const store = new ReceiptStore({ redis: client as unknown as RedisConnection, prefix: `${fixture.handle().prefix}:connected` });
-    expect((await store.claim(freshKey(), { effect: 'opaque' })).decision.kind).toBe('execute');
-    await client.close();
-    expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
-  });
+  ] as const)(
+    'refuses a %s client that was never connected, or was closed, when the store or processor is made, saying to connect it',
+    async (_name, create) => {
+      const client: { connect(): Promise<unknown>; close(): Promise<unknown> } = create(fixture.handle().url);
+      const refusal =
+        /needs `redis`: .*; got a node-redis client that is not open \(never connected, or closed\): call `await client\.connect\(\)` before handing it over/;
+      const tool = defineTool({ name: 'echo', input: z.object({}), effect: 'opaque', execute: () => 'ok' });
+      expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(InvalidRedisConnectionError);
+      expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
+      expect(() => withToolReceipts({ redis: client as unknown as RedisConnection, tools: [tool] })).toThrow(refusal);
+      await client.connect();
+      const store = new ReceiptStore({ redis: client as unknown as RedisConnection, prefix: `${fixture.handle().prefix}:connected` });
+      expect((await store.claim(freshKey(), { effect: 'opaque' })).decision.kind).toBe('execute');
+      await client.close();
+      expect(() => new ReceiptStore({ redis: client as unknown as RedisConnection })).toThrow(refusal);
+    },
+  );
 
   it('takes an ioredis client with lazyConnect (it connects on its first command), and refuses one that was closed', async () => {
     const lazy = new Redis(fixture.handle().url, { lazyConnect: true });
@@ -84,7 +90,9 @@ describe('checkedConnection', () => {
     await lazy.quit();
     await ended;
     expect(lazy.status).toBe('end');
-    expect(() => new ReceiptStore({ redis: lazy })).toThrow(/got an ioredis client that was closed \(status end\): call connect\(\) on it again, or make a new one$/);
+    expect(() => new ReceiptStore({ redis: lazy })).toThrow(
+      /got an ioredis client that was closed \(status end\): call connect\(\) on it again, or make a new one$/,
+    );
   });
 
   it('refuses some other object, naming both clients it would take', () => {
@@ -124,7 +132,7 @@ describe.each(CLIENT_KINDS)('the receipt store on %s', (kind) => {
 });
 
 describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a frozen server under %s', (kind) => {
-  it('fails a claim with redis.timeout at the store\'s commandTimeoutMs, and releases it once the server wakes', async () => {
+  it("fails a claim with redis.timeout at the store's commandTimeoutMs, and releases it once the server wakes", async () => {
     const store = new ReceiptStore({ redis: open(kind), prefix: `${fixture.handle().prefix}:frozen-${kind}`, commandTimeoutMs: 300 });
     await store.claim(freshKey(), { effect: 'opaque' }); // connected, scripts loaded
     const key = freshKey();

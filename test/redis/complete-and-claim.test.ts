@@ -16,7 +16,11 @@ import { claimDecision, claimFence, freshKey, useRedis, waitForLeaseExpiry } fro
 const fixture = useRedis();
 
 /** A second call of the same run as `key`. */
-const sibling = (key: ToolCallReceiptKey, toolName = 'create_ticket'): ToolCallReceiptKey => ({ ...key, toolName, argsHash: `${key.argsHash}-2` });
+const sibling = (key: ToolCallReceiptKey, toolName = 'create_ticket'): ToolCallReceiptKey => ({
+  ...key,
+  toolName,
+  argsHash: `${key.argsHash}-2`,
+});
 
 const decided = claimDecision;
 
@@ -24,7 +28,12 @@ const decided = claimDecision;
  * Completes a fresh first call while claiming `next` in the same script,
  * then claims `next` with that answer; returns the claim.
  */
-async function fusedClaim(store: ReceiptStore, first: ToolCallReceiptKey, next: ToolCallReceiptKey, effect: 'opaque' | 'resumable' = 'opaque') {
+async function fusedClaim(
+  store: ReceiptStore,
+  first: ToolCallReceiptKey,
+  next: ToolCallReceiptKey,
+  effect: 'opaque' | 'resumable' = 'opaque',
+) {
   const fence = await claimFence(store, first, { effect: 'opaque' });
   const { settled, ahead } = await store.completeAndClaim(first, fence, 'first done', { key: next, options: { effect } });
   expect(settled.late).toBeNull();
@@ -42,13 +51,22 @@ describe('completeAndClaim', () => {
     expect(ahead.answersAlone).toBe(true);
     expect(claim).toMatchObject({ decision: { kind: 'execute', attempt: 1 }, attempt: 1, fence: ahead.fence });
     const created = await store.inspect(next);
-    expect(created).toMatchObject({ status: 'running', attempts: 1, owner: store.owner, effect: 'opaque', key: next, epoch: ahead.fence!.epoch });
+    expect(created).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      owner: store.owner,
+      effect: 'opaque',
+      key: next,
+      epoch: ahead.fence!.epoch,
+    });
     // The fused claim's attempt is fenced like any other: it completes.
     await store.complete(next, claim.fence!, 'second done');
     expect((await store.listRun(first.tenantId, first.runId)).map((r) => r.status)).toEqual(['completed', 'completed']);
     // The run's counting set is exact: counts match a receipt-by-receipt read.
     expect((await store.stats({ tenantId: first.tenantId })).total).toBe(2);
-    expect((await store.stats({ tenantId: first.tenantId })).byStatus).toEqual((await store.stats({ tenantId: first.tenantId, scan: true })).byStatus);
+    expect((await store.stats({ tenantId: first.tenantId })).byStatus).toEqual(
+      (await store.stats({ tenantId: first.tenantId, scan: true })).byStatus,
+    );
   });
 
   it('gives each existing state of the next call the decision a separate claim gives', async () => {
@@ -123,7 +141,7 @@ describe('completeAndClaim', () => {
     expect(await store.inspect(next)).toBeNull();
   });
 
-  it('a corrupt next receipt: the complete lands, nothing is claimed, and the call\'s own claim says why', async () => {
+  it("a corrupt next receipt: the complete lands, nothing is claimed, and the call's own claim says why", async () => {
     const store = fixture.store();
     const redis = fixture.connect();
     const first = freshKey();
@@ -141,7 +159,9 @@ describe('completeAndClaim', () => {
     const store = fixture.store();
     const first = freshKey();
     const fence = await claimFence(store, first, { effect: 'opaque' });
-    await expect(store.completeAndClaim(first, fence, 'x', { key: freshKey(), options: { effect: 'opaque' } })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.completeAndClaim(first, fence, 'x', { key: freshKey(), options: { effect: 'opaque' } })).rejects.toBeInstanceOf(
+      InvalidReceiptInputError,
+    );
     expect(await store.inspect(first)).toMatchObject({ status: 'running' });
     const next = sibling(first);
     const { ahead } = await store.completeAndClaim(first, fence, 'x', { key: next, options: { effect: 'opaque' } });

@@ -13,7 +13,7 @@ describe('newEpoch', () => {
 });
 
 describe('epochOrigin', () => {
-  it("knows an epoch minted for the key, and refuses it for another key", () => {
+  it('knows an epoch minted for the key, and refuses it for another key', () => {
     const epoch = newEpoch(KEY);
     expect(epochOrigin(epoch, KEY)).toBe('this-receipt');
     expect(epochOrigin(epoch, `${KEY}0`)).toBe('not-this-receipt');

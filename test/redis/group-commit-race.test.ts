@@ -52,7 +52,11 @@ function transitions(commands: readonly string[][]): { ran: Ran[]; batches: stri
         expect(entry.kind).not.toBe('complete-claim');
         const receipt = entry.keys[0]!;
         receipts.push(receipt);
-        ran.push(entry.kind === 'claim' ? { kind: 'claim', receipt, job: entry.args[11]! } : { kind: 'complete', receipt, attempt: Number(entry.args[0]) });
+        ran.push(
+          entry.kind === 'claim'
+            ? { kind: 'claim', receipt, job: entry.args[11]! }
+            : { kind: 'complete', receipt, attempt: Number(entry.args[0]) },
+        );
       }
       batches.push(receipts);
     }

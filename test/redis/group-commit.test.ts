@@ -75,7 +75,9 @@ describe('group commit', () => {
       const nexts = runs.map((run, i) => (i < 5 ? run : { ...run, argsHash: 'next' }));
       const before = store.groupCommitted.batches;
       const fused = await Promise.all(
-        runs.map((run, i) => store.completeAndClaim(run, firsts[i]!.fence!, `first ${i}`, { key: nexts[i]!, options: { effect: 'opaque' } })),
+        runs.map((run, i) =>
+          store.completeAndClaim(run, firsts[i]!.fence!, `first ${i}`, { key: nexts[i]!, options: { effect: 'opaque' } }),
+        ),
       );
       const seconds = await Promise.all(nexts.map((next, i) => store.claim(next, { effect: 'opaque' }, fused[i]!.ahead ?? undefined)));
       return { fused, fusedBatches: store.groupCommitted.batches - before, seconds: seconds.map((c) => [c.decision.kind, c.result]), runs };
@@ -161,13 +163,13 @@ describe('group commit', () => {
     const keys = Array.from({ length: 10 }, () => freshKey());
     const claims = await Promise.all(keys.map((key) => store.claim(key, { effect: 'opaque' })));
     const stale = { attempt: 1, epoch: 'not-the-epoch' };
-    const outcomes = await Promise.allSettled(
-      keys.map((key, i) => store.complete(key, i === 3 ? stale : claims[i]!.fence!, `r${i}`)),
-    );
+    const outcomes = await Promise.allSettled(keys.map((key, i) => store.complete(key, i === 3 ? stale : claims[i]!.fence!, `r${i}`)));
     expect(store.groupCommitted.batches).toBeGreaterThan(0);
     expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(FencedOutError);
     for (const [i, key] of keys.entries()) {
-      expect(await store.inspect(key)).toMatchObject(i === 3 ? { status: 'running', attempts: 1 } : { status: 'completed', result: `r${i}` });
+      expect(await store.inspect(key)).toMatchObject(
+        i === 3 ? { status: 'running', attempts: 1 } : { status: 'completed', result: `r${i}` },
+      );
     }
   });
 
@@ -199,7 +201,8 @@ describe('group commit', () => {
         expect(refused).toBeGreaterThan(0);
         await Promise.all(claims.map((claim, i) => store.complete(keys[i]!, claim.fence!, i)));
         expect(store.groupCommitted.batches).toBe(refused);
-        for (const [i, key] of keys.entries()) expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 1, result: i });
+        for (const [i, key] of keys.entries())
+          expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 1, result: i });
       } finally {
         await opened.close();
         await cluster.stop();

@@ -20,7 +20,10 @@ const RETENTION = 60_000;
 /** Sends release-lost-claim-3.lua for `key`'s receipt. */
 async function release(redis: Redis, redisKeys: readonly string[], attempt: number, epoch: string, owner: string, token: string) {
   const keys = [redisKeys[0]!, redisKeys[1]!, redisKeys[3]!];
-  return parseObservation('release-lost-claim', await runScript(redis, 'release-lost-claim', keys, [attempt, epoch, owner, token, 'reply lost', RETENTION]));
+  return parseObservation(
+    'release-lost-claim',
+    await runScript(redis, 'release-lost-claim', keys, [attempt, epoch, owner, token, 'reply lost', RETENTION]),
+  );
 }
 
 describe('release-lost-claim-3.lua', () => {
@@ -64,7 +67,12 @@ describe('release-lost-claim-3.lua', () => {
     // A takeover by another worker that shares the owner name, with its own token.
     const reclaimed = parseObservation(
       'reclaim',
-      await runScript(redis, 'reclaim', [keys[0], keys[1], keys[3]], ['failed', 1, 10_000, RETENTION, 'shared-name', first.epoch, 'opaque', '', 'their-token']),
+      await runScript(
+        redis,
+        'reclaim',
+        [keys[0], keys[1], keys[3]],
+        ['failed', 1, 10_000, RETENTION, 'shared-name', first.epoch, 'opaque', '', 'their-token'],
+      ),
     );
     expect(reclaimed).toMatchObject({ code: 1, attempts: 2 });
     expect((await release(redis, keys, 2, first.epoch, 'shared-name', 'my-token')).code).toBe(0);
@@ -100,7 +108,12 @@ describe.skipIf(!faultTestsSupported())('a takeover whose reply was lost', () =>
         }
       },
     };
-    const request = claimRequest(key, callRedisKeys(store.prefix, key), { effect: 'opaque' }, { leaseMs: 10_000, retentionMs: RETENTION, owner: 'w1' });
+    const request = claimRequest(
+      key,
+      callRedisKeys(store.prefix, key),
+      { effect: 'opaque' },
+      { leaseMs: 10_000, retentionMs: RETENTION, owner: 'w1' },
+    );
     const error = await runClaim(channel, request, false, Promise.resolve()).catch((e: unknown) => e);
     try {
       expect(error).toBeInstanceOf(RedisTimeoutError);

@@ -28,7 +28,6 @@ function keysFor(): Keys {
   return [`${prefix}:rcpt:${tag}:tool:h`, `${prefix}:run:${tag}`, `${prefix}:brk:${tag}`, `${prefix}:cnt:${tag}`];
 }
 
-
 /**
  * Runs `script` with the keys it is defined with: claim and complete take all
  * four, the other transitions the receipt, the run index and the counting set.
@@ -63,7 +62,12 @@ const failArgs = (attempt: number, error = 'boom', tier = 'neutral', epoch = EPO
 
 async function expiredRunning(keys: Keys, effect: string): Promise<Observation> {
   await claim(keys, effect, 60);
-  return waitUntil(() => claim(keys, effect), (o) => o.leaseExpired, 10_000, 'lease expiry');
+  return waitUntil(
+    () => claim(keys, effect),
+    (o) => o.leaseExpired,
+    10_000,
+    'lease expiry',
+  );
 }
 
 /** `source` with every Lua comment blanked out, keeping positions and line breaks. */
@@ -110,7 +114,10 @@ function keysNotFromKeys(source: string): string[] {
   const text = withoutComments(source);
   const functions = [...text.matchAll(/local\s+function\s+(\w+)\s*\(([^)]*)\)/g)].map((m) => ({
     name: m[1]!,
-    params: m[2]!.split(',').map((p) => p.trim()).filter((p) => p !== ''),
+    params: m[2]!
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== ''),
     at: m.index,
   }));
   const aliases = new Set(
@@ -164,14 +171,16 @@ describe('the KEYS check itself', () => {
       expect.stringMatching(/touch\(key\) <- outer\(k\) <- ARGV\[2\]/),
     ]);
     expect(keysNotFromKeys("local key = KEYS[1]\nkey = ARGV[1]\nreturn redis.call('GET', key)")).toHaveLength(1);
-    expect(keysNotFromKeys("return redis.call(ARGV[1], KEYS[1])")).toEqual([expect.stringContaining('not a literal')]);
+    expect(keysNotFromKeys('return redis.call(ARGV[1], KEYS[1])')).toEqual([expect.stringContaining('not a literal')]);
   });
 });
 
 describe('script files', () => {
   const dir = new URL('../../lua/', import.meta.url);
   const includesDir = new URL('includes/', dir);
-  const allScripts = readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
+  const allScripts = readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .sort();
   const includes = readdirSync(includesDir).filter((f) => f.endsWith('.lua'));
   /** The one include that runs where it stands (the opening of a receipt transition); every other only defines functions. */
   const OPENING = 'open-transition.lua';
@@ -189,8 +198,16 @@ describe('script files', () => {
   it('every script or include named in lua/, src/, docs/ and the README exists, and each header names its own file', () => {
     const root = new URL('../../', import.meta.url);
     const texts = [
-      ...['lua/', 'lua/includes/'].flatMap((d) => readdirSync(new URL(d, root)).filter((f) => f.endsWith('.lua')).map((f) => `${d}${f}`)),
-      ...['src/', 'docs/'].flatMap((d) => readdirSync(new URL(d, root), { recursive: true, encoding: 'utf8' }).filter((f) => /\.(ts|md)$/.test(f)).map((f) => `${d}${f}`)),
+      ...['lua/', 'lua/includes/'].flatMap((d) =>
+        readdirSync(new URL(d, root))
+          .filter((f) => f.endsWith('.lua'))
+          .map((f) => `${d}${f}`),
+      ),
+      ...['src/', 'docs/'].flatMap((d) =>
+        readdirSync(new URL(d, root), { recursive: true, encoding: 'utf8' })
+          .filter((f) => /\.(ts|md)$/.test(f))
+          .map((f) => `${d}${f}`),
+      ),
       'README.md',
     ];
     const exists = new Set([...allScripts, ...includes.map((f) => `includes/${f}`)]);
@@ -222,18 +239,21 @@ describe('script files', () => {
     }
   });
 
-  it.each(includes.filter((f) => f !== OPENING))('include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own', (file) => {
-    const text = readFileSync(new URL(file, includesDir), 'utf8');
-    const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1];
-    expect(header, `${file} opens with --[[ ... ]]`).toBeDefined();
-    const defined = [...text.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
-    expect(defined.length).toBeGreaterThan(0);
-    for (const name of defined) expect(header, `${name} in the header of ${file}`).toContain(`${name}(`);
-    const code = withoutComments(text);
-    expect(code).not.toMatch(/\bKEYS\b|\bARGV\b/);
-    expect(code).not.toMatch(/\brcall\b/);
-    expect(code.replace(/^local function \w+\(.*$/gm, '').match(/^local\s+\w/gm) ?? []).toEqual([]);
-  });
+  it.each(includes.filter((f) => f !== OPENING))(
+    'include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own',
+    (file) => {
+      const text = readFileSync(new URL(file, includesDir), 'utf8');
+      const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1];
+      expect(header, `${file} opens with --[[ ... ]]`).toBeDefined();
+      const defined = [...text.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
+      expect(defined.length).toBeGreaterThan(0);
+      for (const name of defined) expect(header, `${name} in the header of ${file}`).toContain(`${name}(`);
+      const code = withoutComments(text);
+      expect(code).not.toMatch(/\bKEYS\b|\bARGV\b/);
+      expect(code).not.toMatch(/\brcall\b/);
+      expect(code.replace(/^local function \w+\(.*$/gm, '').match(/^local\s+\w/gm) ?? []).toEqual([]);
+    },
+  );
 
   it.each(allScripts)('%s defines each function once after expansion, and every include it names is expanded', (file) => {
     const source = scriptSource(file);

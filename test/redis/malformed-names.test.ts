@@ -30,7 +30,10 @@ const calls: [string, (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<
   ['ReconcileStore.begin', (s, k) => reconciles(s).begin(k, fence, 1_000, 'w')],
   ['ReconcileStore.settle', (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' })],
   ['ReconcileStore.noteJob', (s, k) => reconciles(s).noteJob(k, { queue: 'q', prefix: 'bull', id: '1' })],
-  ['ReconcileStore.reclaimKeyed', (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' })],
+  [
+    'ReconcileStore.reclaimKeyed',
+    (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' }),
+  ],
 ];
 
 /** A reconcile store on the same connection and prefix as `store`. */
@@ -47,7 +50,10 @@ describe.each(['tenantId', 'runId', 'toolName', 'argsHash'] as const)('a %s with
     const prefix = `mn${randomBytes(4).toString('hex')}`;
     const store = fixture.store({ prefix });
     const key = freshKey({ [field]: `bad${LONE}name` });
-    const error = await call(store, key).then(() => null, (err: unknown) => err);
+    const error = await call(store, key).then(
+      () => null,
+      (err: unknown) => err,
+    );
     expect(error).toBeInstanceOf(MalformedNameError);
     expect(error).toMatchObject({ code: 'identity.malformed_name' });
     expect(await keysUnder(prefix)).toEqual([]);

@@ -71,7 +71,11 @@ describe('claim with the breaker', () => {
     const before = await store.inspect(key);
     for (let i = 0; i < 3; i++) {
       const claim = await store.claim(key, { effect: 'resumable' });
-      expect(claim).toMatchObject({ decision: { kind: 'execute', attempt: 2 }, state: { kind: 'failed', attempts: 1 }, toolRemoval: 'gone' });
+      expect(claim).toMatchObject({
+        decision: { kind: 'execute', attempt: 2 },
+        state: { kind: 'failed', attempts: 1 },
+        toolRemoval: 'gone',
+      });
       expect(claim.attempt).toBeUndefined();
     }
     const after = await store.inspect(key);
@@ -102,7 +106,11 @@ describe('claim with the breaker', () => {
     await waitForLeaseExpiry(store, lost);
     await breaker.recordFailure(done.tenantId, done.runId, done.toolName, { removeNow: true, reason: 'gone' });
 
-    expect(await store.claim(done, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: { id: 1 }, toolRemoval: 'gone' });
+    expect(await store.claim(done, { effect: 'opaque' })).toMatchObject({
+      decision: { kind: 'replay' },
+      result: { id: 1 },
+      toolRemoval: 'gone',
+    });
     expect(await store.claim(live, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'wait' }, toolRemoval: 'gone' });
     const ambiguous = await store.claim(lost, { effect: 'opaque' });
     expect(ambiguous).toMatchObject({ decision: { kind: 'ambiguous' }, toolRemoval: 'gone' });

@@ -43,12 +43,7 @@ async function lifecycle(store: ReceiptStore): Promise<string[]> {
 describe('clock independence', () => {
   it('gives the same decisions with the local clock one hour behind, on time, and one hour ahead', async () => {
     const store = fixture.store();
-    const expected = [
-      'execute:1', 'execute:1',
-      'wait', 'wait',
-      'execute:2', 'ambiguous',
-      'wait', 'replay', 'execute:2',
-    ];
+    const expected = ['execute:1', 'execute:1', 'wait', 'wait', 'execute:2', 'ambiguous', 'wait', 'replay', 'execute:2'];
     for (const offset of [-HOUR, 0, HOUR]) {
       const spy = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
       expect(Date.now() - realNow()).toBeGreaterThanOrEqual(offset - 1_000);

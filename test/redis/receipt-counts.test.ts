@@ -17,7 +17,9 @@ const fixture = useRedis();
 const freshPrefix = () => `${fixture.handle().prefix}c${randomBytes(3).toString('hex')}`;
 const call = (runId: string, argsHash: string, tenantId = 'acme') => ({ tenantId, runId, toolName: 'send_email', argsHash });
 const pairs = async (store: ReceiptStore, tenantId?: string) =>
-  Object.fromEntries((await store.stats(tenantId === undefined ? {} : { tenantId })).byStatusAndEffect.map((c) => [`${c.status}/${c.effect}`, c.count]));
+  Object.fromEntries(
+    (await store.stats(tenantId === undefined ? {} : { tenantId })).byStatusAndEffect.map((c) => [`${c.status}/${c.effect}`, c.count]),
+  );
 
 describe('counting sets', () => {
   it('turn an opaque attempt ambiguous when its lease lapses, with no write in between', async () => {
@@ -30,14 +32,20 @@ describe('counting sets', () => {
 
     const live = await store.stats();
     expect(live).toMatchObject({ total: 1, runs: 1, ambiguous: 0, oldestAmbiguousSinceMs: null, byStatus: { running: 1 } });
-    const record = await waitUntil(() => store.inspect(key), (r) => r?.leaseExpired === true);
+    const record = await waitUntil(
+      () => store.inspect(key),
+      (r) => r?.leaseExpired === true,
+    );
     const lapsed = await store.stats();
     expect(lapsed).toMatchObject({ total: 1, ambiguous: 1, oldestAmbiguousSinceMs: record!.leaseUntilMs });
     expect(await redis.zrange(countKey, 0, -1, 'WITHSCORES')).toEqual(written);
 
     // A resumable attempt whose lease lapsed is not ambiguous: the next claim takes it over.
     await store.claim(call('r1', 'b'), { effect: 'resumable', leaseMs: 60 });
-    await waitUntil(() => store.inspect(call('r1', 'b')), (r) => r?.leaseExpired === true);
+    await waitUntil(
+      () => store.inspect(call('r1', 'b')),
+      (r) => r?.leaseExpired === true,
+    );
     expect(await store.stats()).toMatchObject({ total: 2, ambiguous: 1 });
   });
 
@@ -52,7 +60,10 @@ describe('counting sets', () => {
     await lasting.fail(call('r1', 'kept'), kept.fence!, { error: 'no', tier: 'neutral' });
     expect(await pairs(store)).toEqual({ 'completed/opaque': 1, 'failed/resumable': 1 });
 
-    await waitUntil(() => store.inspect(brief), (r) => r === null);
+    await waitUntil(
+      () => store.inspect(brief),
+      (r) => r === null,
+    );
     expect(await pairs(store)).toEqual({ 'failed/resumable': 1 });
     const countKey = receiptCountRedisKey(store.prefix, 'acme', 'r1');
     expect(await redis.pttl(countKey)).toBeGreaterThanOrEqual(await redis.pttl(lasting.redisKey(call('r1', 'kept'))));
@@ -129,7 +140,10 @@ describe('the run registry', () => {
     const shard = runRegistryShardKey(store.prefix, 'acme');
     const { fence } = await store.claim(call('r', 'a'), { effect: 'opaque', leaseMs: 100 });
     await store.complete(call('r', 'a'), fence!, 'ok');
-    await waitUntil(() => redis.exists(receiptCountRedisKey(store.prefix, 'acme', 'r')), (n) => n === 0);
+    await waitUntil(
+      () => redis.exists(receiptCountRedisKey(store.prefix, 'acme', 'r')),
+      (n) => n === 0,
+    );
     // Pretend the registration is old: stats prunes it.
     await redis.zadd(shard, Date.now() - REGISTRATION_GRACE_MS - 60_000, 'acme|r');
     await store.stats();
@@ -145,7 +159,11 @@ describe('rebuildCounts', () => {
   it('counts receipts written before counting sets existed, and drops ones deleted by hand', async () => {
     const store = fixture.store({ prefix: freshPrefix() });
     const redis = fixture.connect();
-    for (const [runId, tenantId] of [['r1', 'acme'], ['r2', 'acme'], ['r3', 'globex']] as const) {
+    for (const [runId, tenantId] of [
+      ['r1', 'acme'],
+      ['r2', 'acme'],
+      ['r3', 'globex'],
+    ] as const) {
       for (const argsHash of ['a', 'b', 'c']) {
         const { fence } = await store.claim(call(runId, argsHash, tenantId), { effect: 'opaque' });
         if (argsHash !== 'c') await store.complete(call(runId, argsHash, tenantId), fence!, argsHash);

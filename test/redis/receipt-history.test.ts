@@ -29,7 +29,14 @@ describe('receipt history', () => {
     const store = fixture.store();
     const key = freshKey();
     const f1 = await ambiguousAttempt(store, key);
-    await store.resolve(key, { attemptsSeen: 1, epochSeen: f1.epoch, outcome: 'failed', error: 'no email in the outbox', by: 'alice', note: 'checked SES' });
+    await store.resolve(key, {
+      attemptsSeen: 1,
+      epochSeen: f1.epoch,
+      outcome: 'failed',
+      error: 'no email in the outbox',
+      by: 'alice',
+      note: 'checked SES',
+    });
     const resolved = (await store.inspect(key))!;
     expect(resolved.history).toEqual([
       {
@@ -95,10 +102,18 @@ describe('receipt history', () => {
     await waitForLeaseExpiry(store, key);
     const unknown = await reconciles.begin(key, fence!, 10_000, 'reconciler-1');
     if (unknown.kind !== 'begun') throw new Error(unknown.kind);
-    await reconciles.settle(key, { ...fence!, reconciles: unknown.reconciles, worker: 'reconciler-1' }, { verdict: 'unknown', note: 'provider timed out' });
+    await reconciles.settle(
+      key,
+      { ...fence!, reconciles: unknown.reconciles, worker: 'reconciler-1' },
+      { verdict: 'unknown', note: 'provider timed out' },
+    );
     const begun = await reconciles.begin(key, fence!, 10_000, 'reconciler-2', { again: true });
     if (begun.kind !== 'begun') throw new Error(begun.kind);
-    await reconciles.settle(key, { ...fence!, reconciles: begun.reconciles, worker: 'reconciler-2' }, { verdict: 'not_started', leaseMs: 10_000 });
+    await reconciles.settle(
+      key,
+      { ...fence!, reconciles: begun.reconciles, worker: 'reconciler-2' },
+      { verdict: 'not_started', leaseMs: 10_000 },
+    );
     const record = (await store.inspect(key))!;
     expect(record).toMatchObject({ status: 'running', attempts: 2 });
     expect(record.history).toMatchObject([
@@ -139,7 +154,9 @@ describe('receipt history', () => {
     const store = fixture.store();
     const key = freshKey();
     await ambiguousAttempt(store, key);
-    await expect(store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'x', by: '  ' })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'x', by: '  ' })).rejects.toBeInstanceOf(
+      InvalidReceiptInputError,
+    );
     await expect(store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'x', note: 'n'.repeat(1001) })).rejects.toBeInstanceOf(
       InvalidReceiptInputError,
     );

@@ -17,7 +17,12 @@ describe('a stale attempt of an expired lifetime', () => {
     const key = freshKey();
     const stale = await claimFence(store, key, { effect: 'resumable' });
     // The worker holding `stale` stalls through lease and retention: the receipt is gone.
-    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'the first lifetime to expire');
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r === null,
+      10_000,
+      'the first lifetime to expire',
+    );
     const live = await claimFence(store, key, { effect: 'resumable', leaseMs: 60_000 });
     expect(live.attempt).toBe(stale.attempt);
     expect(live.epoch).not.toBe(stale.epoch);
@@ -49,7 +54,11 @@ describe('ambiguity that stays put', () => {
     expect(verdict.decision.kind).toBe('ambiguous');
     for (let i = 0; i < 3; i++) {
       const later = await store.claim(key, { effect: 'resumable' });
-      expect(later).toMatchObject({ decision: { kind: 'ambiguous' }, ambiguousMs: verdict.ambiguousMs, state: { reportedAmbiguous: true } });
+      expect(later).toMatchObject({
+        decision: { kind: 'ambiguous' },
+        ambiguousMs: verdict.ambiguousMs,
+        state: { reportedAmbiguous: true },
+      });
       expect(later.fence).toBeUndefined();
     }
     expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 1, ambiguousMs: verdict.ambiguousMs });
@@ -73,10 +82,17 @@ describe('ambiguity that stays put', () => {
     expect(contested).toMatchObject({ status: 'running', leaseExpired: false, ambiguousMs: verdict.ambiguousMs });
     expect(contested!.lateHeartbeatMs).toEqual(expect.any(Number));
     expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(key));
-    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'ambiguous' }, ambiguousMs: verdict.ambiguousMs });
+    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({
+      decision: { kind: 'ambiguous' },
+      ambiguousMs: verdict.ambiguousMs,
+    });
     const refused = await store.resolve(key, { attemptsSeen: 1, outcome: 'failed', error: 'x' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ContestedReceiptError);
-    expect(refused).toMatchObject({ code: 'receipt.contested', observed: { status: 'running', attempts: 1 }, leaseUntilMs: beat.leaseUntilMs });
+    expect(refused).toMatchObject({
+      code: 'receipt.contested',
+      observed: { status: 'running', attempts: 1 },
+      leaseUntilMs: beat.leaseUntilMs,
+    });
 
     const settled = await store.complete(key, original, 'it landed');
     expect(settled.late).toEqual({ attempt: 1, ambiguousMs: verdict.ambiguousMs });
@@ -114,7 +130,12 @@ describe('the run index across lifetimes', () => {
     const steadyFence = await claimFence(keeper, steady, { effect: 'opaque' });
     expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['recurring', 'steady']);
 
-    await waitUntil(() => store.inspect(recurring), (r) => r === null, 10_000, 'the first lifetime to expire');
+    await waitUntil(
+      () => store.inspect(recurring),
+      (r) => r === null,
+      10_000,
+      'the first lifetime to expire',
+    );
     await claimFence(keeper, recurring, { effect: 'opaque' });
     const index = keeper.runIndexKey(base.tenantId, base.runId);
     // The claim itself scores the entry by the new lifetime, before any listing repairs anything.
@@ -122,7 +143,12 @@ describe('the run index across lifetimes', () => {
     const listed = await keeper.listRun(base.tenantId, base.runId);
     expect(listed.map((r) => r.key.toolName)).toEqual(['steady', 'recurring']);
     const scores = await redis.zrange(index, 0, -1, 'WITHSCORES');
-    expect(scores).toEqual([keeper.redisKey(steady), String(listed[0]!.createdMs), keeper.redisKey(recurring), String(listed[1]!.createdMs)]);
+    expect(scores).toEqual([
+      keeper.redisKey(steady),
+      String(listed[0]!.createdMs),
+      keeper.redisKey(recurring),
+      String(listed[1]!.createdMs),
+    ]);
     await keeper.complete(steady, steadyFence, 'ok');
   });
 
@@ -178,7 +204,10 @@ describe('corrupt receipts', () => {
     await redis.rpush(index, 'x');
     await expect(store.claim(indexAsList, { effect: 'opaque' })).rejects.toMatchObject({ code: 'receipt.corrupt', redisKey: index });
     expect(await redis.exists(store.redisKey(indexAsList))).toBe(0);
-    await expect(store.listRun(indexAsList.tenantId, indexAsList.runId)).rejects.toMatchObject({ code: 'receipt.corrupt', redisKey: index });
+    await expect(store.listRun(indexAsList.tenantId, indexAsList.runId)).rejects.toMatchObject({
+      code: 'receipt.corrupt',
+      redisKey: index,
+    });
   });
 
   it('listAmbiguous skips a corrupt receipt, hands it to onCorrupt, and still lists the others', async () => {

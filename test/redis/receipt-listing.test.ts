@@ -47,7 +47,23 @@ describe('inspect', () => {
     await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), { ok: 1 });
     const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
     expect(fields).toEqual(
-      ['args_hash', 'attempts', 'completed_ms', 'created_ms', 'effect', 'epoch', 'owner', 'result', 'run', 'schema', 'started_ms', 'status', 'tenant', 'tool', 'updated_ms'].sort(),
+      [
+        'args_hash',
+        'attempts',
+        'completed_ms',
+        'created_ms',
+        'effect',
+        'epoch',
+        'owner',
+        'result',
+        'run',
+        'schema',
+        'started_ms',
+        'status',
+        'tenant',
+        'tool',
+        'updated_ms',
+      ].sort(),
     );
   });
 });
@@ -82,7 +98,12 @@ describe('listRun', () => {
     const long = { ...base, toolName: 'long' };
     await keeper.claim(long, { effect: 'opaque' });
     await store.complete(short, await claimFence(keeper, short, { effect: 'opaque' }), 'x');
-    await waitUntil(() => store.inspect(short), (r) => r === null, 10_000, 'expiry');
+    await waitUntil(
+      () => store.inspect(short),
+      (r) => r === null,
+      10_000,
+      'expiry',
+    );
     expect(await redis.zcard(store.runIndexKey(base.tenantId, base.runId))).toBe(2);
     expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['long']);
     expect(await redis.zrange(store.runIndexKey(base.tenantId, base.runId), 0, -1)).toEqual([store.redisKey(long)]);

@@ -127,17 +127,26 @@ function pick<T>(ws: World[], predict: (w: World) => T | null, matches: (p: T) =
     const p = predict(world);
     if (p !== null && matches(p)) return { world, p };
   }
-  throw new Error(`${what}: no world of the model allows what the store did (worlds: ${JSON.stringify(ws.map((w) => ({ exists: w.receipt !== null, leaseExpired: w.leaseExpired, status: w.receipt?.status, attempts: w.receipt?.attempts, flagged: w.receipt?.flagged })))})`);
+  throw new Error(
+    `${what}: no world of the model allows what the store did (worlds: ${JSON.stringify(ws.map((w) => ({ exists: w.receipt !== null, leaseExpired: w.leaseExpired, status: w.receipt?.status, attempts: w.receipt?.attempts, flagged: w.receipt?.flagged })))})`,
+  );
 }
 
 class ClaimCommand implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly worker: number, readonly call: number, readonly effect: EffectResumability) {}
+  constructor(
+    readonly worker: number,
+    readonly call: number,
+    readonly effect: EffectResumability,
+  ) {}
   check = () => true;
   async run(m: Model, real: Real) {
     const r = m.receipts[this.call]!;
-    const { t0, t1, value: claim, error } = await timed(real, () =>
-      real.stores[this.worker]!.claim(real.keys[this.call]!, { effect: this.effect, leaseMs: LEASE }),
-    );
+    const {
+      t0,
+      t1,
+      value: claim,
+      error,
+    } = await timed(real, () => real.stores[this.worker]!.claim(real.keys[this.call]!, { effect: this.effect, leaseMs: LEASE }));
     if (error) throw error;
     const got = claim!.decision.kind === 'execute' ? `execute@${claim!.decision.attempt}` : claim!.decision.kind;
     const { world } = pick(
@@ -164,14 +173,28 @@ class ClaimCommand implements fc.AsyncCommand<Model, Real> {
         // A new lifetime: a fresh epoch, never one seen before.
         expect(m.fences.some((f) => f.epoch === fence.epoch)).toBe(false);
         m.receipts[this.call] = {
-          status: 'running', attempts: 1, epoch: fence.epoch, effect: this.effect, leaseUntil, flagged: false,
-          ambiguousSet: false, lateSettleAttempt: null, createdMs: now, expiresLo: now + LEASE + RETENTION, expiresHi: now + LEASE + RETENTION,
+          status: 'running',
+          attempts: 1,
+          epoch: fence.epoch,
+          effect: this.effect,
+          leaseUntil,
+          flagged: false,
+          ambiguousSet: false,
+          lateSettleAttempt: null,
+          createdMs: now,
+          expiresLo: now + LEASE + RETENTION,
+          expiresHi: now + LEASE + RETENTION,
         };
       } else {
         expect(fence.epoch).toBe(s.epoch);
         Object.assign(s, {
-          status: 'running', attempts: fence.attempt, leaseUntil, flagged: false, ambiguousSet: false,
-          expiresLo: Math.max(s.expiresLo, leaseUntil + RETENTION), expiresHi: Math.max(s.expiresHi, leaseUntil + RETENTION),
+          status: 'running',
+          attempts: fence.attempt,
+          leaseUntil,
+          flagged: false,
+          ambiguousSet: false,
+          expiresLo: Math.max(s.expiresLo, leaseUntil + RETENTION),
+          expiresHi: Math.max(s.expiresHi, leaseUntil + RETENTION),
         });
       }
       m.fences.push({ ...fence, call: this.call });
@@ -195,14 +218,19 @@ function fenceFor(m: Model, choice: FenceChoice): HeldFence {
   if (choice.kind === 'held' && m.fences.length > 0) return m.fences[choice.index % m.fences.length]!;
   const call = choice.kind === 'guess' ? choice.call : 0;
   const attempt = choice.kind === 'guess' ? choice.attempt : 1;
-  const from = choice.kind === 'guess' && choice.epochFrom !== null && m.fences.length > 0 ? m.fences[choice.epochFrom % m.fences.length]! : null;
+  const from =
+    choice.kind === 'guess' && choice.epochFrom !== null && m.fences.length > 0 ? m.fences[choice.epochFrom % m.fences.length]! : null;
   return { call, attempt, epoch: from?.epoch ?? 'guessed-epoch' };
 }
 
 type FencedOp = 'complete' | 'fail' | 'heartbeat' | 'step' | 'unknown';
 
 class FencedCommand implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly op: FencedOp, readonly worker: number, readonly choice: FenceChoice) {}
+  constructor(
+    readonly op: FencedOp,
+    readonly worker: number,
+    readonly choice: FenceChoice,
+  ) {}
   check = () => true;
   async run(m: Model, real: Real) {
     const fence = fenceFor(m, this.choice);
@@ -210,16 +238,26 @@ class FencedCommand implements fc.AsyncCommand<Model, Real> {
     const key = real.keys[fence.call]!;
     const { t0, t1, value, error } = await timed(real, async () => {
       switch (this.op) {
-        case 'complete': return { settle: await store.complete(key, fence, `by ${fence.epoch}@${fence.attempt}`) };
-        case 'fail': return { settle: await store.fail(key, fence, { error: 'failed' }) };
-        case 'heartbeat': return { beat: await store.heartbeat(key, fence, LEASE) };
-        case 'step': return { step: await store.recordStep(key, fence, 's', fence.attempt) };
-        case 'unknown': return { unknown: await store.markOutcomeUnknown(key, fence, 'outcome unknown') };
+        case 'complete':
+          return { settle: await store.complete(key, fence, `by ${fence.epoch}@${fence.attempt}`) };
+        case 'fail':
+          return { settle: await store.fail(key, fence, { error: 'failed' }) };
+        case 'heartbeat':
+          return { beat: await store.heartbeat(key, fence, LEASE) };
+        case 'step':
+          return { step: await store.recordStep(key, fence, 's', fence.attempt) };
+        case 'unknown':
+          return { unknown: await store.markOutcomeUnknown(key, fence, 'outcome unknown') };
       }
     });
     if (error !== undefined && !(error instanceof FencedOutError)) throw error;
     const ok = error === undefined;
-    const { world } = pick(worlds(m.receipts[fence.call]!, t0, t1), (w) => holds(w.receipt, fence), (p) => p === ok, `${this} (fence ${JSON.stringify(fence)}) ${ok ? 'succeeded' : 'was fenced out'}`);
+    const { world } = pick(
+      worlds(m.receipts[fence.call]!, t0, t1),
+      (w) => holds(w.receipt, fence),
+      (p) => p === ok,
+      `${this} (fence ${JSON.stringify(fence)}) ${ok ? 'succeeded' : 'was fenced out'}`,
+    );
     const s = world.receipt;
     if (s === null) m.receipts[fence.call] = null;
     if (ok && s !== null) {
@@ -255,22 +293,37 @@ class FencedCommand implements fc.AsyncCommand<Model, Real> {
 }
 
 class ResolveCommand implements fc.AsyncCommand<Model, Real> {
-  constructor(readonly call: number, readonly attemptsDelta: number, readonly withEpoch: 'current' | 'none' | 'stale', readonly outcome: 'completed' | 'failed') {}
+  constructor(
+    readonly call: number,
+    readonly attemptsDelta: number,
+    readonly withEpoch: 'current' | 'none' | 'stale',
+    readonly outcome: 'completed' | 'failed',
+  ) {}
   check = () => true;
   async run(m: Model, real: Real) {
     const r = m.receipts[this.call]!;
     const attemptsSeen = Math.max(1, (r?.attempts ?? 1) + this.attemptsDelta);
     const epochSeen = this.withEpoch === 'none' ? undefined : this.withEpoch === 'stale' ? 'an-older-lifetime' : r?.epoch || 'unknown';
     const key = real.keys[this.call]!;
-    const resolution = this.outcome === 'completed'
-      ? { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'completed' as const, result: 'operator' }
-      : { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'failed' as const, error: 'operator' };
+    const resolution =
+      this.outcome === 'completed'
+        ? { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'completed' as const, result: 'operator' }
+        : { attemptsSeen, ...(epochSeen === undefined ? {} : { epochSeen }), outcome: 'failed' as const, error: 'operator' };
     const { t0, t1, error } = await timed(real, () => real.stores[0]!.resolve(key, resolution));
-    if (error !== undefined && !(error instanceof FencedOutError) && !(error instanceof NotAmbiguousError) && !(error instanceof ContestedReceiptError)) throw error;
+    if (
+      error !== undefined &&
+      !(error instanceof FencedOutError) &&
+      !(error instanceof NotAmbiguousError) &&
+      !(error instanceof ContestedReceiptError)
+    )
+      throw error;
     const got =
-      error === undefined ? 'resolved'
-        : error instanceof NotAmbiguousError ? 'notAmbiguous'
-          : error instanceof ContestedReceiptError ? 'contested'
+      error === undefined
+        ? 'resolved'
+        : error instanceof NotAmbiguousError
+          ? 'notAmbiguous'
+          : error instanceof ContestedReceiptError
+            ? 'contested'
             : 'fenced';
     const { world } = pick(
       worlds(r, t0, t1),
@@ -293,7 +346,8 @@ class ResolveCommand implements fc.AsyncCommand<Model, Real> {
     }
     await checkInvariants(m, real);
   }
-  toString = () => `resolve(call${this.call}, ${this.attemptsDelta >= 0 ? '+' : ''}${this.attemptsDelta}, ${this.withEpoch}, ${this.outcome})`;
+  toString = () =>
+    `resolve(call${this.call}, ${this.attemptsDelta >= 0 ? '+' : ''}${this.attemptsDelta}, ${this.withEpoch}, ${this.outcome})`;
 }
 
 class ListRunCommand implements fc.AsyncCommand<Model, Real> {
@@ -342,15 +396,23 @@ async function checkInvariants(m: Model, real: Real, withListing = false): Promi
     expect(s, `call${call} exists though the model has none`).not.toBeNull();
     expect(gone, `call${call} outlived its expiry`).not.toBe(true);
     live.push(record.redisKey);
-    expect({
-      status: record.status,
-      attempts: record.attempts,
-      epoch: record.epoch,
-      ambiguousSet: record.ambiguousMs !== null,
-      late: record.lateSettle?.attempt ?? null,
-      createdMs: record.createdMs,
-    }, `call${call}`).toEqual({
-      status: s!.status, attempts: s!.attempts, epoch: s!.epoch, ambiguousSet: s!.ambiguousSet, late: s!.lateSettleAttempt, createdMs: s!.createdMs,
+    expect(
+      {
+        status: record.status,
+        attempts: record.attempts,
+        epoch: record.epoch,
+        ambiguousSet: record.ambiguousMs !== null,
+        late: record.lateSettle?.attempt ?? null,
+        createdMs: record.createdMs,
+      },
+      `call${call}`,
+    ).toEqual({
+      status: s!.status,
+      attempts: s!.attempts,
+      epoch: s!.epoch,
+      ambiguousSet: s!.ambiguousSet,
+      late: s!.lateSettleAttempt,
+      createdMs: s!.createdMs,
     });
     if (s!.flagged) expect(isAmbiguousRecord(record), `call${call} flagged but not listed ambiguous`).toBe(true);
     expect(Number(scoresBefore[call]), `call${call}: index score is created_ms of the current lifetime`).toBe(s!.createdMs);
@@ -416,8 +478,16 @@ const fenceChoice: fc.Arbitrary<FenceChoice> = fc.oneof(
 );
 const commands = [
   fc.tuple(worker, callIndex, fc.constantFrom<EffectResumability>('resumable', 'opaque')).map(([w, c, e]) => new ClaimCommand(w, c, e)),
-  fc.tuple(fc.constantFrom<FencedOp>('complete', 'fail', 'heartbeat', 'step', 'unknown'), worker, fenceChoice).map(([op, w, f]) => new FencedCommand(op, w, f)),
-  fc.tuple(callIndex, fc.integer({ min: -1, max: 1 }), fc.constantFrom('current', 'none', 'stale') as fc.Arbitrary<'current' | 'none' | 'stale'>, fc.constantFrom('completed', 'failed') as fc.Arbitrary<'completed' | 'failed'>)
+  fc
+    .tuple(fc.constantFrom<FencedOp>('complete', 'fail', 'heartbeat', 'step', 'unknown'), worker, fenceChoice)
+    .map(([op, w, f]) => new FencedCommand(op, w, f)),
+  fc
+    .tuple(
+      callIndex,
+      fc.integer({ min: -1, max: 1 }),
+      fc.constantFrom('current', 'none', 'stale') as fc.Arbitrary<'current' | 'none' | 'stale'>,
+      fc.constantFrom('completed', 'failed') as fc.Arbitrary<'completed' | 'failed'>,
+    )
     .map(([c, d, e, o]) => new ResolveCommand(c, d, e, o)),
   fc.constantFrom(LEASE / 2, LEASE + 30, LEASE + RETENTION + 40).map((ms) => new SleepCommand(ms)),
   fc.constant(new ListRunCommand()),
@@ -432,7 +502,9 @@ describe('receipt store against a model of its rules', () => {
         fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: 'max' }), async (cmds) => {
           const base = freshKey();
           const keys = Array.from({ length: CALLS }, (_, i) => ({ ...base, argsHash: `${base.argsHash}-${i}` }));
-          const stores = Array.from({ length: WORKERS }, (_, i) => fixture.store({ leaseMs: LEASE, retentionMs: RETENTION, owner: `w${i}` }));
+          const stores = Array.from({ length: WORKERS }, (_, i) =>
+            fixture.store({ leaseMs: LEASE, retentionMs: RETENTION, owner: `w${i}` }),
+          );
           await fc.asyncModelRun(() => ({ model: { receipts: keys.map(() => null), fences: [] }, real: { redis, stores, keys } }), cmds);
         }),
         { numRuns: NUM_RUNS, seed, endOnFailure: true },

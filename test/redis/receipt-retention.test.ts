@@ -47,7 +47,12 @@ describe('retention', () => {
       'lease expiry',
     );
     // After lease + retention it is gone, and the same call executes afresh.
-    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'expiry');
+    await waitUntil(
+      () => store.inspect(key),
+      (r) => r === null,
+      10_000,
+      'expiry',
+    );
     expect((await store.claim(key, { effect: 'resumable' })).decision).toEqual({ kind: 'execute', attempt: 1 });
   });
 
@@ -63,21 +68,29 @@ describe('retention', () => {
     expect(await redis.pttl(store.runIndexKey(key.tenantId, key.runId))).toBeGreaterThan(100_000);
   });
 
-  it.each(['complete', 'fail'] as const)('after %s the receipt expires retentionMs later; a late retry then executes again', async (how) => {
-    const store = fixture.store({ retentionMs: 300 });
-    const longer = fixture.store({ retentionMs: 60_000 });
-    const redis = fixture.connect();
-    const key = freshKey();
-    const fence = (await longer.claim(key, { effect: 'opaque', leaseMs: 60_000 })).fence!;
-    if (how === 'complete') await store.complete(key, fence, 'r');
-    else await store.fail(key, fence, { error: 'e' });
-    const pttl = await redis.pttl(store.redisKey(key));
-    expect(pttl).toBeGreaterThan(0);
-    expect(pttl).toBeLessThanOrEqual(300);
-    await waitUntil(() => store.inspect(key), (r) => r === null, 10_000, 'settled receipt to expire');
-    // Forgotten: a very late retry is indistinguishable from a first call.
-    expect((await store.claim(key, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
-  });
+  it.each(['complete', 'fail'] as const)(
+    'after %s the receipt expires retentionMs later; a late retry then executes again',
+    async (how) => {
+      const store = fixture.store({ retentionMs: 300 });
+      const longer = fixture.store({ retentionMs: 60_000 });
+      const redis = fixture.connect();
+      const key = freshKey();
+      const fence = (await longer.claim(key, { effect: 'opaque', leaseMs: 60_000 })).fence!;
+      if (how === 'complete') await store.complete(key, fence, 'r');
+      else await store.fail(key, fence, { error: 'e' });
+      const pttl = await redis.pttl(store.redisKey(key));
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(300);
+      await waitUntil(
+        () => store.inspect(key),
+        (r) => r === null,
+        10_000,
+        'settled receipt to expire',
+      );
+      // Forgotten: a very late retry is indistinguishable from a first call.
+      expect((await store.claim(key, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 1 });
+    },
+  );
 
   it('an ambiguous receipt is kept at least retentionMs after each claim that finds it so', async () => {
     const store = fixture.store({ retentionMs: 5_000 });

@@ -2,12 +2,7 @@
  * ReceiptStore transitions and fences, against a real Redis.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  FencedOutError,
-  InvalidReceiptInputError,
-  NotAmbiguousError,
-  ReceiptValueNotSerializableError,
-} from '../../src/redis/errors.js';
+import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, ReceiptValueNotSerializableError } from '../../src/redis/errors.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
@@ -155,7 +150,11 @@ describe('fenced writes', () => {
     const key = freshKey();
     const { epoch } = await claimFence(store, key, { effect: 'resumable' });
     const before = await store.inspect(key);
-    for (const fence of [{ attempt: 2, epoch }, { attempt: 1, epoch: 'guessed' }, { attempt: 1, epoch: '' }]) {
+    for (const fence of [
+      { attempt: 2, epoch },
+      { attempt: 1, epoch: 'guessed' },
+      { attempt: 1, epoch: '' },
+    ]) {
       const writes = [
         () => store.complete(key, fence, 'x'),
         () => store.fail(key, fence, { error: 'x' }),
@@ -187,7 +186,13 @@ describe('fenced writes', () => {
     const opaqueFence = await claimFence(store, opaque, { effect: 'opaque', leaseMs: 60_000 });
     const marked = await store.markOutcomeUnknown(opaque, opaqueFence, 'gateway timed out');
     expect(marked.ambiguousMs).not.toBeNull();
-    expect(await store.inspect(opaque)).toMatchObject({ status: 'running', attempts: 1, leaseExpired: true, error: 'gateway timed out', ambiguousMs: marked.ambiguousMs });
+    expect(await store.inspect(opaque)).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      leaseExpired: true,
+      error: 'gateway timed out',
+      ambiguousMs: marked.ambiguousMs,
+    });
     expect((await store.listAmbiguous()).map((r) => r.redisKey)).toContain(store.redisKey(opaque));
     expect((await store.claim(opaque, { effect: 'opaque' })).decision.kind).toBe('ambiguous');
 
@@ -284,7 +289,10 @@ describe('resolve', () => {
     await waitForLeaseExpiry(store, key);
     await store.claim(key, { effect: 'opaque' });
     await store.resolve(key, { attemptsSeen: 1, outcome: 'completed', result: { messageId: 'found-in-provider-log' } });
-    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({ decision: { kind: 'replay' }, result: { messageId: 'found-in-provider-log' } });
+    expect(await store.claim(key, { effect: 'opaque' })).toMatchObject({
+      decision: { kind: 'replay' },
+      result: { messageId: 'found-in-provider-log' },
+    });
     const record = await store.inspect(key);
     expect(record).toMatchObject({ status: 'completed', attempts: 1 });
     expect(record!.resolvedMs).toBe(record!.completedMs);
@@ -322,11 +330,15 @@ describe('resolve', () => {
       code: 'receipt.fenced_out',
       observed: { status: 'running', attempts: 1 },
     });
-    await expect(store.resolve(opaque, { attemptsSeen: 1, epochSeen: 'another-lifetime', outcome: 'failed', error: 'x' })).rejects.toMatchObject({
+    await expect(
+      store.resolve(opaque, { attemptsSeen: 1, epochSeen: 'another-lifetime', outcome: 'failed', error: 'x' }),
+    ).rejects.toMatchObject({
       code: 'receipt.fenced_out',
       observed: { status: 'running', attempts: 1, epoch: opaqueFence.epoch },
     });
-    await expect(store.resolve(opaque, { attemptsSeen: 1, epochSeen: '', outcome: 'failed', error: 'x' })).rejects.toBeInstanceOf(InvalidReceiptInputError);
+    await expect(store.resolve(opaque, { attemptsSeen: 1, epochSeen: '', outcome: 'failed', error: 'x' })).rejects.toBeInstanceOf(
+      InvalidReceiptInputError,
+    );
     await store.complete(opaque, opaqueFence, 'late but real');
     await expect(store.resolve(opaque, { attemptsSeen: 1, outcome: 'failed', error: 'x' })).rejects.toMatchObject({
       code: 'receipt.fenced_out',

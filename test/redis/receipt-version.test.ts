@@ -54,7 +54,12 @@ describe('the layout a receipt carries', () => {
     expect(second.attempt).toBe(2);
     expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
     await store.complete(key, second.fence!, { sent: true });
-    expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 2, result: { sent: true }, schema: RECEIPT_SCHEMA_VERSION });
+    expect(await store.inspect(key)).toMatchObject({
+      status: 'completed',
+      attempts: 2,
+      result: { sent: true },
+      schema: RECEIPT_SCHEMA_VERSION,
+    });
 
     const other = freshKey();
     const claimed = await claimFence(store, other, { effect: 'opaque' });
@@ -66,24 +71,45 @@ describe('the layout a receipt carries', () => {
     expect((await store.stats({ tenantId: other.tenantId, scan: true })).byStatus.completed).toBe(1);
   });
 
-  it.each(['abc', '0', '2.5', ''])('a schema field that is not a whole number >= 1 (%j) is corrupt, for the scripts and the readers', async (value) => {
-    const store = fixture.store();
-    const redis = fixture.connect();
-    const key = freshKey();
-    await store.claim(key, { effect: 'opaque' });
-    await redis.hset(store.redisKey(key), 'schema', value);
-    await expect(store.inspect(key)).rejects.toMatchObject({ code: 'receipt.corrupt', why: 'schema is not a whole number >= 1' });
-    await expect(store.claim(key, { effect: 'opaque' })).rejects.toMatchObject({ code: 'receipt.corrupt', why: 'schema is not a whole number >= 1' });
-  });
+  it.each(['abc', '0', '2.5', ''])(
+    'a schema field that is not a whole number >= 1 (%j) is corrupt, for the scripts and the readers',
+    async (value) => {
+      const store = fixture.store();
+      const redis = fixture.connect();
+      const key = freshKey();
+      await store.claim(key, { effect: 'opaque' });
+      await redis.hset(store.redisKey(key), 'schema', value);
+      await expect(store.inspect(key)).rejects.toMatchObject({ code: 'receipt.corrupt', why: 'schema is not a whole number >= 1' });
+      await expect(store.claim(key, { effect: 'opaque' })).rejects.toMatchObject({
+        code: 'receipt.corrupt',
+        why: 'schema is not a whole number >= 1',
+      });
+    },
+  );
 });
 
 /** A receipt as a newer release might leave it: a state and a field this release does not know. */
-async function writtenByNewerRelease(store: ReceiptStore, redis: ReturnType<typeof fixture.connect>, key: ToolCallReceiptKey, status: string) {
+async function writtenByNewerRelease(
+  store: ReceiptStore,
+  redis: ReturnType<typeof fixture.connect>,
+  key: ToolCallReceiptKey,
+  status: string,
+) {
   const redisKey = store.redisKey(key);
   await redis.hset(redisKey, {
-    tenant: key.tenantId, run: key.runId, tool: key.toolName, args_hash: key.argsHash,
-    status, attempts: '1', epoch: 'e', effect: 'opaque', lease_until_ms: '1', created_ms: '1', updated_ms: '1',
-    schema: String(NEWER), paused_until_ms: '99',
+    tenant: key.tenantId,
+    run: key.runId,
+    tool: key.toolName,
+    args_hash: key.argsHash,
+    status,
+    attempts: '1',
+    epoch: 'e',
+    effect: 'opaque',
+    lease_until_ms: '1',
+    created_ms: '1',
+    updated_ms: '1',
+    schema: String(NEWER),
+    paused_until_ms: '99',
   });
   await redis.zadd(store.runIndexKey(key.tenantId, key.runId), 1, redisKey);
   return redisKey;
@@ -129,7 +155,10 @@ describe('the CLI on a receipt a newer release wrote', () => {
     const redisKey = await writtenByNewerRelease(store, redis, key, 'running');
     const before = await redis.hgetall(redisKey);
 
-    await expect(showCommand({ store, redis, out: new Capture(), args: { redisKey, json: false } })).rejects.toMatchObject({ code: 'receipt.version', redisKey });
+    await expect(showCommand({ store, redis, out: new Capture(), args: { redisKey, json: false } })).rejects.toMatchObject({
+      code: 'receipt.version',
+      redisKey,
+    });
     await expect(
       runCommand({ store, redis, out: new Capture(), args: { tenantId: key.tenantId, runId: key.runId, json: false } }),
     ).rejects.toMatchObject({ code: 'receipt.version', redisKey });

@@ -43,7 +43,7 @@ describe('reconcile lease', () => {
     expect(await resumable.reconciles.begin(resumable.key, resumable.f1, 1_000, 'w1')).toEqual({ kind: 'movedOn' });
   });
 
-  it('once lapsed, another caller takes it over and the first one\'s verdict is fenced out', async () => {
+  it("once lapsed, another caller takes it over and the first one's verdict is fenced out", async () => {
     const { store, reconciles, key, f1, f2 } = await expired();
     const stale = await reconciles.begin(key, f1, 30, 'w1');
     if (stale.kind !== 'begun') throw new Error(stale.kind);
@@ -72,7 +72,9 @@ describe('verdicts', () => {
     const { store, reconciles, key, f1, f2 } = await expired();
     const begun = await reconciles.begin(key, f1, 10_000, 'w1');
     if (begun.kind !== 'begun') throw new Error(begun.kind);
-    expect(await reconciles.settle(key, { ...f1, reconciles: 1, worker: 'w1' }, { verdict: 'completed', result: { id: 'm-1' } })).toEqual(f1);
+    expect(await reconciles.settle(key, { ...f1, reconciles: 1, worker: 'w1' }, { verdict: 'completed', result: { id: 'm-1' } })).toEqual(
+      f1,
+    );
     const record = await store.inspect(key);
     expect(record).toMatchObject({ status: 'completed', attempts: 1, result: { id: 'm-1' }, reconcilingUntilMs: null });
     expect(record!.reconciled).toMatchObject({ verdict: 'completed', by: 'w1', attempt: 1, note: null });
@@ -84,10 +86,15 @@ describe('verdicts', () => {
     const { store, reconciles, key, f1, f2 } = await expired();
     await reconciles.begin(key, f1, 10_000, 'w1');
     const job2 = { ...JOB, id: '18' };
-    expect(await reconciles.settle(key, { ...f1, reconciles: 1, worker: 'w1' }, { verdict: 'not_started', leaseMs: 10_000, job: job2 })).toEqual(f2);
+    expect(
+      await reconciles.settle(key, { ...f1, reconciles: 1, worker: 'w1' }, { verdict: 'not_started', leaseMs: 10_000, job: job2 }),
+    ).toEqual(f2);
     const record = await store.inspect(key);
     expect(record).toMatchObject({ status: 'running', attempts: 2, owner: 'w1', leaseExpired: false, ambiguousMs: null });
-    expect(record!.jobs).toEqual([{ ...JOB, attempt: 1 }, { ...job2, attempt: 2 }]);
+    expect(record!.jobs).toEqual([
+      { ...JOB, attempt: 1 },
+      { ...job2, attempt: 2 },
+    ]);
     expect(record!.startedMs).toBeGreaterThan(record!.createdMs - 1);
     await store.complete(key, f2, 'sent');
   });
@@ -127,7 +134,9 @@ describe('keyed re-run', () => {
     const { store, reconciles, key, f1, f2 } = await expired();
     const created = (await store.inspect(key))!.createdMs;
     // A window that closes within the new lease: refused, nothing written.
-    expect(await reconciles.reclaimKeyed(key, { lost: f1, keyWindowMs: 1_000, leaseMs: 5_000, owner: 'w1' })).toEqual({ kind: 'windowClosed' });
+    expect(await reconciles.reclaimKeyed(key, { lost: f1, keyWindowMs: 1_000, leaseMs: 5_000, owner: 'w1' })).toEqual({
+      kind: 'windowClosed',
+    });
     expect(await store.inspect(key)).toMatchObject({ attempts: 1, keyedRerunMs: null });
 
     const rerun = await reconciles.reclaimKeyed(key, { lost: f1, keyWindowMs: 60_000, leaseMs: 5_000, owner: 'w1', job: JOB });

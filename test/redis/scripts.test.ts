@@ -35,7 +35,18 @@ afterAll(() => {
 
 /** A script header: its name, the KEYS and ARGV lines given, and a Returns line. */
 const header = (name: string, keys: readonly string[], argv: readonly string[] = ['ARGV  none.']): string =>
-  ['--[[', `  ${name}: a script written by a test.`, '', ...keys.map((k) => `  ${k}`), '', ...argv.map((a) => `  ${a}`), '', '  Returns what the test reads.', ']]', ''].join('\n');
+  [
+    '--[[',
+    `  ${name}: a script written by a test.`,
+    '',
+    ...keys.map((k) => `  ${k}`),
+    '',
+    ...argv.map((a) => `  ${a}`),
+    '',
+    '  Returns what the test reads.',
+    ']]',
+    '',
+  ].join('\n');
 
 function refusal(run: () => unknown): ScriptDefinitionError {
   try {
@@ -73,7 +84,9 @@ describe('the script loader', () => {
 
   it('a variadic <name>-N.lua takes the key count first, and at least the fixed keys its header lays out', async () => {
     const library = ScriptLibrary.load(
-      luaDirWith({ 'first-and-count-N.lua': `${header('first-and-count', ['KEYS[1]       the first key', 'KEYS[2..n]    any more'])}return { #KEYS, KEYS[1] }\n` }),
+      luaDirWith({
+        'first-and-count-N.lua': `${header('first-and-count', ['KEYS[1]       the first key', 'KEYS[2..n]    any more'])}return { #KEYS, KEYS[1] }\n`,
+      }),
     );
     expect(library.script('first-and-count').keys).toEqual({ kind: 'variadic', atLeast: 1 });
     const redis = fixture.connect();
@@ -86,19 +99,64 @@ describe('the script loader', () => {
   });
 
   it.each([
-    ['a header declaring fewer KEYS than the file name', 'short-3.lua', header('short', ['KEYS[1]  a', 'KEYS[2]  b']), /lua\/short-3\.lua declares 2 KEYS in its header \(KEYS\[1\] \.\. KEYS\[2\]\), but its file name says 3/],
-    ['a header declaring more KEYS than the file name', 'long-1.lua', header('long', ['KEYS[1]  a', 'KEYS[2]  b']), /lua\/long-1\.lua declares 2 KEYS .*says 1/],
+    [
+      'a header declaring fewer KEYS than the file name',
+      'short-3.lua',
+      header('short', ['KEYS[1]  a', 'KEYS[2]  b']),
+      /lua\/short-3\.lua declares 2 KEYS in its header \(KEYS\[1\] \.\. KEYS\[2\]\), but its file name says 3/,
+    ],
+    [
+      'a header declaring more KEYS than the file name',
+      'long-1.lua',
+      header('long', ['KEYS[1]  a', 'KEYS[2]  b']),
+      /lua\/long-1\.lua declares 2 KEYS .*says 1/,
+    ],
     ['a range that overruns the file name', 'range-2.lua', header('range', ['KEYS[1] .. KEYS[3]  three']), /declares 3 KEYS .*says 2/],
     ['KEYS out of order', 'gap-2.lua', header('gap', ['KEYS[1]  a', 'KEYS[3]  c']), /declares KEYS\[3\] where KEYS\[2\] comes next/],
-    ['a fixed file whose header lays out any number', 'open-2.lua', header('open', ['KEYS[1]  a', 'KEYS[2..n]  more']), /declares any number of KEYS \(at least 1\) in its header, but its file name says 2/],
-    ['a variadic file whose header declares a fixed count', 'fixed-N.lua', header('fixed', ['KEYS[1]  a']), /declares 1 KEYS in its header, but its file name says N/],
-    ['code using a key its header does not declare', 'reach-1.lua', `${header('reach', ['KEYS[1]  a'])}return KEYS[2]\n`, /uses KEYS\[2\], but its header declares 1 KEYS/],
-    ['an include reading keys the script does not take', 'opens-1.lua', `${header('opens', ['KEYS[1]  a'])}--- @include "open-transition"\nreturn 1\n`, /uses KEYS\[2\]/],
-    ['code using an ARGV its header does not declare', 'argv-1.lua', `${header('argv', ['KEYS[1]  a'], ['ARGV[1]  one'])}return ARGV[2]\n`, /uses ARGV\[2\], which its header does not declare/],
-    ['a header naming another script', 'renamed-1.lua', header('old-name', ['KEYS[1]  a']), /opens its header with "old-name: a script written by a test\."; the first line names the script: "renamed: <what it does>"/],
+    [
+      'a fixed file whose header lays out any number',
+      'open-2.lua',
+      header('open', ['KEYS[1]  a', 'KEYS[2..n]  more']),
+      /declares any number of KEYS \(at least 1\) in its header, but its file name says 2/,
+    ],
+    [
+      'a variadic file whose header declares a fixed count',
+      'fixed-N.lua',
+      header('fixed', ['KEYS[1]  a']),
+      /declares 1 KEYS in its header, but its file name says N/,
+    ],
+    [
+      'code using a key its header does not declare',
+      'reach-1.lua',
+      `${header('reach', ['KEYS[1]  a'])}return KEYS[2]\n`,
+      /uses KEYS\[2\], but its header declares 1 KEYS/,
+    ],
+    [
+      'an include reading keys the script does not take',
+      'opens-1.lua',
+      `${header('opens', ['KEYS[1]  a'])}--- @include "open-transition"\nreturn 1\n`,
+      /uses KEYS\[2\]/,
+    ],
+    [
+      'code using an ARGV its header does not declare',
+      'argv-1.lua',
+      `${header('argv', ['KEYS[1]  a'], ['ARGV[1]  one'])}return ARGV[2]\n`,
+      /uses ARGV\[2\], which its header does not declare/,
+    ],
+    [
+      'a header naming another script',
+      'renamed-1.lua',
+      header('old-name', ['KEYS[1]  a']),
+      /opens its header with "old-name: a script written by a test\."; the first line names the script: "renamed: <what it does>"/,
+    ],
     ['no header', 'bare-1.lua', 'return KEYS[1]\n', /does not open with a --\[\[ \.\.\. \]\] header/],
     ['no ARGV line', 'noargs-1.lua', header('noargs', ['KEYS[1]  a'], []), /declares no ARGV/],
-    ['a file not named <name>-<n>.lua', 'helper.lua', header('helper', []), /lua\/helper\.lua is not named <name>-<numberOfKeys>\.lua or <name>-N\.lua/],
+    [
+      'a file not named <name>-<n>.lua',
+      'helper.lua',
+      header('helper', []),
+      /lua\/helper\.lua is not named <name>-<numberOfKeys>\.lua or <name>-N\.lua/,
+    ],
   ])('refuses at load %s, naming the file', (_, file, text, message) => {
     const dir = luaDirWith({ [file]: text });
     const error = refusal(() => ScriptLibrary.load(dir));
@@ -113,7 +171,9 @@ describe('the script loader', () => {
 
   it('refuses a name no file has, and fewer keys than a script takes, with a typed error before anything is sent', () => {
     const redis = fixture.connect();
-    expect(refusal(() => runScript(redis, 'complete-clam', [], [])).message).toMatch(/no script is named "complete-clam": lua\/ has no file complete-clam-<numberOfKeys>\.lua/);
+    expect(refusal(() => runScript(redis, 'complete-clam', [], [])).message).toMatch(
+      /no script is named "complete-clam": lua\/ has no file complete-clam-<numberOfKeys>\.lua/,
+    );
     expect(refusal(() => scriptEntry(redis, 'claim', ['{k}a', '{k}b'], [])).message).toMatch(/script claim takes 4 keys; got 2/);
     expect(refusal(() => scriptSource('../package.json')).message).toMatch(/no script file/);
   });
@@ -140,11 +200,17 @@ describe('defineScripts (deprecated)', () => {
 
   it('refuses a key count that disagrees with the file name, a reused name, or a file the package does not have', () => {
     const redis = fixture.connect();
-    expect(refusal(() => defineScripts(redis, [{ name: 'x1', file: 'claim-4.lua', numberOfKeys: 1 }])).message).toMatch(/takes 4 keys, not 1/);
-    expect(refusal(() => defineScripts(redis, [{ name: 'x1', file: 'tally-N.lua', numberOfKeys: 2 }])).message).toMatch(/takes any keys, not 2/);
+    expect(refusal(() => defineScripts(redis, [{ name: 'x1', file: 'claim-4.lua', numberOfKeys: 1 }])).message).toMatch(
+      /takes 4 keys, not 1/,
+    );
+    expect(refusal(() => defineScripts(redis, [{ name: 'x1', file: 'tally-N.lua', numberOfKeys: 2 }])).message).toMatch(
+      /takes any keys, not 2/,
+    );
     defineScripts(redis, [{ name: 'x2', file: 'claim-4.lua', numberOfKeys: 4 }]);
     expect(() => defineScripts(redis, [{ name: 'x2', file: 'fail-3.lua', numberOfKeys: 3 }])).toThrow(/already defined/);
-    expect(() => defineScripts(redis, [{ name: 'claim', file: 'fail-3.lua', numberOfKeys: 3 }])).toThrow(/already defined from claim-4\.lua/);
+    expect(() => defineScripts(redis, [{ name: 'claim', file: 'fail-3.lua', numberOfKeys: 3 }])).toThrow(
+      /already defined from claim-4\.lua/,
+    );
     expect(() => defineScripts(redis, [{ name: 'x3', file: 'nope-1.lua', numberOfKeys: 1 }])).toThrow(ScriptDefinitionError);
   });
 });
@@ -193,7 +259,13 @@ describe('expandIncludes', () => {
   it('refuses a cycle of includes, naming the whole loop', () => {
     const read = from({ a: '--- @include "b"\nA', b: '--- @include "c"\nB', c: '--- @include "a"\nC', self: '--- @include "self"' });
     const cycle = thrown(() => expandIncludes('x-1.lua', '--- @include "a"\n', read));
-    expect(cycle).toMatchObject({ code: 'redis.script_include', problem: 'cycle', script: 'x-1.lua', include: 'a', chain: ['a', 'b', 'c'] });
+    expect(cycle).toMatchObject({
+      code: 'redis.script_include',
+      problem: 'cycle',
+      script: 'x-1.lua',
+      include: 'a',
+      chain: ['a', 'b', 'c'],
+    });
     expect(cycle.message).toContain('a -> b -> c -> a');
     expect(thrown(() => expandIncludes('x-1.lua', '--- @include "self"', read))).toMatchObject({ problem: 'cycle', include: 'self' });
   });
@@ -201,7 +273,10 @@ describe('expandIncludes', () => {
   it('refuses an include line that does not name a plain include in quotes', () => {
     const read = from({ one: 'ONE' });
     for (const line of ['--- @include one', '--- @include "../one"', '--- @include "sub/one"', '--- @include ""', '--- @include']) {
-      expect(thrown(() => expandIncludes('x-1.lua', `${line}\nBODY`, read)), line).toMatchObject({ problem: 'malformed', script: 'x-1.lua' });
+      expect(
+        thrown(() => expandIncludes('x-1.lua', `${line}\nBODY`, read)),
+        line,
+      ).toMatchObject({ problem: 'malformed', script: 'x-1.lua' });
     }
     // Lines that only look alike are left alone.
     expect(expandIncludes('x-1.lua', '-- @include "one"\nlocal s = \'--- @include "one"\'', read)).toBe(

@@ -36,10 +36,28 @@ function keysFor(): [receipt: string, index: string, count: string] {
 async function claimedAndLapsed(keys: readonly string[], effect: string): Promise<void> {
   const [receipt, index, count] = keys;
   const breaker = `${index!.replace(':run:', ':brk:')}`;
-  const args = [1, RETENTION, 'w1', effect, 't', 'r', 'tool', 'h', breakerField('tool', 'removed'), breakerField('tool', 'rejections'), EPOCH, JOB];
+  const args = [
+    1,
+    RETENTION,
+    'w1',
+    effect,
+    't',
+    'r',
+    'tool',
+    'h',
+    breakerField('tool', 'removed'),
+    breakerField('tool', 'rejections'),
+    EPOCH,
+    JOB,
+  ];
   const claimed = parseClaimObservation('claim', await runScript(redis, 'claim', [receipt!, index!, breaker, count!], args));
   expect(claimed.code).toBe(1);
-  await waitUntil(() => redis.time(), ([s, us]) => Number(s) * 1000 + Math.floor(Number(us) / 1000) > Number(claimed.leaseUntilMs), 5_000, 'the lease to lapse');
+  await waitUntil(
+    () => redis.time(),
+    ([s, us]) => Number(s) * 1000 + Math.floor(Number(us) / 1000) > Number(claimed.leaseUntilMs),
+    5_000,
+    'the lease to lapse',
+  );
 }
 
 /**
@@ -48,7 +66,15 @@ async function claimedAndLapsed(keys: readonly string[], effect: string): Promis
  * heartbeat; no `schema` field (a receipt of layout 1) and a stale updated_ms.
  */
 async function leaveLeftovers(receipt: string): Promise<void> {
-  await redis.hset(receipt, { error: 'old error', tier: 'old tier', completed_ms: '1', ambiguous_ms: '1', resolved_ms: '1', late_heartbeat_ms: '1', updated_ms: '1' });
+  await redis.hset(receipt, {
+    error: 'old error',
+    tier: 'old tier',
+    completed_ms: '1',
+    ambiguous_ms: '1',
+    resolved_ms: '1',
+    late_heartbeat_ms: '1',
+    updated_ms: '1',
+  });
   await redis.hdel(receipt, 'schema');
 }
 
@@ -58,20 +84,42 @@ const STARTS = {
     await claimedAndLapsed(keys, 'resumable');
     expect(((await runScript(redis, 'fail', keys, [1, 'rate limited', 'transient', RETENTION, EPOCH])) as unknown[])[0]).toBe(1);
     await leaveLeftovers(keys[0]!);
-    const reply = (await runScript(redis, 'reclaim', keys, ['failed', 1, LEASE, RETENTION, OWNER, EPOCH, 'resumable', JOB, 'token-2'])) as unknown[];
+    const reply = (await runScript(redis, 'reclaim', keys, [
+      'failed',
+      1,
+      LEASE,
+      RETENTION,
+      OWNER,
+      EPOCH,
+      'resumable',
+      JOB,
+      'token-2',
+    ])) as unknown[];
     expect(reply.slice(0, 3)).toEqual([1, 'running', 2]);
   },
   async 'keyed reclaim'(keys: readonly string[]) {
     await claimedAndLapsed(keys, 'opaque');
     await leaveLeftovers(keys[0]!);
-    expect(((await runScript(redis, 'reclaim-keyed', keys, [1, 3_600_000, LEASE, RETENTION, OWNER, JOB, EPOCH])) as unknown[]).slice(0, 2)).toEqual([1, 2]);
+    expect(
+      ((await runScript(redis, 'reclaim-keyed', keys, [1, 3_600_000, LEASE, RETENTION, OWNER, JOB, EPOCH])) as unknown[]).slice(0, 2),
+    ).toEqual([1, 2]);
   },
   async 'reconcile not_started'(keys: readonly string[]) {
     await claimedAndLapsed(keys, 'opaque');
     await leaveLeftovers(keys[0]!);
     const begun = (await runScript(redis, 'reconcile-begin', keys, [1, 10_000, OWNER, RETENTION, '', EPOCH])) as number[];
     expect(begun[0]).toBe(1);
-    const settled = (await runScript(redis, 'reconcile-settle', keys, [1, begun[1]!, 'not_started', OWNER, '', LEASE, RETENTION, JOB, EPOCH])) as unknown[];
+    const settled = (await runScript(redis, 'reconcile-settle', keys, [
+      1,
+      begun[1]!,
+      'not_started',
+      OWNER,
+      '',
+      LEASE,
+      RETENTION,
+      JOB,
+      EPOCH,
+    ])) as unknown[];
     expect(settled.slice(0, 2)).toEqual([1, 2]);
   },
 };

@@ -16,29 +16,50 @@ describe('unreachableErrorOf', () => {
     expect(error).toBeInstanceOf(RedisTimeoutError);
     expect(error).toBeInstanceOf(ToolReceiptsError);
     expect(error).toMatchObject({ code: 'redis.timeout', redisKey, tool: 'send:email', step: 'claim', cause, releases: [] });
-    expect((error as Error).message).toBe(`claim of ${redisKey} (tool send:email) timed out (Command timed out); whether it ran is unknown`);
+    expect((error as Error).message).toBe(
+      `claim of ${redisKey} (tool send:email) timed out (Command timed out); whether it ran is unknown`,
+    );
   });
 
   it('types a lost, refused or exhausted connection as redis.unavailable', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
-    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 1).'), { name: 'MaxRetriesPerRequestError' });
-    for (const cause of [new Error('Connection is closed.'), refused, exhausted, new Error("Stream isn't writeable and enableOfflineQueue options is false")]) {
+    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 1).'), {
+      name: 'MaxRetriesPerRequestError',
+    });
+    for (const cause of [
+      new Error('Connection is closed.'),
+      refused,
+      exhausted,
+      new Error("Stream isn't writeable and enableOfflineQueue options is false"),
+    ]) {
       expect(unreachableErrorOf(cause, where)).toBeInstanceOf(RedisConnectionLostError);
     }
   });
 
   it('says a command the client never sent did not run, with the typed error of what it failed with', () => {
-    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 20).'), { name: 'MaxRetriesPerRequestError' });
+    const exhausted = Object.assign(new Error('Reached the max retries per request limit (which is 20).'), {
+      name: 'MaxRetriesPerRequestError',
+    });
     const dropped = unreachableErrorOf(new CommandNotSentError(exhausted), where);
     expect(dropped).toBeInstanceOf(RedisConnectionLostError);
     expect(dropped).toMatchObject({ code: 'redis.unavailable', sent: false, cause: exhausted });
-    expect((dropped as Error).message).toBe(`claim of ${redisKey} (tool send:email) was not sent (${exhausted.message}), so it did not run`);
+    expect((dropped as Error).message).toBe(
+      `claim of ${redisKey} (tool send:email) was not sent (${exhausted.message}), so it did not run`,
+    );
     // The adapter's deadline: unwritten with no connection is unavailability, unwritten on a stuck one a timeout.
-    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, false, false)), where)).toMatchObject({ code: 'redis.unavailable', sent: false });
-    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, true, false)), where)).toMatchObject({ code: 'redis.timeout', sent: false });
+    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, false, false)), where)).toMatchObject({
+      code: 'redis.unavailable',
+      sent: false,
+    });
+    expect(unreachableErrorOf(new CommandNotSentError(new CommandDeadlineError(500, true, false)), where)).toMatchObject({
+      code: 'redis.timeout',
+      sent: false,
+    });
     const late = unreachableErrorOf(new CommandDeadlineError(500, true, true), where);
     expect(late).toMatchObject({ code: 'redis.timeout', sent: true });
-    expect((late as Error).message).toBe(`claim of ${redisKey} (tool send:email) timed out (no reply within 500 ms); whether it ran is unknown`);
+    expect((late as Error).message).toBe(
+      `claim of ${redisKey} (tool send:email) timed out (no reply within 500 ms); whether it ran is unknown`,
+    );
     // Without the adapter's word, the same failure may have been written.
     expect(unreachableErrorOf(exhausted, where)).toMatchObject({ sent: true });
   });
@@ -49,7 +70,9 @@ describe('unreachableErrorOf', () => {
   });
 
   it('names a key that is not a receipt without a tool', () => {
-    expect(unreachableErrorOf(new Error('Command timed out'), { redisKey: 'trc:brk:{acme|run}', step: 'breaker failure' })).toMatchObject({ tool: undefined });
+    expect(unreachableErrorOf(new Error('Command timed out'), { redisKey: 'trc:brk:{acme|run}', step: 'breaker failure' })).toMatchObject({
+      tool: undefined,
+    });
   });
 });
 

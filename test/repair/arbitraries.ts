@@ -12,7 +12,10 @@ const opaqueBlock: fc.Arbitrary<ContentBlock> = fc.oneof(
 /** An assistant message mixing opaque blocks and tool_use blocks with unique ids. */
 export function assistantMessage(input: fc.Arbitrary<unknown> = fc.jsonValue()): fc.Arbitrary<AssistantMessage> {
   const tool = fc.record({ name: fc.constantFrom(...SAFE_NAMES), input });
-  const slot = fc.oneof(opaqueBlock.map((b) => ({ kind: 'opaque' as const, b })), tool.map((t) => ({ kind: 'tool' as const, t })));
+  const slot = fc.oneof(
+    opaqueBlock.map((b) => ({ kind: 'opaque' as const, b })),
+    tool.map((t) => ({ kind: 'tool' as const, t })),
+  );
   return fc.array(slot, { maxLength: 8 }).map((slots) => ({
     role: 'assistant' as const,
     content: slots.map((slot, index): ContentBlock =>

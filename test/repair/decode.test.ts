@@ -71,12 +71,21 @@ describe('decodeToolInput', () => {
     const input = { byName: { x: '{"n":1}' }, list: ['{"n":2}'], pair: ['{"n":3}', '{"n":4}'] };
     const result = decodeToolInput(input, schema);
     expect(result.input).toEqual({ byName: { x: { n: 1 } }, list: [{ n: 2 }], pair: [{ n: 3 }, '{"n":4}'] });
-    expect(result.decodedPaths).toEqual([['byName', 'x'], ['list', 0], ['pair', 0]]);
+    expect(result.decodedPaths).toEqual([
+      ['byName', 'x'],
+      ['list', 0],
+      ['pair', 0],
+    ]);
   });
 
   it('follows recursive schemas', () => {
     type Node = { name: string; children: Node[] };
-    const node: z.ZodType<Node> = z.object({ name: z.string(), get children() { return z.array(node); } });
+    const node: z.ZodType<Node> = z.object({
+      name: z.string(),
+      get children() {
+        return z.array(node);
+      },
+    });
     const input = { name: 'root', children: '[{"name":"leaf","children":"[]"}]' };
     expect(decodeToolInput(input, node).input).toEqual({ name: 'root', children: [{ name: 'leaf', children: [] }] });
   });

@@ -23,13 +23,11 @@ const deleteInput: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 /** A generated message with a destructive call inserted somewhere. */
-const withDestructiveCall = fc
-  .tuple(assistantMessage(), deleteInput, fc.nat())
-  .map(([msg, input, at]): AssistantMessage => {
-    const index = at % (msg.content.length + 1);
-    const block: ContentBlock = { type: 'tool_use', id: 'toolu_destructive', name: 'delete_file', input };
-    return { ...msg, content: [...msg.content.slice(0, index), block, ...msg.content.slice(index)] };
-  });
+const withDestructiveCall = fc.tuple(assistantMessage(), deleteInput, fc.nat()).map(([msg, input, at]): AssistantMessage => {
+  const index = at % (msg.content.length + 1);
+  const block: ContentBlock = { type: 'tool_use', id: 'toolu_destructive', name: 'delete_file', input };
+  return { ...msg, content: [...msg.content.slice(0, index), block, ...msg.content.slice(index)] };
+});
 
 describe('destructive calls', () => {
   it('never reach a reshaper, and are only ever emitted with the inputs the model wrote', async () => {

@@ -59,7 +59,10 @@ function editTool(c: ContentBlock[], pick: (n: number) => number, edit: (b: Cont
   return at === undefined ? null : c.map((b, i) => (i === at ? edit(b) : b));
 }
 
-const pickFrom = (seed: number) => (n: number): number => (n <= 0 ? 0 : seed % n);
+const pickFrom =
+  (seed: number) =>
+  (n: number): number =>
+    n <= 0 ? 0 : seed % n;
 
 describe('guardReshaped properties', () => {
   for (const [name, mutate] of Object.entries(MUTATIONS)) {

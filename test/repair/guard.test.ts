@@ -25,19 +25,19 @@ describe('guardReshaped', () => {
     ['an edited text block', message(text('Something else.'), original.content[1]!, original.content[2]!)],
     ['an inserted text block', message(original.content[0]!, text('extra'), original.content[1]!, original.content[2]!)],
     ['a tool_use turned into text', message(original.content[0]!, text('t1'), original.content[2]!)],
-    ['an extra field on a tool_use', message(original.content[0]!, { ...toolUse('t1', 'search', {}), cache_control: {} }, original.content[2]!)],
+    [
+      'an extra field on a tool_use',
+      message(original.content[0]!, { ...toolUse('t1', 'search', {}), cache_control: {} }, original.content[2]!),
+    ],
     ['another role', { ...original, role: 'user' }],
     ['an extra top-level field', { ...original, stop_reason: 'end_turn' }],
   ])('fails %s', (_label, candidate) => {
     expect(guardReshaped(original, candidate, isDestructive)).toBe('failed');
   });
 
-  it.each([null, 'text', {}, { role: 'assistant' }, { role: 'assistant', content: 'x' }])(
-    'fails a malformed candidate %#',
-    (candidate) => {
-      expect(guardReshaped(original, candidate, isDestructive)).toBe('failed');
-    },
-  );
+  it.each([null, 'text', {}, { role: 'assistant' }, { role: 'assistant', content: 'x' }])('fails a malformed candidate %#', (candidate) => {
+    expect(guardReshaped(original, candidate, isDestructive)).toBe('failed');
+  });
 
   it('refuses any candidate naming a destructive tool, before checking structure', () => {
     const renamed = message(original.content[0]!, toolUse('t1', 'DELETE_FILE', {}), original.content[2]!);

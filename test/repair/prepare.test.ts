@@ -8,7 +8,12 @@ const fetchTool = { name: 'fetch', schema: fetchSchema, aliases: { baseUrl: ['ur
 describe('prepareToolInput', () => {
   it('passes a valid input through, returning raw and parsed forms', () => {
     const result = prepareToolInput({ baseUrl: 'https://a' }, fetchTool);
-    expect(result).toEqual({ ok: true, input: { baseUrl: 'https://a' }, parsed: { baseUrl: 'https://a', timeoutMs: 1000 }, corrections: [] });
+    expect(result).toEqual({
+      ok: true,
+      input: { baseUrl: 'https://a' },
+      parsed: { baseUrl: 'https://a', timeoutMs: 1000 },
+      corrections: [],
+    });
   });
 
   it('applies decoding, aliases and null-dropping, and lists each correction', () => {

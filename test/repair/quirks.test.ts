@@ -4,13 +4,21 @@ import { fetchSchema, message, searchSchema, toolUse, tools } from './fixtures.j
 
 /** One test per malformation models are known to produce, through both entry points. */
 const reshaper: Reshaper = { reshape: vi.fn(() => Promise.reject(new Error('the reshaper must not be needed'))) };
-const deps = { maxAttempts: 2, isDestructive: destructiveMatcher(['delete_file']), reshaper, aliases: new Map([['fetch', { baseUrl: ['url'] }]]) };
+const deps = {
+  maxAttempts: 2,
+  isDestructive: destructiveMatcher(['delete_file']),
+  reshaper,
+  aliases: new Map([['fetch', { baseUrl: ['url'] }]]),
+};
 const search = { name: 'search', schema: searchSchema };
 const fetchTool = { name: 'fetch', schema: fetchSchema, aliases: { baseUrl: ['url'] } };
 
 describe('known model quirks', () => {
   it('an object argument sent as a JSON string', async () => {
-    expect(prepareToolInput({ query: 'q', filters: '{"lang":"en"}' }, search)).toMatchObject({ ok: true, input: { filters: { lang: 'en' } } });
+    expect(prepareToolInput({ query: 'q', filters: '{"lang":"en"}' }, search)).toMatchObject({
+      ok: true,
+      input: { filters: { lang: 'en' } },
+    });
     expect(prepareToolInput('{"query":"q"}', search)).toMatchObject({ ok: true, input: { query: 'q' } });
     const decision = await repair(message(toolUse('t', 'search', { query: 'q', filters: '{"lang":"en"}' })), tools, deps);
     expect(decision).toMatchObject({ outcome: 'fixed', via: 'normalized' });

@@ -58,7 +58,11 @@ describe('repair without a reshaper call', () => {
   it('uses alias tables for the schema-driven corrections', async () => {
     const msg = message(toolUse('f1', 'fetch', { url: 'https://a' }));
     const decision = await repair(msg, tools, deps({ aliases: new Map([['fetch', { baseUrl: ['url'] }]]) }));
-    expect(decision).toMatchObject({ outcome: 'fixed', via: 'normalized', message: message(toolUse('f1', 'fetch', { baseUrl: 'https://a' })) });
+    expect(decision).toMatchObject({
+      outcome: 'fixed',
+      via: 'normalized',
+      message: message(toolUse('f1', 'fetch', { baseUrl: 'https://a' })),
+    });
   });
 
   it('refuses a message with a destructive call before any reshaping', async () => {
@@ -85,7 +89,10 @@ describe('repair without a reshaper call', () => {
 
   it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 0.5])('refuses when maxAttempts is %s', async (maxAttempts) => {
     const { reshaper } = scripted();
-    expect(await repair(invalidSearch, tools, deps({ reshaper, maxAttempts }))).toMatchObject({ outcome: 'refused', reason: 'no_attempts' });
+    expect(await repair(invalidSearch, tools, deps({ reshaper, maxAttempts }))).toMatchObject({
+      outcome: 'refused',
+      reason: 'no_attempts',
+    });
   });
 
   it('refuses without a reshaper', async () => {
@@ -173,7 +180,10 @@ describe('repair with a reshaper', () => {
         return new Promise<AssistantMessage>(() => {});
       },
     };
-    expect(await repair(invalidSearch, tools, deps({ reshaper, signal: controller.signal }))).toEqual({ outcome: 'cancelled', attempts: 1 });
+    expect(await repair(invalidSearch, tools, deps({ reshaper, signal: controller.signal }))).toEqual({
+      outcome: 'cancelled',
+      attempts: 1,
+    });
   });
 
   it('ignores an answer that arrives after the abort', async () => {
@@ -182,7 +192,10 @@ describe('repair with a reshaper', () => {
       controller.abort();
       return withInput({ query: '42' });
     });
-    expect(await repair(invalidSearch, tools, deps({ reshaper, signal: controller.signal }))).toEqual({ outcome: 'cancelled', attempts: 1 });
+    expect(await repair(invalidSearch, tools, deps({ reshaper, signal: controller.signal }))).toEqual({
+      outcome: 'cancelled',
+      attempts: 1,
+    });
   });
 
   it('never mutates the received message', async () => {

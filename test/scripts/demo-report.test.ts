@@ -43,13 +43,24 @@ describe('the demo report', () => {
     expect(gone).toContain(`found ambiguous ${new Date(1_800_000_001_000).toISOString()}`);
     const kept = ambiguousReceiptLines([record(1)], { serverKept: true }).join('\n');
     expect(kept).toContain(`redis-cli HGETALL 'demo:rcpt:{acme|run-1}:send_email:h1'`);
-    const many = ambiguousReceiptLines(Array.from({ length: 8 }, (_, i) => record(i)), { serverKept: false, limit: 3 });
+    const many = ambiguousReceiptLines(
+      Array.from({ length: 8 }, (_, i) => record(i)),
+      { serverKept: false, limit: 3 },
+    );
     expect(many.at(-1)).toBe('  ... and 5 more');
   });
 
   it('explains every row of the table it prints, the outbox and the absorbed repeats included', () => {
     const legend = DEMO_LEGEND.join('\n');
-    for (const row of ['executed:', 'replayed:', 'waited:', 'reconcile:', 'ambiguous:', 'effects in the outbox:', 'repeats absorbed by the ticket provider:']) {
+    for (const row of [
+      'executed:',
+      'replayed:',
+      'waited:',
+      'reconcile:',
+      'ambiguous:',
+      'effects in the outbox:',
+      'repeats absorbed by the ticket provider:',
+    ]) {
       expect(legend).toContain(row);
     }
   });

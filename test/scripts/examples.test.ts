@@ -20,9 +20,14 @@ function runScript(script: string, env: Record<string, string | undefined>): Pro
   const { REDIS_URL: _ignored, ...inherited } = process.env;
   return new Promise((resolve) => {
     // cwd is the repo, so tsx maps the package name to the sources through tsconfig.json's paths.
-    execFile(process.execPath, ['--import', 'tsx', script], { cwd: repo, env: { ...inherited, ...env }, timeout: 60_000, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', script],
+      { cwd: repo, env: { ...inherited, ...env }, timeout: 60_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -46,7 +51,6 @@ describe('the quick start (examples/quickstart.ts)', () => {
       expect(stdout).toMatch(/^redelivered replayed \{"sent":true\}$/m);
     }
   });
-
 });
 
 describe('the testing example (examples/testing-a-processor.ts)', () => {

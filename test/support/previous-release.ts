@@ -29,7 +29,9 @@ import { fileURLToPath } from 'node:url';
 export const PREVIOUS_RELEASE_COMMIT = '522c766cc54ade167b503909a7c36dd50652065a';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const tarball = fileURLToPath(new URL(`../fixtures/previous-release/bullmq-tool-receipts-${PREVIOUS_RELEASE_COMMIT.slice(0, 7)}.tgz`, import.meta.url));
+const tarball = fileURLToPath(
+  new URL(`../fixtures/previous-release/bullmq-tool-receipts-${PREVIOUS_RELEASE_COMMIT.slice(0, 7)}.tgz`, import.meta.url),
+);
 const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** Written last into a finished copy. */
 const MARKER = '.previous-release.json';

@@ -27,11 +27,19 @@ interface Address {
 /** The client the store suites use in this process (`TEST_REDIS_CLIENT`). */
 export function clientKindUnderTest(): ClientKind {
   const named = process.env['TEST_REDIS_CLIENT'] ?? 'ioredis-5';
-  if (!(CLIENT_KINDS as readonly string[]).includes(named)) throw new Error(`TEST_REDIS_CLIENT must be one of ${CLIENT_KINDS.join(', ')}; got ${named}`);
+  if (!(CLIENT_KINDS as readonly string[]).includes(named))
+    throw new Error(`TEST_REDIS_CLIENT must be one of ${CLIENT_KINDS.join(', ')}; got ${named}`);
   return named as ClientKind;
 }
 
-type NodeRedisLike = { connect(): Promise<unknown>; on(event: 'error', listener: (e: unknown) => void): unknown; close?(): Promise<void>; destroy?(): void | Promise<void>; quit?(): Promise<unknown>; disconnect?(): Promise<void> | void };
+type NodeRedisLike = {
+  connect(): Promise<unknown>;
+  on(event: 'error', listener: (e: unknown) => void): unknown;
+  close?(): Promise<void>;
+  destroy?(): void | Promise<void>;
+  quit?(): Promise<unknown>;
+  disconnect?(): Promise<void> | void;
+};
 
 /** Starts connecting a node-redis client now (commands queue until it is ready) and returns it. */
 function started<T extends NodeRedisLike>(client: T): OpenedClient {

@@ -92,10 +92,17 @@ export async function waitCaughtUp(master: LocalRedis, replica: LocalRedis, time
  * A primary (started with `options`, plus {@link NO_SYNC_DELAY}) and one
  * replica of it, caught up: for the durability tests on a single server.
  */
-export async function startPrimaryWithReplica(prefix: string, options: { appendonly?: boolean } = {}): Promise<{ primary: LocalRedis; replica: LocalRedis }> {
+export async function startPrimaryWithReplica(
+  prefix: string,
+  options: { appendonly?: boolean } = {},
+): Promise<{ primary: LocalRedis; replica: LocalRedis }> {
   const binary = findOnPath('redis-server')!;
   const primary = await LocalRedis.start(binary, { ...options, extraArgs: NO_SYNC_DELAY }, prefix);
-  const replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
+  const replica = await LocalRedis.start(
+    binary,
+    { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] },
+    prefix,
+  );
   await waitCaughtUp(primary, replica);
   return { primary, replica };
 }
@@ -155,7 +162,10 @@ export async function startRedisCluster(
       for (const [i, replica] of replicas.entries()) {
         if (replicated.has(i)) continue;
         const masterId = await withNode(nodes[i]!, async (admin) => String(await admin.call('CLUSTER', 'MYID')));
-        const ok = await withNode(replica, (admin) => admin.call('CLUSTER', 'REPLICATE', masterId)).then(() => true, () => false);
+        const ok = await withNode(replica, (admin) => admin.call('CLUSTER', 'REPLICATE', masterId)).then(
+          () => true,
+          () => false,
+        );
         if (ok) replicated.add(i);
       }
       states = await Promise.all([...nodes, ...replicas].map(clusterState));

@@ -62,10 +62,7 @@ export class DockerRedis implements RedisHandle {
     if (appendonly) command.push('--appendfsync', options.appendfsync ?? 'always');
     // A fixed host port (rather than a random mapping) keeps the address stable across restarts.
     const hostPort = await freePort();
-    const container = await new GenericContainer(IMAGE)
-      .withExposedPorts({ container: 6379, host: hostPort })
-      .withCommand(command)
-      .start();
+    const container = await new GenericContainer(IMAGE).withExposedPorts({ container: 6379, host: hostPort }).withCommand(command).start();
     const id = container.getId();
     const unregister = onProcessEnd(() => {
       spawnSync('docker', ['rm', '-f', '-v', id], { stdio: 'ignore', timeout: 15_000 });

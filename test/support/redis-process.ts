@@ -59,13 +59,20 @@ function serverArgs(port: number, dir: string, options: StartRedisOptions, busPo
   if (options.sentinelConfig !== undefined) return sentinelArgs(port, dir, options.sentinelConfig);
   const appendonly = options.appendonly ?? false;
   const args = [
-    '--bind', LOOPBACK,
-    '--port', String(port),
-    '--save', '',
-    '--appendonly', appendonly ? 'yes' : 'no',
-    '--dir', dir,
-    '--maxmemory-policy', 'noeviction',
-    '--daemonize', 'no',
+    '--bind',
+    LOOPBACK,
+    '--port',
+    String(port),
+    '--save',
+    '',
+    '--appendonly',
+    appendonly ? 'yes' : 'no',
+    '--dir',
+    dir,
+    '--maxmemory-policy',
+    'noeviction',
+    '--daemonize',
+    'no',
   ];
   if (appendonly) args.push('--appendfsync', options.appendfsync ?? 'always');
   if (busPort !== undefined) {

@@ -21,7 +21,6 @@ const DOWN_AFTER_MS = 2000;
 const FAILOVER_TIMEOUT_MS = 1500;
 const READY_DEADLINE_MS = 30_000;
 
-
 export interface SentinelSetHandle {
   /** The two data nodes; which one is master changes with failovers. */
   readonly servers: readonly [LocalRedis, LocalRedis];
@@ -84,7 +83,11 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
   try {
     const primary = await LocalRedis.start(binary, { extraArgs: NO_SYNC_DELAY }, prefix);
     started.push(primary);
-    const replica = await LocalRedis.start(binary, { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] }, prefix);
+    const replica = await LocalRedis.start(
+      binary,
+      { extraArgs: [...NO_SYNC_DELAY, '--replicaof', primary.host, String(primary.port)] },
+      prefix,
+    );
     started.push(replica);
     const config = [
       `sentinel monitor ${SENTINEL_MASTER_NAME} ${primary.host} ${primary.port} 2`,

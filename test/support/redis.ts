@@ -83,8 +83,7 @@ function redact(url: string): string {
   }
 }
 
-const EXTERNAL_REASON =
-  'REDIS_URL is set, so tests use a server this process does not own and cannot kill, restart or pause';
+const EXTERNAL_REASON = 'REDIS_URL is set, so tests use a server this process does not own and cannot kill, restart or pause';
 
 /** A server named by REDIS_URL: shared, never killed, never flushed. */
 class ExternalRedis implements RedisHandle {

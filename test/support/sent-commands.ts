@@ -10,10 +10,17 @@ import { scriptSource } from '../../src/redis/scripts.js';
 import { commitBatchEntries } from './commit-batch.js';
 
 const scripts = new Map(
-  ['claim-4.lua', 'claim-group-N.lua', 'complete-4.lua', 'complete-claim-5.lua', 'fail-3.lua', 'reclaim-3.lua', 'breaker-record-1.lua', 'commit-batch-N.lua', 'register-run-1.lua'].map((file) => [
-    createHash('sha1').update(scriptSource(file)).digest('hex'),
-    file.replace(/-(?:\d+|N)\.lua$/, ''),
-  ]),
+  [
+    'claim-4.lua',
+    'claim-group-N.lua',
+    'complete-4.lua',
+    'complete-claim-5.lua',
+    'fail-3.lua',
+    'reclaim-3.lua',
+    'breaker-record-1.lua',
+    'commit-batch-N.lua',
+    'register-run-1.lua',
+  ].map((file) => [createHash('sha1').update(scriptSource(file)).digest('hex'), file.replace(/-(?:\d+|N)\.lua$/, '')]),
 );
 
 /** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… argv…). */

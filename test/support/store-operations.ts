@@ -16,16 +16,25 @@ export type StoreOperation = [name: string, run: (store: ReceiptStore, key: Tool
  * `reconciles` makes the reconcile store beside `store`. A claim group leaves
  * a receipt it cannot use to the call's own claim, which says why.
  */
-export function receiptOperations(fence: { attempt: number; epoch: string }, reconciles: (store: ReceiptStore) => ReconcileStore): StoreOperation[] {
+export function receiptOperations(
+  fence: { attempt: number; epoch: string },
+  reconciles: (store: ReceiptStore) => ReconcileStore,
+): StoreOperation[] {
   return [
     ['claim', (s, k) => s.claim(k, { effect: 'opaque' })],
     ['complete', (s, k) => s.complete(k, fence, 'x')],
-    ['completeAndClaim', (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } })],
-    ['claimGroup', async (s, k) => {
-      const [ahead] = await s.claimGroup([{ key: k, options: { effect: 'opaque' } }]);
-      if (ahead !== null) throw new Error('expected the group to leave this receipt to its own claim');
-      return s.claim(k, { effect: 'opaque' });
-    }],
+    [
+      'completeAndClaim',
+      (s, k) => s.completeAndClaim(k, fence, 'x', { key: { ...k, argsHash: `${k.argsHash}-next` }, options: { effect: 'opaque' } }),
+    ],
+    [
+      'claimGroup',
+      async (s, k) => {
+        const [ahead] = await s.claimGroup([{ key: k, options: { effect: 'opaque' } }]);
+        if (ahead !== null) throw new Error('expected the group to leave this receipt to its own claim');
+        return s.claim(k, { effect: 'opaque' });
+      },
+    ],
     ['fail', (s, k) => s.fail(k, fence, { error: 'x' })],
     ['markOutcomeUnknown', (s, k) => s.markOutcomeUnknown(k, fence, 'x')],
     ['heartbeat', (s, k) => s.heartbeat(k, fence)],
@@ -34,8 +43,14 @@ export function receiptOperations(fence: { attempt: number; epoch: string }, rec
     ['resolve', (s, k) => s.resolve(k, { attemptsSeen: 1, outcome: 'failed', error: 'x' })],
     ['inspect', (s, k) => s.inspect(k)],
     ['ReconcileStore.begin', (s, k) => reconciles(s).begin(k, fence, 1_000, 'w')],
-    ['ReconcileStore.settle', (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' })],
+    [
+      'ReconcileStore.settle',
+      (s, k) => reconciles(s).settle(k, { ...fence, reconciles: 1, worker: 'w' }, { verdict: 'unknown', note: 'n' }),
+    ],
     ['ReconcileStore.noteJob', (s, k) => reconciles(s).noteJob(k, { queue: 'q', prefix: 'bull', id: '1' })],
-    ['ReconcileStore.reclaimKeyed', (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' })],
+    [
+      'ReconcileStore.reclaimKeyed',
+      (s, k) => reconciles(s).reclaimKeyed(k, { lost: fence, keyWindowMs: 60_000, leaseMs: 1_000, owner: 'w' }),
+    ],
   ];
 }

@@ -17,9 +17,20 @@ export interface WithoutPeerReport {
 
 const dir = new URL('../fixtures/without-peer/', import.meta.url);
 
-export async function runWithoutPeer(options: { hidden: string; optionalEntry: string; redisUrl: string; prefix: string }): Promise<WithoutPeerReport> {
+export async function runWithoutPeer(options: {
+  hidden: string;
+  optionalEntry: string;
+  redisUrl: string;
+  prefix: string;
+}): Promise<WithoutPeerReport> {
   const child = fork(fileURLToPath(new URL('app.ts', dir)), [], {
-    env: { ...process.env, REDIS_URL: options.redisUrl, PREFIX: options.prefix, HIDDEN_PACKAGES: options.hidden, OPTIONAL_ENTRY: options.optionalEntry },
+    env: {
+      ...process.env,
+      REDIS_URL: options.redisUrl,
+      PREFIX: options.prefix,
+      HIDDEN_PACKAGES: options.hidden,
+      OPTIONAL_ENTRY: options.optionalEntry,
+    },
     execArgv: ['--import', fileURLToPath(new URL('register.mjs', dir)), '--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

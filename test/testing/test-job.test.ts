@@ -31,7 +31,12 @@ function counterTool() {
 describe('testJob', () => {
   it('runs a call through the processor once, then replays it from the receipt', async () => {
     const { tool, sent } = counterTool();
-    const processor = withToolReceipts({ redis: redis.connect(), prefix: redis.handle().prefix, tools: [tool], logger: pino({ level: 'silent' }) });
+    const processor = withToolReceipts({
+      redis: redis.connect(),
+      prefix: redis.handle().prefix,
+      tools: [tool],
+      logger: pino({ level: 'silent' }),
+    });
     const data = { tenantId: 'acme', runId: 'run-t1', calls: [{ id: 'toolu_1', name: 'send_email', input: { to: 'a@example.com' } }] };
 
     const first = testJob(data, { id: 'job-1' });
@@ -55,7 +60,13 @@ describe('testJob', () => {
 
   it('records the delay when another attempt holds the call', async () => {
     const { tool, sent } = counterTool();
-    const processor = withToolReceipts({ redis: redis.connect(), prefix: redis.handle().prefix, tools: [tool], logger: pino({ level: 'silent' }), maxWaitMs: 500 });
+    const processor = withToolReceipts({
+      redis: redis.connect(),
+      prefix: redis.handle().prefix,
+      tools: [tool],
+      logger: pino({ level: 'silent' }),
+      maxWaitMs: 500,
+    });
     const input = { to: 'b@example.com' };
     const key = { tenantId: 'acme', runId: 'run-t2', toolName: 'send_email', argsHash: await toolCallArgsHash(input) };
     const holder = redis.store();

@@ -31,10 +31,20 @@ export async function auditCommand({ store, redis, out, args }: CommandContext<A
   const now = await serverTimeMs(redis);
   const rows = entries.map((e) => {
     const detail = Object.entries(e.detail)
-      .map(([name, value]) => `${name}=${name === 'skipped' && Array.isArray(value) ? value.length : typeof value === 'string' ? value : JSON.stringify(value)}`)
+      .map(
+        ([name, value]) =>
+          `${name}=${name === 'skipped' && Array.isArray(value) ? value.length : typeof value === 'string' ? value : JSON.stringify(value)}`,
+      )
       .join(' ');
     const receipts = e.receipts.length === 1 ? e.receipts[0]! : `${e.receipts.length} receipts`;
-    return [when(e.atMs, now), token(e.actor), token(e.source), token(e.action), receipts, clip(terminalText(detail).replace(/\n/g, '\\n'), 160)];
+    return [
+      when(e.atMs, now),
+      token(e.actor),
+      token(e.source),
+      token(e.action),
+      receipts,
+      clip(terminalText(detail).replace(/\n/g, '\\n'), 160),
+    ];
   });
   for (const line of table(['WHEN', 'WHO', 'FROM', 'WHAT', 'RECEIPTS', 'DETAIL'], rows)) writeLine(out, line);
 }
@@ -59,7 +69,8 @@ Options:
     expectPositionals('audit', positionals, []);
     const text = stringOption(values, 'count') ?? '50';
     const count = /^[1-9][0-9]{0,5}$/.test(text) ? Number(text) : NaN;
-    if (!Number.isSafeInteger(count)) throw new CliUsageError(`--count must be a whole number from 1 to 999999, got ${JSON.stringify(text)}`, 'audit');
+    if (!Number.isSafeInteger(count))
+      throw new CliUsageError(`--count must be a whole number from 1 to 999999, got ${JSON.stringify(text)}`, 'audit');
     return { count, json: values['json'] === true };
   },
   run: auditCommand,

@@ -24,7 +24,11 @@ export const CONSOLE_READ_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_READ_TOKEN';
 
 /** What `duplicate` takes on an ioredis `Redis`. */
 /** An ioredis connection's copy, with the calls that keep and close it. */
-type IoredisCopy = RedisConnection & { on(event: 'close' | 'error', listener: () => void): unknown; quit(): Promise<unknown>; disconnect(): void };
+type IoredisCopy = RedisConnection & {
+  on(event: 'close' | 'error', listener: () => void): unknown;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+};
 type Duplicable = RedisConnection & { duplicate(override: Record<string, unknown>): IoredisCopy };
 
 /**
@@ -38,7 +42,8 @@ function lastingConnection(redis: RedisConnection): { connection: RedisConnectio
   const candidate = redis as Partial<Duplicable>;
   // node-redis clients reconnect by themselves; a Cluster is used as it is.
   const adapted = receiptsConnection(redis);
-  if (adapted.isCluster || adapted.client !== 'ioredis' || typeof candidate.duplicate !== 'function') return { connection: redis, close: async () => undefined };
+  if (adapted.isCluster || adapted.client !== 'ioredis' || typeof candidate.duplicate !== 'function')
+    return { connection: redis, close: async () => undefined };
   const copy = (redis as Duplicable).duplicate({
     retryStrategy: (times: number) => Math.min(times * 200, 2_000),
     sentinelRetryStrategy: (times: number) => Math.min(times * 200, 2_000),
@@ -68,7 +73,10 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
       queues: args.queues.map((name) => ({ name, ...(args.bullPrefix ? { prefix: args.bullPrefix } : {}) })),
       source: 'console',
     });
-    writeLine(out, `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`);
+    writeLine(
+      out,
+      `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`,
+    );
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
@@ -117,8 +125,18 @@ Options:
     const token = stringOption(values, 'token');
     const readToken = stringOption(values, 'read-token');
     const bullPrefix = stringOption(values, 'bull-prefix');
-    const queues = (stringOption(values, 'queues') ?? '').split(',').map((q) => q.trim()).filter((q) => q !== '');
-    return { host, port, queues, ...(token !== undefined ? { token } : {}), ...(readToken !== undefined ? { readToken } : {}), ...(bullPrefix !== undefined ? { bullPrefix } : {}) };
+    const queues = (stringOption(values, 'queues') ?? '')
+      .split(',')
+      .map((q) => q.trim())
+      .filter((q) => q !== '');
+    return {
+      host,
+      port,
+      queues,
+      ...(token !== undefined ? { token } : {}),
+      ...(readToken !== undefined ? { readToken } : {}),
+      ...(bullPrefix !== undefined ? { bullPrefix } : {}),
+    };
   },
   run: consoleCommand,
 };

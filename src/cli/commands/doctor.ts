@@ -41,7 +41,12 @@ export async function doctorCommand({ redis, out, args }: CommandContext<DoctorA
   if (report.atRisk) {
     writeLine(out, `Receipts are at risk (worst: ${report.worst}). A receipt Redis loses is a call that runs again.`);
   } else {
-    writeLine(out, unknowns === 0 ? 'Receipts are safe on this server.' : `Nothing found at risk, but ${unknowns} check(s) could not be made: ask your provider.`);
+    writeLine(
+      out,
+      unknowns === 0
+        ? 'Receipts are safe on this server.'
+        : `Nothing found at risk, but ${unknowns} check(s) could not be made: ask your provider.`,
+    );
   }
   return report.atRisk ? 1 : 0;
 }

@@ -74,9 +74,7 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
   const a = view(before);
   const b = view(after);
   const names = [...new Set([...Object.keys(a), ...Object.keys(b)])];
-  return names
-    .filter((n) => a[n] !== b[n])
-    .map((field) => ({ field, before: a[field] ?? '-', after: b[field] ?? '-' }));
+  return names.filter((n) => a[n] !== b[n]).map((field) => ({ field, before: a[field] ?? '-', after: b[field] ?? '-' }));
 }
 
 /**
@@ -89,22 +87,35 @@ export function receiptChanges(before: ReceiptRecord, after: ReceiptRecord | nul
  * ambiguous) and `ReceiptNotFoundError` when there is no receipt.
  */
 export async function resolveCommand({ store, redis, out, args }: CommandContext<ResolveArgs>): Promise<void> {
-  if (args.retryJob && redis === undefined) throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
+  if (args.retryJob && redis === undefined)
+    throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
   const seen = args.resolution.attemptsSeen;
   const { before, after, jobs } = await resolveReceipt(store, args.redisKey, args.resolution, {
     lookAgain: `; look again with ${commandHint(store, 'show', args.redisKey)}`,
-    ...(redis !== undefined ? { audit: { log: new AuditLog(redis, store.prefix), actor: args.resolution.by ?? defaultOperator(), source: 'cli' } } : {}),
+    ...(redis !== undefined
+      ? { audit: { log: new AuditLog(redis, store.prefix), actor: args.resolution.by ?? defaultOperator(), source: 'cli' } }
+      : {}),
     ...(args.retryJob && redis !== undefined ? { retryJobsOn: redis } : {}),
   });
   if (args.json) {
-    const report: ResolveReport = { redisKey: args.redisKey, outcome: args.resolution.outcome, attemptsSeen: seen, before, after, ...(jobs ? { jobs } : {}) };
+    const report: ResolveReport = {
+      redisKey: args.redisKey,
+      outcome: args.resolution.outcome,
+      attemptsSeen: seen,
+      before,
+      after,
+      ...(jobs ? { jobs } : {}),
+    };
     writeJson(out, report);
     return;
   }
   writeLine(out, `Resolved ${args.redisKey} as ${args.resolution.outcome} at attempt ${seen}.`);
   const entry = after?.history.at(-1);
   if (entry !== undefined && entry.what.startsWith('resolve.')) {
-    writeLine(out, `Recorded in the receipt's history as entry ${entry.seq}, by ${token(entry.by)}${entry.note === null ? '' : `, with your note`}.`);
+    writeLine(
+      out,
+      `Recorded in the receipt's history as entry ${entry.seq}, by ${token(entry.by)}${entry.note === null ? '' : `, with your note`}.`,
+    );
   }
   writeLine(out);
   const rows = receiptChanges(before, after).map((c) => [c.field, c.before, c.after]);
@@ -125,13 +136,21 @@ function writeJobRetries(out: CommandContext<unknown>['out'], jobs: readonly Job
   if (jobs.length === 0) writeLine(out, 'No BullMQ job is recorded on this receipt; nothing was retried.');
   for (const { job, action } of jobs) {
     const name = `job ${token(job.id)} of queue ${token(job.queue)} (prefix ${token(job.prefix)})`;
-    writeLine(out, action === 'retried' ? `Retried ${name}: it replays this call and runs the rest of its turn.` : `Left ${name} alone: it is ${action}.`);
+    writeLine(
+      out,
+      action === 'retried'
+        ? `Retried ${name}: it replays this call and runs the rest of its turn.`
+        : `Left ${name} alone: it is ${action}.`,
+    );
   }
 }
 
 function parseAttempts(text: string | undefined): number {
   if (text === undefined) {
-    throw new CliUsageError('resolve needs --attempts <n>: the attempts you saw on the receipt (tool-receipts show prints them)', 'resolve');
+    throw new CliUsageError(
+      'resolve needs --attempts <n>: the attempts you saw on the receipt (tool-receipts show prints them)',
+      'resolve',
+    );
   }
   return wholeNumberOption({ attempts: text }, 'attempts', 1, 'resolve')!;
 }
@@ -139,7 +158,10 @@ function parseAttempts(text: string | undefined): number {
 function parseEpoch(text: string | undefined): { epochSeen?: string } {
   if (text === undefined) return {};
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(text)) {
-    throw new CliUsageError(`--epoch must be the epoch show prints for the receipt (letters, digits, - and _), got ${JSON.stringify(text)}`, 'resolve');
+    throw new CliUsageError(
+      `--epoch must be the epoch show prints for the receipt (letters, digits, - and _), got ${JSON.stringify(text)}`,
+      'resolve',
+    );
   }
   return { epochSeen: text };
 }
@@ -159,7 +181,10 @@ function parseText(values: OptionValues, name: 'by' | 'note', max: number): stri
   const text = stringOption(values, name);
   if (text === undefined) return undefined;
   if (text.trim() === '' || text.length > max) {
-    throw new CliUsageError(`--${name} must be non-blank text of at most ${max} characters, got ${text.trim() === '' ? 'blank text' : `${text.length} characters`}`, 'resolve');
+    throw new CliUsageError(
+      `--${name} must be non-blank text of at most ${max} characters, got ${text.trim() === '' ? 'blank text' : `${text.length} characters`}`,
+      'resolve',
+    );
   }
   return text;
 }

@@ -4,7 +4,18 @@
  */
 import { runReport } from '../../operator/run-report.js';
 import { JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
-import { emptyPrefixLine, emptyTenantLine, leaseLabel, outcomePreview, stateLabel, table, terminalText, token, writeJson, writeLine } from '../format.js';
+import {
+  emptyPrefixLine,
+  emptyTenantLine,
+  leaseLabel,
+  outcomePreview,
+  stateLabel,
+  table,
+  terminalText,
+  token,
+  writeJson,
+  writeLine,
+} from '../format.js';
 
 /** Arguments of {@link runCommand}. */
 export interface RunArgs {
@@ -17,7 +28,10 @@ export interface RunArgs {
 export { runReport, type RunReport } from '../../operator/run-report.js';
 
 /** For a run with no receipt: whether its tenant, and the prefix, have none either. */
-async function emptiness(store: CommandContext<RunArgs>['store'], tenantId: string): Promise<{ prefixEmpty: boolean; tenantEmpty: boolean }> {
+async function emptiness(
+  store: CommandContext<RunArgs>['store'],
+  tenantId: string,
+): Promise<{ prefixEmpty: boolean; tenantEmpty: boolean }> {
   if (await store.hasReceipts({ tenantId })) return { prefixEmpty: false, tenantEmpty: false };
   return { prefixEmpty: !(await store.hasReceipts()), tenantEmpty: true };
 }

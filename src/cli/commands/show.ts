@@ -2,7 +2,13 @@
  * `tool-receipts show <redisKey>`: every field of one receipt.
  */
 import { idempotencyKeyFor } from '../../bullmq/call-context.js';
-import { isAmbiguousRecord, isContestedRecord, RECEIPT_HISTORY_CAP, type AttemptJob, type ReceiptRecord } from '../../redis/receipt-record.js';
+import {
+  isAmbiguousRecord,
+  isContestedRecord,
+  RECEIPT_HISTORY_CAP,
+  type AttemptJob,
+  type ReceiptRecord,
+} from '../../redis/receipt-record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { readReceipt } from '../../operator/read-receipt.js';
 import {
@@ -112,7 +118,8 @@ export function historyLines(record: ReceiptRecord): string {
     if (e.error !== null) parts.push(`error: ${clip(token(e.error), 200)}`);
     return parts.join('  ');
   });
-  if (record.historyDropped > 0) lines.unshift(`(${record.historyDropped} older entries dropped or unreadable; the last ${RECEIPT_HISTORY_CAP} are kept)`);
+  if (record.historyDropped > 0)
+    lines.unshift(`(${record.historyDropped} older entries dropped or unreadable; the last ${RECEIPT_HISTORY_CAP} are kept)`);
   return lines.length === 0 ? '-' : lines.join('\n');
 }
 

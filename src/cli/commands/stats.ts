@@ -35,9 +35,13 @@ export type StatsReport = ReceiptStats & {
 };
 
 /** Whether the prefix, and the tenant asked about, hold anything at all, given counts of the scope. */
-async function emptiness(store: CommandContext<StatsArgs>['store'], stats: ReceiptStats): Promise<{ prefixEmpty: boolean; tenantEmpty?: boolean }> {
+async function emptiness(
+  store: CommandContext<StatsArgs>['store'],
+  stats: ReceiptStats,
+): Promise<{ prefixEmpty: boolean; tenantEmpty?: boolean }> {
   // A count that fell back to reading every receipt under the prefix, for want of any registered run, and found none: nothing is there.
-  if (stats.tenantId === undefined) return { prefixEmpty: stats.total === 0 && (stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts())) };
+  if (stats.tenantId === undefined)
+    return { prefixEmpty: stats.total === 0 && (stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts())) };
   if (stats.total > 0) return { prefixEmpty: false, tenantEmpty: false };
   // A tenant with no registered run was just counted by a walk that found nothing: no need to look again.
   const tenantEmpty = stats.scanReason === 'no-registered-runs' || !(await store.hasReceipts({ tenantId: stats.tenantId }));
@@ -64,7 +68,10 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
   if (stats.total === 0) {
     if (fellBack) {
       const whose = stats.tenantId !== undefined ? `of tenant ${token(stats.tenantId)} ` : '';
-      writeLine(out, `No run ${whose}is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`);
+      writeLine(
+        out,
+        `No run ${whose}is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`,
+      );
     }
     if (empty.prefixEmpty) writeLine(out, emptyPrefixLine(store.prefix));
     else if (empty.tenantEmpty === true && stats.tenantId !== undefined) writeLine(out, emptyTenantLine(store.prefix, stats.tenantId));
@@ -84,7 +91,10 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
     writeLine(out, 'Ambiguous: none.');
     return;
   }
-  writeLine(out, `Ambiguous: ${stats.ambiguous.toLocaleString('en-US')}, the oldest since ${when(stats.oldestAmbiguousSinceMs, stats.readAtMs)}.`);
+  writeLine(
+    out,
+    `Ambiguous: ${stats.ambiguous.toLocaleString('en-US')}, the oldest since ${when(stats.oldestAmbiguousSinceMs, stats.readAtMs)}.`,
+  );
   writeLine(out, 'List them with: tool-receipts ambiguous');
 }
 

@@ -43,7 +43,9 @@ export interface AiSdkToolMessage {
 }
 
 /** Read the tool-call parts of an assistant message (or of a list of parts), in order. */
-export function aiSdkToolCalls(message: { readonly content: string | readonly AiSdkContentPart[] } | readonly AiSdkContentPart[]): TurnCalls {
+export function aiSdkToolCalls(
+  message: { readonly content: string | readonly AiSdkContentPart[] } | readonly AiSdkContentPart[],
+): TurnCalls {
   const parts: string | readonly AiSdkContentPart[] = 'content' in message ? message.content : message;
   if (typeof parts === 'string') return { entries: [] };
   const entries: TurnCallEntry[] = [];
@@ -73,7 +75,10 @@ export function aiSdkToolMessage(turn: TurnCalls, results: readonly ToolResultBl
  */
 export class ToolErrorResult extends ToolReceiptsError {
   readonly code = 'tool.error_result';
-  constructor(readonly result: ToolResultBlock, options?: { cause?: unknown }) {
+  constructor(
+    readonly result: ToolResultBlock,
+    options?: { cause?: unknown },
+  ) {
     super(result.content, options);
   }
 }
@@ -89,7 +94,10 @@ export interface PassThroughInputSchema {
     readonly version: 1;
     readonly vendor: string;
     readonly validate: (value: unknown) => { value: unknown };
-    readonly jsonSchema: { readonly input: (options: unknown) => Record<string, unknown>; readonly output: (options: unknown) => Record<string, unknown> };
+    readonly jsonSchema: {
+      readonly input: (options: unknown) => Record<string, unknown>;
+      readonly output: (options: unknown) => Record<string, unknown>;
+    };
   };
 }
 

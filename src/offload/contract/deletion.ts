@@ -76,7 +76,10 @@ export const deletionCases: readonly ToolResultStoreContractCase[] = [
     for (const ref of refs) await store.put(ref, `text ${ref}`, { sessionId: 's-conc' });
     await store.put(buildToolResultRef('s-keep', 'c1'), 'kept', { sessionId: 's-keep' });
     const reports = await Promise.all([1, 2, 3].map(async () => store.deleteBySession('s-conc')));
-    assert.equal(reports.reduce((sum, r) => sum + r.deleted, 0), refs.length);
+    assert.equal(
+      reports.reduce((sum, r) => sum + r.deleted, 0),
+      refs.length,
+    );
     for (const r of reports) assert.equal(r.unattributable, 0);
     for (const ref of refs) assert.equal(await store.get(ref), undefined);
     assert.equal(await readAll(store, buildToolResultRef('s-keep', 'c1')), 'kept');

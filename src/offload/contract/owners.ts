@@ -86,9 +86,7 @@ export const ownerCases: readonly ToolResultStoreContractCase[] = [
       const store = await makeStore();
       const ref = buildToolResultRef('s-race', 'call-1');
       const writers = Array.from({ length: 12 }, (_, i) => ({ sessionId: `racer-${i}`, text: `text of racer ${i}` }));
-      const outcomes = await Promise.allSettled(
-        writers.map(async (w) => store.put(ref, w.text, { sessionId: w.sessionId })),
-      );
+      const outcomes = await Promise.allSettled(writers.map(async (w) => store.put(ref, w.text, { sessionId: w.sessionId })));
       const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [writers[i]!] : []));
       assert.equal(winners.length, 1, 'exactly one racing put may succeed');
       for (const o of outcomes) {

@@ -32,7 +32,13 @@ export const sliceCases: readonly ToolResultStoreContractCase[] = [
       const ref = buildToolResultRef('s-long', 'call-1');
       await store.put(ref, text);
       const random = seededRandom(42);
-      const windows: Array<[number, number]> = [[0, text.length], [text.length - 1, 10], [4095, 2], [4096, 4096], [8191, 3]];
+      const windows: Array<[number, number]> = [
+        [0, text.length],
+        [text.length - 1, 10],
+        [4095, 2],
+        [4096, 4096],
+        [8191, 3],
+      ];
       for (let i = 0; i < 60; i += 1) windows.push([random(text.length), 1 + random(9000)]);
       for (const [offset, limit] of windows) {
         const slice = await store.get(ref, { offset, limit });

@@ -28,10 +28,20 @@ export async function hmget(redis: ReceiptsConnection, key: string, ...fields: s
 }
 
 /** `HSCAN key cursor MATCH pattern COUNT count`: the next cursor and a flat field/value list. */
-export async function hscan(redis: ReceiptsConnection, key: string, cursor: string, pattern: string, count: number): Promise<[cursor: string, elements: string[]]> {
+export async function hscan(
+  redis: ReceiptsConnection,
+  key: string,
+  cursor: string,
+  pattern: string,
+  count: number,
+): Promise<[cursor: string, elements: string[]]> {
   const [next, elements] = (await redis.command('HSCAN', [key, cursor, 'MATCH', pattern, 'COUNT', count], key)) as [unknown, unknown[]];
   // RESP3 may shape the pairs as a map; flatten it back to field, value, field, value.
-  const flat = Array.isArray(elements) ? elements.flat().map(String) : Object.entries(elements as Record<string, unknown>).flat().map(String);
+  const flat = Array.isArray(elements)
+    ? elements.flat().map(String)
+    : Object.entries(elements as Record<string, unknown>)
+        .flat()
+        .map(String);
   return [String(next), flat];
 }
 

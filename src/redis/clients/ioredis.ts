@@ -226,7 +226,11 @@ const nodeAdapters = new WeakMap<object, Map<number | undefined, IoredisServer>>
 /** The adapter of one node of a Cluster, one per node and deadline. */
 function nodeAdapter(node: IoredisNode, deadlineMs: number | undefined): IoredisServer {
   const variants = adapterFor(nodeAdapters, node, () => new Map<number | undefined, IoredisServer>());
-  return variantFor(variants, deadlineMs, () => new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`, deadlineMs));
+  return variantFor(
+    variants,
+    deadlineMs,
+    () => new IoredisServer(node, `${node.options.host ?? '127.0.0.1'}:${node.options.port ?? 6379}`, deadlineMs),
+  );
 }
 
 /** A `Cluster`: ioredis routes each keyed command (EVALSHA included) to the slot's master itself. */
@@ -259,7 +263,14 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.shared.loaded, this.nodeFor(keys[0] ?? '')?.name);
+    return evalWithFallback(
+      (a) => this.command(String(a[0]), a.slice(1)),
+      script,
+      keys,
+      args,
+      this.shared.loaded,
+      this.nodeFor(keys[0] ?? '')?.name,
+    );
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -267,7 +278,12 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   async masters(): Promise<ReceiptsNode[]> {
-    return (await learnedMasters(() => this.cluster.nodes('master'), () => this.cluster.ping())).map((node) => nodeAdapter(node, this.deadlineMs));
+    return (
+      await learnedMasters(
+        () => this.cluster.nodes('master'),
+        () => this.cluster.ping(),
+      )
+    ).map((node) => nodeAdapter(node, this.deadlineMs));
   }
 
   nodeFor(key: string): ReceiptsNode | undefined {

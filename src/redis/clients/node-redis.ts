@@ -95,7 +95,8 @@ function sendWithin(
   connected: () => boolean,
   exact: boolean,
 ): Promise<unknown> {
-  const refused = (error: unknown) => (exact && error instanceof Error && REFUSED_UNQUEUED.has(error.constructor.name) ? new CommandNotSentError(error) : error);
+  const refused = (error: unknown) =>
+    exact && error instanceof Error && REFUSED_UNQUEUED.has(error.constructor.name) ? new CommandNotSentError(error) : error;
   if (deadlineMs === undefined) return send().catch((error: unknown) => Promise.reject(refused(error)));
   const controller = new AbortController();
   const reply = send({ abortSignal: controller.signal, timeout: undefined });
@@ -151,7 +152,12 @@ class NodeRedisServer implements ReceiptsNode {
   }
 
   protected send(wire: Wire): Promise<unknown> {
-    return sendWithin((options) => this.redis.sendCommand(wire, options), this.deadlineMs, () => this.redis.isReady !== false, true);
+    return sendWithin(
+      (options) => this.redis.sendCommand(wire, options),
+      this.deadlineMs,
+      () => this.redis.isReady !== false,
+      true,
+    );
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
@@ -270,7 +276,10 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
 
   async masters(): Promise<ReceiptsNode[]> {
     // node-redis queues nothing before a cluster has connected ("The client is offline"): wait, do not ping.
-    const masters = await learnedMasters(() => this.cluster.masters, () => new Promise((r) => setTimeout(r, 50)));
+    const masters = await learnedMasters(
+      () => this.cluster.masters,
+      () => new Promise((r) => setTimeout(r, 50)),
+    );
     return Promise.all(masters.map(async (node) => nodeAdapter(await this.cluster.nodeClient(node), node.address, this.deadlineMs)));
   }
 
@@ -314,7 +323,12 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
 
   /** Sends to the master. After a failover node-redis may write a command again on the new master, so none is known unsent. */
   private send(wire: Wire): Promise<unknown> {
-    return sendWithin((options) => this.sentinel.sendCommand(false, wire, options), this.deadlineMs, () => this.sentinel.isOpen, false);
+    return sendWithin(
+      (options) => this.sentinel.sendCommand(false, wire, options),
+      this.deadlineMs,
+      () => this.sentinel.isOpen,
+      false,
+    );
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {

@@ -82,7 +82,9 @@ const entries = {
   testing: [typeof testJob, typeof toolResultStoreContract],
   mcp: [typeof mcpTools, typeof McpConnection, MCP_IDEMPOTENCY_KEY_META],
 };
-console.log(`RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, consolePage, clusterShaped: (clusterShaped as Cluster).isCluster })}`);
+console.log(
+  `RESULT ${JSON.stringify({ outcomes, sent, completed: journal.completed.length, note: typeof buildResumeJournalNote(journal), entries, consolePage, clusterShaped: (clusterShaped as Cluster).isCluster })}`,
+);
 
 await worker.close();
 await Promise.all([queue.close(), events.close()]);
