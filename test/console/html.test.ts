@@ -44,11 +44,7 @@ describe('html', () => {
     expect(html`<p title="${tenant}">${inner}${null}${undefined}${false}${0}</p>`.text).toBe(
       '<p title="&lt;b&gt;acme&lt;/b&gt;"><em>&lt;b&gt;acme&lt;/b&gt;</em>0</p>',
     );
-    expect(
-      html`<ul>
-        ${['<a>', html`<li>ok</li>`]}
-      </ul>`.text,
-    ).toBe('<ul>&lt;a&gt;<li>ok</li></ul>');
+    expect(html`<ul>${['<a>', html`<li>ok</li>`]}</ul>`.text).toBe('<ul>&lt;a&gt;<li>ok</li></ul>');
   });
 
   it('cannot be fooled by an object posing as a fragment', () => {

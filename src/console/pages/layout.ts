@@ -43,28 +43,27 @@ export function page(
   options: { refreshSeconds?: number } = {},
 ): Html {
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        ${options.refreshSeconds !== undefined ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}" />` : ''}
-        <title>${title} · tool-receipts console</title>
-        <link rel="stylesheet" href="${href(ctx, '/console.css')}" />
-      </head>
-      <body>
-        <header class="top">
-          <a class="brand" href="${href(ctx, '/')}">tool-receipts</a>
-          <nav>
-            ${NAV.map(([path, label]) => html`<a href="${href(ctx, path)}" ${path === current ? html` aria-current="page"` : ''}>${label}</a>`)}
-          </nav>
-          <span class="who">prefix <code>${ctx.prefix}</code> · ${ctx.role === 'operator' ? 'operator' : 'read-only'}</span>
-        </header>
-        <main>
-          <h1>${title}</h1>
-          ${body}
-        </main>
-      </body>
-    </html> `;
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+${options.refreshSeconds !== undefined ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}">` : ''}
+<title>${title} · tool-receipts console</title>
+<link rel="stylesheet" href="${href(ctx, '/console.css')}">
+</head>
+<body>
+<header class="top">
+<a class="brand" href="${href(ctx, '/')}">tool-receipts</a>
+<nav>${NAV.map(([path, label]) => html`<a href="${href(ctx, path)}"${path === current ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>
+<span class="who">prefix <code>${ctx.prefix}</code> · ${ctx.role === 'operator' ? 'operator' : 'read-only'}</span>
+</header>
+<main>
+<h1>${title}</h1>
+${body}
+</main>
+</body>
+</html>
+`;
 }
 
 /** A server time with its distance from `nowMs`: `2025-06-01T12:00:03Z` titled, `4m12s ago` shown. */
@@ -87,7 +86,7 @@ export function banner(kind: 'error' | 'ok' | 'note', text: Html | string): Html
 
 /** The hidden CSRF field of a form. */
 export function csrfField(ctx: PageContext): Html {
-  return html`<input type="hidden" name="csrf" value="${ctx.csrf}" />`;
+  return html`<input type="hidden" name="csrf" value="${ctx.csrf}">`;
 }
 
 /** A value as pretty JSON text (escaped by the caller's template). */
