@@ -47,22 +47,12 @@ const CONNECTION_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
-/** Options that take a value, so the word after them is not the command. */
-const VALUE_OPTIONS = new Set([
-  '--redis',
-  '--prefix',
-  '--retention-ms',
-  '--sentinels',
-  '--name',
-  '--replicas',
-  '--port',
-  '--host',
-  '--token',
-  '--read-token',
-  '--queues',
-  '--bull-prefix',
-  '--count',
-]);
+/** Options that take a value (the connection's and every command's), so the word after them is not the command. */
+const VALUE_OPTIONS = new Set(
+  [CONNECTION_OPTIONS, ...[...COMMANDS.values()].map((spec) => spec.options)].flatMap((options) =>
+    Object.entries(options).flatMap(([name, option]) => (option.type === 'string' ? [`--${name}`] : [])),
+  ),
+);
 
 const CONNECTION_HELP = `Connection options (any command, before or after it):
   --redis <url>          Redis URL; default $REDIS_URL, else ${DEFAULT_REDIS_URL}

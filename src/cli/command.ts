@@ -24,8 +24,8 @@ export interface CommandContext<A> {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** Option values as `node:util` `parseArgs` returns them. */
-export type OptionValues = Readonly<Record<string, string | boolean | undefined>>;
+/** Option values as `node:util` `parseArgs` returns them (a list for an option that may be repeated). */
+export type OptionValues = Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
 
 /** One command of the CLI. */
 export interface CommandSpec<A> {
@@ -80,6 +80,13 @@ export function wholeNumberOption(values: OptionValues, name: string, min: numbe
 export function stringOption(values: OptionValues, name: string): string | undefined {
   const value = values[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+/** A repeatable string option's values (`multiple: true`), in the order given; empty when absent. */
+export function stringListOption(values: OptionValues, name: string): string[] {
+  const value = values[name];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return typeof value === 'string' ? [value] : [];
 }
 
 /**

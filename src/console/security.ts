@@ -1,13 +1,14 @@
 /**
  * Who may do what in the console: tokens checked in constant time on every
  * request, two roles (read-only and operator), a CSRF defence for every write
- * (a random token in a SameSite cookie that each form echoes, and the
- * request's Origin), and the headers every answer carries (a strict
+ * (a token the console signed, in a SameSite cookie that each form echoes,
+ * and the request's Origin), and the headers every answer carries (a strict
  * Content-Security-Policy among them).
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConsoleOptionsError } from './errors.js';
+import { hostText, type HostName } from './hosts.js';
 
 /** What a request may do: read pages, or also resolve, retry and bulk resolve. */
 export type ConsoleRole = 'read' | 'operator';
@@ -84,9 +85,40 @@ export function roleOf(token: string | undefined, tokens: ConsoleTokens): Consol
   return undefined;
 }
 
-/** A fresh CSRF token. */
-export function newCsrfToken(): string {
-  return randomBytes(24).toString('base64url');
+/** Whether two strings are the same bytes, in constant time (`timingSafeEqual` on buffers of equal length). */
+function sameBytes(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * The console's CSRF tokens: a random nonce and its HMAC-SHA256 under a
+ * secret drawn when the console is made, over the nonce and the request's
+ * session (the token it signed in with; empty when the console has none).
+ * So a token is one this console minted, for this session: an empty one, one
+ * a page chose and set as a cookie, or one another console (or this one
+ * before a restart) minted is refused.
+ */
+export class CsrfTokens {
+  private readonly secret = randomBytes(32);
+
+  /** A fresh token for `session`. */
+  mint(session: string): string {
+    const nonce = randomBytes(18).toString('base64url');
+    return `${nonce}.${this.mac(nonce, session)}`;
+  }
+
+  /** Whether `token` is one {@link mint} made for `session`, its MAC compared in constant time. */
+  valid(token: string | undefined, session: string): boolean {
+    const match = token === undefined ? null : /^([A-Za-z0-9_-]{24})\.([A-Za-z0-9_-]{43})$/.exec(token);
+    if (!match) return false;
+    return sameBytes(match[2]!, this.mac(match[1]!, session));
+  }
+
+  private mac(nonce: string, session: string): string {
+    return createHmac('sha256', this.secret).update(`${nonce}\0${session}`, 'utf8').digest('base64url');
+  }
 }
 
 /** A `Set-Cookie` value: HttpOnly, SameSite=Strict, on the console's path; Secure when the request came over TLS. */
@@ -105,12 +137,18 @@ export function cookieHeader(req: IncomingMessage, name: string, value: string, 
 /**
  * Whether a write came from the console's own pages: its `Origin` (when the
  * browser sent one) names this very host, `Sec-Fetch-Site` (when sent) is not
- * cross-site, and the form's CSRF field equals the request's CSRF cookie.
+ * cross-site, the request's CSRF cookie is a token this console minted for
+ * this session, and the form's CSRF field is that same token.
  * Returns the reason it did not, or `undefined`.
  */
-export function csrfProblem(req: IncomingMessage, formToken: string | undefined): string | undefined {
+export function csrfProblem(
+  req: IncomingMessage,
+  host: HostName,
+  formToken: string | undefined,
+  csrf: CsrfTokens,
+  session: string,
+): string | undefined {
   const origin = req.headers.origin;
-  const host = req.headers.host;
   if (origin !== undefined && origin !== 'null') {
     let originHost: string | undefined;
     try {
@@ -118,15 +156,15 @@ export function csrfProblem(req: IncomingMessage, formToken: string | undefined)
     } catch {
       originHost = undefined;
     }
-    if (originHost === undefined || originHost !== host) return `the request came from another origin (${origin})`;
+    if (originHost === undefined || originHost !== hostText(host)) return `the request came from another origin (${origin})`;
   } else if (origin === 'null') {
     return 'the request came from an opaque origin';
   }
   const site = req.headers['sec-fetch-site'];
   if (site === 'cross-site' || site === 'same-site') return `the browser says the request is ${site}`;
   const cookie = cookies(req).get(CSRF_COOKIE);
-  if (cookie === undefined || formToken === undefined || !sameSecret(formToken, cookie)) {
-    return 'the form is missing its CSRF token or it does not match (reload the page and try again)';
+  if (cookie === undefined || !csrf.valid(cookie, session) || formToken === undefined || !sameBytes(formToken, cookie)) {
+    return 'the form is missing its CSRF token, or it is not one this console issued (reload the page and try again)';
   }
   return undefined;
 }

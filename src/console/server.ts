@@ -1,12 +1,19 @@
 /** The console served on its own HTTP server, as `tool-receipts console` runs it. */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ConsoleTokenRequiredError } from './errors.js';
+import { networkInterfaces } from 'node:os';
+import { ConsoleOptionsError, ConsoleTokenRequiredError } from './errors.js';
 import { createConsoleHandler, type ConsoleOptions } from './handler.js';
+import { isLoopbackHost } from './hosts.js';
 
 /** Where to listen, and the console's options. */
 export interface ConsoleServerOptions extends ConsoleOptions {
-  /** Interface to bind; default `127.0.0.1`. Anything but loopback needs a token. */
+  /**
+   * Interface to bind; default `127.0.0.1`. Anything but loopback needs a
+   * token, and the console then also answers for that address (or name);
+   * bound to `0.0.0.0` or `::`, for every address of this machine's
+   * interfaces. Any other name users reach it by goes in `allowedHosts`.
+   */
   readonly host?: string;
   /** Port; default 8787 (0 picks a free one). */
   readonly port?: number;
@@ -14,9 +21,11 @@ export interface ConsoleServerOptions extends ConsoleOptions {
 
 /** A running console server. */
 export interface ConsoleServer {
-  /** The URL it answers on. */
+  /** The URL it answers on (on loopback when it is bound to every interface). */
   readonly url: string;
   readonly server: Server;
+  /** The hosts it answers for besides loopback: `allowedHosts` and those its binding adds. */
+  readonly allowedHosts: readonly string[];
   /** Stops accepting requests and closes open connections. */
   close(): Promise<void>;
 }
@@ -24,9 +33,20 @@ export interface ConsoleServer {
 /** The default port of `tool-receipts console`. */
 export const DEFAULT_CONSOLE_PORT = 8787;
 
-/** True for an address only this machine can reach. */
-export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
+/**
+ * The hosts a console bound to `host` answers for without being told: none on
+ * loopback; the bound address or name itself; for a wildcard, the addresses
+ * of this machine's interfaces as they are at start (loopback's aside). Addresses are safe to
+ * add: DNS rebinding needs a name, since a browser sends an address as `Host`
+ * only when the user typed it.
+ */
+export function boundHosts(host: string): string[] {
+  if (isLoopbackHost(host)) return [];
+  if (host === '0.0.0.0' || host === '::') {
+    const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+    return [...new Set(addresses.filter((a) => !isLoopbackHost(a)))];
+  }
+  return [host];
 }
 
 /**
@@ -39,7 +59,10 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
   if (!isLoopbackHost(host) && options.tokens?.operator === undefined && options.tokens?.read === undefined) {
     throw new ConsoleTokenRequiredError(host);
   }
-  const handler = createConsoleHandler(options);
+  if (options.allowedHosts !== undefined && !Array.isArray(options.allowedHosts))
+    throw new ConsoleOptionsError('allowedHosts must be a list of host names');
+  const allowedHosts = [...new Set([...(options.allowedHosts ?? []), ...boundHosts(host)])];
+  const handler = createConsoleHandler({ ...options, allowedHosts });
   const server = createServer(handler);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -49,10 +72,13 @@ export async function startConsoleServer(options: ConsoleServerOptions): Promise
     });
   });
   const address = server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  // Bound to every interface, it is reached on loopback as on any other: the URL names loopback, an address a browser can use.
+  const reachable = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  const shown = address.family === 'IPv6' ? `[${reachable}]` : reachable;
   return {
     url: `http://${shown}:${address.port}/`,
     server,
+    allowedHosts,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

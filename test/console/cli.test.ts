@@ -7,11 +7,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
+import type { OptionValues } from '../../src/cli/command.js';
 import type { AuditEntry } from '../../src/redis/audit-log.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { startRedis } from '../support/redis.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { Capture, makeAmbiguous } from '../cli/support.js';
+import { send } from './support-http.js';
 
 const fixture = useRedis();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -87,16 +89,52 @@ describe('tool-receipts console', () => {
     const short = await cli(['console', '--port', '0', '--token', 'abc', '--prefix', fixture.handle().prefix]);
     expect(short.code).toBe(1);
     expect(short.stderr).toContain('at least 16 characters');
+    for (const bad of ['http://ops.example', '*.example.com', 'ops.example.', '']) {
+      const refused = await cli(['console', '--port', '0', '--allowed-host', bad, '--prefix', fixture.handle().prefix]);
+      expect({ bad, code: refused.code }).toEqual({ bad, code: 2 });
+      expect(refused.stderr).toContain('--allowed-host: an allowed host must be a host name');
+    }
+  });
+
+  it('reads --allowed-host before or after the command, repeated', async () => {
+    const { consoleSpec } = await import('../../src/cli/commands/console.js');
+    const { parseArgs } = await import('node:util');
+    const { values } = parseArgs({
+      args: ['--allowed-host', 'ops.example', '--allowed-host', '10.0.0.5:8787'],
+      options: consoleSpec.options,
+      strict: true,
+    });
+    expect(consoleSpec.parse(values as OptionValues, [])).toMatchObject({ allowedHosts: ['ops.example', '10.0.0.5:8787'] });
+    // Before the command name, its value is not taken for the command.
+    const before = await cli(['--allowed-host', 'ops.example', 'console', '--port', 'x']);
+    expect(before.stderr).toContain('--port must be a port number');
   });
 
   it('serves the console with the token from the environment, rides out a Redis restart, and stops on SIGTERM', async () => {
     // A server of its own, restarted under the console.
     const own = await startRedis();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'console', '--port', '0', '--prefix', own.prefix], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'console',
+        '--port',
+        '0',
+        '--allowed-host',
+        'ops.example',
+        '--allowed-host',
+        'pinned.example:9',
+        '--prefix',
+        own.prefix,
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     const unregister = onProcessEnd(() => child.kill('SIGKILL'));
     try {
       let out = '';
@@ -113,6 +151,16 @@ describe('tool-receipts console', () => {
       });
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
       expect((await fetch(url)).status).toBe(401);
+      await new Promise<void>((resolve) => (out.includes('add others') ? resolve() : child.stdout.once('data', () => resolve())));
+      expect(out).toContain(
+        'It answers for the hosts localhost, 127.0.0.0/8, [::1], ops.example, pinned.example:9; add others with --allowed-host.',
+      );
+      const port = Number(new URL(url).port);
+      const bearer = { authorization: `Bearer ${TOKEN}` };
+      expect((await send(port, '/counts', { headers: { ...bearer, host: `ops.example:${port}` } })).status).toBe(200);
+      expect((await send(port, '/counts', { headers: { ...bearer, host: 'pinned.example:9' } })).status).toBe(200);
+      expect((await send(port, '/counts', { headers: { ...bearer, host: `pinned.example:${port}` } })).status).toBe(421);
+      expect((await send(port, '/counts', { headers: { ...bearer, host: `rebind.example:${port}` } })).status).toBe(421);
       const ok = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
       expect(ok.status).toBe(200);
       expect(await ok.text()).toContain('Counts');

@@ -12,8 +12,12 @@ import { expect } from 'vitest';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 import { CRASH_WORKER_TIMING } from '../bullmq/fixture.js';
 
-/** The browser the tests drive: Debian's chromium, headless, with nothing running in the background. */
-export function launchChromium(): Promise<Browser> {
+/**
+ * The browser the tests drive: Debian's chromium, headless, with nothing
+ * running in the background; `extraArgs` for a test's own switches (a
+ * `--host-resolver-rules` that plays a rebinding DNS server, say).
+ */
+export function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium',
     args: [
@@ -25,6 +29,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

@@ -2,9 +2,10 @@
  * `tool-receipts console`: serves the operator console (see `src/console`)
  * until interrupted.
  */
+import { parseAllowedHost } from '../../console/hosts.js';
 import { startConsoleServer, DEFAULT_CONSOLE_PORT } from '../../console/server.js';
 import { receiptsConnection, type RedisConnection } from '../../redis/connection.js';
-import { expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
+import { expectPositionals, stringListOption, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';
 
@@ -16,6 +17,8 @@ export interface ConsoleArgs {
   readonly readToken?: string;
   readonly queues: readonly string[];
   readonly bullPrefix?: string;
+  /** Hosts the console answers for besides loopback (and the address it binds). */
+  readonly allowedHosts: readonly string[];
 }
 
 /** Environment variables the tokens may come from instead of the command line (which `ps` shows). */
@@ -70,6 +73,7 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
       host: args.host,
       port: args.port,
       tokens,
+      allowedHosts: args.allowedHosts,
       queues: args.queues.map((name) => ({ name, ...(args.bullPrefix ? { prefix: args.bullPrefix } : {}) })),
       source: 'console',
     });
@@ -77,6 +81,8 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
       out,
       `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`,
     );
+    const names = ['localhost', '127.0.0.0/8', '[::1]', ...server.allowedHosts];
+    writeLine(out, `It answers for the hosts ${names.join(', ')}; add others with --allowed-host.`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
@@ -92,7 +98,7 @@ export const consoleSpec: CommandSpec<ConsoleArgs> = {
   name: 'console',
   synopsis: 'console',
   summary: 'serve the operator console in the browser',
-  help: `Usage: tool-receipts console [--port <n>] [--host <addr>] [--token <t>] [--read-token <t>] [--queues <a,b>] [connection options]
+  help: `Usage: tool-receipts console [--port <n>] [--host <addr>] [--allowed-host <h>]... [--token <t>] [--read-token <t>] [--queues <a,b>] [connection options]
 
 Serves the operator console: the receipts that need a person, find, a receipt
 with resolve and job retry, a run's timeline, bulk resolve by filter, counts,
@@ -102,6 +108,11 @@ Options:
   --port <n>          port (default ${DEFAULT_CONSOLE_PORT})
   --host <addr>       interface to bind (default 127.0.0.1). Any other
                       interface requires a token.
+  --allowed-host <h>  a host name (or address, with an optional :port)
+                      users reach the console by; repeat for more. It
+                      answers only for localhost, 127.0.0.0/8, [::1], the
+                      address it binds (for 0.0.0.0 or ::, this machine's
+                      addresses) and these; any other Host gets 421.
   --token <t>         the operator token (resolve, retry, bulk); default
                       $${CONSOLE_TOKEN_ENV}. At least 16 characters.
   --read-token <t>    a read-only token; default $${CONSOLE_READ_TOKEN_ENV}
@@ -114,6 +125,7 @@ Options:
     'read-token': { type: 'string' },
     queues: { type: 'string' },
     'bull-prefix': { type: 'string' },
+    'allowed-host': { type: 'string', multiple: true },
   },
   parse(values, positionals) {
     expectPositionals('console', positionals, []);
@@ -129,10 +141,19 @@ Options:
       .split(',')
       .map((q) => q.trim())
       .filter((q) => q !== '');
+    const allowedHosts = stringListOption(values, 'allowed-host');
+    for (const name of allowedHosts) {
+      try {
+        parseAllowedHost(name);
+      } catch (err) {
+        throw new CliUsageError(`--allowed-host: ${(err as Error).message}`, 'console');
+      }
+    }
     return {
       host,
       port,
       queues,
+      allowedHosts,
       ...(token !== undefined ? { token } : {}),
       ...(readToken !== undefined ? { readToken } : {}),
       ...(bullPrefix !== undefined ? { bullPrefix } : {}),

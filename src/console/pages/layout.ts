@@ -85,7 +85,7 @@ export function banner(kind: 'error' | 'ok' | 'note', text: Html | string): Html
 }
 
 /** The hidden CSRF field of a form. */
-export function csrfField(ctx: PageContext): Html {
+export function csrfField(ctx: Pick<PageContext, 'csrf'>): Html {
   return html`<input type="hidden" name="csrf" value="${ctx.csrf}">`;
 }
 
