@@ -7,7 +7,8 @@ import { AuditLog } from '../../src/redis/audit-log.js';
 import { RunRegistry } from '../../src/redis/run-registry.js';
 import { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { idempotencyKeyFor } from '../../src/bullmq/call-context.js';
-import { find, needsPage, parseAge, parseCursor, cursorText, type ConsoleData } from '../../src/console/queries.js';
+import { find } from '../../src/console/find.js';
+import { needsPage, parseAge, parseCursor, cursorText, type ConsoleData } from '../../src/console/queries.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { claimFence, freshKey, useRedis } from '../support/redis-fixture.js';
 
@@ -79,5 +80,27 @@ describe('find', () => {
     expect(await kinds('nothing-like-it')).toEqual([]);
     expect(await kinds('   ')).toEqual([]);
     await expect(find(data, `${prefix}:rcpt:{a|b}:c`)).rejects.toMatchObject({ code: 'cli.invalid_receipt_key' });
+  });
+});
+
+describe('find with spaces around the text', () => {
+  it('takes ids exactly ("acme " is not "acme"), and tries the text without its spaces only when it found nothing, saying so', async () => {
+    const prefix = `${fixture.handle().prefix}s`;
+    const { data, store } = dataFor(prefix);
+    const spaced = freshKey({ tenantId: 'acme ', runId: 'run-s' });
+    const plain = freshKey({ tenantId: 'acme', runId: 'run-p' });
+    await makeAmbiguous(store, spaced);
+    await makeAmbiguous(store, plain);
+    const found = async (q: string) => (await find(data, q)).map((g) => [g.kind, g.runs, g.notes]);
+    expect(await found('acme ')).toEqual([['tenant', [{ tenantId: 'acme ', runId: 'run-s' }], []]]);
+    expect(await found('acme')).toEqual([['tenant', [{ tenantId: 'acme', runId: 'run-p' }], []]]);
+    // No run "run-p " exists: the run id without its spaces is found, and the group says so.
+    expect(await found(' run-p ')).toEqual([
+      ['run', [{ tenantId: 'acme', runId: 'run-p' }], [expect.stringContaining('without the spaces')]],
+    ]);
+    // A pasted key with a stray space is read as the key it is.
+    expect((await find(data, ` ${store.redisKey(spaced)}\n`)).map((g) => [g.kind, g.receipts.map((r) => r.key.tenantId)])).toEqual([
+      ['receipt key', ['acme ']],
+    ]);
   });
 });
