@@ -47,23 +47,24 @@ export async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 export function filterOf(form: NeedsFilterForm): { filter: AmbiguousFilter; problem?: string } {
   const age = parseAge(form.age);
   const filter: AmbiguousFilter = {
-    ...(form.tenant ? { tenantId: form.tenant } : {}),
-    ...(form.tool ? { toolName: form.tool } : {}),
+    ...(form.tenant !== undefined ? { tenantId: form.tenant } : {}),
+    ...(form.tool !== undefined ? { toolName: form.tool } : {}),
     ...(typeof age === 'number' ? { minAgeMs: age } : {}),
   };
   return typeof age === 'object' ? { filter, problem: age.problem } : { filter };
 }
 
-/** The filter fields of a query string, empty ones left out. */
+/**
+ * The filter fields of a query string, empty ones left out. The tenant and
+ * the tool are ids, taken exactly as given: `"acme "` (a tenant id a job may
+ * carry) is not `"acme"`, and trimming it would show, and bulk resolve,
+ * another tenant's receipts. Only the age, which is not an id, is trimmed.
+ */
 export function filterForm(query: URLSearchParams): NeedsFilterForm {
-  const get = (name: string) => {
-    const value = query.get(name)?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const tenant = get('tenant');
-  const tool = get('tool');
-  const age = get('age');
-  return { ...(tenant ? { tenant } : {}), ...(tool ? { tool } : {}), ...(age ? { age } : {}) };
+  const tenant = query.get('tenant') ?? '';
+  const tool = query.get('tool') ?? '';
+  const age = (query.get('age') ?? '').trim();
+  return { ...(tenant !== '' ? { tenant } : {}), ...(tool !== '' ? { tool } : {}), ...(age !== '' ? { age } : {}) };
 }
 
 /** The attempts the page showed, from its hidden field. */

@@ -11,9 +11,21 @@ export interface NeedsFilterForm {
   readonly age?: string;
 }
 
+/** What the filter's ids hold that an eye misses: spaces around them, which the filter keeps (ids are matched exactly). */
+function spacedIds(form: NeedsFilterForm): Html {
+  const spaced = (['tenant', 'tool'] as const).filter((name) => {
+    const value = form[name];
+    return value !== undefined && value !== value.trim();
+  });
+  return html`${spaced.map(
+    (name) =>
+      html`<p class="muted exact-id">The ${name} <code>${JSON.stringify(form[name])}</code> has spaces around it: receipts are filtered by the exact id, spaces included.</p>`,
+  )}`;
+}
+
 /** The filter form shared by this page and the bulk page. */
 export function filterForm(ctx: PageContext, path: string, form: NeedsFilterForm, submit: string, extra?: Html): Html {
-  return html`<form class="filters" method="get" action="${href(ctx, path)}">
+  return html`${spacedIds(form)}<form class="filters" method="get" action="${href(ctx, path)}">
 <label>Tenant <input type="text" name="tenant" value="${form.tenant ?? ''}"></label>
 <label>Tool <input type="text" name="tool" value="${form.tool ?? ''}"></label>
 <label>Ambiguous for at least <input type="text" name="age" placeholder="15m, 2h, 1d" value="${form.age ?? ''}" size="8"></label>
