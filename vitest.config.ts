@@ -25,6 +25,7 @@ const STORE_CONTRACT = [
   'test/offload/contract.test.ts',
   'test/durability/store.test.ts',
   'test/cluster/cluster.test.ts',
+  'test/limits/limit-store.test.ts',
 ];
 const OTHER_CLIENTS = ['ioredis-6', 'node-redis-6', 'node-redis-5'];
 

@@ -58,6 +58,8 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'tool_result.invalid_ref_segment',
   'tool_result.invalid_provenance',
   'tool_result.ref_conflict',
+  // Limits (`/limits`).
+  'limit.invalid_cost',
   // The agent's side (`/client`).
   'turn.ambiguous',
   'turn.timeout',

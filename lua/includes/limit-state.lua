@@ -1,0 +1,146 @@
+--[[
+  limit-state: defines wholeFields(stateKey, fields, names),
+  openLimit(stateKey, dueKey, doneKey, windowLen, now), limitRecord(stateKey,
+  id), recordText(gen, amount, state, receiptKey, bindingsKey),
+  saveLimit(stateKey, s), pruneCommitted(stateKey, doneKey, s),
+  keepLimit(stateKey, dueKey, doneKey, s, now) and
+  expiredReservations(stateKey, dueKey, now, most): the reading and writing
+  every limit script shares. They touch only the keys they are given, which
+  the calling script takes from its KEYS.
+
+  One limit's count for one tenant, run or the whole fleet is three keys of
+  one hash tag:
+    state   hash  gen, window_ms, window_len, used, pending, max, name,
+                  reset_ms, and r:<id> = the record of reservation <id>
+    due     zset  the pending reservations, scored by their deadline (ms)
+    done    zset  the committed reservations, scored by their window's gen
+
+  A window is fixed on the server clock: it starts at a multiple of its
+  length (now - now % window_len) and resets at start + window_len. `gen`
+  counts windows: it grows by one whenever the window a script is told
+  (by the clock, or a new window length) is not the one stored, and then
+  used and pending start again at 0. A record carries the gen it was
+  reserved in; it counts towards used or pending only while that gen is
+  the stored one.
+
+  wholeFields(stateKey, fields, names)  true, or nil and the corrupt reply
+    naming the first of `names` whose value in `fields` (an HMGET reply) is
+    there and not a whole number >= 0.
+
+  openLimit(stateKey, dueKey, doneKey, windowLen, now)  the state as read,
+    moved to the current window (in the table only: saveLimit writes it), as
+    { gen, start, len, resetsAt, used, pending, max, rolled (true when moved) },
+    or nil and the corrupt reply when a key has the wrong type or a counter
+    is not a whole number. windowLen nil keeps the stored window (release
+    and commit judge no time).
+
+  limitRecord(stateKey, id)  the record of reservation `id` as
+    { gen, amount, state ('p' pending | 'c' committed), receipt, bindings },
+    false when there is none, or nil and the corrupt reply when it does not
+    parse.
+
+  recordText(...)  a record as stored: '<gen> <amount> <p|c> <receipt key>
+    <bindings key>' (the keys hold no spaces: every component is encoded).
+
+  saveLimit(stateKey, s)  writes gen, window_ms, window_len, used, pending.
+
+  pruneCommitted(stateKey, doneKey, s)  deletes up to 100 records committed
+    in earlier windows (nothing can give them back into a window that is over).
+
+  keepLimit(...)  keeps the three keys at least until the later of the
+    window's reset and the last pending deadline, plus one window length, so
+    a pending reservation's record outlives its deadline by a whole window
+    (whoever touches the limit in that time settles it).
+
+  expiredReservations(stateKey, dueKey, now, most)  the pending
+    reservations whose deadline has passed by `now`, at most `most`, oldest
+    deadline first, as a flat list { id1, bindings1, id2, bindings2, ... }
+    (bindings: the run's bindings hash, where a settle asks whether the
+    reservation was bound), and the due ids without a record (their state
+    expired first: a writer drops them); or nil, nil and the corrupt reply
+    for a record that does not parse. Reads only.
+]]
+--- @include "observe-receipt"
+--- @include "int-text"
+--- @include "ttl"
+
+local function wholeFields(stateKey, fields, names)
+  for i, name in ipairs(names) do
+    local text = fields[i]
+    if text and not string.find(text, '^%d+$') then
+      return nil, corruptReply(stateKey, name .. ' is not a whole number')
+    end
+  end
+  return true, nil
+end
+
+local function openLimit(stateKey, dueKey, doneKey, windowLen, now)
+  local bad = wrongType(stateKey, 'hash') or wrongType(dueKey, 'zset') or wrongType(doneKey, 'zset')
+  if bad then return nil, bad end
+  local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max' }
+  local f = redis.call('HMGET', stateKey, unpack(names))
+  local ok, corrupt = wholeFields(stateKey, f, names)
+  if not ok then return nil, corrupt end
+  local s = { gen = tonumber(f[1]) or 0, start = tonumber(f[2]), len = tonumber(f[3]),
+    used = tonumber(f[4]) or 0, pending = tonumber(f[5]) or 0, max = tonumber(f[6]), rolled = false }
+  if windowLen then
+    local start = now - (now % windowLen)
+    if s.start ~= start or s.len ~= windowLen then
+      s.gen, s.start, s.len, s.used, s.pending, s.rolled = s.gen + 1, start, windowLen, 0, 0, true
+    end
+  end
+  if s.start and s.len then s.resetsAt = s.start + s.len end
+  return s, nil
+end
+
+local function limitRecord(stateKey, id)
+  local text = redis.call('HGET', stateKey, 'r:' .. id)
+  if not text then return false, nil end
+  local gen, amount, state, receipt, bindings = string.match(text, '^(%d+) (%d+) ([pc]) (%S+) (%S+)$')
+  if not gen then return nil, corruptReply(stateKey, 'the record of reservation ' .. id .. ' does not parse') end
+  return { gen = tonumber(gen), amount = tonumber(amount), state = state, receipt = receipt, bindings = bindings }, nil
+end
+
+local function recordText(gen, amount, state, receiptKey, bindingsKey)
+  return intText(gen) .. ' ' .. intText(amount) .. ' ' .. state .. ' ' .. receiptKey .. ' ' .. bindingsKey
+end
+
+local function saveLimit(stateKey, s)
+  redis.call('HSET', stateKey, 'gen', intText(s.gen), 'window_ms', intText(s.start), 'window_len', intText(s.len),
+    'used', intText(s.used), 'pending', intText(s.pending))
+end
+
+local function pruneCommitted(stateKey, doneKey, s)
+  local old = redis.call('ZRANGEBYSCORE', doneKey, '-inf', '(' .. intText(s.gen), 'LIMIT', 0, 100)
+  if #old == 0 then return end
+  local fields = {}
+  for i = 1, #old do fields[i] = 'r:' .. old[i] end
+  redis.call('HDEL', stateKey, unpack(fields))
+  redis.call('ZREM', doneKey, unpack(old))
+end
+
+local function keepLimit(stateKey, dueKey, doneKey, s, now)
+  local keepUntil = s.resetsAt
+  local last = redis.call('ZRANGE', dueKey, -1, -1, 'WITHSCORES')
+  if last[2] and tonumber(last[2]) > keepUntil then keepUntil = tonumber(last[2]) end
+  local ttl = keepUntil + s.len - now
+  keepAtLeast(stateKey, ttl)
+  keepAtLeast(dueKey, ttl)
+  keepAtLeast(doneKey, ttl)
+end
+
+local function expiredReservations(stateKey, dueKey, now, most)
+  local ids = redis.call('ZRANGEBYSCORE', dueKey, '-inf', intText(now), 'LIMIT', 0, most)
+  local out, orphans = {}, {}
+  for _, id in ipairs(ids) do
+    local record, corrupt = limitRecord(stateKey, id)
+    if corrupt then return nil, nil, corrupt end
+    if record then
+      out[#out + 1] = id
+      out[#out + 1] = record.bindings
+    else
+      orphans[#orphans + 1] = id
+    end
+  end
+  return out, orphans, nil
+end

@@ -1,0 +1,43 @@
+--[[
+  limit-commit: count a pending reservation as used: its call executed (the
+  reservation was bound to the attempt that ran it).
+
+  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
+  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset)
+  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset)
+           (see includes/limit-state.lua)
+
+  ARGV[1]  reservation id
+
+  Returns { code }
+    code 1  committed: no longer due; when reserved in the stored window,
+            its amount moved from pending to used and its record is kept
+            (state c, listed in KEYS[3] under the window's gen) so that a
+            give-back (limit-release-3.lua) can still take it out of used.
+            A reservation of an earlier window is only dropped: that
+            window's count is over.
+    code 2  already committed; nothing written.
+    code 0  unknown: given back already, or its window's records are gone;
+            nothing written (a commit never counts what was given back).
+  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
+  state does not parse; nothing written.
+  Judges no time: the window is the one stored.
+]]
+--- @include "limit-state"
+
+local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], nil, 0)
+if corrupt then return corrupt end
+local record, bad = limitRecord(KEYS[1], ARGV[1])
+if bad then return bad end
+if not record then return { 0 } end
+if record.state == 'c' then return { 2 } end
+
+redis.call('ZREM', KEYS[2], ARGV[1])
+if record.gen == s.gen then
+  redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings),
+    'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))
+  redis.call('ZADD', KEYS[3], intText(record.gen), ARGV[1])
+else
+  redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
+end
+return { 1 }

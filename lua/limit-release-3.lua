@@ -1,0 +1,42 @@
+--[[
+  limit-release: give a reservation back: its call did not execute (a
+  replay, a wait, a refusal by another limit, a revoked or never-started
+  attempt), or it was committed and its attempt then settled as never
+  started.
+
+  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
+  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset)
+  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset)
+           (see includes/limit-state.lua)
+
+  ARGV[1]  reservation id
+
+  Returns { code }
+    code 1  a pending reservation given back: its record and due entry
+            deleted; when reserved in the stored window, pending shrank by
+            its amount.
+    code 2  a committed reservation given back: its record deleted; when
+            committed in the stored window, used shrank by its amount.
+    code 0  unknown: given back already, or its window's records are gone
+            (that window's count is over); nothing written.
+  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
+  state does not parse; nothing written.
+  Judges no time: the window is the one stored.
+]]
+--- @include "limit-state"
+
+local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], nil, 0)
+if corrupt then return corrupt end
+local record, bad = limitRecord(KEYS[1], ARGV[1])
+if bad then return bad end
+if not record then return { 0 } end
+
+redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
+if record.state == 'p' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  if record.gen == s.gen then redis.call('HSET', KEYS[1], 'pending', intText(s.pending - record.amount)) end
+  return { 1 }
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+if record.gen == s.gen then redis.call('HSET', KEYS[1], 'used', intText(s.used - record.amount)) end
+return { 2 }

@@ -1,0 +1,80 @@
+--[[
+  limit-reserve: reserve `amount` of one limit's window for one call, when
+  it fits, and report the pending reservations whose deadline has passed
+  (for the caller to settle: see limit-settle-1.lua).
+
+  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
+  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset, score = deadline ms)
+  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset, score = window gen)
+           (see includes/limit-state.lua)
+
+  ARGV[1]  reservation id (random, minted by the caller; no spaces)
+  ARGV[2]  amount: a whole number >= 1 (1 for a count, the call's cost for a budget)
+  ARGV[3]  max: the most the window holds, a whole number >= 1
+  ARGV[4]  window length in ms (whole number >= 1)
+  ARGV[5]  bound in ms: how long the reservation waits for its claim
+  ARGV[6]  the receipt key the reservation is for
+  ARGV[7]  the bindings hash of that receipt's run  <prefix>:lbd:{<tenant>|<run>}
+  ARGV[8]  the limit's name (kept in the state for readers)
+  ARGV[9]  the most expired reservations to report
+
+  Returns { code, now_ms, window_start_ms, resets_at_ms, used, pending,
+            deadline_ms, n, id1, bindings1, ..., idn, bindingsn }
+    code 1  granted: the record r:<id> (pending) is written, the id is due
+            at deadline_ms = now + ARGV[5], pending grew by the amount. A
+            reservation id already recorded is answered granted again with
+            its deadline (0 when committed) and nothing is written for it:
+            a reserve sent twice reserves once.
+    code 0  full: used + pending + amount > max; nothing reserved
+            (deadline_ms 0). The window allows it again at resets_at_ms at
+            the latest (earlier if reservations are given back).
+    code 2  exceeds: amount > max; no window will ever hold it.
+    used     committed in the current window; pending: amounts of the live
+             reservations of the current window (expired ones included until
+             they are settled), after this call.
+    n        expired pending reservations reported, at most ARGV[9]: each
+             its id and its run's bindings hash.
+  Every answer stores the current window (a new one starts used and
+  pending at 0), max and name, drops records committed in earlier windows
+  (100 at most) and due entries whose record is gone, and keeps the keys
+  (see keepLimit). The expired reservations are read before this call's
+  own (whose deadline is in the future).
+  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
+  state does not parse; nothing written.
+  Time comes only from TIME.
+]]
+--- @include "server-now"
+--- @include "limit-state"
+
+local now = serverNow()
+local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[4]), now)
+if corrupt then return corrupt end
+local id, amount, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+
+local existing, bad = limitRecord(KEYS[1], id)
+if bad then return bad end
+local expired, orphans, broken = expiredReservations(KEYS[1], KEYS[2], now, tonumber(ARGV[9]))
+if broken then return broken end
+if #orphans > 0 then redis.call('ZREM', KEYS[2], unpack(orphans)) end
+local code, deadline = 0, 0
+if existing then
+  code = 1
+  deadline = tonumber(redis.call('ZSCORE', KEYS[2], id)) or 0
+elseif amount > max then
+  code = 2
+elseif s.used + s.pending + amount <= max then
+  code = 1
+  deadline = now + tonumber(ARGV[5])
+  redis.call('HSET', KEYS[1], 'r:' .. id, recordText(s.gen, amount, 'p', ARGV[6], ARGV[7]))
+  redis.call('ZADD', KEYS[2], intText(deadline), id)
+  s.pending = s.pending + amount
+end
+
+saveLimit(KEYS[1], s)
+redis.call('HSET', KEYS[1], 'max', ARGV[3], 'name', ARGV[8])
+pruneCommitted(KEYS[1], KEYS[3], s)
+keepLimit(KEYS[1], KEYS[2], KEYS[3], s, now)
+
+local reply = { code, now, s.start, s.resetsAt, s.used, s.pending, deadline, #expired / 2 }
+for i = 1, #expired do reply[#reply + 1] = expired[i] end
+return reply

@@ -1,0 +1,38 @@
+--[[
+  limit-usage: read one limit's count in the current window on the server
+  clock, and its pending reservations whose deadline has passed. Read only.
+
+  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
+  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset)
+  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset)
+           (see includes/limit-state.lua)
+
+  ARGV[1]  window length in ms (the definition's: a stored window of
+           another length, or one that is over, reads as a new window)
+  ARGV[2]  the most expired reservations to report
+
+  Returns { now_ms, window_start_ms, resets_at_ms, used, pending, reset_ms,
+            n, id1, bindings1, ..., idn, bindingsn }
+    used, pending  as limit-reserve-3.lua counts them; 0 and 0 in a new window.
+    reset_ms       when an operator last reset the window (limit-reset-3.lua),
+                   -1 when never or in an earlier window.
+    n              expired pending reservations (of any window), each its
+                   id and its run's bindings hash, at most ARGV[2].
+  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
+  state does not parse.
+  Time comes only from TIME.
+]]
+--- @include "server-now"
+--- @include "limit-state"
+
+local now = serverNow()
+local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), now)
+if corrupt then return corrupt end
+local expired, _, broken = expiredReservations(KEYS[1], KEYS[2], now, tonumber(ARGV[2]))
+if broken then return broken end
+local resetMs = -1
+if not s.rolled then resetMs = tonumber(redis.call('HGET', KEYS[1], 'reset_ms')) or -1 end
+if resetMs < s.start then resetMs = -1 end
+local reply = { now, s.start, s.resetsAt, s.used, s.pending, resetMs, #expired / 2 }
+for i = 1, #expired do reply[#reply + 1] = expired[i] end
+return reply

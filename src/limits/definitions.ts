@@ -1,0 +1,197 @@
+/**
+ * Limits as a team declares them, next to its tools: how many calls (or how
+ * much of a cost) a tenant, a run or the whole fleet may spend per fixed
+ * window, and what a call that does not fit does. Pure: checking the
+ * definitions, picking the limits of a tool, and a call's cost.
+ */
+import { ToolReceiptsError } from '../core/errors.js';
+import {
+  checkOptions,
+  functionOption,
+  InvalidOptionsError,
+  oneOf,
+  refuseOption,
+  required,
+  rule,
+  shownValue,
+  stringList,
+  wholeNumber,
+  type OptionRule,
+  type OptionsSchema,
+  type OptionSite,
+} from '../core/options.js';
+
+/** Whose calls one count covers: each tenant's, each run's, or everyone's. */
+export type LimitScope = 'tenant' | 'run' | 'global';
+
+/** What a call over the limit does: answer the model with a sentence, or wait until the window allows it. */
+export type OnLimit = 'refuse' | 'wait';
+
+/** The longest window a limit may have: 366 days (its keys are kept about two windows). */
+export const MAX_LIMIT_WINDOW_MS = 366 * 86_400_000;
+
+/**
+ * One limit, as given in `limits: [...]`: at most `max` per `per` every
+ * `windowMs`, counted in calls, or in `cost` units when a cost is given.
+ *
+ * ```ts
+ * const emails = { name: 'emails', per: 'tenant', max: 100, windowMs: 3_600_000, tools: ['send_email'] };
+ * const spend = { name: 'spend', per: 'tenant', max: 5_000, windowMs: 86_400_000, cost: (args: { tokens: number }) => args.tokens };
+ * ```
+ */
+export interface LimitDefinition<Args = unknown> {
+  /**
+   * Its name: it keys the count, so it must be unique among a worker's
+   * limits, and it is what the model and operators read. Letters, digits,
+   * `_`, `.` and `-`, starting with a letter or digit, at most 64.
+   */
+  name: string;
+  /** Whose calls share one count. */
+  per: LimitScope;
+  /** The most a window holds: calls, or cost units with `cost`. A whole number, at least 1. */
+  max: number;
+  /**
+   * The window's length in ms, from 1 to {@link MAX_LIMIT_WINDOW_MS}. Windows
+   * are fixed on the Redis server's clock, at multiples of their length
+   * since 1970-01-01T00:00Z: an hour's resets on the hour, a day's at
+   * midnight UTC, a week's on Thursday at midnight UTC.
+   */
+  windowMs: number;
+  /**
+   * What one call costs, from its arguments, in the team's own unit (cents,
+   * tokens): a whole number, 0 or more (a call costing 0 is not limited).
+   * Left out, every call costs 1, and `max` counts calls. Written as a
+   * method so a cost typed for one tool's arguments still fits a list of
+   * limits.
+   */
+  cost?(args: Args): number;
+  /** The tools it covers, by name; left out, every tool. */
+  tools?: readonly string[];
+  /** What a call that does not fit does. Default `'refuse'`. */
+  onLimit?: OnLimit;
+}
+
+/** A checked {@link LimitDefinition}, with its defaults filled in. */
+export interface Limit {
+  readonly name: string;
+  readonly per: LimitScope;
+  readonly max: number;
+  readonly windowMs: number;
+  /** The cost function as given; `undefined` when every call costs 1. */
+  readonly cost: ((args: unknown) => number) | undefined;
+  /** `undefined` for every tool. */
+  readonly tools: readonly string[] | undefined;
+  readonly onLimit: OnLimit;
+}
+
+/** What a limit's name may be: letters, digits, `_ . -`, starting with a letter or digit, at most 64. */
+export const LIMIT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+const nameRule = required(
+  rule('a limit name of letters, digits, _ . and - (starting with a letter or digit, at most 64)', (v) => typeof v === 'string' && LIMIT_NAME.test(v)),
+);
+const toolsRule: OptionRule = {
+  check(value, site) {
+    stringList.check(value, site);
+    if ((value as unknown[]).length === 0) throw refuseOption(site, 'a non-empty array of tool names (leave it out for every tool)', value);
+  },
+};
+
+/** The rule of each {@link LimitDefinition} field. */
+export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
+  name: nameRule,
+  per: required(oneOf('tenant', 'run', 'global')),
+  max: required(wholeNumber(1)),
+  windowMs: required(wholeNumber(1, 'ms', MAX_LIMIT_WINDOW_MS)),
+  cost: functionOption('a function from the call\'s arguments to a whole number, or left out to count calls'),
+  tools: toolsRule,
+  onLimit: oneOf('refuse', 'wait'),
+};
+
+function checked(owner: string, definition: unknown, at: string): Limit {
+  const d = checkOptions<LimitDefinition>(owner, definition, LIMIT_DEFINITION_SCHEMA, at);
+  const cost = d.cost === undefined ? undefined : (args: unknown) => d.cost!(args);
+  return Object.freeze({
+    name: d.name,
+    per: d.per,
+    max: d.max,
+    windowMs: d.windowMs,
+    cost,
+    tools: d.tools === undefined ? undefined : Object.freeze([...d.tools]),
+    onLimit: d.onLimit ?? 'refuse',
+  });
+}
+
+/**
+ * Checks a list of limits given as the option at `site` (`limits` of
+ * `withToolReceipts`, say) and returns them checked. Refuses, with
+ * `options.invalid` naming the field (`limits[1].windowMs`): anything but an
+ * array, a definition that is not an object, a field its rule refuses
+ * (a negative, NaN, fractional or zero `max`; a `windowMs` of 0 or over
+ * {@link MAX_LIMIT_WINDOW_MS}; an unknown `per`; a `cost` that is not a
+ * function; an empty `tools`), an unknown field, and two limits of one name.
+ */
+export function checkLimits(value: unknown, site: OptionSite): Limit[] {
+  if (!Array.isArray(value)) throw refuseOption(site, 'an array of limits', value, true);
+  const limits = value.map((definition: unknown, i) => checked(site.owner, definition, `${site.option}[${i}]`));
+  const first = new Map<string, number>();
+  limits.forEach((limit, i) => {
+    const earlier = first.get(limit.name);
+    if (earlier !== undefined) {
+      throw new InvalidOptionsError(
+        site.owner,
+        `${site.option}[${i}].name`,
+        `\`${site.option}[${i}].name\` is ${JSON.stringify(limit.name)}, the name of \`${site.option}[${earlier}]\` too; each limit needs its own name, which keys its count`,
+      );
+    }
+    first.set(limit.name, i);
+  });
+  return limits;
+}
+
+/** The rule of a `limits` option, for an entry point's schema (see {@link checkLimits}). */
+export const limitsOption: OptionRule = { check: (value, site) => void checkLimits(value, site) };
+
+/** One limit checked on its own (see {@link checkLimits}); throws `options.invalid` naming the field. */
+export function defineLimit<Args = unknown>(definition: LimitDefinition<Args>): Limit {
+  return checked('defineLimit', definition, 'limit');
+}
+
+/** The limits among `limits` that cover the tool `toolName`, in their order. */
+export function limitsOfTool(limits: readonly Limit[], toolName: string): Limit[] {
+  return limits.filter((limit) => limit.tools === undefined || limit.tools.includes(toolName));
+}
+
+/**
+ * A limit's cost function threw, or returned something other than a whole
+ * number of 0 or more (NaN, a fraction, a negative, a promise). The call
+ * was not run: a cost that cannot be counted cannot be checked.
+ */
+export class LimitCostError extends ToolReceiptsError {
+  readonly code = 'limit.invalid_cost';
+  constructor(
+    /** The limit whose cost failed. */
+    readonly limit: string,
+    got: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`the cost function of limit ${JSON.stringify(limit)} ${got}; it must return a whole number, 0 or more, in the limit's unit`, options);
+  }
+}
+
+/**
+ * What one call with `args` uses of `limit`: 1 without a cost function, else
+ * what the function returns. Throws {@link LimitCostError} when it throws or
+ * returns anything but a safe whole number of 0 or more.
+ */
+export function costOf(limit: Limit, args: unknown): number {
+  if (limit.cost === undefined) return 1;
+  let value: unknown;
+  try {
+    value = limit.cost(args);
+  } catch (error) {
+    throw new LimitCostError(limit.name, 'threw (its error is the cause)', { cause: error });
+  }
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new LimitCostError(limit.name, `returned ${shownValue(value)}`);
+  return value;
+}

@@ -1,0 +1,45 @@
+/**
+ * `bullmq-tool-receipts/limits`: limits the whole fleet keeps, counted at
+ * the execution. The definitions and their checks (pure), the window math,
+ * the key layout, and the {@link LimitStore} that reserves, binds, commits,
+ * gives back, settles, reads and resets the counts on Redis. This layer sits
+ * on `/redis`; the worker's wrapper builds on it. See docs/limits.md.
+ */
+export {
+  checkLimits,
+  costOf,
+  defineLimit,
+  LIMIT_DEFINITION_SCHEMA,
+  LIMIT_NAME,
+  LimitCostError,
+  limitsOfTool,
+  limitsOption,
+  MAX_LIMIT_WINDOW_MS,
+  type Limit,
+  type LimitDefinition,
+  type LimitScope,
+  type OnLimit,
+} from './definitions.js';
+export { durationText, fitsWindow, limitRefusalText, limitWindow, type LimitRefusalFacts, type LimitWindow } from './window.js';
+export {
+  limitBindingField,
+  limitBindingsRedisKey,
+  limitRedisKeys,
+  limitScanPattern,
+  parseLimitRedisKey,
+  type LimitKeys,
+  type LimitSubject,
+  type ParsedLimitKey,
+} from './keys.js';
+export {
+  DEFAULT_RESERVATION_MS,
+  LIMIT_STORE_SCHEMA,
+  LimitStore,
+  type BindResult,
+  type LimitReservation,
+  type LimitResetBy,
+  type LimitStoreOptions,
+  type LimitUsage,
+  type ReserveResult,
+  type SettledReservation,
+} from './limit-store.js';

@@ -1,0 +1,318 @@
+/**
+ * The limits' counts on Redis: reserve a share of a window before a call
+ * executes, bind it to the attempt that executes, commit it or give it
+ * back, settle the reservations no claim took, read and reset a count. Each
+ * step is one script on one hash tag (the limit's, or the run's), so the
+ * counts are exact on a Redis Cluster where a tenant's limit lives in
+ * another slot than its runs; docs/limits.md walks through the protocol.
+ * The replies are read in `./replies.ts`.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { assertWellFormedNames } from '../core/identity.js';
+import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
+import { AuditLog, type AuditAction } from '../redis/audit-log.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { corruptReceiptErrorOf, InvalidReceiptInputError } from '../redis/errors.js';
+import { receiptRedisKey } from '../redis/keys.js';
+import { connectionOption, prefixOption } from '../redis/options.js';
+import { runScript } from '../redis/scripts.js';
+import { storeSettings } from '../redis/settings.js';
+import { unreachableErrorOf } from '../redis/unreachable.js';
+import type { Limit } from './definitions.js';
+import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
+import { codeOf, parseReserve, parseReset, parseUsage, type Expired, type LimitUsage } from './replies.js';
+
+export type { LimitUsage } from './replies.js';
+
+/** How a {@link LimitStore} talks to Redis. */
+export interface LimitStoreOptions {
+  /** An ioredis `Redis` or `Cluster`, or a node-redis client: the receipts' own. */
+  redis: RedisConnection;
+  /** Key prefix, default `trc`: the receipt store's, since a reservation names its receipt. */
+  prefix?: string;
+  /**
+   * How long a granted reservation waits for its claim, in ms, before
+   * whoever next touches the limit may settle it: given back when no attempt
+   * was bound to it, committed when one was. Default 30 000. Shorter frees
+   * the share of a worker that died sooner; a claim slower than this finds
+   * its reservation revoked and runs nothing under it.
+   */
+  reservationMs?: number;
+}
+
+/** The rule of each {@link LimitStoreOptions} option. */
+export const LIMIT_STORE_SCHEMA: OptionsSchema<LimitStoreOptions> = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  reservationMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
+};
+
+/** Default {@link LimitStoreOptions.reservationMs}: 30 s. */
+export const DEFAULT_RESERVATION_MS = 30_000;
+/** Expired reservations one reserve or read reports for settling. */
+const EXPIRED_PER_CALL = 16;
+/** Reserves tried in one {@link LimitStore.reserve} when settling gave shares back (the first included). */
+const RESERVE_ROUNDS = 3;
+/** Rounds of one {@link LimitStore.settleExpired} (each settles up to EXPIRED_PER_CALL). */
+const SETTLE_ROUNDS = 64;
+
+/** The audit action of a reset (the audit log records it like an operator's other writes). */
+const LIMIT_RESET = 'limit-reset' as AuditAction;
+
+/** A granted share of one limit's window, for one call. */
+export interface LimitReservation {
+  /** Random, minted per reserve. */
+  readonly id: string;
+  /** The limit's name. */
+  readonly limit: string;
+  readonly keys: LimitKeys;
+  /** The receipt (Redis key) of the call it pays for. */
+  readonly receiptKey: string;
+  /** The bindings hash of that call's run. */
+  readonly bindingsKey: string;
+  /** The receipt field that holds the reservation once bound (`limit:<name>`). */
+  readonly bindingField: string;
+  /** How long a bind or settle keeps the run's bindings hash, in ms: two windows and the bound. */
+  readonly bindingsKeepMs: number;
+  /** What it holds of the window: 1, or the call's cost. */
+  readonly amount: number;
+  /** When it may be settled, on the limit's server clock. */
+  readonly deadlineMs: number;
+  /** The window it counts in. */
+  readonly windowStartMs: number;
+}
+
+/** What became of an expired reservation when it was settled. */
+export interface SettledReservation {
+  readonly id: string;
+  /** `committed`: an attempt was bound to it, so it counts; `given_back`: none was, and none can be now. */
+  readonly outcome: 'committed' | 'given_back';
+}
+
+/** A {@link LimitStore.reserve}'s answer. */
+export type ReserveResult =
+  | { readonly granted: true; readonly reservation: LimitReservation; readonly usage: LimitUsage; readonly settled: readonly SettledReservation[] }
+  | {
+      readonly granted: false;
+      /** `full` until the window resets (or shares are given back); `exceeds_max`: the amount alone is more than `max`. */
+      readonly why: 'full' | 'exceeds_max';
+      readonly usage: LimitUsage;
+      /** When the window allows it, on the server clock: its reset; `null` for `exceeds_max`. */
+      readonly retryAtMs: number | null;
+      readonly settled: readonly SettledReservation[];
+    };
+
+/**
+ * What a bind found: `bound` (the attempt runs under it), `revoked` (settled
+ * as unused: the attempt must not run under it), `counted` (the receipt's
+ * lifetime is already counted by `by`: the attempt runs, this reservation is
+ * given back), `not_running` (no running attempt to bind: give it back).
+ */
+export type BindResult =
+  | { readonly kind: 'bound' }
+  | { readonly kind: 'revoked' }
+  | { readonly kind: 'counted'; readonly by: string }
+  | { readonly kind: 'not_running' };
+
+/** Who reset a count, for the audit log. */
+export interface LimitResetBy {
+  /** As the tool that resets knows them (a user name, a token's role). */
+  readonly actor: string;
+  /** `cli`, `console`, or the embedder's own name. */
+  readonly source: string;
+}
+
+/**
+ * The counts of the limits of one key prefix. Every method is one or a few
+ * scripts, each on the keys of one hash tag; none compares the clocks of
+ * two servers. Errors: a key of the wrong type or a state that does not
+ * parse throws `receipt.corrupt` (nothing written), Redis not answering
+ * `redis.timeout` or `redis.unavailable`.
+ */
+export class LimitStore {
+  readonly prefix: string;
+  readonly reservationMs: number;
+  private readonly redis: ReceiptsConnection;
+  private readonly audit: AuditLog;
+
+  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
+  constructor(options: LimitStoreOptions) {
+    checkOptions('LimitStore', options, LIMIT_STORE_SCHEMA);
+    this.redis = checkedConnection(options.redis, 'LimitStore');
+    this.prefix = storeSettings(options).prefix;
+    this.reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
+    this.audit = new AuditLog(this.redis, this.prefix);
+  }
+
+  /** The keys of `limit`'s count for `subject` (its tenant, its run, or none for a global limit). */
+  keysOf(limit: Limit, subject: LimitSubject): LimitKeys {
+    const needs = limit.per === 'global' ? [] : limit.per === 'tenant' ? (['tenantId'] as const) : (['tenantId', 'runId'] as const);
+    for (const field of needs) {
+      const value = subject[field];
+      if (typeof value !== 'string' || value === '') {
+        throw new InvalidReceiptInputError(`limit ${JSON.stringify(limit.name)} is counted per ${limit.per}: give its ${field}`);
+      }
+      assertWellFormedNames({ [field === 'tenantId' ? 'tenant id' : 'run id']: value });
+    }
+    return limitRedisKeys(this.prefix, limit, subject);
+  }
+
+  /**
+   * Reserves `amount` (1, or the call's cost: a whole number, at least 1) of
+   * `limit`'s current window for the call `key`, when it fits with what is
+   * used and reserved. Settles the expired reservations the reserve reports
+   * ({@link settleExpired}), and when that gives shares back and this one
+   * did not fit, asks once more.
+   */
+  async reserve(limit: Limit, key: ToolCallReceiptKey, amount = 1): Promise<ReserveResult> {
+    if (!Number.isSafeInteger(amount) || amount < 1) throw new InvalidReceiptInputError(`a reservation's amount must be a whole number, at least 1; got ${amount}`);
+    assertWellFormedNames({ 'tool name': key.toolName, 'args hash': key.argsHash });
+    const keys = this.keysOf(limit, key);
+    const receiptKey = receiptRedisKey(this.prefix, key);
+    const bindingsKey = limitBindingsRedisKey(this.prefix, key.tenantId, key.runId);
+    const id = randomBytes(12).toString('base64url');
+    const settled: SettledReservation[] = [];
+    for (let round = 1; ; round++) {
+      const args = [id, amount, limit.max, limit.windowMs, this.reservationMs, receiptKey, bindingsKey, limit.name, EXPIRED_PER_CALL];
+      const reply = parseReserve(await this.call('limit-reserve', keyList(keys), args), limit);
+      const now = await this.settleAll(limit, keys, reply.expired, 'skip failures');
+      settled.push(...now);
+      if (reply.code === 1) {
+        const reservation: LimitReservation = {
+          id, limit: limit.name, keys, receiptKey, bindingsKey, bindingField: limitBindingField(limit.name),
+          bindingsKeepMs: this.bindingsKeepMs(limit), amount, deadlineMs: reply.deadlineMs, windowStartMs: reply.usage.windowStartMs,
+        };
+        return { granted: true, reservation, usage: reply.usage, settled };
+      }
+      const givenBack = now.some((s) => s.outcome === 'given_back');
+      if (reply.code === 2 || round >= RESERVE_ROUNDS || !givenBack) {
+        const why = reply.code === 2 ? 'exceeds_max' : 'full';
+        return { granted: false, why, usage: reply.usage, retryAtMs: why === 'full' ? reply.usage.resetsAtMs : null, settled };
+      }
+    }
+  }
+
+  /**
+   * Records `reservation` on the running attempt of its receipt, unless a
+   * settle revoked it (see {@link BindResult}). The claim that starts an
+   * attempt does this as part of it; here it is the step alone.
+   */
+  async bind(reservation: LimitReservation): Promise<BindResult> {
+    const reply = await this.call('limit-bind', [reservation.receiptKey, reservation.bindingsKey], bindArgs(reservation));
+    const code = codeOf('limit-bind', reply, [0, 1, 2, 3]);
+    if (code === 1) return { kind: 'bound' };
+    if (code === 0) return { kind: 'revoked' };
+    if (code === 2) return { kind: 'counted', by: String(reply[1]) };
+    return { kind: 'not_running' };
+  }
+
+  /** Counts `reservation` as used: its call executed. `unknown` when it was given back first (then it stays uncounted). */
+  async commit(reservation: Pick<LimitReservation, 'id' | 'keys'>): Promise<'committed' | 'already_committed' | 'unknown'> {
+    const code = codeOf('limit-commit', await this.call('limit-commit', keyList(reservation.keys), [reservation.id]), [0, 1, 2]);
+    return code === 1 ? 'committed' : code === 2 ? 'already_committed' : 'unknown';
+  }
+
+  /**
+   * Gives `reservation` back to its window: what it was (`pending` or
+   * `committed`), or `unknown` when given back already or its window is over.
+   * Use it for a reservation no attempt was bound to; {@link giveBack} for
+   * one that may have been.
+   */
+  async release(reservation: Pick<LimitReservation, 'id' | 'keys'>): Promise<'pending' | 'committed' | 'unknown'> {
+    const code = codeOf('limit-release', await this.call('limit-release', keyList(reservation.keys), [reservation.id]), [0, 1, 2]);
+    return code === 1 ? 'pending' : code === 2 ? 'committed' : 'unknown';
+  }
+
+  /**
+   * Gives back a reservation whose attempt never started: takes it off the
+   * receipt and revokes it on the run's side (so a settle can no longer
+   * commit it), then releases it. Whether it was bound, and what the release found.
+   */
+  async giveBack(reservation: LimitReservation): Promise<{ wasBound: boolean; released: 'pending' | 'committed' | 'unknown' }> {
+    const reply = await this.call('limit-unbind', [reservation.receiptKey, reservation.bindingsKey], bindArgs(reservation));
+    const wasBound = codeOf('limit-unbind', reply, [0, 1]) === 1;
+    return { wasBound, released: await this.release(reservation) };
+  }
+
+  /**
+   * Settles `limit`'s reservations for `subject` that are still pending past
+   * their deadline: each bound to an attempt is committed, each other one
+   * revoked on its run's side and given back. Reserving does this too, for
+   * what it meets; this is for a sweep, or before reading a count.
+   */
+  async settleExpired(limit: Limit, subject: LimitSubject): Promise<SettledReservation[]> {
+    const keys = this.keysOf(limit, subject);
+    const settled: SettledReservation[] = [];
+    for (let round = 0; round < SETTLE_ROUNDS; round++) {
+      const { expired } = parseUsage(await this.call('limit-usage', keyList(keys), [limit.windowMs, EXPIRED_PER_CALL]), limit);
+      settled.push(...(await this.settleAll(limit, keys, expired)));
+      if (expired.length < EXPIRED_PER_CALL) break;
+    }
+    return settled;
+  }
+
+  /** `limit`'s count for `subject` in the current window, on the server clock. */
+  async usage(limit: Limit, subject: LimitSubject): Promise<LimitUsage> {
+    return parseUsage(await this.call('limit-usage', keyList(this.keysOf(limit, subject)), [limit.windowMs, 0]), limit).usage;
+  }
+
+  /**
+   * An operator's reset of `limit`'s current window for `subject`: what it
+   * counted as used is forgotten (pending reservations stay counted), and
+   * the reset is recorded in the audit log with who did it. Resolves to what
+   * was used before, the count after, and the audit entry's id.
+   */
+  async reset(limit: Limit, subject: LimitSubject, by: LimitResetBy): Promise<{ usedBefore: number; usage: LimitUsage; auditId: string }> {
+    const keys = this.keysOf(limit, subject);
+    const { usedBefore, usage } = parseReset(await this.call('limit-reset', keyList(keys), [limit.windowMs, limit.max, limit.name]), limit);
+    const auditId = await this.audit.append({
+      actor: by.actor,
+      source: by.source,
+      action: LIMIT_RESET,
+      receipts: [],
+      detail: { limit: limit.name, per: limit.per, tenantId: subject.tenantId, runId: subject.runId, usedBefore, windowStartMs: usage.windowStartMs, resetsAtMs: usage.resetsAtMs },
+    });
+    return { usedBefore, usage, auditId };
+  }
+
+  /** How long a bind or settle keeps a run's bindings: as long as any settle of `limit` may ask (see keepLimit in lua/includes/limit-state.lua). */
+  private bindingsKeepMs(limit: Limit): number {
+    return 2 * limit.windowMs + this.reservationMs;
+  }
+
+  /**
+   * Settles each of `expired`, side by side. A reserve settles what it met
+   * as a courtesy and must not fail for it (`'skip failures'`: one that
+   * fails stays pending, and the next reserve or sweep meets it again); a
+   * sweep throws the first failure.
+   */
+  private async settleAll(limit: Limit, keys: LimitKeys, expired: readonly Expired[], failures: 'throw' | 'skip failures' = 'throw'): Promise<SettledReservation[]> {
+    const settleOne = async ({ id, bindingsKey }: Expired): Promise<SettledReservation> => {
+      const reply = await this.call('limit-settle', [bindingsKey], [id, this.bindingsKeepMs(limit)]);
+      if (codeOf('limit-settle', reply, [0, 1, 2]) === 1) {
+        await this.commit({ id, keys });
+        return { id, outcome: 'committed' };
+      }
+      await this.release({ id, keys });
+      return { id, outcome: 'given_back' };
+    };
+    if (failures === 'throw') return Promise.all(expired.map(settleOne));
+    const outcomes = await Promise.allSettled(expired.map(settleOne));
+    return outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+  }
+
+  /** Runs a limit script; a corrupt key becomes `receipt.corrupt`, Redis not answering `redis.timeout` or `redis.unavailable`. */
+  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown[]> {
+    let reply: unknown;
+    try {
+      reply = await runScript(this.redis, script, keys, args);
+    } catch (error) {
+      throw unreachableErrorOf(corruptReceiptErrorOf(error, keys[0] ?? ''), { redisKey: keys[0] ?? '', step: script });
+    }
+    return Array.isArray(reply) ? reply : [reply];
+  }
+}
+
+const keyList = (keys: LimitKeys): string[] => [keys.state, keys.due, keys.done];
+const bindArgs = (r: LimitReservation): (string | number)[] => [r.id, r.bindingField, r.bindingsKeepMs];

@@ -1,0 +1,267 @@
+/**
+ * The limit store on a real Redis: what a window grants and refuses, when it
+ * resets, reservations given back or committed, the settle of those no claim
+ * took (and that a settled one can never be bound), takeovers counted once,
+ * a never-started attempt's give-back, an operator's reset, scopes, corrupt
+ * keys, and many connections racing for the last shares.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import { defineLimit, limitWindow, LimitStore, type Limit, type LimitDefinition, type LimitReservation, type ReserveResult } from '../../src/limits/index.js';
+import { AuditLog } from '../../src/redis/audit-log.js';
+import { receiptRedisKey } from '../../src/redis/keys.js';
+import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+const YEAR = 365 * 86_400_000;
+
+function limits(options: { reservationMs?: number } = {}): LimitStore {
+  return new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, ...options });
+}
+
+const limit = (overrides: Partial<LimitDefinition> = {}): Limit =>
+  defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: YEAR, ...overrides });
+
+function granted(result: ReserveResult): LimitReservation {
+  if (!result.granted) throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
+  return result.reservation;
+}
+
+/** A call of the same tenant as `key` in its own run. */
+const callOf = (key: ToolCallReceiptKey, n: number): ToolCallReceiptKey => ({ ...key, runId: `${key.runId}-${n}`, argsHash: `h${n}` });
+
+describe('a window of a limit', () => {
+  it('grants up to max, then refuses and says when the window resets, by the server clock', async () => {
+    const store = limits();
+    const key = freshKey();
+    const emails = limit();
+    const usedAfter: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      granted(await store.reserve(emails, callOf(key, i)));
+      usedAfter.push((await store.usage(emails, key)).used);
+    }
+    expect(usedAfter).toEqual([1, 2, 3]);
+    const refused = await store.reserve(emails, callOf(key, 3));
+    expect(refused).toMatchObject({ granted: false, why: 'full', usage: { used: 3, pending: 3, committed: 0, left: 0, max: 3 } });
+    if (refused.granted) return;
+    expect(refused.retryAtMs).toBe(refused.usage.resetsAtMs);
+    expect(limitWindow(refused.usage.nowMs, YEAR)).toEqual({ startMs: refused.usage.windowStartMs, resetsAtMs: refused.usage.resetsAtMs });
+  });
+
+  it('refuses for good a call that costs more than the window holds', async () => {
+    const store = limits();
+    const result = await store.reserve(limit({ name: 'spend', max: 10 }), freshKey(), 11);
+    expect(result).toMatchObject({ granted: false, why: 'exceeds_max', retryAtMs: null, usage: { used: 0, left: 10 } });
+  });
+
+  it('starts each window at 0 on the server clock; a reservation of an earlier window no longer counts', async () => {
+    const store = limits();
+    const key = freshKey();
+    const quick = limit({ name: 'quick', max: 2, windowMs: 2000 });
+    // Start early in a window, so the three calls below share one (they take milliseconds; the margin is 1.5 s).
+    await waitUntil(() => store.usage(quick, key), (u) => u.nowMs - u.windowStartMs < 500, 10_000, 'the start of a window');
+    const first = granted(await store.reserve(quick, callOf(key, 1)));
+    granted(await store.reserve(quick, callOf(key, 2)));
+    const refused = await store.reserve(quick, callOf(key, 3));
+    expect(refused).toMatchObject({ granted: false, why: 'full', usage: { windowStartMs: first.windowStartMs } });
+    await waitUntil(() => store.usage(quick, key), (u) => u.windowStartMs > first.windowStartMs, 10_000, 'the next window');
+    const next = granted(await store.reserve(quick, callOf(key, 4)));
+    expect(next.windowStartMs).toBeGreaterThanOrEqual(first.windowStartMs + 2000);
+    // The first window's reservation is committed into its own window, which is over: the new one does not count it.
+    expect(await store.commit(first)).toBe('committed');
+    expect(await store.usage(quick, key)).toMatchObject({ committed: 0, pending: 1, used: 1 });
+  });
+
+  it('budgets: costs summing to the cap stop the call that would exceed it, and none before it', async () => {
+    const store = limits();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.array(fc.integer({ min: 1, max: 25 }), { minLength: 1, maxLength: 12 }), async (max, costs) => {
+        const key = freshKey();
+        const spend = limit({ name: 'spend', max, cost: (args) => (args as { cents: number }).cents });
+        let sum = 0;
+        for (const [i, cost] of costs.entries()) {
+          const result = await store.reserve(spend, callOf(key, i), cost);
+          const fits = cost <= max && sum + cost <= max;
+          expect({ cost, sum, granted: result.granted }).toEqual({ cost, sum, granted: fits });
+          if (!result.granted) expect(result.why).toBe(cost > max ? 'exceeds_max' : 'full');
+          if (fits) sum += cost;
+        }
+        expect((await store.usage(spend, key)).used).toBe(sum);
+      }),
+      { numRuns: 25 },
+    );
+  });
+});
+
+describe('giving back and committing', () => {
+  it('a release gives the share back once; a commit counts it; a commit after the release counts nothing', async () => {
+    const store = limits();
+    const key = freshKey();
+    const emails = limit();
+    const a = granted(await store.reserve(emails, callOf(key, 1)));
+    const b = granted(await store.reserve(emails, callOf(key, 2)));
+    expect(await store.release(a)).toBe('pending');
+    expect(await store.release(a)).toBe('unknown');
+    expect(await store.commit(a)).toBe('unknown');
+    expect(await store.commit(b)).toBe('committed');
+    expect(await store.commit(b)).toBe('already_committed');
+    expect(await store.usage(emails, key)).toMatchObject({ committed: 1, pending: 0, used: 1, left: 2 });
+  });
+
+  it('a never-started attempt gives its share back even after it was committed, and its reservation cannot be bound again', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const key = freshKey();
+    const emails = limit();
+    const a = granted(await store.reserve(emails, key));
+    await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.bind(a)).toEqual({ kind: 'bound' });
+    expect(await store.commit(a)).toBe('committed');
+    expect(await store.giveBack(a)).toEqual({ wasBound: true, released: 'committed' });
+    expect(await store.usage(emails, key)).toMatchObject({ used: 0, left: 3 });
+    expect(await store.bind(a)).toEqual({ kind: 'revoked' });
+    // The next attempt is counted by a reservation of its own.
+    const b = granted(await store.reserve(emails, key));
+    expect(await store.bind(b)).toEqual({ kind: 'bound' });
+  });
+
+  it('a takeover of the same receipt is counted once: the second reservation finds the first and is given back', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const key = freshKey();
+    const emails = limit();
+    const first = granted(await store.reserve(emails, key));
+    await receipts.claim(key, { effect: 'resumable' });
+    expect(await store.bind(first)).toEqual({ kind: 'bound' });
+    const second = granted(await store.reserve(emails, key));
+    expect(await store.bind(second)).toEqual({ kind: 'counted', by: first.id });
+    expect(await store.release(second)).toBe('pending');
+    expect(await store.bind(second)).toEqual({ kind: 'revoked' });
+    expect(await store.bind(first)).toEqual({ kind: 'bound' });
+    expect(await store.commit(first)).toBe('committed');
+    expect(await store.usage(emails, key)).toMatchObject({ committed: 1, pending: 0 });
+  });
+
+  it('a bind without a running attempt writes nothing', async () => {
+    const store = limits();
+    const key = freshKey();
+    const reservation = granted(await store.reserve(limit(), key));
+    expect(await store.bind(reservation)).toEqual({ kind: 'not_running' });
+    const redis = fixture.connect();
+    expect(await redis.exists(receiptRedisKey(fixture.handle().prefix, key), reservation.bindingsKey)).toBe(0);
+  });
+});
+
+describe('reservations no claim took', () => {
+  it('are given back by the first reserve after their deadline, and can never be bound after', async () => {
+    const store = limits({ reservationMs: 300 });
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    const lost = granted(await store.reserve(one, callOf(key, 1)));
+    expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', settled: [] });
+    await waitUntil(() => store.usage(one, key), (u) => u.nowMs > lost.deadlineMs, 10_000, 'the deadline on the server clock');
+    const next = await store.reserve(one, callOf(key, 2));
+    expect(next).toMatchObject({ granted: true, settled: [{ id: lost.id, outcome: 'given_back' }], usage: { used: 1 } });
+    // The slow claim comes at last: its attempt must not run under the revoked reservation.
+    await receipts.claim(callOf(key, 1), { effect: 'opaque' });
+    expect(await store.bind(lost)).toEqual({ kind: 'revoked' });
+    expect(await store.commit(lost)).toBe('unknown');
+    expect((await store.usage(one, key)).used).toBe(1);
+  });
+
+  it('are committed when an attempt was bound to them, by a settle or the next reserve', async () => {
+    const store = limits({ reservationMs: 300 });
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    const bound = granted(await store.reserve(one, key));
+    await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.bind(bound)).toEqual({ kind: 'bound' });
+    await waitUntil(() => store.usage(one, key), (u) => u.nowMs > bound.deadlineMs, 10_000, 'the deadline on the server clock');
+    expect(await store.settleExpired(one, key)).toEqual([{ id: bound.id, outcome: 'committed' }]);
+    expect(await store.settleExpired(one, key)).toEqual([]);
+    expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', usage: { committed: 1, pending: 0 } });
+  });
+});
+
+describe('operators', () => {
+  it('a reset forgets what was used, keeps what is pending, and is recorded in the audit log', async () => {
+    const store = limits();
+    const key = freshKey();
+    const emails = limit();
+    const a = granted(await store.reserve(emails, callOf(key, 1)));
+    const b = granted(await store.reserve(emails, callOf(key, 2)));
+    granted(await store.reserve(emails, callOf(key, 3)));
+    await store.commit(a);
+    await store.commit(b);
+    const reset = await store.reset(emails, key, { actor: 'ops@example.com', source: 'cli' });
+    expect(reset).toMatchObject({ usedBefore: 2, usage: { committed: 0, pending: 1, used: 1, left: 2 } });
+    expect(await store.usage(emails, key)).toMatchObject({ committed: 0, pending: 1, resetAtMs: reset.usage.nowMs });
+    // A share the reset forgot cannot be given back a second time.
+    expect(await store.release(a)).toBe('unknown');
+    expect((await store.usage(emails, key)).used).toBe(1);
+    const [entry] = await new AuditLog(fixture.client(), fixture.handle().prefix).read({ count: 1 });
+    expect(entry).toMatchObject({
+      id: reset.auditId,
+      actor: 'ops@example.com',
+      source: 'cli',
+      action: 'limit-reset',
+      receipts: [],
+      detail: { limit: 'emails', per: 'tenant', tenantId: key.tenantId, usedBefore: 2, windowStartMs: reset.usage.windowStartMs },
+    });
+  });
+});
+
+describe('scopes and keys', () => {
+  it('a tenant limit counts across its runs, a run limit per run, a global limit across tenants', async () => {
+    const store = limits();
+    const key = freshKey();
+    const other = freshKey();
+    const perTenant = limit({ name: 'per-tenant', max: 2 });
+    const perRun = limit({ name: 'per-run', per: 'run', max: 1 });
+    const everyone = limit({ name: `everyone-${key.argsHash}`, per: 'global', max: 2 });
+    expect((await store.reserve(perTenant, callOf(key, 1))).granted).toBe(true);
+    expect((await store.reserve(perTenant, callOf(key, 2))).granted).toBe(true);
+    expect((await store.reserve(perTenant, callOf(key, 3))).granted).toBe(false);
+    expect((await store.reserve(perTenant, other)).granted).toBe(true);
+    expect((await store.reserve(perRun, key)).granted).toBe(true);
+    expect((await store.reserve(perRun, { ...key, argsHash: 'other' })).granted).toBe(false);
+    expect((await store.reserve(perRun, callOf(key, 1))).granted).toBe(true);
+    expect((await store.reserve(everyone, key)).granted).toBe(true);
+    expect((await store.reserve(everyone, other)).granted).toBe(true);
+    expect((await store.reserve(everyone, callOf(other, 1))).granted).toBe(false);
+  });
+
+  it('refuses a subject the scope needs, and an amount that is not a whole number of at least 1', async () => {
+    const store = limits();
+    await expect(store.usage(limit({ per: 'run' }), { tenantId: 'acme' })).rejects.toMatchObject({ code: 'receipt.invalid_input', message: expect.stringContaining('runId') });
+    for (const amount of [0, -1, 1.5, Number.NaN]) await expect(store.reserve(limit(), freshKey(), amount)).rejects.toMatchObject({ code: 'receipt.invalid_input' });
+  });
+
+  it('a limit key of the wrong type is corrupt: the reserve writes nothing', async () => {
+    const store = limits();
+    const key = freshKey();
+    const emails = limit();
+    const keys = store.keysOf(emails, key);
+    const redis = fixture.connect();
+    await redis.set(keys.state, 'x');
+    await expect(store.reserve(emails, key)).rejects.toMatchObject({ code: 'receipt.corrupt', redisKey: keys.state });
+    await redis.del(keys.state);
+    await redis.hset(keys.state, 'used', 'lots');
+    await expect(store.usage(emails, key)).rejects.toMatchObject({ code: 'receipt.corrupt', message: expect.stringContaining('used is not a whole number') });
+    expect(await redis.exists(keys.due, keys.done)).toBe(0);
+  });
+});
+
+describe('many clients at once', () => {
+  it('never grant more than max: 200 reserves from 10 connections for 37 shares', async () => {
+    const stores = Array.from({ length: 10 }, () => limits());
+    const key = freshKey();
+    const shares = limit({ max: 37 });
+    const results = await Promise.all(Array.from({ length: 200 }, (_, i) => stores[i % 10]!.reserve(shares, callOf(key, i))));
+    expect(results.filter((r) => r.granted)).toHaveLength(37);
+    expect(await stores[0]!.usage(shares, key)).toMatchObject({ pending: 37, left: 0 });
+  });
+});
