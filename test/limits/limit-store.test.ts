@@ -153,6 +153,48 @@ describe('giving back and committing', () => {
   });
 });
 
+describe('against a model of one window', () => {
+  type Op = { kind: 'reserve'; amount: number } | { kind: 'commit' | 'release'; pick: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('reserve' as const), amount: fc.integer({ min: 1, max: 6 }) }),
+    fc.record({ kind: fc.constantFrom('commit' as const, 'release' as const), pick: fc.nat() }),
+  );
+
+  it('every answer and the final count are what the model says, for random reserves, commits and releases', async () => {
+    const store = limits();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 15 }), fc.array(op, { minLength: 1, maxLength: 25 }), async (max, ops) => {
+        const key = freshKey();
+        const shares = limit({ name: 'shares', max });
+        const made: { reservation: LimitReservation; state: 'pending' | 'committed' | 'gone' }[] = [];
+        const sum = (state: 'pending' | 'committed') => made.filter((m) => m.state === state).reduce((n, m) => n + m.reservation.amount, 0);
+        for (const [i, step] of ops.entries()) {
+          if (step.kind === 'reserve') {
+            const fits = step.amount <= max && sum('committed') + sum('pending') + step.amount <= max;
+            const result = await store.reserve(shares, callOf(key, i), step.amount);
+            expect(result.granted).toBe(fits);
+            if (result.granted) made.push({ reservation: result.reservation, state: 'pending' });
+            continue;
+          }
+          if (made.length === 0) continue;
+          const target = made[step.pick % made.length]!;
+          if (step.kind === 'commit') {
+            const expected = { pending: 'committed', committed: 'already_committed', gone: 'unknown' }[target.state];
+            expect(await store.commit(target.reservation)).toBe(expected);
+            if (target.state === 'pending') target.state = 'committed';
+          } else {
+            const expected = target.state === 'gone' ? 'unknown' : target.state;
+            expect(await store.release(target.reservation)).toBe(expected);
+            target.state = 'gone';
+          }
+        }
+        expect(await store.usage(shares, key)).toMatchObject({ committed: sum('committed'), pending: sum('pending'), left: max - sum('committed') - sum('pending') });
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
 describe('reservations no claim took', () => {
   it('are given back by the first reserve after their deadline, and can never be bound after', async () => {
     const store = limits({ reservationMs: 300 });

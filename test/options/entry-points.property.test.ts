@@ -46,6 +46,7 @@ import {
 import { REDIS_TOOL_RESULT_STORE_SCHEMA } from '../../src/offload/redis-store.js';
 import { IN_MEMORY_TOOL_RESULT_STORE_SCHEMA } from '../../src/offload/memory-store.js';
 import { testJob } from '../../src/testing/index.js';
+import { defineLimit, LIMIT_STORE_SCHEMA, LimitStore, type LimitStoreOptions } from '../../src/limits/index.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 
 /** How one option is generated and judged. `usable` sees only given values (never `undefined`). */
@@ -407,6 +408,17 @@ describe('every option of every entry point: refused where given, or working', (
     );
   });
 
+  it('LimitStore: a store that grants a reservation and gives it back', async () => {
+    const cases: Cases<LimitStoreOptions> = { redis: connection(), prefix, reservationMs: whole(1, MAX_TIMER) };
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: 3_600_000 });
+    await checkEntryPoint(cases, (o) => new LimitStore(o), async (limits) => {
+      const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
+      const reserved = await limits.reserve(once, key);
+      expect(reserved.granted).toBe(true);
+      if (reserved.granted) expect(await limits.release(reserved.reservation)).toBe('pending');
+    });
+  });
+
   it('RedisToolResultStore and InMemoryToolResultStore: stores that keep and return a result', async () => {
     const redisCases: Cases<RedisToolResultStoreOptions> = {
       redis: connection(),
@@ -480,6 +492,7 @@ describe('each schema names exactly the options of its interface', () => {
     expectTypeOf<keyof typeof REDIS_TOOL_RESULT_STORE_SCHEMA>().toEqualTypeOf<keyof RedisToolResultStoreOptions>();
     expectTypeOf<keyof typeof IN_MEMORY_TOOL_RESULT_STORE_SCHEMA>().toEqualTypeOf<keyof InMemoryToolResultStoreOptions>();
     expectTypeOf<keyof typeof CHECK_REDIS_SCHEMA>().toEqualTypeOf<keyof CheckRedisOptions>();
+    expectTypeOf<keyof typeof LIMIT_STORE_SCHEMA>().toEqualTypeOf<keyof LimitStoreOptions>();
     expectTypeOf<'replicas' | 'timeoutMs' | 'aof'>().toEqualTypeOf<keyof DurabilityOptions>();
   });
 
@@ -503,5 +516,6 @@ describe('each schema names exactly the options of its interface', () => {
     expect(keys(IN_MEMORY_TOOL_RESULT_STORE_SCHEMA)).toEqual(['maxTotalChars']);
     expect(keys(TOOL_CALL_CLIENT_SCHEMA)).toEqual(['jobName', 'jobOptions', 'queue', 'queueEvents', 'timeoutMs']);
     expect(keys(CHECK_REDIS_SCHEMA)).toEqual(['durability', 'timeoutMs']);
+    expect(keys(LIMIT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'reservationMs']);
   });
 });
