@@ -1,0 +1,173 @@
+/**
+ * Worker processes racing on one tenant's limit of N over 10·N calls, on one
+ * Redis server and on a three-master Cluster whose limit key and run keys sit
+ * on different masters. Processes are SIGKILLed mid-race, some holding a call
+ * right after its reserve or its claim (before the bind), others at random;
+ * a second round runs the refused calls again once the reservations of the
+ * dead are past their deadline. Exactly N calls are bound and counted, never
+ * more; every effect the counting tool recorded is of a bound call; and a
+ * reservation the dead held unbound is given back and can never be bound.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defineLimit, LimitStore, limitBindingField, type LimitDefinition, type LimitReservation } from '../../src/limits/index.js';
+import { receiptRedisKey } from '../../src/redis/keys.js';
+import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { useRedis, waitUntil } from '../support/redis-fixture.js';
+import { spawnWorkerProcess, type WorkerMessage, type WorkerProcess } from '../support/worker-process.js';
+
+const N = 24;
+const CALLS = 10 * N;
+const RESERVATION_MS = 1500;
+const YEAR = 365 * 86_400_000;
+
+interface RaceSetup {
+  /** REDIS_URL or CLUSTER_SEED for the worker processes. */
+  readonly connectionEnv: Record<string, string>;
+  readonly prefix: string;
+  /** The test's own connection, for its reads. */
+  readonly redis: Redis | Cluster;
+  readonly tenant: string;
+  readonly runs: readonly string[];
+}
+
+const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs the race of the file's description and checks what it must leave behind. */
+async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] }> {
+  const id = randomBytes(4).toString('hex');
+  const keys = { QUEUE: `${setup.prefix}:race:${id}:queue`, EFFECTS: `${setup.prefix}:race:${id}:effects`, REFUSED: `${setup.prefix}:race:${id}:refused` };
+  const definition: LimitDefinition = { name: 'emails', per: 'tenant', max: N, windowMs: YEAR };
+  const limit = defineLimit(definition);
+  const store = new LimitStore({ redis: setup.redis, prefix: setup.prefix, reservationMs: RESERVATION_MS });
+  await setup.redis.rpush(keys.QUEUE, ...Array.from({ length: CALLS }, (_, i) => String(i)));
+  const env = (holdChance: number) => ({
+    ...setup.connectionEnv,
+    ...keys,
+    PREFIX: setup.prefix,
+    LIMIT: JSON.stringify(definition),
+    RESERVATION_MS: String(RESERVATION_MS),
+    TENANT: setup.tenant,
+    RUNS: JSON.stringify(setup.runs),
+    CONCURRENCY: '10',
+    HOLD_CHANCE: String(holdChance),
+  });
+  const spawn = (holdChance: number) => spawnWorkerProcess('limit-worker', env(holdChance));
+
+  // Round one: four processes. Two first take a call each alone and hold it before its bind.
+  const [early, late, random, survivor] = await Promise.all([spawn(0.15), spawn(0.15), spawn(0.1), spawn(0)]);
+  const processes = [early!, late!, random!, survivor!];
+  early!.child.send({ type: 'first', stage: 'reserved' });
+  await early!.waitFor((m) => m.type === 'holding');
+  late!.child.send({ type: 'first', stage: 'claimed' });
+  await late!.waitFor((m) => m.type === 'holding');
+  for (const p of processes) p.child.send({ type: 'go' });
+  await Promise.all([
+    early!.signal('SIGKILL'),
+    delay(Math.random() * 300).then(() => late!.signal('SIGKILL')),
+    delay(Math.random() * 300).then(() => random!.signal('SIGKILL')),
+  ]);
+  await survivor!.waitFor((m) => m.type === 'drained', 60_000);
+  // The survivor's random holds never end: it dies too, and so do its held calls.
+  await Promise.all(processes.map((p) => p.signal('SIGKILL')));
+  for (const p of processes) expect(p.messages.filter((m) => m.type === 'failed')).toEqual([]);
+  expect(await setup.redis.llen(keys.QUEUE)).toBe(0);
+
+  // Past every dead reservation's deadline, a settle gives back what was not bound, and commits what was.
+  const killedAt = (await store.usage(limit, { tenantId: setup.tenant })).nowMs;
+  await waitUntil(() => store.usage(limit, { tenantId: setup.tenant }), (u) => u.nowMs > killedAt + RESERVATION_MS, 15_000, 'the deadlines');
+  await store.settleExpired(limit, { tenantId: setup.tenant });
+  const held = processes.flatMap((p) => p.messages.filter((m) => m.type === 'holding'));
+  expect(held.map((m) => m.stage)).toEqual(expect.arrayContaining(['reserved', 'claimed']));
+  for (const hold of held) {
+    const reservation = hold.reservation as LimitReservation;
+    const before = hold.stage === 'reserved' || hold.stage === 'claimed';
+    // Held before its bind: revoked for good. Held after: bound, so counted.
+    expect({ stage: hold.stage, bind: (await store.bind(reservation)).kind }).toEqual({ stage: hold.stage, bind: before ? 'revoked' : 'bound' });
+  }
+  const afterFirst = await boundAndCounted(setup, store, limit);
+  expect(afterFirst.pending).toBe(0);
+  expect(afterFirst.committed).toBeLessThanOrEqual(N);
+
+  // Round two: the refused calls again, on two fresh processes, until the window is full.
+  const refused = await setup.redis.smembers(keys.REFUSED);
+  expect(refused.length).toBeGreaterThan(N);
+  await setup.redis.del(keys.REFUSED);
+  await setup.redis.rpush(keys.QUEUE, ...refused);
+  const second = await Promise.all([spawn(0), spawn(0)]);
+  for (const p of second) p.child.send({ type: 'go' });
+  await Promise.all(second.map((p) => p.waitFor((m) => m.type === 'drained', 60_000)));
+  await Promise.all(second.map((p) => p.signal('SIGKILL')));
+  await store.settleExpired(limit, { tenantId: setup.tenant });
+  const final = await boundAndCounted(setup, store, limit);
+  expect(final).toMatchObject({ committed: N, pending: 0, bound: N, left: 0 });
+  // Each call of round two was refused again, or counted, or (had its claim been slower than the bound) not bound.
+  const notBound = second.flatMap((p) => p.messages.filter((m) => m.type === 'not-bound')).length;
+  expect(refused.length - (await setup.redis.scard(keys.REFUSED))).toBe(N - afterFirst.committed + notBound);
+  return { killedHolding: held };
+
+  /** The count, and the calls whose receipts are bound: equal, and every effect among them. */
+  async function boundAndCounted(s: RaceSetup, limits: LimitStore, l: typeof limit) {
+    const usage = await limits.usage(l, { tenantId: s.tenant });
+    const field = limitBindingField(l.name);
+    const boundCalls = new Set<string>();
+    for (let i = 0; i < CALLS; i++) {
+      const receipt = receiptRedisKey(s.prefix, { tenantId: s.tenant, runId: s.runs[i % s.runs.length]!, toolName: 'send_email', argsHash: `h${i}` });
+      if ((await s.redis.hget(receipt, field)) !== null) boundCalls.add(String(i));
+    }
+    const effects = await s.redis.smembers(keys.EFFECTS);
+    expect(effects.filter((e) => !boundCalls.has(e))).toEqual([]);
+    expect(usage.committed).toBe(boundCalls.size);
+    return { committed: usage.committed, pending: usage.pending, left: usage.left, bound: boundCalls.size };
+  }
+}
+
+describe('worker processes racing on one Redis server', () => {
+  const fixture = useRedis();
+
+  it('count exactly N of 10·N calls, with workers SIGKILLed before and after their binds', async () => {
+    const { killedHolding } = await race({
+      connectionEnv: { REDIS_URL: fixture.handle().url },
+      prefix: fixture.handle().prefix,
+      redis: fixture.connect(),
+      tenant: `tenant-${randomBytes(3).toString('hex')}`,
+      runs: ['run-a', 'run-b', 'run-c', 'run-d'],
+    });
+    expect(killedHolding.length).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+});
+
+const skipReason = clusterSkipReason();
+if (skipReason) console.warn(`[redis harness] skipping the limit race on a Cluster: ${skipReason}`);
+
+describe.skipIf(skipReason !== undefined)('worker processes racing on a three-master Redis Cluster', () => {
+  let cluster: RedisClusterHandle;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+  }, 60_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('count exactly N, with the tenant limit on one master and the runs on the other two', async () => {
+    const redis = cluster.connect();
+    const tenant = `tenant-${randomBytes(3).toString('hex')}`;
+    const store = new LimitStore({ redis, prefix: cluster.prefix });
+    const limitNode = await cluster.ownerOf(store.keysOf(defineLimit({ name: 'emails', per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state);
+    // Runs whose receipts and bindings live on the two other masters, two on each.
+    const runs: string[] = [];
+    const perNode = new Map<string, number>();
+    for (let i = 0; runs.length < 4; i++) {
+      if (i > 500) throw new Error('found no runs on the other masters');
+      const runId = `run-${i}`;
+      const node = await cluster.ownerOf(receiptRedisKey(cluster.prefix, { tenantId: tenant, runId, toolName: 'send_email', argsHash: 'h0' }));
+      if (node === limitNode || (perNode.get(node) ?? 0) >= 2) continue;
+      perNode.set(node, (perNode.get(node) ?? 0) + 1);
+      runs.push(runId);
+    }
+    expect(perNode.size).toBe(2);
+    await race({ connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` }, prefix: cluster.prefix, redis, tenant, runs });
+  }, 180_000);
+});
