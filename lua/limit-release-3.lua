@@ -25,10 +25,8 @@
 ]]
 --- @include "limit-state"
 
-local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], nil, 0)
+local s, record, corrupt = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 if corrupt then return corrupt end
-local record, bad = limitRecord(KEYS[1], ARGV[1])
-if bad then return bad end
 if not record then return { 0 } end
 
 redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])

@@ -1,7 +1,8 @@
 --[[
   limit-state: defines wholeFields(stateKey, fields, names),
   openLimit(stateKey, dueKey, doneKey, windowLen, now), limitRecord(stateKey,
-  id), recordText(gen, amount, state, receiptKey, bindingsKey),
+  id), openReservation(stateKey, dueKey, doneKey, id), recordText(gen,
+  amount, state, receiptKey, bindingsKey),
   saveLimit(stateKey, s), pruneCommitted(stateKey, doneKey, s),
   keepLimit(stateKey, dueKey, doneKey, s, now) and
   expiredReservations(stateKey, dueKey, now, most): the reading and writing
@@ -38,6 +39,11 @@
     { gen, amount, state ('p' pending | 'c' committed), receipt, bindings },
     false when there is none, or nil and the corrupt reply when it does not
     parse.
+
+  openReservation(stateKey, dueKey, doneKey, id)  the opening of a script
+    that moves one reservation and judges no time: the stored state
+    (openLimit with no window), the record of `id` (false when there is
+    none), and the corrupt reply when either does not read.
 
   recordText(...)  a record as stored: '<gen> <amount> <p|c> <receipt key>
     <bindings key>' (the keys hold no spaces: every component is encoded).
@@ -99,6 +105,14 @@ local function limitRecord(stateKey, id)
   local gen, amount, state, receipt, bindings = string.match(text, '^(%d+) (%d+) ([pc]) (%S+) (%S+)$')
   if not gen then return nil, corruptReply(stateKey, 'the record of reservation ' .. id .. ' does not parse') end
   return { gen = tonumber(gen), amount = tonumber(amount), state = state, receipt = receipt, bindings = bindings }, nil
+end
+
+local function openReservation(stateKey, dueKey, doneKey, id)
+  local s, corrupt = openLimit(stateKey, dueKey, doneKey, nil, 0)
+  if corrupt then return nil, nil, corrupt end
+  local record, bad = limitRecord(stateKey, id)
+  if bad then return nil, nil, bad end
+  return s, record, nil
 end
 
 local function recordText(gen, amount, state, receiptKey, bindingsKey)

@@ -5,11 +5,10 @@
  * step is one script on one hash tag (the limit's, or the run's), so the
  * counts are exact on a Redis Cluster where a tenant's limit lives in
  * another slot than its runs; docs/limits.md walks through the protocol.
- * The replies are read in `./replies.ts`.
+ * Its answers, and the reading of the scripts' replies, are in `./answers.ts`.
  */
 import { randomBytes } from 'node:crypto';
-import type { ToolCallReceiptKey } from '../core/identity.js';
-import { assertWellFormedNames } from '../core/identity.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { AuditLog, type AuditAction } from '../redis/audit-log.js';
 import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
@@ -21,9 +20,21 @@ import { storeSettings } from '../redis/settings.js';
 import { unreachableErrorOf } from '../redis/unreachable.js';
 import type { Limit } from './definitions.js';
 import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
-import { codeOf, parseReserve, parseReset, parseUsage, type Expired, type LimitUsage } from './replies.js';
+import {
+  codeOf,
+  parseReserve,
+  parseReset,
+  parseUsage,
+  type BindResult,
+  type Expired,
+  type LimitReservation,
+  type LimitResetBy,
+  type LimitUsage,
+  type ReserveResult,
+  type SettledReservation,
+} from './answers.js';
 
-export type { LimitUsage } from './replies.js';
+export type { BindResult, LimitReservation, LimitResetBy, LimitUsage, ReserveResult, SettledReservation } from './answers.js';
 
 /** How a {@link LimitStore} talks to Redis. */
 export interface LimitStoreOptions {
@@ -59,69 +70,6 @@ const SETTLE_ROUNDS = 64;
 
 /** The audit action of a reset (the audit log records it like an operator's other writes). */
 const LIMIT_RESET = 'limit-reset' as AuditAction;
-
-/** A granted share of one limit's window, for one call. */
-export interface LimitReservation {
-  /** Random, minted per reserve. */
-  readonly id: string;
-  /** The limit's name. */
-  readonly limit: string;
-  readonly keys: LimitKeys;
-  /** The receipt (Redis key) of the call it pays for. */
-  readonly receiptKey: string;
-  /** The bindings hash of that call's run. */
-  readonly bindingsKey: string;
-  /** The receipt field that holds the reservation once bound (`limit:<name>`). */
-  readonly bindingField: string;
-  /** How long a bind or settle keeps the run's bindings hash, in ms: two windows and the bound. */
-  readonly bindingsKeepMs: number;
-  /** What it holds of the window: 1, or the call's cost. */
-  readonly amount: number;
-  /** When it may be settled, on the limit's server clock. */
-  readonly deadlineMs: number;
-  /** The window it counts in. */
-  readonly windowStartMs: number;
-}
-
-/** What became of an expired reservation when it was settled. */
-export interface SettledReservation {
-  readonly id: string;
-  /** `committed`: an attempt was bound to it, so it counts; `given_back`: none was, and none can be now. */
-  readonly outcome: 'committed' | 'given_back';
-}
-
-/** A {@link LimitStore.reserve}'s answer. */
-export type ReserveResult =
-  | { readonly granted: true; readonly reservation: LimitReservation; readonly usage: LimitUsage; readonly settled: readonly SettledReservation[] }
-  | {
-      readonly granted: false;
-      /** `full` until the window resets (or shares are given back); `exceeds_max`: the amount alone is more than `max`. */
-      readonly why: 'full' | 'exceeds_max';
-      readonly usage: LimitUsage;
-      /** When the window allows it, on the server clock: its reset; `null` for `exceeds_max`. */
-      readonly retryAtMs: number | null;
-      readonly settled: readonly SettledReservation[];
-    };
-
-/**
- * What a bind found: `bound` (the attempt runs under it), `revoked` (settled
- * as unused: the attempt must not run under it), `counted` (the receipt's
- * lifetime is already counted by `by`: the attempt runs, this reservation is
- * given back), `not_running` (no running attempt to bind: give it back).
- */
-export type BindResult =
-  | { readonly kind: 'bound' }
-  | { readonly kind: 'revoked' }
-  | { readonly kind: 'counted'; readonly by: string }
-  | { readonly kind: 'not_running' };
-
-/** Who reset a count, for the audit log. */
-export interface LimitResetBy {
-  /** As the tool that resets knows them (a user name, a token's role). */
-  readonly actor: string;
-  /** `cli`, `console`, or the embedder's own name. */
-  readonly source: string;
-}
 
 /**
  * The counts of the limits of one key prefix. Every method is one or a few

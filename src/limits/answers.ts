@@ -1,10 +1,74 @@
 /**
- * Reading the limit scripts' replies (see their headers in `lua/limit-*.lua`)
- * into the store's answers; a reply of any other shape is
- * `receipt.unexpected_reply`, never a guess.
+ * What a `LimitStore` answers, and the reading of the limit scripts' replies
+ * (see their headers in `lua/limit-*.lua`) into those answers; a reply of
+ * any other shape is `receipt.unexpected_reply`, never a guess.
  */
 import { UnexpectedScriptReplyError } from '../redis/errors.js';
 import type { Limit } from './definitions.js';
+import type { LimitKeys } from './keys.js';
+
+/** A granted share of one limit's window, for one call. */
+export interface LimitReservation {
+  /** Random, minted per reserve. */
+  readonly id: string;
+  /** The limit's name. */
+  readonly limit: string;
+  readonly keys: LimitKeys;
+  /** The receipt (Redis key) of the call it pays for. */
+  readonly receiptKey: string;
+  /** The bindings hash of that call's run. */
+  readonly bindingsKey: string;
+  /** The receipt field that holds the reservation once bound (`limit:<name>`). */
+  readonly bindingField: string;
+  /** How long a bind or settle keeps the run's bindings hash, in ms: two windows and the bound. */
+  readonly bindingsKeepMs: number;
+  /** What it holds of the window: 1, or the call's cost. */
+  readonly amount: number;
+  /** When it may be settled, on the limit's server clock. */
+  readonly deadlineMs: number;
+  /** The window it counts in. */
+  readonly windowStartMs: number;
+}
+
+/** What became of an expired reservation when it was settled. */
+export interface SettledReservation {
+  readonly id: string;
+  /** `committed`: an attempt was bound to it, so it counts; `given_back`: none was, and none can be now. */
+  readonly outcome: 'committed' | 'given_back';
+}
+
+/** A {@link LimitStore.reserve}'s answer. */
+export type ReserveResult =
+  | { readonly granted: true; readonly reservation: LimitReservation; readonly usage: LimitUsage; readonly settled: readonly SettledReservation[] }
+  | {
+      readonly granted: false;
+      /** `full` until the window resets (or shares are given back); `exceeds_max`: the amount alone is more than `max`. */
+      readonly why: 'full' | 'exceeds_max';
+      readonly usage: LimitUsage;
+      /** When the window allows it, on the server clock: its reset; `null` for `exceeds_max`. */
+      readonly retryAtMs: number | null;
+      readonly settled: readonly SettledReservation[];
+    };
+
+/**
+ * What a bind found: `bound` (the attempt runs under it), `revoked` (settled
+ * as unused: the attempt must not run under it), `counted` (the receipt's
+ * lifetime is already counted by `by`: the attempt runs, this reservation is
+ * given back), `not_running` (no running attempt to bind: give it back).
+ */
+export type BindResult =
+  | { readonly kind: 'bound' }
+  | { readonly kind: 'revoked' }
+  | { readonly kind: 'counted'; readonly by: string }
+  | { readonly kind: 'not_running' };
+
+/** Who reset a count, for the audit log. */
+export interface LimitResetBy {
+  /** As the tool that resets knows them (a user name, a token's role). */
+  readonly actor: string;
+  /** `cli`, `console`, or the embedder's own name. */
+  readonly source: string;
+}
 
 /** One limit's count for one tenant, run or the fleet, in the current window on the server clock. */
 export interface LimitUsage {
