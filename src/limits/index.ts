@@ -9,11 +9,9 @@ export {
   checkLimits,
   costOf,
   defineLimit,
-  LIMIT_DEFINITION_SCHEMA,
   LIMIT_NAME,
   LimitCostError,
   limitsOfTool,
-  limitsOption,
   MAX_LIMIT_WINDOW_MS,
   type Limit,
   type LimitDefinition,
@@ -33,7 +31,6 @@ export {
 } from './keys.js';
 export {
   DEFAULT_RESERVATION_MS,
-  LIMIT_STORE_SCHEMA,
   LimitStore,
   type BindResult,
   type LimitReservation,

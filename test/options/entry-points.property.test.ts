@@ -46,7 +46,8 @@ import {
 import { REDIS_TOOL_RESULT_STORE_SCHEMA } from '../../src/offload/redis-store.js';
 import { IN_MEMORY_TOOL_RESULT_STORE_SCHEMA } from '../../src/offload/memory-store.js';
 import { testJob } from '../../src/testing/index.js';
-import { defineLimit, LIMIT_STORE_SCHEMA, LimitStore, type LimitStoreOptions } from '../../src/limits/index.js';
+import { defineLimit, LimitStore, type LimitStoreOptions } from '../../src/limits/index.js';
+import { LIMIT_STORE_SCHEMA } from '../../src/limits/limit-store.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 
 /** How one option is generated and judged. `usable` sees only given values (never `undefined`). */
