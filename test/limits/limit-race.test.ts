@@ -15,7 +15,7 @@ import { defineLimit, LimitStore, limitBindingField, type LimitDefinition, type 
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import { spawnWorkerProcess, type WorkerMessage, type WorkerProcess } from '../support/worker-process.js';
+import { spawnWorkerProcess, type WorkerMessage } from '../support/worker-process.js';
 
 const N = 24;
 const CALLS = 10 * N;
