@@ -39,7 +39,12 @@ export interface SettledReservation {
 
 /** A {@link LimitStore.reserve}'s answer. */
 export type ReserveResult =
-  | { readonly granted: true; readonly reservation: LimitReservation; readonly usage: LimitUsage; readonly settled: readonly SettledReservation[] }
+  | {
+      readonly granted: true;
+      readonly reservation: LimitReservation;
+      readonly usage: LimitUsage;
+      readonly settled: readonly SettledReservation[];
+    }
   | {
       readonly granted: false;
       /** `full` until the window resets (or shares are given back); `exceeds_max`: the amount alone is more than `max`. */
@@ -113,7 +118,15 @@ export interface WindowCounts {
 /** {@link LimitUsage} of `limit` from a window's counts. */
 export function usageOf(limit: Limit, counts: WindowCounts): LimitUsage {
   const used = counts.committed + counts.pending;
-  return { limit: limit.name, per: limit.per, max: limit.max, windowMs: limit.windowMs, ...counts, used, left: Math.max(0, limit.max - used) };
+  return {
+    limit: limit.name,
+    per: limit.per,
+    max: limit.max,
+    windowMs: limit.windowMs,
+    ...counts,
+    used,
+    left: Math.max(0, limit.max - used),
+  };
 }
 
 /** The whole numbers at `from` .. `from + count - 1` of `reply`, or the unexpected-reply error. */
@@ -132,17 +145,37 @@ function expiredAt(script: string, reply: readonly unknown[], from: number, n: n
 }
 
 /** limit-reserve-3.lua's reply. */
-export function parseReserve(reply: readonly unknown[], limit: Limit): { code: number; deadlineMs: number; usage: LimitUsage; expired: Expired[] } {
-  const [code, nowMs, windowStartMs, resetsAtMs, committed, pending, deadlineMs, n] = numbers('limit-reserve', reply, 0, 8) as [number, ...number[]];
+export function parseReserve(
+  reply: readonly unknown[],
+  limit: Limit,
+): { code: number; deadlineMs: number; usage: LimitUsage; expired: Expired[] } {
+  const [code, nowMs, windowStartMs, resetsAtMs, committed, pending, deadlineMs, n] = numbers('limit-reserve', reply, 0, 8) as [
+    number,
+    ...number[],
+  ];
   if (![0, 1, 2].includes(code)) throw new UnexpectedScriptReplyError('limit-reserve', reply);
-  const usage = usageOf(limit, { nowMs: nowMs!, windowStartMs: windowStartMs!, resetsAtMs: resetsAtMs!, committed: committed!, pending: pending!, resetAtMs: null });
+  const usage = usageOf(limit, {
+    nowMs: nowMs!,
+    windowStartMs: windowStartMs!,
+    resetsAtMs: resetsAtMs!,
+    committed: committed!,
+    pending: pending!,
+    resetAtMs: null,
+  });
   return { code, deadlineMs: deadlineMs!, usage, expired: expiredAt('limit-reserve', reply, 8, n!) };
 }
 
 /** limit-usage-3.lua's reply. */
 export function parseUsage(reply: readonly unknown[], limit: Limit): { usage: LimitUsage; expired: Expired[] } {
   const [nowMs, windowStartMs, resetsAtMs, committed, pending, resetMs, n] = numbers('limit-usage', reply, 0, 7) as number[];
-  const usage = usageOf(limit, { nowMs: nowMs!, windowStartMs: windowStartMs!, resetsAtMs: resetsAtMs!, committed: committed!, pending: pending!, resetAtMs: resetMs! < 0 ? null : resetMs! });
+  const usage = usageOf(limit, {
+    nowMs: nowMs!,
+    windowStartMs: windowStartMs!,
+    resetsAtMs: resetsAtMs!,
+    committed: committed!,
+    pending: pending!,
+    resetAtMs: resetMs! < 0 ? null : resetMs!,
+  });
   return { usage, expired: expiredAt('limit-usage', reply, 7, n!) };
 }
 
@@ -150,7 +183,14 @@ export function parseUsage(reply: readonly unknown[], limit: Limit): { usage: Li
 export function parseReset(reply: readonly unknown[], limit: Limit): { usedBefore: number; usage: LimitUsage } {
   const [nowMs, windowStartMs, resetsAtMs, usedBefore, pending] = numbers('limit-reset', reply, 0, 5) as number[];
   if (reply.length !== 5) throw new UnexpectedScriptReplyError('limit-reset', reply);
-  const usage = usageOf(limit, { nowMs: nowMs!, windowStartMs: windowStartMs!, resetsAtMs: resetsAtMs!, committed: 0, pending: pending!, resetAtMs: nowMs! });
+  const usage = usageOf(limit, {
+    nowMs: nowMs!,
+    windowStartMs: windowStartMs!,
+    resetsAtMs: resetsAtMs!,
+    committed: 0,
+    pending: pending!,
+    resetAtMs: nowMs!,
+  });
   return { usedBefore: usedBefore!, usage };
 }
 

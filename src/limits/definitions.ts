@@ -88,7 +88,10 @@ export interface Limit {
 export const LIMIT_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 const nameRule = required(
-  rule('a limit name of letters, digits, _ . and - (starting with a letter or digit, at most 64)', (v) => typeof v === 'string' && LIMIT_NAME.test(v)),
+  rule(
+    'a limit name of letters, digits, _ . and - (starting with a letter or digit, at most 64)',
+    (v) => typeof v === 'string' && LIMIT_NAME.test(v),
+  ),
 );
 const toolsRule: OptionRule = {
   check(value, site) {
@@ -103,7 +106,7 @@ export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
   per: required(oneOf('tenant', 'run', 'global')),
   max: required(wholeNumber(1)),
   windowMs: required(wholeNumber(1, 'ms', MAX_LIMIT_WINDOW_MS)),
-  cost: functionOption('a function from the call\'s arguments to a whole number, or left out to count calls'),
+  cost: functionOption("a function from the call's arguments to a whole number, or left out to count calls"),
   tools: toolsRule,
   onLimit: oneOf('refuse', 'wait'),
 };
@@ -175,7 +178,10 @@ export class LimitCostError extends ToolReceiptsError {
     got: string,
     options?: { cause?: unknown },
   ) {
-    super(`the cost function of limit ${JSON.stringify(limit)} ${got}; it must return a whole number, 0 or more, in the limit's unit`, options);
+    super(
+      `the cost function of limit ${JSON.stringify(limit)} ${got}; it must return a whole number, 0 or more, in the limit's unit`,
+      options,
+    );
   }
 }
 
@@ -192,6 +198,7 @@ export function costOf(limit: Limit, args: unknown): number {
   } catch (error) {
     throw new LimitCostError(limit.name, 'threw (its error is the cause)', { cause: error });
   }
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw new LimitCostError(limit.name, `returned ${shownValue(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    throw new LimitCostError(limit.name, `returned ${shownValue(value)}`);
   return value;
 }

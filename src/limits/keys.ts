@@ -44,7 +44,11 @@ function limitHashTag(scope: LimitScope, name: string, subject: LimitSubject): s
 }
 
 /** The keys of the count of `limit` for `subject`, under `prefix`. */
-export function limitRedisKeys(prefix: string, limit: { readonly name: string; readonly per: LimitScope }, subject: LimitSubject): LimitKeys {
+export function limitRedisKeys(
+  prefix: string,
+  limit: { readonly name: string; readonly per: LimitScope },
+  subject: LimitSubject,
+): LimitKeys {
   const state = `${prefix}:lim:${limit.per}:${limitHashTag(limit.per, limit.name, subject)}:${limit.name}`;
   return { state, due: `${state}:due`, done: `${state}:done` };
 }

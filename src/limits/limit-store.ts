@@ -114,7 +114,8 @@ export class LimitStore {
    * did not fit, asks once more.
    */
   async reserve(limit: Limit, key: ToolCallReceiptKey, amount = 1): Promise<ReserveResult> {
-    if (!Number.isSafeInteger(amount) || amount < 1) throw new InvalidReceiptInputError(`a reservation's amount must be a whole number, at least 1; got ${amount}`);
+    if (!Number.isSafeInteger(amount) || amount < 1)
+      throw new InvalidReceiptInputError(`a reservation's amount must be a whole number, at least 1; got ${amount}`);
     assertWellFormedNames({ 'tool name': key.toolName, 'args hash': key.argsHash });
     const keys = this.keysOf(limit, key);
     const receiptKey = receiptRedisKey(this.prefix, key);
@@ -128,8 +129,16 @@ export class LimitStore {
       settled.push(...now);
       if (reply.code === 1) {
         const reservation: LimitReservation = {
-          id, limit: limit.name, keys, receiptKey, bindingsKey, bindingField: limitBindingField(limit.name),
-          bindingsKeepMs: this.bindingsKeepMs(limit), amount, deadlineMs: reply.deadlineMs, windowStartMs: reply.usage.windowStartMs,
+          id,
+          limit: limit.name,
+          keys,
+          receiptKey,
+          bindingsKey,
+          bindingField: limitBindingField(limit.name),
+          bindingsKeepMs: this.bindingsKeepMs(limit),
+          amount,
+          deadlineMs: reply.deadlineMs,
+          windowStartMs: reply.usage.windowStartMs,
         };
         return { granted: true, reservation, usage: reply.usage, settled };
       }
@@ -219,7 +228,15 @@ export class LimitStore {
       source: by.source,
       action: LIMIT_RESET,
       receipts: [],
-      detail: { limit: limit.name, per: limit.per, tenantId: subject.tenantId, runId: subject.runId, usedBefore, windowStartMs: usage.windowStartMs, resetsAtMs: usage.resetsAtMs },
+      detail: {
+        limit: limit.name,
+        per: limit.per,
+        tenantId: subject.tenantId,
+        runId: subject.runId,
+        usedBefore,
+        windowStartMs: usage.windowStartMs,
+        resetsAtMs: usage.resetsAtMs,
+      },
     });
     return { usedBefore, usage, auditId };
   }
@@ -235,7 +252,12 @@ export class LimitStore {
    * fails stays pending, and the next reserve or sweep meets it again); a
    * sweep throws the first failure.
    */
-  private async settleAll(limit: Limit, keys: LimitKeys, expired: readonly Expired[], failures: 'throw' | 'skip failures' = 'throw'): Promise<SettledReservation[]> {
+  private async settleAll(
+    limit: Limit,
+    keys: LimitKeys,
+    expired: readonly Expired[],
+    failures: 'throw' | 'skip failures' = 'throw',
+  ): Promise<SettledReservation[]> {
     const settleOne = async ({ id, bindingsKey }: Expired): Promise<SettledReservation> => {
       const reply = await this.call('limit-settle', [bindingsKey], [id, this.bindingsKeepMs(limit)]);
       if (codeOf('limit-settle', reply, [0, 1, 2]) === 1) {

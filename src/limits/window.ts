@@ -39,7 +39,11 @@ export function fitsWindow(used: number, amount: number, max: number): boolean {
 /** A duration as a reader says it: `1 day`, `7 days`, `1 h`, `90 min`, `30 s`, `1500 ms`. */
 export function durationText(ms: number): string {
   if (ms % 86_400_000 === 0) return ms === 86_400_000 ? '1 day' : `${ms / 86_400_000} days`;
-  for (const [size, unit] of [[3_600_000, 'h'], [60_000, 'min'], [1000, 's']] as const) {
+  for (const [size, unit] of [
+    [3_600_000, 'h'],
+    [60_000, 'min'],
+    [1000, 's'],
+  ] as const) {
     if (ms % size === 0) return `${ms / size} ${unit}`;
   }
   return `${ms} ms`;

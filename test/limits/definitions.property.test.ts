@@ -25,7 +25,8 @@ import {
 } from '../../src/limits/index.js';
 
 const SITE = { owner: 'withToolReceipts', option: 'limits' };
-const isWhole = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER) => typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max;
+const isWhole = (v: unknown, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max;
 
 /** One field's allowed values and the oracle of what is usable, from the documented contract. */
 interface FieldCase {
@@ -43,7 +44,10 @@ const FIELDS: Record<string, FieldCase> = {
   cost: { required: false, good: fc.constant((args: { n: number }) => args.n), usable: (v) => typeof v === 'function' },
   tools: {
     required: false,
-    good: fc.array(fc.string({ minLength: 1, maxLength: 6 }).filter((s) => s.trim() !== ''), { minLength: 1, maxLength: 3 }),
+    good: fc.array(
+      fc.string({ minLength: 1, maxLength: 6 }).filter((s) => s.trim() !== ''),
+      { minLength: 1, maxLength: 3 },
+    ),
     usable: (v) => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'string' && t.trim() !== ''),
   },
   onLimit: { required: false, good: fc.constantFrom('refuse', 'wait'), usable: (v) => v === 'refuse' || v === 'wait' },
@@ -51,7 +55,29 @@ const FIELDS: Record<string, FieldCase> = {
 
 /** Values wrong for most fields, mixed with anything at all. */
 const junk: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(Number.NaN, Infinity, -1, 0, 1.5, 2 ** 53, MAX_LIMIT_WINDOW_MS + 1, '', ' ', 'x:y', '-a', 'a'.repeat(65), 'minute', 'tenants', null, true, [], [''], {}, () => 1, 5n),
+  fc.constantFrom<unknown>(
+    Number.NaN,
+    Infinity,
+    -1,
+    0,
+    1.5,
+    2 ** 53,
+    MAX_LIMIT_WINDOW_MS + 1,
+    '',
+    ' ',
+    'x:y',
+    '-a',
+    'a'.repeat(65),
+    'minute',
+    'tenants',
+    null,
+    true,
+    [],
+    [''],
+    {},
+    () => 1,
+    5n,
+  ),
   fc.integer({ min: -5, max: 5 }),
   fc.double(),
   fc.string({ maxLength: 6 }),
@@ -80,7 +106,9 @@ const lists = fc
       fc.record({ kind: fc.constant('junk' as const), at, field, value: junk }),
       fc.record({ kind: fc.constant('unknown' as const), at, field: fc.constantFrom('window', 'maxCalls', 'scope', 'nameX', 'limit') }),
       fc.record({ kind: fc.constant('not-an-object' as const), at, value: fc.constantFrom<unknown>(null, 3, 'emails', [], () => 1) }),
-      ...(defs.length > 1 ? [fc.record({ kind: fc.constant('duplicate' as const), at: fc.integer({ min: 1, max: defs.length - 1 }) })] : []),
+      ...(defs.length > 1
+        ? [fc.record({ kind: fc.constant('duplicate' as const), at: fc.integer({ min: 1, max: defs.length - 1 }) })]
+        : []),
     );
     return fc.tuple(fc.constant(defs), spoil);
   })
@@ -125,7 +153,10 @@ describe('limit definitions', () => {
           expect(error).toBeInstanceOf(InvalidOptionsError);
           const { code, option } = error as InvalidOptionsError;
           // An item of `tools` is named itself: `limits[0].tools[1]`.
-          expect({ code, option: option?.replace(/^(limits\[\d+\]\.tools)\[\d+\]$/, '$1') }).toEqual({ code: 'options.invalid', option: wrong });
+          expect({ code, option: option?.replace(/^(limits\[\d+\]\.tools)\[\d+\]$/, '$1') }).toEqual({
+            code: 'options.invalid',
+            option: wrong,
+          });
           expect((error as Error).message).toMatch(/^withToolReceipts: /);
           seen.refused++;
           return;
@@ -135,7 +166,13 @@ describe('limit definitions', () => {
         expect(checked).toHaveLength(list.length);
         checked.forEach((limit, i) => {
           const given = list[i] as Record<string, unknown>;
-          expect(limit).toMatchObject({ name: given['name'], per: given['per'], max: given['max'], windowMs: given['windowMs'], onLimit: given['onLimit'] ?? 'refuse' });
+          expect(limit).toMatchObject({
+            name: given['name'],
+            per: given['per'],
+            max: given['max'],
+            windowMs: given['windowMs'],
+            onLimit: given['onLimit'] ?? 'refuse',
+          });
           expect(limit.tools).toEqual(given['tools']);
           expect(limit.cost === undefined).toBe(given['cost'] === undefined);
           expect(Object.isFrozen(limit)).toBe(true);
@@ -150,7 +187,9 @@ describe('limit definitions', () => {
   it('refuses what is not a list, and names the closest field for a misspelt one', () => {
     for (const value of [undefined, null, 'emails', {}, 3]) expect(() => checkLimits(value, SITE)).toThrow(InvalidOptionsError);
     expect(() => defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMS: 1000 } as never)).toThrow(/did you mean `windowMs`\?/);
-    expect(() => defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: 0 })).toThrow(/`limit\.windowMs` must be a whole number of ms, from 1 to/);
+    expect(() => defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: 0 })).toThrow(
+      /`limit\.windowMs` must be a whole number of ms, from 1 to/,
+    );
   });
 
   it('picks the limits of a tool: those naming it, and those for every tool', () => {
@@ -163,22 +202,41 @@ describe('limit definitions', () => {
   it('a cost is the whole number the function returns; anything else, or a throw, is limit.invalid_cost', () => {
     expect(costOf(defineLimit({ name: 'n', per: 'run', max: 1, windowMs: 1 }), { anything: true })).toBe(1);
     fc.assert(
-      fc.property(fc.oneof(fc.integer({ min: -5, max: 1e6 }), fc.double(), fc.constantFrom<unknown>(2 ** 53, '3', null, undefined, Promise.resolve(1), 3n)), (value) => {
-        const limit = defineLimit({ name: 'spend', per: 'tenant', max: 10, windowMs: 1000, cost: () => value as number });
-        const usable = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-        if (usable) expect(costOf(limit, {})).toBe(value);
-        else expect(() => costOf(limit, {})).toThrow(LimitCostError);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: -5, max: 1e6 }),
+          fc.double(),
+          fc.constantFrom<unknown>(2 ** 53, '3', null, undefined, Promise.resolve(1), 3n),
+        ),
+        (value) => {
+          const limit = defineLimit({ name: 'spend', per: 'tenant', max: 10, windowMs: 1000, cost: () => value as number });
+          const usable = typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+          if (usable) expect(costOf(limit, {})).toBe(value);
+          else expect(() => costOf(limit, {})).toThrow(LimitCostError);
+        },
+      ),
     );
     const boom = new Error('no tokens field');
-    const throws = defineLimit({ name: 'spend', per: 'tenant', max: 10, windowMs: 1000, cost: () => { throw boom; } });
+    const throws = defineLimit({
+      name: 'spend',
+      per: 'tenant',
+      max: 10,
+      windowMs: 1000,
+      cost: () => {
+        throw boom;
+      },
+    });
     expect(() => costOf(throws, {})).toThrow(expect.objectContaining({ code: 'limit.invalid_cost', limit: 'spend', cause: boom }));
   });
 });
 
 describe('fixed windows', () => {
   const clock = fc.integer({ min: 0, max: 4_102_444_800_000 }); // up to 2100
-  const length = fc.oneof(fc.integer({ min: 1, max: 10_000 }), fc.integer({ min: 1, max: MAX_LIMIT_WINDOW_MS }), fc.constantFrom(1000, 60_000, 3_600_000, 86_400_000));
+  const length = fc.oneof(
+    fc.integer({ min: 1, max: 10_000 }),
+    fc.integer({ min: 1, max: MAX_LIMIT_WINDOW_MS }),
+    fc.constantFrom(1000, 60_000, 3_600_000, 86_400_000),
+  );
 
   it('hold their moment, start at a multiple of their length, and follow one another', () => {
     fc.assert(
@@ -197,9 +255,11 @@ describe('fixed windows', () => {
   });
 
   it('fit an amount exactly when the sum stays within max', () => {
-    fc.assert(fc.property(fc.nat(1e6), fc.nat(1e6), fc.integer({ min: 1, max: 1e6 }), (used, amount, max) => {
-      expect(fitsWindow(used, amount, max)).toBe(used + amount <= max);
-    }));
+    fc.assert(
+      fc.property(fc.nat(1e6), fc.nat(1e6), fc.integer({ min: 1, max: 1e6 }), (used, amount, max) => {
+        expect(fitsWindow(used, amount, max)).toBe(used + amount <= max);
+      }),
+    );
   });
 
   it('are said in the largest unit that divides them, and the refusal names the limit and its reset', () => {
@@ -210,7 +270,14 @@ describe('fixed windows', () => {
         expect(Number(count) * units[unit]!).toBe(ms);
       }),
     );
-    const facts = { limit: 'emails', per: 'tenant' as const, max: 100, windowMs: 3_600_000, amount: 1, resetsAtMs: Date.UTC(2030, 0, 1, 13) };
+    const facts = {
+      limit: 'emails',
+      per: 'tenant' as const,
+      max: 100,
+      windowMs: 3_600_000,
+      amount: 1,
+      resetsAtMs: Date.UTC(2030, 0, 1, 13),
+    };
     expect(limitRefusalText({ ...facts, why: 'full' })).toBe(
       'This call was not run: the limit "emails" (at most 100 per tenant every 1 h) is used up until it resets at 2030-01-01T13:00:00.000Z.',
     );

@@ -37,7 +37,11 @@ const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Runs the race of the file's description and checks what it must leave behind. */
 async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] }> {
   const id = randomBytes(4).toString('hex');
-  const keys = { QUEUE: `${setup.prefix}:race:${id}:queue`, EFFECTS: `${setup.prefix}:race:${id}:effects`, REFUSED: `${setup.prefix}:race:${id}:refused` };
+  const keys = {
+    QUEUE: `${setup.prefix}:race:${id}:queue`,
+    EFFECTS: `${setup.prefix}:race:${id}:effects`,
+    REFUSED: `${setup.prefix}:race:${id}:refused`,
+  };
   const definition: LimitDefinition = { name: 'emails', per: 'tenant', max: N, windowMs: YEAR };
   const limit = defineLimit(definition);
   const store = new LimitStore({ redis: setup.redis, prefix: setup.prefix, reservationMs: RESERVATION_MS });
@@ -76,7 +80,12 @@ async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] 
 
   // Past every dead reservation's deadline, a settle gives back what was not bound, and commits what was.
   const killedAt = (await store.usage(limit, { tenantId: setup.tenant })).nowMs;
-  await waitUntil(() => store.usage(limit, { tenantId: setup.tenant }), (u) => u.nowMs > killedAt + RESERVATION_MS, 15_000, 'the deadlines');
+  await waitUntil(
+    () => store.usage(limit, { tenantId: setup.tenant }),
+    (u) => u.nowMs > killedAt + RESERVATION_MS,
+    15_000,
+    'the deadlines',
+  );
   await store.settleExpired(limit, { tenantId: setup.tenant });
   const held = processes.flatMap((p) => p.messages.filter((m) => m.type === 'holding'));
   expect(held.map((m) => m.stage)).toEqual(expect.arrayContaining(['reserved', 'claimed']));
@@ -84,7 +93,10 @@ async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] 
     const reservation = hold.reservation as LimitReservation;
     const before = hold.stage === 'reserved' || hold.stage === 'claimed';
     // Held before its bind: revoked for good. Held after: bound, so counted.
-    expect({ stage: hold.stage, bind: (await store.bind(reservation)).kind }).toEqual({ stage: hold.stage, bind: before ? 'revoked' : 'bound' });
+    expect({ stage: hold.stage, bind: (await store.bind(reservation)).kind }).toEqual({
+      stage: hold.stage,
+      bind: before ? 'revoked' : 'bound',
+    });
   }
   const afterFirst = await boundAndCounted(setup, store, limit);
   expect(afterFirst.pending).toBe(0);
@@ -113,7 +125,12 @@ async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] 
     const field = limitBindingField(l.name);
     const boundCalls = new Set<string>();
     for (let i = 0; i < CALLS; i++) {
-      const receipt = receiptRedisKey(s.prefix, { tenantId: s.tenant, runId: s.runs[i % s.runs.length]!, toolName: 'send_email', argsHash: `h${i}` });
+      const receipt = receiptRedisKey(s.prefix, {
+        tenantId: s.tenant,
+        runId: s.runs[i % s.runs.length]!,
+        toolName: 'send_email',
+        argsHash: `h${i}`,
+      });
       if ((await s.redis.hget(receipt, field)) !== null) boundCalls.add(String(i));
     }
     const effects = await s.redis.smembers(keys.EFFECTS);
@@ -155,19 +172,29 @@ describe.skipIf(skipReason !== undefined)('worker processes racing on a three-ma
     const redis = cluster.connect();
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const store = new LimitStore({ redis, prefix: cluster.prefix });
-    const limitNode = await cluster.ownerOf(store.keysOf(defineLimit({ name: 'emails', per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state);
+    const limitNode = await cluster.ownerOf(
+      store.keysOf(defineLimit({ name: 'emails', per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state,
+    );
     // Runs whose receipts and bindings live on the two other masters, two on each.
     const runs: string[] = [];
     const perNode = new Map<string, number>();
     for (let i = 0; runs.length < 4; i++) {
       if (i > 500) throw new Error('found no runs on the other masters');
       const runId = `run-${i}`;
-      const node = await cluster.ownerOf(receiptRedisKey(cluster.prefix, { tenantId: tenant, runId, toolName: 'send_email', argsHash: 'h0' }));
+      const node = await cluster.ownerOf(
+        receiptRedisKey(cluster.prefix, { tenantId: tenant, runId, toolName: 'send_email', argsHash: 'h0' }),
+      );
       if (node === limitNode || (perNode.get(node) ?? 0) >= 2) continue;
       perNode.set(node, (perNode.get(node) ?? 0) + 1);
       runs.push(runId);
     }
     expect(perNode.size).toBe(2);
-    await race({ connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` }, prefix: cluster.prefix, redis, tenant, runs });
+    await race({
+      connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
+      prefix: cluster.prefix,
+      redis,
+      tenant,
+      runs,
+    });
   }, 180_000);
 });

@@ -8,7 +8,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { defineLimit, limitWindow, LimitStore, type Limit, type LimitDefinition, type LimitReservation, type ReserveResult } from '../../src/limits/index.js';
+import {
+  defineLimit,
+  limitWindow,
+  LimitStore,
+  type Limit,
+  type LimitDefinition,
+  type LimitReservation,
+  type ReserveResult,
+} from '../../src/limits/index.js';
 import { AuditLog } from '../../src/redis/audit-log.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
@@ -60,12 +68,22 @@ describe('a window of a limit', () => {
     const key = freshKey();
     const quick = limit({ name: 'quick', max: 2, windowMs: 2000 });
     // Start early in a window, so the three calls below share one (they take milliseconds; the margin is 1.5 s).
-    await waitUntil(() => store.usage(quick, key), (u) => u.nowMs - u.windowStartMs < 500, 10_000, 'the start of a window');
+    await waitUntil(
+      () => store.usage(quick, key),
+      (u) => u.nowMs - u.windowStartMs < 500,
+      10_000,
+      'the start of a window',
+    );
     const first = granted(await store.reserve(quick, callOf(key, 1)));
     granted(await store.reserve(quick, callOf(key, 2)));
     const refused = await store.reserve(quick, callOf(key, 3));
     expect(refused).toMatchObject({ granted: false, why: 'full', usage: { windowStartMs: first.windowStartMs } });
-    await waitUntil(() => store.usage(quick, key), (u) => u.windowStartMs > first.windowStartMs, 10_000, 'the next window');
+    await waitUntil(
+      () => store.usage(quick, key),
+      (u) => u.windowStartMs > first.windowStartMs,
+      10_000,
+      'the next window',
+    );
     const next = granted(await store.reserve(quick, callOf(key, 4)));
     expect(next.windowStartMs).toBeGreaterThanOrEqual(first.windowStartMs + 2000);
     // The first window's reservation is committed into its own window, which is over: the new one does not count it.
@@ -76,19 +94,23 @@ describe('a window of a limit', () => {
   it('budgets: costs summing to the cap stop the call that would exceed it, and none before it', async () => {
     const store = limits();
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.array(fc.integer({ min: 1, max: 25 }), { minLength: 1, maxLength: 12 }), async (max, costs) => {
-        const key = freshKey();
-        const spend = limit({ name: 'spend', max, cost: (args) => (args as { cents: number }).cents });
-        let sum = 0;
-        for (const [i, cost] of costs.entries()) {
-          const result = await store.reserve(spend, callOf(key, i), cost);
-          const fits = cost <= max && sum + cost <= max;
-          expect({ cost, sum, granted: result.granted }).toEqual({ cost, sum, granted: fits });
-          if (!result.granted) expect(result.why).toBe(cost > max ? 'exceeds_max' : 'full');
-          if (fits) sum += cost;
-        }
-        expect((await store.usage(spend, key)).used).toBe(sum);
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.integer({ min: 1, max: 25 }), { minLength: 1, maxLength: 12 }),
+        async (max, costs) => {
+          const key = freshKey();
+          const spend = limit({ name: 'spend', max, cost: (args) => (args as { cents: number }).cents });
+          let sum = 0;
+          for (const [i, cost] of costs.entries()) {
+            const result = await store.reserve(spend, callOf(key, i), cost);
+            const fits = cost <= max && sum + cost <= max;
+            expect({ cost, sum, granted: result.granted }).toEqual({ cost, sum, granted: fits });
+            if (!result.granted) expect(result.why).toBe(cost > max ? 'exceeds_max' : 'full');
+            if (fits) sum += cost;
+          }
+          expect((await store.usage(spend, key)).used).toBe(sum);
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -188,7 +210,11 @@ describe('against a model of one window', () => {
             target.state = 'gone';
           }
         }
-        expect(await store.usage(shares, key)).toMatchObject({ committed: sum('committed'), pending: sum('pending'), left: max - sum('committed') - sum('pending') });
+        expect(await store.usage(shares, key)).toMatchObject({
+          committed: sum('committed'),
+          pending: sum('pending'),
+          left: max - sum('committed') - sum('pending'),
+        });
       }),
       { numRuns: 40 },
     );
@@ -203,7 +229,12 @@ describe('reservations no claim took', () => {
     const one = limit({ max: 1 });
     const lost = granted(await store.reserve(one, callOf(key, 1)));
     expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', settled: [] });
-    await waitUntil(() => store.usage(one, key), (u) => u.nowMs > lost.deadlineMs, 10_000, 'the deadline on the server clock');
+    await waitUntil(
+      () => store.usage(one, key),
+      (u) => u.nowMs > lost.deadlineMs,
+      10_000,
+      'the deadline on the server clock',
+    );
     const next = await store.reserve(one, callOf(key, 2));
     expect(next).toMatchObject({ granted: true, settled: [{ id: lost.id, outcome: 'given_back' }], usage: { used: 1 } });
     // The slow claim comes at last: its attempt must not run under the revoked reservation.
@@ -221,7 +252,12 @@ describe('reservations no claim took', () => {
     const bound = granted(await store.reserve(one, key));
     await receipts.claim(key, { effect: 'opaque' });
     expect(await store.bind(bound)).toEqual({ kind: 'bound' });
-    await waitUntil(() => store.usage(one, key), (u) => u.nowMs > bound.deadlineMs, 10_000, 'the deadline on the server clock');
+    await waitUntil(
+      () => store.usage(one, key),
+      (u) => u.nowMs > bound.deadlineMs,
+      10_000,
+      'the deadline on the server clock',
+    );
     expect(await store.settleExpired(one, key)).toEqual([{ id: bound.id, outcome: 'committed' }]);
     expect(await store.settleExpired(one, key)).toEqual([]);
     expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', usage: { committed: 1, pending: 0 } });
@@ -278,8 +314,12 @@ describe('scopes and keys', () => {
 
   it('refuses a subject the scope needs, and an amount that is not a whole number of at least 1', async () => {
     const store = limits();
-    await expect(store.usage(limit({ per: 'run' }), { tenantId: 'acme' })).rejects.toMatchObject({ code: 'receipt.invalid_input', message: expect.stringContaining('runId') });
-    for (const amount of [0, -1, 1.5, Number.NaN]) await expect(store.reserve(limit(), freshKey(), amount)).rejects.toMatchObject({ code: 'receipt.invalid_input' });
+    await expect(store.usage(limit({ per: 'run' }), { tenantId: 'acme' })).rejects.toMatchObject({
+      code: 'receipt.invalid_input',
+      message: expect.stringContaining('runId'),
+    });
+    for (const amount of [0, -1, 1.5, Number.NaN])
+      await expect(store.reserve(limit(), freshKey(), amount)).rejects.toMatchObject({ code: 'receipt.invalid_input' });
   });
 
   it('a limit key of the wrong type is corrupt: the reserve writes nothing', async () => {
@@ -292,7 +332,10 @@ describe('scopes and keys', () => {
     await expect(store.reserve(emails, key)).rejects.toMatchObject({ code: 'receipt.corrupt', redisKey: keys.state });
     await redis.del(keys.state);
     await redis.hset(keys.state, 'used', 'lots');
-    await expect(store.usage(emails, key)).rejects.toMatchObject({ code: 'receipt.corrupt', message: expect.stringContaining('used is not a whole number') });
+    await expect(store.usage(emails, key)).rejects.toMatchObject({
+      code: 'receipt.corrupt',
+      message: expect.stringContaining('used is not a whole number'),
+    });
     expect(await redis.exists(keys.due, keys.done)).toBe(0);
   });
 });

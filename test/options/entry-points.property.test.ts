@@ -412,12 +412,16 @@ describe('every option of every entry point: refused where given, or working', (
   it('LimitStore: a store that grants a reservation and gives it back', async () => {
     const cases: Cases<LimitStoreOptions> = { redis: connection(), prefix, reservationMs: whole(1, MAX_TIMER) };
     const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: 3_600_000 });
-    await checkEntryPoint(cases, (o) => new LimitStore(o), async (limits) => {
-      const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
-      const reserved = await limits.reserve(once, key);
-      expect(reserved.granted).toBe(true);
-      if (reserved.granted) expect(await limits.release(reserved.reservation)).toBe('pending');
-    });
+    await checkEntryPoint(
+      cases,
+      (o) => new LimitStore(o),
+      async (limits) => {
+        const key = { ...freshRun(), toolName: 'echo', argsHash: 'h1' };
+        const reserved = await limits.reserve(once, key);
+        expect(reserved.granted).toBe(true);
+        if (reserved.granted) expect(await limits.release(reserved.reservation)).toBe('pending');
+      },
+    );
   });
 
   it('RedisToolResultStore and InMemoryToolResultStore: stores that keep and return a result', async () => {
