@@ -98,7 +98,10 @@ function adapterOf(value: unknown, owner: string): ReceiptsConnection {
       );
     }
     if (looksLikeNodeRedis(value)) return nodeRedisConnection(value);
-    throw new InvalidRedisConnectionError(owner, 'an object without defineCommand (ioredis) or sendCommand (node-redis)');
+    throw new InvalidRedisConnectionError(
+      owner,
+      'an object without the methods of an ioredis client (defineCommand, pipeline, on) or of a node-redis one (sendCommand)',
+    );
   });
 }
 

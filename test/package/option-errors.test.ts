@@ -118,7 +118,13 @@ describe('a missing or wrong connection', () => {
     ['undefined', undefined, /got undefined/],
     ['null', null, /got null/],
     ['a URL string', 'redis://127.0.0.1:6379', /got a string/],
-    ['an options object', { host: '127.0.0.1' }, /got an object without defineCommand/],
+    ['an options object', { host: '127.0.0.1' }, /got an object without the methods of an ioredis client/],
+    // Half an ioredis client: without `on` the adapter could not follow its connection.
+    [
+      'an object with defineCommand and pipeline only',
+      { defineCommand() {}, pipeline() {} },
+      /got an object without the methods of an ioredis client/,
+    ],
   ])('withToolReceipts refuses %s as redis', (_label, redis, said) => {
     const error = thrown(() => withToolReceipts({ redis, tools } as unknown as ToolReceiptsOptions));
     expect(error).toBeInstanceOf(InvalidRedisConnectionError);
@@ -139,7 +145,7 @@ describe('a missing or wrong connection', () => {
 });
 
 describe('other withToolReceipts options', () => {
-  const redisLike = { defineCommand() {}, pipeline() {} };
+  const redisLike = { defineCommand() {}, pipeline() {}, on() {} };
   const tools = [defineTool({ name: 'lookup', input: z.object({}), ...echo })];
 
   it.each([

@@ -97,7 +97,7 @@ describe('checkedConnection', () => {
 
   it('refuses some other object, naming both clients it would take', () => {
     expect(() => checkedConnection({ get: () => undefined }, 'BreakerStore')).toThrow(
-      /^BreakerStore needs `redis`: an ioredis .* node-redis .*; got an object without defineCommand \(ioredis\) or sendCommand \(node-redis\)$/,
+      /^BreakerStore needs `redis`: an ioredis .* node-redis .*; got an object without the methods of an ioredis client \(defineCommand, pipeline, on\) or of a node-redis one \(sendCommand\)$/,
     );
   });
 });

@@ -50,7 +50,7 @@ interface IoredisCluster extends IoredisClient {
 /** Whether `value` looks like an ioredis `Redis` or `Cluster`. */
 export function looksLikeIoredis(value: object): value is IoredisClient {
   const v = value as Record<string, unknown>;
-  return typeof v['defineCommand'] === 'function' && typeof v['pipeline'] === 'function';
+  return typeof v['defineCommand'] === 'function' && typeof v['pipeline'] === 'function' && typeof v['on'] === 'function';
 }
 
 /** Statuses in which ioredis may write a command at once (`connect`: its handshake, before `ready`). */
