@@ -78,6 +78,12 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'mcp.schema_unsupported',
   'mcp.tool_list',
   'mcp.connect',
+  // Transactional tools on PostgreSQL (`/transactional`).
+  'transactional.invalid_attempt',
+  'transactional.table_missing',
+  'transactional.table_mismatch',
+  'transactional.not_committed',
+  'transactional.outcome_unknown',
   // The operator console (`/console`).
   'console.token_required',
   'console.invalid_options',

@@ -23,8 +23,9 @@ import * as otel from '../../src/otel/index.js';
 import * as testing from '../../src/testing/index.js';
 import * as mcp from '../../src/mcp/index.js';
 import * as consoleEntry from '../../src/console/index.js';
-import * as cliErrors from '../../src/cli/errors.js';
 import * as limits from '../../src/limits/index.js';
+import * as transactional from '../../src/transactional/index.js';
+import * as cliErrors from '../../src/cli/errors.js';
 import { isToolReceiptsErrorCode, TOOL_RECEIPTS_ERROR_CODES, type ToolReceiptsError, type ToolReceiptsErrorCode } from '../../src/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -43,8 +44,9 @@ type Modules = typeof root &
   typeof testing &
   typeof mcp &
   typeof consoleEntry &
-  typeof cliErrors &
-  typeof limits;
+  typeof limits &
+  typeof transactional &
+  typeof cliErrors;
 /** Printed by the CLI itself (Redis refused a command; a bug), with no class behind them. */
 type CliOnly = 'cli.redis_error' | 'cli.unexpected';
 type Undeclared = Exclude<ToolReceiptsErrorCode, DeclaredCodes<Modules> | CliOnly>;

@@ -21,6 +21,12 @@ export interface PostgresHandle {
   readonly port: number;
   /** Stops the server (fast shutdown) and removes its directory. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Kills the server as a crash would (`pg_ctl stop -m immediate`: no
+   * checkpoint, open transactions cut off) and starts it again on the same
+   * port and data, which runs crash recovery. Resolves once it accepts connections.
+   */
+  crashAndRestart(): Promise<void>;
 }
 
 function findBinDir(): string | undefined {
@@ -91,9 +97,14 @@ export async function startPostgres(): Promise<PostgresHandle> {
       const port = await freePort();
       const options = `-p ${port} -k ${dir} -c listen_addresses=${LOOPBACK} -c fsync=off -c max_connections=200`;
       try {
-        run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+        const start = () => run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+        start();
         started = true;
-        return { url: `postgres://postgres@${LOOPBACK}:${port}/postgres`, port, stop };
+        const crashAndRestart = async () => {
+          run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+          start();
+        };
+        return { url: `postgres://postgres@${LOOPBACK}:${port}/postgres`, port, stop, crashAndRestart };
       } catch (error) {
         lastError = error; // the port may have been taken meanwhile
       }
