@@ -19,8 +19,8 @@ export type CommitCut = 'deliver-then-cut' | 'drop-then-cut' | 'drop-then-hang';
 export interface PgProxy {
   /** The database URL through the proxy. */
   readonly url: string;
-  /** Cuts the next COMMIT as `how`; resolves when it has. */
-  cutNextCommit(how: CommitCut): Promise<void>;
+  /** Cuts the next COMMIT as `how`; resolves when it has. With `thenRefuse`, the proxy accepts no connection after it. */
+  cutNextCommit(how: CommitCut, options?: { thenRefuse?: boolean }): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,7 +38,7 @@ function statementOf(type: string, body: Buffer): string | undefined {
 
 export async function startPgProxy(upstreamUrl: string): Promise<PgProxy> {
   const upstream = new URL(upstreamUrl);
-  let armed: { how: CommitCut; done: () => void } | undefined;
+  let armed: { how: CommitCut; done: () => void; thenRefuse: boolean } | undefined;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const backend = net.connect(Number(upstream.port), upstream.hostname);
@@ -53,7 +53,7 @@ export async function startPgProxy(upstreamUrl: string): Promise<PgProxy> {
     let pending = Buffer.alloc(0);
     let started = false;
     /** Messages held back while a COMMIT sent with the extended protocol is being cut (up to its Sync). */
-    let cutting: { how: CommitCut; done: () => void; held: Buffer[] } | undefined;
+    let cutting: { how: CommitCut; done: () => void; thenRefuse: boolean; held: Buffer[] } | undefined;
     client.on('data', (chunk) => {
       pending = Buffer.concat([pending, chunk]);
       for (;;) {
@@ -85,7 +85,8 @@ export async function startPgProxy(upstreamUrl: string): Promise<PgProxy> {
         cutting.held.push(message);
         // A simple query is one message; an extended one ends at its Sync.
         if (type !== 'Q' && type !== 'S') continue;
-        const { how, done, held } = cutting;
+        const { how, done, held, thenRefuse } = cutting;
+        if (thenRefuse) server.close();
         client.removeAllListeners('data');
         backend.removeAllListeners('data');
         if (how === 'deliver-then-cut') backend.end(Buffer.concat(held));
@@ -104,10 +105,10 @@ export async function startPgProxy(upstreamUrl: string): Promise<PgProxy> {
   url.port = String(port);
   return {
     url: url.toString(),
-    cutNextCommit: (how) => new Promise<void>((done) => (armed = { how, done })),
+    cutNextCommit: (how, options = {}) => new Promise<void>((done) => (armed = { how, done, thenRefuse: options.thenRefuse === true })),
     async close() {
       for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
