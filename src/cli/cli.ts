@@ -18,6 +18,7 @@ import { ambiguousSpec } from './commands/ambiguous.js';
 import { auditSpec } from './commands/audit.js';
 import { consoleSpec } from './commands/console.js';
 import { doctorSpec } from './commands/doctor.js';
+import { migrateSpec } from './commands/migrate.js';
 import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
 import { showSpec } from './commands/show.js';
@@ -31,7 +32,7 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec] as CommandSpec<never>[]).map((spec) => [
+  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec, migrateSpec] as CommandSpec<never>[]).map((spec) => [
     spec.name,
     spec as unknown as CommandSpec<unknown>,
   ]),

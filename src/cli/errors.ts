@@ -31,3 +31,15 @@ export class RedisUnavailableError extends ToolReceiptsError {
     this.url = url;
   }
 }
+
+/** A PostgreSQL command (`migrate`) could not reach the database, or the database refused a statement. Exit code 1. */
+export class PostgresCommandError extends ToolReceiptsError {
+  readonly code = 'cli.postgres_error';
+  /** The URL used, with any password masked. */
+  readonly url: string;
+
+  constructor(url: string, cause: unknown) {
+    super(`PostgreSQL at ${url} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.url = url;
+  }
+}

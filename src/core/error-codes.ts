@@ -94,6 +94,7 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'cli.resolve_refused',
   'cli.redis_unavailable',
   'cli.redis_error',
+  'cli.postgres_error',
   'cli.unexpected',
 ] as const;
 

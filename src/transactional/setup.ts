@@ -43,7 +43,7 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
     }
   }
   const uniques = await query(
-    `SELECT i.indexrelid::regclass::text AS name, i.indimmediate AS immediate, i.indpred IS NULL AND i.indexprs IS NULL AS plain,
+    `SELECT (SELECT relname::text FROM pg_class WHERE oid = i.indexrelid) AS name, i.indimmediate AS immediate, i.indpred IS NULL AND i.indexprs IS NULL AS plain,
             (SELECT string_agg(a.attname::text, ',' ORDER BY k.ord) FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
        FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indisvalid`,
