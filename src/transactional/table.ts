@@ -102,7 +102,7 @@ export const OUTCOME_KEY: readonly string[] = ['receipt_key', 'epoch'];
  * The statements that create the table and its retention index, each
  * idempotent. The schema is not among them: creating one needs a privilege
  * that `IF NOT EXISTS` does not spare, so the migration creates it only
- * when it is missing ({@link createSchemaDdl}).
+ * when it is missing.
  */
 export function outcomeTableDdl(target: OutcomeTable): string[] {
   const columns = OUTCOME_COLUMNS.map((c) => `  ${c.name} ${c.type}${c.nullable ? '' : ' NOT NULL'}`).join(',\n');

@@ -43,8 +43,8 @@ async function extrasFor(name: AppName): Promise<Record<string, string>> {
       : ['@opentelemetry/api'];
   // The optional MCP peer, in both apps, so their `/mcp` entry loads too (require.cjs loads every subpath).
   wanted.push('@modelcontextprotocol/sdk');
-  // docs/redis.md's node-redis block imports `redis`.
-  if (name === README_APP) wanted.push('redis');
+  // docs/redis.md's node-redis block imports `redis`; docs/transactional.md's blocks import the PostgreSQL drivers.
+  if (name === README_APP) wanted.push('redis', 'pg', '@types/pg', 'drizzle-orm', 'kysely');
   return Object.fromEntries(wanted.map((dep) => [dep, devDependencies[dep]!]));
 }
 

@@ -6,6 +6,7 @@
  * wrong column), names that could carry SQL, and `tool-receipts migrate`
  * itself, in process, against Redis and PostgreSQL both real.
  */
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
@@ -138,6 +139,11 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
       await admin.query(`ALTER TABLE ${schema}.tool_receipt_outcomes ADD COLUMN note text, ADD COLUMN region text NOT NULL DEFAULT 'eu'`);
       await checkOutcomeTable(db);
     });
+  });
+
+  it('is the DDL docs/transactional.md prints', () => {
+    const page = readFileSync(new URL('../../docs/transactional.md', import.meta.url), 'utf8');
+    for (const statement of outcomeTableDdl(outcomeTable())) expect(page).toContain(`${statement};`);
   });
 
   it('refuses names that are not plain lower-case identifiers, so none can carry SQL', () => {
