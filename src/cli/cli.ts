@@ -32,10 +32,9 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec, migrateSpec] as CommandSpec<never>[]).map((spec) => [
-    spec.name,
-    spec as unknown as CommandSpec<unknown>,
-  ]),
+  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec, migrateSpec] as CommandSpec<never>[]).map(
+    (spec) => [spec.name, spec as unknown as CommandSpec<unknown>],
+  ),
 );
 
 const CONNECTION_OPTIONS = {

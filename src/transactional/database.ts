@@ -70,7 +70,11 @@ export interface TransactionalDatabase<Tx> {
  * a driver without `transaction` and `query`, or a table name that is not a
  * plain lower-case identifier.
  */
-export function transactionalDatabase<Tx>(driver: TransactionalDriver<Tx>, options: OutcomeTableOptions = {}, owner = 'transactionalDatabase'): TransactionalDatabase<Tx> {
+export function transactionalDatabase<Tx>(
+  driver: TransactionalDriver<Tx>,
+  options: OutcomeTableOptions = {},
+  owner = 'transactionalDatabase',
+): TransactionalDatabase<Tx> {
   shaped('a driver with transaction() and query()', ['transaction', 'query']).check(driver, { owner, option: 'driver' });
   return Object.freeze({ driver, outcomes: outcomeTable(options, owner) });
 }

@@ -11,7 +11,10 @@ import type { OutcomeTableOptions } from './table.js';
 
 /** What the adapter uses of a Drizzle database (`NodePgDatabase` has all of it); `Tx` is its transaction type. */
 export interface DrizzleDatabaseLike<Tx> {
-  transaction<T>(transaction: (tx: Tx) => Promise<T>, config?: { isolationLevel?: 'read committed' | 'repeatable read' | 'serializable' }): Promise<T>;
+  transaction<T>(
+    transaction: (tx: Tx) => Promise<T>,
+    config?: { isolationLevel?: 'read committed' | 'repeatable read' | 'serializable' },
+  ): Promise<T>;
   execute(query: never): unknown;
 }
 
@@ -22,14 +25,17 @@ let drizzleOrm: Promise<DrizzleOrm> | undefined;
 async function execute(executor: unknown, text: string, params: readonly unknown[]): Promise<Rows> {
   const { sql } = await (drizzleOrm ??= import('drizzle-orm'));
   const chunks = paramsByPlaceholder(text, params).map((piece) => (typeof piece === 'string' ? sql.raw(piece) : sql.param(piece.value)));
-  const result = (await (executor as { execute(query: unknown): PromiseLike<{ rows: unknown[] }> }).execute(sql.join(chunks))) as { rows: unknown[] };
+  const result = (await (executor as { execute(query: unknown): PromiseLike<{ rows: unknown[] }> }).execute(sql.join(chunks))) as {
+    rows: unknown[];
+  };
   return result.rows as Rows;
 }
 
 function drizzleDriver<Tx>(db: DrizzleDatabaseLike<Tx>): TransactionalDriver<Tx> {
   return {
     name: 'drizzle',
-    transaction: (isolation, body) => db.transaction((tx) => body({ tx, query: (text, params) => execute(tx, text, params) }), { isolationLevel: isolation }),
+    transaction: (isolation, body) =>
+      db.transaction((tx) => body({ tx, query: (text, params) => execute(tx, text, params) }), { isolationLevel: isolation }),
     query: (text, params) => execute(db, text, params),
   };
 }
@@ -44,6 +50,9 @@ function drizzleDriver<Tx>(db: DrizzleDatabaseLike<Tx>): TransactionalDriver<Tx>
  * exception unless the pool's clients listen (docs/transactional.md shows how).
  */
 export function drizzleDatabase<Tx>(db: DrizzleDatabaseLike<Tx>, options: OutcomeTableOptions = {}): TransactionalDatabase<Tx> {
-  shaped('a Drizzle database (with transaction() and execute())', ['transaction', 'execute']).check(db, { owner: 'drizzleDatabase', option: 'db' });
+  shaped('a Drizzle database (with transaction() and execute())', ['transaction', 'execute']).check(db, {
+    owner: 'drizzleDatabase',
+    option: 'db',
+  });
   return transactionalDatabase(drizzleDriver(db), options, 'drizzleDatabase');
 }

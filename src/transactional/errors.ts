@@ -96,7 +96,9 @@ export class TransactionNotCommittedError extends ToolReceiptsError {
 
   constructor(names: AttemptNames, reason: NotCommittedReason, cause: unknown) {
     const detail = cause instanceof Error ? `: ${cause.message}` : '';
-    super(`attempt ${names.attempt} of ${names.receiptKey} did not commit: ${REASON_TEXT[reason]}${reason === 'contended' ? '' : detail}`, { cause });
+    super(`attempt ${names.attempt} of ${names.receiptKey} did not commit: ${REASON_TEXT[reason]}${reason === 'contended' ? '' : detail}`, {
+      cause,
+    });
     this.reason = reason;
     this.receiptKey = names.receiptKey;
     this.epoch = names.epoch;
@@ -117,7 +119,10 @@ export class TransactionOutcomeUnknownError extends ToolReceiptsError {
   readonly attempt: number;
 
   constructor(names: AttemptNames, detail: string, cause: unknown) {
-    super(`attempt ${names.attempt} of ${names.receiptKey} sent COMMIT and lost the reply; whether it committed is not known yet: ${detail}`, { cause });
+    super(
+      `attempt ${names.attempt} of ${names.receiptKey} sent COMMIT and lost the reply; whether it committed is not known yet: ${detail}`,
+      { cause },
+    );
     this.receiptKey = names.receiptKey;
     this.epoch = names.epoch;
     this.attempt = names.attempt;

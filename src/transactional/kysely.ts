@@ -23,7 +23,9 @@ let kysely: Promise<KyselyModule> | undefined;
 /** Has Kysely run `text` with `$n` parameters (PostgresDialect passes them to pg as they are). */
 async function execute(executor: unknown, text: string, params: readonly unknown[]): Promise<Rows> {
   const { CompiledQuery } = await (kysely ??= import('kysely'));
-  const result = await (executor as { executeQuery(query: unknown): Promise<{ rows: unknown[] }> }).executeQuery(CompiledQuery.raw(text, [...params]));
+  const result = await (executor as { executeQuery(query: unknown): Promise<{ rows: unknown[] }> }).executeQuery(
+    CompiledQuery.raw(text, [...params]),
+  );
   return result.rows as Rows;
 }
 
@@ -49,6 +51,9 @@ function kyselyDriver<Tx>(db: KyselyLike<Tx>): TransactionalDriver<Tx> {
  * exception unless the pool's clients listen (docs/transactional.md shows how).
  */
 export function kyselyDatabase<Tx>(db: KyselyLike<Tx>, options: OutcomeTableOptions = {}): TransactionalDatabase<Tx> {
-  shaped('a Kysely instance (with transaction() and executeQuery())', ['transaction', 'executeQuery']).check(db, { owner: 'kyselyDatabase', option: 'db' });
+  shaped('a Kysely instance (with transaction() and executeQuery())', ['transaction', 'executeQuery']).check(db, {
+    owner: 'kyselyDatabase',
+    option: 'db',
+  });
   return transactionalDatabase(kyselyDriver(db), options, 'kyselyDatabase');
 }

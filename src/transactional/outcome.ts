@@ -37,7 +37,11 @@ const ms = (column: string) => `floor(extract(epoch from ${column}) * 1000)::big
  * waits for such a transaction, then replays what it committed or takes
  * its place.
  */
-export async function readOutcome(db: TransactionalDatabase<unknown>, receiptKey: string, epoch: string): Promise<CommittedOutcome | undefined> {
+export async function readOutcome(
+  db: TransactionalDatabase<unknown>,
+  receiptKey: string,
+  epoch: string,
+): Promise<CommittedOutcome | undefined> {
   const rows = await db.driver.query(
     `SELECT attempt::text AS attempt, result::text AS result, ${ms('started_at')} AS started_at_ms, ${ms('finished_at')} AS finished_at_ms
        FROM ${db.outcomes.qualified} WHERE receipt_key = $1 AND epoch = $2`,
@@ -62,7 +66,10 @@ export interface TransactionTrace {
 }
 
 /** What the database says of a transaction: `unknown` when it could not be asked, or it would not end, in time. */
-export type TransactionFate = { readonly fate: 'committed' } | { readonly fate: 'aborted' } | { readonly fate: 'unknown'; readonly detail: string; readonly cause?: unknown };
+export type TransactionFate =
+  | { readonly fate: 'committed' }
+  | { readonly fate: 'aborted' }
+  | { readonly fate: 'unknown'; readonly detail: string; readonly cause?: unknown };
 
 const POLL_MS = 100;
 
@@ -75,7 +82,11 @@ const POLL_MS = 100;
  * and one that did has already committed. Asks again until `timeoutMs` has
  * passed (the server may be restarting).
  */
-export async function transactionFate(db: TransactionalDatabase<unknown>, trace: TransactionTrace, timeoutMs: number): Promise<TransactionFate> {
+export async function transactionFate(
+  db: TransactionalDatabase<unknown>,
+  trace: TransactionTrace,
+  timeoutMs: number,
+): Promise<TransactionFate> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   let last = 'the database was not asked';

@@ -42,7 +42,10 @@ const RETENTION_SCHEMA: OptionsSchema<OutcomeRetentionOptions> = {
  * once it is gone, a stalled attempt of that lifetime that resumes could
  * insert it anew. Keep `olderThanMs` above the receipts' retention.
  */
-export async function deleteExpiredOutcomes(db: TransactionalDatabase<unknown>, options: OutcomeRetentionOptions): Promise<OutcomeRetentionReport> {
+export async function deleteExpiredOutcomes(
+  db: TransactionalDatabase<unknown>,
+  options: OutcomeRetentionOptions,
+): Promise<OutcomeRetentionReport> {
   checkOptions('deleteExpiredOutcomes', options, RETENTION_SCHEMA);
   const batchSize = options.batchSize ?? 1_000;
   const maxBatches = options.maxBatches ?? 100;

@@ -17,7 +17,8 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
     [target.schema, target.table],
   );
   if (found === undefined) return undefined;
-  if (found['kind'] !== 'r' && found['kind'] !== 'p') return [`${target.schema}.${target.table} is not a table (relkind ${String(found['kind'])})`];
+  if (found['kind'] !== 'r' && found['kind'] !== 'p')
+    return [`${target.schema}.${target.table} is not a table (relkind ${String(found['kind'])})`];
   const oid = found['oid'];
   const columns = await query(
     `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type, NOT attnotnull AS nullable, atthasdef AS has_default
@@ -33,7 +34,8 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
       continue;
     }
     if (have['type'] !== want.type) differences.push(`column ${want.name} is ${String(have['type'])}, not ${want.type}`);
-    if (have['nullable'] !== want.nullable) differences.push(`column ${want.name} ${want.nullable ? 'is NOT NULL, but must allow NULL' : 'allows NULL, but must be NOT NULL'}`);
+    if (have['nullable'] !== want.nullable)
+      differences.push(`column ${want.name} ${want.nullable ? 'is NOT NULL, but must allow NULL' : 'allows NULL, but must be NOT NULL'}`);
   }
   const known = new Set(OUTCOME_COLUMNS.map((c) => c.name));
   for (const extra of columns) {
@@ -50,13 +52,21 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
     [oid],
   );
   const key = [...OUTCOME_KEY].sort().join(',');
-  const columnsOf = (u: Rows[number]) => String(u['columns'] ?? '').split(',').filter(Boolean);
+  const columnsOf = (u: Rows[number]) =>
+    String(u['columns'] ?? '')
+      .split(',')
+      .filter(Boolean);
   const isKey = (u: Rows[number]) => u['immediate'] === true && u['plain'] === true && [...columnsOf(u)].sort().join(',') === key;
-  if (!uniques.some(isKey)) differences.push(`there is no unique key on (${OUTCOME_KEY.join(', ')}) alone that is checked at once (not deferrable) and covers every row`);
+  if (!uniques.some(isKey))
+    differences.push(
+      `there is no unique key on (${OUTCOME_KEY.join(', ')}) alone that is checked at once (not deferrable) and covers every row`,
+    );
   for (const other of uniques) {
     const cols = columnsOf(other);
     if (!isKey(other) && !OUTCOME_KEY.every((c) => cols.includes(c))) {
-      differences.push(`the unique index ${String(other['name'])} on (${cols.join(', ')}) would refuse outcomes of other receipt lifetimes`);
+      differences.push(
+        `the unique index ${String(other['name'])} on (${cols.join(', ')}) would refuse outcomes of other receipt lifetimes`,
+      );
     }
   }
   return differences;

@@ -41,7 +41,10 @@ export interface OutcomeTable {
 }
 
 function identifierRule(max: number) {
-  return rule(`lower-case letters, digits and _ (not first a digit), at most ${max} characters`, (v) => typeof v === 'string' && v.length <= max && IDENTIFIER.test(v));
+  return rule(
+    `lower-case letters, digits and _ (not first a digit), at most ${max} characters`,
+    (v) => typeof v === 'string' && v.length <= max && IDENTIFIER.test(v),
+  );
 }
 
 const OUTCOME_TABLE_SCHEMA: OptionsSchema<OutcomeTableOptions> = {

@@ -97,7 +97,8 @@ export async function startPostgres(): Promise<PostgresHandle> {
       const port = await freePort();
       const options = `-p ${port} -k ${dir} -c listen_addresses=${LOOPBACK} -c fsync=off -c max_connections=200`;
       try {
-        const start = () => run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
+        const start = () =>
+          run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
         start();
         started = true;
         const crashAndRestart = async () => {

@@ -19,11 +19,19 @@ describe.skipIf(postgresSkipReason() !== undefined)('the example adapter (a pg.C
   it('commits once, replays, and rolls back a write whose connection died', async () => {
     const key = freshKey('example');
     const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', script], { cwd: repo, env: { ...process.env, POSTGRES_URL: pgdb.handle().url, RECEIPT_KEY: key }, timeout: 60_000 }, (error, out, err) =>
-        error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out),
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', script],
+        { cwd: repo, env: { ...process.env, POSTGRES_URL: pgdb.handle().url, RECEIPT_KEY: key }, timeout: 60_000 },
+        (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
       ),
     );
     const result = JSON.parse(/^RESULT (.*)$/m.exec(stdout)![1]!);
-    expect(result).toEqual({ first: { status: 'committed', result: 'T-1', attempt: 1 }, second: 'T-1', crashed: 'not_committed', tickets: [{ call: key, attempt: 1 }] });
+    expect(result).toEqual({
+      first: { status: 'committed', result: 'T-1', attempt: 1 },
+      second: 'T-1',
+      crashed: 'not_committed',
+      tickets: [{ call: key, attempt: 1 }],
+    });
   });
 });

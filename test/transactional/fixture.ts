@@ -60,7 +60,8 @@ export function pgKit(url: string, table: OutcomeTableOptions = {}): DriverKit<p
   return {
     name: 'pg',
     db: pgDatabase(pool, table),
-    insertTicket: async (client, call, attempt) => void (await client.query('INSERT INTO tickets (call, attempt) VALUES ($1, $2)', [call, attempt])),
+    insertTicket: async (client, call, attempt) =>
+      void (await client.query('INSERT INTO tickets (call, attempt) VALUES ($1, $2)', [call, attempt])),
     backendPid: async (client) => Number(await value(client, 'SELECT pg_backend_pid() AS v')),
     setting: (client, name) => value(client, `SELECT current_setting('${name}') AS v`),
     close: () => pool.end(),
@@ -132,8 +133,14 @@ export async function ticketsOf(admin: pg.Pool, call: string): Promise<number[]>
 }
 
 /** The outcome rows of a receipt key, committed ones only. */
-export async function outcomeRows(admin: pg.Pool, receiptKey: string): Promise<{ epoch: string; attempt: number; result: string | null }[]> {
-  const { rows } = await admin.query('SELECT epoch, attempt, result::text AS result FROM tool_receipt_outcomes WHERE receipt_key = $1 ORDER BY epoch', [receiptKey]);
+export async function outcomeRows(
+  admin: pg.Pool,
+  receiptKey: string,
+): Promise<{ epoch: string; attempt: number; result: string | null }[]> {
+  const { rows } = await admin.query(
+    'SELECT epoch, attempt, result::text AS result FROM tool_receipt_outcomes WHERE receipt_key = $1 ORDER BY epoch',
+    [receiptKey],
+  );
   return rows;
 }
 

@@ -67,7 +67,12 @@ describe.skipIf(postgresSkipReason() !== undefined)('a lost COMMIT reply', () =>
         expect(run.status === 'not_committed' && run.error.reason).toBe('commit_failed');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([]);
         // The row is free again: the takeover commits without waiting.
-        const takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => kit.insertTicket(tx, key, 2), { lockTimeoutMs: 200 });
+        const takeover = await runTransactional(
+          kit.db,
+          { receiptKey: key, epoch: EPOCH, attempt: 2 },
+          async (tx) => kit.insertTicket(tx, key, 2),
+          { lockTimeoutMs: 200 },
+        );
         expect(takeover.status).toBe('committed');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([2]);
       }));
@@ -80,10 +85,15 @@ describe.skipIf(postgresSkipReason() !== undefined)('a lost COMMIT reply', () =>
       const key = freshKey('unknown');
       // The server takes the COMMIT, then the proxy refuses the connection the runner asks on; no time to retry.
       const cut = own.cutNextCommit('deliver-then-cut', { thenRefuse: true });
-      const run: TransactionalRun = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async (tx) => {
-        await kit.insertTicket(tx, key, 1);
-        return 'T-1';
-      }, { settleTimeoutMs: 0 });
+      const run: TransactionalRun = await runTransactional(
+        kit.db,
+        { receiptKey: key, epoch: EPOCH, attempt: 1 },
+        async (tx) => {
+          await kit.insertTicket(tx, key, 1);
+          return 'T-1';
+        },
+        { settleTimeoutMs: 0 },
+      );
       await cut;
       expect(run.status).toBe('outcome_unknown');
       expect(run.status === 'outcome_unknown' && run.error.code).toBe('transactional.outcome_unknown');

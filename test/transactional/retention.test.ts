@@ -21,7 +21,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('deleteExpiredOutcomes', () 
         old.push(key);
         expect((await runTransactional(kit.db, { receiptKey: key, epoch: 'e', attempt: 1 }, async () => i)).status).toBe('committed');
       }
-      await pgdb.admin().query("UPDATE tool_receipt_outcomes SET started_at = now() - interval '2 days' WHERE receipt_key = ANY($1)", [old]);
+      await pgdb
+        .admin()
+        .query("UPDATE tool_receipt_outcomes SET started_at = now() - interval '2 days' WHERE receipt_key = ANY($1)", [old]);
       for (let i = 0; i < 3; i++) await runTransactional(kit.db, { receiptKey: freshKey('fresh'), epoch: 'e', attempt: 1 }, async () => i);
       expect(await count()).toBe(10);
       // One expired row is held by another transaction: skipped, not waited on.

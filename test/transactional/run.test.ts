@@ -62,14 +62,20 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
       withKit(async (kit) => {
         const seen: string[] = [];
         const run = await runTransactional(kit.db, { receiptKey: freshKey('settings'), epoch: EPOCH, attempt: 1 }, async (tx) => {
-          for (const name of ['transaction_isolation', 'lock_timeout', 'idle_in_transaction_session_timeout']) seen.push(await kit.setting(tx, name));
+          for (const name of ['transaction_isolation', 'lock_timeout', 'idle_in_transaction_session_timeout'])
+            seen.push(await kit.setting(tx, name));
         });
         expect(run.status).toBe('committed');
         expect(seen).toEqual(['read committed', '0', '1min']);
         seen.length = 0;
-        await runTransactional(kit.db, { receiptKey: freshKey('settings'), epoch: EPOCH, attempt: 1 }, async (tx) => void seen.push(await kit.setting(tx, 'transaction_isolation')), {
-          isolation: 'serializable',
-        });
+        await runTransactional(
+          kit.db,
+          { receiptKey: freshKey('settings'), epoch: EPOCH, attempt: 1 },
+          async (tx) => void seen.push(await kit.setting(tx, 'transaction_isolation')),
+          {
+            isolation: 'serializable',
+          },
+        );
         expect(seen).toEqual(['serializable']);
       }));
 
@@ -100,7 +106,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
         });
         expect(reasonOf(bad)).toBe('result_not_serializable');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([]);
-        const none = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => kit.insertTicket(tx, key, 2));
+        const none = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) =>
+          kit.insertTicket(tx, key, 2),
+        );
         expect(none).toEqual({ status: 'committed', result: undefined, attempt: 2 });
         expect(await readOutcome(kit.db, key, EPOCH)).toMatchObject({ attempt: 2, result: undefined });
         expect(await outcomeRows(pgdb.admin(), key)).toEqual([{ epoch: EPOCH, attempt: 2, result: null }]);
@@ -115,7 +123,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
         });
         expect(first.status).toBe('not_committed');
         expect(await outcomeRows(pgdb.admin(), key)).toEqual([]);
-        const takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => kit.insertTicket(tx, key, 2));
+        const takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) =>
+          kit.insertTicket(tx, key, 2),
+        );
         expect(takeover.status).toBe('committed');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([2]);
       }));
@@ -131,7 +141,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
         expect(reasonOf(first)).toBe('database_error');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([]);
         expect(await outcomeRows(pgdb.admin(), key)).toEqual([]);
-        const takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => kit.insertTicket(tx, key, 2));
+        const takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) =>
+          kit.insertTicket(tx, key, 2),
+        );
         expect(takeover.status).toBe('committed');
         expect(await ticketsOf(pgdb.admin(), key)).toEqual([2]);
       }));
@@ -181,16 +193,29 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
           },
           { idleInTransactionTimeoutMs: 1_000 },
         );
-        await until(async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0, 'the zombie to hold its row');
+        await until(
+          async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0,
+          'the zombie to hold its row',
+        );
         // While the zombie's transaction lives, the takeover's insert waits and gives up: not committed, never ambiguous.
-        const early = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => kit.insertTicket(tx, key, 2), { lockTimeoutMs: 100 });
+        const early = await runTransactional(
+          kit.db,
+          { receiptKey: key, epoch: EPOCH, attempt: 2 },
+          async (tx) => kit.insertTicket(tx, key, 2),
+          { lockTimeoutMs: 100 },
+        );
         expect(reasonOf(early)).toBe('contended');
         let takeover: TransactionalRun | undefined;
         await until(async () => {
-          takeover = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => {
-            await kit.insertTicket(tx, key, 2);
-            return 'by 2';
-          }, { lockTimeoutMs: 200 });
+          takeover = await runTransactional(
+            kit.db,
+            { receiptKey: key, epoch: EPOCH, attempt: 2 },
+            async (tx) => {
+              await kit.insertTicket(tx, key, 2);
+              return 'by 2';
+            },
+            { lockTimeoutMs: 200 },
+          );
           return takeover.status !== 'not_committed';
         }, 'the server to end the zombie’s transaction');
         expect(takeover).toEqual({ status: 'committed', result: 'by 2', attempt: 2 });
@@ -204,38 +229,48 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
     it.each([
       ['commits', 'replay'],
       ['rolls back', 'committed'],
-    ] as const)('a zombie holding its transaction open while the takeover starts: the takeover waits, and when the zombie %s it ends %s', (zombieEnds, takeoverEnds) =>
-      withKit(async (kit) => {
-        const key = freshKey(`open-zombie-${takeoverEnds}`);
-        const held = gate();
-        const zombie = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async (tx) => {
-          await kit.insertTicket(tx, key, 1);
-          await held.wait;
-          if (zombieEnds === 'rolls back') throw new Error('the zombie gives up');
-          return 'by 1';
-        });
-        await until(async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0, 'the zombie to hold its row');
-        let takeoverRan = false;
-        const takeover = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async (tx) => {
-          takeoverRan = true;
-          await kit.insertTicket(tx, key, 2);
-          return 'by 2';
-        }, { lockTimeoutMs: 30_000 });
-        await until(() => someoneWaitsOnALock(pgdb.admin()), 'the takeover to wait on the zombie’s row');
-        expect(takeoverRan).toBe(false);
-        held.open();
-        const [z, t] = await Promise.all([zombie, takeover]);
-        if (takeoverEnds === 'replay') {
-          expect(z.status).toBe('committed');
-          expect(t).toMatchObject({ status: 'replay', result: 'by 1', outcome: { attempt: 1 } });
+    ] as const)(
+      'a zombie holding its transaction open while the takeover starts: the takeover waits, and when the zombie %s it ends %s',
+      (zombieEnds, takeoverEnds) =>
+        withKit(async (kit) => {
+          const key = freshKey(`open-zombie-${takeoverEnds}`);
+          const held = gate();
+          const zombie = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async (tx) => {
+            await kit.insertTicket(tx, key, 1);
+            await held.wait;
+            if (zombieEnds === 'rolls back') throw new Error('the zombie gives up');
+            return 'by 1';
+          });
+          await until(
+            async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0,
+            'the zombie to hold its row',
+          );
+          let takeoverRan = false;
+          const takeover = runTransactional(
+            kit.db,
+            { receiptKey: key, epoch: EPOCH, attempt: 2 },
+            async (tx) => {
+              takeoverRan = true;
+              await kit.insertTicket(tx, key, 2);
+              return 'by 2';
+            },
+            { lockTimeoutMs: 30_000 },
+          );
+          await until(() => someoneWaitsOnALock(pgdb.admin()), 'the takeover to wait on the zombie’s row');
           expect(takeoverRan).toBe(false);
-          expect(await ticketsOf(pgdb.admin(), key)).toEqual([1]);
-        } else {
-          expect(reasonOf(z)).toBe('tool_failed');
-          expect(t).toEqual({ status: 'committed', result: 'by 2', attempt: 2 });
-          expect(await ticketsOf(pgdb.admin(), key)).toEqual([2]);
-        }
-      }),
+          held.open();
+          const [z, t] = await Promise.all([zombie, takeover]);
+          if (takeoverEnds === 'replay') {
+            expect(z.status).toBe('committed');
+            expect(t).toMatchObject({ status: 'replay', result: 'by 1', outcome: { attempt: 1 } });
+            expect(takeoverRan).toBe(false);
+            expect(await ticketsOf(pgdb.admin(), key)).toEqual([1]);
+          } else {
+            expect(reasonOf(z)).toBe('tool_failed');
+            expect(t).toEqual({ status: 'committed', result: 'by 2', attempt: 2 });
+            expect(await ticketsOf(pgdb.admin(), key)).toEqual([2]);
+          }
+        }),
     );
 
     it('lets at most one of many concurrent attempts of a lifetime commit, and every other one replays it (exactly one row per lifetime)', () =>
@@ -244,11 +279,16 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
           const key = freshKey('race');
           const runs = await Promise.all(
             Array.from({ length: 6 }, (_, i) =>
-              runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: i + 1 }, async (tx) => {
-                await kit.insertTicket(tx, key, i + 1);
-                await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 5)));
-                return `by ${i + 1}`;
-              }, { lockTimeoutMs: 30_000 }),
+              runTransactional(
+                kit.db,
+                { receiptKey: key, epoch: EPOCH, attempt: i + 1 },
+                async (tx) => {
+                  await kit.insertTicket(tx, key, i + 1);
+                  await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 5)));
+                  return `by ${i + 1}`;
+                },
+                { lockTimeoutMs: 30_000 },
+              ),
             ),
           );
           const committed = runs.filter((r) => r.status === 'committed');
@@ -274,7 +314,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
       ]) {
         await expect(runTransactional(kit.db, bad, tool)).rejects.toBeInstanceOf(InvalidTransactionalAttemptError);
       }
-      await expect(runTransactional(kit.db, { receiptKey: 'k', epoch: EPOCH, attempt: 1 }, tool, { lockTimeoutMs: 0 })).rejects.toMatchObject({ code: 'options.invalid' });
+      await expect(
+        runTransactional(kit.db, { receiptKey: 'k', epoch: EPOCH, attempt: 1 }, tool, { lockTimeoutMs: 0 }),
+      ).rejects.toMatchObject({ code: 'options.invalid' });
       expect(ran).toBe(false);
     } finally {
       await kit.close();

@@ -40,9 +40,12 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
   /** A schema name no other test uses, so each starts from an empty database. */
   const freshSchema = () => `s${process.pid}_${++schemaSerial}`;
   const tables = async (schema: string) =>
-    (await admin.query('SELECT relname::text AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = $1 ORDER BY 1', [schema])).rows.map(
-      (r: { name: string }) => r.name,
-    );
+    (
+      await admin.query(
+        'SELECT relname::text AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE nspname = $1 ORDER BY 1',
+        [schema],
+      )
+    ).rows.map((r: { name: string }) => r.name);
   const withDb = async (schema: string, body: (db: ReturnType<typeof pgDatabase<pg.Pool>>) => Promise<void>, table?: string) => {
     const pool = new pg.Pool({ connectionString: postgres.url, max: 4 });
     try {
@@ -66,12 +69,16 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
       expect((error as Error).message).toContain('create it with: tool-receipts migrate --postgres <url>');
     });
     const schema = freshSchema();
-    await withDb(schema, async (db) => {
-      await expect(checkOutcomeTable(db)).rejects.toMatchObject({
-        code: 'transactional.table_missing',
-        command: `tool-receipts migrate --postgres <url> --schema ${schema} --table calls`,
-      });
-    }, 'calls');
+    await withDb(
+      schema,
+      async (db) => {
+        await expect(checkOutcomeTable(db)).rejects.toMatchObject({
+          code: 'transactional.table_missing',
+          command: `tool-receipts migrate --postgres <url> --schema ${schema} --table calls`,
+        });
+      },
+      'calls',
+    );
     expect(await tables(schema)).toEqual([]);
   });
 
@@ -80,7 +87,11 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
     await withDb(schema, async (db) => {
       expect(await applyOutcomeTable(db)).toEqual({
         table: `${schema}.tool_receipt_outcomes`,
-        changes: [`created schema ${schema}`, `created table ${schema}.tool_receipt_outcomes`, 'created index tool_receipt_outcomes_started_at'],
+        changes: [
+          `created schema ${schema}`,
+          `created table ${schema}.tool_receipt_outcomes`,
+          'created index tool_receipt_outcomes_started_at',
+        ],
       });
       await checkOutcomeTable(db);
       expect(await applyOutcomeTable(db)).toEqual({ table: `${schema}.tool_receipt_outcomes`, changes: [] });
@@ -99,7 +110,9 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
   it('refuses, changing nothing, a table with a wrong column, and the check names each difference', async () => {
     const schema = freshSchema();
     await admin.query(`CREATE SCHEMA ${schema}`);
-    const ddl = outcomeTableDdl(outcomeTable({ schema }))[0]!.replace('result json', 'result jsonb').replace('attempt integer NOT NULL', 'attempt bigint');
+    const ddl = outcomeTableDdl(outcomeTable({ schema }))[0]!
+      .replace('result json', 'result jsonb')
+      .replace('attempt integer NOT NULL', 'attempt bigint');
     await admin.query(ddl);
     await withDb(schema, async (db) => {
       const error = await applyOutcomeTable(db).catch((e: unknown) => e);
@@ -117,8 +130,16 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
 
   it.each([
     ['no unique key', 'DROP CONSTRAINT tool_receipt_outcomes_pkey', /there is no unique key on \(receipt_key, epoch\)/],
-    ['a deferrable key', 'DROP CONSTRAINT tool_receipt_outcomes_pkey, ADD UNIQUE (receipt_key, epoch) DEFERRABLE', /there is no unique key/],
-    ['a key on the receipt alone', 'ADD CONSTRAINT one_per_receipt UNIQUE (receipt_key)', /the unique index one_per_receipt on \(receipt_key\) would refuse outcomes of other receipt lifetimes/],
+    [
+      'a deferrable key',
+      'DROP CONSTRAINT tool_receipt_outcomes_pkey, ADD UNIQUE (receipt_key, epoch) DEFERRABLE',
+      /there is no unique key/,
+    ],
+    [
+      'a key on the receipt alone',
+      'ADD CONSTRAINT one_per_receipt UNIQUE (receipt_key)',
+      /the unique index one_per_receipt on \(receipt_key\) would refuse outcomes of other receipt lifetimes/,
+    ],
     ['a NOT NULL column of its own without a default', 'ADD COLUMN tenant text NOT NULL', /column tenant is NOT NULL without a default/],
     ['a missing column', 'DROP COLUMN finished_at', /column finished_at is missing/],
   ])('refuses a table with %s', async (_, alter, difference) => {

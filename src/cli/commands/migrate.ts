@@ -31,7 +31,8 @@ function shownUrl(url: string): string {
 }
 
 function checkedUrl(text: string | undefined): string {
-  if (text === undefined) throw new CliUsageError('migrate needs --postgres <url>, the database the transactional tools write to', 'migrate');
+  if (text === undefined)
+    throw new CliUsageError('migrate needs --postgres <url>, the database the transactional tools write to', 'migrate');
   let parsed: URL;
   try {
     parsed = new URL(text);
@@ -48,7 +49,8 @@ async function loadPg(): Promise<(typeof import('pg'))['default']> {
   try {
     return (await import('pg')).default;
   } catch (error) {
-    if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND') throw new CliUsageError('migrate needs the pg package: npm install pg', 'migrate');
+    if ((error as { code?: unknown }).code === 'ERR_MODULE_NOT_FOUND')
+      throw new CliUsageError('migrate needs the pg package: npm install pg', 'migrate');
     throw error;
   }
 }
@@ -69,7 +71,8 @@ export async function migrateCommand({ out, args }: CommandContext<MigrateArgs>)
     }
     const migration = await applyOutcomeTable(db);
     if (args.json) writeJson(out, migration);
-    else if (migration.changes.length === 0) writeLine(out, `The outcome table ${name} was already there as it should be; nothing changed.`);
+    else if (migration.changes.length === 0)
+      writeLine(out, `The outcome table ${name} was already there as it should be; nothing changed.`);
     else for (const change of migration.changes) writeLine(out, `${change[0]!.toUpperCase()}${change.slice(1)}.`);
     return 0;
   } catch (error) {
@@ -100,7 +103,13 @@ columns, types or unique key differ is refused and left as it is (exit 1).
   --json            print what was done as JSON
 
 Like every command, it connects to Redis first (see the connection options).`,
-  options: { ...JSON_OPTION, postgres: { type: 'string' }, schema: { type: 'string' }, table: { type: 'string' }, check: { type: 'boolean' } },
+  options: {
+    ...JSON_OPTION,
+    postgres: { type: 'string' },
+    schema: { type: 'string' },
+    table: { type: 'string' },
+    check: { type: 'boolean' },
+  },
   parse(values, positionals) {
     expectPositionals('migrate', positionals, []);
     const url = checkedUrl(stringOption(values, 'postgres'));
