@@ -258,6 +258,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     }
     const args = spec.parse(values, positionals);
+    if (spec.redis === false) return (await spec.run({ out: io.stdout, args, env: io.env })) ?? 0;
     const url = checkedUrl((typeof values['redis'] === 'string' ? values['redis'] : undefined) ?? io.env['REDIS_URL'] ?? DEFAULT_REDIS_URL);
     const prefix = prefixOption(values);
     const retentionMs = wholeNumberOption(values, 'retention-ms', 1) ?? DEFAULT_RETENTION_MS;

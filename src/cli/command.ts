@@ -27,8 +27,11 @@ export interface CommandContext<A> {
 /** Option values as `node:util` `parseArgs` returns them (a list for an option that may be repeated). */
 export type OptionValues = Readonly<Record<string, string | boolean | readonly string[] | undefined>>;
 
-/** One command of the CLI. */
-export interface CommandSpec<A> {
+/** What a command that reaches no Redis receives (`redis: false`): its output, arguments and environment. */
+export type OfflineCommandContext<A> = Omit<CommandContext<A>, 'store' | 'redis'>;
+
+/** What every command has, whatever it connects to. */
+interface CommandBase<A> {
   readonly name: string;
   /** The command with its arguments, for the command list: `show <redisKey>`. */
   readonly synopsis: string;
@@ -40,9 +43,26 @@ export interface CommandSpec<A> {
   readonly options: NonNullable<ParseArgsConfig['options']>;
   /** Turns parsed option values and positionals into the command's arguments; throws {@link CliUsageError}. */
   parse(values: OptionValues, positionals: readonly string[]): A;
-  /** Does the work; may resolve to an exit code (default 0). */
-  run(context: CommandContext<A>): Promise<void | number>;
 }
+
+/**
+ * One command of the CLI. Most read or write receipts, so the CLI connects to
+ * Redis and hands them a store; one with `redis: false` (`migrate`, which
+ * talks to PostgreSQL alone) runs without any Redis, reachable or not.
+ */
+export type CommandSpec<A> = CommandBase<A> &
+  (
+    | {
+        readonly redis?: true;
+        /** Does the work; may resolve to an exit code (default 0). */
+        run(context: CommandContext<A>): Promise<void | number>;
+      }
+    | {
+        readonly redis: false;
+        /** Does the work; may resolve to an exit code (default 0). */
+        run(context: OfflineCommandContext<A>): Promise<void | number>;
+      }
+  );
 
 /** The `--json` flag every command has. */
 export const JSON_OPTION = { json: { type: 'boolean' } } as const;

@@ -55,10 +55,10 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
     }
   };
 
-  async function cli(argv: string[]) {
+  async function cli(argv: string[], env: Record<string, string> = { REDIS_URL: redis.url }) {
     const stdout = new Capture();
     const stderr = new Capture();
-    const code = await runCli(argv, { stdout, stderr, env: { REDIS_URL: redis.url } });
+    const code = await runCli(argv, { stdout, stderr, env });
     return { code, stdout: stdout.text, stderr: stderr.text };
   }
 
@@ -188,6 +188,14 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
       expect(JSON.parse(second.stdout)).toEqual({ table: `${schema}.tool_receipt_outcomes`, changes: [] });
       const check = await cli(['migrate', '--check', '--postgres', postgres.url, '--schema', schema]);
       expect(check).toMatchObject({ code: 0, stderr: '' });
+    });
+
+    it('needs no Redis: it runs with REDIS_URL and --redis naming a port nothing listens on', async () => {
+      const schema = freshSchema();
+      const dead = 'redis://127.0.0.1:1';
+      const run = await cli(['migrate', '--postgres', postgres.url, '--schema', schema, '--redis', dead], { REDIS_URL: dead });
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toContain(`Created table ${schema}.tool_receipt_outcomes.`);
     });
 
     it('refuses a table with a wrong column, with its code, and exits 1', async () => {

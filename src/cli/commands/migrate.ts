@@ -9,7 +9,7 @@ import { InvalidOptionsError } from '../../core/options.js';
 import { applyOutcomeTable, checkOutcomeTable } from '../../transactional/setup.js';
 import { pgDatabase } from '../../transactional/pg.js';
 import { outcomeTable, type OutcomeTable } from '../../transactional/table.js';
-import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
+import { JSON_OPTION, expectPositionals, stringOption, type CommandSpec, type OfflineCommandContext } from '../command.js';
 import { CliUsageError, PostgresCommandError } from '../errors.js';
 import { writeJson, writeLine } from '../format.js';
 
@@ -56,7 +56,7 @@ async function loadPg(): Promise<(typeof import('pg'))['default']> {
 }
 
 /** Creates the outcome table where it is missing (or, with `check`, only looks), and prints what it did. */
-export async function migrateCommand({ out, args }: CommandContext<MigrateArgs>): Promise<number> {
+export async function migrateCommand({ out, args }: OfflineCommandContext<MigrateArgs>): Promise<number> {
   const { Pool } = await loadPg();
   const pool = new Pool({ connectionString: args.url, max: 1, connectionTimeoutMillis: 10_000 });
   pool.on('error', () => undefined);
@@ -86,6 +86,7 @@ export async function migrateCommand({ out, args }: CommandContext<MigrateArgs>)
 /** The `migrate` command. */
 export const migrateSpec: CommandSpec<MigrateArgs> = {
   name: 'migrate',
+  redis: false,
   synopsis: 'migrate --postgres <url>',
   summary: 'create the PostgreSQL outcome table of transactional tools',
   help: `Usage: tool-receipts migrate --postgres <url> [--schema <s>] [--table <t>] [--check] [--json]
@@ -102,7 +103,8 @@ columns, types or unique key differ is refused and left as it is (exit 1).
   --check           write nothing: exit 1 unless the table is there and right
   --json            print what was done as JSON
 
-Like every command, it connects to Redis first (see the connection options).`,
+It reaches PostgreSQL alone: no Redis is needed, and the connection
+options are ignored.`,
   options: {
     ...JSON_OPTION,
     postgres: { type: 'string' },
