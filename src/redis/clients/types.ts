@@ -91,7 +91,7 @@ export interface ReceiptsConnection {
    * client lets it.
    */
   readonly deadlineMs: number | undefined;
-  /** The same client's connection with another {@link deadlineMs} (one per client and deadline). */
+  /** The same client's connection with another {@link ReceiptsConnection.deadlineMs | deadline} (one per client and deadline). */
   withDeadline(deadlineMs: number | undefined): ReceiptsConnection;
   /**
    * The connection a write to `key` went out on, as the client routes it
