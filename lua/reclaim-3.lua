@@ -32,8 +32,8 @@
   code  1  reclaimed: attempt + 1 started in the same lifetime (the epoch
            is kept), as every next attempt is (includes/start-attempt.lua):
            running, new lease owned by ARGV[5], started_ms = updated_ms =
-           now, schema = receiptSchema() (the new attempt writes this
-           release's layout), job:<attempt> = ARGV[8], claim_token =
+           now, schema = keptSchema(receipt) (this release's layout, or the
+           receipt's newer one), job:<attempt> = ARGV[8], claim_token =
            ARGV[9]; error, tier, completed_ms, ambiguous_ms, resolved_ms and
            late_heartbeat_ms of the previous attempt are cleared
            (late_settle_ms and late_settle_attempt are kept as history),

@@ -25,7 +25,7 @@
   code  1  reclaimed: attempt n = attempts + 1 started as every next attempt
            is (includes/start-attempt.lua, as reclaim-3.lua starts one):
            lease until TIME + ARGV[3] owned by ARGV[5], started_ms =
-           updated_ms = TIME, schema = receiptSchema(), job:<n> = ARGV[6];
+           updated_ms = TIME, schema = keptSchema(receipt), job:<n> = ARGV[6];
            error, tier, completed_ms, ambiguous_ms, resolved_ms and
            late_heartbeat_ms cleared, steps kept. Its own: keyed_rerun_ms =
            TIME.

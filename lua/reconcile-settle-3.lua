@@ -31,7 +31,7 @@
     not_started  attempt + 1 started as every next attempt is
                  (includes/start-attempt.lua, as reclaim-3.lua starts one):
                  a fresh lease owned by ARGV[4], started_ms = updated_ms =
-                 TIME, schema = receiptSchema(), job:<attempt> = ARGV[8];
+                 TIME, schema = keptSchema(receipt), job:<attempt> = ARGV[8];
                  error, tier, completed_ms, ambiguous_ms, resolved_ms and
                  late_heartbeat_ms are cleared.
                  With ARGV[6] = 0: settled as fail-3.lua settles (status

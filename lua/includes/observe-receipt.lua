@@ -2,7 +2,8 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now), receiptSchema(), schemaVersion(text) and
+  observation(code, receipt, now), receiptSchema(), newestSchema(),
+  keptSchema(receipt), schemaVersion(text) and
   newerSchemaReply(key, text): the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
@@ -11,20 +12,29 @@
     returns for a key it must not touch; the store turns it into a typed
     CorruptReceiptError.
 
-  receiptSchema()  the receipt layout these scripts write and read: the
-    `schema` field a claim that creates a receipt, and every reclaim, writes.
-    A receipt without the field has layout 1 (written before layouts were
-    numbered). Layout 2 is layout 1 with the field: what this release adds
-    (more fields) a release that does not know them ignores. The number grows
-    only when a release stores something an older one would misread.
+  receiptSchema()  the layout an ordinary receipt is written in: the
+    `schema` field a claim that creates a receipt writes. A receipt without
+    the field has layout 1 (written before layouts were numbered). Layout 2
+    is layout 1 with the field: what a release adds (more fields) a release
+    that does not know them ignores.
+
+  newestSchema()  the newest layout these scripts read (3). A receipt whose
+    status or effect a release reading only layout 2 would misread is
+    written as layout 3, so that release refuses it instead of guessing; an
+    ordinary receipt stays at 2, so a rolling deploy beside the previous
+    release keeps working for every receipt it can read.
+
+  keptSchema(receipt)  the layout a next attempt writes: the receipt's own
+    when newer than receiptSchema() (a layout is never lowered), else
+    receiptSchema().
 
   schemaVersion(text)  the layout of a `schema` field as read: 1 for nil
     (absent), the whole number >= 1 it holds, or nil when it holds anything
     else.
 
   newerSchemaReply(key, text)  the error reply
-    'TRC_VERSION <key>: schema <n> is newer than <receiptSchema()>' when the
-    field names a layout newer than receiptSchema() (a receipt a newer release
+    'TRC_VERSION <key>: schema <n> is newer than <newestSchema()>' when the
+    field names a layout newer than newestSchema() (a receipt a newer release
     wrote: never read, never written; the store turns it into a typed
     ReceiptVersionError), the corrupt reply when it is not a whole number
     >= 1, else nil.
@@ -37,7 +47,7 @@
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
     includes/count.lua) not a sorted set, the receipt has a layout newer than
-    receiptSchema() (newerSchemaReply, checked before anything else of it, so a
+    newestSchema() (newerSchemaReply, checked before anything else of it, so a
     state only a newer release knows is never called corrupt), or the receipt
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
@@ -79,6 +89,7 @@
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
 local function receiptSchema() return 2 end
+local function newestSchema() return 3 end
 
 local function receiptFields(key)
   return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema')
@@ -118,8 +129,14 @@ end
 local function newerSchemaReply(key, text)
   local version = schemaVersion(text)
   if version == nil then return corruptReply(key, 'schema is not a whole number >= 1') end
-  if version <= receiptSchema() then return nil end
-  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. receiptSchema())
+  if version <= newestSchema() then return nil end
+  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. newestSchema())
+end
+
+local function keptSchema(receipt)
+  local own = schemaVersion(receipt.schema) or 1
+  if own > receiptSchema() then return own end
+  return receiptSchema()
 end
 
 local function wrongType(key, expected)

@@ -7,8 +7,9 @@
   attempt.
 
   Writes attempts + 1, status running, lease_until_ms = now + lease, owner,
-  updated_ms = started_ms = now, schema = receiptSchema() (the new attempt
-  writes this release's layout, see includes/observe-receipt.lua),
+  updated_ms = started_ms = now, schema = keptSchema(receipt) (the new
+  attempt writes this release's layout, or keeps a newer one the receipt
+  already has: see includes/observe-receipt.lua),
   job:<n + 1> = job (the BullMQ job as JSON; none when '' or nil) and the
   field, value pairs of `extra`, the caller's own (keyed_rerun_ms,
   claim_token; nil for none). Deletes what the previous attempt left: error,
@@ -32,7 +33,7 @@ local function startAttempt(receiptKey, indexKey, countKey, receipt, now, lease,
   receipt.attempts = redis.call('HINCRBY', receiptKey, 'attempts', 1)
   receipt.status, receipt.leaseUntil, receipt.ambiguous, receipt.result = 'running', now + lease, '', ''
   local fields = { 'status', 'running', 'lease_until_ms', intText(receipt.leaseUntil), 'owner', owner,
-    'updated_ms', nowText, 'started_ms', nowText, 'schema', receiptSchema() }
+    'updated_ms', nowText, 'started_ms', nowText, 'schema', keptSchema(receipt) }
   if job and job ~= '' then
     fields[#fields + 1] = 'job:' .. intText(receipt.attempts)
     fields[#fields + 1] = job

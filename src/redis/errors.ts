@@ -82,15 +82,23 @@ export class CorruptReceiptError extends ToolReceiptsError {
 }
 
 /**
- * The receipt layout this release writes and reads, stored in each receipt's
- * `schema` field by the claim that creates it and by every reclaim. A receipt
- * without the field has layout 1, written before layouts were numbered; what
- * layout 2 adds, a release that reads only layout 1 ignores. The number grows
- * only when a release stores something an older release would misread, so an
- * older release refuses such a receipt ({@link ReceiptVersionError}) instead.
- * The scripts hold the same number (`lua/includes/observe-receipt.lua`).
+ * The newest receipt layout this release reads, from the `schema` field each
+ * receipt stores. A receipt without the field has layout 1, written before
+ * layouts were numbered; layout 2 adds fields a release reading only layout 1
+ * ignores, and is what an ordinary receipt is written in
+ * ({@link ORDINARY_RECEIPT_SCHEMA}). Layout 3 is for a receipt whose status or
+ * effect a release reading only layout 2 would misread: that release refuses it
+ * ({@link ReceiptVersionError}) instead of guessing, while every ordinary
+ * receipt stays readable beside it during a rolling deploy. The scripts hold
+ * the same numbers (`lua/includes/observe-receipt.lua`).
  */
-export const RECEIPT_SCHEMA_VERSION = 2;
+export const RECEIPT_SCHEMA_VERSION = 3;
+
+/**
+ * The layout a claim that creates an ordinary receipt writes (2): one the
+ * previous release reads too. A next attempt keeps a receipt's newer layout.
+ */
+export const ORDINARY_RECEIPT_SCHEMA = 2;
 
 /**
  * A receipt written by a newer release of this package, in a layout this

@@ -46,6 +46,7 @@ export {
   NotAmbiguousError,
   CorruptReceiptError,
   ReceiptVersionError,
+  ORDINARY_RECEIPT_SCHEMA,
   RECEIPT_SCHEMA_VERSION,
   ContestedReceiptError,
   type AttemptFence,

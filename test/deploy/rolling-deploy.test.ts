@@ -23,7 +23,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { duplicateEffects, readOutbox } from '../../examples/outbox-tools.js';
 import { idempotencyKeyFor, type ToolJobResult } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
-import { RECEIPT_SCHEMA_VERSION, ReceiptStore, type ReceiptRecord } from '../../src/redis/index.js';
+import { ORDINARY_RECEIPT_SCHEMA, ReceiptStore, type ReceiptRecord } from '../../src/redis/index.js';
 import { showCommand } from '../../src/cli/commands/show.js';
 import { Capture } from '../cli/support.js';
 import { previousRelease, type PreviousRelease } from '../support/previous-release.js';
@@ -224,7 +224,7 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
           } as const)
         : ({ attemptsSeen: record.attempts, epochSeen: record.epoch, outcome: 'failed', error: 'not in the provider log' } as const);
     const ambiguous = await store.listAmbiguous();
-    expect(new Set(ambiguous.map((r) => r.schema))).toEqual(new Set([1, RECEIPT_SCHEMA_VERSION]));
+    expect(new Set(ambiguous.map((r) => r.schema))).toEqual(new Set([1, ORDINARY_RECEIPT_SCHEMA]));
     for (const record of ambiguous.filter((r) => r.schema === 1)) await store.resolve(record.key, verdictOf(record));
 
     // What the previous release does not know of a receipt (fields its scripts never name) must outlive its
@@ -298,7 +298,7 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
           argsHash: await toolCallArgsHash(call.input),
         });
         const before = afterDeploy.get(receiptKey);
-        if (before?.status !== 'completed' || before.schema !== RECEIPT_SCHEMA_VERSION || before.resolvedMs !== null) continue;
+        if (before?.status !== 'completed' || before.schema !== ORDINARY_RECEIPT_SCHEMA || before.resolvedMs !== null) continue;
         const result = results.find((r) => r.tool_use_id === call.id);
         expect(result, `${receiptKey} in job ${done.id} (${done.failedReason ?? 'completed'})`).toMatchObject({
           outcome: 'replayed',
@@ -314,7 +314,7 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
     const previous = await listAll(oldStore);
     expect(previous.map(core)).toEqual(current.map(core));
     const layouts = new Set(current.map((r) => r.schema));
-    expect(layouts).toEqual(new Set([1, RECEIPT_SCHEMA_VERSION]));
+    expect(layouts).toEqual(new Set([1, ORDINARY_RECEIPT_SCHEMA]));
     const afterPrevious = await unknownToPrevious();
     for (const [key, fields] of beforePrevious) expect(afterPrevious.get(key), key).toMatchObject(fields);
 
@@ -339,7 +339,7 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
     const out = new Capture();
     await showCommand({ store, redis, out, args: { redisKey: older.redisKey, json: true } });
     expect(core(JSON.parse(out.text))).toEqual(core(previous.find((r) => r.redisKey === older.redisKey)!));
-    const newer = current.find((r) => r.schema === RECEIPT_SCHEMA_VERSION && r.status === 'completed')!;
+    const newer = current.find((r) => r.schema === ORDINARY_RECEIPT_SCHEMA && r.status === 'completed')!;
     const shown = await previousCli(['show', newer.redisKey, '--json'], prefix);
     expect(core(JSON.parse(shown.stdout))).toEqual(core(newer));
     const mixedRun = runs.find((run) => new Set(current.filter((r) => r.key.runId === run).map((r) => r.schema)).size === 2) ?? runs[0]!;
@@ -353,7 +353,7 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
     console.log(
       `rolling deploy (previous release from ${release.from}): ${enqueued} jobs, ${kills} workers SIGKILLed, ` +
         `${effects.length} effects, ${duplicateEffects(effects).length} duplicate; ${current.length} receipts ` +
-        `(${byLayout(1)} layout 1, ${byLayout(RECEIPT_SCHEMA_VERSION)} layout ${RECEIPT_SCHEMA_VERSION}); ` +
+        `(${byLayout(1)} layout 1, ${byLayout(ORDINARY_RECEIPT_SCHEMA)} layout ${ORDINARY_RECEIPT_SCHEMA}); ` +
         `${ambiguous.length} ambiguous resolved across releases; ${replayed} replays by the previous release; ` +
         `decisions ${JSON.stringify(decisions)}`,
     );

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { RECEIPT_SCHEMA_VERSION, ReceiptVersionError } from '../../src/redis/errors.js';
+import { ORDINARY_RECEIPT_SCHEMA, RECEIPT_SCHEMA_VERSION, ReceiptVersionError } from '../../src/redis/errors.js';
 import type { ReceiptStore } from '../../src/redis/receipt-store.js';
 import { ReconcileStore } from '../../src/redis/reconcile-store.js';
 import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
@@ -26,8 +26,10 @@ const reconciles = (store: ReceiptStore): ReconcileStore => new ReconcileStore({
 describe('the layout a receipt carries', () => {
   it('the scripts and the TypeScript readers know the same layout', () => {
     const include = readFileSync(new URL('../../lua/includes/observe-receipt.lua', import.meta.url), 'utf8');
-    expect(Number(/^local function receiptSchema\(\) return (\d+) end$/m.exec(include)?.[1])).toBe(RECEIPT_SCHEMA_VERSION);
-    expect(RECEIPT_SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
+    expect(Number(/^local function receiptSchema\(\) return (\d+) end$/m.exec(include)?.[1])).toBe(ORDINARY_RECEIPT_SCHEMA);
+    expect(Number(/^local function newestSchema\(\) return (\d+) end$/m.exec(include)?.[1])).toBe(RECEIPT_SCHEMA_VERSION);
+    expect(ORDINARY_RECEIPT_SCHEMA).toBe(2);
+    expect(RECEIPT_SCHEMA_VERSION).toBeGreaterThan(ORDINARY_RECEIPT_SCHEMA);
   });
 
   it('a claim that creates a receipt writes it, and a read reports it', async () => {
@@ -35,8 +37,23 @@ describe('the layout a receipt carries', () => {
     const redis = fixture.connect();
     const key = freshKey();
     await store.claim(key, { effect: 'opaque' });
-    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(ORDINARY_RECEIPT_SCHEMA));
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', schema: ORDINARY_RECEIPT_SCHEMA });
+  });
+
+  it('a receipt in the newest layout is read and settled, and a takeover keeps its layout instead of lowering it', async () => {
+    const store = fixture.store();
+    const redis = fixture.connect();
+    const key = freshKey();
+    await claimFence(store, key, { effect: 'resumable', leaseMs: 60 });
+    await redis.hset(store.redisKey(key), 'schema', String(RECEIPT_SCHEMA_VERSION));
     expect(await store.inspect(key)).toMatchObject({ status: 'running', schema: RECEIPT_SCHEMA_VERSION });
+    await waitForLeaseExpiry(store, key);
+    const second = await store.claim(key, { effect: 'resumable' });
+    expect(second.decision.kind).toBe('execute');
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
+    await store.complete(key, second.fence!, 'done');
+    expect(await store.inspect(key)).toMatchObject({ status: 'completed', attempts: 2, schema: RECEIPT_SCHEMA_VERSION });
   });
 
   it('a receipt an earlier release wrote (no schema field) reads as layout 1, settles as before, and a reclaim moves it to this layout', async () => {
@@ -52,13 +69,13 @@ describe('the layout a receipt carries', () => {
     const second = await store.claim(key, { effect: 'resumable' });
     expect(second.decision.kind).toBe('execute');
     expect(second.attempt).toBe(2);
-    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(RECEIPT_SCHEMA_VERSION));
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(ORDINARY_RECEIPT_SCHEMA));
     await store.complete(key, second.fence!, { sent: true });
     expect(await store.inspect(key)).toMatchObject({
       status: 'completed',
       attempts: 2,
       result: { sent: true },
-      schema: RECEIPT_SCHEMA_VERSION,
+      schema: ORDINARY_RECEIPT_SCHEMA,
     });
 
     const other = freshKey();
