@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { ReceiptStore } from '../src/redis/receipt-store.js';
+import { ReceiptStore } from '../src/redis/receipts/store.js';
 import { CLIENT_KINDS, openSingle, type ClientKind } from '../test/support/redis-clients.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, unlinkMatching } from './support.js';

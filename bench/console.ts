@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { RunRegistry, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/index.js';
-import { expandIncludes } from '../src/redis/scripts.js';
+import { expandIncludes } from '../src/redis/scripts/scripts.js';
 import { startConsoleServer } from '../src/console/index.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion } from './support.js';

@@ -19,7 +19,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { built } from './package.js';
-import { hasWaitAof, type DurabilityOptions } from '../src/redis/durability.js';
+import { hasWaitAof, type DurabilityOptions } from '../src/redis/durability/durability.js';
 import { NO_SYNC_DELAY, clusterSkipReason, withNode } from '../test/support/redis-cluster.js';
 import { LocalRedis, findOnPath } from '../test/support/redis-process.js';
 import { uniquePrefix } from '../test/support/redis.js';

@@ -17,8 +17,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
-import { ReceiptStore } from '../src/redis/receipt-store.js';
-import { scriptSource } from '../src/redis/scripts.js';
+import { ReceiptStore } from '../src/redis/receipts/store.js';
+import { scriptSource } from '../src/redis/scripts/scripts.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, throughput, unlinkMatching } from './support.js';
 

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { ReceiptStore, RunRegistry, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/index.js';
-import { expandIncludes } from '../src/redis/scripts.js';
+import { expandIncludes } from '../src/redis/scripts/scripts.js';
 import { statsCommand } from '../src/cli/commands/stats.js';
 import { startRedis } from '../test/support/redis.js';
 import { median, redisVersion, unlinkMatching } from './support.js';

@@ -13,17 +13,17 @@ export { ToolReceiptsError } from './core/errors.js';
 export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './core/error-codes.js';
 export { sha256Digest, hmacSha256Digest, InvalidDigestSecretError, type DigestFn } from './core/identity.js';
 export { NeverStartedError, DestructiveRanError, OutcomeUnknownError, ToolRefusedError } from './core/tiers.js';
-export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection.js';
+export { InvalidRedisConnectionError, type RedisConnection } from './redis/connection/connection.js';
 export {
   checkRedisForReceipts,
   RedisCheckFailedError,
   type CheckRedisOptions,
   type RedisReport,
   type RedisFinding,
-} from './redis/doctor.js';
+} from './redis/operators/doctor.js';
 export { InvalidOptionsError } from './core/options.js';
-export { DurabilityUnsupportedError, ReceiptNotDurableError, type DurabilityOptions } from './redis/durability.js';
-export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } from './redis/unreachable.js';
+export { DurabilityUnsupportedError, ReceiptNotDurableError, type DurabilityOptions } from './redis/durability/durability.js';
+export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } from './redis/connection/unreachable.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
 export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';

@@ -28,7 +28,7 @@
                                verdict had settled its attempt: it changed
                                nothing, and is kept so the trail shows it
   At most historyCap() = 20 entries are kept: appending entry n deletes
-  hist:<n - 20> (RECEIPT_HISTORY_CAP in src/redis/receipt-record.ts). No
+  hist:<n - 20> (RECEIPT_HISTORY_CAP in src/redis/receipts/reads/history.ts). No
   transition deletes either field, so the trail survives reclaims, re-runs
   and later verdicts for as long as the receipt lives.
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { Logger } from 'pino';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 import type { LazyAbort } from './abort.js';
 import type { ToolContext } from './define-tool.js';
 

@@ -7,9 +7,9 @@
 import type { Logger } from 'pino';
 import type { Job } from 'bullmq';
 import type { DigestFn } from '../core/identity.js';
-import type { BreakerStore } from '../redis/breaker-store.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
-import type { ReconcileStore } from '../redis/reconcile-store.js';
+import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
+import type { ReconcileStore } from '../redis/receipts/transitions/reconcile-store.js';
 import type { LazyAbort } from './abort.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolReceiptsEvents } from './events.js';

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ReceiptDecision } from '../core/decision.js';
-import type { ReconcileVerdict } from '../redis/receipt-record.js';
+import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
 import type { ToolCallOutcome } from './job-data.js';
 
 /** Identifiers every event carries, so a listener can correlate without the job. */

@@ -8,8 +8,8 @@
  */
 import type { Logger } from 'pino';
 import { InvalidOptionsError } from '../core/options.js';
-import { DurabilityUnsupportedError, ReceiptNotDurableError } from '../redis/durability.js';
-import { RedisUnreachableError } from '../redis/unreachable.js';
+import { DurabilityUnsupportedError, ReceiptNotDurableError } from '../redis/durability/durability.js';
+import { RedisUnreachableError } from '../redis/connection/unreachable.js';
 import { unrecoverable } from './errors.js';
 import { errorText } from './failure-policy.js';
 import type { Execution } from './settle-call.js';

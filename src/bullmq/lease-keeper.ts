@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 
 /**
  * Extends a receipt lease while a tool runs: every third of the lease, so two

@@ -12,7 +12,7 @@
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { toolCallArgsHash } from '../core/identity.js';
-import type { ClaimOptions, PrefetchedClaim } from '../redis/receipt-store.js';
+import type { ClaimOptions, PrefetchedClaim } from '../redis/receipts/store.js';
 import type { CallRuntime, JobScope, PreparedCall } from './call-runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolCall } from './job-data.js';

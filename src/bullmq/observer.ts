@@ -5,9 +5,9 @@
  * never loads `@opentelemetry/api`.
  */
 import type { ReceiptDecision } from '../core/decision.js';
-import type { RedisConnection } from '../redis/connection.js';
-import type { ReconcileVerdict } from '../redis/receipt-record.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 import type { FencedOutEvent } from './events.js';
 import type { ToolResultBlock } from './job-data.js';
 

@@ -18,7 +18,7 @@ import {
   type OptionRule,
   type OptionsSchema,
 } from '../core/options.js';
-import { durabilityOption } from '../redis/durability.js';
+import { durabilityOption } from '../redis/durability/durability.js';
 import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 

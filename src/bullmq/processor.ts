@@ -1,13 +1,13 @@
 import type { Job } from 'bullmq';
-import type { RedisConnection } from '../redis/connection.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
 import { checkOptions } from '../core/options.js';
 import { TOOL_RECEIPTS_SCHEMA } from './options.js';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, type DigestFn } from '../core/identity.js';
-import { BreakerStore } from '../redis/breaker-store.js';
-import { ReceiptStore } from '../redis/receipt-store.js';
-import type { DurabilityOptions } from '../redis/durability.js';
-import { ReconcileStore } from '../redis/reconcile-store.js';
+import { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
+import { ReceiptStore } from '../redis/receipts/store.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
+import { ReconcileStore } from '../redis/receipts/transitions/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { LazyAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';

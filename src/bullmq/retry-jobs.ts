@@ -5,8 +5,8 @@
  */
 import { Job, Queue } from 'bullmq';
 import { ToolReceiptsError } from '../core/errors.js';
-import type { RedisConnection } from '../redis/connection.js';
-import type { AttemptJob, ReceiptRecord } from '../redis/receipt-record.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.js';
 
 /** A job retry was asked for a call that is not settled yet: retrying would only meet the same ambiguity. */
 export class CallNotSettledError extends ToolReceiptsError {

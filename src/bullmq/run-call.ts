@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
 import { NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX } from '../core/tiers.js';
 import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError } from '../redis/errors.js';
-import type { SettleResult } from '../redis/receipt-store.js';
+import type { SettleResult } from '../redis/receipts/store.js';
 import { createToolContext } from './call-context.js';
 import { receiptEffectOf } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';

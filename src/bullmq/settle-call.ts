@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { failureFactsOf, failureTier, isUnreachableService, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
-import type { SettleResult } from '../redis/receipt-store.js';
+import type { SettleResult } from '../redis/receipts/store.js';
 import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';

@@ -12,7 +12,7 @@ import { ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError, isValidKeyPrefix } from '../redis/keys.js';
 import { closestName, InvalidOptionsError } from '../core/options.js';
-import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipt-store.js';
+import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipts/store.js';
 import { stringOption, wholeNumberOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
 import { auditSpec } from './commands/audit.js';

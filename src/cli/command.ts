@@ -4,8 +4,8 @@
  * output and the parsed arguments (so tests call it without spawning).
  */
 import type { ParseArgsConfig } from 'node:util';
-import type { RedisConnection } from '../redis/connection.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { CliUsageError } from './errors.js';
 import type { Output } from './format.js';

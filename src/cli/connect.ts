@@ -4,7 +4,7 @@
  * `TOOL_RECEIPTS_CLIENT=ioredis|node-redis` picks one. Either way the
  * connection fails fast: no reconnect loop, no queueing while down.
  */
-import type { RedisConnection } from '../redis/connection.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
 import { CliUsageError, RedisUnavailableError } from './errors.js';
 
 /** Where the CLI connects: one URL (a server or a Cluster node), or a master found through sentinels. */

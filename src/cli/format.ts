@@ -4,7 +4,7 @@
  * from Redis (a tenant, a tool name, a result) can move the cursor, recolour
  * the terminal or pose as another line.
  */
-import type { ReceiptRecord } from '../redis/receipt-record.js';
+import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
 import { recordedToolResultContent } from '../core/journal.js';
 import { escapeChar, token } from '../operator/labels.js';
 

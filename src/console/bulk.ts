@@ -8,9 +8,9 @@
  * running actions live in the console's memory.
  */
 import { randomBytes } from 'node:crypto';
-import { listAmbiguousEntries, type AmbiguousFilter } from '../redis/ambiguous-index.js';
-import { isAmbiguousRecord, isContestedRecord } from '../redis/receipt-record.js';
-import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipt-store.js';
+import { listAmbiguousEntries, type AmbiguousFilter } from '../redis/runs/ambiguous-index.js';
+import { isAmbiguousRecord, isContestedRecord } from '../redis/receipts/reads/record.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipts/store.js';
 import { ReceiptNotFoundError, ResolveRefusedError } from '../operator/errors.js';
 import { resolveReceipt, type AuditTrail } from '../operator/resolve.js';
 import type { ConsoleData } from './queries.js';

@@ -9,11 +9,11 @@
 import { Job, Queue } from 'bullmq';
 import { idempotencyKeyFor } from '../bullmq/call-context.js';
 import { toolJobDataSchema } from '../bullmq/job-data.js';
-import { listAmbiguousEntries, type AmbiguousEntry } from '../redis/ambiguous-index.js';
-import { receiptsConnection } from '../redis/connection.js';
+import { listAmbiguousEntries, type AmbiguousEntry } from '../redis/runs/ambiguous-index.js';
+import { receiptsConnection } from '../redis/connection/connection.js';
 import { encodeKeyComponent, parseRunIndexRedisKey } from '../redis/keys.js';
-import type { ReceiptRecord } from '../redis/receipt-record.js';
-import { RUN_REGISTRY_SHARDS, runRegistryRedisKey } from '../redis/run-registry.js';
+import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
+import { RUN_REGISTRY_SHARDS, runRegistryRedisKey } from '../redis/runs/registry.js';
 import { parseReceiptRedisKey } from '../operator/receipt-key.js';
 import type { ConsoleData } from './queries.js';
 

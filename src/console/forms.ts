@@ -4,7 +4,7 @@
  * refusals a bad one gets.
  */
 import type { IncomingMessage } from 'node:http';
-import type { AmbiguousFilter } from '../redis/ambiguous-index.js';
+import type { AmbiguousFilter } from '../redis/runs/ambiguous-index.js';
 import { parseAge } from './queries.js';
 import type { NeedsFilterForm } from './pages/needs.js';
 

@@ -8,12 +8,12 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
-import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from '../redis/audit-log.js';
-import { checkedConnection, type RedisConnection } from '../redis/connection.js';
+import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from '../redis/operators/audit-log.js';
+import { checkedConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
-import { ReceiptStore } from '../redis/receipt-store.js';
-import { RunRegistry } from '../redis/run-registry.js';
-import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipt-store.js';
+import { ReceiptStore } from '../redis/receipts/store.js';
+import { RunRegistry } from '../redis/runs/registry.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipts/store.js';
 import { CallNotSettledError } from '../bullmq/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';

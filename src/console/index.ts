@@ -17,4 +17,4 @@ export {
   type AuditAction,
   type AuditEntry,
   type AuditEntryInput,
-} from '../redis/audit-log.js';
+} from '../redis/operators/audit-log.js';

@@ -4,12 +4,12 @@
  * and the data every page reads through. Nothing here walks the keyspace;
  * the find box is in find.ts.
  */
-import { compareAmbiguous, listAmbiguousEntries, type AmbiguousEntry, type AmbiguousFilter } from '../redis/ambiguous-index.js';
-import type { AuditLog } from '../redis/audit-log.js';
-import type { RedisConnection } from '../redis/connection.js';
-import type { AttemptJob, ReceiptRecord } from '../redis/receipt-record.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
-import type { RunRegistry } from '../redis/run-registry.js';
+import { compareAmbiguous, listAmbiguousEntries, type AmbiguousEntry, type AmbiguousFilter } from '../redis/runs/ambiguous-index.js';
+import type { AuditLog } from '../redis/operators/audit-log.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
+import type { RunRegistry } from '../redis/runs/registry.js';
 
 /** A BullMQ queue the console may look job ids up in. */
 export interface ConsoleQueue {

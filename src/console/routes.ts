@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
-import { countReceiptsByTenant } from '../redis/receipt-stats.js';
+import { countReceiptsByTenant } from '../redis/runs/counts.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { runReport } from '../operator/run-report.js';
 import { CONSOLE_CSS } from './assets.js';

@@ -10,14 +10,14 @@
 import { randomBytes } from 'node:crypto';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
-import { AuditLog, type AuditAction } from '../redis/audit-log.js';
-import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { AuditLog, type AuditAction } from '../redis/operators/audit-log.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { corruptReceiptErrorOf, InvalidReceiptInputError } from '../redis/errors.js';
 import { receiptRedisKey } from '../redis/keys.js';
 import { connectionOption, prefixOption } from '../redis/options.js';
-import { runScript } from '../redis/scripts.js';
+import { runScript } from '../redis/scripts/scripts.js';
 import { storeSettings } from '../redis/settings.js';
-import { unreachableErrorOf } from '../redis/unreachable.js';
+import { unreachableErrorOf } from '../redis/connection/unreachable.js';
 import type { Limit } from './definitions.js';
 import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
 import {

@@ -1,9 +1,9 @@
 import { checkOptions, nullable, type OptionsSchema } from '../core/options.js';
-import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
-import { hmget, hscan } from '../redis/clients/commands.js';
+import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { hmget, hscan } from '../redis/connection/clients/commands.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
 import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
-import { runScript } from '../redis/scripts.js';
+import { runScript } from '../redis/scripts/scripts.js';
 import { buildCheckpointIndex } from './char-index.js';
 import { assertToolResultProvenanceMatch, decodeOwnerRecord, encodeOwnerRecord, normalizeToolResultProvenance } from './provenance.js';
 import { isOffloadHashKey, lengthField, offloadHashKey, offloadScanPattern, ownerField } from './redis-keys.js';

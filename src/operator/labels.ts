@@ -4,7 +4,7 @@
  * one label for where a receipt stands, and a value as one safe token.
  * Plain text: each caller escapes for its own medium (a terminal, HTML).
  */
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../redis/receipt-record.js';
+import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../redis/receipts/reads/record.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
 const BARE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]+$/u;

@@ -1,6 +1,6 @@
 /** Reading one receipt by the Redis key an operator pasted. */
-import type { ReceiptRecord } from '../redis/receipt-record.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
+import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 import { ReceiptNotFoundError } from './errors.js';
 import { parseReceiptRedisKey } from './receipt-key.js';
 

@@ -6,9 +6,9 @@
  * the attempt itself) already gave.
  */
 import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type ObservedFence } from '../redis/errors.js';
-import { epochOrigin } from '../redis/epochs.js';
-import type { ReceiptHistoryEntry, ReceiptRecord } from '../redis/receipt-record.js';
-import type { Resolution } from '../redis/receipt-store.js';
+import { epochOrigin } from '../redis/receipts/transitions/epochs.js';
+import type { ReceiptHistoryEntry, ReceiptRecord } from '../redis/receipts/reads/record.js';
+import type { Resolution } from '../redis/receipts/store.js';
 import { ResolveRefusedError, type ResolveRefusal } from './errors.js';
 import { token, when } from './labels.js';
 

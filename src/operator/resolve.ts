@@ -6,10 +6,10 @@
  * refusal says what changed; every write that lands is recorded in the
  * audit log.
  */
-import type { AuditLog } from '../redis/audit-log.js';
-import type { RedisConnection } from '../redis/connection.js';
-import type { ReceiptRecord } from '../redis/receipt-record.js';
-import type { ReceiptStore, Resolution } from '../redis/receipt-store.js';
+import type { AuditLog } from '../redis/operators/audit-log.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
+import type { ReceiptStore, Resolution } from '../redis/receipts/store.js';
 import { retryFailedJobs, type JobRetryReport } from '../bullmq/retry-jobs.js';
 import { readReceipt } from './read-receipt.js';
 import { resolveRefusal } from './resolve-refusal.js';

@@ -1,6 +1,6 @@
 /** One run's receipts with the resume note a resumed agent of the run is given. */
 import { buildResumeJournalNote, journalFromReceipts, type ToolCallJournal } from '../core/journal.js';
-import type { ReceiptRecord } from '../redis/receipt-record.js';
+import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
 
 /** What `run --json` prints. */
 export interface RunReport {

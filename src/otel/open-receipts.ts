@@ -21,10 +21,10 @@
  * rule. The gauge is therefore a close operational figure; `tool-receipts
  * stats` is the exact count.
  */
-import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection.js';
-import { zaddNx, zrange, zrem } from '../redis/clients/commands.js';
-import type { ReceiptStore } from '../redis/receipt-store.js';
-import { isAmbiguousRecord } from '../redis/receipt-record.js';
+import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { zaddNx, zrange, zrem } from '../redis/connection/clients/commands.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
+import { isAmbiguousRecord } from '../redis/receipts/reads/record.js';
 
 /** Shards per prefix unless told otherwise. */
 export const DEFAULT_OPEN_INDEX_SHARDS = 16;

@@ -9,8 +9,8 @@ export {
   type SettleResult,
   type HeartbeatResult,
   type PrefetchedClaim,
-} from './receipt-store.js';
-export { ReceiptQueries } from './receipt-queries.js';
+} from './receipts/store.js';
+export { ReceiptQueries } from './receipts/reads/read-side.js';
 export {
   type ReceiptRecord,
   type AttemptJob,
@@ -19,11 +19,11 @@ export {
   type ReceiptHistoryEntry,
   type ReceiptHistoryWhat,
   RECEIPT_HISTORY_CAP,
-} from './receipt-record.js';
-export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
-export { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
-export { type ReceiptStats, type ReceiptCount } from './receipt-stats.js';
-export { type RebuildSummary } from './receipt-scan.js';
+} from './receipts/reads/record.js';
+export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipts/store-types.js';
+export { ReceiptReader, type AmbiguousScan, type RunRange } from './receipts/reads/inspect.js';
+export { type ReceiptStats, type ReceiptCount } from './runs/counts.js';
+export { type RebuildSummary } from './runs/count-scan.js';
 export {
   RunRegistry,
   RUN_REGISTRY_SHARDS,
@@ -31,7 +31,7 @@ export {
   runRegistryRedisKey,
   runRegistryShardKey,
   type RegisteredRun,
-} from './run-registry.js';
+} from './runs/registry.js';
 export {
   ReconcileStore,
   type ReconcileStoreOptions,
@@ -39,8 +39,8 @@ export {
   type KeyedRerun,
   type VerdictToRecord,
   type ReconcileFence,
-} from './reconcile-store.js';
-export { BreakerStore, type BreakerStoreOptions, type FailureRecord, type RejectionRecord } from './breaker-store.js';
+} from './receipts/transitions/reconcile-store.js';
+export { BreakerStore, type BreakerStoreOptions, type FailureRecord, type RejectionRecord } from './receipts/transitions/breaker-store.js';
 export {
   FencedOutError,
   NotAmbiguousError,
@@ -70,10 +70,16 @@ export {
   type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
-export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError, type RedisStep } from './unreachable.js';
-export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES, type LostClaimRelease } from './lost-claims.js';
-export { defineScripts, ScriptDefinitionError, ScriptIncludeError, type ScriptDefinition, type ScriptIncludeProblem } from './scripts.js';
-export { type ClaimObservation } from './observation.js';
+export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError, type RedisStep } from './connection/unreachable.js';
+export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES, type LostClaimRelease } from './receipts/transitions/lost-claims.js';
+export {
+  defineScripts,
+  ScriptDefinitionError,
+  ScriptIncludeError,
+  type ScriptDefinition,
+  type ScriptIncludeProblem,
+} from './scripts/scripts.js';
+export { type ClaimObservation } from './receipts/transitions/observation.js';
 export {
   NoClusterMastersError,
   InvalidRedisConnectionError,
@@ -88,7 +94,7 @@ export {
   type BatchReply,
   type RedisArg,
   type RedisClientKind,
-} from './connection.js';
+} from './connection/connection.js';
 export {
   DEFAULT_DURABILITY_TIMEOUT_MS,
   DurabilityUnsupportedError,
@@ -97,7 +103,7 @@ export {
   durabilityOptions,
   type DurabilityOptions,
   type DurableWrite,
-} from './durability.js';
+} from './durability/durability.js';
 export {
   checkRedisForReceipts,
   DEFAULT_CHECK_TIMEOUT_MS,
@@ -108,4 +114,4 @@ export {
   type ReceiptRisk,
   type RedisFinding,
   type RedisReport,
-} from './doctor.js';
+} from './operators/doctor.js';

@@ -7,7 +7,7 @@
  * <prefix>:brk:{<tenant>|<run>}                      hash: the run's per-tool failure / rejection counters
  * <prefix>:cnt:{<tenant>|<run>}                      sorted set: the run's counting set (lua/includes/count.lua)
  * <prefix>:runs:{runs-<n>}                           sorted set: runs registered in shard n, scored by registration time
- * <prefix>:audit                                     stream: the operators' audit log (src/redis/audit-log.ts)
+ * <prefix>:audit                                     stream: the operators' audit log (src/redis/operators/audit-log.ts)
  * ```
  *
  * The part in braces is a Redis Cluster hash tag, so every key of one run

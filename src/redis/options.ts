@@ -4,8 +4,8 @@
  * lease, the retention, the command deadline and the owner. Each store's schema sits beside it.
  */
 import { MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
-import { checkedConnection } from './connection.js';
-import { durabilityOption } from './durability.js';
+import { checkedConnection } from './connection/connection.js';
+import { durabilityOption } from './durability/durability.js';
 import { isValidKeyPrefix } from './keys.js';
 
 /**

@@ -16,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { RedisConnectionLostError } from '../../src/redis/index.js';
 import { testJob } from '../../src/testing/index.js';
 import { faultTestsSupported } from '../support/redis.js';

@@ -13,7 +13,7 @@ import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { LOST_CLAIM_RELEASE_BUDGET_MS, RedisTimeoutError } from '../../src/redis/index.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { useRedis } from '../support/redis-fixture.js';

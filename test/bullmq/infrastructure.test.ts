@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { defineTool, withToolReceipts } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
 import { RedisTimeoutError } from '../../src/redis/index.js';
-import { hasWaitAof } from '../../src/redis/durability.js';
+import { hasWaitAof } from '../../src/redis/durability/durability.js';
 import { testJob } from '../../src/testing/index.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { useRedis } from '../support/redis-fixture.js';

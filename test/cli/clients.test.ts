@@ -55,7 +55,7 @@ describe('tool-receipts on node-redis', () => {
     async () => {
       const cluster = await startRedisCluster(3);
       try {
-        const { ReceiptStore } = await import('../../src/redis/receipt-store.js');
+        const { ReceiptStore } = await import('../../src/redis/receipts/store.js');
         const store = new ReceiptStore({ redis: cluster.connect(), prefix: cluster.prefix });
         const keys = Array.from({ length: 6 }, () => freshKey());
         for (const key of keys) await makeAmbiguous(store, key, { flag: false });

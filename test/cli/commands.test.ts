@@ -12,8 +12,8 @@ import { runCommand, type RunReport } from '../../src/cli/commands/run.js';
 import { showCommand } from '../../src/cli/commands/show.js';
 import { InvalidReceiptKeyError, ReceiptNotFoundError, ResolveRefusedError } from '../../src/cli/errors.js';
 import { FencedOutError, NotAmbiguousError } from '../../src/redis/errors.js';
-import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
-import { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import type { ReceiptRecord } from '../../src/redis/receipts/reads/record.js';
+import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 import { Capture, makeAmbiguous } from './support.js';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
-import type { ReceiptRecord } from '../../src/redis/receipt-record.js';
+import type { ReceiptRecord } from '../../src/redis/receipts/reads/record.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { Capture, hasStackTrace, makeAmbiguous, spawnCli } from './support.js';
 

@@ -8,9 +8,9 @@ import { statsCommand, statsSpec } from '../../src/cli/commands/stats.js';
 import { ambiguousSinceMs } from '../../src/cli/format.js';
 import { CliUsageError } from '../../src/cli/errors.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { isAmbiguousRecord, type ReceiptRecord } from '../../src/redis/receipt-record.js';
-import type { ReceiptStats } from '../../src/redis/receipt-stats.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { isAmbiguousRecord, type ReceiptRecord } from '../../src/redis/receipts/reads/record.js';
+import type { ReceiptStats } from '../../src/redis/runs/counts.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 import { Capture, spawnCli } from './support.js';
 

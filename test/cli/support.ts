@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import type { Output } from '../../src/cli/format.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 

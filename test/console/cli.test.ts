@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import type { OptionValues } from '../../src/cli/command.js';
-import type { AuditEntry } from '../../src/redis/audit-log.js';
+import type { AuditEntry } from '../../src/redis/operators/audit-log.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { startRedis } from '../support/redis.js';
 import { onProcessEnd } from '../support/cleanup.js';

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConsoleOptionsError, createConsoleHandler, type ConsoleHandler } from '../../src/console/index.js';
-import { AuditLog } from '../../src/redis/audit-log.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { InvalidKeyPrefixError } from '../../src/redis/keys.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConsoleServer, type ConsoleServer } from '../../src/console/index.js';
-import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 import { emailJob, killMidEffect, launchChromium, openPage } from './support.js';
 

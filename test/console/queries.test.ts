@@ -3,9 +3,9 @@
  * receipt skipped or repeated), and the find box's kinds, each from its index.
  */
 import { describe, expect, it } from 'vitest';
-import { AuditLog } from '../../src/redis/audit-log.js';
-import { RunRegistry } from '../../src/redis/run-registry.js';
-import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
+import { RunRegistry } from '../../src/redis/runs/registry.js';
+import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { idempotencyKeyFor } from '../../src/bullmq/call-context.js';
 import { find } from '../../src/console/find.js';
 import { needsPage, parseAge, parseCursor, cursorText, type ConsoleData } from '../../src/console/queries.js';

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { checkRedisForReceipts, type RedisFinding, type RedisReport } from '../../src/redis/index.js';
-import { hasWaitAof } from '../../src/redis/durability.js';
+import { hasWaitAof } from '../../src/redis/durability/durability.js';
 import { Capture } from '../cli/support.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { uniquePrefix } from '../support/redis.js';

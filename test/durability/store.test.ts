@@ -16,7 +16,7 @@ import {
   ReceiptStore,
   runHashTag,
 } from '../../src/redis/index.js';
-import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability.js';
+import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { startPrimaryWithReplica, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';

@@ -17,7 +17,7 @@ import {
   type LimitReservation,
   type ReserveResult,
 } from '../../src/limits/index.js';
-import { AuditLog } from '../../src/redis/audit-log.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, it } from 'vitest';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { InMemoryToolResultStore } from '../../src/offload/memory-store.js';
 import { RedisToolResultStore } from '../../src/offload/redis-store.js';
 import { toolResultStoreContract, type ToolResultStoreFactory } from '../../src/offload/contract/index.js';

@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { RedisToolResultStore, DEFAULT_TOOL_RESULT_RETENTION_MS } from '../../src/offload/redis-store.js';
 import { isOffloadHashKey, offloadHashKey } from '../../src/offload/redis-keys.js';
 import { buildToolResultRef } from '../../src/offload/ref.js';
-import { runScript } from '../../src/redis/scripts.js';
+import { runScript } from '../../src/redis/scripts/scripts.js';
 import { mixedText } from '../../src/offload/contract/support.js';
 import { useRedis } from '../support/redis-fixture.js';
 

@@ -32,11 +32,15 @@ import { TOOL_RECEIPTS_SCHEMA, RECONCILE_SWEEP_SCHEMA } from '../../src/bullmq/o
 import { createToolCallClient, type ToolCallClientOptions } from '../../src/client/index.js';
 import { TOOL_CALL_CLIENT_SCHEMA } from '../../src/client/options.js';
 import { BreakerStore, ReceiptStore, checkRedisForReceipts, type DurabilityOptions } from '../../src/redis/index.js';
-import { hasWaitAof } from '../../src/redis/durability.js';
-import { BREAKER_STORE_SCHEMA, type BreakerStoreOptions } from '../../src/redis/breaker-store.js';
-import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
-import { RECONCILE_STORE_SCHEMA, ReconcileStore, type ReconcileStoreOptions } from '../../src/redis/reconcile-store.js';
-import { CHECK_REDIS_SCHEMA, type CheckRedisOptions } from '../../src/redis/doctor.js';
+import { hasWaitAof } from '../../src/redis/durability/durability.js';
+import { BREAKER_STORE_SCHEMA, type BreakerStoreOptions } from '../../src/redis/receipts/transitions/breaker-store.js';
+import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from '../../src/redis/receipts/store.js';
+import {
+  RECONCILE_STORE_SCHEMA,
+  ReconcileStore,
+  type ReconcileStoreOptions,
+} from '../../src/redis/receipts/transitions/reconcile-store.js';
+import { CHECK_REDIS_SCHEMA, type CheckRedisOptions } from '../../src/redis/operators/doctor.js';
 import {
   InMemoryToolResultStore,
   RedisToolResultStore,

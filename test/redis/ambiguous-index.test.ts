@@ -4,10 +4,10 @@
  * age; counts per tenant add up to the fleet-wide counts.
  */
 import { describe, expect, it } from 'vitest';
-import { listAmbiguousEntries } from '../../src/redis/ambiguous-index.js';
-import { countReceiptsByTenant } from '../../src/redis/receipt-stats.js';
-import { RunRegistry } from '../../src/redis/run-registry.js';
-import { AuditLog, auditLogRedisKey } from '../../src/redis/audit-log.js';
+import { listAmbiguousEntries } from '../../src/redis/runs/ambiguous-index.js';
+import { countReceiptsByTenant } from '../../src/redis/runs/counts.js';
+import { RunRegistry } from '../../src/redis/runs/registry.js';
+import { AuditLog, auditLogRedisKey } from '../../src/redis/operators/audit-log.js';
 import { ambiguousSinceMs } from '../../src/operator/labels.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { claimFence, freshKey, useRedis } from '../support/redis-fixture.js';

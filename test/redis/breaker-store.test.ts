@@ -1,7 +1,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../../src/core/tiers.js';
-import { BreakerStore } from '../../src/redis/breaker-store.js';
+import { BreakerStore } from '../../src/redis/receipts/transitions/breaker-store.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 

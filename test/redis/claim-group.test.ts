@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { BreakerStore } from '../../src/redis/breaker-store.js';
-import { ReceiptNotDurableError } from '../../src/redis/durability.js';
+import { BreakerStore } from '../../src/redis/receipts/transitions/breaker-store.js';
+import { ReceiptNotDurableError } from '../../src/redis/durability/durability.js';
 import { InvalidReceiptInputError } from '../../src/redis/errors.js';
-import type { ClaimResult, ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ClaimResult, ReceiptStore } from '../../src/redis/receipts/store.js';
 import { claimDecision, claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

@@ -4,8 +4,8 @@
  * `status` and on a key of another Redis type.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
+import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { receiptOperations } from '../support/store-operations.js';
 

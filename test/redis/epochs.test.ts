@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { epochOrigin, newEpoch } from '../../src/redis/epochs.js';
+import { epochOrigin, newEpoch } from '../../src/redis/receipts/transitions/epochs.js';
 
 const KEY = 'trc:rcpt:{acme|run-42}:send_email:9f2c';
 

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { luaScript } from '../../src/redis/scripts.js';
+import { luaScript } from '../../src/redis/scripts/scripts.js';
 import { commitBatchEntries } from '../support/commit-batch.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
 

@@ -5,15 +5,15 @@
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { ClaimResult } from '../../src/redis/receipt-types.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ClaimResult } from '../../src/redis/receipts/store-types.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { Redis } from 'ioredis';
 import { CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
 import { RedisTimeoutError } from '../../src/redis/index.js';
 import { faultTestsSupported } from '../support/redis.js';
-import { MAX_BATCH_CALLS } from '../../src/redis/group-commit.js';
-import { scriptSource } from '../../src/redis/scripts.js';
-import { ReceiptStore as Store } from '../../src/redis/receipt-store.js';
+import { MAX_BATCH_CALLS } from '../../src/redis/durability/group-commit.js';
+import { scriptSource } from '../../src/redis/scripts/scripts.js';
+import { ReceiptStore as Store } from '../../src/redis/receipts/store.js';
 import { clientKindUnderTest, openSingle } from '../support/redis-clients.js';
 import { clusterSkipReason, startRedisCluster } from '../support/redis-cluster.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';

@@ -6,11 +6,11 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { callRedisKeys } from '../../src/redis/keys.js';
-import { parseObservation } from '../../src/redis/observation.js';
-import { claimRequest, runClaim, type ClaimChannel } from '../../src/redis/receipt-claim.js';
-import { runScript } from '../../src/redis/scripts.js';
+import { parseObservation } from '../../src/redis/receipts/transitions/observation.js';
+import { claimRequest, runClaim, type ClaimChannel } from '../../src/redis/receipts/transitions/claim.js';
+import { runScript } from '../../src/redis/scripts/scripts.js';
 import { RedisTimeoutError } from '../../src/redis/index.js';
-import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
+import { stepOfScript, unreachableErrorOf } from '../../src/redis/connection/unreachable.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 

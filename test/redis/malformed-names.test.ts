@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { MalformedNameError } from '../../src/core/identity.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
+import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

@@ -4,7 +4,7 @@
  * tool it would execute; complete ends the rejection streak.
  */
 import { describe, expect, it } from 'vitest';
-import { BreakerStore } from '../../src/redis/breaker-store.js';
+import { BreakerStore } from '../../src/redis/receipts/transitions/breaker-store.js';
 import { breakerField } from '../../src/redis/keys.js';
 import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 

@@ -2,7 +2,7 @@
  * Decisions do not depend on the client's clock: leases live on the server's.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

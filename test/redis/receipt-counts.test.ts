@@ -8,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { CorruptReceiptError } from '../../src/redis/errors.js';
 import { receiptCountRedisKey } from '../../src/redis/keys.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import { REGISTRATION_GRACE_MS, RUN_REGISTRY_SHARDS, runRegistryRedisKey, runRegistryShardKey } from '../../src/redis/run-registry.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
+import { REGISTRATION_GRACE_MS, RUN_REGISTRY_SHARDS, runRegistryRedisKey, runRegistryShardKey } from '../../src/redis/runs/registry.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

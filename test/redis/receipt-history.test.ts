@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencedOutError, InvalidReceiptInputError } from '../../src/redis/errors.js';
-import { RECEIPT_HISTORY_CAP } from '../../src/redis/receipt-record.js';
-import { ReceiptReader } from '../../src/redis/receipt-reader.js';
-import { ReconcileStore } from '../../src/redis/reconcile-store.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { RECEIPT_HISTORY_CAP } from '../../src/redis/receipts/reads/record.js';
+import { ReceiptReader } from '../../src/redis/receipts/reads/inspect.js';
+import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 

@@ -21,9 +21,9 @@ import { describe, expect, it } from 'vitest';
 import type { EffectResumability } from '../../src/core/decision.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type AttemptFence } from '../../src/redis/errors.js';
-import { isAmbiguousRecord } from '../../src/redis/receipt-record.js';
-import type { ReceiptStats } from '../../src/redis/receipt-stats.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { isAmbiguousRecord } from '../../src/redis/receipts/reads/record.js';
+import type { ReceiptStats } from '../../src/redis/runs/counts.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

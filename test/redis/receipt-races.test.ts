@@ -2,7 +2,7 @@
  * Races between many workers, each on its own connection.
  */
 import { describe, expect, it } from 'vitest';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencedOutError, InvalidReceiptInputError, NotAmbiguousError, ReceiptValueNotSerializableError } from '../../src/redis/errors.js';
-import { ReceiptStore } from '../../src/redis/receipt-store.js';
+import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { claimFence, freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

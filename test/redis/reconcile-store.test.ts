@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FencedOutError } from '../../src/redis/errors.js';
-import { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

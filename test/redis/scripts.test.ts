@@ -14,8 +14,8 @@ import {
   runVariadicScript,
   scriptEntry,
   scriptSource,
-} from '../../src/redis/scripts.js';
-import { receiptsConnection } from '../../src/redis/connection.js';
+} from '../../src/redis/scripts/scripts.js';
+import { receiptsConnection } from '../../src/redis/connection/connection.js';
 import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

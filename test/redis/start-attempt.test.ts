@@ -7,8 +7,8 @@
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakerField } from '../../src/redis/keys.js';
-import { parseClaimObservation } from '../../src/redis/observation.js';
-import { runScript } from '../../src/redis/scripts.js';
+import { parseClaimObservation } from '../../src/redis/receipts/transitions/observation.js';
+import { runScript } from '../../src/redis/scripts/scripts.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ToolReceiptsError } from '../../src/core/errors.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { CorruptReceiptError, RedisTimeoutError, RedisConnectionLostError } from '../../src/redis/index.js';
-import { stepOfScript, unreachableErrorOf } from '../../src/redis/unreachable.js';
-import { CommandDeadlineError, CommandNotSentError } from '../../src/redis/clients/deadline.js';
+import { stepOfScript, unreachableErrorOf } from '../../src/redis/connection/unreachable.js';
+import { CommandDeadlineError, CommandNotSentError } from '../../src/redis/connection/clients/deadline.js';
 
 const redisKey = receiptRedisKey('trc', { tenantId: 'acme', runId: 'run 1', toolName: 'send:email', argsHash: 'h1' });
 const where = { redisKey, step: 'claim' };

@@ -8,7 +8,7 @@ import { Cluster as Cluster5, Redis as Redis5 } from 'ioredis';
 import { Cluster as Cluster6, Redis as Redis6 } from 'ioredis-v6';
 import { createClient as createClient6, createCluster as createCluster6, createSentinel as createSentinel6 } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5, createSentinel as createSentinel5 } from 'redis-v5';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 
 export const CLIENT_KINDS = ['ioredis-5', 'ioredis-6', 'node-redis-6', 'node-redis-5'] as const;
 export type ClientKind = (typeof CLIENT_KINDS)[number];

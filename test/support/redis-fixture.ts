@@ -8,8 +8,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { AttemptFence } from '../../src/redis/errors.js';
-import { ReceiptStore, type ClaimOptions, type ClaimResult, type ReceiptStoreOptions } from '../../src/redis/receipt-store.js';
-import type { RedisConnection } from '../../src/redis/connection.js';
+import { ReceiptStore, type ClaimOptions, type ClaimResult, type ReceiptStoreOptions } from '../../src/redis/receipts/store.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { clientKindUnderTest, openSingle, type OpenedClient } from './redis-clients.js';
 import { startRedis, type RedisHandle } from './redis.js';
 

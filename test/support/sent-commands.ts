@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { scriptSource } from '../../src/redis/scripts.js';
+import { scriptSource } from '../../src/redis/scripts/scripts.js';
 import { commitBatchEntries } from './commit-batch.js';
 
 const scripts = new Map(

@@ -5,8 +5,8 @@
  * a new operation added here is held to every such rule at once.
  */
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import type { ReceiptStore } from '../../src/redis/receipt-store.js';
-import type { ReconcileStore } from '../../src/redis/reconcile-store.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
+import type { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 
 /** An operation on the receipt of `key`, given the store. */
 export type StoreOperation = [name: string, run: (store: ReceiptStore, key: ToolCallReceiptKey) => Promise<unknown>];

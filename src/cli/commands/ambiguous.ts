@@ -4,7 +4,7 @@
  * operator to check and resolve it.
  */
 import type { CorruptReceiptError, ReceiptVersionError } from '../../redis/errors.js';
-import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import type { ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { ambiguousSinceMs, emptyPrefixLine, table, token, when, writeJson, writeLine } from '../format.js';
 

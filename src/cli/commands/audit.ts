@@ -2,11 +2,11 @@
  * `tool-receipts audit`: the operators' audit log, newest first: every
  * resolve (from this CLI or the console), bulk resolve and job retry.
  */
-import { AuditLog } from '../../redis/audit-log.js';
+import { AuditLog } from '../../redis/operators/audit-log.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { clip, table, terminalText, token, when, writeJson, writeLine } from '../format.js';
-import { serverTimeMs } from '../../redis/receipt-stats.js';
+import { serverTimeMs } from '../../redis/runs/counts.js';
 
 /** Arguments of {@link auditCommand}. */
 export interface AuditArgs {

@@ -4,7 +4,7 @@
  */
 import { parseAllowedHost } from '../../console/hosts.js';
 import { startConsoleServer, DEFAULT_CONSOLE_PORT } from '../../console/server.js';
-import { receiptsConnection, type RedisConnection } from '../../redis/connection.js';
+import { receiptsConnection, type RedisConnection } from '../../redis/connection/connection.js';
 import { expectPositionals, stringListOption, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';

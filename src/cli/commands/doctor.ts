@@ -3,9 +3,9 @@
  * at-most-once needs (no eviction, fsynced AOF, replicas for the durability
  * the workers ask for) and exits 1 when something puts receipts at risk.
  */
-import type { RedisConnection } from '../../redis/connection.js';
-import { checkRedisForReceipts, type RedisFinding } from '../../redis/doctor.js';
-import type { DurabilityOptions } from '../../redis/durability.js';
+import type { RedisConnection } from '../../redis/connection/connection.js';
+import { checkRedisForReceipts, type RedisFinding } from '../../redis/operators/doctor.js';
+import type { DurabilityOptions } from '../../redis/durability/durability.js';
 import { JSON_OPTION, expectPositionals, wholeNumberOption, type CommandContext, type CommandSpec } from '../command.js';
 import { table, terminalText, writeJson, writeLine } from '../format.js';
 

@@ -4,8 +4,8 @@
  * happened.
  */
 import os from 'node:os';
-import type { ReceiptRecord } from '../../redis/receipt-record.js';
-import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../../redis/receipt-store.js';
+import type { ReceiptRecord } from '../../redis/receipts/reads/record.js';
+import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../../redis/receipts/store.js';
 import {
   commandHint,
   JSON_OPTION,
@@ -19,7 +19,7 @@ import {
 import { CliUsageError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
 import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
-import { AuditLog } from '../../redis/audit-log.js';
+import { AuditLog } from '../../redis/operators/audit-log.js';
 import { resolveReceipt } from '../../operator/resolve.js';
 
 /** Arguments of {@link resolveCommand}. */

@@ -8,7 +8,7 @@ import {
   RECEIPT_HISTORY_CAP,
   type AttemptJob,
   type ReceiptRecord,
-} from '../../redis/receipt-record.js';
+} from '../../redis/receipts/reads/record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { readReceipt } from '../../operator/read-receipt.js';
 import {
@@ -28,7 +28,7 @@ import {
   type Output,
 } from '../format.js';
 import { parseReceiptRedisKey } from '../receipt-key.js';
-import type { ReceiptStore } from '../../redis/receipt-store.js';
+import type { ReceiptStore } from '../../redis/receipts/store.js';
 
 /** Arguments of {@link showCommand}. */
 export interface ShowArgs {

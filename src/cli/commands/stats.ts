@@ -4,8 +4,8 @@
  * when. Exact, from each run's counting set; `--scan` reads every receipt
  * instead, and `--rebuild` rebuilds the counting sets from the receipts.
  */
-import type { ReceiptStats } from '../../redis/receipt-stats.js';
-import type { RebuildSummary } from '../../redis/receipt-scan.js';
+import type { ReceiptStats } from '../../redis/runs/counts.js';
+import type { RebuildSummary } from '../../redis/runs/count-scan.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { emptyPrefixLine, emptyTenantLine, table, token, when, writeJson, writeLine } from '../format.js';

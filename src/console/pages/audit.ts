@@ -1,5 +1,5 @@
 /** The audit log: every write an operator made, newest first. */
-import type { AuditEntry } from '../../redis/audit-log.js';
+import type { AuditEntry } from '../../redis/operators/audit-log.js';
 import { html, type Html } from '../html.js';
 import { href, page, receiptHref, time, type PageContext } from './layout.js';
 

@@ -1,5 +1,5 @@
 /** Bulk resolve by filter: the filter, the exact preview, the confirmation, the progress, and the history. */
-import type { AuditEntry } from '../../redis/audit-log.js';
+import type { AuditEntry } from '../../redis/operators/audit-log.js';
 import { duration } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
 import { MAX_BULK_RECEIPTS, type BulkDraft, type BulkJob } from '../bulk.js';

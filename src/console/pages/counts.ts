@@ -1,5 +1,5 @@
 /** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets. */
-import type { ReceiptStats } from '../../redis/receipt-stats.js';
+import type { ReceiptStats } from '../../redis/runs/counts.js';
 import { html, type Html } from '../html.js';
 import { href, page, time, type PageContext } from './layout.js';
 

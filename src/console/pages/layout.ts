@@ -1,5 +1,5 @@
 /** The frame every page shares, links between pages, and small pieces of markup. */
-import type { ReceiptRecord } from '../../redis/receipt-record.js';
+import type { ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import { isoTime, relative, stateLabel } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
 import type { ConsoleRole } from '../security.js';

@@ -1,7 +1,7 @@
 /** One receipt: every field, its steps, jobs and history, and what an operator can do about it. */
 import { idempotencyKeyFor } from '../../bullmq/call-context.js';
 import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import { isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
 import { banner, csrfField, href, page, prettyJson, runHref, stateBadge, time, type PageContext } from './layout.js';

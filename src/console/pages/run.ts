@@ -1,5 +1,5 @@
 /** A run: its receipts on a time axis (created to settled: running, then ambiguous once an attempt was lost, capped by the final status; takeovers marked) and its resume note. */
-import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipt-record.js';
+import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import type { RunReport } from '../../operator/run-report.js';
 import { duration, isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';

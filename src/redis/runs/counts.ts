@@ -6,14 +6,14 @@
  * receipts, and one read-only script per run returns its counts, so no
  * receipt is read and the keyspace is never walked.
  */
-import type { EffectResumability } from '../core/decision.js';
-import { isCluster, receiptsConnection, type RedisConnection } from './connection.js';
-import { corruptReceiptErrorOf, type ReceiptStatus } from './errors.js';
-import { decodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
-import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { runScript, scriptEntry } from './scripts.js';
-import { forEachBounded } from './bounded.js';
-import { serverTimeMs as timeOf } from './clients/commands.js';
+import type { EffectResumability } from '../../core/decision.js';
+import { isCluster, receiptsConnection, type RedisConnection } from '../connection/connection.js';
+import { corruptReceiptErrorOf, type ReceiptStatus } from '../errors.js';
+import { decodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
+import type { RegisteredRun, RunRegistry } from './registry.js';
+import { runScript, scriptEntry } from '../scripts/scripts.js';
+import { forEachBounded } from '../connection/bounded.js';
+import { serverTimeMs as timeOf } from '../connection/clients/commands.js';
 
 /** Receipts of one status and effect. */
 export interface ReceiptCount {

@@ -7,11 +7,11 @@
  * entries, so no receipt is read and no SCAN runs: the cost grows with the
  * number of registered runs (like `stats`), not with the size of the keyspace.
  */
-import { decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from './keys.js';
-import type { RedisConnection } from './connection.js';
-import { scriptPerRun, serverTimeMs } from './receipt-stats.js';
-import type { RegisteredRun, RunRegistry } from './run-registry.js';
-import { forEachBounded } from './bounded.js';
+import { decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
+import type { RedisConnection } from '../connection/connection.js';
+import { scriptPerRun, serverTimeMs } from './counts.js';
+import type { RegisteredRun, RunRegistry } from './registry.js';
+import { forEachBounded } from '../connection/bounded.js';
 
 /** One receipt that needs a person, as the index knows it (no receipt read). */
 export interface AmbiguousEntry {

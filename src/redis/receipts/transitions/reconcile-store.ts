@@ -5,17 +5,17 @@
  * window. Each transition is one Lua script on the receipt, fenced like the
  * receipt store's own.
  */
-import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
-import { checkedConnection, type RedisConnection } from './connection.js';
-import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
-import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from './keys.js';
-import { attemptJobText, type AttemptJob, type ReconcileVerdict } from './receipt-record.js';
-import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from './durability.js';
-import { checkOptions, type OptionsSchema } from '../core/options.js';
-import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from './options.js';
-import { runScript } from './scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, positiveInt, storeSettings } from './settings.js';
-import { toStoredJson } from './stored-json.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
+import { checkedConnection, type RedisConnection } from '../../connection/connection.js';
+import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
+import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../../keys.js';
+import { attemptJobText, type AttemptJob, type ReconcileVerdict } from '../reads/record.js';
+import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
+import { checkOptions, type OptionsSchema } from '../../../core/options.js';
+import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
+import { runScript } from '../../scripts/scripts.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, positiveInt, storeSettings } from '../../settings.js';
+import { toStoredJson } from '../stored-json.js';
 
 /** What {@link ReconcileStore.begin} found. */
 export type ReconcileStart =

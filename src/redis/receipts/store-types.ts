@@ -1,9 +1,9 @@
 /**
  * The shapes the receipt store's methods take and return.
  */
-import type { EffectResumability, ReceiptDecision, ReceiptState } from '../core/decision.js';
-import type { AttemptFence } from './errors.js';
-import type { AttemptJob } from './receipt-record.js';
+import type { EffectResumability, ReceiptDecision, ReceiptState } from '../../core/decision.js';
+import type { AttemptFence } from '../errors.js';
+import type { AttemptJob } from './reads/record.js';
 
 /** Options of one {@link ReceiptStore.claim}. */
 export interface ClaimOptions {

@@ -4,8 +4,8 @@
  * `hist_seq`, the number of the last one written. Read back as
  * {@link ReceiptHistoryEntry}s.
  */
-import { InvalidReceiptInputError } from './errors.js';
-import { assertWellFormedNames } from '../core/identity.js';
+import { InvalidReceiptInputError } from '../../errors.js';
+import { assertWellFormedNames } from '../../../core/identity.js';
 
 /** Hash field prefix of an entry of the receipt's history: `hist:<n>`. */
 export const HISTORY_FIELD_PREFIX = 'hist:';

@@ -8,17 +8,10 @@
  * the write started is settled as failed `neverStarted` before the error is
  * thrown, so an unacknowledged claim never starts its effect.
  */
-import { ReceiptNotDurableError } from './durability.js';
-import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
+import { ReceiptNotDurableError } from '../../durability/durability.js';
+import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
-import {
-  createdFence,
-  prefetched,
-  releaseUnacknowledged,
-  type ClaimChannel,
-  type ClaimRequest,
-  type PrefetchedClaim,
-} from './receipt-claim.js';
+import { createdFence, prefetched, releaseUnacknowledged, type ClaimChannel, type ClaimRequest, type PrefetchedClaim } from './claim.js';
 import { releasingLostClaims } from './lost-claims.js';
 
 /** What claiming ahead needs of the store that runs it. */

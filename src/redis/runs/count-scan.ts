@@ -6,14 +6,14 @@
  * fast counts to. `rebuildReceiptCounts` walks the same way and rebuilds each
  * run's counting set and registration.
  */
-import { receiptsConnection, scanKeys, type RedisConnection } from './connection.js';
-import { zrange } from './clients/commands.js';
-import type { ReceiptStatus } from './errors.js';
-import type { EffectResumability } from '../core/decision.js';
-import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from './keys.js';
-import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './receipt-stats.js';
-import type { RunRegistry } from './run-registry.js';
-import { forEachBounded } from './bounded.js';
+import { receiptsConnection, scanKeys, type RedisConnection } from '../connection/connection.js';
+import { zrange } from '../connection/clients/commands.js';
+import type { ReceiptStatus } from '../errors.js';
+import type { EffectResumability } from '../../core/decision.js';
+import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from '../keys.js';
+import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './counts.js';
+import type { RunRegistry } from './registry.js';
+import { forEachBounded } from '../connection/bounded.js';
 
 /** Options of {@link scanReceipts} and {@link rebuildReceiptCounts}. */
 export interface ScanOptions {

@@ -2,10 +2,10 @@
  * The options of a `ReceiptStore` and the rule of each, checked when the
  * store is made.
  */
-import { booleanOption, type OptionsSchema } from '../core/options.js';
-import type { RedisConnection } from './connection.js';
-import { durabilityOption, type DurabilityOptions } from './durability.js';
-import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from './options.js';
+import { booleanOption, type OptionsSchema } from '../../core/options.js';
+import type { RedisConnection } from '../connection/connection.js';
+import { durabilityOption, type DurabilityOptions } from '../durability/durability.js';
+import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../options.js';
 
 /** How a `ReceiptStore` talks to Redis. */
 export interface ReceiptStoreOptions {

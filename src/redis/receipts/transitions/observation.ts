@@ -2,8 +2,8 @@
  * Parsing of the observation every receipt script returns, and its mapping
  * onto the core's `ReceiptState`. Internal to the Redis layer.
  */
-import type { EffectResumability, ReceiptState } from '../core/decision.js';
-import { UnexpectedScriptReplyError, type ObservedFence, type ReceiptStatus } from './errors.js';
+import type { EffectResumability, ReceiptState } from '../../../core/decision.js';
+import { UnexpectedScriptReplyError, type ObservedFence, type ReceiptStatus } from '../../errors.js';
 
 /** What a script saw (or left) in a receipt, on the server clock. */
 export interface Observation {

@@ -8,7 +8,7 @@
  * Redis ≥ 7.2), sent on the very connection that carried the write, to the
  * node that owns the run's slot.
  */
-import { ToolReceiptsError } from '../core/errors.js';
+import { ToolReceiptsError } from '../../core/errors.js';
 import {
   booleanOption,
   checkOptions,
@@ -19,8 +19,8 @@ import {
   type OptionRule,
   type OptionSite,
   type OptionsSchema,
-} from '../core/options.js';
-import { receiptsConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from './connection.js';
+} from '../../core/options.js';
+import { receiptsConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
 
 /** What a receipt write must reach before the store reports it done. */
 export interface DurabilityOptions {

@@ -3,17 +3,17 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import { checkedConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
-import { hmget } from './clients/commands.js';
-import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
-import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from './options.js';
-import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
-import { assertWellFormedNames } from '../core/identity.js';
-import { UnexpectedScriptReplyError } from './errors.js';
-import { unreachableErrorOf } from './unreachable.js';
-import { breakerField, breakerRedisKey, encodeKeyComponent } from './keys.js';
-import { runScript } from './scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, storeSettings } from './settings.js';
+import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../../connection/connection.js';
+import { hmget } from '../../connection/clients/commands.js';
+import { checkOptions, wholeNumber, type OptionsSchema } from '../../../core/options.js';
+import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
+import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../../../core/tiers.js';
+import { assertWellFormedNames } from '../../../core/identity.js';
+import { UnexpectedScriptReplyError } from '../../errors.js';
+import { unreachableErrorOf } from '../../connection/unreachable.js';
+import { breakerField, breakerRedisKey, encodeKeyComponent } from '../../keys.js';
+import { runScript } from '../../scripts/scripts.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, storeSettings } from '../../settings.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {

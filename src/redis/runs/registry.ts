@@ -16,10 +16,10 @@
  * whose claim has not landed yet, so pruning can never drop a run that still
  * has receipts.
  */
-import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from './connection.js';
-import { zrangeWithScores } from './clients/commands.js';
-import { encodeKeyComponent } from './keys.js';
-import { runScript } from './scripts.js';
+import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from '../connection/connection.js';
+import { zrangeWithScores } from '../connection/clients/commands.js';
+import { encodeKeyComponent } from '../keys.js';
+import { runScript } from '../scripts/scripts.js';
 
 /** Shards per prefix. Fixed: every process of a fleet must agree on it. */
 export const RUN_REGISTRY_SHARDS = 16;

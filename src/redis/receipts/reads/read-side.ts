@@ -5,17 +5,17 @@
  * settle, heartbeat, resolve) on top; everything here only reads, apart from
  * pruning run-index entries of expired receipts on the way.
  */
-import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
-import type { ReceiptsConnection } from './connection.js';
-import type { CorruptReceiptError, ReceiptVersionError } from './errors.js';
-import { receiptRedisKey, runIndexRedisKey } from './keys.js';
-import { receiptsExist } from './presence.js';
-import { ReceiptReader, type AmbiguousScan, type RunRange } from './receipt-reader.js';
-import type { ReceiptHistoryEntry, ReceiptRecord } from './receipt-record.js';
-import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from './receipt-scan.js';
-import { countReceipts, type ReceiptStats } from './receipt-stats.js';
-import { RunRegistry } from './run-registry.js';
-import { positiveInt } from './settings.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
+import type { ReceiptsConnection } from '../../connection/connection.js';
+import type { CorruptReceiptError, ReceiptVersionError } from '../../errors.js';
+import { receiptRedisKey, runIndexRedisKey } from '../../keys.js';
+import { receiptsExist } from '../../runs/presence.js';
+import { ReceiptReader, type AmbiguousScan, type RunRange } from './inspect.js';
+import type { ReceiptHistoryEntry, ReceiptRecord } from './record.js';
+import { rebuildReceiptCounts, scanReceipts, type RebuildSummary } from '../../runs/count-scan.js';
+import { countReceipts, type ReceiptStats } from '../../runs/counts.js';
+import { RunRegistry } from '../../runs/registry.js';
+import { positiveInt } from '../../settings.js';
 
 /** Reads the receipts under one prefix: the part of a `ReceiptStore` that writes no transition. */
 export class ReceiptQueries {

@@ -7,7 +7,7 @@
  * tag, so a Cluster routes each call to the node that owns it; only walking
  * the keyspace (SCAN) must visit every master, which {@link scanKeys} does.
  */
-import { describeValue, ToolReceiptsError } from '../core/errors.js';
+import { describeValue, ToolReceiptsError } from '../../core/errors.js';
 import { ioredisConnection, looksLikeIoredis, type IoredisClient } from './clients/ioredis.js';
 import { isNodeRedisPool, looksLikeNodeRedis, nodeRedisConnection, type NodeRedisClient } from './clients/node-redis.js';
 import { adapterFor, isReceiptsConnection, type ReceiptsConnection } from './clients/types.js';

@@ -4,11 +4,11 @@
  * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
  * whether receipts are safe, at risk (and of what), or whether it cannot tell.
  */
-import { ToolReceiptsError } from '../core/errors.js';
-import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
-import { checkedConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from './connection.js';
-import { configGet } from './clients/commands.js';
-import { durabilityOption, durabilityOptions, hasWaitAof, type DurabilityOptions } from './durability.js';
+import { ToolReceiptsError } from '../../core/errors.js';
+import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';
+import { checkedConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
+import { configGet } from '../connection/clients/commands.js';
+import { durabilityOption, durabilityOptions, hasWaitAof, type DurabilityOptions } from '../durability/durability.js';
 
 /** What a finding means for receipts. */
 export type FindingStatus = 'safe' | 'at-risk' | 'unknown';

@@ -6,7 +6,7 @@
  * a different value from the one the tool produced. This refuses those values
  * instead, before anything is written.
  */
-import { ReceiptValueNotSerializableError } from './errors.js';
+import { ReceiptValueNotSerializableError } from '../errors.js';
 
 /** `undefined` at the top level: no value. Stored as an absent field, read back as `undefined`. */
 export const NO_VALUE = '';

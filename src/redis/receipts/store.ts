@@ -4,10 +4,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
-import { checkedConnection } from './connection.js';
-import { checkOptions } from '../core/options.js';
-import type { EffectResumability } from '../core/decision.js';
-import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
+import { checkedConnection } from '../connection/connection.js';
+import { checkOptions } from '../../core/options.js';
+import type { EffectResumability } from '../../core/decision.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../../core/identity.js';
 import {
   ContestedReceiptError,
   corruptReceiptErrorOf,
@@ -17,18 +17,18 @@ import {
   NotAmbiguousError,
   UnexpectedScriptReplyError,
   type AttemptFence,
-} from './errors.js';
-import { breakerField, callRedisKeys, type CallKeys } from './keys.js';
-import { parseObservation, toFence, type Observation } from './observation.js';
-import { STEP_FIELD_PREFIX, type ReceiptRecord } from './receipt-record.js';
-import { checkVerdictText } from './receipt-history.js';
-import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './receipt-claim.js';
-import { claimTogether, completeAndClaimNext, type AheadChannel } from './claims-ahead.js';
-import { runScript } from './scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, positiveInt, storeSettings } from './settings.js';
-import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from './durability.js';
+} from '../errors.js';
+import { breakerField, callRedisKeys, type CallKeys } from '../keys.js';
+import { parseObservation, toFence, type Observation } from './transitions/observation.js';
+import { STEP_FIELD_PREFIX, type ReceiptRecord } from './reads/record.js';
+import { checkVerdictText } from './reads/history.js';
+import { checkPrefetched, claimRequest, runClaim, type ClaimRequest, type PrefetchedClaim } from './transitions/claim.js';
+import { claimTogether, completeAndClaimNext, type AheadChannel } from './transitions/claims-ahead.js';
+import { runScript } from '../scripts/scripts.js';
+import { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, positiveInt, storeSettings } from '../settings.js';
+import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from '../durability/durability.js';
 import { toStoredJson } from './stored-json.js';
-import { stepOfScript, unreachableErrorOf } from './unreachable.js';
+import { stepOfScript, unreachableErrorOf } from '../connection/unreachable.js';
 import {
   RESOLUTION_BY_MAX,
   RESOLUTION_NOTE_MAX,
@@ -37,17 +37,17 @@ import {
   type HeartbeatResult,
   type Resolution,
   type SettleResult,
-} from './receipt-types.js';
+} from './store-types.js';
 
-export type { ReceiptRecord } from './receipt-record.js';
-export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './receipt-types.js';
-export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './receipt-types.js';
-export type { PrefetchedClaim } from './receipt-claim.js';
+export type { ReceiptRecord } from './reads/record.js';
+export type { ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './store-types.js';
+export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './store-types.js';
+export type { PrefetchedClaim } from './transitions/claim.js';
 
-export { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from './settings.js';
-import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './receipt-store-options.js';
-import { GroupCommit } from './group-commit.js';
-import { ReceiptQueries } from './receipt-queries.js';
+export { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from '../settings.js';
+import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './store-options.js';
+import { GroupCommit } from '../durability/group-commit.js';
+import { ReceiptQueries } from './reads/read-side.js';
 export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
 /**

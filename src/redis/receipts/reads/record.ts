@@ -2,19 +2,19 @@
  * A receipt as read back for inspection: every field of the hash, typed, with
  * lease expiry judged on the server clock at the time of the read.
  */
-import type { EffectResumability } from '../core/decision.js';
-import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { EffectResumability } from '../../../core/decision.js';
+import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import {
   CorruptReceiptError,
   RECEIPT_SCHEMA_VERSION,
   ReceiptVersionError,
   UnexpectedScriptReplyError,
   type ReceiptStatus,
-} from './errors.js';
-import { fromStoredJson } from './stored-json.js';
-import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './receipt-history.js';
+} from '../../errors.js';
+import { fromStoredJson } from '../stored-json.js';
+import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
-export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './receipt-history.js';
+export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './history.js';
 
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
 export const STEP_FIELD_PREFIX = 'step:';

@@ -2,12 +2,12 @@
  * Read-side of the receipt store: inspecting one receipt, listing a run, and
  * scanning for ambiguous receipts.
  */
-import { receiptsConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from './connection.js';
-import { zrangeWithScores } from './clients/commands.js';
-import { isReceiptRedisKey, receiptScanPattern } from './keys.js';
-import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from './errors.js';
-import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './receipt-record.js';
-import { runScript, scriptEntry } from './scripts.js';
+import { receiptsConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../../connection/connection.js';
+import { zrangeWithScores } from '../../connection/clients/commands.js';
+import { isReceiptRedisKey, receiptScanPattern } from '../../keys.js';
+import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from '../../errors.js';
+import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './record.js';
+import { runScript, scriptEntry } from '../../scripts/scripts.js';
 
 /** What a walk for ambiguous receipts found. */
 export interface AmbiguousScan {

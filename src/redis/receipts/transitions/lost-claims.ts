@@ -9,10 +9,10 @@
  * owner and the claim's unguessable token), and the next delivery runs the
  * call as its next attempt.
  */
-import type { AttemptFence } from './errors.js';
+import type { AttemptFence } from '../../errors.js';
 import { parseObservation } from './observation.js';
-import type { ClaimChannel, ClaimRequest } from './receipt-claim.js';
-import { RedisUnreachableError } from './unreachable.js';
+import type { ClaimChannel, ClaimRequest } from './claim.js';
+import { RedisUnreachableError } from '../../connection/unreachable.js';
 
 /** Tries at releasing a lost claim before leaving its lease to lapse. */
 export const LOST_CLAIM_RELEASE_TRIES = 8;

@@ -6,8 +6,8 @@
  * roughly the last {@link DEFAULT_AUDIT_MAX_ENTRIES} entries; the entry id
  * carries the server time of the write.
  */
-import { receiptsConnection, type RedisConnection } from './connection.js';
-import { validateKeyPrefix } from './keys.js';
+import { receiptsConnection, type RedisConnection } from '../connection/connection.js';
+import { validateKeyPrefix } from '../keys.js';
 
 /** Entries kept, roughly (the stream is trimmed with `MAXLEN ~`). */
 export const DEFAULT_AUDIT_MAX_ENTRIES = 10_000;

@@ -20,7 +20,13 @@
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { receiptsConnection, type BatchEntry, type LuaScript, type ReceiptsConnection, type RedisConnection } from './connection.js';
+import {
+  receiptsConnection,
+  type BatchEntry,
+  type LuaScript,
+  type ReceiptsConnection,
+  type RedisConnection,
+} from '../connection/connection.js';
 import { ScriptDefinitionError } from './script-errors.js';
 import { checkScriptHeader, type ScriptKeys } from './script-header.js';
 import { expandIncludes } from './script-includes.js';
@@ -161,7 +167,7 @@ let packaged: ScriptLibrary | undefined;
 
 /** The package's own scripts (its `lua/` directory), read once per process. */
 export function packageScripts(): ScriptLibrary {
-  packaged ??= ScriptLibrary.load(new URL('../../lua/', import.meta.url));
+  packaged ??= ScriptLibrary.load(new URL('../../../lua/', import.meta.url));
   return packaged;
 }
 

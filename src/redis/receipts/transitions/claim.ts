@@ -6,17 +6,17 @@
  * (`complete-claim-5.lua`), whose answer is then handed in as the first
  * round's.
  */
-import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../core/decision.js';
-import type { ToolCallReceiptKey } from '../core/identity.js';
-import { DurabilityWaiter, ReceiptNotDurableError, type WriteMark } from './durability.js';
+import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
+import type { ToolCallReceiptKey } from '../../../core/identity.js';
+import { DurabilityWaiter, ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { newEpoch } from './epochs.js';
-import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from './errors.js';
-import { breakerField } from './keys.js';
+import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
+import { breakerField } from '../../keys.js';
 import { parseClaimObservation, parseObservation, toReceiptState, type ClaimObservation, type Observation } from './observation.js';
-import { attemptJobText } from './receipt-record.js';
-import type { ClaimOptions, ClaimResult } from './receipt-types.js';
-import { positiveInt } from './settings.js';
-import { fromStoredJson } from './stored-json.js';
+import { attemptJobText } from '../reads/record.js';
+import type { ClaimOptions, ClaimResult } from '../store-types.js';
+import { positiveInt } from '../../settings.js';
+import { fromStoredJson } from '../stored-json.js';
 import { releasingLostClaims } from './lost-claims.js';
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */

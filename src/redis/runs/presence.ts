@@ -3,9 +3,9 @@
  * an operator's empty answer can tell "none of what you asked for" from
  * "nothing at all here: check --prefix or --tenant".
  */
-import { scanKeys, type RedisConnection } from './connection.js';
-import { encodeKeyComponent, isReceiptRedisKey, receiptScanPattern } from './keys.js';
-import type { RunRegistry } from './run-registry.js';
+import { scanKeys, type RedisConnection } from '../connection/connection.js';
+import { encodeKeyComponent, isReceiptRedisKey, receiptScanPattern } from '../keys.js';
+import type { RunRegistry } from './registry.js';
 
 /** SCAN pattern of the receipts under `prefix`, or of one tenant's (an encoded component holds no glob characters). */
 function pattern(prefix: string, tenantId: string | undefined): string {

@@ -8,10 +8,10 @@
  * {@link RedisConnectionLostError}, naming the receipt, its tool and the step
  * that was cut off, and whether the command was sent.
  */
-import { ToolReceiptsError } from '../core/errors.js';
+import { ToolReceiptsError } from '../../core/errors.js';
 import { CommandDeadlineError, CommandNotSentError } from './clients/deadline.js';
-import { decodeKeyComponent } from './keys.js';
-import type { LostClaimRelease } from './lost-claims.js';
+import { decodeKeyComponent } from '../keys.js';
+import type { LostClaimRelease } from '../receipts/transitions/lost-claims.js';
 
 /** What a store was doing when Redis stopped answering. */
 export interface RedisStep {

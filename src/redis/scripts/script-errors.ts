@@ -3,7 +3,7 @@
  * whose header disagrees with its name, a script run by a name no file has,
  * and an `@include` that cannot be expanded.
  */
-import { ToolReceiptsError } from '../core/errors.js';
+import { ToolReceiptsError } from '../../core/errors.js';
 
 /**
  * A script was run by a name no file in `lua/` has, or run with fewer keys

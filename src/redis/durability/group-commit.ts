@@ -19,8 +19,8 @@
  * that batch's calls are then sent alone, and so is every later call.
  */
 import clusterKeySlot from 'cluster-key-slot';
-import { UnexpectedScriptReplyError } from './errors.js';
-import { packageScripts } from './scripts.js';
+import { UnexpectedScriptReplyError } from '../errors.js';
+import { packageScripts } from '../scripts/scripts.js';
 
 /**
  * The most calls one batch carries; more in one tick go as several batches,
