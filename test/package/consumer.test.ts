@@ -110,7 +110,7 @@ beforeAll(async () => {
   const [done, nodeRedis] = await Promise.all([Promise.all(names.map((name, i) => exercise(name, i, docSources))), exerciseNodeRedis()]);
   names.forEach((name, i) => outcomes.set(name, done[i]!));
   nodeRedisOutcome = nodeRedis;
-}, 300_000);
+}, 600_000);
 
 afterAll(async () => {
   await redis?.stop();

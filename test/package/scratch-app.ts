@@ -22,7 +22,8 @@ export interface Ran {
 
 /**
  * Runs a command and resolves with its exit code and output, never rejecting
- * on a non-zero exit. npm's own `npm_*` variables (set when this runs under
+ * on a non-zero exit; one that outlives `timeoutMs` is killed and says so (the
+ * default leaves room for a loaded two-core machine compiling three apps at once). npm's own `npm_*` variables (set when this runs under
  * `npm test`) are dropped, so a nested npm acts on `cwd`, not on this repo.
  */
 export function run(
@@ -30,14 +31,15 @@ export function run(
   args: readonly string[],
   cwd: string,
   env: Record<string, string> = {},
-  timeoutMs = 120_000,
+  timeoutMs = 240_000,
 ): Promise<Ran> {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('npm_')));
   return new Promise((resolve) => {
     const options = { cwd, env: { ...inherited, ...env }, maxBuffer: 64 * 1024 * 1024, timeout: timeoutMs, killSignal: 'SIGKILL' as const };
     execFile(command, args, options, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      resolve({ code, stdout, stderr: error !== null && typeof error.code !== 'number' ? `${stderr}\n${error.message}` : stderr });
+      const killed = error?.killed === true ? ` (killed after ${timeoutMs / 1000} s without finishing)` : '';
+      resolve({ code, stdout, stderr: error !== null && typeof error.code !== 'number' ? `${stderr}\n${error.message}${killed}` : stderr });
     });
   });
 }
