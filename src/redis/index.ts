@@ -70,8 +70,14 @@ export {
   type BreakerFieldKind,
   receiptScanPattern,
 } from './keys.js';
-export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError, type RedisStep } from './connection/unreachable.js';
-export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES, type LostClaimRelease } from './receipts/transitions/lost-claims.js';
+export {
+  RedisTimeoutError,
+  RedisConnectionLostError,
+  RedisUnreachableError,
+  type LostClaimRelease,
+  type RedisStep,
+} from './connection/unreachable.js';
+export { LOST_CLAIM_RELEASE_BUDGET_MS, LOST_CLAIM_RELEASE_TRIES } from './receipts/transitions/lost-claims.js';
 export {
   defineScripts,
   ScriptDefinitionError,

@@ -11,7 +11,20 @@
 import { ToolReceiptsError } from '../../core/errors.js';
 import { CommandDeadlineError, CommandNotSentError } from './clients/deadline.js';
 import { decodeKeyComponent } from '../keys.js';
-import type { LostClaimRelease } from '../receipts/transitions/lost-claims.js';
+
+/** What became of one claim whose reply was lost. */
+export interface LostClaimRelease {
+  readonly redisKey: string;
+  /** The attempt the claim would have started. */
+  readonly attempt: number;
+  /**
+   * `released`: it had landed and is now failed `neverStarted`; `notLanded`:
+   * Redis holds no attempt of this claim (it never ran, or the receipt moved
+   * on); `unknown`: Redis did not answer any try (or refused the release),
+   * so the attempt, if it landed, is left for its lease to lapse.
+   */
+  readonly outcome: 'released' | 'notLanded' | 'unknown';
+}
 
 /** What a store was doing when Redis stopped answering. */
 export interface RedisStep {

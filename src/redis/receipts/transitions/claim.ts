@@ -1,46 +1,23 @@
 /**
- * The claim of a receipt, out of the store: the arguments a claim script
- * takes, and the observe / compare-and-set rounds that turn what it saw into
- * a decision. One piece of code for both ways a claim starts: the claim
+ * The claim of a receipt, out of the store: the observe / compare-and-set
+ * rounds that turn what a claim script saw into a decision (the request they
+ * send is built in `claim-request.ts`). One piece of code for both ways a claim starts: the claim
  * script on its own, or a settle that carried the next call's claim
  * (`complete-claim-5.lua`), whose answer is then handed in as the first
  * round's.
  */
 import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
-import { DurabilityWaiter, ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
-import { newEpoch } from './epochs.js';
+import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { breakerField } from '../../keys.js';
 import { parseClaimObservation, parseObservation, toReceiptState, type ClaimObservation, type Observation } from './observation.js';
-import { attemptJobText } from '../reads/record.js';
-import type { ClaimOptions, ClaimResult } from '../store-types.js';
-import { positiveInt } from '../../settings.js';
+import type { ClaimResult } from '../store-types.js';
 import { fromStoredJson } from '../stored-json.js';
 import { releasingLostClaims } from './lost-claims.js';
+import type { ClaimChannel, ClaimRequest } from './claim-request.js';
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
-
-/** One call's claim, ready to send: its keys and the claim script's arguments. */
-export interface ClaimRequest {
-  readonly key: ToolCallReceiptKey;
-  /** Receipt, run index, breaker hash, counting set: the KEYS of claim-4.lua. */
-  readonly keys: readonly [string, string, string, string];
-  /** ARGV of claim-4.lua, with the epoch a receipt this claim creates gets. */
-  readonly args: readonly (string | number)[];
-  readonly effect: EffectResumability;
-  readonly leaseMs: number;
-  readonly owner: string;
-  /** The attempt's job as stored (`''` for none), for a reclaim. */
-  readonly job: string;
-  /**
-   * The epoch minted for this claim: the lifetime's epoch when the claim
-   * creates the receipt, and the token a takeover stores, so a claim whose
-   * reply is lost can release exactly the attempt it started.
-   */
-  readonly token: string;
-}
 
 /**
  * A claim the settle of the previous call of the same turn already made
@@ -66,47 +43,6 @@ export interface PrefetchedClaim {
   readonly answersAlone: boolean;
   /** Set when the answer started an attempt: its fence. */
   readonly fence?: AttemptFence;
-}
-
-/** What a claim needs of the store it runs in. */
-export interface ClaimChannel {
-  readonly retentionMs: number;
-  readonly durability: DurabilityWaiter | undefined;
-  /** Runs a receipt script; a corrupt key becomes a typed `CorruptReceiptError`. */
-  call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
-}
-
-/** Checks a claim's options and builds its keys and arguments (minting the epoch). */
-export function claimRequest(
-  key: ToolCallReceiptKey,
-  keys: readonly [string, string, string, string],
-  options: ClaimOptions,
-  defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string },
-): ClaimRequest {
-  if (options.effect !== 'resumable' && options.effect !== 'opaque') {
-    throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
-  }
-  const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
-  const owner = options.owner ?? defaults.owner;
-  const job = options.job ? attemptJobText(options.job) : '';
-  // The epoch a receipt this claim creates gets (unguessable, so no stale fence can name it),
-  // and the token a takeover stores.
-  const token = newEpoch(keys[0]);
-  const args = [
-    leaseMs,
-    defaults.retentionMs,
-    owner,
-    options.effect,
-    key.tenantId,
-    key.runId,
-    key.toolName,
-    key.argsHash,
-    breakerField(key.toolName, 'removed'),
-    breakerField(key.toolName, 'rejections'),
-    token,
-    job,
-  ];
-  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
 }
 
 /** The fence of the attempt `request` starts when it creates the receipt: attempt 1 of the lifetime it mints. */

@@ -11,7 +11,8 @@
 import { ReceiptNotDurableError } from '../../durability/durability.js';
 import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
-import { createdFence, prefetched, releaseUnacknowledged, type ClaimChannel, type ClaimRequest, type PrefetchedClaim } from './claim.js';
+import { createdFence, prefetched, releaseUnacknowledged, type PrefetchedClaim } from './claim.js';
+import type { ClaimChannel, ClaimRequest } from './claim-request.js';
 import { releasingLostClaims } from './lost-claims.js';
 
 /** What claiming ahead needs of the store that runs it. */

@@ -11,8 +11,8 @@
  */
 import type { AttemptFence } from '../../errors.js';
 import { parseObservation } from './observation.js';
-import type { ClaimChannel, ClaimRequest } from './claim.js';
-import { RedisUnreachableError } from '../../connection/unreachable.js';
+import type { ClaimChannel, ClaimRequest } from './claim-request.js';
+import { RedisUnreachableError, type LostClaimRelease } from '../../connection/unreachable.js';
 
 /** Tries at releasing a lost claim before leaving its lease to lapse. */
 export const LOST_CLAIM_RELEASE_TRIES = 8;
@@ -29,20 +29,6 @@ const MAX_DELAY_MS = 2_000;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 const GAVE_UP = Symbol('gave up');
-
-/** What became of one claim whose reply was lost. */
-export interface LostClaimRelease {
-  readonly redisKey: string;
-  /** The attempt the claim would have started. */
-  readonly attempt: number;
-  /**
-   * `released`: it had landed and is now failed `neverStarted`; `notLanded`:
-   * Redis holds no attempt of this claim (it never ran, or the receipt moved
-   * on); `unknown`: Redis did not answer any try (or refused the release),
-   * so the attempt, if it landed, is left for its lease to lapse.
-   */
-  readonly outcome: 'released' | 'notLanded' | 'unknown';
-}
 
 /** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */
 export interface LostClaim {
