@@ -15,6 +15,7 @@ import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
 import type { ToolCallObserver } from './observer.js';
+import type { WorkerLimits } from '../limits/call-limits.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -50,6 +51,8 @@ export interface CallRuntime {
   prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): Promise<PreparedCall>;
   /** Turns a tool's return value into what the model sees (and the receipt stores). */
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
+  /** The worker's limits; `undefined` when it has none. */
+  readonly limits?: WorkerLimits;
 }
 
 /** The job a call belongs to. */

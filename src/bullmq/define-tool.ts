@@ -3,6 +3,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EffectResumability } from '../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
+import type { LimitDefinition } from '../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
 
 /** What a tool's `execute` receives besides its arguments. */
@@ -129,6 +130,13 @@ export interface ToolSpec<S extends z.ZodType> {
    * as given instead of rendering `input`, which still validates every call.
    */
   readonly inputJsonSchema?: Readonly<Record<string, unknown>>;
+  /**
+   * Limits that count this tool's calls only (see `defineLimit` in
+   * `bullmq-tool-receipts/limits`); a limit shared by several tools goes on
+   * `withToolReceipts({ limits })` with `tools`. Checked when the processor
+   * is made (`options.invalid` naming `tools[i].limits[j].<field>`).
+   */
+  readonly limits?: readonly LimitDefinition<z.output<S>>[];
   execute(args: z.output<S>, ctx: ToolContext): unknown;
 }
 
@@ -252,6 +260,8 @@ export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly o
       Object.values(v).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && n !== '')),
   ),
   execute: checkedApart,
+  // Checked by withToolReceipts, with the worker's other limits: one name is one count across them.
+  limits: rule('an array of limits', (v) => Array.isArray(v)),
 };
 
 /** The spec's fields against {@link TOOL_SPEC_SCHEMA}, refused as a tool definition naming the tool. */

@@ -73,6 +73,8 @@ export class NextCall {
     const staged = await this.stage().catch(() => undefined);
     if (staged === undefined) return undefined;
     if (staged.kind !== 'ready' || this.rt.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
+    // A call a limit counts reserves its share before its claim, so it claims for itself.
+    if (this.rt.limits?.covers(staged.tool.name)) return undefined;
     return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
   }
 

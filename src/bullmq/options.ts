@@ -20,6 +20,7 @@ import {
 } from '../core/options.js';
 import { durabilityOption } from '../redis/durability/durability.js';
 import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
+import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 
 const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnabled), or left out for the default', [
@@ -90,6 +91,8 @@ export const TOOL_RECEIPTS_SCHEMA = {
   maxRepairAttempts: wholeNumber(0),
   backendModel: nonBlankString,
   telemetry: shaped('a call observer such as toolReceiptsOtel(), with callStarted(call)', ['callStarted']),
+  limits: limitsOption,
+  limitReservationMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
   ...RESULT_SHAPING_SCHEMA,
 } as const;
 

@@ -25,6 +25,9 @@ import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
 import type { Reshaper } from '../repair/reshaper.js';
 import { assertUniqueToolNames } from '../repair/tool-names.js';
+import type { LimitDefinition } from '../limits/definitions.js';
+import { LimitStore } from '../limits/limit-store.js';
+import { WorkerLimits } from '../limits/call-limits.js';
 
 /**
  * Options of {@link withToolReceipts}. With `resultStore` set, results over
@@ -104,6 +107,20 @@ export interface ToolReceiptsOptions extends ResultShapingOptions {
    * `bullmq-tool-receipts/otel` for OpenTelemetry spans and metrics. Default: nothing observed.
    */
   readonly telemetry?: ToolCallObserver;
+  /**
+   * Limits the whole fleet keeps, counted at the execution: each covers the
+   * tools it names (or all), per tenant, per run or globally (see
+   * `defineLimit` in `bullmq-tool-receipts/limits`, and docs/limits.md). A
+   * tool's own limits go on `defineTool({ limits })`. Checked here, once:
+   * `options.invalid` names the field of one that cannot work.
+   */
+  readonly limits?: readonly LimitDefinition[];
+  /**
+   * How long a limit's reservation waits for its claim before it may be
+   * given back (a worker died between the two). Default 30 s; see
+   * `LimitStoreOptions.reservationMs`.
+   */
+  readonly limitReservationMs?: number;
 }
 
 /**
@@ -122,6 +139,8 @@ export interface ToolReceiptsProcessor {
   readonly events: ToolReceiptsEvents;
   readonly store: ReceiptStore;
   readonly breaker: BreakerStore;
+  /** The worker's limits and the store of their counts; `undefined` when it has none. */
+  readonly limits: WorkerLimits | undefined;
   /**
    * Listen to the worker's `lockRenewalFailed`: a job whose BullMQ lock could
    * not be renewed may already be running elsewhere, so its in-flight tool
@@ -159,6 +178,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     groupCommit: options.groupCommit,
   });
   const breaker = new BreakerStore(storeOptions);
+  const limits = workerLimitsOf(options, toolList);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
   const lockLost = new Map<string, LazyAbort>();
@@ -188,6 +208,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool),
     prepare: (call, tool, abort) => prepareCall(call, tool, repairOptions, abort),
     shape: resultShaper(options),
+    limits,
   };
 
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
@@ -228,5 +249,12 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     return () => void worker.off('lockRenewalFailed', onLockRenewalFailed);
   };
 
-  return Object.assign(processor, { events, store, breaker, attach });
+  return Object.assign(processor, { events, store, breaker, limits, attach });
+}
+
+/** The worker's limits, checked (`options.invalid` names a bad field), or `undefined` when neither it nor a tool has any. */
+function workerLimitsOf(options: ToolReceiptsOptions, tools: readonly AnyToolDefinition[]): WorkerLimits | undefined {
+  if (options.limits === undefined && tools.every((tool) => tool.limits === undefined)) return undefined;
+  const store = new LimitStore({ redis: options.redis, prefix: options.prefix, reservationMs: options.limitReservationMs });
+  return new WorkerLimits(store, options.limits, tools);
 }

@@ -20,6 +20,8 @@ import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.j
 import type { CallObservation } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
 import { stageCall, type NextCall } from './next-call.js';
+import { limitCall } from '../limits/call-limits.js';
+import { notRunUnderLimit, overLimit } from './limit-outcome.js';
 import {
   abandoned,
   emitIfListened,
@@ -133,9 +135,14 @@ async function runObservedCall(
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
   // Claimed already when the call before carried this claim in its complete: then a round trip of its own is
   // made (and observed) only when the decision needs more commands (a takeover, an ambiguous attempt).
+  // A call some limit counts reserves its share first (such a call is never claimed ahead).
+  const gate = await limitCall(rt.limits, key, args);
+  if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(rt, scope, call, gate, logDecision);
+  const limited = gate.kind === 'claim' ? gate.call : undefined;
   const ahead = await links.self?.claimedAhead(obs);
   const claiming = () => claimCall({ rt, scope, call, tool, key, args, log }, ahead);
-  const claim = await (ahead?.answersAlone ? claiming() : obs.roundTrip('claim', claiming)).catch((error: unknown) => {
+  const claim = await (ahead?.answersAlone ? claiming() : obs.roundTrip('claim', claiming)).catch(async (error: unknown) => {
+    await limited?.release();
     // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
     if (error instanceof CorruptReceiptError) {
       log().error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
@@ -145,6 +152,8 @@ async function runObservedCall(
   });
   reconciled = claim.reconciled;
   const decision: ReceiptDecision = claim.decision;
+  const verdict = await limited?.afterClaim(decision.kind === 'execute' && claim.toolRemoval === undefined);
+  if (verdict?.run === false) return await notRunUnderLimit(rt, scope, call, key, claim, verdict, logDecision);
   if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
     // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
     logDecision('reject', 'rejected');
@@ -203,7 +212,8 @@ async function runObservedCall(
         obs,
         afterUnknownOutcome: options.afterUnknownOutcome ?? false,
         next: links.next,
-      });
+        limited,
+      }).finally(() => limited?.settled());
     }
   }
 }

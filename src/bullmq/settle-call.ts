@@ -20,6 +20,7 @@ import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type Too
 import type { NextCall } from './next-call.js';
 import { interruptionOf } from './interruption.js';
 import type { CallObservation } from './observer.js';
+import type { LimitedCall } from '../limits/call-limits.js';
 
 /**
  * Emits `name` only when someone listens, building the payload then: with no
@@ -55,6 +56,8 @@ export interface Execution {
   readonly afterUnknownOutcome: boolean;
   /** The call after this one, which the complete may claim in the same script. */
   readonly next: NextCall | undefined;
+  /** The call's shares of its limits, bound to this attempt; given back when it is settled as never started. */
+  readonly limited?: LimitedCall;
 }
 
 /**
@@ -140,6 +143,7 @@ export async function settleInterrupted(x: Execution, error: unknown, onFencedOu
   try {
     const settled = await x.obs.roundTrip('fail', () => x.rt.store.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }));
     reportLateSettle(x, settled, 'failed');
+    await x.limited?.neverStarted();
     x.rt.events.emit('settled', { ...x.base, attempt: x.attempt, outcome: 'failed' });
     x.obs.settled('failed', { tier: 'neverStarted', error });
   } catch (failError) {
@@ -174,6 +178,7 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
     throw fencedOutFailure(x, 'fail', failError);
   }
   reportLateSettle(x, settled, 'failed');
+  if (tier === 'neverStarted') await x.limited?.neverStarted();
   // A refusal counts as a rejection (a streak that the tool's next success ends), any other failure as a failure;
   // a service that could not be reached is not the tool's failure, and counts as neither.
   const refused = error instanceof ToolRefusedError;

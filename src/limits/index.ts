@@ -40,3 +40,12 @@ export {
   type ReserveResult,
   type SettledReservation,
 } from './limit-store.js';
+export {
+  limitCall,
+  LimitedCall,
+  WorkerLimits,
+  type LimitGate,
+  type LimitRefusal,
+  type LimitVerdict,
+  type ToolLimits,
+} from './call-limits.js';

@@ -241,6 +241,23 @@ export class LimitStore {
     return { usedBefore, usage, auditId };
   }
 
+  /**
+   * What the receipt `receiptKey` holds for the limits `names`: its status
+   * (`null` when there is none) and which of them its lifetime is counted by
+   * (a reservation bound in its `limit:<name>` field). One read, no write.
+   */
+  async boundOn(receiptKey: string, names: readonly string[]): Promise<{ status: string | null; bound: Set<string> }> {
+    let reply: unknown;
+    try {
+      reply = await this.redis.command('HMGET', [receiptKey, 'status', ...names.map(limitBindingField)], receiptKey);
+    } catch (error) {
+      throw unreachableErrorOf(corruptReceiptErrorOf(error, receiptKey), { redisKey: receiptKey, step: 'limit-bound-on' });
+    }
+    const [status, ...held] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    const bound = new Set(names.filter((_, i) => typeof held[i] === 'string' && held[i] !== ''));
+    return { status: typeof status === 'string' ? status : null, bound };
+  }
+
   /** How long a bind or settle keeps a run's bindings: as long as any settle of `limit` may ask (see keepLimit in lua/includes/limit-state.lua). */
   private bindingsKeepMs(limit: Limit): number {
     return 2 * limit.windowMs + this.reservationMs;

@@ -220,6 +220,12 @@ function workerCases(): Cases<ToolReceiptsOptions> {
     maxRepairAttempts: whole(0),
     backendModel: text,
     telemetry: { good: fc.constant(NOOP_OBSERVER), usable: (v) => hasMethods(v, 'callStarted') },
+    // A limit so large that no run of this test reaches it; its definitions' own cases are in test/limits.
+    limits: {
+      good: fc.constantFrom<unknown>([], [defineLimit({ name: 'calls', per: 'tenant', max: 1_000_000, windowMs: 60_000 })]),
+      usable: (v) => Array.isArray(v) && v.every((l) => typeof l === 'object' && l !== null && 'name' in l),
+    },
+    limitReservationMs: whole(1, MAX_TIMER),
     ...resultShaping,
   };
 }

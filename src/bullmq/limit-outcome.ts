@@ -1,0 +1,84 @@
+/**
+ * What a call that its limits do not let run ends with: a rejected result
+ * the model reads (`onLimit: 'refuse'`), or the job parked on the server
+ * clock until the window allows it (`'wait'`), without using an attempt.
+ * The counting itself is in src/limits (`limitCall`).
+ */
+import { DelayedError } from 'bullmq';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { LimitGate, LimitRefusal, LimitVerdict } from '../limits/call-limits.js';
+import type { ClaimResult } from '../redis/receipts/store.js';
+import type { CallRuntime, JobScope } from './call-runtime.js';
+import { throwIfInterrupted } from './interruption.js';
+import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
+
+type LogDecision = (decision: string, outcome: ToolCallOutcome | 'waited') => void;
+
+/**
+ * A call its limits refused before its claim (nothing written on its
+ * receipt), or whose cost could not be counted: the rejected result, or,
+ * for a limit that waits, the job parked until the window resets.
+ */
+export async function overLimit(
+  rt: CallRuntime,
+  scope: JobScope,
+  call: ToolCall,
+  gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>,
+  logDecision: LogDecision,
+): Promise<ToolResultBlock> {
+  if (gate.kind === 'invalid_cost') {
+    rt.logger.error({ tool: call.name, callId: call.id, limit: gate.error.limit, error: gate.error.message }, 'limit cost not counted');
+    logDecision('reject', 'rejected');
+    // The team's own words only: what the cost function returned may echo the model's arguments.
+    const content = `This call was not run: its cost under the limit "${gate.error.limit}" could not be counted.`;
+    return block(call, 'rejected', { content, is_error: true });
+  }
+  return await refused(rt, scope, call, gate.refusal, logDecision);
+}
+
+async function refused(
+  rt: CallRuntime,
+  scope: JobScope,
+  call: ToolCall,
+  refusal: LimitRefusal,
+  logDecision: LogDecision,
+): Promise<ToolResultBlock> {
+  if (refusal.onLimit === 'refuse') {
+    logDecision('reject', 'rejected');
+    return block(call, 'rejected', { content: refusal.text, is_error: true });
+  }
+  const delay = Math.max(0, refusal.retryAtMs - refusal.nowMs) + Math.floor(Math.random() * rt.waitJitterMs);
+  await park(scope, refusal.nowMs, delay);
+  logDecision('wait', 'waited');
+  throw new DelayedError(`tool call ${call.id} waits ${delay} ms for the limit "${refusal.limit}" to reset`);
+}
+
+/** Parks the job until `nowMs + delayMs` on the server clock; a job cancelled meanwhile is not parked to come back. */
+async function park(scope: JobScope, nowMs: number, delayMs: number): Promise<void> {
+  throwIfInterrupted(scope.job.id ?? '', scope.abort);
+  await scope.park(nowMs, delayMs);
+}
+
+/**
+ * An attempt the claim started but its limits do not let run: settled at
+ * once as never started (so the next claim runs it afresh), then refused or
+ * parked; a reservation revoked under a slow claim parks the job briefly to
+ * reserve again.
+ */
+export async function notRunUnderLimit(
+  rt: CallRuntime,
+  scope: JobScope,
+  call: ToolCall,
+  key: ToolCallReceiptKey,
+  claim: ClaimResult,
+  verdict: Extract<LimitVerdict, { run: false }>,
+  logDecision: LogDecision,
+): Promise<ToolResultBlock> {
+  const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
+  if (claim.fence) await rt.store.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+  if ('refusal' in verdict) return await refused(rt, scope, call, verdict.refusal, logDecision);
+  const delay = Math.floor(Math.random() * rt.waitJitterMs);
+  await park(scope, claim.serverNowMs ?? Date.now(), delay);
+  logDecision('wait', 'waited');
+  throw new DelayedError(`tool call ${call.id}: ${why}`);
+}

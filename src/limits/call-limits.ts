@@ -1,0 +1,250 @@
+/**
+ * The limits of one worker as its call path meets them: which limits count
+ * a tool's calls, and {@link limitCall}, the one gate a call passes: reserve
+ * before the claim, bind (and commit) when the claim executes, give back on
+ * everything else. docs/limits.md says what is counted and why.
+ */
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { InvalidOptionsError } from '../core/options.js';
+import { receiptRedisKey } from '../redis/keys.js';
+import { checkLimits, costOf, LimitCostError, limitsOfTool, type Limit } from './definitions.js';
+import type { LimitReservation, ReserveResult } from './answers.js';
+import type { LimitStore } from './limit-store.js';
+import { limitRefusalText } from './window.js';
+
+/** A limit given on a tool (`defineTool({ limits })`), before the wrapper checked it. */
+export interface ToolLimits {
+  readonly name: string;
+  readonly limits?: readonly unknown[];
+}
+
+/**
+ * Every limit of a worker, checked once when its processor is made: the
+ * wrapper's own (`withToolReceipts({ limits })`, each for the tools it
+ * names, or all) and each tool's (`defineTool({ limits })`, for that tool).
+ */
+export class WorkerLimits {
+  private readonly byTool = new Map<string, Limit[]>();
+
+  /**
+   * Throws `options.invalid` naming the field (`limits[1].max`,
+   * `tools[2].limits[0].per`) for a definition that cannot work, a `tools`
+   * on a tool's own limit, and two limits of one name (one name is one count).
+   */
+  constructor(
+    readonly store: LimitStore,
+    given: unknown,
+    tools: readonly ToolLimits[],
+  ) {
+    const site = { owner: 'withToolReceipts', option: 'limits' };
+    const shared = given === undefined ? [] : checkLimits(given, site);
+    const named = new Map<string, string>(shared.map((limit, i) => [limit.name, `limits[${i}]`]));
+    tools.forEach((tool, t) => {
+      if (tool.limits === undefined) return;
+      const option = `tools[${t}].limits`;
+      const own = checkLimits(tool.limits, { owner: site.owner, option });
+      own.forEach((limit, i) => {
+        if (limit.tools !== undefined) {
+          throw new InvalidOptionsError(
+            site.owner,
+            `${option}[${i}].tools`,
+            `\`${option}[${i}].tools\` is set, but a tool's own limits count that tool only; leave it out, or give the limit to withToolReceipts`,
+          );
+        }
+        const earlier = named.get(limit.name);
+        if (earlier !== undefined) {
+          throw new InvalidOptionsError(
+            site.owner,
+            `${option}[${i}].name`,
+            `\`${option}[${i}].name\` is ${JSON.stringify(limit.name)}, the name of \`${earlier}\` too; each limit needs its own name, which keys its count (to share one count between tools, give it to withToolReceipts with \`tools\`)`,
+          );
+        }
+        named.set(limit.name, `${option}[${i}]`);
+      });
+      this.byTool.set(tool.name, [...limitsOfTool(shared, tool.name), ...own]);
+    });
+    for (const tool of tools) if (!this.byTool.has(tool.name)) this.byTool.set(tool.name, limitsOfTool(shared, tool.name));
+    this.all = [...shared, ...[...this.byTool.values()].flat().filter((l) => !shared.includes(l))];
+  }
+
+  /** Every limit, once each, in the order given. */
+  readonly all: readonly Limit[];
+
+  /** The limits that count the calls of `toolName`. */
+  of(toolName: string): readonly Limit[] {
+    return this.byTool.get(toolName) ?? [];
+  }
+
+  /** Whether any limit counts the calls of `toolName` (such a call is never claimed ahead: it reserves first). */
+  covers(toolName: string): boolean {
+    return this.of(toolName).length > 0;
+  }
+}
+
+/** Why a call is not run under its limits, and what it does instead. */
+export interface LimitRefusal {
+  /** `refuse`: the model reads {@link text}; `wait`: the job waits until {@link retryAtMs}. */
+  readonly onLimit: 'refuse' | 'wait';
+  /** The limit that decided it. */
+  readonly limit: string;
+  /** The sentence the model reads (names the limit, and when it resets). */
+  readonly text: string;
+  /** For `wait`: when the window allows it, on the limit's server clock; and that clock's now. */
+  readonly retryAtMs: number;
+  readonly nowMs: number;
+}
+
+/** What {@link LimitedCall.afterClaim} says of an executing attempt. */
+export type LimitVerdict =
+  | { readonly run: true }
+  /** Not to run: the attempt is to be settled as never started, then refused or parked. */
+  | { readonly run: false; readonly refusal: LimitRefusal }
+  /** Not to run: a reservation was revoked (the claim came after its deadline); settle as never started and ask again. */
+  | { readonly run: false; readonly revoked: true };
+
+/**
+ * One call's reservations, from its reserve to its settle. Every give-back
+ * here is best effort: one that fails leaves the reservation pending, and
+ * the next settle of its limit finishes it (bound ones are committed, the
+ * others given back), so no failure here can make a count wrong.
+ */
+export class LimitedCall {
+  private bound: LimitReservation[] = [];
+  private commits: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly store: LimitStore,
+    private readonly receiptKey: string,
+    private readonly granted: readonly LimitReservation[],
+    /** Set when a limit refused but the call still goes to its claim (it may replay, wait, or be counted already). */
+    readonly refusal: LimitRefusal | undefined,
+    private readonly refusedLimits: readonly string[],
+  ) {}
+
+  /**
+   * After the claim. Anything but an execution (a replay, a wait, an
+   * ambiguous call, a tool removed) gives every reservation back and
+   * answers `run`. An execution binds each to the attempt and commits it: a
+   * takeover, or a rerun of a call counted already, finds the receipt's
+   * lifetime counted (`counted`) and gives its own back. A limit that had
+   * refused lets the attempt run only when it counted this lifetime already.
+   */
+  async afterClaim(executes: boolean): Promise<LimitVerdict> {
+    if (!executes) {
+      await this.release();
+      return { run: true };
+    }
+    if (this.refusal !== undefined) {
+      const { bound } = await this.store.boundOn(this.receiptKey, this.refusedLimits);
+      if (!this.refusedLimits.every((name) => bound.has(name))) {
+        await this.release();
+        return { run: false, refusal: this.refusal };
+      }
+    }
+    const binds = await Promise.all(this.granted.map((r) => this.store.bind(r).then((b) => ({ r, kind: b.kind }))));
+    this.bound = binds.filter((b) => b.kind === 'bound').map((b) => b.r);
+    const unused = binds.filter((b) => b.kind !== 'bound').map((b) => b.r);
+    if (binds.some((b) => b.kind === 'revoked')) {
+      await Promise.all([this.neverStarted(), ...unused.map((r) => this.store.release(r).catch(() => undefined))]);
+      return { run: false, revoked: true };
+    }
+    // Committed while the tool runs: a commit lost here is finished by the next settle (the reservation is bound).
+    this.commits = Promise.all([
+      ...this.bound.map((r) => this.store.commit(r).catch(() => undefined)),
+      ...unused.map((r) => this.store.release(r).catch(() => undefined)),
+    ]);
+    return { run: true };
+  }
+
+  /** The attempt never started: its bound shares go back (unbound on the receipt, then released), committed or not. */
+  async neverStarted(): Promise<void> {
+    await this.commits;
+    const bound = this.bound;
+    this.bound = [];
+    await Promise.all(bound.map((r) => this.store.giveBack(r).catch(() => undefined)));
+  }
+
+  /** Gives back what no attempt was bound to (the claim failed, or decided anything but an execution). */
+  async release(): Promise<void> {
+    await Promise.all(this.granted.map((r) => this.store.release(r).catch(() => undefined)));
+  }
+
+  /** Waits for the commits started at the bind, so a job does not end with writes in flight. */
+  async settled(): Promise<void> {
+    await this.commits;
+  }
+}
+
+/** What {@link limitCall} answers. */
+export type LimitGate =
+  /** No limit counts this call (none covers the tool, or each costs it 0). */
+  | { readonly kind: 'free' }
+  /** Not run, not claimed: a limit refused, and the receipt has nothing to replay or wait for. */
+  | { readonly kind: 'refused'; readonly refusal: LimitRefusal }
+  /** The limit's cost function failed for these arguments: not run, not claimed. */
+  | { readonly kind: 'invalid_cost'; readonly error: LimitCostError }
+  /** Go on to the claim, then tell {@link LimitedCall.afterClaim} what it decided. */
+  | { readonly kind: 'claim'; readonly call: LimitedCall };
+
+/** The refusal of the limits that refused, the first `refuse` (or never-fitting) one first; else the latest wait. */
+function refusalOf(refused: readonly { limit: Limit; amount: number; answer: Extract<ReserveResult, { granted: false }> }[]): LimitRefusal {
+  const facts = refused.map(({ limit, amount, answer }) => ({
+    onLimit: answer.why === 'exceeds_max' ? ('refuse' as const) : limit.onLimit,
+    limit: limit.name,
+    text: limitRefusalText({ ...limit, limit: limit.name, amount, why: answer.why, resetsAtMs: answer.usage.resetsAtMs }),
+    retryAtMs: answer.retryAtMs ?? answer.usage.resetsAtMs,
+    nowMs: answer.usage.nowMs,
+  }));
+  const refusing = facts.find((f) => f.onLimit === 'refuse');
+  return refusing ?? facts.reduce((a, b) => (b.retryAtMs > a.retryAtMs ? b : a));
+}
+
+/**
+ * The gate a call passes before its claim: reserves its share of each limit
+ * that counts it (side by side; each limit is one script on its own slot).
+ * All granted: go on to the claim. One refused: the others are given back,
+ * and the receipt is read, since a call over its limit still replays a
+ * recorded result, waits for a live attempt, and runs when this lifetime is
+ * counted already; only a call with none of those is refused here.
+ */
+export async function limitCall(limits: WorkerLimits | undefined, key: ToolCallReceiptKey, args: unknown): Promise<LimitGate> {
+  const covering = limits?.of(key.toolName) ?? [];
+  if (limits === undefined || covering.length === 0) return { kind: 'free' };
+  const store = limits.store;
+  let amounts: number[];
+  try {
+    amounts = covering.map((limit) => costOf(limit, args));
+  } catch (error) {
+    if (error instanceof LimitCostError) return { kind: 'invalid_cost', error };
+    throw error;
+  }
+  // A call costing 0 of a budget is not counted by it.
+  const counted = covering.flatMap((limit, i) => (amounts[i]! > 0 ? [{ limit, amount: amounts[i]! }] : []));
+  if (counted.length === 0) return { kind: 'free' };
+  const answers = await Promise.allSettled(counted.map(({ limit, amount }) => store.reserve(limit, key, amount)));
+  const granted = answers.flatMap((a) => (a.status === 'fulfilled' && a.value.granted ? [a.value.reservation] : []));
+  const failed = answers.find((a) => a.status === 'rejected');
+  const receiptKey = receiptRedisKey(store.prefix, key);
+  const call = (refusal?: LimitRefusal, refused: string[] = []) => new LimitedCall(store, receiptKey, granted, refusal, refused);
+  if (failed !== undefined) {
+    await call().release();
+    throw failed.reason;
+  }
+  const refused = counted.flatMap(({ limit, amount }, i) => {
+    const answer = (answers[i] as PromiseFulfilledResult<ReserveResult>).value;
+    return answer.granted ? [] : [{ limit, amount, answer }];
+  });
+  if (refused.length === 0) return { kind: 'claim', call: call() };
+  const refusal = refusalOf(refused);
+  const names = refused.map((r) => r.limit.name);
+  const view = await store.boundOn(receiptKey, names).catch(async (error: unknown) => {
+    await call().release();
+    throw error;
+  });
+  const countedAlready = names.every((name) => view.bound.has(name));
+  if (countedAlready || view.status === 'completed' || view.status === 'running') {
+    return { kind: 'claim', call: call(refusal, names) };
+  }
+  await call().release();
+  return { kind: 'refused', refusal };
+}
