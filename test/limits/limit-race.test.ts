@@ -1,7 +1,8 @@
 /**
  * Worker processes racing on one tenant's limit of N over 10·N calls, on one
  * Redis server and on a three-master Cluster whose limit key and run keys sit
- * on different masters. Processes are SIGKILLed mid-race, some holding a call
+ * on different masters: first through the store by hand, then through the
+ * real wrapper (eight BullMQ workers, concurrency 10, see {@link wrapperRace}). Processes are SIGKILLed mid-race, some holding a call
  * right after its reserve or its claim (before the bind), others at random;
  * a second round runs the refused calls again once the reservations of the
  * dead are past their deadline. Exactly N calls are bound and counted, never
@@ -9,7 +10,9 @@
  * reservation the dead held unbound is given back and can never be bound.
  */
 import { randomBytes } from 'node:crypto';
+import { Queue, type Job } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
+import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineLimit, LimitStore, limitBindingField, type LimitDefinition, type LimitReservation } from '../../src/limits/index.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
@@ -140,6 +143,102 @@ async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] 
   }
 }
 
+/** How long each wrapper race's round may take to finish its jobs. */
+const ROUND_MS = 90_000;
+
+/** Waits until every job of `round` finished, and returns them. */
+async function finishedRound(queue: Queue, round: string, count: number): Promise<Job[]> {
+  const jobs = await waitUntil(
+    async () => (await queue.getJobs(['completed', 'failed'])).filter((j) => j.id?.startsWith(`${round}-`)),
+    (found) => found.length === count,
+    ROUND_MS,
+    `the jobs of ${round}`,
+  );
+  expect(jobs.filter((j) => j.failedReason !== undefined).map((j) => j.failedReason)).toEqual([]);
+  return jobs;
+}
+
+/**
+ * The race through the wrapper: eight `limit-wrapper-worker` processes,
+ * concurrency 10 each, over 10·N one-call jobs of one tenant whose limit
+ * refuses past N; three are SIGKILLed at random moments and replaced. Every
+ * job completes, executed (or replayed, a redelivery of an executed call) or
+ * refused with the limit's sentence; never more than N execute. Past the dead
+ * reservations' bound the refused calls run again, and exactly N have
+ * executed: the count, the jobs' outcomes and the tool's effects agree.
+ */
+async function wrapperRace(setup: RaceSetup & { readonly bull: Redis | Cluster; readonly bullPrefix: string }): Promise<void> {
+  const id = randomBytes(4).toString('hex');
+  const n = 10;
+  const effectsKey = `${setup.prefix}:wrap:${id}:effects`;
+  const definition: LimitDefinition = { name: `calls-${id}`, per: 'tenant', max: n, windowMs: YEAR };
+  const limit = defineLimit(definition);
+  const store = new LimitStore({ redis: setup.redis, prefix: setup.prefix });
+  const queue = new Queue(`limits-${id}`, { connection: setup.bull, prefix: setup.bullPrefix });
+  const spawn = () =>
+    spawnWorkerProcess('limit-wrapper-worker', {
+      ...setup.connectionEnv,
+      PREFIX: setup.prefix,
+      BULL_PREFIX: setup.bullPrefix,
+      QUEUE: queue.name,
+      LIMIT: JSON.stringify(definition),
+      RESERVATION_MS: String(RESERVATION_MS),
+      EFFECTS: effectsKey,
+      CONCURRENCY: '10',
+    });
+  const add = (numbers: readonly number[], round: string) =>
+    queue.addBulk(
+      numbers.map((i) => ({
+        name: 'call',
+        data: {
+          tenantId: setup.tenant,
+          runId: setup.runs[i % setup.runs.length]!,
+          calls: [{ id: `toolu_${i}`, name: 'send_email', input: { n: i } }],
+        },
+        opts: { jobId: `${round}-${i}`, attempts: 5, backoff: { type: 'fixed', delay: 100 } },
+      })),
+    );
+  const outcomeOf = (job: Job) => (job.returnvalue as ToolJobResult).results[0]!;
+  const numberOf = (job: Job) => Number(job.id!.split('-')[1]);
+  const workers = await Promise.all(Array.from({ length: 8 }, spawn));
+  try {
+    await add(
+      Array.from({ length: 10 * n }, (_, i) => i),
+      'r1',
+    );
+    await Promise.all(
+      [0, 1, 2].map(async (i) => {
+        await delay(Math.random() * 1000);
+        await workers[i]!.signal('SIGKILL');
+        workers.push(await spawn());
+      }),
+    );
+    const first = await finishedRound(queue, 'r1', 10 * n);
+    const ran = first.filter((j) => ['executed', 'replayed'].includes(outcomeOf(j).outcome));
+    const refused = first.filter((j) => outcomeOf(j).outcome === 'rejected');
+    expect(ran.length + refused.length).toBe(10 * n);
+    expect(ran.length).toBeLessThanOrEqual(n);
+    for (const job of refused) expect(outcomeOf(job).content).toContain(`the limit "${limit.name}"`);
+    expect((await setup.redis.smembers(effectsKey)).length).toBeLessThanOrEqual(n);
+
+    // Past the bound of the reservations the dead held, what they held unbound is given back.
+    await delay(RESERVATION_MS + 500);
+    await store.settleExpired(limit, { tenantId: setup.tenant });
+    const settled = await store.usage(limit, { tenantId: setup.tenant });
+    expect(settled.pending).toBe(0);
+    expect(settled.committed).toBe(ran.length);
+    const second = await finishedRound(queue, 'r2', (await add(refused.map(numberOf), 'r2')).length);
+    const ranSecond = second.filter((j) => outcomeOf(j).outcome === 'executed');
+    expect(ranSecond.length).toBe(n - ran.length);
+    const executed = [...ran, ...ranSecond].map((j) => String(numberOf(j))).sort();
+    expect((await setup.redis.smembers(effectsKey)).sort()).toEqual(executed);
+    expect(await store.usage(limit, { tenantId: setup.tenant })).toMatchObject({ committed: n, pending: 0, left: 0 });
+  } finally {
+    await Promise.all(workers.map((w) => w.signal('SIGKILL')));
+    await queue.close();
+  }
+}
+
 describe('worker processes racing on one Redis server', () => {
   const fixture = useRedis();
 
@@ -153,6 +252,18 @@ describe('worker processes racing on one Redis server', () => {
     });
     expect(killedHolding.length).toBeGreaterThanOrEqual(2);
   }, 120_000);
+
+  it('execute exactly N of 10·N calls through the wrapper, eight workers of concurrency 10, some SIGKILLed', async () => {
+    await wrapperRace({
+      connectionEnv: { REDIS_URL: fixture.handle().url },
+      prefix: fixture.handle().prefix,
+      redis: fixture.connect(),
+      bull: fixture.connect(),
+      bullPrefix: `${fixture.handle().prefix}bull`,
+      tenant: `tenant-${randomBytes(3).toString('hex')}`,
+      runs: ['run-a', 'run-b', 'run-c', 'run-d'],
+    });
+  }, 240_000);
 });
 
 const skipReason = clusterSkipReason();
@@ -168,14 +279,13 @@ describe.skipIf(skipReason !== undefined)('worker processes racing on a three-ma
     await cluster?.stop();
   });
 
-  it('count exactly N, with the tenant limit on one master and the runs on the other two', async () => {
-    const redis = cluster.connect();
+  /** A tenant, and four runs whose receipts and bindings live on the two masters its limit `name` does not: two on each. */
+  async function tenantAndRuns(redis: Cluster, name: string): Promise<{ tenant: string; runs: string[] }> {
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const store = new LimitStore({ redis, prefix: cluster.prefix });
     const limitNode = await cluster.ownerOf(
-      store.keysOf(defineLimit({ name: 'emails', per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state,
+      store.keysOf(defineLimit({ name, per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state,
     );
-    // Runs whose receipts and bindings live on the two other masters, two on each.
     const runs: string[] = [];
     const perNode = new Map<string, number>();
     for (let i = 0; runs.length < 4; i++) {
@@ -189,12 +299,30 @@ describe.skipIf(skipReason !== undefined)('worker processes racing on a three-ma
       runs.push(runId);
     }
     expect(perNode.size).toBe(2);
+    return { tenant, runs };
+  }
+
+  it('count exactly N, with the tenant limit on one master and the runs on the other two', async () => {
+    const redis = cluster.connect();
     await race({
       connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
       prefix: cluster.prefix,
       redis,
-      tenant,
-      runs,
+      ...(await tenantAndRuns(redis, 'emails')),
     });
   }, 180_000);
+
+  it('execute exactly N through the wrapper, with the tenant limit and the runs on different masters', async () => {
+    const redis = cluster.connect();
+    // The wrapper race names its limit itself; the tenant's hash tag alone places the limit's keys.
+    await wrapperRace({
+      connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
+      prefix: cluster.prefix,
+      redis,
+      bull: cluster.connect({ maxRetriesPerRequest: null }),
+      // BullMQ on a cluster needs its own hash tag in the prefix, so a queue's keys share a slot.
+      bullPrefix: `{${cluster.prefix}-bull}`,
+      ...(await tenantAndRuns(redis, 'emails')),
+    });
+  }, 300_000);
 });
