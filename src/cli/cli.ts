@@ -23,6 +23,7 @@ import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
 import { showSpec } from './commands/show.js';
 import { statsSpec } from './commands/stats.js';
+import { limitsSpec } from './commands/limits.js';
 import { CliUsageError, InvalidReceiptKeyError } from './errors.js';
 import { cliConnection, type CliConnection, type Target } from './connect.js';
 import { terminalText, writeLine, type Output } from './format.js';
@@ -32,9 +33,20 @@ export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
-  ([ambiguousSpec, statsSpec, runSpec, showSpec, resolveSpec, doctorSpec, consoleSpec, auditSpec, migrateSpec] as CommandSpec<never>[]).map(
-    (spec) => [spec.name, spec as unknown as CommandSpec<unknown>],
-  ),
+  (
+    [
+      ambiguousSpec,
+      statsSpec,
+      runSpec,
+      showSpec,
+      resolveSpec,
+      doctorSpec,
+      consoleSpec,
+      auditSpec,
+      limitsSpec,
+      migrateSpec,
+    ] as CommandSpec<never>[]
+  ).map((spec) => [spec.name, spec as unknown as CommandSpec<unknown>]),
 );
 
 const CONNECTION_OPTIONS = {

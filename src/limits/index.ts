@@ -49,3 +49,4 @@ export {
   type LimitVerdict,
   type ToolLimits,
 } from './call-limits.js';
+export { limitOfCount, listLimitCounts, type LimitCount, type LimitCountFilter } from './limit-counts.js';

@@ -69,7 +69,7 @@ const RESERVE_ROUNDS = 3;
 const SETTLE_ROUNDS = 64;
 
 /** The audit action of a reset (the audit log records it like an operator's other writes). */
-const LIMIT_RESET = 'limit-reset' as AuditAction;
+const LIMIT_RESET: AuditAction = 'limit-reset';
 
 /**
  * The counts of the limits of one key prefix. Every method is one or a few

@@ -13,7 +13,7 @@ import { validateKeyPrefix } from '../keys.js';
 export const DEFAULT_AUDIT_MAX_ENTRIES = 10_000;
 
 /** What an operator did. */
-export type AuditAction = 'resolve' | 'bulk-resolve' | 'retry-job';
+export type AuditAction = 'resolve' | 'bulk-resolve' | 'retry-job' | 'limit-reset';
 
 /** One write to record. */
 export interface AuditEntryInput {

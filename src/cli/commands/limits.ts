@@ -1,0 +1,147 @@
+/**
+ * `tool-receipts limits`: what each limit count under the prefix has used
+ * and has left in its current window, per tenant, run or the whole fleet
+ * (`--json` for a script); `--reset` forgets what one count's window used,
+ * recorded in the audit log as `limit-reset`.
+ */
+import { LimitStore } from '../../limits/limit-store.js';
+import { limitOfCount, listLimitCounts, type LimitCount } from '../../limits/limit-counts.js';
+import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
+import { CliUsageError } from '../errors.js';
+import { table, token, when, writeJson, writeLine } from '../format.js';
+import { defaultOperator } from './resolve.js';
+
+/** Arguments of {@link limitsCommand}. */
+export interface LimitsArgs {
+  /** Only this tenant's counts (its tenant and run limits). */
+  readonly tenantId?: string;
+  /** Only the counts of the limit of this name. */
+  readonly limit?: string;
+  /** With `reset`: the run of a per-run limit. */
+  readonly runId?: string;
+  /** Reset the one count `limit` and `tenantId` (and `runId`) name, instead of listing. */
+  readonly reset: boolean;
+  /** Who resets, for the audit log. */
+  readonly by?: string;
+  readonly json: boolean;
+}
+
+const subjectText = (c: LimitCount) =>
+  c.per === 'global' ? '(all)' : c.per === 'tenant' ? token(c.tenantId!) : `${token(c.tenantId!)} / ${token(c.runId!)}`;
+
+/** Lists the counts, or resets one; exit 1 when the count to reset is not there. */
+export async function limitsCommand({ store, redis, out, args }: CommandContext<LimitsArgs>): Promise<number | void> {
+  if (redis === undefined) throw new CliUsageError('limits needs a Redis connection', 'limits');
+  const limits = new LimitStore({ redis, prefix: store.prefix });
+  const filter = { ...(args.tenantId !== undefined ? { tenantId: args.tenantId } : {}), ...(args.limit ? { limit: args.limit } : {}) };
+  const counts = await listLimitCounts(limits, redis, filter);
+  if (args.reset) {
+    const count = counts.find((c) => c.tenantId === args.tenantId && c.runId === args.runId);
+    if (count === undefined) {
+      const whose = args.runId !== undefined ? `run ${token(args.runId)} of ` : '';
+      writeLine(
+        out,
+        `No count of limit ${token(args.limit!)} for ${whose}${args.tenantId !== undefined ? `tenant ${token(args.tenantId)}` : 'the fleet'} under prefix ${store.prefix}.`,
+      );
+      return 1;
+    }
+    const done = await limits.reset(limitOfCount(count), count, { actor: args.by ?? defaultOperator(), source: 'cli' });
+    if (args.json) {
+      writeJson(out, { ...count, usage: done.usage, usedBefore: done.usedBefore, auditId: done.auditId });
+      return;
+    }
+    writeLine(
+      out,
+      `Reset limit ${token(count.name)} for ${subjectText(count)}: it had used ${done.usedBefore} of ${count.usage.max}; ${done.usage.left} left until ${new Date(done.usage.resetsAtMs).toISOString()} (audit ${done.auditId}).`,
+    );
+    return;
+  }
+  if (args.json) {
+    writeJson(out, counts);
+    return;
+  }
+  if (counts.length === 0) {
+    writeLine(
+      out,
+      `No limit counts under prefix ${store.prefix}${args.tenantId !== undefined ? ` for tenant ${token(args.tenantId)}` : ''}.`,
+    );
+    return;
+  }
+  const rows = counts.map((c) => [
+    token(c.name),
+    c.per,
+    subjectText(c),
+    String(c.usage.used),
+    String(c.usage.left),
+    String(c.usage.max),
+    when(c.usage.resetsAtMs, c.usage.nowMs),
+  ]);
+  for (const line of table(['LIMIT', 'PER', 'WHOSE', 'USED', 'LEFT', 'MAX', 'RESETS'], rows)) writeLine(out, line);
+}
+
+/** The `limits` command. */
+export const limitsSpec: CommandSpec<LimitsArgs> = {
+  name: 'limits',
+  synopsis: 'limits',
+  summary: 'what each limit has used and has left, per tenant, run or fleet; reset one',
+  help: `Usage: tool-receipts limits [--tenant <id>] [--limit <name>] [--json] [connection options]
+       tool-receipts limits --reset --limit <name> [--tenant <id> [--run <id>]] [--by <name>] [--json]
+
+Lists every limit count under the prefix: the limit, whose count it is (a
+tenant, a run, or the whole fleet), what its current window has used
+(committed, and held by reservations whose calls may be about to run), what
+is left, its max, and when the window resets, all on the Redis server's
+clock. A count exists once a call was counted against it; its max and window
+are the ones the workers last counted it under.
+
+--reset forgets what the current window of one count used (reservations
+still pending stay counted: their calls may be running), and records it in
+the audit log (action limit-reset, with who and what was used before). Name
+the count with --limit and, for a tenant's limit, --tenant; for a run's,
+--tenant and --run; for a global one, neither.
+
+Options:
+  --tenant <id>   only this tenant's counts (with --reset: the tenant)
+  --limit <name>  only the counts of this limit (needed with --reset)
+  --run <id>      with --reset: the run of a per-run limit
+  --reset         reset the named count instead of listing
+  --by <name>     with --reset: who resets, for the audit log (default the OS user at this host)
+  --json          print the counts (or the reset) as JSON instead`,
+  options: {
+    ...JSON_OPTION,
+    tenant: { type: 'string' },
+    limit: { type: 'string' },
+    run: { type: 'string' },
+    reset: { type: 'boolean' },
+    by: { type: 'string' },
+  },
+  parse(values, positionals) {
+    expectPositionals('limits', positionals, []);
+    const tenantId = stringOption(values, 'tenant');
+    const limit = stringOption(values, 'limit');
+    const runId = stringOption(values, 'run');
+    const by = stringOption(values, 'by');
+    const reset = values['reset'] === true;
+    for (const [name, value] of [
+      ['tenant', tenantId],
+      ['limit', limit],
+      ['run', runId],
+      ['by', by],
+    ] as const) {
+      if (value === '') throw new CliUsageError(`--${name} needs a value; see tool-receipts limits --help`, 'limits');
+    }
+    if (reset && limit === undefined) throw new CliUsageError('--reset needs --limit <name>: the count to reset', 'limits');
+    if (!reset && (runId !== undefined || by !== undefined)) throw new CliUsageError('--run and --by go with --reset', 'limits');
+    if (runId !== undefined && tenantId === undefined)
+      throw new CliUsageError('--run needs --tenant: a run is named within its tenant', 'limits');
+    return {
+      ...(tenantId !== undefined ? { tenantId } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+      ...(runId !== undefined ? { runId } : {}),
+      ...(by !== undefined ? { by } : {}),
+      reset,
+      json: values['json'] === true,
+    };
+  },
+  run: limitsCommand,
+};

@@ -1,0 +1,68 @@
+/**
+ * Every limit count under a prefix, found by SCAN (on every master of a
+ * Cluster) and read on the server clock: what operators list (`tool-receipts
+ * limits`, the console's counts page) without the limits' definitions, which
+ * live in the workers' code. Each count's state hash keeps the `max` and
+ * window length its last reserve or reset was given.
+ */
+import { receiptsConnection, scanKeys, type RedisConnection } from '../redis/connection/connection.js';
+import { defineLimit, type Limit } from './definitions.js';
+import { limitScanPattern, parseLimitRedisKey, type ParsedLimitKey } from './keys.js';
+import type { LimitStore } from './limit-store.js';
+import type { LimitUsage } from './answers.js';
+
+/** One count an operator sees: whose it is, and its usage in the current window. */
+export interface LimitCount extends ParsedLimitKey {
+  /** The count's state key, for `redis-cli HGETALL`. */
+  readonly redisKey: string;
+  readonly usage: LimitUsage;
+}
+
+/** Which counts to list: all, or one tenant's (its tenant and run limits). */
+export interface LimitCountFilter {
+  readonly tenantId?: string;
+  /** Only the limit of this name. */
+  readonly limit?: string;
+}
+
+/** The limit a count's state hash says it was last counted under, or `undefined` for a state that does not read as one. */
+async function storedLimit(redis: RedisConnection, redisKey: string, parsed: ParsedLimitKey): Promise<Limit | undefined> {
+  const reply = (await receiptsConnection(redis).command('HMGET', [redisKey, 'window_len', 'max'], redisKey)) as unknown[];
+  const [windowMs, max] = reply.map(Number);
+  if (!Number.isSafeInteger(windowMs) || !Number.isSafeInteger(max) || windowMs! < 1 || max! < 1) return undefined;
+  try {
+    return defineLimit({ name: parsed.name, per: parsed.per, max: max!, windowMs: windowMs! });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The counts under `store`'s prefix matching `filter`, sorted by limit, then
+ * tenant and run. A state hash that does not read as a count (hand-edited,
+ * or a key of another shape under `lim:`) is left out.
+ */
+export async function listLimitCounts(store: LimitStore, redis: RedisConnection, filter: LimitCountFilter = {}): Promise<LimitCount[]> {
+  const seen = new Set<string>();
+  const counts: LimitCount[] = [];
+  for await (const batch of scanKeys(redis, limitScanPattern(store.prefix), 500)) {
+    for (const redisKey of batch) {
+      if (seen.has(redisKey)) continue;
+      seen.add(redisKey);
+      const parsed = parseLimitRedisKey(store.prefix, redisKey);
+      if (parsed === undefined) continue;
+      if (filter.tenantId !== undefined && parsed.tenantId !== filter.tenantId) continue;
+      if (filter.limit !== undefined && parsed.name !== filter.limit) continue;
+      const limit = await storedLimit(redis, redisKey, parsed);
+      if (limit === undefined) continue;
+      counts.push({ ...parsed, redisKey, usage: await store.usage(limit, parsed) });
+    }
+  }
+  const order = (c: LimitCount) => [c.name, c.tenantId ?? '', c.runId ?? ''].join('\u0000');
+  return counts.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+}
+
+/** The limit `count` was last counted under: to reset it, say. */
+export function limitOfCount(count: LimitCount): Limit {
+  return defineLimit({ name: count.name, per: count.per, max: count.usage.max, windowMs: count.usage.windowMs });
+}
