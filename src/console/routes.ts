@@ -6,6 +6,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
 import { countReceiptsByTenant } from '../redis/runs/counts.js';
+import { listLimitCounts } from '../limits/limit-counts.js';
+import { LimitStore } from '../limits/limit-store.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { runReport } from '../operator/run-report.js';
 import { CONSOLE_CSS } from './assets.js';
@@ -142,7 +144,8 @@ export function pageRoutes(deps: { readonly data: ConsoleData; readonly bulk: Bu
       const tenants = [...counted.byTenant.values()]
         .sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? ''))
         .slice(0, shown);
-      send(res, 200, countsPageView(ctx, all, tenants, shown));
+      const limits = await listLimitCounts(new LimitStore({ redis, prefix: store.prefix }), redis);
+      send(res, 200, countsPageView(ctx, all, tenants, shown, limits));
     },
     '/audit': async ({ ctx, query, res }) => {
       const before = query.get('before') ?? undefined;

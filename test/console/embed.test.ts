@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConsoleOptionsError, createConsoleHandler, type ConsoleHandler } from '../../src/console/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { InvalidKeyPrefixError } from '../../src/redis/keys.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
@@ -47,6 +48,21 @@ async function mount(handler: ConsoleHandler, strip: boolean, parsedBody = false
 }
 
 describe('createConsoleHandler', () => {
+  it("shows on the counts page each limit's used and left", async () => {
+    const redis = fixture.connect();
+    const prefix = `${fixture.handle().prefix}lim`;
+    const limits = new LimitStore({ redis, prefix });
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: 3_600_000 });
+    for (const i of [1, 2]) {
+      const r = await limits.reserve(emails, { tenantId: 'acme', runId: 'run-1', toolName: 'send_email', argsHash: `h${i}` });
+      if (r.granted) await limits.commit(r.reservation);
+    }
+    const origin = await mount(createConsoleHandler({ redis, prefix, basePath: `${BASE}/` }), false);
+    const page = await (await fetch(`${origin}${BASE}/counts`)).text();
+    expect(page).toContain('<h2>Limits</h2>');
+    expect(page).toMatch(/<tr><td>emails<\/td><td>tenant<\/td><td>acme<\/td><td>2<\/td><td>3<\/td><td>5<\/td>/);
+  });
+
   for (const strip of [false, true]) {
     it(`links every page under its mount path (${strip ? 'mount path stripped' : 'full URL'})`, async () => {
       const redis = fixture.connect();

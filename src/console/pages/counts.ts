@@ -1,4 +1,5 @@
-/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets. */
+/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets, and each limit's used and left. */
+import type { LimitCount } from '../../limits/limit-counts.js';
 import type { ReceiptStats } from '../../redis/runs/counts.js';
 import { html, type Html } from '../html.js';
 import { href, page, time, type PageContext } from './layout.js';
@@ -10,7 +11,30 @@ function row(ctx: PageContext, label: Html, s: ReceiptStats): Html {
 <td>${s.ambiguous > 0 ? html`<a href="${href(ctx, '/', { tenant: s.tenantId })}">${n(s.ambiguous)}</a>` : '0'}</td><td class="hide-narrow">${time(s.oldestAmbiguousSinceMs, s.readAtMs)}</td></tr>`;
 }
 
-export function countsPageView(ctx: PageContext, all: ReceiptStats, byTenant: readonly ReceiptStats[], shown: number): Html {
+/** The limit counts shown at most; the CLI's `tool-receipts limits` lists them all. */
+const LIMITS_SHOWN = 200;
+
+function limitsTable(limits: readonly LimitCount[]): Html {
+  if (limits.length === 0) return html`<h2>Limits</h2><p class="muted">No limit has counted a call under this prefix.</p>`;
+  const whose = (c: LimitCount) =>
+    c.per === 'global'
+      ? html`<span class="muted">all tenants</span>`
+      : c.per === 'tenant'
+        ? html`${c.tenantId}`
+        : html`${c.tenantId} / ${c.runId}`;
+  return html`<h2>Limits</h2><p class="muted">What each limit's current window has used (committed, and held by reservations whose calls may be about to run) and has left, on the server clock.</p>
+<div class="table-wrap"><table><thead><tr><th>Limit</th><th>Per</th><th>Whose</th><th>Used</th><th>Left</th><th>Max</th><th class="hide-narrow">Resets</th></tr></thead><tbody>
+${limits.slice(0, LIMITS_SHOWN).map((c) => html`<tr><td>${c.name}</td><td>${c.per}</td><td>${whose(c)}</td><td>${n(c.usage.used)}</td><td>${n(c.usage.left)}</td><td>${n(c.usage.max)}</td><td class="hide-narrow">${time(c.usage.resetsAtMs, c.usage.nowMs)}</td></tr>`)}</tbody></table></div>
+${limits.length > LIMITS_SHOWN ? html`<p class="muted">Showing ${LIMITS_SHOWN} of ${n(limits.length)} counts; tool-receipts limits lists them all.</p>` : html``}`;
+}
+
+export function countsPageView(
+  ctx: PageContext,
+  all: ReceiptStats,
+  byTenant: readonly ReceiptStats[],
+  shown: number,
+  limits: readonly LimitCount[] = [],
+): Html {
   return page(ctx, 'Counts', '/counts', [
     html`<p class="muted">Live receipts by status, and the ambiguous ones, exact, from each run's counting set (${all.readBy === 'scan' ? 'read by walking the receipts: no run is registered' : 'no receipt read'}).</p>`,
     html`<div class="table-wrap"><table><thead><tr><th>Tenant</th><th>Receipts</th><th>Runs</th><th>Running</th><th>Completed</th><th>Failed</th><th>Ambiguous</th><th class="hide-narrow">Oldest ambiguous</th></tr></thead>
@@ -18,5 +42,6 @@ export function countsPageView(ctx: PageContext, all: ReceiptStats, byTenant: re
     byTenant.length < shown ? html`` : html`<p class="muted">Showing the ${byTenant.length} tenants with the most receipts.</p>`,
     html`<h2>By status and effect</h2><div class="table-wrap"><table><thead><tr><th>Status</th><th>Effect</th><th>Receipts</th></tr></thead><tbody>
 ${all.byStatusAndEffect.map((c) => html`<tr><td>${c.status}</td><td>${c.effect}</td><td>${n(c.count)}</td></tr>`)}</tbody></table></div>`,
+    limitsTable(limits),
   ]);
 }
