@@ -7,6 +7,7 @@
 import type { ReceiptDecision } from '../core/decision.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
+import type { WorkerLimits } from '../limits/call-limits.js';
 import type { ReceiptStore } from '../redis/receipts/store.js';
 import type { FencedOutEvent } from './events.js';
 import type { ToolResultBlock } from './job-data.js';
@@ -94,6 +95,8 @@ export interface CallObservation {
 export interface ObserverBinding {
   readonly redis: RedisConnection;
   readonly store: ReceiptStore;
+  /** The wrapper's limits, when it has any. */
+  readonly limits?: WorkerLimits;
 }
 
 /**

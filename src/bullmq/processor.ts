@@ -190,7 +190,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     backendModel: options.backendModel,
   };
 
-  options.telemetry?.bind?.({ redis: options.redis, store });
+  options.telemetry?.bind?.({ redis: options.redis, store, limits });
   const runtime: CallRuntime = {
     store,
     reconciles: new ReconcileStore({ ...storeOptions, durability: options.durability }),

@@ -15,6 +15,8 @@ export const ATTR = {
   during: 'tool_receipts.during',
   prefix: 'tool_receipts.prefix',
   verdict: 'tool_receipts.reconcile.verdict',
+  limit: 'tool_receipts.limit',
+  limitPer: 'tool_receipts.limit.per',
 } as const;
 
 /** Metric instrument names. */
@@ -25,6 +27,8 @@ export const METRIC = {
   fencedOut: 'tool_receipts.fenced_out',
   lateSettles: 'tool_receipts.late_settles',
   ambiguous: 'tool_receipts.ambiguous',
+  limitUsed: 'tool_receipts.limit.used',
+  limitLeft: 'tool_receipts.limit.left',
 } as const;
 
 /** Span event names. */

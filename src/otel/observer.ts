@@ -27,6 +27,7 @@ import type {
 import { ATTR, EVENT, METRIC, SCOPE } from './names.js';
 import { DEFAULT_OPEN_INDEX_SHARDS, OpenReceiptIndex } from './open-receipts.js';
 import { outcomeOf, type SeenMilestones } from './outcome.js';
+import { LimitGauges } from './limit-gauges.js';
 
 /** Options of {@link toolReceiptsOtel}. */
 export interface ToolReceiptsOtelOptions {
@@ -227,6 +228,8 @@ export class OtelObserver implements ToolCallObserver {
   readonly instruments: Instruments;
   /** Set once bound to a wrapper with the gauge on. */
   openIndex: OpenReceiptIndex | undefined;
+  /** Set once bound to a wrapper with limits. */
+  private limitGauges: LimitGauges | undefined;
   readonly tracer: Tracer;
   readonly roundTripSpans: boolean;
   private readonly meter: Meter;
@@ -240,7 +243,9 @@ export class OtelObserver implements ToolCallObserver {
     this.instruments = instrumentsOf(this.meter);
   }
 
-  bind({ redis, store }: ObserverBinding): void {
+  bind({ redis, store, limits }: ObserverBinding): void {
+    if (limits !== undefined && this.limitGauges === undefined)
+      this.limitGauges = new LimitGauges(this.meter, limits, this.tenantInMetrics);
     if ((this.options.ambiguousGauge ?? true) === false || this.openIndex) return;
     const index = new OpenReceiptIndex(redis, store, this.options.openIndexShards ?? DEFAULT_OPEN_INDEX_SHARDS);
     this.openIndex = index;
@@ -260,6 +265,7 @@ export class OtelObserver implements ToolCallObserver {
   }
 
   callStarted(call: ObservedCall): CallObservation {
+    this.limitGauges?.saw(call.tenantId);
     // Started in the active context: under BullMQ's job span when its telemetry is on, a root span otherwise.
     const span = this.tracer.startSpan(
       call.tool,

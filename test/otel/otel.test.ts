@@ -432,3 +432,30 @@ describe('OpenTelemetry: metrics', () => {
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(0);
   });
 });
+
+describe('OpenTelemetry: limit gauges', () => {
+  it("reports each limit's used and left: a global one always, a tenant's per tenant seen with tenantInMetrics", async () => {
+    const l = await lane();
+    const m = testMeter();
+    const send = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => 'sent',
+    });
+    const limits = [
+      { name: `fleet-${l.prefix}`, per: 'global' as const, max: 50, windowMs: 3_600_000 },
+      { name: 'emails', per: 'tenant' as const, max: 5, windowMs: 3_600_000 },
+      { name: 'steps', per: 'run' as const, max: 5, windowMs: 3_600_000 },
+    ];
+    tracedWorker(l, m, { tools: [send], limits }, { otel: { tenantInMetrics: true } });
+    await l.run(jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })], { tenantId: 'acme' }));
+    const used = await m.points(METRIC.limitUsed);
+    const left = await m.points(METRIC.limitLeft);
+    expect(sumWhere(used, { [ATTR.limit]: 'emails', [ATTR.tenant]: 'acme', [ATTR.prefix]: l.prefix })).toBe(2);
+    expect(sumWhere(left, { [ATTR.limit]: 'emails', [ATTR.tenant]: 'acme' })).toBe(3);
+    expect(sumWhere(used, { [ATTR.limit]: `fleet-${l.prefix}`, [ATTR.limitPer]: 'global' })).toBe(2);
+    expect(used.filter((p) => p.attributes[ATTR.limit] === 'steps')).toEqual([]);
+  });
+});
