@@ -26,6 +26,8 @@
  *    with the network goals.
  * 6. The operator console's pages at 1,000 and at 1,000,000 receipts in the
  *    same runs (bench/console.ts), in a child process on a server of its own.
+ * 7. The claim with one limit against the claim without, at c=1 and c=50
+ *    (bench/limits.ts), in a child process on the same server.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
@@ -164,7 +166,9 @@ async function main(): Promise<number> {
     console.log('');
     // The console's pages at 1,000 and 1,000,000 receipts in the same runs (100,000 with --quick).
     const consolePages = await runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {});
-    return calls || receipts || clients || durability || consolePages;
+    console.log('');
+    const limits = await runChild('./limits.ts', { REDIS_URL: handle.url, ...(args.quick ? { BENCH_LIMIT_ROUNDS: '2' } : {}) });
+    return calls || receipts || clients || durability || consolePages || limits;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();

@@ -1,0 +1,111 @@
+/**
+ * The claim with one limit against the claim without (`npx tsx
+ * bench/limits.ts`, or step 7 of `npm run bench`): two wrappers of the
+ * package build on one throwaway Redis (or REDIS_URL), one with a tenant
+ * limit (too large to refuse anything) covering its tool, one without. Each
+ * pass runs fresh one-call jobs through the processor (real BullMQ Job
+ * objects, never enqueued) at concurrency 1 and 50, rounds alternating the
+ * two (A B B A ...). A limited call adds a reserve before its claim and a
+ * bind and commit after it (docs/limits.md): three scripts, two of them on
+ * the limit's one key, which every call of the tenant shares.
+ * Prints calls/s and the median call's latency of each, and the ratio.
+ * Tunables: BENCH_LIMIT_CALLS_C1 (default 400), BENCH_LIMIT_CALLS_C50
+ * (default 2000), BENCH_LIMIT_ROUNDS (default 3).
+ */
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { z } from 'zod';
+import type { ToolJobData } from '../src/bullmq/job-data.js';
+import { startRedis } from '../test/support/redis.js';
+import { built } from './package.js';
+import { median, redisVersion } from './support.js';
+
+const CALLS = { 1: Number(process.env['BENCH_LIMIT_CALLS_C1'] ?? 400), 50: Number(process.env['BENCH_LIMIT_CALLS_C50'] ?? 2000) };
+const ROUNDS = Number(process.env['BENCH_LIMIT_ROUNDS'] ?? 3);
+const LEVELS = [1, 50] as const;
+
+async function main(): Promise<void> {
+  const handle = await startRedis();
+  const admin = new Redis(handle.url);
+  const queueConnection = new Redis(handle.url, { maxRetriesPerRequest: null, lazyConnect: true });
+  const queue = new Queue('limits-bench', { connection: queueConnection, prefix: `${handle.prefix}:bull` });
+  const connections: Redis[] = [];
+  try {
+    const tool = built.defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string(), n: z.number().int() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => ({ ok: true }),
+    });
+    const side = (name: 'without' | 'one limit') => {
+      const redis = new Redis(handle.url, { maxRetriesPerRequest: null });
+      connections.push(redis);
+      const limits =
+        name === 'one limit' ? [{ name: 'emails', per: 'tenant' as const, max: 1_000_000_000, windowMs: 86_400_000 }] : undefined;
+      const wrapped = built.withToolReceipts({
+        redis,
+        tools: [tool],
+        prefix: `${handle.prefix}:${name === 'without' ? 'plain' : 'limited'}`,
+        logger: pino({ level: 'silent' }),
+        ...(limits ? { limits } : {}),
+      });
+      return { name, wrapped, rate: { 1: [] as number[], 50: [] as number[] }, latency: { 1: [] as number[], 50: [] as number[] } };
+    };
+    const sides = [side('without'), side('one limit')];
+    const pass = async (s: (typeof sides)[number], level: (typeof LEVELS)[number], tag: string, record: boolean) => {
+      const jobs = Array.from({ length: CALLS[level] }, (_, i) => {
+        const data: ToolJobData = {
+          tenantId: 'bench',
+          runId: `run-${tag}-${i % 100}`,
+          calls: [{ id: `toolu_${tag}_${i}`, name: 'send_email', input: { to: 'user@example.com', n: i } }],
+        };
+        return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
+      });
+      const each: number[] = [];
+      let next = 0;
+      const started = performance.now();
+      const lane = async () => {
+        while (next < jobs.length) {
+          const job = jobs[next++]!;
+          const t0 = performance.now();
+          await s.wrapped(job, undefined, new AbortController().signal);
+          each.push((performance.now() - t0) * 1000);
+        }
+      };
+      await Promise.all(Array.from({ length: level }, lane));
+      if (!record) return;
+      s.rate[level].push(jobs.length / ((performance.now() - started) / 1000));
+      s.latency[level].push(median(each));
+    };
+    for (const level of LEVELS) for (const s of sides) await pass(s, level, `warm-${s.name}-${level}`.replace(' ', '-'), false);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const level of LEVELS) {
+        const order = r % 2 === 0 ? sides : [...sides].reverse();
+        for (const s of order) await pass(s, level, `r${r}-${s.name}-${level}`.replace(' ', '-'), true);
+      }
+    }
+    console.log(
+      `limits bench — redis ${await redisVersion(admin)}, node ${process.versions.node}; the claim with one tenant limit against without, ` +
+        `${CALLS[1]} (c=1) and ${CALLS[50]} (c=50) fresh one-call jobs per pass, ${ROUNDS} rounds, medians`,
+    );
+    const [plain, limited] = sides as [(typeof sides)[number], (typeof sides)[number]];
+    for (const level of LEVELS) {
+      const rate = (s: typeof plain) => median(s.rate[level]);
+      const lat = (s: typeof plain) => median(s.latency[level]);
+      console.log(
+        `  c=${String(level).padEnd(3)} without ${rate(plain).toFixed(0)} calls/s (median ${lat(plain).toFixed(0)} µs); ` +
+          `one limit ${rate(limited).toFixed(0)} calls/s (median ${lat(limited).toFixed(0)} µs); ` +
+          `limited/without ${(rate(limited) / rate(plain)).toFixed(2)} in rate, ${(lat(limited) / lat(plain)).toFixed(2)} in latency`,
+      );
+    }
+  } finally {
+    for (const redis of connections) redis.disconnect();
+    queueConnection.disconnect();
+    admin.disconnect();
+    await handle.stop();
+  }
+}
+
+await main();
