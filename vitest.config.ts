@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { postgresSkipReason } from './test/support/postgres.js';
 
@@ -50,7 +51,18 @@ const ON_POSTGRES = [
 const POSTGRES_SKIP = postgresSkipReason();
 if (POSTGRES_SKIP !== undefined) console.warn(`[postgres harness] not running the wrapper suites on PostgreSQL: ${POSTGRES_SKIP}`);
 
+/** A file of src/, for the aliases below. */
+const source = (file: string) => fileURLToPath(new URL(`./src/${file}`, import.meta.url));
+
 export default defineConfig({
+  // The examples import the package by name, as its users do; in the suite that name
+  // means the sources, as tsconfig.json's paths say (a fresh clone has no dist/).
+  resolve: {
+    alias: [
+      { find: /^bullmq-tool-receipts$/, replacement: source('index.ts') },
+      { find: /^bullmq-tool-receipts\/(.+)$/, replacement: source('$1/index.ts') },
+    ],
+  },
   test: {
     // Suites that start their own redis-server or worker processes need room on a 2-core machine.
     testTimeout: 60_000,
