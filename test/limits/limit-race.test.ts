@@ -2,7 +2,8 @@
  * Worker processes racing on one tenant's limit of N over 10·N calls, on one
  * Redis server and on a three-master Cluster whose limit key and run keys sit
  * on different masters: first through the store by hand, then through the
- * real wrapper (eight BullMQ workers, concurrency 10, see {@link wrapperRace}). Processes are SIGKILLed mid-race, some holding a call
+ * real wrapper (eight BullMQ workers, concurrency 10, see {@link wrapperRace}).
+ * Over 300 lines: both races share their setup, on one server and on a Cluster. Processes are SIGKILLed mid-race, some holding a call
  * right after its reserve or its claim (before the bind), others at random;
  * a second round runs the refused calls again once the reservations of the
  * dead are past their deadline. Exactly N calls are bound and counted, never
