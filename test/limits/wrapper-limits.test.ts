@@ -1,8 +1,8 @@
 /**
  * Limits through the real wrapper and real BullMQ workers: a call over its
  * limit is refused with a sentence (the job completes) or waits on the
- * server clock without using an attempt; replays, waits and refusals do not
- * count; a never-started attempt gives its share back; an ambiguous one
+ * server clock without using an attempt; replays, waits for a live attempt
+ * and refusals do not count; a never-started attempt gives its share back; an ambiguous one
  * keeps it; a takeover of a resumable call is counted once; budgets stop the
  * call that would exceed them and none before; a reservation no claim took
  * is given back after its bound; bad definitions are `options.invalid`.
@@ -72,6 +72,41 @@ describe('withToolReceipts({ limits })', () => {
     expect(t.effects).toEqual(['a']);
     const store = new LimitStore({ redis: l.redis, prefix: l.prefix });
     expect(await store.usage(once, data)).toMatchObject({ committed: 1, pending: 0 });
+  });
+
+  it('lets a second delivery wait for the live attempt and then replay, over the limit and uncounted', async () => {
+    const l = await lane();
+    let open = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    let entered = () => {};
+    const started = new Promise<void>((r) => (entered = r));
+    const effects: string[] = [];
+    const slow = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      async execute({ to }) {
+        entered();
+        await gate;
+        effects.push(to);
+        return `sent to ${to}`;
+      },
+    });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const { processor } = l.worker({ tools: [slow], logger: silent, limits: [once], waitJitterMs: 10, maxWaitMs: 100 }, { concurrency: 2 });
+    const decisions: string[] = [];
+    processor.events.on('decision', (e) => decisions.push(e.decision));
+    const data = jobData([call('send_email', { to: 'a' }, 'toolu_a')]);
+    const first = await l.add(data);
+    await started;
+    const second = await l.add(data);
+    await expect.poll(() => decisions.includes('wait'), { timeout: 10_000 }).toBe(true);
+    open();
+    const [a, b] = await Promise.all([l.settle(first), l.settle(second)]);
+    expect([outcomes(a), outcomes(b)]).toEqual([['executed'], ['replayed']]);
+    expect(effects).toEqual(['a']);
+    expect(await new LimitStore({ redis: l.redis, prefix: l.prefix }).usage(once, data)).toMatchObject({ committed: 1, pending: 0 });
   });
 
   it("parks a call over a 'wait' limit on the server clock until the window resets, without using an attempt", async () => {
