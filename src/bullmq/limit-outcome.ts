@@ -43,6 +43,11 @@ async function refused(
   refusal: LimitRefusal,
   logDecision: LogDecision,
 ): Promise<ToolResultBlock> {
+  // Which limit, for the operator: the decision line alone says only that the call was rejected or waited.
+  if (rt.logger.isLevelEnabled('info')) {
+    const { limit, onLimit, retryAtMs } = refusal;
+    rt.logger.info({ tool: call.name, callId: call.id, jobId: scope.job.id, limit, onLimit, retryAtMs }, 'tool call over its limit');
+  }
   if (refusal.onLimit === 'refuse') {
     logDecision('reject', 'rejected');
     return block(call, 'rejected', { content: refusal.text, is_error: true });
