@@ -36,9 +36,12 @@
            server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).
+  code  1  also when the receipt is approved (a person approved the call,
+           see includes/approval.lua): attempt 1 starts as above, under the
+           epoch ARGV[11] (the approved one is kept as approval_epoch).
   code  0  it exists: the observation describes it (whatever the breaker
            says); nothing was written.
-  code  2  tool removed: no receipt exists and the breaker has removed the
+  code  2  tool removed: no receipt exists (or it is approved) and the breaker has removed the
            tool for the run; nothing claimed, nothing written (status '').
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
            receipt hash is malformed (see includes/observe-receipt.lua);

@@ -17,9 +17,10 @@
 --- @include "observe-receipt"
 --- @include "count"
 --- @include "int-text"
+--- @include "approval"
 
 local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
-  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
+  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey, true)
   if corrupt then return corrupt end
   -- As with the receipt, the read reports a wrong type itself, before anything is written.
   local breaker = redis.pcall('HMGET', breakerKey, args[9], args[10])
@@ -29,7 +30,11 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
   local rejections = tonumber(breaker[2]) or 0
 
   local reply
-  if receipt.status ~= '' then
+  if receipt.status == 'approved' then
+    -- A person approved the call: this claim starts it (includes/approval.lua), unless the tool is removed.
+    if removal ~= '' then reply = observation(2, { status = '', attempts = 0, leaseUntil = 0, effect = '', result = '', ambiguous = '', epoch = '' }, now)
+    else reply = startApprovedLifetime(receiptKey, indexKey, countKey, receipt, args, now) end
+  elseif receipt.status ~= '' then
     reply = observation(0, receipt, now)
   elseif removal ~= '' then
     reply = observation(2, receipt, now)

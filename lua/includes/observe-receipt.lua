@@ -42,7 +42,7 @@
   wrongType(key, expected)  corruptReply when `key` exists with a Redis type
     other than `expected` ('hash', 'zset'), else nil (a missing key is fine).
 
-  openReceipt(receiptKey, indexKey, countKey)  the guard every receipt
+  openReceipt(receiptKey, indexKey, countKey, approved)  the guard every receipt
     transition opens with, before it writes anything: returns
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
@@ -51,7 +51,9 @@
     state only a newer release knows is never called corrupt), or the receipt
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
-    are not a whole number >= 1. So a corrupt receipt is never taken for an
+    are not a whole number >= 1. With `approved` true (the claim), an
+    approved receipt (includes/approval.lua) of layout newestSchema() is
+    returned as read. So a corrupt receipt is never taken for an
     absent one, and nothing is written.
 
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
@@ -145,11 +147,13 @@ local function wrongType(key, expected)
   return corruptReply(key, 'is a ' .. actual .. ', not a ' .. expected)
 end
 
-local function openReceiptHash(receiptKey)
+local function openReceiptHash(receiptKey, approved)
   -- The read itself reports a wrong type, so the usual case pays for no TYPE.
   local f = receiptFields(receiptKey)
   if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
   local receipt = receiptOf(f)
+  -- A claim (`approved` true) starts an approved call; see includes/approval.lua.
+  if approved and receipt.status == 'approved' and receipt.schema == tostring(newestSchema()) then return receipt, nil end
   local newer = receipt.schema and newerSchemaReply(receiptKey, receipt.schema)
   if newer then return nil, newer end
   if receipt.status == '' then
@@ -164,10 +168,10 @@ local function openReceiptHash(receiptKey)
   return receipt, nil
 end
 
-local function openReceipt(receiptKey, indexKey, countKey)
+local function openReceipt(receiptKey, indexKey, countKey, approved)
   local bad = wrongType(indexKey, 'zset') or wrongType(countKey, 'zset')
   if bad then return nil, bad end
-  return openReceiptHash(receiptKey)
+  return openReceiptHash(receiptKey, approved)
 end
 
 local function leaseState(receipt, now)

@@ -16,6 +16,7 @@ import type { ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
 import type { ToolCallObserver } from './observer.js';
 import type { WorkerLimits } from '../limits/call-limits.js';
+import type { ApprovalRuntime } from './approval-step.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -45,6 +46,8 @@ export interface CallRuntime {
   readonly owner: string;
   /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
   readonly observer: ToolCallObserver;
+  /** The gate of tools that need approval; `undefined` when no tool does. */
+  readonly approvals?: ApprovalRuntime;
   /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
   runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */

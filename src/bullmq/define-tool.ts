@@ -5,6 +5,8 @@ import type { EffectResumability } from '../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
+import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
+import type { ApprovalContext } from '../approvals/types.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -137,6 +139,16 @@ export interface ToolSpec<S extends z.ZodType> {
    * is made (`options.invalid` naming `tools[i].limits[j].<field>`).
    */
   readonly limits?: readonly LimitDefinition<z.output<S>>[];
+  /**
+   * The call waits for a person before it runs: `'always'`, or a rule of
+   * the parsed arguments (`true`, or `{ reason }` shown to the approver).
+   * Default: the worker's `approval`, else none. See docs/approvals.md.
+   */
+  readonly approval?: 'always' | ((args: z.output<S>, ctx: ApprovalContext) => boolean | { readonly reason: string });
+  /** What an approver is shown instead of the arguments; without it the receipt stores none of them. */
+  readonly redact?: (args: z.output<S>) => unknown;
+  /** How long a call waits for a decision before it counts as denied. Default 24 h. */
+  readonly approvalTimeoutMs?: number;
   execute(args: z.output<S>, ctx: ToolContext): unknown;
 }
 
@@ -259,6 +271,7 @@ export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly o
       !Array.isArray(v) &&
       Object.values(v).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && n !== '')),
   ),
+  ...APPROVAL_OPTIONS_SCHEMA,
   execute: checkedApart,
   // Checked by withToolReceipts, with the worker's other limits: one name is one count across them.
   limits: rule('an array of limits', (v) => Array.isArray(v)),

@@ -79,6 +79,18 @@ export interface KeyedRerunEvent extends ToolCallEventBase {
   readonly attempt: number;
 }
 
+/**
+ * Emitted when a call that needs approval meets the gate: `requested` when
+ * its receipt was created awaiting approval, `approved` when the worker found
+ * it approved (the claim then starts it), `denied` / `expired` when it will
+ * never run. A job that meets a call still awaiting emits nothing again.
+ */
+export interface ApprovalEvent extends ToolCallEventBase {
+  readonly state: 'requested' | 'approved' | 'denied' | 'expired';
+  /** Who decided, for `denied` (and `expiry` for `expired`). */
+  readonly actor?: string;
+}
+
 /** Event names and payloads of {@link ToolReceiptsEvents}. */
 export interface ToolReceiptsEventMap {
   decision: [DecisionEvent];
@@ -88,6 +100,7 @@ export interface ToolReceiptsEventMap {
   lateSettle: [LateSettleEvent];
   reconciled: [ReconciledEvent];
   keyedRerun: [KeyedRerunEvent];
+  approval: [ApprovalEvent];
 }
 
 /** A typed event emitter for the wrapper's lifecycle. Listener errors are the listener's problem. */

@@ -50,7 +50,7 @@ export type ToolCall = z.infer<typeof toolCallSchema>;
 export type ToolJobData = z.infer<typeof toolJobDataSchema>;
 
 /** How one call ended, from the wrapper's point of view. */
-export type ToolCallOutcome = 'executed' | 'replayed' | 'failed' | 'rejected' | 'ambiguous';
+export type ToolCallOutcome = 'executed' | 'replayed' | 'failed' | 'rejected' | 'ambiguous' | 'denied';
 
 /** One entry of the job's return value, ready to append to the conversation. */
 export interface ToolResultBlock {

@@ -75,6 +75,8 @@ export class NextCall {
     if (staged.kind !== 'ready' || this.rt.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
     // A call a limit counts reserves its share before its claim, so it claims for itself.
     if (this.rt.limits?.covers(staged.tool.name)) return undefined;
+    // A call of a tool with an approval rule passes its gate before any claim.
+    if (this.rt.approvals?.of(staged.tool)) return undefined;
     return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
   }
 

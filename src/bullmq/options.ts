@@ -22,6 +22,7 @@ import { durabilityOption } from '../redis/durability/durability.js';
 import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
 import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
+import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
 
 const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnabled), or left out for the default', [
   'child',
@@ -94,6 +95,7 @@ export const TOOL_RECEIPTS_SCHEMA = {
   limits: limitsOption,
   limitReservationMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
   ...RESULT_SHAPING_SCHEMA,
+  ...APPROVAL_OPTIONS_SCHEMA,
 } as const;
 
 /**

@@ -28,13 +28,18 @@ import { assertUniqueToolNames } from '../repair/tool-names.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import { LimitStore } from '../limits/limit-store.js';
 import { WorkerLimits } from '../limits/call-limits.js';
+import { ApprovalGate } from '../approvals/gate.js';
+import type { ApprovalOptions } from '../approvals/types.js';
+import { approvalRuntime } from './approval-step.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
 
 /**
  * Options of {@link withToolReceipts}. With `resultStore` set, results over
  * `offloadThresholdChars` are stored there and the model gets a preview, and
  * the page-back tool `ReadToolResult` is registered automatically.
  */
-export interface ToolReceiptsOptions extends ResultShapingOptions {
+export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptions {
   /**
    * The connection receipts are written through (not BullMQ's blocking one):
    * an ioredis `Redis`, or a `Cluster`.
@@ -191,6 +196,12 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   };
 
   options.telemetry?.bind?.({ redis: options.redis, store, limits });
+  // The tools' approval rules (each tool's own over these options'); no gate when none has one.
+  const approvals = approvalRuntime(
+    new ApprovalGate(options.redis, options.prefix ?? DEFAULT_KEY_PREFIX, options.retentionMs ?? DEFAULT_RETENTION_MS),
+    toolList,
+    options,
+  );
   const runtime: CallRuntime = {
     store,
     reconciles: new ReconcileStore({ ...storeOptions, durability: options.durability }),
@@ -205,7 +216,9 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     onAmbiguous: options.onAmbiguous ?? 'fail',
     owner: store.owner,
     observer: options.telemetry ?? NOOP_OBSERVER,
-    runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool),
+    approvals,
+    // A tool that needs approval keeps its answer on a receipt, even a read-only one.
+    runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool) && !approvals?.of(tool),
     prepare: (call, tool, abort) => prepareCall(call, tool, repairOptions, abort),
     shape: resultShaper(options),
     limits,

@@ -19,6 +19,7 @@ import { infrastructureFailure, isInfrastructureError } from './infrastructure.j
 import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
 import type { CallObservation } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
+import { passApprovalGate } from './approval-step.js';
 import { stageCall, type NextCall } from './next-call.js';
 import { limitCall } from '../limits/call-limits.js';
 import { notRunUnderLimit, overLimit } from './limit-outcome.js';
@@ -131,6 +132,14 @@ async function runObservedCall(
   }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
+  // A tool with an approval rule passes its gate first: parked while a person decides, answered when denied.
+  if (rt.approvals?.of(tool)) {
+    const denied = await passApprovalGate(rt, scope, call, tool, key, args);
+    if (denied) {
+      logDecision('denied', 'denied');
+      return denied;
+    }
+  }
   // One command: the claim script also reads the tool's breaker state in the run. An expired
   // opaque attempt of a tool that can settle it (keyed, or with a reconcile) is settled here.
   // Claimed already when the call before carried this claim in its complete: then a round trip of its own is

@@ -60,6 +60,11 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'tool_result.ref_conflict',
   // Limits (`/limits`).
   'limit.invalid_cost',
+  // Approvals (`/approvals`).
+  'approval.not_pending',
+  'approval.stale_lifetime',
+  'approval.args_mismatch',
+  'approval.expired',
   // The agent's side (`/client`).
   'turn.ambiguous',
   'turn.timeout',

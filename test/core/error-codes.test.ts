@@ -24,6 +24,7 @@ import * as testing from '../../src/testing/index.js';
 import * as mcp from '../../src/mcp/index.js';
 import * as consoleEntry from '../../src/console/index.js';
 import * as limits from '../../src/limits/index.js';
+import * as approvals from '../../src/approvals/index.js';
 import * as transactional from '../../src/transactional/index.js';
 import * as cliErrors from '../../src/cli/errors.js';
 import { isToolReceiptsErrorCode, TOOL_RECEIPTS_ERROR_CODES, type ToolReceiptsError, type ToolReceiptsErrorCode } from '../../src/index.js';
@@ -45,6 +46,7 @@ type Modules = typeof root &
   typeof mcp &
   typeof consoleEntry &
   typeof limits &
+  typeof approvals &
   typeof transactional &
   typeof cliErrors;
 /** Printed by the CLI itself (Redis refused a command; a bug), with no class behind them. */

@@ -226,6 +226,10 @@ function workerCases(): Cases<ToolReceiptsOptions> {
       usable: (v) => Array.isArray(v) && v.every((l) => typeof l === 'object' && l !== null && 'name' in l),
     },
     limitReservationMs: whole(1, MAX_TIMER),
+    // A rule that never asks, so the works-check's call still runs at once.
+    approval: { good: fc.constant(() => false), usable: (v) => v === 'always' || typeof v === 'function' },
+    redact: { good: fc.constant((args: unknown) => args), usable: (v) => typeof v === 'function' },
+    approvalTimeoutMs: whole(1, MAX_TIMER),
     ...resultShaping,
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The operators' audit log: every write an operator makes on receipts (a
- * resolve, a bulk resolve, a retried job), from the CLI or the console, as
+ * resolve, a bulk resolve, a retried job, an approval or a denial), from the CLI, the console or code, as
  * one entry of a capped Redis stream under the receipts' prefix
  * (`<prefix>:audit`). The stream is trimmed with `MAXLEN ~`, so it keeps
  * roughly the last {@link DEFAULT_AUDIT_MAX_ENTRIES} entries; the entry id
@@ -13,7 +13,7 @@ import { validateKeyPrefix } from '../keys.js';
 export const DEFAULT_AUDIT_MAX_ENTRIES = 10_000;
 
 /** What an operator did. */
-export type AuditAction = 'resolve' | 'bulk-resolve' | 'retry-job' | 'limit-reset';
+export type AuditAction = 'resolve' | 'bulk-resolve' | 'retry-job' | 'limit-reset' | 'approve' | 'deny';
 
 /** One write to record. */
 export interface AuditEntryInput {

@@ -1,0 +1,129 @@
+/**
+ * A person's decision on a call awaiting approval: the fenced script, the
+ * audit entry, the index, and the promotion of the parked job.
+ */
+import { InvalidReceiptInputError, UnexpectedScriptReplyError } from '../redis/errors.js';
+import { AuditLog } from '../redis/operators/audit-log.js';
+import { receiptsConnection } from '../redis/connection/connection.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { runScript } from '../redis/scripts/scripts.js';
+import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
+import { ApprovalArgsMismatchError, ApprovalExpiredError, ApprovalNotPendingError, ApprovalStaleError } from './errors.js';
+import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
+import type { ApprovalDecided, DecideApprovalInput } from './types.js';
+
+/** Longest actor name kept. */
+export const APPROVAL_ACTOR_MAX = 200;
+/** Longest note kept. */
+export const APPROVAL_NOTE_MAX = 1000;
+
+/**
+ * Approve a call awaiting approval: its job (promoted when `queue` is given)
+ * then runs it, once. Refused with nothing written (typed errors
+ * {@link ApprovalNotPendingError}, naming who decided when somebody did,
+ * {@link ApprovalStaleError}, {@link ApprovalArgsMismatchError},
+ * {@link ApprovalExpiredError}) unless the receipt awaits approval, in the
+ * lifetime and for the arguments named, and has not expired. Of two racing
+ * decisions exactly one is written.
+ */
+export function approveCall(input: DecideApprovalInput): Promise<ApprovalDecided> {
+  return decide(input, 'approve');
+}
+
+/**
+ * Deny a call awaiting approval: it is never run; the model reads who denied
+ * it and why. Refused as {@link approveCall} is.
+ */
+export function denyCall(input: DecideApprovalInput): Promise<ApprovalDecided> {
+  return decide(input, 'deny');
+}
+
+function checkInput(input: DecideApprovalInput): void {
+  const text = (value: unknown, what: string, max: number, required: boolean) => {
+    if (value === undefined && !required) return;
+    if (typeof value !== 'string' || (required && value.trim() === '') || value.length > max) {
+      throw new InvalidReceiptInputError(`${what} must be a ${required ? 'non-blank ' : ''}string of at most ${max} characters`);
+    }
+  };
+  text(input.actor, 'actor', APPROVAL_ACTOR_MAX, true);
+  text(input.note, 'note', APPROVAL_NOTE_MAX, false);
+  text(input.epoch, 'epoch', 200, true);
+  text(input.argsHash, 'argsHash', 200, true);
+  if (input.source !== undefined && !['cli', 'console', 'code'].includes(input.source)) {
+    throw new InvalidReceiptInputError(`source must be 'cli', 'console' or 'code'`);
+  }
+}
+
+async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Promise<ApprovalDecided> {
+  checkInput(input);
+  const prefix = input.prefix ?? DEFAULT_KEY_PREFIX;
+  const keys = approvalScriptKeys(prefix, input.receiptKey);
+  const source = input.source ?? 'code';
+  const reply = await runScript(input.redis, 'decide-approval', keys, [
+    input.epoch,
+    input.argsHash,
+    verb,
+    input.actor,
+    input.note ?? '',
+    source,
+    input.retentionMs ?? DEFAULT_RETENTION_MS,
+  ]);
+  if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('decide-approval', reply);
+  const [answer, ...rest] = reply.map((v) => (typeof v === 'number' ? v : String(v)));
+  if (answer === 'refused') throw refusal(input.receiptKey, rest);
+  if (answer !== 'ok') throw new UnexpectedScriptReplyError('decide-approval', reply);
+  const decision = rest[0] === 'approved' ? 'approved' : 'denied';
+  const atMs = Number(rest[1]);
+  const decided: ApprovalDecided = {
+    receiptKey: input.receiptKey,
+    decision,
+    actor: input.actor,
+    atMs,
+    ...(input.note ? { note: input.note } : {}),
+  };
+  // After the decision is written: each of these may fail without undoing it (the receipt is the truth).
+  await receiptsConnection(input.redis)
+    .command('ZREM', [pendingApprovalsRedisKey(prefix), input.receiptKey], pendingApprovalsRedisKey(prefix))
+    .catch(() => undefined);
+  await new AuditLog(input.redis, prefix).append({
+    actor: input.actor,
+    source,
+    action: verb,
+    receipts: [input.receiptKey],
+    detail: { decision, epoch: input.epoch, argsHash: input.argsHash, ...(input.note ? { note: input.note } : {}) },
+  });
+  await promote(input, String(rest[2] ?? ''));
+  return decided;
+}
+
+function refusal(receiptKey: string, rest: readonly (string | number)[]): Error {
+  const [why, status, by, decision, , , expires] = rest.map(String);
+  switch (why) {
+    case 'stale_lifetime':
+      return new ApprovalStaleError(receiptKey);
+    case 'args_mismatch':
+      return new ApprovalArgsMismatchError(receiptKey);
+    case 'expired':
+      return new ApprovalExpiredError(receiptKey, Number(expires));
+    default:
+      return new ApprovalNotPendingError(
+        receiptKey,
+        status ?? '',
+        by || undefined,
+        decision === 'approved' || decision === 'denied' ? decision : undefined,
+      );
+  }
+}
+
+/** Promotes the parked job so it runs now; a job that cannot be promoted wakes at the expiry anyway. */
+async function promote(input: DecideApprovalInput, jobText: string): Promise<void> {
+  if (!input.queue || jobText === '') return;
+  try {
+    const job = JSON.parse(jobText) as { queue?: string; id?: string };
+    if (job.queue !== input.queue.name || typeof job.id !== 'string') return;
+    const parked = await input.queue.getJob(job.id);
+    if (parked && (await parked.isDelayed())) await parked.promote();
+  } catch {
+    // Promoted meanwhile by another, or the queue is away: the job still wakes when the approval would expire.
+  }
+}

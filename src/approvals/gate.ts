@@ -1,0 +1,133 @@
+/**
+ * The worker's side of approvals: the gate a call of a tool with an approval
+ * rule passes before its claim (`lua/approval-gate-3.lua`), the rule and the
+ * redact hook applied, and the sentence the model reads after a denial.
+ */
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { CorruptReceiptError, corruptReceiptErrorOf, UnexpectedScriptReplyError } from '../redis/errors.js';
+import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { callRedisKeys } from '../redis/keys.js';
+import { newEpoch } from '../redis/receipts/transitions/epochs.js';
+import { runScript } from '../redis/scripts/scripts.js';
+import type { AttemptJob } from '../redis/receipts/reads/record.js';
+import { attemptJobText } from '../redis/receipts/reads/record.js';
+import { pendingApprovalsRedisKey } from './keys.js';
+import type { ApprovalContext, ApprovalRule } from './types.js';
+
+/** Default `approvalTimeoutMs`: 24 h. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 86_400_000;
+
+/** What the gate answered for a call. */
+export type GateAnswer =
+  /** No approval state: claim as usual. */
+  | { readonly kind: 'claim' }
+  /** Approved, not started: claim, and the claim starts it. */
+  | { readonly kind: 'approved' }
+  /** Awaiting a decision until `expiresAtMs` (server clock; `nowMs` is the server's now). */
+  | { readonly kind: 'await'; readonly created: boolean; readonly expiresAtMs: number; readonly nowMs: number; readonly epoch: string }
+  /** Denied (`actor` is `expiry` when it expired): never run. */
+  | { readonly kind: 'denied'; readonly actor: string; readonly note?: string; readonly expired: boolean };
+
+/** Whether a call needs approval, and why, by a tool's rule; `undefined` when it does not. */
+export function approvalNeeded(rule: ApprovalRule | undefined, args: unknown, ctx: ApprovalContext): { reason?: string } | undefined {
+  if (rule === undefined) return undefined;
+  if (rule === 'always') return {};
+  const answer = rule(args, ctx);
+  if (answer === true) return {};
+  if (typeof answer === 'object' && answer !== null && typeof answer.reason === 'string') return { reason: answer.reason };
+  return undefined;
+}
+
+/** What an approver is shown: the redact hook's answer as JSON text, `''` without a hook (or with an answer that is not JSON). */
+export function shownText(redact: ((args: unknown) => unknown) | undefined, args: unknown): string {
+  if (redact === undefined) return '';
+  try {
+    return JSON.stringify(redact(args)) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** The sentence the model reads for a denied call. Attacker-influenced text (the note) is quoted, never obeyed. */
+export function deniedText(toolName: string, answer: Extract<GateAnswer, { kind: 'denied' }>): string {
+  if (answer.expired) {
+    return `Not run: ${toolName} needed a person's approval and nobody approved it before the approval expired, so it counts as denied. Do not retry it.`;
+  }
+  const why = answer.note ? ` The reason given: ${JSON.stringify(answer.note)}.` : ' No reason was given.';
+  return `Not run: ${toolName} was denied by ${JSON.stringify(answer.actor)}, who was asked to approve it.${why} Do not retry it.`;
+}
+
+/** One call's gate request. */
+export interface GateRequest {
+  readonly key: ToolCallReceiptKey;
+  /** Set when the call needs approval. */
+  readonly needed: { readonly reason?: string } | undefined;
+  readonly effect: 'resumable' | 'opaque';
+  readonly timeoutMs: number;
+  /** JSON text of what the approver is shown, `''` for nothing. */
+  readonly shown: string;
+  readonly job: AttemptJob | undefined;
+}
+
+/** Runs the approval gate on one prefix. */
+export class ApprovalGate {
+  constructor(
+    private readonly redis: RedisConnection,
+    private readonly prefix: string,
+    private readonly retentionMs: number,
+  ) {}
+
+  /**
+   * Passes the gate. A call it created awaiting approval is added to the
+   * prefix's pending index (a failure there is logged by the caller's
+   * `onIndexError`; the receipt is the truth).
+   */
+  async pass(request: GateRequest, onIndexError: (error: unknown) => void): Promise<GateAnswer> {
+    const [receipt, index, , count] = callRedisKeys(this.prefix, request.key);
+    let reply: unknown;
+    try {
+      reply = await runScript(
+        this.redis,
+        'approval-gate',
+        [receipt, index, count],
+        [
+          request.needed ? '1' : '0',
+          newEpoch(receipt),
+          request.key.tenantId,
+          request.key.runId,
+          request.key.toolName,
+          request.key.argsHash,
+          request.effect,
+          request.needed?.reason ?? '',
+          request.timeoutMs,
+          request.shown,
+          this.retentionMs,
+          request.job ? attemptJobText(request.job) : '',
+        ],
+      );
+    } catch (error) {
+      const typed = corruptReceiptErrorOf(error, receipt);
+      throw typed instanceof CorruptReceiptError ? typed : error;
+    }
+    if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('approval-gate', reply);
+    const [what, epoch, , expires, by, note, deniedReason, now, created] = reply.map(String);
+    switch (what) {
+      case 'claim':
+        return { kind: 'claim' };
+      case 'approved':
+        return { kind: 'approved' };
+      case 'await': {
+        const expiresAtMs = Number(expires);
+        if (created === '1') {
+          const pending = pendingApprovalsRedisKey(this.prefix);
+          await receiptsConnection(this.redis).command('ZADD', [pending, expiresAtMs, receipt], pending).catch(onIndexError);
+        }
+        return { kind: 'await', created: created === '1', expiresAtMs, nowMs: Number(now), epoch: epoch ?? '' };
+      }
+      case 'denied':
+        return { kind: 'denied', actor: by ?? '', ...(note ? { note } : {}), expired: deniedReason === 'expired' };
+      default:
+        throw new UnexpectedScriptReplyError('approval-gate', reply);
+    }
+  }
+}

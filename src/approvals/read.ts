@@ -1,0 +1,154 @@
+/** Reading approvals back: one receipt's approval state, and the calls awaiting approval under a prefix. */
+import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
+import type { ApprovalDecided, PendingApproval } from './types.js';
+
+/** A decided approval as {@link readApproval} gives it: the decision, and the receipt's status now. */
+export type DecidedApproval = ApprovalDecided & {
+  /** `approved` (not started yet), `denied`, or the status of the call that ran after its approval. */
+  readonly status: string;
+};
+
+const FIELDS = [
+  'status',
+  'tenant',
+  'run',
+  'tool',
+  'args_hash',
+  'epoch',
+  'approval_reason',
+  'approval_shown',
+  'approval_requested_ms',
+  'approval_expires_ms',
+  'approval_job',
+  'approval_decision',
+  'approval_by',
+  'approval_note',
+  'approval_decided_ms',
+  'approval_epoch',
+] as const;
+
+type Fields = Partial<Record<(typeof FIELDS)[number], string>>;
+
+async function readFields(redis: RedisConnection, receiptKey: string): Promise<Fields> {
+  const values = (await receiptsConnection(redis).command('HMGET', [receiptKey, ...FIELDS], receiptKey)) as (string | null)[];
+  const fields: Fields = {};
+  FIELDS.forEach((name, i) => {
+    const v = values[i];
+    if (v !== null && v !== undefined) fields[name] = String(v);
+  });
+  return fields;
+}
+
+function parseShown(text: string | undefined): { shown?: unknown } {
+  if (text === undefined) return {};
+  try {
+    return { shown: JSON.parse(text) as unknown };
+  } catch {
+    return {};
+  }
+}
+
+function jobIdOf(text: string | undefined): { jobId?: string } {
+  if (text === undefined) return {};
+  try {
+    const id = (JSON.parse(text) as { id?: unknown }).id;
+    return typeof id === 'string' ? { jobId: id } : {};
+  } catch {
+    return {};
+  }
+}
+
+function pendingOf(receiptKey: string, f: Fields): PendingApproval {
+  return {
+    receiptKey,
+    tenantId: f.tenant ?? '',
+    runId: f.run ?? '',
+    toolName: f.tool ?? '',
+    argsHash: f.args_hash ?? '',
+    epoch: f.epoch ?? '',
+    ...(f.approval_reason ? { reason: f.approval_reason } : {}),
+    ...parseShown(f.approval_shown),
+    requestedAtMs: Number(f.approval_requested_ms ?? 0),
+    expiresAtMs: Number(f.approval_expires_ms ?? 0),
+    ...jobIdOf(f.approval_job),
+  };
+}
+
+/**
+ * One receipt's approval: the {@link PendingApproval} while it awaits a
+ * decision, the decision with the receipt's status once decided, or
+ * `undefined` when the receipt does not exist or never needed approval. An
+ * awaiting approval past its expiry reads as denied by `expiry` (the next
+ * delivery of its job writes that down).
+ */
+export async function readApproval(opts: {
+  readonly redis: RedisConnection;
+  readonly prefix?: string;
+  readonly receiptKey: string;
+}): Promise<PendingApproval | DecidedApproval | undefined> {
+  approvalScriptKeys(opts.prefix ?? DEFAULT_KEY_PREFIX, opts.receiptKey);
+  const f = await readFields(opts.redis, opts.receiptKey);
+  if (f.status === 'awaiting_approval') {
+    const pending = pendingOf(opts.receiptKey, f);
+    const now = await serverNowMs(opts.redis, opts.receiptKey);
+    if (now < pending.expiresAtMs) return pending;
+    return { receiptKey: opts.receiptKey, decision: 'denied', actor: 'expiry', atMs: pending.expiresAtMs, status: 'denied' };
+  }
+  if (f.approval_decision !== 'approved' && f.approval_decision !== 'denied') return undefined;
+  return {
+    receiptKey: opts.receiptKey,
+    decision: f.approval_decision,
+    actor: f.approval_by ?? '',
+    ...(f.approval_note ? { note: f.approval_note } : {}),
+    atMs: Number(f.approval_decided_ms ?? 0),
+    status: f.status ?? '',
+  };
+}
+
+async function serverNowMs(redis: RedisConnection, routeKey: string): Promise<number> {
+  const [seconds, micros] = (await receiptsConnection(redis).command('TIME', [], routeKey)) as [string, string];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+/**
+ * The calls awaiting approval under a prefix, soonest to expire first, from
+ * the prefix's index (see `pendingApprovalsRedisKey`), of one tenant when
+ * `tenantId` is given, at most `limit` (default 100). Entries whose receipt
+ * no longer awaits approval, or has expired, are dropped from the index as
+ * they are met.
+ */
+export async function listPendingApprovals(opts: {
+  readonly redis: RedisConnection;
+  readonly prefix?: string;
+  readonly tenantId?: string;
+  readonly limit?: number;
+}): Promise<PendingApproval[]> {
+  const prefix = opts.prefix ?? DEFAULT_KEY_PREFIX;
+  const index = pendingApprovalsRedisKey(prefix);
+  const limit = opts.limit ?? 100;
+  const connection = receiptsConnection(opts.redis);
+  const now = await serverNowMs(opts.redis, index);
+  // Expired entries first: their receipts are denied (or will be, at their job's next delivery).
+  await connection.command('ZREMRANGEBYSCORE', [index, '-inf', now], index);
+  const found: PendingApproval[] = [];
+  const page = 200;
+  for (let offset = 0; found.length < limit; offset += page) {
+    const keys = ((await connection.command('ZRANGE', [index, offset, offset + page - 1], index)) as unknown[]).map(String);
+    if (keys.length === 0) break;
+    for (const receiptKey of keys) {
+      const f = await readFields(opts.redis, receiptKey);
+      if (f.status !== 'awaiting_approval') {
+        await connection.command('ZREM', [index, receiptKey], index);
+        offset--;
+        continue;
+      }
+      const pending = pendingOf(receiptKey, f);
+      if (opts.tenantId !== undefined && pending.tenantId !== opts.tenantId) continue;
+      found.push(pending);
+      if (found.length >= limit) break;
+    }
+  }
+  return found;
+}

@@ -1,0 +1,118 @@
+/**
+ * The hook a call of a tool with an approval rule passes before its claim
+ * (see src/approvals/gate.ts): it parks the job while a person decides,
+ * answers a denied call with a sentence for the model, or lets the claim go
+ * on (an approved call's claim starts it).
+ */
+import { DelayedError } from 'bullmq';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, type ApprovalGate } from '../approvals/gate.js';
+import type { ApprovalOptions, ApprovalRule } from '../approvals/types.js';
+import { receiptRedisKey } from '../redis/keys.js';
+import type { CallRuntime, JobScope } from './call-runtime.js';
+import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
+import { emitIfListened } from './settle-call.js';
+import { throwIfInterrupted } from './interruption.js';
+import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
+import { attemptJobOf } from './settle-expired.js';
+
+/** The approval of a tool, its own options over the worker's; `undefined` when it has no rule. */
+export interface ToolApproval {
+  readonly rule: ApprovalRule;
+  readonly redact: ((args: unknown) => unknown) | undefined;
+  readonly timeoutMs: number;
+}
+
+/** The worker's approvals: its gate, and the approval each of its tools runs with. */
+export interface ApprovalRuntime {
+  readonly gate: ApprovalGate;
+  /** The tool's approval, `undefined` when it has no rule (then it passes no gate). */
+  of(tool: AnyToolDefinition): ToolApproval | undefined;
+}
+
+/** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
+export function approvalRuntime(
+  gate: ApprovalGate,
+  tools: Iterable<AnyToolDefinition>,
+  defaults: ApprovalOptions,
+): ApprovalRuntime | undefined {
+  const byTool = new Map<AnyToolDefinition, ToolApproval>();
+  for (const tool of tools) {
+    const approval = toolApproval(tool, defaults);
+    if (approval) byTool.set(tool, approval);
+  }
+  if (byTool.size === 0) return undefined;
+  return { gate, of: (tool) => byTool.get(tool) };
+}
+
+/** The approval a tool runs with under `defaults`, or `undefined` when it needs none. */
+export function toolApproval(tool: AnyToolDefinition, defaults: ApprovalOptions): ToolApproval | undefined {
+  const rule = (tool.approval as ApprovalRule | undefined) ?? defaults.approval;
+  if (rule === undefined) return undefined;
+  return {
+    rule,
+    redact: (tool.redact as ((args: unknown) => unknown) | undefined) ?? defaults.redact,
+    timeoutMs: tool.approvalTimeoutMs ?? defaults.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+  };
+}
+
+/**
+ * Passes the gate for one call. Returns the block for a denied call,
+ * `undefined` when the claim goes on, and for a call awaiting a decision
+ * parks the job until the approval expires (a decision promotes it sooner)
+ * and throws DelayedError, without using one of the job's attempts.
+ */
+export async function passApprovalGate(
+  rt: CallRuntime,
+  scope: JobScope,
+  call: ToolCall,
+  tool: AnyToolDefinition,
+  key: ToolCallReceiptKey,
+  args: unknown,
+): Promise<ToolResultBlock | undefined> {
+  const approvals = rt.approvals;
+  const approval = approvals?.of(tool);
+  if (approvals === undefined || approval === undefined) return undefined;
+  const { tenantId, runId } = scope.data;
+  const needed = approvalNeeded(approval.rule, args, { tenantId, runId, toolName: tool.name, callId: call.id });
+  const answer = await approvals.gate.pass(
+    {
+      key,
+      needed,
+      effect: receiptEffectOf(tool),
+      timeoutMs: approval.timeoutMs,
+      shown: needed ? shownText(approval.redact, args) : '',
+      job: attemptJobOf(scope.job),
+    },
+    (error) => rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not list the call as awaiting approval'),
+  );
+  const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) =>
+    emitIfListened(rt.events, 'approval', () => ({
+      tenantId,
+      runId,
+      tool: tool.name,
+      callId: call.id,
+      jobId: scope.job.id,
+      receiptKey: receiptRedisKey(rt.store.prefix, key),
+      state,
+      ...(actor === undefined ? {} : { actor }),
+    }));
+  switch (answer.kind) {
+    case 'claim':
+      return undefined;
+    case 'approved':
+      event('approved');
+      return undefined;
+    case 'denied':
+      event(answer.expired ? 'expired' : 'denied', answer.actor);
+      return toolResultBlock(call, 'denied', { content: deniedText(tool.name, answer), is_error: true });
+    case 'await': {
+      if (answer.created) event('requested');
+      throwIfInterrupted(scope.job.id ?? '', scope.abort);
+      // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
+      const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
+      await scope.park(answer.nowMs, delay);
+      throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);
+    }
+  }
+}
