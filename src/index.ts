@@ -27,3 +27,4 @@ export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } fr
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
 export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';
+export type { ApprovalContext, ApprovalOptions, ApprovalRule } from './approvals/types.js';

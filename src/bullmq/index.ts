@@ -42,6 +42,7 @@ export {
   type LateSettleEvent,
   type ReconciledEvent,
   type KeyedRerunEvent,
+  type ApprovalEvent,
 } from './events.js';
 export { DEFAULT_RECONCILE_TIMEOUT_MS } from './settle-expired.js';
 export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './retry-jobs.js';
