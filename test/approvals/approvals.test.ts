@@ -197,3 +197,45 @@ describe('a decision that names the wrong thing is refused, and writes nothing',
     expect(await l.redis.hgetall(pending.receiptKey)).toEqual(before);
   });
 });
+
+describe('a turn of three calls whose second needs approval', () => {
+  /** Three tools recording their runs in order: `note` before, `refund` (needs approval above 100), `email` after. */
+  function turnTools() {
+    const ran: string[] = [];
+    const plain = (name: string) =>
+      defineTool({
+        name,
+        input: z.object({ text: z.string() }),
+        effect: 'opaque',
+        destructive: false,
+        execute(args) {
+          ran.push(`${name}:${args.text}`);
+          return `${name} done`;
+        },
+      });
+    const { tool: refund, runs } = refundTool();
+    return { tools: [plain('note'), refund, plain('email')], ran, refunds: runs };
+  }
+  const turn = () =>
+    jobData([call('note', { text: 'first' }), call('refund', { amount: 300, card: '4000000000000002' }), call('email', { text: 'third' })]);
+
+  for (const decision of ['approve', 'deny'] as const) {
+    it(`the first runs once, the third waits for the decision, and after ${decision === 'approve' ? 'an approval' : 'a denial'} runs`, async () => {
+      const l = await lane();
+      const { tools, ran, refunds } = turnTools();
+      l.worker({ tools });
+      const job = await l.add(turn());
+      const pending = await pendingOf(l);
+      expect(await delayedState(job)).toBe('delayed');
+      // The first call ran; the third waits with the second.
+      expect(ran).toEqual(['note:first']);
+      const input = { redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana', note: 'checked', queue: l.queue };
+      await (decision === 'approve' ? approveCall(input) : denyCall(input));
+      const done = await l.settle(job);
+      // The first call is replayed from its receipt, never run again.
+      expect(ran).toEqual(['note:first', 'email:third']);
+      expect(outcomes(done)).toEqual(['replayed', decision === 'approve' ? 'executed' : 'denied', 'executed']);
+      expect(refunds).toEqual(decision === 'approve' ? [300] : []);
+    });
+  }
+});
