@@ -161,6 +161,9 @@ local function openReceiptHash(receiptKey, approved)
       return nil, corruptReply(receiptKey, 'the hash has no status field')
     end
   elseif receipt.status ~= 'running' and receipt.status ~= 'completed' and receipt.status ~= 'failed' then
+    if receipt.status == 'awaiting_approval' or receipt.status == 'approved' or receipt.status == 'denied' then
+      return nil, corruptReply(receiptKey, 'the call is ' .. receipt.status .. ': only the approval scripts move it (see includes/approval.lua)')
+    end
     return nil, corruptReply(receiptKey, 'status is not running, completed or failed')
   elseif receipt.attempts < 1 or receipt.attempts % 1 ~= 0 then
     return nil, corruptReply(receiptKey, 'attempts is not a whole number >= 1')

@@ -14,6 +14,9 @@ import {
 import { fromStoredJson } from '../stored-json.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
+/** The statuses of a call that needed approval (src/approvals): not a receipt this reader shows. */
+const APPROVAL_STATES: ReadonlySet<string> = new Set(['awaiting_approval', 'approved', 'denied']);
+
 export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './history.js';
 
 /** Hash field prefix of a recorded sub-step: `step:<name>`. */
@@ -200,7 +203,11 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   if (status !== 'running' && status !== 'completed' && status !== 'failed') {
     throw new CorruptReceiptError(
       redisKey,
-      status === undefined ? 'the hash has no status field' : 'status is not running, completed or failed',
+      status === undefined
+        ? 'the hash has no status field'
+        : APPROVAL_STATES.has(status)
+          ? `the call is ${status}: read it with readApproval (bullmq-tool-receipts/approvals)`
+          : 'status is not running, completed or failed',
     );
   }
   const steps: Record<string, unknown> = {};
