@@ -15,6 +15,7 @@ import { emitIfListened } from './settle-call.js';
 import { throwIfInterrupted } from './interruption.js';
 import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
 import { attemptJobOf } from './settle-expired.js';
+import type { CallObservation } from './observer.js';
 
 /** The approval of a tool, its own options over the worker's; `undefined` when it has no rule. */
 export interface ToolApproval {
@@ -69,6 +70,7 @@ export async function passApprovalGate(
   tool: AnyToolDefinition,
   key: ToolCallReceiptKey,
   args: unknown,
+  obs: CallObservation,
 ): Promise<ToolResultBlock | undefined> {
   const approvals = rt.approvals;
   const approval = approvals?.of(tool);
@@ -86,7 +88,8 @@ export async function passApprovalGate(
     },
     (error) => rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not list the call as awaiting approval'),
   );
-  const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) =>
+  const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => {
+    obs.approval?.(state);
     emitIfListened(rt.events, 'approval', () => ({
       tenantId,
       runId,
@@ -97,6 +100,7 @@ export async function passApprovalGate(
       state,
       ...(actor === undefined ? {} : { actor }),
     }));
+  };
   switch (answer.kind) {
     case 'claim':
       return undefined;
@@ -111,6 +115,7 @@ export async function passApprovalGate(
       throwIfInterrupted(scope.job.id ?? '', scope.abort);
       // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
       const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
+      obs.waiting(delay);
       await scope.park(answer.nowMs, delay);
       throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);
     }

@@ -52,6 +52,13 @@ export type ReceiptRoundTrip = 'claim' | 'claimGroup' | 'complete' | 'completeAn
 
 /** One call's observation; every method is called at most once except where noted. */
 export interface CallObservation {
+  /**
+   * A call of a tool with an approval rule met its gate: `requested`
+   * (awaiting a person now), `approved` (its claim follows), `denied` or
+   * `expired` (it never runs). Optional, so observers written before
+   * approvals still compile.
+   */
+  approval?(state: 'requested' | 'approved' | 'denied' | 'expired'): void;
   /** The claim's decision (not called for calls refused before a claim). */
   decided(decision: ObservedDecision): void;
   /** Runs the tool itself, so an observer can time it and make its own context current. */

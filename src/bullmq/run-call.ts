@@ -134,7 +134,7 @@ async function runObservedCall(
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
   // A tool with an approval rule passes its gate first: parked while a person decides, answered when denied.
   if (rt.approvals?.of(tool)) {
-    const denied = await passApprovalGate(rt, scope, call, tool, key, args);
+    const denied = await passApprovalGate(rt, scope, call, tool, key, args, obs);
     if (denied) {
       logDecision('denied', 'denied');
       return denied;

@@ -17,6 +17,7 @@ export const ATTR = {
   verdict: 'tool_receipts.reconcile.verdict',
   limit: 'tool_receipts.limit',
   limitPer: 'tool_receipts.limit.per',
+  approval: 'tool_receipts.approval.state',
 } as const;
 
 /** Metric instrument names. */
@@ -41,6 +42,8 @@ export const EVENT = {
   lateSettle: 'late_settle',
   reconcile: 'reconcile',
   keyedRerun: 'keyed_rerun',
+  /** A call's approval gate: requested, approved, denied or expired (`tool_receipts.approval.state`). */
+  approval: 'approval',
 } as const;
 
 /** Instrumentation scope name of the tracer and meter. */

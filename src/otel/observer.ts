@@ -145,6 +145,10 @@ class OtelCallObservation implements CallObservation {
     }
   }
 
+  approval(state: 'requested' | 'approved' | 'denied' | 'expired'): void {
+    this.span.addEvent(EVENT.approval, { [ATTR.approval]: state });
+  }
+
   waiting(delayMs: number): void {
     this.waited = true;
     this.span.addEvent(EVENT.wait, { delay_ms: delayMs });
