@@ -28,14 +28,18 @@ export type GateAnswer =
   /** Denied (`actor` is `expiry` when it expired): never run. */
   | { readonly kind: 'denied'; readonly actor: string; readonly note?: string; readonly expired: boolean };
 
-/** Whether a call needs approval, and why, by a tool's rule; `undefined` when it does not. */
+/**
+ * Whether a call needs approval, and why, by a tool's rule; `undefined` when
+ * it does not. Any answer but a falsy one asks (a rule that returns something
+ * unexpected errs on the side of a person); a string `reason` is kept.
+ */
 export function approvalNeeded(rule: ApprovalRule | undefined, args: unknown, ctx: ApprovalContext): { reason?: string } | undefined {
   if (rule === undefined) return undefined;
   if (rule === 'always') return {};
-  const answer = rule(args, ctx);
-  if (answer === true) return {};
-  if (typeof answer === 'object' && answer !== null && typeof answer.reason === 'string') return { reason: answer.reason };
-  return undefined;
+  const answer: unknown = rule(args, ctx);
+  if (!answer) return undefined;
+  const reason = typeof answer === 'object' ? (answer as { reason?: unknown }).reason : undefined;
+  return typeof reason === 'string' && reason !== '' ? { reason } : {};
 }
 
 /** What an approver is shown: the redact hook's answer as JSON text, `''` without a hook (or with an answer that is not JSON). */

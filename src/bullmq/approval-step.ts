@@ -9,27 +9,13 @@ import type { ToolCallReceiptKey } from '../core/identity.js';
 import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, type ApprovalGate } from '../approvals/gate.js';
 import type { ApprovalOptions, ApprovalRule } from '../approvals/types.js';
 import { receiptRedisKey } from '../redis/keys.js';
-import type { CallRuntime, JobScope } from './call-runtime.js';
+import type { ApprovalRuntime, CallRuntime, JobScope, ToolApproval } from './call-runtime.js';
 import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
 import { emitIfListened } from './settle-call.js';
 import { throwIfInterrupted } from './interruption.js';
 import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
 import { attemptJobOf } from './settle-expired.js';
 import type { CallObservation } from './observer.js';
-
-/** The approval of a tool, its own options over the worker's; `undefined` when it has no rule. */
-export interface ToolApproval {
-  readonly rule: ApprovalRule;
-  readonly redact: ((args: unknown) => unknown) | undefined;
-  readonly timeoutMs: number;
-}
-
-/** The worker's approvals: its gate, and the approval each of its tools runs with. */
-export interface ApprovalRuntime {
-  readonly gate: ApprovalGate;
-  /** The tool's approval, `undefined` when it has no rule (then it passes no gate). */
-  of(tool: AnyToolDefinition): ToolApproval | undefined;
-}
 
 /** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
 export function approvalRuntime(

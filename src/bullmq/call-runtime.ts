@@ -16,7 +16,8 @@ import type { ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
 import type { ToolCallObserver } from './observer.js';
 import type { WorkerLimits } from '../limits/call-limits.js';
-import type { ApprovalRuntime } from './approval-step.js';
+import type { ApprovalGate } from '../approvals/gate.js';
+import type { ApprovalRule } from '../approvals/types.js';
 
 /** What a receipt stores as a call's result, and what a replay returns. */
 export interface RecordedToolResult {
@@ -28,6 +29,20 @@ export interface RecordedToolResult {
 export type PreparedCall =
   | { readonly ok: true; readonly rawInput: unknown; readonly args: unknown }
   | { readonly ok: false; readonly message: string; readonly countsAsRejection: boolean };
+
+/** The approval of a tool, its own options over the worker's (see approval-step.ts). */
+export interface ToolApproval {
+  readonly rule: ApprovalRule;
+  readonly redact: ((args: unknown) => unknown) | undefined;
+  readonly timeoutMs: number;
+}
+
+/** The worker's approvals: its gate, and the approval each of its tools runs with. */
+export interface ApprovalRuntime {
+  readonly gate: ApprovalGate;
+  /** The tool's approval, `undefined` when it has no rule (then it passes no gate). */
+  of(tool: AnyToolDefinition): ToolApproval | undefined;
+}
 
 /** The wrapper's fixed collaborators, shared by every call. */
 export interface CallRuntime {
