@@ -239,3 +239,49 @@ describe('a turn of three calls whose second needs approval', () => {
     });
   }
 });
+
+describe('side by side, and what a decision takes', () => {
+  it('a call side by side with one that waits runs to its end; the waiting one runs once approved', async () => {
+    const l = await lane();
+    const ran: string[] = [];
+    const lookup = defineTool({
+      name: 'lookup',
+      input: z.object({ q: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      parallel: true,
+      execute: (args) => (ran.push(`lookup:${args.q}`), 'found'),
+    });
+    const wipe = defineTool({
+      name: 'wipe',
+      input: z.object({ id: z.string() }),
+      effect: 'opaque',
+      parallel: true,
+      approval: 'always',
+      execute: (args) => (ran.push(`wipe:${args.id}`), 'wiped'),
+    });
+    l.worker({ tools: [lookup, wipe] });
+    const job = await l.add(jobData([call('wipe', { id: 'db-1' }), call('lookup', { q: 'owner' })]));
+    const pending = await pendingOf(l);
+    expect(await delayedState(job)).toBe('delayed');
+    expect(ran).toEqual(['lookup:owner']);
+    await approveCall({ redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana', queue: l.queue });
+    const done = await l.settle(job);
+    expect(outcomes(done)).toEqual(['executed', 'replayed']);
+    expect(ran).toEqual(['lookup:owner', 'wipe:db-1']);
+  });
+
+  it('refuses a blank actor, a note too long, a key under another prefix, with nothing written', async () => {
+    const l = await lane();
+    const { tool } = refundTool();
+    l.worker({ tools: [tool] });
+    await l.add(jobData([call('refund', { amount: 500, card: '4000000000000002' })]));
+    const pending = await pendingOf(l);
+    const before = await l.redis.hgetall(pending.receiptKey);
+    const input = { redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana' };
+    for (const wrong of [{ actor: ' ' }, { note: 'x'.repeat(1001) }, { prefix: `${l.prefix}x` }]) {
+      await expect(approveCall({ ...input, ...wrong })).rejects.toMatchObject({ code: 'receipt.invalid_input' });
+    }
+    expect(await l.redis.hgetall(pending.receiptKey)).toEqual(before);
+  });
+});

@@ -9,7 +9,7 @@ import { approvalScriptKeys } from '../../src/approvals/keys.js';
 import { approvalNeeded } from '../../src/approvals/gate.js';
 import { callRedisKeys } from '../../src/redis/keys.js';
 
-const name = fc.string({ minLength: 1, maxLength: 12 }).filter((s) => s.isWellFormed());
+const name = fc.string({ minLength: 1, maxLength: 12, unit: 'grapheme' });
 const prefix = fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/);
 const ctx = { tenantId: 't', runId: 'r', toolName: 'x', callId: 'c' };
 
