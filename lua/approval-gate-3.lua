@@ -29,7 +29,8 @@
             'approved'  approved, not started: claim, and the claim starts it
             'denied'    denied (by, note, denied_reason); an awaiting receipt
                         found expired is denied here first (by 'expiry',
-                        denied_reason 'expired', history approval.expired)
+                        denied_reason 'expired', history approval.expired;
+                        created = 1 for the call that wrote that)
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type; nothing written.
 
   Time comes only from TIME. An awaiting receipt lives expires + retention.
@@ -80,7 +81,7 @@ if a.status == 'awaiting_approval' then
   keepAtLeast(KEYS[1], retention)
   appendHistory(KEYS[1], { at = now, what = 'approval.expired', by = 'expiry', attempt = 0 })
   a.by, a.deniedReason = 'expiry', 'expired'
-  return answer('denied', 0)
+  return answer('denied', 1)
 end
 if a.status == 'approved' then return answer('approved', 0) end
 if a.status == 'denied' then return answer('denied', 0) end

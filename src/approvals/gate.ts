@@ -12,6 +12,7 @@ import { runScript } from '../redis/scripts/scripts.js';
 import type { AttemptJob } from '../redis/receipts/reads/record.js';
 import { attemptJobText } from '../redis/receipts/reads/record.js';
 import { pendingApprovalsRedisKey } from './keys.js';
+import { AuditLog } from '../redis/operators/audit-log.js';
 import type { ApprovalContext, ApprovalRule } from './types.js';
 
 /** Default `approvalTimeoutMs`: 24 h. */
@@ -25,8 +26,8 @@ export type GateAnswer =
   | { readonly kind: 'approved' }
   /** Awaiting a decision until `expiresAtMs` (server clock; `nowMs` is the server's now). */
   | { readonly kind: 'await'; readonly created: boolean; readonly expiresAtMs: number; readonly nowMs: number; readonly epoch: string }
-  /** Denied (`actor` is `expiry` when it expired): never run. */
-  | { readonly kind: 'denied'; readonly actor: string; readonly note?: string; readonly expired: boolean };
+  /** Denied (`actor` is `expiry` when it expired; `expiredNow` when this gate wrote the expiry): never run. */
+  | { readonly kind: 'denied'; readonly actor: string; readonly note?: string; readonly expired: boolean; readonly expiredNow: boolean };
 
 /**
  * Whether a call needs approval, and why, by a tool's rule; `undefined` when
@@ -83,7 +84,8 @@ export class ApprovalGate {
 
   /**
    * Passes the gate. A call it created awaiting approval is added to the
-   * prefix's pending index (a failure there is logged by the caller's
+   * prefix's pending index; an expiry it wrote goes into the operators' audit
+   * log as a denial by `expiry` (a failure of either is handed to
    * `onIndexError`; the receipt is the truth).
    */
   async pass(request: GateRequest, onIndexError: (error: unknown) => void): Promise<GateAnswer> {
@@ -129,9 +131,31 @@ export class ApprovalGate {
         return { kind: 'await', created: created === '1', expiresAtMs, nowMs: Number(now), epoch: epoch ?? '' };
       }
       case 'denied':
-        return { kind: 'denied', actor: by ?? '', ...(note ? { note } : {}), expired: deniedReason === 'expired' };
+        if (created === '1') await this.recordExpiry(receipt, epoch ?? '', onIndexError);
+        return {
+          kind: 'denied',
+          actor: by ?? '',
+          ...(note ? { note } : {}),
+          expired: deniedReason === 'expired',
+          expiredNow: created === '1',
+        };
       default:
         throw new UnexpectedScriptReplyError('approval-gate', reply);
     }
+  }
+
+  /** The expiry the gate just wrote, in the audit log as every decision is; the index entry goes with it. */
+  private async recordExpiry(receipt: string, epoch: string, onError: (error: unknown) => void): Promise<void> {
+    const pending = pendingApprovalsRedisKey(this.prefix);
+    await receiptsConnection(this.redis).command('ZREM', [pending, receipt], pending).catch(onError);
+    await new AuditLog(this.redis, this.prefix)
+      .append({
+        actor: 'expiry',
+        source: 'worker',
+        action: 'deny',
+        receipts: [receipt],
+        detail: { decision: 'denied', reason: 'expired', epoch },
+      })
+      .catch(onError);
   }
 }

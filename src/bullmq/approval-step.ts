@@ -72,7 +72,8 @@ export async function passApprovalGate(
       shown: needed ? shownText(approval.redact, args) : '',
       job: attemptJobOf(scope.job),
     },
-    (error) => rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not list the call as awaiting approval'),
+    (error) =>
+      rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not update the pending approvals index or audit log'),
   );
   const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => {
     obs.approval?.(state);

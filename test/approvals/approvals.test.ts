@@ -148,6 +148,11 @@ describe('a call that needs approval', () => {
     expect(result!.outcome).toBe('denied');
     expect(result!.content).toMatch(/nobody approved it before the approval expired/);
     expect(runs).toEqual([]);
+    // The expiry is a decision like any: in the receipt's history and the audit log, by `expiry`.
+    const audit = await new AuditLog(l.redis, l.prefix).read();
+    expect(audit.map((a) => [a.action, a.actor, a.source, a.detail['reason']])).toEqual([['deny', 'expiry', 'worker', 'expired']]);
+    const [receiptKey] = audit[0]!.receipts;
+    expect(await l.redis.hmget(receiptKey!, 'status', 'approval_denied_reason')).toEqual(['denied', 'expired']);
   });
 });
 
