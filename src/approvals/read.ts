@@ -50,11 +50,12 @@ function parseShown(text: string | undefined): { shown?: unknown } {
   }
 }
 
-function jobIdOf(text: string | undefined): { jobId?: string } {
+function jobIdOf(text: string | undefined): Pick<PendingApproval, 'jobId' | 'job'> {
   if (text === undefined) return {};
   try {
-    const id = (JSON.parse(text) as { id?: unknown }).id;
-    return typeof id === 'string' ? { jobId: id } : {};
+    const { id, queue, prefix } = JSON.parse(text) as { id?: unknown; queue?: unknown; prefix?: unknown };
+    if (typeof id !== 'string') return {};
+    return { jobId: id, ...(typeof queue === 'string' && typeof prefix === 'string' ? { job: { queue, prefix, id } } : {}) };
   } catch {
     return {};
   }

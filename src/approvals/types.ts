@@ -31,6 +31,8 @@ export interface PendingApproval {
   readonly expiresAtMs: number;
   /** The BullMQ job parked on the call, when known. */
   readonly jobId?: string;
+  /** That job's queue and BullMQ prefix too, to read its arguments or promote it (`jobId` is its `id`). */
+  readonly job?: { readonly queue: string; readonly prefix: string; readonly id: string };
 }
 
 /** A decision on a call, as recorded on its receipt. */
