@@ -15,6 +15,7 @@ import { closestName, InvalidOptionsError } from '../core/options.js';
 import { DEFAULT_RETENTION_MS, ReceiptStore } from '../redis/receipts/store.js';
 import { stringOption, wholeNumberOption, type CommandSpec, type OptionValues } from './command.js';
 import { ambiguousSpec } from './commands/ambiguous.js';
+import { approvalsSpec, approveSpec, denySpec } from './commands/approvals.js';
 import { auditSpec } from './commands/audit.js';
 import { consoleSpec } from './commands/console.js';
 import { doctorSpec } from './commands/doctor.js';
@@ -40,6 +41,9 @@ export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
       runSpec,
       showSpec,
       resolveSpec,
+      approvalsSpec,
+      approveSpec,
+      denySpec,
       doctorSpec,
       consoleSpec,
       auditSpec,
