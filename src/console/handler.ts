@@ -18,6 +18,7 @@ import { CallNotSettledError } from '../bullmq/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';
 import { ResolveRefusedError } from '../operator/errors.js';
+import { approvalDecision, approvalsPage } from './approvals.js';
 import { BulkActions } from './bulk.js';
 import { ConsoleOptionsError } from './errors.js';
 import type { ConsoleData, ConsoleQueue } from './queries.js';
@@ -32,6 +33,9 @@ import {
   CSRF_COOKIE,
   csrfProblem,
   CsrfTokens,
+  hasTokens,
+  mayDecideApprovals,
+  roleRefusal,
   presentedToken,
   roleOf,
   type ConsoleRole,
@@ -125,19 +129,24 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       `${tokens.operator === undefined ? 'console (no token)' : `${role} token`} from ${req.socket.remoteAddress ?? 'unknown address'}`,
   });
 
-  const pages = pageRoutes({ data, bulk });
+  const pages = pageRoutes({ data, bulk, approvals: approvalsPage(data) });
 
-  /** The form of a POST, once its role and CSRF token are checked. */
-  async function checkedForm(r: Request): Promise<URLSearchParams> {
+  /** The form of a POST, once its role (operator, unless `may` says which) and CSRF token are checked. */
+  async function checkedForm(r: Request, may: (role: ConsoleRole) => boolean = (role) => role === 'operator'): Promise<URLSearchParams> {
     const form = await readForm(r.req);
-    if (r.ctx.role !== 'operator')
-      throw new HttpProblem(403, 'this token is read-only: resolving, retrying and bulk actions need the operator token');
+    if (!may(r.ctx.role)) throw new HttpProblem(403, roleRefusal(r.ctx.role, may === mayDecideApprovals));
     const problem = csrfProblem(r.req, r.host, form.get('csrf') ?? undefined, csrf, r.session);
     if (problem) throw new HttpProblem(403, `refused: ${problem}`);
     return form;
   }
 
   const actions: Route<Exclude<(typeof CONSOLE_ACTIONS)[number], '/login'>> = {
+    '/approvals/decide': approvalDecision({
+      data,
+      form: (r) => checkedForm(r, mayDecideApprovals),
+      actor: (r) => trail(r.req, r.ctx.role).actor,
+      ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+    }),
     '/receipt/resolve': async (r) => {
       const { ctx, req, res } = r;
       const form = await checkedForm(r);
@@ -213,7 +222,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     const problem = csrfProblem(req, host, form.get('csrf') ?? undefined, csrf, '');
     if (problem) return send(res, 403, loginPageView({ base, csrf: csrfToken(req, res, '') }, `refused: ${problem}`));
     const token = form.get('token') ?? '';
-    if (roleOf(token, tokens) === undefined || (tokens.operator === undefined && tokens.read === undefined)) {
+    if (roleOf(token, tokens) === undefined || !hasTokens(tokens)) {
       return send(res, 401, loginPageView({ base, csrf: csrfToken(req, res, '') }, 'That token is not valid.'));
     }
     res.appendHeader('Set-Cookie', cookieHeader(req, AUTH_COOKIE, token, base === '' ? '/' : base, 12 * 3600));
@@ -255,7 +264,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       if (!reading) return send(res, 401, 'a valid token is needed', 'text/plain; charset=utf-8');
       return send(res, 401, loginPageView({ base, csrf: csrfToken(req, res, '') }));
     }
-    const session = tokens.operator === undefined && tokens.read === undefined ? '' : (presented ?? '');
+    const session = hasTokens(tokens) ? (presented ?? '') : '';
     const ctx: PageContext = { base, role, csrf: csrfToken(req, res, session), prefix };
     const r: Request = { req, res, path, query: url.searchParams, ctx, host, session };
     try {

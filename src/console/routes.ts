@@ -30,6 +30,7 @@ import { RUN_PAGE_SIZE, runOffset, runPageView } from './pages/run.js';
 /** The pages the console serves (GET and HEAD), as paths under its mount point. */
 export const CONSOLE_PAGES = [
   '/',
+  '/approvals',
   '/find',
   '/receipt',
   '/run',
@@ -41,7 +42,7 @@ export const CONSOLE_PAGES = [
   '/favicon.ico',
 ] as const;
 /** The forms it takes (POST): every one checks the Host, then the token, role and CSRF token. */
-export const CONSOLE_ACTIONS = ['/login', '/receipt/resolve', '/receipt/retry', '/bulk/start'] as const;
+export const CONSOLE_ACTIONS = ['/login', '/receipt/resolve', '/receipt/retry', '/bulk/start', '/approvals/decide'] as const;
 
 /** Handlers by path; typed over a list above, so a route cannot be served without being listed. */
 export type Route<P extends string> = Record<P, (r: Request) => Promise<void>>;
@@ -78,8 +79,12 @@ export function redirect(res: ServerResponse, location: string): void {
   res.end();
 }
 
-/** The pages' handlers. */
-export function pageRoutes(deps: { readonly data: ConsoleData; readonly bulk: BulkActions }): Route<(typeof CONSOLE_PAGES)[number]> {
+/** The pages' handlers; `approvals` is the "Needs approval" page's (see approvals.ts). */
+export function pageRoutes(deps: {
+  readonly data: ConsoleData;
+  readonly bulk: BulkActions;
+  readonly approvals: (r: Request) => Promise<void>;
+}): Route<(typeof CONSOLE_PAGES)[number]> {
   const { data, bulk } = deps;
   const { store, audit, redis } = data;
   return {
@@ -91,6 +96,7 @@ export function pageRoutes(deps: { readonly data: ConsoleData; readonly bulk: Bu
       const view = await needsPage(data, filter, parseCursor(query.get('after') ?? undefined));
       send(res, problem ? 400 : 200, needsPageView(ctx, form, view, problem));
     },
+    '/approvals': deps.approvals,
     '/find': async ({ ctx, query, res }) => {
       const q = query.get('q') ?? '';
       if (q.trim() === '') return send(res, 200, findPageView(ctx, q, undefined));

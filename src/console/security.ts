@@ -1,6 +1,6 @@
 /**
  * Who may do what in the console: tokens checked in constant time on every
- * request, two roles (read-only and operator), a CSRF defence for every write
+ * request, three roles (read-only, approver and operator), a CSRF defence for every write
  * (a token the console signed, in a SameSite cookie that each form echoes,
  * and the request's Origin), and the headers every answer carries (a strict
  * Content-Security-Policy among them).
@@ -10,16 +10,36 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConsoleOptionsError } from './errors.js';
 import { hostText, type HostName } from './hosts.js';
 
-/** What a request may do: read pages, or also resolve, retry and bulk resolve. */
-export type ConsoleRole = 'read' | 'operator';
+/**
+ * What a request may do: `read` sees every page and decides nothing;
+ * `approver` also approves and denies calls awaiting approval, nothing else;
+ * `operator` does every write (resolve, retry, bulk resolve, approve, deny).
+ */
+export type ConsoleRole = 'read' | 'approver' | 'operator';
 
-/** The tokens the console accepts. With neither, every request is an operator's (mount it behind your own auth). */
+/** The tokens the console accepts. With none, every request is an operator's (mount it behind your own auth). */
 export interface ConsoleTokens {
   /** Grants every page and every write. */
   readonly operator?: string;
+  /** Grants every page, and approving or denying calls awaiting approval. */
+  readonly approver?: string;
   /** Grants the pages only. */
   readonly read?: string;
 }
+
+/** Whether a role may approve or deny calls awaiting approval. */
+export const mayDecideApprovals = (role: ConsoleRole): boolean => role === 'operator' || role === 'approver';
+
+/** Why a role may not post a form: approving takes an approver or operator token, every other write an operator's. */
+export function roleRefusal(role: ConsoleRole, approving: boolean): string {
+  if (approving) return 'this token is read-only: approving and denying need the approver or operator token';
+  const held = role === 'approver' ? 'an approver token: it approves and denies calls only' : 'read-only';
+  return `this token is ${held}; resolving, retrying and bulk actions need the operator token`;
+}
+
+/** Whether any token is configured (else every request is an operator's). */
+export const hasTokens = (tokens: ConsoleTokens): boolean =>
+  tokens.operator !== undefined || tokens.approver !== undefined || tokens.read !== undefined;
 
 /** Shortest token accepted: a guessable token is no defence. */
 export const MIN_TOKEN_LENGTH = 16;
@@ -35,8 +55,9 @@ export function checkTokens(tokens: ConsoleTokens): void {
       throw new ConsoleOptionsError(`the ${role} token must be at least ${MIN_TOKEN_LENGTH} characters without spaces`);
     }
   }
-  if (tokens.operator !== undefined && tokens.operator === tokens.read) {
-    throw new ConsoleOptionsError('the operator token and the read-only token must differ');
+  const given = [tokens.operator, tokens.approver, tokens.read].filter((t) => t !== undefined);
+  if (new Set(given).size !== given.length) {
+    throw new ConsoleOptionsError('the operator, approver and read-only tokens must differ, one per role');
   }
 }
 
@@ -72,15 +93,17 @@ export function presentedToken(req: IncomingMessage): string | undefined {
 }
 
 /**
- * The role a token grants, or `undefined` for none. Both tokens are compared
- * every time, so the time taken says nothing about which (if either) matched.
+ * The role a token grants, or `undefined` for none. Every token is compared
+ * every time, so the time taken says nothing about which (if any) matched.
  */
 export function roleOf(token: string | undefined, tokens: ConsoleTokens): ConsoleRole | undefined {
-  if (tokens.operator === undefined && tokens.read === undefined) return 'operator';
+  if (!hasTokens(tokens)) return 'operator';
   if (token === undefined) return undefined;
   const operator = sameSecret(token, tokens.operator ?? '');
+  const approver = sameSecret(token, tokens.approver ?? '');
   const read = sameSecret(token, tokens.read ?? '');
   if (operator && tokens.operator !== undefined) return 'operator';
+  if (approver && tokens.approver !== undefined) return 'approver';
   if (read && tokens.read !== undefined) return 'read';
   return undefined;
 }

@@ -5,6 +5,7 @@ import { networkInterfaces } from 'node:os';
 import { ConsoleOptionsError, ConsoleTokenRequiredError } from './errors.js';
 import { createConsoleHandler, type ConsoleOptions } from './handler.js';
 import { isLoopbackHost } from './hosts.js';
+import { hasTokens } from './security.js';
 
 /** Where to listen, and the console's options. */
 export interface ConsoleServerOptions extends ConsoleOptions {
@@ -56,7 +57,7 @@ export function boundHosts(host: string): string[] {
  */
 export async function startConsoleServer(options: ConsoleServerOptions): Promise<ConsoleServer> {
   const host = options.host ?? '127.0.0.1';
-  if (!isLoopbackHost(host) && options.tokens?.operator === undefined && options.tokens?.read === undefined) {
+  if (!isLoopbackHost(host) && !hasTokens(options.tokens ?? {})) {
     throw new ConsoleTokenRequiredError(host);
   }
   if (options.allowedHosts !== undefined && !Array.isArray(options.allowedHosts))

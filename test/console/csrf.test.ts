@@ -99,6 +99,7 @@ describe('forged CSRF tokens', () => {
         '/receipt/resolve': { key: redisKey, attempts: '1', epoch, outcome: 'failed', error: 'forged' },
         '/receipt/retry': { key: redisKey },
         '/bulk/start': { draft, name: 'forged', confirm: 'yes', outcome: 'failed', error: 'forged' },
+        '/approvals/decide': { key: redisKey, epoch, args: key.argsHash, decision: 'approve' },
       };
       for (const [what, cookie, field] of await forgeries(server, auth)) {
         for (const path of CONSOLE_ACTIONS) {

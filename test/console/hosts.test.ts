@@ -52,6 +52,7 @@ afterAll(async () => {
 /** A query that makes each page read something (a receipt, a run, a preview). */
 const PAGE_QUERY: Record<(typeof CONSOLE_PAGES)[number], () => string> = {
   '/': () => '?tenant=acme',
+  '/approvals': () => '?tenant=acme',
   '/find': () => '?q=acme',
   '/receipt': () => `?key=${encodeURIComponent(receiptKey)}`,
   '/run': () => '?tenant=acme&run=run-rebind',
@@ -69,6 +70,7 @@ const ACTION_FORM: Record<(typeof CONSOLE_ACTIONS)[number], (csrf: string) => Re
   '/receipt/resolve': (csrf) => ({ csrf, key: receiptKey, attempts: '1', outcome: 'failed', error: 'rebound' }),
   '/receipt/retry': (csrf) => ({ csrf, key: receiptKey }),
   '/bulk/start': (csrf) => ({ csrf, draft: 'x', name: 'rebound', confirm: 'yes', outcome: 'failed', error: 'rebound' }),
+  '/approvals/decide': (csrf) => ({ csrf, key: receiptKey, epoch: 'e', args: 'a', decision: 'deny' }),
 };
 
 describe('a Host the console does not answer for', () => {

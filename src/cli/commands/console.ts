@@ -15,6 +15,7 @@ export interface ConsoleArgs {
   readonly port: number;
   readonly token?: string;
   readonly readToken?: string;
+  readonly approverToken?: string;
   readonly queues: readonly string[];
   readonly bullPrefix?: string;
   /** Hosts the console answers for besides loopback (and the address it binds). */
@@ -24,6 +25,7 @@ export interface ConsoleArgs {
 /** Environment variables the tokens may come from instead of the command line (which `ps` shows). */
 export const CONSOLE_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_TOKEN';
 export const CONSOLE_READ_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_READ_TOKEN';
+export const CONSOLE_APPROVER_TOKEN_ENV = 'TOOL_RECEIPTS_CONSOLE_APPROVER_TOKEN';
 
 /** What `duplicate` takes on an ioredis `Redis`. */
 /** An ioredis connection's copy, with the calls that keep and close it. */
@@ -64,7 +66,8 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
   if (cliRedis === undefined) throw new CliUsageError('console needs a Redis connection', 'console');
   const operator = args.token ?? env?.[CONSOLE_TOKEN_ENV];
   const read = args.readToken ?? env?.[CONSOLE_READ_TOKEN_ENV];
-  const tokens = { ...(operator ? { operator } : {}), ...(read ? { read } : {}) };
+  const approver = args.approverToken ?? env?.[CONSOLE_APPROVER_TOKEN_ENV];
+  const tokens = { ...(operator ? { operator } : {}), ...(approver ? { approver } : {}), ...(read ? { read } : {}) };
   const lasting = lastingConnection(cliRedis);
   try {
     const server = await startConsoleServer({
@@ -79,7 +82,7 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
     });
     writeLine(
       out,
-      `tool-receipts console on ${server.url} (prefix ${store.prefix}${tokens.operator || tokens.read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`,
+      `tool-receipts console on ${server.url} (prefix ${store.prefix}${operator || approver || read ? ', token required' : ', no token: loopback only'}). Stop it with Ctrl-C.`,
     );
     const names = ['localhost', '127.0.0.0/8', '[::1]', ...server.allowedHosts];
     writeLine(out, `It answers for the hosts ${names.join(', ')}; add others with --allowed-host.`);
@@ -98,11 +101,11 @@ export const consoleSpec: CommandSpec<ConsoleArgs> = {
   name: 'console',
   synopsis: 'console',
   summary: 'serve the operator console in the browser',
-  help: `Usage: tool-receipts console [--port <n>] [--host <addr>] [--allowed-host <h>]... [--token <t>] [--read-token <t>] [--queues <a,b>] [connection options]
+  help: `Usage: tool-receipts console [--port <n>] [--host <addr>] [--allowed-host <h>]... [--token <t>] [--approver-token <t>] [--read-token <t>] [--queues <a,b>] [connection options]
 
-Serves the operator console: the receipts that need a person, find, a receipt
-with resolve and job retry, a run's timeline, bulk resolve by filter, counts,
-and the audit log. Every write is recorded in the audit log.
+Serves the operator console: the receipts that need a person, the calls that
+need approval, find, a receipt with resolve and job retry, a run's timeline,
+bulk resolve by filter, counts, and the audit log. Every write is recorded in the audit log.
 
 Options:
   --port <n>          port (default ${DEFAULT_CONSOLE_PORT})
@@ -113,8 +116,13 @@ Options:
                       answers only for localhost, 127.0.0.0/8, [::1], the
                       address it binds (for 0.0.0.0 or ::, this machine's
                       addresses) and these; any other Host gets 421.
-  --token <t>         the operator token (resolve, retry, bulk); default
-                      $${CONSOLE_TOKEN_ENV}. At least 16 characters.
+  --token <t>         the operator token (resolve, retry, bulk, approve,
+                      deny); default $${CONSOLE_TOKEN_ENV}. At least 16
+                      characters.
+  --approver-token <t>
+                      an approver token: every page, and approving or
+                      denying calls that need approval, nothing else;
+                      default $${CONSOLE_APPROVER_TOKEN_ENV}
   --read-token <t>    a read-only token; default $${CONSOLE_READ_TOKEN_ENV}
   --queues <a,b>      BullMQ queues to look job ids up in
   --bull-prefix <p>   their BullMQ prefix (default bull)`,
@@ -122,6 +130,7 @@ Options:
     port: { type: 'string' },
     host: { type: 'string' },
     token: { type: 'string' },
+    'approver-token': { type: 'string' },
     'read-token': { type: 'string' },
     queues: { type: 'string' },
     'bull-prefix': { type: 'string' },
@@ -136,6 +145,7 @@ Options:
     if (host === '') throw new CliUsageError('--host needs an address', 'console');
     const token = stringOption(values, 'token');
     const readToken = stringOption(values, 'read-token');
+    const approverToken = stringOption(values, 'approver-token');
     const bullPrefix = stringOption(values, 'bull-prefix');
     const queues = (stringOption(values, 'queues') ?? '')
       .split(',')
@@ -156,6 +166,7 @@ Options:
       allowedHosts,
       ...(token !== undefined ? { token } : {}),
       ...(readToken !== undefined ? { readToken } : {}),
+      ...(approverToken !== undefined ? { approverToken } : {}),
       ...(bullPrefix !== undefined ? { bullPrefix } : {}),
     };
   },

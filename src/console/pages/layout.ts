@@ -26,8 +26,12 @@ export function href(ctx: Pick<PageContext, 'base'>, path: string, params: Recor
 export const receiptHref = (ctx: PageContext, redisKey: string) => href(ctx, '/receipt', { key: redisKey });
 export const runHref = (ctx: PageContext, tenantId: string, runId: string) => href(ctx, '/run', { tenant: tenantId, run: runId });
 
+/** How the header names each role. */
+const ROLE_LABELS: Readonly<Record<ConsoleRole, string>> = { operator: 'operator', approver: 'approver', read: 'read-only' };
+
 const NAV: readonly [path: string, label: string][] = [
   ['/', 'Needs a person'],
+  ['/approvals', 'Needs approval'],
   ['/find', 'Find'],
   ['/bulk', 'Bulk resolve'],
   ['/counts', 'Counts'],
@@ -55,7 +59,7 @@ ${options.refreshSeconds !== undefined ? html`<meta http-equiv="refresh" content
 <header class="top">
 <a class="brand" href="${href(ctx, '/')}">tool-receipts</a>
 <nav>${NAV.map(([path, label]) => html`<a href="${href(ctx, path)}"${path === current ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>
-<span class="who">prefix <code>${ctx.prefix}</code> · ${ctx.role === 'operator' ? 'operator' : 'read-only'}</span>
+<span class="who">prefix <code>${ctx.prefix}</code> · ${ROLE_LABELS[ctx.role]}</span>
 </header>
 <main>
 <h1>${title}</h1>
