@@ -11,6 +11,7 @@ export {
   type McpToolsOptions,
   type McpToolOptions,
   type McpToolDefinition,
+  type McpApproval,
   type McpReconcileContext,
 } from './tools.js';
 export { McpConnection, type McpClientSource } from './connection.js';

@@ -22,6 +22,8 @@ import {
   type OptionRule,
   type OptionsSchema,
 } from '../core/options.js';
+import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
+import type { ApprovalOptions, ApprovalRule } from '../approvals/types.js';
 import type { McpEffectOverride } from './effect.js';
 import { InvalidMcpToolsOptionsError } from './errors.js';
 import { MAX_NAME_PREFIX } from './tool-names.js';
@@ -62,10 +64,33 @@ export interface McpToolOptions extends McpEffectOverride {
    * `inputSchema` (the model is still shown the server's schema).
    */
   readonly input?: z.ZodType;
+  /**
+   * This tool's calls wait for a person before they run (see
+   * docs/approvals.md): a rule as `defineTool`'s `approval` takes, of the
+   * arguments as the server's schema parses them; `false` exempts the tool
+   * from the `mcpTools` option. Default: the `mcpTools` option.
+   */
+  readonly approval?: ApprovalRule | false;
+  /** What the approver is shown of this tool's arguments. Default: the `mcpTools` option, else nothing. */
+  readonly redact?: (args: unknown) => unknown;
+  /** How long its calls wait for a decision before they count as denied, in ms. Default: the `mcpTools` option, else 24 h. */
+  readonly approvalTimeoutMs?: number;
 }
 
+/**
+ * Which of a server's tools wait for approval: a rule as `defineTool` takes
+ * (`'always'`, or a function of the arguments and `ctx.toolName`) for every
+ * tool, or `'destructive'`: every tool the wrapper treats as destructive
+ * (`destructiveHint: true`, or left out on a tool that is not read-only, as
+ * MCP's default is; a tool's own `destructive` setting wins) waits for
+ * approval on every call, the others never.
+ */
+export type McpApproval = ApprovalRule | 'destructive';
+
 /** Options of `mcpTools`. */
-export interface McpToolsOptions {
+export interface McpToolsOptions extends Omit<ApprovalOptions, 'approval'> {
+  /** Which tools wait for a person's approval; per tool, `tools[name].approval` wins. Default: none. */
+  readonly approval?: McpApproval;
   /** Per-tool settings, by the tool's name on the server. Naming a tool the server does not list is an error. */
   readonly tools?: Readonly<Record<string, McpToolOptions>>;
   /** Only these tools (names on the server), or those the predicate keeps. Default: all. */
@@ -119,6 +144,9 @@ const TOOL_OPTION_KEYS: ReadonlySet<string> = new Set([
   'parallel',
   'aliases',
   'input',
+  'approval',
+  'redact',
+  'approvalTimeoutMs',
 ]);
 const EFFECT_CLASSES: ReadonlySet<unknown> = new Set(['read-only', 'idempotent', 'opaque', 'keyed']);
 const timer = wholeNumber(1, 'ms', MAX_TIMER_MS);
@@ -143,6 +171,9 @@ const perTool: OptionRule = {
       if (timeout !== undefined && !(typeof timeout === 'number' && Number.isSafeInteger(timeout) && timeout > 0)) {
         throw new InvalidMcpToolsOptionsError(`mcpTools: options.tools.${name}.timeoutMs must be a positive integer (ms)`);
       }
+      const { approval, redact, approvalTimeoutMs } = settings;
+      const approvals = { approval: approval === false ? undefined : approval, redact, approvalTimeoutMs };
+      checkMcpOptions('mcpTools', approvals, APPROVAL_OPTIONS_SCHEMA, `tools.${name}`);
       if (settings.effect !== undefined && !EFFECT_CLASSES.has(settings.effect)) {
         throw new InvalidMcpToolsOptionsError(
           `mcpTools: options.tools.${name}.effect must be "read-only", "idempotent", "opaque" or "keyed"`,
@@ -174,6 +205,12 @@ export const MCP_TOOLS_OPTIONS_SCHEMA: OptionsSchema<McpToolsOptions> = {
   ),
   renderResult: functionOption('a function (result, tool) => what the model reads'),
   maxPages: wholeNumber(1, 'pages'),
+  approval: rule(
+    `'always', 'destructive', or a function (args, ctx) => boolean | { reason }`,
+    (v) => v === 'always' || v === 'destructive' || typeof v === 'function',
+  ),
+  redact: APPROVAL_OPTIONS_SCHEMA.redact,
+  approvalTimeoutMs: APPROVAL_OPTIONS_SCHEMA.approvalTimeoutMs,
   logger: shaped('a pino logger (it needs warn), or left out for the default', ['warn']),
 };
 
@@ -202,9 +239,9 @@ export const MCP_CONNECTION_OPTIONS_SCHEMA: OptionsSchema<McpConnectionOptions> 
 };
 
 /** `checkOptions`, refusing with `mcp.invalid_options` (this module's code) instead of `options.invalid`. */
-export function checkMcpOptions<T>(owner: string, options: unknown, schema: OptionsSchema<T>): T {
+export function checkMcpOptions<T>(owner: string, options: unknown, schema: OptionsSchema<T>, at?: string): T {
   try {
-    return checkOptions(owner, options, schema);
+    return checkOptions(owner, options, schema, at);
   } catch (error) {
     if (error instanceof InvalidOptionsError) throw new InvalidMcpToolsOptionsError(error.message, { cause: error });
     throw error;

@@ -12,6 +12,7 @@ import {
   type ToolAnnotations,
 } from '../bullmq/define-tool.js';
 import { ToolErrorResult } from '../bullmq/result-shaping.js';
+import type { ApprovalOptions } from '../approvals/types.js';
 import type { McpClientSource } from './connection.js';
 import { resolveMcpEffect } from './effect.js';
 import { InvalidMcpToolsOptionsError } from './errors.js';
@@ -34,6 +35,7 @@ export {
   DEFAULT_MCP_CONNECT_TIMEOUT_MS,
   type McpReconcileContext,
   type McpToolOptions,
+  type McpApproval,
   type McpToolsOptions,
 } from './options.js';
 
@@ -169,6 +171,7 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
     parallel: o.parallel ?? false,
     ...(tool.annotations ? { annotations: tool.annotations } : {}),
     ...(o.aliases ? { aliases: o.aliases } : {}),
+    ...mcpApproval(o, options, resolved.destructive),
     ...(o.keyWindowMs !== undefined ? { keyWindowMs: o.keyWindowMs } : {}),
     ...(o.reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs: o.reconcileTimeoutMs } : {}),
     ...(reconcile
@@ -221,6 +224,20 @@ function mcpTool(tool: Tool, o: McpToolOptions, c: SharedByTools): McpToolDefini
     ...(tool.annotations ? { annotations: tool.annotations } : {}),
   };
   return Object.freeze({ ...definition, mcp });
+}
+
+/**
+ * The approval options of one MCP tool for `defineTool`: its own setting
+ * over `mcpTools`'s (`false` exempts it), `'destructive'` resolved against
+ * the tool's destructiveness.
+ */
+function mcpApproval(o: McpToolOptions, options: McpToolsOptions, destructive: boolean): ApprovalOptions {
+  const shared = options.approval === 'destructive' ? (destructive ? 'always' : undefined) : options.approval;
+  const rule = o.approval === false ? undefined : (o.approval ?? shared);
+  if (rule === undefined) return {};
+  const redact = o.redact ?? options.redact;
+  const timeoutMs = o.approvalTimeoutMs ?? options.approvalTimeoutMs;
+  return { approval: rule, ...(redact ? { redact } : {}), ...(timeoutMs !== undefined ? { approvalTimeoutMs: timeoutMs } : {}) };
 }
 
 /** A request refused because the client it went out on is gone: not connected, or its session unknown to the server. */
