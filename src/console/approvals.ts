@@ -8,7 +8,7 @@ import { APPROVAL_ACTOR_MAX, APPROVAL_NOTE_MAX } from '../approvals/decide.js';
 import { listPendingApprovals } from '../approvals/read.js';
 import { ToolReceiptsError } from '../core/errors.js';
 import { decideAsOperator, shownArguments } from '../operator/approvals.js';
-import { serverTimeMs } from '../redis/receipt-stats.js';
+import { serverTimeMs } from '../redis/runs/counts.js';
 import { HttpProblem } from './forms.js';
 import type { ConsoleData } from './queries.js';
 import { redirect, send, type Request } from './routes.js';

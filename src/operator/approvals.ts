@@ -10,7 +10,7 @@ import { approveCall, denyCall } from '../approvals/decide.js';
 import { ApprovalExpiredError, ApprovalNotPendingError } from '../approvals/errors.js';
 import { readApproval } from '../approvals/read.js';
 import type { ApprovalDecided, DecideApprovalInput, PendingApproval } from '../approvals/types.js';
-import { receiptsConnection, type RedisConnection } from '../redis/connection.js';
+import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { toolJobDataSchema } from '../bullmq/job-data.js';
 
 /** What an approver is shown of a call's arguments. */

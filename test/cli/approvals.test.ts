@@ -12,7 +12,7 @@ import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
 import { approvalsCommand, approveSpec, decideCommand, type DecideArgs } from '../../src/cli/commands/approvals.js';
 import type { OptionValues } from '../../src/cli/command.js';
-import { AuditLog } from '../../src/redis/audit-log.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
 import { Capture, hasStackTrace, spawnCli } from './support.js';
 

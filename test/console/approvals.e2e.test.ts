@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
 import { startConsoleServer, type ConsoleServer } from '../../src/console/index.js';
-import { AuditLog } from '../../src/redis/audit-log.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
 import { launchChromium, openPage, screenshots, type PageTrouble } from './support.js';
 

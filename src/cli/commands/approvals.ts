@@ -6,7 +6,7 @@
 import { APPROVAL_ACTOR_MAX, APPROVAL_NOTE_MAX } from '../../approvals/decide.js';
 import { listPendingApprovals } from '../../approvals/read.js';
 import { decideAsOperator } from '../../operator/approvals.js';
-import { serverTimeMs } from '../../redis/receipt-stats.js';
+import { serverTimeMs } from '../../redis/runs/counts.js';
 import {
   commandHint,
   expectPositionals,
