@@ -16,6 +16,7 @@ import { throwIfInterrupted } from './interruption.js';
 import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
 import { attemptJobOf } from './settle-expired.js';
 import type { CallObservation } from './observer.js';
+import { clearAwaitingApproval, noteAwaitingApproval } from './approval-progress.js';
 
 /** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
 export function approvalRuntime(
@@ -88,6 +89,10 @@ export async function passApprovalGate(
       ...(actor === undefined ? {} : { actor }),
     }));
   };
+  // The job's progress note for the agent's client: a failure to write it only leaves the client waiting longer.
+  const note = (write: Promise<void>) =>
+    write.catch((error: unknown) => rt.logger.warn({ err: error, callId: call.id }, 'could not note the approval on the job'));
+  if (answer.kind === 'approved' || answer.kind === 'denied') await note(clearAwaitingApproval(scope.job, call.id));
   switch (answer.kind) {
     case 'claim':
       return undefined;
@@ -103,6 +108,17 @@ export async function passApprovalGate(
       // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
       const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
       obs.waiting(delay);
+      const receiptKey = receiptRedisKey(rt.store.prefix, key);
+      const reason = needed?.reason;
+      await note(
+        noteAwaitingApproval(scope.job, {
+          tool_use_id: call.id,
+          tool: tool.name,
+          receiptKey,
+          ...(reason ? { reason } : {}),
+          expiresAtMs: answer.expiresAtMs,
+        }),
+      );
       await scope.park(answer.nowMs, delay);
       throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);
     }
