@@ -18,6 +18,7 @@ import {
 import { turnJobId, type TurnIdentity } from './job-id.js';
 import { assertSameQueue } from './queue-match.js';
 import { waitForJobEnd } from './wait.js';
+import { parkedTurnResults, type TurnResult } from './approval.js';
 
 /** One call as the client submits it: the `id`/`name`/`input` of an Anthropic `tool_use` block. */
 export interface ToolCallInput {
@@ -41,6 +42,15 @@ export interface TurnSubmission extends TurnIdentity {
   readonly timeoutMs?: number;
   /** Stop waiting when this fires (the job is left as it is). */
   readonly signal?: AbortSignal;
+  /**
+   * When a call of the turn needs a person's approval: `'wait'` (default)
+   * waits for the decision like any other wait (the results then say
+   * executed, or denied); `'return'` resolves as soon as the job is parked
+   * for it, with the awaiting calls as `awaiting_approval` results and the
+   * others `pending` (see `TurnResult`); submit the same turn again later
+   * for the real results.
+   */
+  readonly approvals?: 'wait' | 'return';
 }
 
 /** Options of {@link createToolCallClient}. */
@@ -68,7 +78,9 @@ export interface ToolCallClient {
    * is refused before anything is enqueued (`job.invalid_data`,
    * `turn.invalid_id`, `turn.invalid_timeout`).
    */
-  submit(turn: TurnSubmission): Promise<ToolResultBlock[]>;
+  submit(turn: TurnSubmission & { readonly approvals?: 'wait' }): Promise<ToolResultBlock[]>;
+  /** With `approvals: 'return'`: as above, or, once the job is parked for approval, the calls awaiting it (see `TurnResult`). */
+  submit(turn: TurnSubmission): Promise<TurnResult[]>;
   /** The job id a turn is enqueued under. */
   jobIdOf(turn: TurnIdentity): string;
 }
@@ -88,7 +100,7 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
   assertSameQueue(queue, queueEvents);
   const jobName = options.jobName ?? 'tool-calls';
 
-  const submit = async (turn: TurnSubmission): Promise<ToolResultBlock[]> => {
+  const submit = async (turn: TurnSubmission): Promise<TurnResult[]> => {
     const ref: TurnJobRef = { jobId: turnJobId(turn), tenantId: turn.tenantId, runId: turn.runId, turnId: turn.turnId };
     const timeoutMs = waitLimit(turn.timeoutMs ?? options.timeoutMs);
     const data = parseToolJobData({
@@ -99,7 +111,8 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
       ...(turn.parallel === undefined ? {} : { parallel: turn.parallel }),
     });
     if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
-    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, { timeoutMs, signal: turn.signal }, () =>
+    const wait = { timeoutMs, signal: turn.signal, untilApproval: turn.approvals === 'return' };
+    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, wait, () =>
       enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref),
     );
     switch (end.status) {
@@ -111,10 +124,12 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
         throw new TurnTimeoutError(ref, timeoutMs ?? 0, end.jobState);
       case 'aborted':
         throw new TurnAbortedError(ref, end.reason, true);
+      case 'awaiting_approval':
+        return parkedTurnResults(data, end.calls);
     }
   };
 
-  return { submit, jobIdOf: turnJobId };
+  return { submit: submit as ToolCallClient['submit'], jobIdOf: turnJobId };
 }
 
 /** A wait limit a timer can honour (Node fires a longer or fractional one early), or none. */

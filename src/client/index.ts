@@ -35,6 +35,8 @@ export {
   type TurnCalls,
   type TurnCallEntry,
 } from './turn.js';
+export { awaitingApproval, isTurnAnswered, type AwaitingApprovalResult, type TurnResult, type UnansweredResult } from './approval.js';
+export { AWAITING_APPROVAL_PROGRESS, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
 export * from './formats/anthropic.js';
 export * from './formats/openai-chat.js';
 export * from './formats/openai-responses.js';

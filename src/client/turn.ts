@@ -89,7 +89,7 @@ export function resultsInOrder(turn: TurnCalls, submitted: readonly ToolResultBl
 export async function submitTurnCalls(
   client: ToolCallClient,
   turn: TurnCalls,
-  submission: Omit<TurnSubmission, 'calls'>,
+  submission: Omit<TurnSubmission, 'calls' | 'approvals'>,
 ): Promise<ToolResultBlock[]> {
   const calls = callsToSubmit(turn);
   const submitted = calls.length === 0 ? [] : await client.submit({ ...submission, calls });

@@ -1,5 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import { Job, type Queue, type QueueEvents } from 'bullmq';
+import { awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
 import type { UnfinishedJobState } from './errors.js';
 
 /** A job's end as the job holds it. */
@@ -10,7 +11,9 @@ type Finished =
 export type JobEnd =
   | Finished
   | { readonly status: 'timeout'; readonly jobState: UnfinishedJobState | undefined }
-  | { readonly status: 'aborted'; readonly reason: unknown };
+  | { readonly status: 'aborted'; readonly reason: unknown }
+  /** With `untilApproval`: the job is parked until a person decides on these calls. */
+  | { readonly status: 'awaiting_approval'; readonly calls: readonly AwaitingApprovalCall[] };
 
 /**
  * Wait for a job to finish through BullMQ's `QueueEvents`, as
@@ -27,12 +30,15 @@ export type JobEnd =
  * finished gives its end whatever the limit (even 0). When it runs out, the
  * job is looked at once more: one that finished meanwhile gives its end, any
  * other gives a timeout saying where the job stood.
+ *
+ * With `untilApproval`, the wait also ends when the job is parked (delayed)
+ * with calls awaiting approval on its progress (see approval-progress.ts).
  */
 export async function waitForJobEnd(
   queue: Queue,
   queueEvents: QueueEvents,
   jobId: string,
-  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+  options: { timeoutMs?: number; signal?: AbortSignal; untilApproval?: boolean } = {},
   whileListening: () => Promise<void> = async () => undefined,
 ): Promise<JobEnd> {
   const { timeoutMs, signal } = options;
@@ -47,17 +53,23 @@ export async function waitForJobEnd(
   const onCompleted = (args: { returnvalue: unknown }) => settle({ status: 'completed', returnvalue: args.returnvalue });
   const onFailed = (args: { failedReason: string }) => settle({ status: 'failed', failedReason: args.failedReason ?? '' });
   const onAbort = () => settle({ status: 'aborted', reason: signal?.reason });
+  const onParked = () =>
+    void parkedForApproval(queue, jobId).then((calls) => {
+      if (calls !== undefined && !settled) settle({ status: 'awaiting_approval', calls });
+    });
   // BullMQ emits per-job events (`completed:<id>`) that its listener types do not list.
   const perJob = queueEvents as unknown as EventEmitter;
   perJob.on(`completed:${jobId}`, onCompleted);
   perJob.on(`failed:${jobId}`, onFailed);
   signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.untilApproval) for (const event of PARKED_EVENTS) perJob.on(`${event}:${jobId}`, onParked);
   let timer: NodeJS.Timeout | undefined;
   try {
     await queueEvents.waitUntilReady();
     await whileListening();
     const first = await lookAt(queue, jobId);
     if (first !== undefined && first.status !== 'unfinished') settle(first);
+    else if (options.untilApproval) onParked();
     if (!settled && timeoutMs !== undefined) {
       // Out of time: one more look, so a job that ended meanwhile gives its end and a timeout says where the job stands.
       const lastLook = async () => {
@@ -72,6 +84,22 @@ export async function waitForJobEnd(
     perJob.off(`completed:${jobId}`, onCompleted);
     perJob.off(`failed:${jobId}`, onFailed);
     signal?.removeEventListener('abort', onAbort);
+    for (const event of PARKED_EVENTS) perJob.off(`${event}:${jobId}`, onParked);
+  }
+}
+
+/** The job events after which a job may have been parked for approval: its progress noted the calls, then it was delayed. */
+const PARKED_EVENTS = ['progress', 'delayed'] as const;
+
+/** The calls the job awaits approval for when it is parked (delayed) for them; `undefined` otherwise or when unreadable. */
+async function parkedForApproval(queue: Queue, jobId: string): Promise<AwaitingApprovalCall[] | undefined> {
+  try {
+    const job = await Job.fromId(queue, jobId);
+    const calls = awaitingApprovalOf(job?.progress);
+    if (!job || calls.length === 0 || (await job.getState()) !== 'delayed') return undefined;
+    return calls;
+  } catch {
+    return undefined;
   }
 }
 

@@ -13,6 +13,7 @@ import type { ToolCallClient } from '../client.js';
 import { TurnConflictError } from '../errors.js';
 import { pairResults, rejectedResult, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
 import { aiSdkTurnId, type AiSdkToolCallContext } from './ai-sdk-turn-id.js';
+import { awaitingApproval, type TurnResult } from '../approval.js';
 
 /** Any content part; only `tool-call` parts the provider did not run itself are read. */
 export interface AiSdkContentPart {
@@ -66,6 +67,32 @@ export function aiSdkToolMessage(turn: TurnCalls, results: readonly ToolResultBl
     output: { type: result.is_error ? 'error-text' : 'text', value: result.content },
   }));
   return { role: 'tool', content };
+}
+
+/** AI SDK 6's `tool-approval-request` content part: a call that waits for a person. */
+export interface AiSdkToolApprovalRequestPart {
+  type: 'tool-approval-request';
+  /** The call's receipt key: what `approveCall` / `denyCall` name. */
+  approvalId: string;
+  toolCall: { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown };
+}
+
+/**
+ * The calls of a parked turn (`submit` with `approvals: 'return'`) that
+ * await approval, as AI SDK 6 `tool-approval-request` parts, for a UI built
+ * on the SDK's approval parts to show. The `approvalId` is the receipt key.
+ * Only `approveCall` / `denyCall` (or the CLI, the console) decide: a
+ * `tool-approval-response` part in the message history decides nothing on
+ * the receipt. Calls the turn does not hold are left out.
+ */
+export function aiSdkApprovalRequests(turn: TurnCalls, results: readonly TurnResult[]): AiSdkToolApprovalRequestPart[] {
+  const calls = new Map(turn.entries.flatMap((e) => (e.kind === 'call' ? [[e.call.id, e.call] as const] : [])));
+  return awaitingApproval(results).flatMap((r) => {
+    const call = calls.get(r.tool_use_id);
+    if (call === undefined) return [];
+    const toolCall = { type: 'tool-call' as const, toolCallId: call.id, toolName: call.name, input: call.input };
+    return [{ type: 'tool-approval-request' as const, approvalId: r.approval.receiptKey, toolCall }];
+  });
 }
 
 /**
