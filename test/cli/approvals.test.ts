@@ -61,7 +61,7 @@ describe('tool-receipts approvals', () => {
     const [first] = await pendingOf(l, 2);
 
     const out = new Capture();
-    await approvalsCommand({ store: l.store, redis: l.redis, out, args: { limit: 100, json: false } });
+    await approvalsCommand({ store: l.store, redis: l.redis, out, args: { count: 100, json: false } });
     expect(out.lines[0]).toMatch(/^TENANT\s+RUN\s+TOOL\s+EXPIRES\s+REASON\s+SHOWN\s+RECEIPT$/);
     expect(out.text).toContain('refund of 250');
     expect(out.text).toContain('{"amount":300}');
@@ -70,12 +70,12 @@ describe('tool-receipts approvals', () => {
     expect(out.text).toContain(`approve '${first!.receiptKey}'`);
 
     const acme = new Capture();
-    await approvalsCommand({ store: l.store, redis: l.redis, out: acme, args: { tenantId: 'acme', limit: 100, json: true } });
+    await approvalsCommand({ store: l.store, redis: l.redis, out: acme, args: { tenantId: 'acme', count: 100, json: true } });
     const listed = JSON.parse(acme.text) as PendingApproval[];
     expect(listed.map((p) => [p.tenantId, p.reason])).toEqual([['acme', 'refund of 250']]);
 
     const none = new Capture();
-    await approvalsCommand({ store: l.store, redis: l.redis, out: none, args: { tenantId: 'initech', limit: 100, json: false } });
+    await approvalsCommand({ store: l.store, redis: l.redis, out: none, args: { tenantId: 'initech', count: 100, json: false } });
     expect(none.text).toMatch(/^No calls of tenant initech await approval/);
   });
 });

@@ -24,7 +24,8 @@ import { defaultOperator } from './resolve.js';
 /** Arguments of {@link approvalsCommand}. */
 export interface ApprovalsArgs {
   readonly tenantId?: string;
-  readonly limit: number;
+  /** At most this many. */
+  readonly count: number;
   readonly json: boolean;
 }
 
@@ -34,7 +35,7 @@ export async function approvalsCommand({ store, redis, out, args }: CommandConte
   const pending = await listPendingApprovals({
     redis,
     prefix: store.prefix,
-    limit: args.limit,
+    limit: args.count,
     ...(args.tenantId !== undefined ? { tenantId: args.tenantId } : {}),
   });
   if (args.json) return writeJson(out, pending);
@@ -123,7 +124,7 @@ export const approvalsSpec: CommandSpec<ApprovalsArgs> = {
   name: 'approvals',
   synopsis: 'approvals',
   summary: 'the calls awaiting a person’s approval',
-  help: `Usage: tool-receipts approvals [--tenant <t>] [--limit <n>] [--json] [connection options]
+  help: `Usage: tool-receipts approvals [--tenant <t>] [--count <n>] [--json] [connection options]
 
 Lists the calls awaiting approval, soonest to expire first: tenant, run,
 tool, when the approval expires (then the call counts as denied), the reason
@@ -132,17 +133,17 @@ are only in the BullMQ job), and the receipt key approve and deny take.
 
 Options:
   --tenant <t>   only this tenant's calls (the id exactly)
-  --limit <n>    at most this many (default 100)
+  --count <n>    at most this many (default 100)
   --json         print a JSON array of {receiptKey, tenantId, runId, toolName,
                  argsHash, epoch, reason?, shown?, requestedAtMs, expiresAtMs,
                  jobId?, job?}`,
-  options: { ...JSON_OPTION, tenant: { type: 'string' }, limit: { type: 'string' } },
+  options: { ...JSON_OPTION, tenant: { type: 'string' }, count: { type: 'string' } },
   parse(values, positionals) {
     expectPositionals('approvals', positionals, []);
     const tenantId = stringOption(values, 'tenant');
     return {
       ...(tenantId !== undefined ? { tenantId } : {}),
-      limit: wholeNumberOption(values, 'limit', 1, 'approvals') ?? 100,
+      count: wholeNumberOption(values, 'count', 1, 'approvals') ?? 100,
       json: values['json'] === true,
     };
   },
