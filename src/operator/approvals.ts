@@ -40,7 +40,8 @@ export async function shownArguments(redis: RedisConnection, pending: PendingApp
   if ('shown' in pending) return { from: 'redacted', value: pending.shown };
   const where = pending.job;
   if (where === undefined) return { from: 'none', why: 'the tool has no redact hook and the receipt records no job' };
-  const queue = new Queue(where.queue, { connection: redis as never, prefix: where.prefix });
+  const queue = jobQueue(redis, where);
+  if (queue === undefined) return { from: 'none', why: 'the job can be read through an ioredis connection only' };
   try {
     const job = await Job.fromId(queue, where.id).catch(() => undefined);
     const data = toolJobDataSchema.safeParse(job?.data);
@@ -88,8 +89,7 @@ export async function decideAsOperator(verb: 'approve' | 'deny', input: Operator
   const epoch = input.epoch ?? pending?.epoch;
   const argsHash = input.argsHash ?? pending?.argsHash;
   if (epoch === undefined || argsHash === undefined) throw await notPending(input.redis, input.receiptKey, read);
-  const where = pending?.job;
-  const queue = where ? new Queue(where.queue, { connection: input.redis as never, prefix: where.prefix }) : undefined;
+  const queue = jobQueue(input.redis, pending?.job);
   try {
     const decide = verb === 'approve' ? approveCall : denyCall;
     const decided = await decide({ ...input, epoch, argsHash, ...(queue ? { queue } : {}) });
@@ -97,6 +97,12 @@ export async function decideAsOperator(verb: 'approve' | 'deny', input: Operator
   } finally {
     await queue?.close().catch(() => undefined);
   }
+}
+
+/** A BullMQ queue for the job a receipt records, on `redis` when it is an ioredis client (BullMQ takes no other); else none. */
+function jobQueue(redis: RedisConnection, where: PendingApproval['job']): Queue | undefined {
+  if (where === undefined || receiptsConnection(redis).client !== 'ioredis') return undefined;
+  return new Queue(where.queue, { connection: redis as never, prefix: where.prefix });
 }
 
 async function notPending(redis: RedisConnection, receiptKey: string, read: Awaited<ReturnType<typeof readApproval>>): Promise<Error> {
