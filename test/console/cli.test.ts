@@ -18,6 +18,7 @@ import { send } from './support-http.js';
 const fixture = useRedis();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'cli-operator-token-0123456789';
+const APPROVER = 'cli-approver-token-0123456789';
 
 async function cli(argv: string[], env: Record<string, string> = {}) {
   const stdout = new Capture();
@@ -131,7 +132,7 @@ describe('tool-receipts console', () => {
       ],
       {
         cwd: ROOT,
-        env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN },
+        env: { ...process.env, REDIS_URL: own.url, TOOL_RECEIPTS_CONSOLE_TOKEN: TOKEN, TOOL_RECEIPTS_CONSOLE_APPROVER_TOKEN: APPROVER },
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
@@ -164,6 +165,10 @@ describe('tool-receipts console', () => {
       const ok = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
       expect(ok.status).toBe(200);
       expect(await ok.text()).toContain('Counts');
+      // The approver token from the environment: it signs in as an approver.
+      const approvals = await fetch(`${url}approvals`, { headers: { Authorization: `Bearer ${APPROVER}` } });
+      expect(approvals.status).toBe(200);
+      expect(await approvals.text()).toMatch(/· approver<\/span>[\s\S]*Nothing to decide\./);
       await own.restart();
       const deadline = Date.now() + 20_000;
       let again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
