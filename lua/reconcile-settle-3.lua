@@ -18,6 +18,9 @@
   ARGV[7]  retention in milliseconds
   ARGV[8]  not_started: the BullMQ job of the new attempt as JSON ('' = none)
   ARGV[9]  epoch of the judged attempt's lifetime (kept by a not_started re-run)
+  ARGV[10] completed / not_started: a note for the history entry, saying what
+           settled it ('settled from PostgreSQL: …' for a transactional
+           call); '' or absent = none
 
   Every verdict sets reconciled = ARGV[3], reconciled_ms = TIME,
   reconciled_by = ARGV[4], reconciled_attempt = ARGV[1], ends the
@@ -66,7 +69,8 @@ rcall('HSET', KEYS[1], 'reconciled', verdict, 'reconciled_ms', now, 'reconciled_
   'reconciled_attempt', ARGV[1], 'updated_ms', now)
 rcall('HDEL', KEYS[1], 'reconciling_until_ms', 'reconciler')
 local note = nil
-if verdict == 'unknown' then note = clipText(ARGV[5], 1000) end
+if verdict == 'unknown' then note = clipText(ARGV[5], 1000)
+elseif ARGV[10] and ARGV[10] ~= '' then note = clipText(ARGV[10], 1000) end
 local entry = {
   at = now, what = 'reconcile.' .. verdict, by = ARGV[4], attempt = receipt.attempts, note = note,
   ambiguous_ms = tonumber(receipt.ambiguous) }

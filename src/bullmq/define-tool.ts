@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { EffectResumability } from '../core/decision.js';
+import type { EffectResumability, ReceiptEffect } from '../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
 import type { ApprovalContext } from '../approvals/types.js';
+import type { TransactionalDatabase } from '../transactional/database.js';
+import { RUN_TRANSACTIONAL_SCHEMA, type RunTransactionalOptions } from '../transactional/run.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -69,9 +71,47 @@ export type ReconcileAnswer =
  * How a tool's effect can be recovered after a crash. `resumable` and
  * `opaque` as in {@link EffectResumability}; `keyed`: an opaque effect sent to
  * a provider that deduplicates on `ctx.idempotencyKey` for `keyWindowMs`, so
- * an interrupted attempt is run again with the same key inside that window.
+ * an interrupted attempt is run again with the same key inside that window;
+ * `transactional`: writes to the tool's own PostgreSQL `database` only,
+ * committed with the call's outcome row (see {@link TransactionalToolSpec}).
  */
-export type ToolEffect = EffectResumability | 'keyed';
+export type ToolEffect = EffectResumability | 'keyed' | 'transactional';
+
+/**
+ * What a transactional tool's `execute` receives: the usual context without
+ * `step` (the transaction is the tool's one step), plus `tx`, the driver's
+ * or ORM's own object of the open transaction.
+ */
+export interface TransactionalToolContext<Tx> extends Omit<ToolContext, 'step'> {
+  /** node-postgres' `PoolClient`, Drizzle's `tx` or Kysely's `Transaction`, inside the open transaction. */
+  readonly tx: Tx;
+}
+
+/**
+ * A tool whose only effect is writes to the team's own PostgreSQL, run
+ * exactly once: the wrapper opens a transaction on `database`, runs
+ * `execute` with it as `ctx.tx`, writes the call's outcome row in the same
+ * transaction, commits, and only then completes the receipt. After any
+ * crash the outcome row settles the call (never ambiguous, never run twice).
+ *
+ * Nothing remote inside the transaction: no API call, no email, no queue
+ * message, no write through another connection. None of those roll back
+ * with it, and an attempt whose transaction rolled back runs again. A tool
+ * that needs a remote effect and a local write is two tools, or an opaque one.
+ * Every query must go through `ctx.tx` and be awaited; the tool must not
+ * commit, roll back or end the transaction itself.
+ */
+export interface TransactionalToolSpec<S extends z.ZodType, Tx> extends Omit<
+  ToolSpec<S>,
+  'effect' | 'execute' | 'keyWindowMs' | 'reconcile' | 'reconcileTimeoutMs' | 'database' | 'transaction'
+> {
+  readonly effect: 'transactional';
+  /** Where the tool writes: {@link pgDatabase}, {@link drizzleDatabase}, {@link kyselyDatabase} or your own adapter. */
+  readonly database: TransactionalDatabase<Tx>;
+  /** The transaction's isolation level and timeouts (see `runTransactional`); default READ COMMITTED. */
+  readonly transaction?: RunTransactionalOptions;
+  execute(args: z.output<S>, ctx: TransactionalToolContext<Tx>): unknown;
+}
 
 /**
  * MCP tool annotations. They are hints from whoever wrote the tool; explicit
@@ -100,6 +140,10 @@ export interface ToolSpec<S extends z.ZodType> {
   readonly effect: ToolEffect;
   /** For `keyed`: how long the provider deduplicates a key, from the first attempt's start. */
   readonly keyWindowMs?: number;
+  /** For `transactional` only: the database its writes go to (see {@link TransactionalToolSpec}). */
+  readonly database?: TransactionalDatabase<unknown>;
+  /** For `transactional` only: how its transaction runs. */
+  readonly transaction?: RunTransactionalOptions;
   /**
    * For `opaque` and `keyed` tools: asked, by exactly one worker, whether an
    * attempt that lost its lease had its effect land. Throwing or taking
@@ -170,6 +214,7 @@ export class InvalidToolDefinitionError extends ToolReceiptsError {
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const TOOL_EFFECTS = ['opaque', 'resumable', 'keyed', 'transactional'] as const satisfies readonly ToolEffect[];
 
 /**
  * A tool's `input` is not a zod 4 schema: a zod 3 schema, or no schema at
@@ -203,15 +248,19 @@ function unsupportedSchema(input: unknown): string | undefined {
  * tool is idempotent. Explicit `destructive` / `idempotent` / `readOnly` win
  * over annotation hints.
  */
-export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefinition<S> {
+export function defineTool<S extends z.ZodType, Tx>(spec: TransactionalToolSpec<S, Tx>): ToolDefinition<S>;
+export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefinition<S>;
+export function defineTool<S extends z.ZodType>(given: ToolSpec<S> | TransactionalToolSpec<S, any>): ToolDefinition<S> {
+  // A transactional spec is a ToolSpec whose execute also receives ctx.tx (the wrapper passes it).
+  const spec = given as ToolSpec<S>;
   if (typeof spec !== 'object' || spec === null) {
     throw new InvalidToolDefinitionError('defineTool needs a tool spec: { name, input, effect, execute }');
   }
   if (!TOOL_NAME.test(spec.name)) {
     throw new InvalidToolDefinitionError(`tool name ${JSON.stringify(spec.name)} must be 1-64 letters, digits, "_" or "-"`);
   }
-  if (spec.effect !== 'opaque' && spec.effect !== 'resumable' && spec.effect !== 'keyed') {
-    throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque", "resumable" or "keyed"`);
+  if (!(TOOL_EFFECTS as readonly unknown[]).includes(spec.effect)) {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: effect must be "opaque", "resumable", "keyed" or "transactional"`);
   }
   const unsupported = unsupportedSchema(spec.input);
   if (unsupported !== undefined) throw new ToolSchemaUnsupportedError(spec.name, unsupported);
@@ -248,6 +297,8 @@ export const TOOL_SPEC_SCHEMA: OptionsSchema<ToolSpec<z.ZodType>> & { readonly o
   keyWindowMs: checkedApart,
   reconcile: checkedApart,
   reconcileTimeoutMs: checkedApart,
+  database: checkedApart,
+  transaction: { check: (v, site) => void checkOptions(site.owner, v, RUN_TRANSACTIONAL_SCHEMA, site.option) },
   destructive: flag,
   idempotent: flag,
   readOnly: flag,
@@ -310,11 +361,43 @@ function checkRecovery(spec: ToolSpec<z.ZodType>): void {
   if (spec.reconcileTimeoutMs !== undefined && !isPositiveInt(spec.reconcileTimeoutMs)) {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: reconcileTimeoutMs must be a positive integer (ms)`);
   }
+  checkTransactional(spec);
 }
 
-/** The effect a tool's receipt records: a keyed effect is opaque to the receipt. */
+/** A transactional tool names its database and is settled from it: no reconcile, no window, no steps. */
+function checkTransactional(spec: ToolSpec<z.ZodType>): void {
+  if (spec.effect !== 'transactional') {
+    if (spec.database !== undefined || spec.transaction !== undefined) {
+      throw new InvalidToolDefinitionError(`tool ${spec.name}: database and transaction go with effect "transactional" only`);
+    }
+    return;
+  }
+  const db = spec.database as Partial<TransactionalDatabase<unknown>> | undefined;
+  if (typeof db !== 'object' || db === null || typeof db.driver?.transaction !== 'function' || typeof db.outcomes !== 'object') {
+    throw new InvalidToolDefinitionError(
+      `tool ${spec.name}: effect "transactional" needs database, made by pgDatabase, drizzleDatabase, kyselyDatabase or transactionalDatabase (bullmq-tool-receipts/transactional)`,
+    );
+  }
+  if (spec.reconcile !== undefined || spec.reconcileTimeoutMs !== undefined) {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: a transactional tool is settled from its outcome row and takes no reconcile`);
+  }
+  if (spec.readOnly === true || spec.annotations?.readOnlyHint === true) {
+    throw new InvalidToolDefinitionError(`tool ${spec.name}: a transactional tool writes; it cannot be read-only`);
+  }
+}
+
+/**
+ * The effect a tool's claim decides with: a keyed or transactional effect is
+ * opaque to the decision (the receipt records `transactional` as such, see
+ * {@link recordedEffectOf}).
+ */
 export function receiptEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): EffectResumability {
-  return tool.effect === 'keyed' ? 'opaque' : tool.effect;
+  return tool.effect === 'resumable' ? 'resumable' : 'opaque';
+}
+
+/** The effect a tool's receipt records: `transactional` marks a call settled from its outcome row. */
+export function recordedEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): ReceiptEffect {
+  return tool.effect === 'transactional' ? 'transactional' : receiptEffectOf(tool);
 }
 
 /**

@@ -10,6 +10,8 @@ export {
   type ToolContext,
   type ToolAnnotations,
   type ToolEffect,
+  type TransactionalToolSpec,
+  type TransactionalToolContext,
   type ReconcileContext,
   type ReconcileAnswer,
 } from './define-tool.js';

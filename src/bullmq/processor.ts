@@ -20,6 +20,7 @@ import type { CallRuntime } from './call-runtime.js';
 import { runTurn } from './turn.js';
 import { interruptedEnding } from './interruption.js';
 import { endingOf } from './infrastructure.js';
+import { checkTransactionalTools } from './transactional-call.js';
 import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { prepareCall, type InputRepairOptions } from './prepare-call.js';
 import { destructiveMatcher } from '../repair/destructive.js';
@@ -152,6 +153,16 @@ export interface ToolReceiptsProcessor {
    * calls are aborted. Returns a function that detaches.
    */
   attach(worker: LockRenewalEvents): () => void;
+  /**
+   * Resolves once every transactional tool's database has its outcome table
+   * (checked, writing nothing, as soon as the processor is made); rejects
+   * with `transactional.table_missing`, whose message prints the
+   * `tool-receipts migrate` command, or `transactional.table_mismatch`.
+   * Await it before starting the Worker. Resolves at once without
+   * transactional tools. A check that failed is made again on the next call
+   * (and by the next job, which fails with the same error meanwhile).
+   */
+  ready(): Promise<void>;
 }
 
 /**
@@ -224,7 +235,10 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     limits,
   };
 
+  const ready = startUpCheck(toolList, logger);
+
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
+    await ready();
     let data;
     try {
       data = parseToolJobData(job.data);
@@ -262,7 +276,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     return () => void worker.off('lockRenewalFailed', onLockRenewalFailed);
   };
 
-  return Object.assign(processor, { events, store, breaker, limits, attach });
+  return Object.assign(processor, { events, store, breaker, limits, attach, ready });
 }
 
 /** The worker's limits, checked (`options.invalid` names a bad field), or `undefined` when neither it nor a tool has any. */
@@ -270,4 +284,23 @@ function workerLimitsOf(options: ToolReceiptsOptions, tools: readonly AnyToolDef
   if (options.limits === undefined && tools.every((tool) => tool.limits === undefined)) return undefined;
   const store = new LimitStore({ redis: options.redis, prefix: options.prefix, reservationMs: options.limitReservationMs });
   return new WorkerLimits(store, options.limits, tools);
+}
+
+/**
+ * The outcome tables of the transactional tools, checked once the processor
+ * is made (so a missing table is an error line at start-up, not at the first
+ * call); a failed check is logged and tried again on the next `ready()`.
+ */
+function startUpCheck(tools: readonly AnyToolDefinition[], logger: Logger): () => Promise<void> {
+  if (!tools.some((tool) => tool.effect === 'transactional')) return () => Promise.resolve();
+  let checked: Promise<void> | undefined;
+  const ready = () =>
+    (checked ??= checkTransactionalTools(tools).catch((error: unknown) => {
+      checked = undefined;
+      throw error;
+    }));
+  ready().catch((error: unknown) => {
+    logger.error({ code: (error as { code?: string }).code, err: error }, `transactional tools cannot run: ${(error as Error).message}`);
+  });
+  return ready;
 }

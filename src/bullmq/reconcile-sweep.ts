@@ -2,7 +2,8 @@
  * A sweep over the ambiguous receipts whose jobs already failed: each call
  * whose tool has a `reconcile` is asked again (a provider that was down may
  * answer now), and when it settles, the failed jobs recorded on the receipt
- * are retried so their turns finish. Run it from a BullMQ job scheduler with
+ * are retried so their turns finish. The same sweep removes the outcome rows
+ * of transactional tools that outlived their receipts. Run it from a BullMQ job scheduler with
  * {@link reconcileSweepProcessor}, or call {@link reconcileAmbiguous} directly.
  */
 import { Job, Queue } from 'bullmq';
@@ -21,6 +22,8 @@ import { prepareCall } from './prepare-call.js';
 import { resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { retryFailedJobs, type JobRetryReport } from './retry-jobs.js';
 import { askReconcile, lostAttemptContext, reconcileLeaseMs, reconcileTimeoutOf } from './settle-expired.js';
+import { sweepExpiredOutcomes } from './transactional-call.js';
+import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
 
 /** Options of {@link reconcileAmbiguous}: the workers' own, so keys, digests and results match theirs. */
 export interface ReconcileSweepOptions extends ResultShapingOptions {
@@ -136,6 +139,10 @@ export async function reconcileAmbiguous(
     const settled = verdict.verdict === 'unknown' ? null : await store.inspect(record.key);
     const jobs = settled ? await retryFailedJobs(options.redis, settled) : undefined;
     swept.push({ redisKey: record.redisKey, outcome: verdict.verdict, ...(jobs ? { jobs } : {}) });
+  }
+  const retention = { retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS, leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS };
+  for (const report of await sweepExpiredOutcomes(tools.values(), retention)) {
+    log.info({ ...report }, 'reconcile sweep: expired outcome rows of transactional tools removed');
   }
   return swept;
 }

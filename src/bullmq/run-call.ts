@@ -20,6 +20,7 @@ import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.j
 import type { CallObservation } from './observer.js';
 import { claimCall, settlesExpired } from './settle-expired.js';
 import { passApprovalGate } from './approval-step.js';
+import { runTransactionalAttempt } from './transactional-call.js';
 import { stageCall, type NextCall } from './next-call.js';
 import { limitCall } from '../limits/call-limits.js';
 import { notRunUnderLimit, overLimit } from './limit-outcome.js';
@@ -261,8 +262,15 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   const keeper = new LeaseKeeper(rt.store, key, fence, rt.leaseMs, log, onFencedOut('heartbeat')).start();
 
   let value: unknown;
+  let replayed = false;
   try {
-    value = await x.obs.runTool(async () => tool.execute(x.args, ctx));
+    value = await x.obs.runTool(async () => {
+      if (tool.effect !== 'transactional') return tool.execute(x.args, ctx);
+      // The tool's writes commit with the outcome row before the receipt completes below.
+      const done = await runTransactionalAttempt(tool, x.args, ctx, x.base.receiptKey, fence);
+      replayed = done.replayed;
+      return done.value;
+    });
   } catch (error) {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
@@ -306,8 +314,10 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   reportLateSettle(x, settled, 'executed');
   emitIfListened(rt.events, 'settled', () => ({ ...x.base, attempt, outcome: 'executed' }));
   x.obs.settled('executed');
-  x.logDecision('execute', 'executed', attempt);
-  return block(call, 'executed', result);
+  // A transactional attempt that lost the race to another attempt's commit replays the winner's result.
+  const outcome = replayed ? 'replayed' : 'executed';
+  x.logDecision('execute', outcome, attempt);
+  return block(call, outcome, result);
 }
 
 /**
@@ -333,6 +343,8 @@ async function outcomeUnknown(
     throw fencedOutFailure(x, 'fail', markError);
   }
   x.obs.outcomeUnknown(error);
+  // A transactional call is settled from its outcome row by the next claim, never left ambiguous.
+  if (tool.effect === 'transactional' && x.afterUnknownOutcome) throw error;
   const opaque = receiptEffectOf(tool) === 'opaque';
   if (opaque && settlesExpired(tool) && !x.afterUnknownOutcome) {
     // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a

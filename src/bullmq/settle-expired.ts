@@ -18,7 +18,8 @@ import type { ClaimOptions, ClaimResult, PrefetchedClaim } from '../redis/receip
 import type { ReceiptStore } from '../redis/receipts/store.js';
 import type { ReconcileStore, VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
 import { idempotencyKeyFor } from './call-context.js';
-import { receiptEffectOf, type AnyToolDefinition, type ReconcileAnswer, type ReconcileContext } from './define-tool.js';
+import { receiptEffectOf, recordedEffectOf, type AnyToolDefinition, type ReconcileAnswer, type ReconcileContext } from './define-tool.js';
+import { outcomeNote, outcomeVerdict } from './transactional-call.js';
 import type { ToolCallEventBase, ToolReceiptsEvents } from './events.js';
 import type { ToolCall, ToolJobData } from './job-data.js';
 
@@ -74,7 +75,8 @@ export const reconcileTimeoutOf = (tool: AnyToolDefinition): number => tool.reco
 export const reconcileLeaseMs = (tool: AnyToolDefinition, leaseMs: number): number => reconcileTimeoutOf(tool) + leaseMs;
 
 /** Whether a tool settles its own expired attempts. */
-export const settlesExpired = (tool: AnyToolDefinition): boolean => tool.effect === 'keyed' || tool.reconcile !== undefined;
+export const settlesExpired = (tool: AnyToolDefinition): boolean =>
+  tool.effect === 'keyed' || tool.effect === 'transactional' || tool.reconcile !== undefined;
 
 /**
  * Claim the call; when the claim finds an expired opaque attempt and the tool
@@ -104,7 +106,7 @@ export function claimOptionsOf(
   settles = false,
 ): ClaimOptions {
   // One literal, no spreads: it is built for every claimed call.
-  return { effect: receiptEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, job: attemptJobOf(job), settlesExpired: settles };
+  return { effect: recordedEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, job: attemptJobOf(job), settlesExpired: settles };
 }
 
 /** Claims, and settles an expired attempt when the tool can; `ahead` answers the first claim when given. */
@@ -135,7 +137,8 @@ async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined)
         return { ...claim, decision: { kind: 'execute', attempt }, attempt, fence: rerun.fence, keyedRerun: true };
       }
     }
-    if (tool.reconcile !== undefined && claim.toolRemoval === undefined) {
+    // A transactional call is settled from its outcome row even when its tool was removed: that reads, never runs.
+    if ((tool.reconcile !== undefined && claim.toolRemoval === undefined) || tool.effect === 'transactional') {
       const settled = await reconcileLost(x, claim, lost);
       if (settled === 'movedOn') continue;
       return settled;
@@ -217,13 +220,20 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     call: x.call,
     logger: x.log(),
   });
-  const answer = await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
+  // A transactional call asks its outcome row; a database that cannot answer throws, leaving the reconcile lease to lapse.
+  const fromDatabase = tool.effect === 'transactional';
+  const answer = fromDatabase
+    ? await outcomeVerdict(tool, claim.redisKey, lostFence)
+    : await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
+  const historyNote = fromDatabase ? { note: outcomeNote(answer, lostFence) } : {};
+  // A removed tool's call is not started again here: the receipt is failed (never started) instead.
+  const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.leaseMs } : {};
   const job = attemptJobOf(x.scope.job);
   const toRecord: VerdictToRecord =
     answer.status === 'completed'
-      ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data) }
+      ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data), ...historyNote }
       : answer.status === 'not_started'
-        ? { verdict: 'not_started', leaseMs: rt.leaseMs, ...(job ? { job } : {}) }
+        ? { verdict: 'not_started', ...leaseMs, ...(job ? { job } : {}), ...historyNote }
         : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
   let owner: AttemptFence;
   try {

@@ -29,6 +29,14 @@ export type ReceiptState =
 export type EffectResumability = 'resumable' | 'opaque';
 
 /**
+ * The effect a receipt records: an {@link EffectResumability}, or
+ * `transactional` for a tool whose outcome is settled from its own
+ * PostgreSQL outcome row. A transactional receipt is opaque to every
+ * decision here (it is never taken over blindly); what settles it is the row.
+ */
+export type ReceiptEffect = EffectResumability | 'transactional';
+
+/**
  * The effect a claim's decision is made with when the receipt's recorded
  * effect (set by the claim that created it; `null` when absent or
  * unreadable) and the claim's own disagree: the more conservative one. An
@@ -36,13 +44,9 @@ export type EffectResumability = 'resumable' | 'opaque';
  * `opaque`. The Lua transitions apply the same rule (`effectIsOpaque` in
  * `lua/includes/fenced.lua`).
  */
-export function effectForClaim(
-  recorded: EffectResumability | null,
-  requested: EffectResumability,
-  receiptExists: boolean,
-): EffectResumability {
+export function effectForClaim(recorded: EffectResumability | null, requested: ReceiptEffect, receiptExists: boolean): EffectResumability {
   if (receiptExists && recorded !== 'resumable') return 'opaque';
-  return requested === 'opaque' ? 'opaque' : (recorded ?? requested);
+  return requested !== 'resumable' ? 'opaque' : (recorded ?? requested);
 }
 
 /** What the caller should do about a receipt it found. */

@@ -79,7 +79,8 @@ export const MAX_RECEIPT_KEY_BYTES = 2048;
 export const MAX_EPOCH_CHARS = 128;
 const MAX_ATTEMPT = 2 ** 31 - 1;
 
-const OPTIONS_SCHEMA: OptionsSchema<RunTransactionalOptions> = {
+/** The rule of each {@link RunTransactionalOptions} option (also checked when a transactional tool is defined). */
+export const RUN_TRANSACTIONAL_SCHEMA: OptionsSchema<RunTransactionalOptions> = {
   isolation: oneOf('read committed', 'repeatable read', 'serializable'),
   lockTimeoutMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
   idleInTransactionTimeoutMs: wholeNumber(0, 'ms', MAX_TIMER_MS),
@@ -129,7 +130,7 @@ export async function runTransactional<Tx>(
   options: RunTransactionalOptions = {},
 ): Promise<TransactionalRun> {
   const names = checkAttempt(attempt);
-  checkOptions('runTransactional', options, OPTIONS_SCHEMA);
+  checkOptions('runTransactional', options, RUN_TRANSACTIONAL_SCHEMA);
   const lockTimeoutMs = options.lockTimeoutMs ?? 5_000;
   const idleMs = options.idleInTransactionTimeoutMs ?? 60_000;
   const table = db.outcomes.qualified;

@@ -1,14 +1,18 @@
 /**
  * The shapes the receipt store's methods take and return.
  */
-import type { EffectResumability, ReceiptDecision, ReceiptState } from '../../core/decision.js';
+import type { EffectResumability, ReceiptDecision, ReceiptEffect, ReceiptState } from '../../core/decision.js';
 import type { AttemptFence } from '../errors.js';
 import type { AttemptJob } from './reads/record.js';
 
 /** Options of one {@link ReceiptStore.claim}. */
 export interface ClaimOptions {
-  /** Whether an interrupted attempt may be taken over. Recorded by the first claim. */
-  effect: EffectResumability;
+  /**
+   * Whether an interrupted attempt may be taken over. Recorded by the first
+   * claim; `transactional` decides as `opaque` and marks the receipt as
+   * settled from its PostgreSQL outcome row, never by a person.
+   */
+  effect: ReceiptEffect;
   /** Lease for the attempt this claim may start, in ms. */
   leaseMs?: number;
   /** Worker id for this attempt; default the store's. */

@@ -2,7 +2,7 @@
  * A receipt as read back for inspection: every field of the hash, typed, with
  * lease expiry judged on the server clock at the time of the read.
  */
-import type { EffectResumability } from '../../../core/decision.js';
+import type { ReceiptEffect } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import {
   CorruptReceiptError,
@@ -92,8 +92,8 @@ export interface ReceiptRecord {
   readonly leaseExpired: boolean;
   /** Worker id of the current (or last) attempt. */
   readonly owner: string | null;
-  /** The effect recorded by the first claim. */
-  readonly effect: EffectResumability;
+  /** The effect recorded by the first claim (`transactional`: settled from its PostgreSQL outcome row, never ambiguous). */
+  readonly effect: ReceiptEffect;
   readonly createdMs: number;
   readonly updatedMs: number;
   /** When the receipt settled (completed, failed, or resolved by an operator). */
@@ -252,7 +252,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     leaseUntilMs,
     leaseExpired: status === 'running' && (leaseUntilMs === null || leaseUntilMs <= nowMs),
     owner: fields.get('owner') ?? null,
-    effect: fields.get('effect') === 'resumable' ? 'resumable' : 'opaque',
+    effect: effectOf(fields.get('effect')),
     createdMs: optionalInt(fields, 'created_ms') ?? 0,
     updatedMs: optionalInt(fields, 'updated_ms') ?? 0,
     completedMs: optionalInt(fields, 'completed_ms'),
@@ -285,6 +285,9 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   };
   return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
 }
+
+/** A receipt's recorded effect; anything but the known ones reads as opaque, the conservative one. */
+const effectOf = (text: string | undefined): ReceiptEffect => (text === 'resumable' || text === 'transactional' ? text : 'opaque');
 
 /**
  * True when a read receipt is ambiguous: running, either a claim reported

@@ -3,7 +3,7 @@
  * epoch) built from a call's options, and the channel a claim goes through.
  * Beside the claim rounds so lost-claim release can name both without a circle.
  */
-import type { EffectResumability } from '../../../core/decision.js';
+import type { ReceiptEffect } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import type { DurabilityWaiter } from '../../durability/durability.js';
 import { InvalidReceiptInputError } from '../../errors.js';
@@ -20,7 +20,7 @@ export interface ClaimRequest {
   readonly keys: readonly [string, string, string, string];
   /** ARGV of claim-4.lua, with the epoch a receipt this claim creates gets. */
   readonly args: readonly (string | number)[];
-  readonly effect: EffectResumability;
+  readonly effect: ReceiptEffect;
   readonly leaseMs: number;
   readonly owner: string;
   /** The attempt's job as stored (`''` for none), for a reclaim. */
@@ -48,8 +48,8 @@ export function claimRequest(
   options: ClaimOptions,
   defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string },
 ): ClaimRequest {
-  if (options.effect !== 'resumable' && options.effect !== 'opaque') {
-    throw new InvalidReceiptInputError(`effect must be 'resumable' or 'opaque', got ${String(options.effect)}`);
+  if (options.effect !== 'resumable' && options.effect !== 'opaque' && options.effect !== 'transactional') {
+    throw new InvalidReceiptInputError(`effect must be 'resumable', 'opaque' or 'transactional', got ${String(options.effect)}`);
   }
   const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
   const owner = options.owner ?? defaults.owner;

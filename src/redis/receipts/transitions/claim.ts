@@ -6,7 +6,13 @@
  * (`complete-claim-5.lua`), whose answer is then handed in as the first
  * round's.
  */
-import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
+import {
+  decideToolCallReceipt,
+  effectForClaim,
+  type EffectResumability,
+  type ReceiptEffect,
+  type ReceiptState,
+} from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
@@ -29,7 +35,7 @@ export interface PrefetchedClaim {
   /** The call it claims. */
   readonly key: ToolCallReceiptKey;
   readonly redisKey: string;
-  readonly effect: EffectResumability;
+  readonly effect: ReceiptEffect;
   readonly leaseMs: number;
   readonly owner: string;
   /** What the claim script answered. */
@@ -134,13 +140,14 @@ export async function runClaim(
           : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
       seen = claimed;
       if (claimed.code === 1) {
-        const result = executing({ kind: 'absent' }, claimed, request.effect, redisKey, breaker);
+        const result = executing({ kind: 'absent' }, claimed, effectForClaim(null, request.effect, false), redisKey, breaker);
         return acknowledged ? result : durableClaim(ch, request, result, mark);
       }
       if (claimed.code === 2) {
         // Tool removed and no receipt: the script wrote nothing, and neither does the store.
         const state: ReceiptState = { kind: 'absent' };
-        return { decision: decideToolCallReceipt({ state, effect: request.effect }), state, effect: request.effect, redisKey, ...breaker };
+        const effect = effectForClaim(null, request.effect, false);
+        return { decision: decideToolCallReceipt({ state, effect }), state, effect, redisKey, ...breaker };
       }
     }
     const state = toReceiptState(seen);

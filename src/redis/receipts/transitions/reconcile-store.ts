@@ -38,9 +38,10 @@ export type KeyedRerun =
 
 /** A verdict to record, with what it needs. */
 export type VerdictToRecord =
-  | { readonly verdict: 'completed'; readonly result: unknown }
+  /** `note`, if any, goes in the history entry (what settled it). */
+  | { readonly verdict: 'completed'; readonly result: unknown; readonly note?: string }
   /** With `leaseMs`, attempt n+1 starts now for the caller; without, the receipt is failed (neverStarted) for a later claim to run. */
-  | { readonly verdict: 'not_started'; readonly leaseMs?: number; readonly job?: AttemptJob }
+  | { readonly verdict: 'not_started'; readonly leaseMs?: number; readonly job?: AttemptJob; readonly note?: string }
   | { readonly verdict: 'unknown'; readonly note?: string };
 
 /** The fence of one reconcile: the attempt it judges (number and epoch) and the reconcile that asked. */
@@ -182,6 +183,7 @@ export class ReconcileStore {
       this.retentionMs,
       job,
       fence.epoch,
+      verdict.verdict === 'unknown' ? '' : (verdict.note ?? ''),
     ]);
     const [code, attempts] = ints('reconcile-settle', reply, 2) as [number, number];
     if (code !== 1) {
