@@ -19,6 +19,8 @@ export interface RecordCallOptions {
   readonly transaction?: RunTransactionalOptions;
   /** Told when a transaction ends: committed (COMMIT acknowledged) or not. */
   readonly ended?: (committed: boolean) => void;
+  /** How long the tool holds its transaction after its write (a `pg_sleep`), so crashes land inside it. */
+  readonly holdMs?: number;
   /** Throw inside the transaction, after the write, when the label says `fail`. */
   readonly failOn?: string;
 }
@@ -67,6 +69,7 @@ export function recordCallTool(pool: pg.Pool, options: RecordCallOptions = {}) {
         args.label,
         ctx.attempt,
       ]);
+      if (options.holdMs) await ctx.tx.query('SELECT pg_sleep($1)', [options.holdMs / 1000]);
       await options.at?.('after-write');
       if (options.failOn !== undefined && args.label.includes(options.failOn)) throw new Error(`record_call refused ${args.label}`);
       return { label: args.label, writtenBy: rows[0].attempt as number };
