@@ -11,7 +11,8 @@
   ARGV[1]  lease in milliseconds (positive integer)
   ARGV[2]  retention in milliseconds (positive integer)
   ARGV[3]  owner: worker id of this attempt
-  ARGV[4]  effect: 'resumable' | 'opaque'
+  ARGV[4]  effect: 'resumable' | 'opaque' | 'transactional' (decided as opaque
+           everywhere; a lapsed attempt is settled from its outcome row)
   ARGV[5]  tenant    ARGV[6] run    ARGV[7] tool    ARGV[8] args hash  (stored as given)
   ARGV[9]  breaker field holding the tool's removal reason   (<encoded tool>:removed)
   ARGV[10] breaker field holding the tool's rejection streak (<encoded tool>:rejections)
@@ -31,8 +32,9 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           started_ms = now, schema = receiptSchema() (the layout this release
-           writes, see includes/observe-receipt.lua), leased until now + ARGV[1] by the
+           started_ms = now, schema = createdSchema(ARGV[4]) (the layout this
+           release writes for the effect: 3 for 'transactional', else 2, see
+           includes/observe-receipt.lua), leased until now + ARGV[1] by the
            server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).

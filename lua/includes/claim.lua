@@ -48,7 +48,7 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
       'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
       'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
       'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
-      'schema', receiptSchema() }
+      'schema', createdSchema(args[4]) }
     -- One HSET for all of it: each redis.call costs a script about a microsecond.
     if args[12] and args[12] ~= '' then
       fields[#fields + 1] = 'job:1'

@@ -3,7 +3,7 @@
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
   observation(code, receipt, now), receiptSchema(), newestSchema(),
-  keptSchema(receipt), schemaVersion(text) and
+  createdSchema(effect), keptSchema(receipt), schemaVersion(text) and
   newerSchemaReply(key, text): the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
@@ -23,6 +23,12 @@
     written as layout 3, so that release refuses it instead of guessing; an
     ordinary receipt stays at 2, so a rolling deploy beside the previous
     release keeps working for every receipt it can read.
+
+  createdSchema(effect)  the layout a claim creating a receipt of `effect`
+    writes: newestSchema() for 'transactional' (a release reading only
+    layout 2 would take it for opaque and call a lapsed attempt ambiguous,
+    where this release settles it from the PostgreSQL outcome row), else
+    receiptSchema().
 
   keptSchema(receipt)  the layout a next attempt writes: the receipt's own
     when newer than receiptSchema() (a layout is never lowered), else
@@ -92,6 +98,11 @@
 ]]
 local function receiptSchema() return 2 end
 local function newestSchema() return 3 end
+
+local function createdSchema(effect)
+  if effect == 'transactional' then return newestSchema() end
+  return receiptSchema()
+end
 
 local function receiptFields(key)
   return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema')

@@ -57,7 +57,8 @@ describe('a transactional call', () => {
     ]);
     expect(await ticketsOf(postgres.admin(), name)).toEqual([1]);
     const record = await l.receipt(data.tenantId, data.runId);
-    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional' });
+    // Layout 3: a release that reads only layout 2 refuses it rather than take it for opaque.
+    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: 3 });
     const rows = await outcomeRows(postgres.admin(), record.redisKey);
     expect(rows).toEqual([{ epoch: record.epoch, attempt: 1, result: JSON.stringify({ label: name, writtenBy: 1 }) }]);
     await pool.end();
