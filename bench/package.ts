@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 type RootEntry = typeof import('../src/index.js');
 type OtelEntry = typeof import('../src/otel/index.js');
+type TransactionalEntry = typeof import('../src/transactional/index.js');
 
 const entry = (path: string): string => {
   const file = fileURLToPath(new URL(path, import.meta.url));
@@ -22,5 +23,7 @@ const root = entry('../dist/index.js');
 export const built: RootEntry = await import(root);
 /** The `/otel` entry of the build. */
 export const builtOtel: OtelEntry = await import(entry('../dist/otel/index.js'));
+/** The `/transactional` entry of the build. */
+export const builtTransactional: TransactionalEntry = await import(entry('../dist/transactional/index.js'));
 /** When the build was made, for the report: a stale build measures old code. */
 export const builtAt: Date = statSync(root).mtime;

@@ -28,6 +28,10 @@
  *    same runs (bench/console.ts), in a child process on a server of its own.
  * 7. The claim with one limit against the claim without, at c=1 and c=50
  *    (bench/limits.ts), in a child process on the same server.
+ * 8. A transactional no-op tool (one INSERT, committed with its outcome row)
+ *    against the same INSERT in a plain transaction without receipts, at
+ *    c=1 and c=50 (bench/transactional.ts), in a child process on this
+ *    Redis and a PostgreSQL of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
@@ -57,6 +61,8 @@ import { redisVersion, unlinkMatching } from './support.js';
 const GOALS = { bare: { c1: 0.6, c50: 0.85 }, peer: 0.9, control: 0.8, turnPeer: 1.5, nodeCpuC1: 1.3 };
 const NETWORK_GOALS = { oneCall: 0.95, turnRate: 1.4, turnLatency: 0.75 };
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+/** `--quick` for the transactional bench: fewer jobs and rounds. */
+const QUICK_TRANSACTIONAL = { BENCH_TX_JOBS_C1: '120', BENCH_TX_JOBS_C50: '600', BENCH_TX_ROUNDS: '2' };
 
 /** `--rtt 0.5`, `--rtt=0.2,0.5,1` (repeatable) and `--quick`. */
 function parseArgs(argv: readonly string[]): { rtts: number[]; quick: boolean } {
@@ -168,7 +174,9 @@ async function main(): Promise<number> {
     const consolePages = await runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {});
     console.log('');
     const limits = await runChild('./limits.ts', { REDIS_URL: handle.url, ...(args.quick ? { BENCH_LIMIT_ROUNDS: '2' } : {}) });
-    return calls || receipts || clients || durability || consolePages || limits;
+    console.log('');
+    const transactional = await runChild('./transactional.ts', { REDIS_URL: handle.url, ...(args.quick ? QUICK_TRANSACTIONAL : {}) });
+    return calls || receipts || clients || durability || consolePages || limits || transactional;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();
