@@ -106,7 +106,7 @@ export interface TransactionalToolSpec<S extends z.ZodType, Tx> extends Omit<
   'effect' | 'execute' | 'keyWindowMs' | 'reconcile' | 'reconcileTimeoutMs' | 'database' | 'transaction'
 > {
   readonly effect: 'transactional';
-  /** Where the tool writes: {@link pgDatabase}, {@link drizzleDatabase}, {@link kyselyDatabase} or your own adapter. */
+  /** Where the tool writes: `pgDatabase`, `drizzleDatabase`, `kyselyDatabase` (`bullmq-tool-receipts/transactional`) or your own adapter. */
   readonly database: TransactionalDatabase<Tx>;
   /** The transaction's isolation level and timeouts (see `runTransactional`); default READ COMMITTED. */
   readonly transaction?: RunTransactionalOptions;

@@ -14,7 +14,14 @@ export {
   assertWellFormedNames,
   MalformedNameError,
 } from './identity.js';
-export { type ReceiptState, type EffectResumability, type ReceiptDecision, decideToolCallReceipt, effectForClaim } from './decision.js';
+export {
+  type ReceiptState,
+  type EffectResumability,
+  type ReceiptEffect,
+  type ReceiptDecision,
+  decideToolCallReceipt,
+  effectForClaim,
+} from './decision.js';
 export {
   type FailureTier,
   MAX_TOOL_FAILURES,

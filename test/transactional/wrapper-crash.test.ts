@@ -15,6 +15,8 @@ import { Capture } from '../cli/support.js';
 import { expectCompleted, reached, STEP_TIMEOUT_MS } from '../bullmq/crash-support.js';
 import { call, CRASH_WORKER_TIMING, jobData, RETRYING, useLanes, type Lane } from '../bullmq/fixture.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { listAmbiguousEntries } from '../../src/redis/runs/ambiguous-index.js';
+import { RunRegistry } from '../../src/redis/runs/registry.js';
 import { outcomeRows, ticketsOf, someoneWaitsOnALock, until, usePostgres } from './fixture.js';
 
 const lane = useLanes({ queues: 'redis' });
@@ -87,6 +89,10 @@ describe('a transactional call whose worker is SIGKILLed', () => {
   ])('at %s (%s): nothing committed, so the takeover runs it as attempt 2; one row', async (crashAt) => {
     const { l, label, first, data, job } = await crashedAt(crashAt);
     await first.signal('SIGKILL');
+    // Lapsed and not yet claimed again: still nothing for a person, in any listing.
+    await until(async () => (await l.receipt(data.tenantId, data.runId)).leaseExpired, 'the lease to lapse', STEP_TIMEOUT_MS);
+    expect(await l.store.listAmbiguous()).toEqual([]);
+    expect((await listAmbiguousEntries(l.redis, new RunRegistry(l.redis, l.prefix))).entries).toEqual([]);
     await spawn(l);
     const { outcome, value } = await resultOf(l, job);
     expect(outcome).toBe('executed');
