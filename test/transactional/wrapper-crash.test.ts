@@ -70,7 +70,12 @@ async function expectSettledFromPostgres(l: Lane, data: ReturnType<typeof jobDat
   const record = await l.receipt(data.tenantId, data.runId);
   expect(record).toMatchObject({ status: 'completed', attempts, effect: 'transactional' });
   expect((await outcomeRows(postgres.admin(), record.redisKey)).map((r) => [r.epoch, r.attempt])).toEqual([[record.epoch, committedBy]]);
-  expect(record.history.map((e) => e.note)).toEqual([expect.stringMatching(/^settled from PostgreSQL: /)]);
+  // A zombie that settles after the verdict leaves a refused late.* entry, which changed nothing.
+  const verdicts = record.history.filter((e) => !e.refused);
+  expect(verdicts.map((e) => e.note)).toEqual([expect.stringMatching(/^settled from PostgreSQL: /)]);
+  expect(record.history.filter((e) => e.refused).map((e) => e.what)).toEqual(
+    record.history.filter((e) => e.refused).map(() => expect.stringMatching(/^late\./)),
+  );
   expect(await l.store.listAmbiguous()).toEqual([]);
   const out = new Capture();
   const err = new Capture();
