@@ -119,9 +119,12 @@ function databasesOf(tools: Iterable<AnyToolDefinition>): Set<TransactionalDatab
 
 /**
  * Removes the outcome rows that outlived their receipts: rows of attempts
- * that started more than `retentionMs + leaseMs` ago (a receipt lives its
- * retention past its last write, and no attempt of a lifetime starts after
- * its receipt is gone), in bounded batches (`deleteExpiredOutcomes`'
+ * that started more than `2 × retentionMs + leaseMs` ago. A settled receipt
+ * lives its retention past its last write, and no attempt of a lifetime
+ * starts after its receipt is gone; but a lapsed receipt's last write may
+ * come well after its attempt started (the tool ran long, or claims kept it
+ * while PostgreSQL could not be read), and a row gone before its receipt
+ * would let the call run again, so rows are kept a second retention. In bounded batches (`deleteExpiredOutcomes`'
  * defaults: 1,000 rows a statement, at most 100 statements a sweep), on each
  * transactional tool's database. Returns what each one deleted.
  */
@@ -131,7 +134,7 @@ export async function sweepExpiredOutcomes(
 ): Promise<OutcomeRetentionReport[]> {
   const reports: OutcomeRetentionReport[] = [];
   for (const db of databasesOf(tools)) {
-    reports.push(await deleteExpiredOutcomes(db, { olderThanMs: limits.retentionMs + limits.leaseMs }));
+    reports.push(await deleteExpiredOutcomes(db, { olderThanMs: 2 * limits.retentionMs + limits.leaseMs }));
   }
   return reports;
 }

@@ -111,7 +111,7 @@ describe('start-up', () => {
 });
 
 describe('retention', () => {
-  it('the reconcile sweep removes outcome rows older than the retention plus a lease, and keeps younger ones', async () => {
+  it('the reconcile sweep removes outcome rows older than twice the retention plus a lease, and keeps younger ones', async () => {
     const l = await lane();
     const pool = dataPool(postgres.handle().url);
     const admin = postgres.admin();
@@ -119,7 +119,7 @@ describe('retention', () => {
     const young = `${label()}-young`;
     await admin.query(
       `INSERT INTO tool_receipt_outcomes (receipt_key, epoch, attempt, started_at, finished_at, result)
-       VALUES ($1, 'e', 1, now() - interval '2 days', now() - interval '2 days', '1'), ($2, 'e', 1, now() - interval '1 hour', now(), '2')`,
+       VALUES ($1, 'e', 1, now() - interval '3 days', now() - interval '3 days', '1'), ($2, 'e', 1, now() - interval '47 hours', now(), '2')`,
       [old, young],
     );
     await reconcileAmbiguous({ redis: l.redis, prefix: l.prefix, tools: [recordCallTool(pool)], retentionMs: 86_400_000, logger: silent });
