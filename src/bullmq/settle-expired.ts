@@ -147,7 +147,12 @@ async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined)
     if (ambiguousMs === null) continue;
     return { ...claim, ambiguousMs };
   }
-  return rt.store.claim(key, options);
+  const last = await rt.store.claim(key, options);
+  // The receipt kept moving under every round: a transactional call comes back later rather than end ambiguous.
+  if (tool.effect === 'transactional' && last.decision.kind === 'ambiguous') {
+    return waiting(last, { remainingMs: rt.leaseMs, nowMs: last.serverNowMs ?? Date.now() });
+  }
+  return last;
 }
 
 const waiting = (claim: ClaimResult, busy: { remainingMs: number; nowMs: number }): CallClaim => ({

@@ -83,6 +83,23 @@ describe('a transactional call', () => {
   });
 });
 
+describe('a transactional receipt whose attempt reports its outcome unknown (a lost COMMIT reply)', () => {
+  it('is left lapsed for the outcome row to settle, never flagged ambiguous as an opaque one is', async () => {
+    const l = await lane();
+    const claimed = async (effect: 'transactional' | 'opaque', argsHash: string) => {
+      const key = { tenantId: 'acme', runId: `run-${label()}`, toolName: 'record_call', argsHash };
+      const claim = await l.store.claim(key, { effect, leaseMs: 30_000 });
+      await l.store.markOutcomeUnknown(key, claim.fence!, 'COMMIT sent, its reply lost');
+      return (await l.store.inspect(key))!;
+    };
+    const transactional = await claimed('transactional', 'a'.repeat(64));
+    expect(transactional).toMatchObject({ status: 'running', effect: 'transactional', leaseExpired: true, ambiguousMs: null, schema: 3 });
+    const opaque = await claimed('opaque', 'b'.repeat(64));
+    expect(opaque).toMatchObject({ status: 'running', effect: 'opaque', leaseExpired: true, ambiguousMs: expect.any(Number) });
+    expect((await l.store.listAmbiguous()).map((r) => r.redisKey)).toEqual([opaque.redisKey]);
+  });
+});
+
 describe('start-up', () => {
   it('a database without the outcome table fails ready() with the migrate command, and so does a job, before any call', async () => {
     const l = await lane();
