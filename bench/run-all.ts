@@ -32,6 +32,8 @@
  *    against the same INSERT in a plain transaction without receipts, at
  *    c=1 and c=50 (bench/transactional.ts), in a child process on this
  *    Redis and a PostgreSQL of its own.
+ * 9. Redis memory per settled receipt against the peer's record of the same
+ *    result (bench/memory.ts), in a child process on a server of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
@@ -176,7 +178,10 @@ async function main(): Promise<number> {
     const limits = await runChild('./limits.ts', { REDIS_URL: handle.url, ...(args.quick ? { BENCH_LIMIT_ROUNDS: '2' } : {}) });
     console.log('');
     const transactional = await runChild('./transactional.ts', { REDIS_URL: handle.url, ...(args.quick ? QUICK_TRANSACTIONAL : {}) });
-    return calls || receipts || clients || durability || consolePages || limits || transactional;
+    console.log('');
+    // A server of its own: used_memory sees only this bench's writes.
+    const memory = await runChild('./memory.ts', { REDIS_URL: '' });
+    return calls || receipts || clients || durability || consolePages || limits || transactional || memory;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();

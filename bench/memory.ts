@@ -1,0 +1,178 @@
+/**
+ * Redis memory per settled receipt, against the peer's record of the same result.
+ *
+ * Settles BENCH_MEMORY_RECEIPTS (default 20,000) receipts in BENCH_MEMORY_RUNS
+ * (default 2,000) runs through the real ReceiptStore (claim, then complete with
+ * a result of about 300 bytes of JSON), and as many records through the peer
+ * (Powertools' `makeIdempotent` over Redis, bench/peer.ts) with the same
+ * results, each side on a fresh prefix of one throwaway Redis, and divides the
+ * `used_memory` each side added by the number of calls: receipts, run indexes,
+ * counting sets and the run registry included. Prints the ratio against the
+ * goal (≤ 2×), then where a receipt's bytes go (MEMORY USAGE and encoding of
+ * one receipt hash, of a run index and a counting set per receipt, of the
+ * registry per run).
+ *
+ * Starts its own redis-server (or uses REDIS_URL; then other clients' writes
+ * land in the delta too, so prefer a server of its own).
+ */
+import { Redis } from 'ioredis';
+import { toolCallArgsHash } from '../src/core/identity.js';
+import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
+import { ReceiptStore } from '../src/redis/receipts/store.js';
+import { startRedis } from '../test/support/redis.js';
+import { peerIdempotent } from './peer.js';
+import { redisVersion, throughput, unlinkMatching } from './support.js';
+
+const RECEIPTS = Number(process.env['BENCH_MEMORY_RECEIPTS'] ?? 20_000);
+const RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 2_000);
+const CONCURRENCY = 32;
+const RETENTION_MS = 86_400_000;
+const LEASE_MS = 30_000;
+const GOAL = 2;
+
+/** A tool result of a realistic size: an email API's answer, about 300 bytes of JSON. */
+export function realisticResult(i: number): Record<string, unknown> {
+  return {
+    ok: true,
+    messageId: `msg-${String(i).padStart(10, '0')}`,
+    threadId: `thr-${String(i * 7).padStart(10, '0')}`,
+    to: [`user${i}@example.com`],
+    subject: `Your order #${100000 + i} has shipped`,
+    acceptedAt: '2026-12-02T01:45:00.000Z',
+    provider: { name: 'mailer', region: 'eu-west-1', requestId: `req-${(i * 2654435761) % 4294967296}` },
+    labels: ['transactional', 'orders'],
+  };
+}
+
+/** One call of the bench: call i of run i % RUNS. */
+function callOf(i: number) {
+  return {
+    tenantId: 'tenant-1',
+    runId: `run-${i % RUNS}`,
+    toolName: 'send_email',
+    input: { to: `user${i}@example.com`, n: i },
+  };
+}
+
+async function usedMemory(redis: Redis): Promise<number> {
+  const info = await redis.info('memory');
+  return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? 0);
+}
+
+/** `used_memory` after minus before `fill`, per call, after letting lazy frees and rehashing settle. */
+async function bytesPerCall(redis: Redis, fill: () => Promise<void>): Promise<number> {
+  await new Promise((r) => setTimeout(r, 200));
+  const before = await usedMemory(redis);
+  await fill();
+  await new Promise((r) => setTimeout(r, 200));
+  return ((await usedMemory(redis)) - before) / RECEIPTS;
+}
+
+const memoryUsage = async (redis: Redis, key: string) => Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+
+/** What one side of one result size added, and the keys to break it down. */
+interface SizeRun {
+  readonly label: string;
+  readonly resultBytes: number;
+  readonly ours: number;
+  readonly theirs: number;
+  readonly breakdown: readonly string[];
+}
+
+async function measureSize(redis: Redis, prefix: string, label: string, resultOf: (i: number) => unknown): Promise<SizeRun> {
+  const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
+  const peer = peerIdempotent(redis, `${prefix}:peer`, { retentionSeconds: RETENTION_MS / 1000, leaseMs: LEASE_MS }, (call) =>
+    resultOf((call.input as { n: number }).n),
+  );
+  const keyOf = async (i: number) => {
+    const call = callOf(i);
+    return { tenantId: call.tenantId, runId: call.runId, toolName: call.toolName, argsHash: await toolCallArgsHash(call.input) };
+  };
+  const ours = await bytesPerCall(redis, async () => {
+    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
+      const key = await keyOf(i);
+      const claim = await store.claim(key, { effect: 'opaque' });
+      if (claim.fence === undefined) throw new Error(`unexpected ${claim.decision.kind}`);
+      await store.complete(key, claim.fence, resultOf(i));
+    });
+  });
+  const theirs = await bytesPerCall(redis, async () => {
+    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
+      const call = callOf(i);
+      await peer({ tenantId: call.tenantId, runId: call.runId, name: call.toolName, input: call.input });
+    });
+  });
+
+  const sample = callOf(42);
+  const receiptKey = store.redisKey(await keyOf(42));
+  const indexKey = runIndexRedisKey(prefix, sample.tenantId, sample.runId);
+  const countKey = receiptCountRedisKey(prefix, sample.tenantId, sample.runId);
+  const perRun = RECEIPTS / RUNS;
+  const encoding = async (key: string) => String(await redis.call('OBJECT', 'ENCODING', key));
+  const registry: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:runs:*`, 'COUNT', 1000);
+    cursor = next;
+    registry.push(...keys);
+  } while (cursor !== '0');
+  let registryBytes = 0;
+  for (const key of registry) registryBytes += await memoryUsage(redis, key);
+  const [, peerKeys] = await redis.scan('0', 'MATCH', `${prefix}:peer*`, 'COUNT', 1000);
+  const peerKey = peerKeys[0];
+  const breakdown = [
+    `receipt hash             ${String(await memoryUsage(redis, receiptKey)).padStart(6)} B  ${await encoding(receiptKey)}, ` +
+      `${await redis.hlen(receiptKey)} fields`,
+    `run index per receipt    ${((await memoryUsage(redis, indexKey)) / perRun).toFixed(0).padStart(6)} B  ${await encoding(indexKey)}, ` +
+      `member ${receiptKey.length} bytes`,
+    `counting set per receipt ${((await memoryUsage(redis, countKey)) / perRun).toFixed(0).padStart(6)} B  ${await encoding(countKey)}, ` +
+      `${await redis.zcard(countKey)} members for ${perRun} receipts`,
+    `registry per receipt     ${(registryBytes / RECEIPTS).toFixed(0).padStart(6)} B  ${registry.length} shard(s)`,
+  ];
+  if (peerKey !== undefined) {
+    breakdown.push(
+      `peer record              ${String(await memoryUsage(redis, peerKey)).padStart(6)} B  ${await encoding(peerKey)}, ` +
+        `${await redis.strlen(peerKey)} bytes of value`,
+    );
+  }
+  return { label, resultBytes: JSON.stringify(resultOf(42)).length, ours, theirs, breakdown };
+}
+
+async function main(): Promise<void> {
+  const handle = await startRedis();
+  const redis = new Redis(handle.url);
+  try {
+    // Warm the connection and the script cache on keys the deltas do not count.
+    const warm = new ReceiptStore({ redis, prefix: `${handle.prefix}:warm`, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
+    await warm.claim(
+      { tenantId: 'warm', runId: 'warm', toolName: 'send_email', argsHash: await toolCallArgsHash({}) },
+      { effect: 'opaque' },
+    );
+    const runs = [
+      await measureSize(redis, `${handle.prefix}:real`, 'realistic result', realisticResult),
+      await measureSize(redis, `${handle.prefix}:small`, "small result (the queue bench's)", (i) => ({
+        ok: true,
+        messageId: `msg-${String(i).padStart(10, '0')}`,
+      })),
+    ];
+    console.log(
+      `memory bench — redis ${await redisVersion(redis)}, ${RECEIPTS} calls settled in ${RUNS} runs each side, ` +
+        `each side on a fresh prefix; used_memory delta / calls (receipt, run index, counting set, registry included)`,
+    );
+    for (const run of runs) {
+      const ratio = run.ours / run.theirs;
+      console.log(
+        `  ${run.label}, ${run.resultBytes} bytes of JSON: ours ${run.ours.toFixed(0)} B per receipt, ` +
+          `peer ${run.theirs.toFixed(0)} B per record; ours / peer ${ratio.toFixed(2)}× ` +
+          `(goal ≤ ${GOAL}×: ${ratio <= GOAL ? 'met' : 'missed'}; ≤ ${(run.theirs * GOAL).toFixed(0)} B would meet it)`,
+      );
+      for (const line of run.breakdown) console.log(`    ${line}`);
+    }
+  } finally {
+    if (!handle.controllable) await unlinkMatching(redis, `${handle.prefix}:*`);
+    redis.disconnect();
+    await handle.stop();
+  }
+}
+
+await main();
