@@ -21,7 +21,7 @@ import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
 import { startRedis } from '../test/support/redis.js';
 import { peerIdempotent } from './peer.js';
-import { redisVersion, throughput, unlinkMatching } from './support.js';
+import { realisticResult, redisVersion, throughput, unlinkMatching } from './support.js';
 
 const RECEIPTS = Number(process.env['BENCH_MEMORY_RECEIPTS'] ?? 20_000);
 const RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 2_000);
@@ -29,20 +29,6 @@ const CONCURRENCY = 32;
 const RETENTION_MS = 86_400_000;
 const LEASE_MS = 30_000;
 const GOAL = 2;
-
-/** A tool result of a realistic size: an email API's answer, about 300 bytes of JSON. */
-export function realisticResult(i: number): Record<string, unknown> {
-  return {
-    ok: true,
-    messageId: `msg-${String(i).padStart(10, '0')}`,
-    threadId: `thr-${String(i * 7).padStart(10, '0')}`,
-    to: [`user${i}@example.com`],
-    subject: `Your order #${100000 + i} has shipped`,
-    acceptedAt: '2026-12-02T01:45:00.000Z',
-    provider: { name: 'mailer', region: 'eu-west-1', requestId: `req-${(i * 2654435761) % 4294967296}` },
-    labels: ['transactional', 'orders'],
-  };
-}
 
 /** One call of the bench: call i of run i % RUNS. */
 function callOf(i: number) {

@@ -34,6 +34,8 @@
  *    Redis and a PostgreSQL of its own.
  * 9. Redis memory per settled receipt against the peer's record of the same
  *    result (bench/memory.ts), in a child process on a server of its own.
+ * 10. The receipt layout today against leaner prototypes, paired, in Redis µs
+ *    and bytes per receipt (bench/layout-prototype.ts), on a server of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
@@ -179,9 +181,11 @@ async function main(): Promise<number> {
     console.log('');
     const transactional = await runChild('./transactional.ts', { REDIS_URL: handle.url, ...(args.quick ? QUICK_TRANSACTIONAL : {}) });
     console.log('');
-    // A server of its own: used_memory sees only this bench's writes.
+    // Servers of their own: used_memory and INFO commandstats see only these benches' writes.
     const memory = await runChild('./memory.ts', { REDIS_URL: '' });
-    return calls || receipts || clients || durability || consolePages || limits || transactional || memory;
+    console.log('');
+    const layout = await runChild('./layout-prototype.ts', { REDIS_URL: '', ...(args.quick ? { BENCH_LAYOUT_ROUNDS: '4' } : {}) });
+    return calls || receipts || clients || durability || consolePages || limits || transactional || memory || layout;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();

@@ -1,6 +1,6 @@
 /**
  * Helpers shared by the benchmarks: a bounded-concurrency rate meter, the
- * median, the server's version, and removal of one run's keys from a server
+ * median, a tool result of a realistic size, the server's version, and removal of one run's keys from a server
  * the bench does not own.
  */
 import type { Redis } from 'ioredis';
@@ -61,3 +61,17 @@ export function callsDelta(before: Map<string, number>, after: Map<string, numbe
 
 /** A rate as a whole number, right-aligned to `width`. */
 export const rate = (value: number, width = 8): string => value.toFixed(0).padStart(width);
+
+/** A tool result of a realistic size: an email API's answer, about 300 bytes of JSON. */
+export function realisticResult(i: number): Record<string, unknown> {
+  return {
+    ok: true,
+    messageId: `msg-${String(i).padStart(10, '0')}`,
+    threadId: `thr-${String(i * 7).padStart(10, '0')}`,
+    to: [`user${i}@example.com`],
+    subject: `Your order #${100000 + i} has shipped`,
+    acceptedAt: '2026-12-02T01:45:00.000Z',
+    provider: { name: 'mailer', region: 'eu-west-1', requestId: `req-${(i * 2654435761) % 4294967296}` },
+    labels: ['transactional', 'orders'],
+  };
+}
