@@ -36,6 +36,8 @@
  *    result (bench/memory.ts), in a child process on a server of its own.
  * 10. The receipt layout today against leaner prototypes, paired, in Redis µs
  *    and bytes per receipt (bench/layout-prototype.ts), on a server of its own.
+ * 11. What a wrapped job allocates and costs Node at c=1 against the peer's
+ *    (bench/allocations.ts), on a server of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
  * about a third of the time; ratios are noisier).
@@ -185,7 +187,9 @@ async function main(): Promise<number> {
     const memory = await runChild('./memory.ts', { REDIS_URL: '' });
     console.log('');
     const layout = await runChild('./layout-prototype.ts', { REDIS_URL: '', ...(args.quick ? { BENCH_LAYOUT_ROUNDS: '4' } : {}) });
-    return calls || receipts || clients || durability || consolePages || limits || transactional || memory || layout;
+    console.log('');
+    const allocations = await runChild('./allocations.ts', { REDIS_URL: '', ...(args.quick ? { ALLOC_ROUNDS: '2' } : {}) });
+    return calls || receipts || clients || durability || consolePages || limits || transactional || memory || layout || allocations;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();

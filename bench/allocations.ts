@@ -1,0 +1,171 @@
+/**
+ * What one wrapped job costs Node at c=1, against the peer's: JavaScript
+ * heap bytes allocated per job, garbage collections and their time per job,
+ * and CPU µs per job (`npm run bench:alloc`).
+ *
+ * Fresh one-call jobs (real BullMQ Job objects, never enqueued) go through
+ * the processor one after another, as bench/ab.ts runs them: ours
+ * (`withToolReceipts`) and the peer's (Powertools' `makeIdempotent`,
+ * bench/peer.ts), on one throwaway Redis, rounds alternating the sides.
+ * It runs itself twice, in child processes: once with the young generation
+ * made large enough that no collection runs (`--min-semi-space-size`), so the
+ * heap's growth over a pass is what its jobs allocated (a pass where a
+ * collection ran anyway is dropped, and said so), and once with Node's
+ * default heap, timing CPU and collections (PerformanceObserver 'gc'
+ * entries). Tunables: ALLOC_JOBS (default 500 per pass), ALLOC_ROUNDS
+ * (default 6).
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { Job, Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { z } from 'zod';
+import type { ToolJobData } from '../src/bullmq/job-data.js';
+import { defineTool, withToolReceipts } from '../src/index.js';
+import { startRedis } from '../test/support/redis.js';
+import { peerIdempotent, peerProcessor } from './peer.js';
+import { median, realisticResult } from './support.js';
+
+const JOBS = Number(process.env['ALLOC_JOBS'] ?? 500);
+const MODE = process.env['ALLOC_MODE'];
+const ROUNDS = Number(process.env['ALLOC_ROUNDS'] ?? 6);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+interface Side {
+  readonly name: string;
+  readonly run: (job: Job<ToolJobData>) => Promise<unknown>;
+  readonly bytes: number[];
+  readonly collected: number[];
+  readonly gcCount: number[];
+  readonly gcMs: number[];
+  readonly cpu: number[];
+}
+
+async function main(collect: () => void): Promise<void> {
+  const handle = await startRedis();
+  const queueConnection = new Redis(handle.url, { maxRetriesPerRequest: null, lazyConnect: true });
+  const queue = new Queue('alloc', { connection: queueConnection, prefix: `${handle.prefix}:bull` });
+  const ours = new Redis(handle.url, { maxRetriesPerRequest: null });
+  const theirs = new Redis(handle.url, { maxRetriesPerRequest: null });
+  try {
+    const tool = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string(), n: z.number().int() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: ({ n }) => realisticResult(n),
+    });
+    const wrapped = withToolReceipts({ redis: ours, tools: [tool], prefix: `${handle.prefix}:rcpt`, logger: pino({ level: 'silent' }) });
+    const peerCall = peerIdempotent(theirs, `${handle.prefix}:peer`, { retentionSeconds: 86_400, leaseMs: 30_000 }, (call) =>
+      realisticResult((call.input as { n: number }).n),
+    );
+    const peer = peerProcessor(peerCall);
+    const sides: Side[] = [
+      {
+        name: 'ours',
+        run: (job) => wrapped(job, undefined, new AbortController().signal),
+        bytes: [],
+        collected: [],
+        gcCount: [],
+        gcMs: [],
+        cpu: [],
+      },
+      { name: 'peer', run: (job) => peer(job), bytes: [], collected: [], gcCount: [], gcMs: [], cpu: [] },
+    ];
+    const jobsFor = (tag: string) =>
+      Array.from({ length: JOBS }, (_, i) => {
+        const data: ToolJobData = {
+          tenantId: 'alloc',
+          runId: `run-${tag}-${i % 100}`,
+          calls: [{ id: `toolu_${tag}_${i}`, name: 'send_email', input: { to: 'user@example.com', n: i } }],
+        };
+        return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
+      });
+    let gcEntries: { count: number; ms: number } = { count: 0, ms: 0 };
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        gcEntries.count++;
+        gcEntries.ms += entry.duration;
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+    const pass = async (side: Side, tag: string, record: boolean) => {
+      const jobs = jobsFor(tag);
+      // Collected first: the allocation pass then expects no collection at all.
+      collect();
+      await settle();
+      gcEntries = { count: 0, ms: 0 };
+      const heapBefore = process.memoryUsage().heapUsed;
+      const cpuBefore = process.cpuUsage();
+      for (const job of jobs) await side.run(job);
+      const cpu = process.cpuUsage(cpuBefore);
+      const grown = process.memoryUsage().heapUsed - heapBefore;
+      await settle();
+      if (!record) return;
+      if (MODE === 'bytes') {
+        const quiet = gcEntries.count === 0;
+        if (quiet) side.bytes.push(grown / JOBS);
+        side.collected.push(quiet ? 0 : 1);
+      } else {
+        side.cpu.push((cpu.user + cpu.system) / JOBS);
+        side.gcCount.push(gcEntries.count / JOBS);
+        side.gcMs.push((gcEntries.ms * 1000) / JOBS);
+      }
+    };
+    for (const side of sides) await pass(side, `warm-${side.name}`, false);
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? sides : [...sides].reverse();
+      for (const side of order) await pass(side, `r${r}-${side.name}`, true);
+    }
+    observer.disconnect();
+    const [a, b] = sides as [Side, Side];
+    const ratio = (x: number[], y: number[]) => x.map((v, r) => v / (y[r] ?? v));
+    const rounds = `${JOBS} fresh one-call jobs per pass, one after another, results of ${JSON.stringify(realisticResult(42)).length} bytes; ${ROUNDS} rounds alternating, medians`;
+    if (MODE === 'bytes') {
+      console.log(`allocations bench — node ${process.versions.node}, young generation large enough for a pass; ${rounds}`);
+      for (const side of sides) {
+        const dropped = side.collected.reduce((n, c) => n + c, 0);
+        console.log(
+          `  ${side.name.padEnd(5)} heap allocated per job ${(median(side.bytes) / 1024).toFixed(1).padStart(6)} KiB` +
+            (dropped > 0 ? ` (${dropped} of ${ROUNDS} passes dropped: a collection ran)` : ''),
+        );
+      }
+      if (a.bytes.length > 0 && b.bytes.length > 0)
+        console.log(`  ours / peer allocated ${(median(a.bytes) / median(b.bytes)).toFixed(2)}×`);
+    } else {
+      console.log(`allocations bench — node ${process.versions.node}, default heap; ${rounds}`);
+      for (const side of sides) {
+        console.log(
+          `  ${side.name.padEnd(5)} CPU per job ${median(side.cpu).toFixed(0).padStart(4)} µs; collections per 1,000 jobs ` +
+            `${(median(side.gcCount) * 1000).toFixed(1)}, their time ${median(side.gcMs).toFixed(1)} µs per job`,
+        );
+      }
+      const cpu = ratio(a.cpu, b.cpu);
+      console.log(
+        `  ours / peer CPU per job ${median(cpu).toFixed(2)}× (min ${Math.min(...cpu).toFixed(2)}, max ${Math.max(...cpu).toFixed(2)}; goal ≤ 1.3×)`,
+      );
+    }
+  } finally {
+    ours.disconnect();
+    theirs.disconnect();
+    queueConnection.disconnect();
+    await handle.stop();
+  }
+}
+
+if (gc === undefined || MODE === undefined) {
+  // Once for each figure, each with the flags it needs.
+  const heap = { bytes: ['--min-semi-space-size=256', '--max-semi-space-size=256'], time: [] };
+  for (const [mode, flags] of Object.entries(heap)) {
+    const child = spawnSync(process.execPath, [...process.execArgv, '--expose-gc', ...flags, fileURLToPath(import.meta.url)], {
+      stdio: 'inherit',
+      env: { ...process.env, ALLOC_MODE: mode },
+    });
+    if (child.status !== 0) process.exitCode = child.status ?? 1;
+  }
+} else {
+  await main(gc);
+}
