@@ -13,10 +13,12 @@
  * collection ran anyway is dropped, and said so), and once with Node's
  * default heap, timing CPU and collections (PerformanceObserver 'gc'
  * entries). Tunables: ALLOC_JOBS (default 500 per pass), ALLOC_ROUNDS
- * (default 6).
+ * (default 6); ALLOC_SITES=1 adds a third run, a sampling heap profile of
+ * our jobs, printing where they allocate (by package, then the top sites).
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Session } from 'node:inspector';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -41,6 +43,50 @@ interface Side {
   readonly gcCount: number[];
   readonly gcMs: number[];
   readonly cpu: number[];
+}
+
+/** A V8 sampling heap profile node (HeapProfiler.SamplingHeapProfileNode), as much of it as is read here. */
+interface ProfileNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly selfSize: number;
+  readonly children: readonly ProfileNode[];
+}
+
+/** Where `side`'s jobs allocate: V8's sampling heap profiler over them, collected objects included, top sites by bytes per job. */
+async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[]): Promise<void> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
+  await post('HeapProfiler.startSampling', {
+    samplingInterval: 512,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  for (const job of jobs) await side.run(job);
+  const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } };
+  session.disconnect();
+  const bySite = new Map<string, number>();
+  const byPlace = new Map<string, number>();
+  const walk = (node: ProfileNode) => {
+    const { functionName, url, lineNumber } = node.callFrame;
+    const file = url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench|test)\//, '$1/');
+    // Under tsx the sources are transpiled to one line each: a line number there would mislead.
+    const site = `${functionName || '(anonymous)'} ${file}${lineNumber > 0 && !file.startsWith('src/') ? `:${lineNumber + 1}` : ''}`;
+    bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
+    const place = file.startsWith('src/') ? 'this package (src/)' : file === '' ? '(V8 and Node internals)' : file.split('/')[0]!;
+    byPlace.set(place, (byPlace.get(place) ?? 0) + node.selfSize);
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  const perJob = (bytes: number) => `${(bytes / jobs.length / 1024).toFixed(1).padStart(5)} KiB`;
+  console.log(
+    `allocation sites of ${side.name} — ${jobs.length} jobs, sampling heap profile (every 512 bytes, collected objects included)`,
+  );
+  console.log('  by package:');
+  for (const [place, bytes] of [...byPlace].sort((x, y) => y[1] - x[1]).slice(0, 8)) console.log(`    ${perJob(bytes)}  ${place}`);
+  console.log('  top sites:');
+  for (const [site, bytes] of [...bySite].sort((x, y) => y[1] - x[1]).slice(0, 15)) console.log(`    ${perJob(bytes)}  ${site}`);
 }
 
 async function main(collect: () => void): Promise<void> {
@@ -116,6 +162,10 @@ async function main(collect: () => void): Promise<void> {
       }
     };
     for (const side of sides) await pass(side, `warm-${side.name}`, false);
+    if (MODE === 'sites') {
+      await printAllocationSites(sides[0]!, jobsFor('sites'));
+      return;
+    }
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) await pass(side, `r${r}-${side.name}`, true);
@@ -158,7 +208,8 @@ async function main(collect: () => void): Promise<void> {
 
 if (gc === undefined || MODE === undefined) {
   // Once for each figure, each with the flags it needs.
-  const heap = { bytes: ['--min-semi-space-size=256', '--max-semi-space-size=256'], time: [] };
+  const young = ['--min-semi-space-size=256', '--max-semi-space-size=256'];
+  const heap = { bytes: young, time: [], ...(process.env['ALLOC_SITES'] === '1' ? { sites: young } : {}) };
   for (const [mode, flags] of Object.entries(heap)) {
     const child = spawnSync(process.execPath, [...process.execArgv, '--expose-gc', ...flags, fileURLToPath(import.meta.url)], {
       stdio: 'inherit',
