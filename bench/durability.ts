@@ -23,7 +23,7 @@ import { hasWaitAof, type DurabilityOptions } from '../src/redis/durability/dura
 import { NO_SYNC_DELAY, clusterSkipReason, withNode } from '../test/support/redis-cluster.js';
 import { LocalRedis, findOnPath } from '../test/support/redis-process.js';
 import { uniquePrefix } from '../test/support/redis.js';
-import { median, rate } from './support.js';
+import { drainJobs, median, rate } from './support.js';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const { defineTool, withToolReceipts } = built;
@@ -75,22 +75,7 @@ async function pass(url: string, prefix: string, mode: Mode, concurrency: number
   );
   const worker = new Worker(queueName, timed, { connection, prefix: `${prefix}:bull`, concurrency, autorun: false });
   try {
-    let done = 0;
-    const failures: string[] = [];
-    const finished = new Promise<void>((resolve) => {
-      const tally = () => void (++done === jobs && resolve());
-      worker.on('completed', tally);
-      worker.on('failed', (_job, error) => {
-        failures.push(error.message);
-        tally();
-      });
-    });
-    await worker.waitUntilReady();
-    const started = performance.now();
-    void worker.run();
-    await finished;
-    const seconds = (performance.now() - started) / 1000;
-    if (failures.length > 0) throw new Error(`${mode.name} at c=${concurrency}: ${failures.length} jobs failed, first: ${failures[0]}`);
+    const seconds = await drainJobs(worker, jobs, `${mode.name} at c=${concurrency}`);
     const replayed = outcomes.filter((o) => o !== 'executed').length;
     if (replayed > 0) throw new Error(`${mode.name} at c=${concurrency}: ${replayed} calls did not execute`);
     return { rate: jobs / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };

@@ -1,9 +1,35 @@
 /**
- * Helpers shared by the benchmarks: a bounded-concurrency rate meter, the
+ * Helpers shared by the benchmarks: a worker run until its jobs are done, a bounded-concurrency rate meter, the
  * median, a tool result of a realistic size, the server's version, and removal of one run's keys from a server
  * the bench does not own.
  */
+import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+
+/**
+ * Runs a worker made with `autorun: false` until `jobs` of its jobs have
+ * completed or failed; returns the seconds that took. Throws, naming `label`,
+ * when any failed.
+ */
+export async function drainJobs(worker: Worker, jobs: number, label: string): Promise<number> {
+  let done = 0;
+  const failures: string[] = [];
+  const finished = new Promise<void>((resolve) => {
+    const tally = () => void (++done === jobs && resolve());
+    worker.on('completed', tally);
+    worker.on('failed', (_job, error) => {
+      failures.push(error.message);
+      tally();
+    });
+  });
+  await worker.waitUntilReady();
+  const started = performance.now();
+  void worker.run();
+  await finished;
+  const seconds = (performance.now() - started) / 1000;
+  if (failures.length > 0) throw new Error(`${label}: ${failures.length} jobs failed, first: ${failures[0]}`);
+  return seconds;
+}
 
 /** Runs `op(0..count-1)` with at most `concurrency` in flight; returns calls per second. */
 export async function throughput(count: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {

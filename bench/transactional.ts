@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { built, builtTransactional } from './package.js';
 import { postgresSkipReason, startPostgres } from '../test/support/postgres.js';
 import { startRedis, uniquePrefix } from '../test/support/redis.js';
-import { median, rate, unlinkMatching } from './support.js';
+import { drainJobs, median, rate, unlinkMatching } from './support.js';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const { defineTool, withToolReceipts } = built;
@@ -99,22 +99,7 @@ async function pass(url: string, prefix: string, pool: pg.Pool, side: Side, conc
   );
   const worker = new Worker(queueName, timed, { connection, prefix: `${prefix}:bull`, concurrency, autorun: false });
   try {
-    let done = 0;
-    const failures: string[] = [];
-    const finished = new Promise<void>((resolve) => {
-      const tally = () => void (++done === jobs && resolve());
-      worker.on('completed', tally);
-      worker.on('failed', (_job, error) => {
-        failures.push(error.message);
-        tally();
-      });
-    });
-    await worker.waitUntilReady();
-    const started = performance.now();
-    void worker.run();
-    await finished;
-    const seconds = (performance.now() - started) / 1000;
-    if (failures.length > 0) throw new Error(`${side} at c=${concurrency}: ${failures.length} jobs failed, first: ${failures[0]}`);
+    const seconds = await drainJobs(worker, jobs, `${side} at c=${concurrency}`);
     return { rate: jobs / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
   } finally {
     await worker.close();
