@@ -28,6 +28,7 @@ table.fields td { word-break:break-word; }
 .badge { display:inline-block; padding:0 .45rem; border-radius:999px; font-size:12px; color:#fff; background:var(--muted); white-space:nowrap; }
 .badge.running { background:var(--running); } .badge.completed { background:var(--completed); }
 .badge.failed { background:var(--failed); } .badge.ambiguous { background:var(--ambiguous); }
+.badge.approved { background:var(--completed); } .badge.denied { background:var(--failed); }
 .banner { padding:.6rem .8rem; border-radius:6px; margin:0 0 1rem; border:1px solid; }
 .banner.error { background:#fdecea; border-color:#f5c2bd; color:#7d1d12; }
 .banner.ok { background:#e8f6ee; border-color:#b7e2c7; color:#14532d; }
@@ -49,6 +50,7 @@ button.danger { background:var(--failed); border-color:var(--failed); }
 .timeline .axis { stroke:var(--line); }
 .timeline .bar.running { fill:var(--running); } .timeline .bar.completed { fill:var(--completed); }
 .timeline .bar.failed { fill:var(--failed); } .timeline .bar.ambiguous { fill:var(--ambiguous); }
+.timeline .bar.awaiting_approval, .timeline .bar.approved, .timeline .bar.denied { fill:var(--muted); }
 .timeline .mark.takeover { fill:#fff; stroke:#1b1f24; stroke-width:1.5; }
 .timeline .mark.lost { fill:#1b1f24; }
 .timeline .mark.resolved { fill:#6b21a8; }

@@ -354,8 +354,8 @@ export type JournalReceiptRecord = JournalReceiptFields &
 
 /** The fields of {@link JournalReceiptRecord} besides the tool's name. */
 export interface JournalReceiptFields {
-  /** The receipt's state. */
-  status: 'running' | 'completed' | 'failed';
+  /** The receipt's state; an approval state (the call has not run) is left out of the journal. */
+  status: 'running' | 'completed' | 'failed' | 'awaiting_approval' | 'approved' | 'denied';
   /** When the receipt was first created, in milliseconds; orders the calls. */
   createdMs: number;
   /**
@@ -380,6 +380,8 @@ export interface JournalReceiptFields {
  *   after the effect landed or before.
  * - `failed` receipts are left out, including ambiguous ones an operator
  *   resolved as failed: the effect did not happen and retrying is allowed.
+ * - receipts awaiting approval, approved but not started, or denied are left
+ *   out: the call has not run (a denied one never will).
  * - `running` receipts with a live lease are left out: a worker is still on
  *   the call, its outcome is not lost, and if the model repeats the call the
  *   receipt makes it wait for that worker instead of running twice.

@@ -41,6 +41,8 @@ export class ReceiptNotFoundError extends ToolReceiptsError {
  * - `settled`: the attempt typed is already completed or failed;
  * - `gone`: the receipt no longer exists;
  * - `not_ambiguous`, `contested`: as `NotAmbiguousError`, `ContestedReceiptError`;
+ * - `approval_state`: the call awaits approval, or was approved or denied
+ *   and has not run: there is no attempt to resolve (approve or deny it);
  * - `moved_on`: anything else the fence refused.
  */
 export type ResolveRefusal =
@@ -52,6 +54,7 @@ export type ResolveRefusal =
   | 'gone'
   | 'not_ambiguous'
   | 'contested'
+  | 'approval_state'
   | 'moved_on';
 
 /**

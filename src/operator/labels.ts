@@ -4,7 +4,7 @@
  * one label for where a receipt stands, and a value as one safe token.
  * Plain text: each caller escapes for its own medium (a terminal, HTML).
  */
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../redis/receipts/reads/record.js';
+import { isAmbiguousRecord, isApprovalStatus, isContestedRecord, type ReceiptRecord } from '../redis/receipts/reads/record.js';
 
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Zl}\p{Zp}]/gu;
 const BARE = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]+$/u;
@@ -69,9 +69,12 @@ export function ambiguousSinceMs(record: ReceiptRecord): number | null {
  * One word (or two) for where a receipt stands, for an operator:
  * `ambiguous`, `ambiguous (contested: …)`, `running`, `running (lease
  * expired)`, `completed`, `completed (resolved)`, `completed (late)`, `failed`,
- * `failed (resolved)` or `failed (late)`.
+ * `failed (resolved)` or `failed (late)`; for a call that needed approval,
+ * `awaiting approval`, `awaiting approval (expired)`, `approved (not started)`,
+ * `denied` or `denied (expired)`.
  */
 export function stateLabel(record: ReceiptRecord): string {
+  if (isApprovalStatus(record.status)) return approvalStateLabel(record);
   if (isContestedRecord(record)) return 'ambiguous (contested: the attempt heartbeated after the verdict)';
   if (isAmbiguousRecord(record)) return 'ambiguous';
   if (record.status === 'running') return record.leaseExpired ? 'running (lease expired)' : 'running';
@@ -85,4 +88,39 @@ export function leaseLabel(record: ReceiptRecord): string {
   return record.leaseExpired
     ? `expired ${duration(record.readAtMs - record.leaseUntilMs)} ago`
     : `live, ${duration(record.leaseUntilMs - record.readAtMs)} left`;
+}
+
+/** Where a call in an approval state stands (it has not run). */
+function approvalStateLabel(record: ReceiptRecord): string {
+  const expiresMs = record.approval?.expiresMs ?? null;
+  if (record.status === 'awaiting_approval')
+    return expiresMs !== null && expiresMs <= record.readAtMs ? 'awaiting approval (expired)' : 'awaiting approval';
+  if (record.status === 'approved') return 'approved (not started)';
+  return record.approval?.deniedReason === 'expired' ? 'denied (expired)' : 'denied';
+}
+
+/**
+ * What a receipt records of the call's approval, one `[label, value]` per
+ * line, plain text; empty for a call that never needed approval.
+ */
+export function approvalFacts(record: ReceiptRecord): [string, string][] {
+  const a = record.approval;
+  if (!a) return [];
+  const now = record.readAtMs;
+  const facts: [string, string][] = [
+    ['approval reason', a.reason === null ? '-' : a.reason],
+    ['approval shown', 'shown' in a ? (JSON.stringify(a.shown) ?? '-') : '(nothing: the tool has no redact hook; see the job)'],
+    ['approval asked', when(a.requestedMs, now)],
+    ['approval expires', when(a.expiresMs, now)],
+    ['approval epoch', a.epoch === '' ? '-' : a.epoch],
+    ['approval digest', a.argsHash],
+  ];
+  if (a.decision === null) facts.push(['approval decision', a.expiresMs !== null && a.expiresMs <= now ? 'none, and expired' : 'pending']);
+  else {
+    const how = a.deniedReason === 'expired' ? ' (expired: nobody decided in time)' : '';
+    facts.push(['approval decision', `${a.decision}${how} by ${a.by ?? '-'}${a.source ? ` from ${a.source}` : ''}`]);
+    facts.push(['approval decided', when(a.decidedMs, now)]);
+    facts.push(['approval note', a.note ?? '-']);
+  }
+  return facts;
 }

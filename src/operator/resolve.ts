@@ -8,11 +8,12 @@
  */
 import type { AuditLog } from '../redis/operators/audit-log.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
-import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
+import { isApprovalStatus, type ReceiptRecord } from '../redis/receipts/reads/record.js';
 import type { ReceiptStore, Resolution } from '../redis/receipts/store.js';
 import { retryFailedJobs, type JobRetryReport } from '../bullmq/retry-jobs.js';
 import { readReceipt } from './read-receipt.js';
 import { resolveRefusal } from './resolve-refusal.js';
+import { ResolveRefusedError } from './errors.js';
 
 /** Where an operator's writes are recorded, and as whom. */
 export interface AuditTrail {
@@ -62,6 +63,16 @@ export async function resolveReceipt(
   options: ResolveReceiptOptions = {},
 ): Promise<ResolveOutcome> {
   const before = await readReceipt(store, redisKey);
+  if (isApprovalStatus(before.status)) {
+    // The store's script would refuse it too (as corrupt); this names the state instead.
+    const decide = before.status === 'awaiting_approval' ? '; approve or deny it (tool-receipts approve / deny)' : '';
+    throw new ResolveRefusedError(
+      redisKey,
+      `${redisKey} is ${before.status}: the call has not run, so there is no attempt to resolve${decide}; nothing was written`,
+      undefined,
+      'approval_state',
+    );
+  }
   const seen = resolution.attemptsSeen;
   try {
     await store.resolve(before.key, resolution);

@@ -7,6 +7,17 @@ import { ToolReceiptsError } from '../core/errors.js';
 export type ReceiptStatus = 'running' | 'completed' | 'failed';
 
 /**
+ * The statuses of a call that needed approval (src/approvals,
+ * `lua/includes/approval.lua`): it has not run yet, or never will. Read and
+ * shown like any receipt; moved only by the approval scripts, so every other
+ * transition refuses them.
+ */
+export type ApprovalStatus = 'awaiting_approval' | 'approved' | 'denied';
+
+/** A status a receipt may be found in: an ordinary one, or an approval state. */
+export type ReceiptRecordStatus = ReceiptStatus | ApprovalStatus;
+
+/**
  * What identifies one attempt of one receipt across all its lifetimes: the
  * attempt number, and the epoch the claim that created the receipt minted.
  * A receipt that expires and is claimed again starts a new lifetime under a
@@ -21,7 +32,7 @@ export interface AttemptFence {
 
 /** What a rejected write found in the receipt instead of the attempt it expected. */
 export interface ObservedFence {
-  readonly status: ReceiptStatus;
+  readonly status: ReceiptRecordStatus;
   readonly attempts: number;
   /** The epoch of the lifetime found (`''` for a receipt written before epochs existed). */
   readonly epoch: string;

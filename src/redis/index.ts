@@ -13,6 +13,10 @@ export {
 export { ReceiptQueries } from './receipts/reads/read-side.js';
 export {
   type ReceiptRecord,
+  type ReceiptApproval,
+  type ApprovalStatus,
+  type ReceiptRecordStatus,
+  isApprovalStatus,
   type AttemptJob,
   type ReconcileVerdict,
   type ReconcileRecord,

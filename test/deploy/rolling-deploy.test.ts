@@ -319,8 +319,8 @@ it('previous and current workers share one queue under SIGKILLs, a deploy and a 
     for (const [key, fields] of beforePrevious) expect(afterPrevious.get(key), key).toMatchObject(fields);
 
     // Both releases count every receipt, whichever release wrote it and its counting entry.
-    const byStatus = { running: 0, completed: 0, failed: 0 };
-    for (const r of current) byStatus[r.status]++;
+    const byStatus: Record<string, number> = { running: 0, completed: 0, failed: 0 };
+    for (const r of current) byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     const listedByPair: Record<string, number> = {};
     for (const r of current) listedByPair[`${r.status}/${r.effect}`] = (listedByPair[`${r.status}/${r.effect}`] ?? 0) + 1;
     const byStatusAndEffect = (counts: readonly { status: string; effect: string; count: number }[]) =>

@@ -11,6 +11,7 @@ import {
 } from '../../redis/receipts/reads/record.js';
 import { commandHint, JSON_OPTION, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { readReceipt } from '../../operator/read-receipt.js';
+import { approvalFacts } from '../../operator/labels.js';
 import {
   ambiguousSinceMs,
   clip,
@@ -62,6 +63,8 @@ export function receiptFields(record: ReceiptRecord): [string, string][] {
     ['arguments', argumentsLabel(record)],
     ['state', stateLabel(record)],
     ['status', record.status],
+    // Reasons, notes and redacted views are a model's or a person's text: made safe for the terminal.
+    ...approvalFacts(record).map(([label, value]): [string, string] => [label, clip(terminalText(value), 500)]),
     ['attempts', String(record.attempts)],
     ['epoch', record.epoch === '' ? '-' : token(record.epoch)],
     ['effect', record.effect],
@@ -186,6 +189,10 @@ export async function showCommand({ store, out, args }: CommandContext<ShowArgs>
   }
   for (const line of fields(receiptFields(record))) writeLine(out, line);
   if (isAmbiguousRecord(record)) writeResolveHint(out, store, record);
+  if (record.status === 'awaiting_approval') {
+    writeLine(out);
+    writeLine(out, `Awaiting approval: the call has not run. Decide with ${commandHint(store, 'approve', record.redisKey, '--note <why>')} (or deny).`);
+  }
 }
 
 /** The `show` command. */
@@ -200,8 +207,12 @@ key (what the tool sent its provider), where its arguments are (the BullMQ
 job), state, attempts, effect, owner, lease, times (server clock; "ambiguous
 since" as \`ambiguous\` lists it), result or error, recorded steps, the
 history (every operator verdict, reconcile verdict and late settle, kept
-across attempts, the last ${RECEIPT_HISTORY_CAP}), and when it expires. For an
-ambiguous receipt, also prints the resolve commands that would settle it.
+across attempts, the last ${RECEIPT_HISTORY_CAP}), and when it expires. For a
+call that needed approval (awaiting_approval, approved, denied), also its
+approval: the reason, what the approver is shown, when it was asked and
+expires, the epoch and digest it is for, and who decided, when, from where
+and with what note. For an ambiguous receipt, also prints the resolve
+commands that would settle it; for one awaiting approval, the approve command.
 Exits 1 when no receipt exists under the key.
 
 <redisKey> is the key as \`ambiguous\` or \`run\` print it, for example

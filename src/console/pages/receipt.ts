@@ -1,8 +1,8 @@
 /** One receipt: every field, its steps, jobs and history, and what an operator can do about it. */
 import { idempotencyKeyFor } from '../../bullmq/call-context.js';
 import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
-import { isAmbiguousRecord, isContestedRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
-import { isoTime } from '../../operator/labels.js';
+import { isAmbiguousRecord, isApprovalStatus, isContestedRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
+import { approvalFacts, isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
 import { banner, csrfField, href, page, prettyJson, runHref, stateBadge, time, type PageContext } from './layout.js';
 
@@ -60,12 +60,26 @@ function resolveForms(ctx: PageContext, record: ReceiptRecord): Html {
 }
 
 function retryForm(ctx: PageContext, record: ReceiptRecord): Html {
-  if (record.jobs.length + record.metJobs.length === 0 || record.status === 'running' || ctx.role !== 'operator') return html``;
+  if (record.jobs.length + record.metJobs.length === 0 || record.status === 'running' || isApprovalStatus(record.status) || ctx.role !== 'operator')
+    return html``;
   return html`<form class="inline" method="post" action="${href(ctx, '/receipt/retry')}">${csrfField(ctx)}
 <input type="hidden" name="key" value="${record.redisKey}">
 <button type="submit" class="secondary">Retry the BullMQ job</button>
 <span class="muted">Retries each failed job recorded on this receipt, so it replays this call and runs the rest of its turn.</span>
 </form>`;
+}
+
+/** The call's approval, as its receipt records it; text only (a reason, a note or a redacted view may hold markup). */
+function approvalSection(ctx: PageContext, record: ReceiptRecord): Html {
+  const facts = approvalFacts(record);
+  if (facts.length === 0) return html``;
+  const decide =
+    record.status === 'awaiting_approval'
+      ? html`<p>The call has not run. Decide it on <a href="${href(ctx, '/approvals', { tenant: record.key.tenantId })}">Needs approval</a>.</p>`
+      : html``;
+  return html`<h2>Approval</h2>${decide}<div class="table-wrap"><table class="fields" id="approval"><tbody>${facts.map(
+    ([label, value]) => html`<tr><th>${label}</th><td>${value}</td></tr>`,
+  )}</tbody></table></div>`;
 }
 
 function jobReport(jobs: readonly JobRetryReport[] | undefined): Html {
@@ -80,7 +94,7 @@ function jobReport(jobs: readonly JobRetryReport[] | undefined): Html {
 export function receiptPageView(ctx: PageContext, record: ReceiptRecord, notice?: ReceiptNotice): Html {
   const now = record.readAtMs;
   const steps = Object.entries(record.steps);
-  const fields = Object.entries(record).filter(([name]) => !['key', 'steps', 'jobs', 'metJobs', 'history'].includes(name));
+  const fields = Object.entries(record).filter(([name]) => !['key', 'steps', 'jobs', 'metJobs', 'history', 'approval'].includes(name));
   return page(ctx, 'Receipt', '', [
     notice ? html`${banner(notice.kind, notice.text)}${jobReport(notice.jobs)}` : html``,
     html`<div class="table-wrap"><table class="fields"><tbody>
@@ -94,6 +108,7 @@ export function receiptPageView(ctx: PageContext, record: ReceiptRecord, notice?
 <tr><th>Redis key</th><td class="mono key">${record.redisKey}</td></tr>
 </tbody></table></div>`,
     isAmbiguousRecord(record) ? html`<h2>Resolve</h2>${resolveForms(ctx, record)}` : html``,
+    approvalSection(ctx, record),
     retryForm(ctx, record),
     html`<h2>Every field</h2><div class="table-wrap"><table class="fields"><tbody>${fields.map(
       ([name, value]) => html`<tr><th>${name}</th><td>${fieldValue(name, value, now)}</td></tr>`,

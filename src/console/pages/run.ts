@@ -1,5 +1,5 @@
 /** A run: its receipts on a time axis (created to settled: running, then ambiguous once an attempt was lost, capped by the final status; takeovers marked) and its resume note. */
-import { isAmbiguousRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
+import { isAmbiguousRecord, isApprovalStatus, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import type { RunReport } from '../../operator/run-report.js';
 import { duration, isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';
@@ -65,14 +65,16 @@ export function timeline(ctx: PageContext, receipts: readonly ReceiptRecord[]): 
     // Running from creation until the attempt was lost (or settled), ambiguous from then until settled, and a cap in the final status.
     const endMs = r.completedMs ?? r.readAtMs;
     const lostX = lostAt === null ? null : Math.min(Math.max(x(lostAt), x0), x1);
+    // A call in an approval state has not run: its bar is the wait, in that state's colour.
+    const base = isApprovalStatus(r.status) ? r.status : 'running';
     const segments: Html[] = [
-      html`<rect class="bar running" x="${x0.toFixed(1)}" y="${y}" width="${Math.max(1, (lostX ?? x1) - x0).toFixed(1)}" height="14"></rect>`,
+      html`<rect class="bar ${base}" x="${x0.toFixed(1)}" y="${y}" width="${Math.max(1, (lostX ?? x1) - x0).toFixed(1)}" height="14"></rect>`,
     ];
     if (lostX !== null)
       segments.push(
         html`<rect class="bar ambiguous" x="${lostX.toFixed(1)}" y="${y}" width="${Math.max(1, x1 - lostX).toFixed(1)}" height="14"></rect>`,
       );
-    if (r.status !== 'running')
+    if (r.status !== 'running' && !isApprovalStatus(r.status))
       segments.push(html`<rect class="bar ${r.status}" x="${Math.max(x0, x1 - 6).toFixed(1)}" y="${y}" width="6" height="14"></rect>`);
     return html`<a href="${receiptHref(ctx, r.redisKey)}"><text x="6" y="${y + 11}">${r.key.toolName.slice(0, 26)}</text>
 <g><title>${r.key.toolName}: ${stateClass(r)}, attempt ${r.attempts}, created ${isoTime(r.createdMs)}${r.completedMs !== null ? `, settled ${isoTime(r.completedMs)}` : ''} (${duration(endMs - r.createdMs)})</title>${segments}</g>

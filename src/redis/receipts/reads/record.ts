@@ -9,13 +9,49 @@ import {
   RECEIPT_SCHEMA_VERSION,
   ReceiptVersionError,
   UnexpectedScriptReplyError,
-  type ReceiptStatus,
+  type ApprovalStatus,
+  type ReceiptRecordStatus,
 } from '../../errors.js';
 import { fromStoredJson } from '../stored-json.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
-/** The statuses of a call that needed approval (src/approvals): not a receipt this reader shows. */
-const APPROVAL_STATES: ReadonlySet<string> = new Set(['awaiting_approval', 'approved', 'denied']);
+export type { ApprovalStatus, ReceiptRecordStatus } from '../../errors.js';
+
+const APPROVAL_STATES: ReadonlySet<string> = new Set<ApprovalStatus>(['awaiting_approval', 'approved', 'denied']);
+
+/** Whether a status is one of the approval states ({@link ApprovalStatus}). */
+export function isApprovalStatus(status: string): status is ApprovalStatus {
+  return APPROVAL_STATES.has(status);
+}
+
+/**
+ * A call's approval as its receipt records it: what the approver was shown
+ * and, once decided, who decided and when. Kept after an approved call
+ * starts (its status is then the call's own).
+ */
+export interface ReceiptApproval {
+  /** Why the call needs approval, as the tool's rule said (`null` when none was given). */
+  readonly reason: string | null;
+  /** What the tool's `redact` hook returned, parsed; absent when it has none. */
+  readonly shown?: unknown;
+  /** When approval was asked for, and when it counts as denied (server clock). */
+  readonly requestedMs: number | null;
+  readonly expiresMs: number | null;
+  /** The lifetime the approval is for: the receipt's epoch, or after the start the one the approval named. */
+  readonly epoch: string;
+  /** The arguments' digest the approval is for (the receipt's). */
+  readonly argsHash: string;
+  /** `null` while it awaits a decision. */
+  readonly decision: 'approved' | 'denied' | null;
+  /** Who decided (`expiry` for an approval nobody gave in time). */
+  readonly by: string | null;
+  readonly note: string | null;
+  /** Where the decision was made: `cli`, `console`, `code`, `worker` (an expiry). */
+  readonly source: string | null;
+  readonly decidedMs: number | null;
+  /** `expired` when nobody decided in time. */
+  readonly deniedReason: string | null;
+}
 
 export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './history.js';
 
@@ -77,7 +113,11 @@ export interface ReceiptRecord {
   readonly key: ToolCallReceiptKey;
   /** The exact Redis key, for `redis-cli HGETALL`. */
   readonly redisKey: string;
-  readonly status: ReceiptStatus;
+  /**
+   * Where the call stands. An approval state ({@link ApprovalStatus}) means
+   * it has not run: `attempts` is 0 and there is no lease; see `approval`.
+   */
+  readonly status: ReceiptRecordStatus;
   readonly attempts: number;
   /**
    * The epoch of this lifetime of the receipt, minted by the claim that
@@ -150,6 +190,12 @@ export interface ReceiptRecord {
    * hand (tests, fixtures) need not name it.
    */
   readonly schema?: number;
+  /**
+   * The call's approval, when it needed one (awaiting, decided, or approved
+   * and started since); `null` for a call that never did. Optional so
+   * records built by hand need not name it.
+   */
+  readonly approval?: ReceiptApproval | null;
   /** Time to live in ms when read; -1 when the key has no TTL. */
   readonly ttlMs: number;
   /** Server time of the read, in ms. */
@@ -200,14 +246,10 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   // Before anything else of it: a newer layout may hold a state this release would call corrupt, or misread.
   const schema = schemaOf(redisKey, fields.get('schema'));
   const status = fields.get('status');
-  if (status !== 'running' && status !== 'completed' && status !== 'failed') {
+  if (status !== 'running' && status !== 'completed' && status !== 'failed' && !(status !== undefined && isApprovalStatus(status))) {
     throw new CorruptReceiptError(
       redisKey,
-      status === undefined
-        ? 'the hash has no status field'
-        : APPROVAL_STATES.has(status)
-          ? `the call is ${status}: read it with readApproval (bullmq-tool-receipts/approvals)`
-          : 'status is not running, completed or failed',
+      status === undefined ? 'the hash has no status field' : 'status is not running, completed or failed, nor an approval state',
     );
   }
   const steps: Record<string, unknown> = {};
@@ -279,6 +321,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
     history,
     historyDropped: Math.max(0, historySeq - history.length),
+    approval: approvalOf(fields, status),
     schema,
     ttlMs,
     readAtMs: nowMs,
@@ -288,6 +331,28 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
 
 /** A receipt's recorded effect; anything but the known ones reads as opaque, the conservative one. */
 const effectOf = (text: string | undefined): ReceiptEffect => (text === 'resumable' || text === 'transactional' ? text : 'opaque');
+
+/** The approval fields of a receipt (`lua/includes/approval.lua`), or `null` for a call that never needed approval. */
+function approvalOf(fields: Map<string, string>, status: ReceiptRecordStatus): ReceiptApproval | null {
+  const requestedMs = optionalInt(fields, 'approval_requested_ms');
+  if (requestedMs === null && !isApprovalStatus(status)) return null;
+  const decision = fields.get('approval_decision');
+  const shownText = fields.get('approval_shown');
+  const approval: ReceiptApproval = {
+    reason: fields.get('approval_reason') || null,
+    requestedMs,
+    expiresMs: optionalInt(fields, 'approval_expires_ms'),
+    epoch: fields.get('approval_epoch') ?? fields.get('epoch') ?? '',
+    argsHash: fields.get('args_hash') ?? '',
+    decision: decision === 'approved' || decision === 'denied' ? decision : null,
+    by: fields.get('approval_by') ?? null,
+    note: fields.get('approval_note') || null,
+    source: fields.get('approval_source') ?? null,
+    decidedMs: optionalInt(fields, 'approval_decided_ms'),
+    deniedReason: fields.get('approval_denied_reason') || null,
+  };
+  return shownText === undefined ? approval : { ...approval, shown: fromStoredJson(shownText) };
+}
 
 /**
  * True when a read receipt is ambiguous: running, either a claim reported
