@@ -7,6 +7,13 @@
 export type { ApprovalContext, ApprovalDecided, ApprovalOptions, ApprovalRule, DecideApprovalInput, PendingApproval } from './types.js';
 export { ApprovalArgsMismatchError, ApprovalExpiredError, ApprovalNotPendingError, ApprovalStaleError } from './errors.js';
 export { APPROVAL_ACTOR_MAX, APPROVAL_NOTE_MAX, approveCall, denyCall } from './decide.js';
-export { listPendingApprovals, readApproval, type DecidedApproval } from './read.js';
+export {
+  countPendingApprovals,
+  listPendingApprovals,
+  PENDING_COUNT_LIMIT,
+  readApproval,
+  type DecidedApproval,
+  type PendingApprovalCount,
+} from './read.js';
 export { pendingApprovalsRedisKey } from './keys.js';
 export { DEFAULT_APPROVAL_TIMEOUT_MS } from './gate.js';

@@ -113,6 +113,55 @@ async function serverNowMs(redis: RedisConnection, routeKey: string): Promise<nu
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
+/** The index's pending entries, soonest to expire first, as a walk hands them on. */
+interface PendingWalk {
+  /** Server time the walk pruned expired entries at. */
+  readonly nowMs: number;
+  /** False when it stopped at `maxEntries` (or `visit` said stop) with entries left unread. */
+  readonly complete: boolean;
+}
+
+/**
+ * Walks the prefix's index: drops expired entries (their receipts are denied,
+ * or will be at their job's next delivery) and entries whose receipt no
+ * longer awaits approval (decided, gone), and hands every other one to
+ * `visit` until it answers false, or `maxEntries` entries have been read.
+ * One page of receipts is read at a time, its reads sent together.
+ */
+async function walkPending(
+  redis: RedisConnection,
+  prefix: string,
+  maxEntries: number,
+  visit: (pending: PendingApproval) => boolean,
+): Promise<PendingWalk> {
+  const index = pendingApprovalsRedisKey(prefix);
+  const connection = receiptsConnection(redis);
+  const nowMs = await serverNowMs(redis, index);
+  await connection.command('ZREMRANGEBYSCORE', [index, '-inf', nowMs], index);
+  const page = 200;
+  let read = 0;
+  for (let offset = 0; ;) {
+    const size = Math.min(page, maxEntries - read);
+    if (size <= 0) return { nowMs, complete: Number(await connection.command('ZCARD', [index], index)) <= offset };
+    const keys = ((await connection.command('ZRANGE', [index, offset, offset + size - 1], index)) as unknown[]).map(String);
+    if (keys.length === 0) return { nowMs, complete: true };
+    read += keys.length;
+    const fields = await Promise.all(keys.map((receiptKey) => readFields(redis, receiptKey)));
+    let kept = 0;
+    for (const [i, receiptKey] of keys.entries()) {
+      const f = fields[i] ?? {};
+      if (f.status !== 'awaiting_approval') {
+        await connection.command('ZREM', [index, receiptKey], index);
+        continue;
+      }
+      kept++;
+      if (!visit(pendingOf(receiptKey, f))) return { nowMs, complete: false };
+    }
+    // The entries removed are gone from the index: the next page starts after the ones kept.
+    offset += kept;
+  }
+}
+
 /**
  * The calls awaiting approval under a prefix, soonest to expire first, from
  * the prefix's index (see `pendingApprovalsRedisKey`), of one tenant when
@@ -126,30 +175,59 @@ export async function listPendingApprovals(opts: {
   readonly tenantId?: string;
   readonly limit?: number;
 }): Promise<PendingApproval[]> {
-  const prefix = opts.prefix ?? DEFAULT_KEY_PREFIX;
-  const index = pendingApprovalsRedisKey(prefix);
   const limit = opts.limit ?? 100;
-  const connection = receiptsConnection(opts.redis);
-  const now = await serverNowMs(opts.redis, index);
-  // Expired entries first: their receipts are denied (or will be, at their job's next delivery).
-  await connection.command('ZREMRANGEBYSCORE', [index, '-inf', now], index);
   const found: PendingApproval[] = [];
-  const page = 200;
-  for (let offset = 0; found.length < limit; offset += page) {
-    const keys = ((await connection.command('ZRANGE', [index, offset, offset + page - 1], index)) as unknown[]).map(String);
-    if (keys.length === 0) break;
-    for (const receiptKey of keys) {
-      const f = await readFields(opts.redis, receiptKey);
-      if (f.status !== 'awaiting_approval') {
-        await connection.command('ZREM', [index, receiptKey], index);
-        offset--;
-        continue;
-      }
-      const pending = pendingOf(receiptKey, f);
-      if (opts.tenantId !== undefined && pending.tenantId !== opts.tenantId) continue;
-      found.push(pending);
-      if (found.length >= limit) break;
-    }
-  }
+  if (limit <= 0) return found;
+  await walkPending(opts.redis, opts.prefix ?? DEFAULT_KEY_PREFIX, Number.POSITIVE_INFINITY, (pending) => {
+    if (opts.tenantId === undefined || pending.tenantId === opts.tenantId) found.push(pending);
+    return found.length < limit;
+  });
   return found;
+}
+
+/** How many calls await approval, as {@link countPendingApprovals} counts them. */
+export interface PendingApprovalCount {
+  /** Calls awaiting approval and not expired (of the tenant, when one was asked about). */
+  readonly count: number;
+  /** The same, by tenant (only the tenant asked about, when one was). */
+  readonly byTenant: Readonly<Record<string, number>>;
+  /** When the soonest of them counts as denied (server clock); `null` when none awaits. */
+  readonly soonestExpiresAtMs: number | null;
+  /**
+   * False when the index held more entries than the count reads (`limit`):
+   * the figures are then a lower bound.
+   */
+  readonly complete: boolean;
+  /** Server time of the count, in ms. */
+  readonly readAtMs: number;
+}
+
+/** Index entries {@link countPendingApprovals} reads at most, by default. */
+export const PENDING_COUNT_LIMIT = 10_000;
+
+/**
+ * Counts the calls awaiting approval under a prefix (of one tenant, when
+ * `tenantId` is given) from the prefix's index, dropping expired and stale
+ * entries as {@link listPendingApprovals} does. Reads at most `limit` index
+ * entries (default {@link PENDING_COUNT_LIMIT}); past that `complete` is
+ * false and the count is a lower bound.
+ */
+export async function countPendingApprovals(opts: {
+  readonly redis: RedisConnection;
+  readonly prefix?: string;
+  readonly tenantId?: string;
+  readonly limit?: number;
+}): Promise<PendingApprovalCount> {
+  const byTenant: Record<string, number> = {};
+  let count = 0;
+  let soonest: number | null = null;
+  const walk = await walkPending(opts.redis, opts.prefix ?? DEFAULT_KEY_PREFIX, opts.limit ?? PENDING_COUNT_LIMIT, (pending) => {
+    if (opts.tenantId !== undefined && pending.tenantId !== opts.tenantId) return true;
+    count++;
+    byTenant[pending.tenantId] = (byTenant[pending.tenantId] ?? 0) + 1;
+    // Soonest first: the first one counted expires soonest.
+    soonest ??= pending.expiresAtMs;
+    return true;
+  });
+  return { count, byTenant, soonestExpiresAtMs: soonest, complete: walk.complete, readAtMs: walk.nowMs };
 }

@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
+import { countPendingApprovals } from '../approvals/read.js';
 import { countReceiptsByTenant } from '../redis/runs/counts.js';
 import { listLimitCounts } from '../limits/limit-counts.js';
 import { LimitStore } from '../limits/limit-store.js';
@@ -151,7 +152,8 @@ export function pageRoutes(deps: {
         .sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? ''))
         .slice(0, shown);
       const limits = await listLimitCounts(new LimitStore({ redis, prefix: store.prefix }), redis);
-      send(res, 200, countsPageView(ctx, all, tenants, shown, limits));
+      const pending = await countPendingApprovals({ redis, prefix: store.prefix });
+      send(res, 200, countsPageView(ctx, all, tenants, shown, limits, pending));
     },
     '/audit': async ({ ctx, query, res }) => {
       const before = query.get('before') ?? undefined;

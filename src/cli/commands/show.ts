@@ -191,7 +191,10 @@ export async function showCommand({ store, out, args }: CommandContext<ShowArgs>
   if (isAmbiguousRecord(record)) writeResolveHint(out, store, record);
   if (record.status === 'awaiting_approval') {
     writeLine(out);
-    writeLine(out, `Awaiting approval: the call has not run. Decide with ${commandHint(store, 'approve', record.redisKey, '--note <why>')} (or deny).`);
+    writeLine(
+      out,
+      `Awaiting approval: the call has not run. Decide with ${commandHint(store, 'approve', record.redisKey, '--note <why>')} (or deny).`,
+    );
   }
 }
 

@@ -1,14 +1,16 @@
 /**
  * `tool-receipts stats`: how many receipts there are under a prefix (or of
  * one tenant), by status and effect, and how many are ambiguous and since
- * when. Exact, from each run's counting set; `--scan` reads every receipt
+ * when, and how many calls await approval (from the prefix's index of them).
+ * Exact, from each run's counting set; `--scan` reads every receipt
  * instead, and `--rebuild` rebuilds the counting sets from the receipts.
  */
+import { countPendingApprovals, type PendingApprovalCount } from '../../approvals/read.js';
 import type { ReceiptStats } from '../../redis/runs/counts.js';
 import type { RebuildSummary } from '../../redis/runs/count-scan.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
-import { emptyPrefixLine, emptyTenantLine, table, token, when, writeJson, writeLine } from '../format.js';
+import { emptyPrefixLine, emptyTenantLine, relative, table, token, when, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link statsCommand}. */
 export interface StatsArgs {
@@ -32,7 +34,25 @@ export type StatsReport = ReceiptStats & {
   readonly tenantEmpty?: boolean;
   /** With `--rebuild`: what the rebuild did. */
   readonly rebuilt?: RebuildSummary;
+  /**
+   * Calls awaiting approval (of the tenant, with `--tenant`), from the
+   * prefix's index; expired and decided entries are not counted. Such a call
+   * has not run: the counting sets do not count it by status.
+   */
+  readonly awaitingApproval: Pick<PendingApprovalCount, 'count' | 'soonestExpiresAtMs' | 'complete'>;
 };
+
+/** The line about calls awaiting approval; nothing when none does. */
+function writeApprovalsLine(out: CommandContext<StatsArgs>['out'], pending: PendingApprovalCount): void {
+  if (pending.count === 0) return;
+  const atLeast = pending.complete ? '' : 'at least ';
+  const soonest =
+    pending.soonestExpiresAtMs === null ? '' : `, the soonest expires ${relative(pending.soonestExpiresAtMs, pending.readAtMs)}`;
+  writeLine(
+    out,
+    `Awaiting approval: ${atLeast}${pending.count.toLocaleString('en-US')}${soonest}. List them with: tool-receipts approvals`,
+  );
+}
 
 /** Whether the prefix, and the tenant asked about, hold anything at all, given counts of the scope. */
 async function emptiness(
@@ -49,13 +69,17 @@ async function emptiness(
 }
 
 /** Prints the counts of the store's receipts (or one tenant's). */
-export async function statsCommand({ store, out, args }: CommandContext<StatsArgs>): Promise<void> {
+export async function statsCommand({ store, redis, out, args }: CommandContext<StatsArgs>): Promise<void> {
+  if (redis === undefined) throw new CliUsageError('stats needs a Redis connection', 'stats');
   const tenant = args.tenantId !== undefined ? { tenantId: args.tenantId } : {};
   const rebuilt = args.rebuild ? await store.rebuildCounts(tenant) : undefined;
   const stats: ReceiptStats = await store.stats({ ...tenant, scan: args.scan === true });
+  const pending = await countPendingApprovals({ redis, prefix: store.prefix, ...tenant });
   const empty = await emptiness(store, stats);
   if (args.json) {
-    const report: StatsReport = { ...stats, ...empty, ...(rebuilt ? { rebuilt } : {}) };
+    const { count, soonestExpiresAtMs, complete } = pending;
+    const awaitingApproval = { count, soonestExpiresAtMs, complete };
+    const report: StatsReport = { ...stats, ...empty, ...(rebuilt ? { rebuilt } : {}), awaitingApproval };
     writeJson(out, report);
     return;
   }
@@ -76,6 +100,7 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
     if (empty.prefixEmpty) writeLine(out, emptyPrefixLine(store.prefix));
     else if (empty.tenantEmpty === true && stats.tenantId !== undefined) writeLine(out, emptyTenantLine(store.prefix, stats.tenantId));
     else writeLine(out, `No receipts under ${scope}.`);
+    writeApprovalsLine(out, pending);
     return;
   }
   writeLine(out, `${plural(stats.total, 'receipt')} in ${plural(stats.runs, 'run')} under ${scope}:`);
@@ -87,15 +112,15 @@ export async function statsCommand({ store, out, args }: CommandContext<StatsArg
   const rows = stats.byStatusAndEffect.map((c) => [c.status, c.effect, c.count.toLocaleString('en-US')]);
   for (const line of table(['STATUS', 'EFFECT', 'RECEIPTS'], rows)) writeLine(out, line);
   writeLine(out);
-  if (stats.ambiguous === 0) {
-    writeLine(out, 'Ambiguous: none.');
-    return;
+  if (stats.ambiguous === 0) writeLine(out, 'Ambiguous: none.');
+  else {
+    writeLine(
+      out,
+      `Ambiguous: ${stats.ambiguous.toLocaleString('en-US')}, the oldest since ${when(stats.oldestAmbiguousSinceMs, stats.readAtMs)}.`,
+    );
+    writeLine(out, 'List them with: tool-receipts ambiguous');
   }
-  writeLine(
-    out,
-    `Ambiguous: ${stats.ambiguous.toLocaleString('en-US')}, the oldest since ${when(stats.oldestAmbiguousSinceMs, stats.readAtMs)}.`,
-  );
-  writeLine(out, 'List them with: tool-receipts ambiguous');
+  writeApprovalsLine(out, pending);
 }
 
 /** The `stats` command. */
@@ -108,7 +133,11 @@ export const statsSpec: CommandSpec<StatsArgs> = {
 Counts every live receipt under the prefix (or of one tenant): by status
 (running, completed, failed) and effect (opaque, resumable), the number of
 runs they belong to, and how many are ambiguous, with the time the oldest of
-them became ambiguous (server clock). The counts are exact and cheap: every
+them became ambiguous (server clock), and how many calls await approval
+(with when the soonest expires), from the prefix's index of them: expired
+and decided entries are dropped, not counted, and at most 10,000 entries are
+read (past that it says "at least"). A call awaiting approval has not run:
+the counting sets do not count it by status. The counts are exact and cheap: every
 transition keeps its run's counting set up to date, and the command reads
 one small script's answer per registered run, never a receipt.
 
@@ -125,7 +154,8 @@ Options:
   --json          print the counts as one JSON object instead, with
                   prefixEmpty (no receipt at all under the prefix), with
                   --tenant tenantEmpty, and scanReason when it read every
-                  receipt ('asked', or 'no-registered-runs')
+                  receipt ('asked', or 'no-registered-runs'), and
+                  awaitingApproval { count, soonestExpiresAtMs, complete }
 
 When nothing at all exists under the prefix, or of the tenant, it says so
 (check --prefix, or the tenant id) rather than just "No receipts".`,

@@ -1,4 +1,5 @@
-/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets, and each limit's used and left. */
+/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets, the calls awaiting approval, and each limit's used and left. */
+import type { PendingApprovalCount } from '../../approvals/read.js';
 import type { LimitCount } from '../../limits/limit-counts.js';
 import type { ReceiptStats } from '../../redis/runs/counts.js';
 import { html, type Html } from '../html.js';
@@ -6,9 +7,18 @@ import { href, page, time, type PageContext } from './layout.js';
 
 const n = (value: number) => value.toLocaleString('en-US');
 
-function row(ctx: PageContext, label: Html, s: ReceiptStats): Html {
+function row(ctx: PageContext, label: Html, s: ReceiptStats, awaiting: number): Html {
   return html`<tr><td>${label}</td><td>${n(s.total)}</td><td>${n(s.runs)}</td><td>${n(s.byStatus.running)}</td><td>${n(s.byStatus.completed)}</td><td>${n(s.byStatus.failed)}</td>
-<td>${s.ambiguous > 0 ? html`<a href="${href(ctx, '/', { tenant: s.tenantId })}">${n(s.ambiguous)}</a>` : '0'}</td><td class="hide-narrow">${time(s.oldestAmbiguousSinceMs, s.readAtMs)}</td></tr>`;
+<td>${s.ambiguous > 0 ? html`<a href="${href(ctx, '/', { tenant: s.tenantId })}">${n(s.ambiguous)}</a>` : '0'}</td><td class="hide-narrow">${time(s.oldestAmbiguousSinceMs, s.readAtMs)}</td>
+<td>${awaiting > 0 ? html`<a href="${href(ctx, '/approvals', { tenant: s.tenantId })}">${n(awaiting)}</a>` : '0'}</td></tr>`;
+}
+
+/** The line under the table about calls awaiting approval, as `tool-receipts stats` gives them. */
+function approvalsLine(ctx: PageContext, pending: PendingApprovalCount): Html {
+  if (pending.count === 0) return html`<p class="muted" id="awaiting-approval">No call awaits approval.</p>`;
+  return html`<p id="awaiting-approval">Awaiting approval: ${pending.complete ? '' : 'at least '}<a href="${href(ctx, '/approvals')}">${n(pending.count)}</a>${
+    pending.soonestExpiresAtMs === null ? '' : html`, the soonest expires ${time(pending.soonestExpiresAtMs, pending.readAtMs)}`
+  } <span class="muted">(not run yet, so in none of the columns before it)</span>.</p>`;
 }
 
 /** The limit counts shown at most; the CLI's `tool-receipts limits` lists them all. */
@@ -34,11 +44,14 @@ export function countsPageView(
   byTenant: readonly ReceiptStats[],
   shown: number,
   limits: readonly LimitCount[] = [],
+  pending: PendingApprovalCount = { count: 0, byTenant: {}, soonestExpiresAtMs: null, complete: true, readAtMs: all.readAtMs },
 ): Html {
+  const awaiting = (s: ReceiptStats) => (s.tenantId === undefined ? pending.count : (pending.byTenant[s.tenantId] ?? 0));
   return page(ctx, 'Counts', '/counts', [
     html`<p class="muted">Live receipts by status, and the ambiguous ones, exact, from each run's counting set (${all.readBy === 'scan' ? 'read by walking the receipts: no run is registered' : 'no receipt read'}).</p>`,
-    html`<div class="table-wrap"><table><thead><tr><th>Tenant</th><th>Receipts</th><th>Runs</th><th>Running</th><th>Completed</th><th>Failed</th><th>Ambiguous</th><th class="hide-narrow">Oldest ambiguous</th></tr></thead>
-<tbody>${row(ctx, html`<strong>All tenants</strong>`, all)}${byTenant.map((s) => row(ctx, html`${s.tenantId}`, s))}</tbody></table></div>`,
+    html`<div class="table-wrap"><table><thead><tr><th>Tenant</th><th>Receipts</th><th>Runs</th><th>Running</th><th>Completed</th><th>Failed</th><th>Ambiguous</th><th class="hide-narrow">Oldest ambiguous</th><th>Awaiting approval</th></tr></thead>
+<tbody>${row(ctx, html`<strong>All tenants</strong>`, all, awaiting(all))}${byTenant.map((s) => row(ctx, html`${s.tenantId}`, s, awaiting(s)))}</tbody></table></div>`,
+    approvalsLine(ctx, pending),
     byTenant.length < shown ? html`` : html`<p class="muted">Showing the ${byTenant.length} tenants with the most receipts.</p>`,
     html`<h2>By status and effect</h2><div class="table-wrap"><table><thead><tr><th>Status</th><th>Effect</th><th>Receipts</th></tr></thead><tbody>
 ${all.byStatusAndEffect.map((c) => html`<tr><td>${c.status}</td><td>${c.effect}</td><td>${n(c.count)}</td></tr>`)}</tbody></table></div>`,

@@ -60,7 +60,12 @@ function resolveForms(ctx: PageContext, record: ReceiptRecord): Html {
 }
 
 function retryForm(ctx: PageContext, record: ReceiptRecord): Html {
-  if (record.jobs.length + record.metJobs.length === 0 || record.status === 'running' || isApprovalStatus(record.status) || ctx.role !== 'operator')
+  if (
+    record.jobs.length + record.metJobs.length === 0 ||
+    record.status === 'running' ||
+    isApprovalStatus(record.status) ||
+    ctx.role !== 'operator'
+  )
     return html``;
   return html`<form class="inline" method="post" action="${href(ctx, '/receipt/retry')}">${csrfField(ctx)}
 <input type="hidden" name="key" value="${record.redisKey}">
