@@ -230,13 +230,13 @@ describe('nothing at all under the prefix or tenant given', () => {
     await store.claim(key, { effect: 'opaque' });
     const typo = `${key.tenantId}x`;
     const out = new Capture();
-    await statsCommand({ store, out, args: { tenantId: typo, json: false } });
+    await statsCommand({ store, redis: fixture.connect(), out, args: { tenantId: typo, json: false } });
     expect(out.lines.slice(0, 2)).toEqual([
       `No run of tenant ${typo} is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`,
       `No receipts at all of tenant ${typo} under prefix '${store.prefix}' (other tenants have some): check the tenant id.`,
     ]);
     const json = new Capture();
-    await statsCommand({ store, out: json, args: { tenantId: typo, json: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: json, args: { tenantId: typo, json: true } });
     expect(JSON.parse(json.text)).toMatchObject({
       total: 0,
       readBy: 'scan',
@@ -245,14 +245,14 @@ describe('nothing at all under the prefix or tenant given', () => {
       tenantEmpty: true,
     });
     const known = new Capture();
-    await statsCommand({ store, out: known, args: { tenantId: key.tenantId, json: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: known, args: { tenantId: key.tenantId, json: true } });
     expect(JSON.parse(known.text)).toMatchObject({ total: 1, readBy: 'counting-sets', prefixEmpty: false, tenantEmpty: false });
 
     const typoPrefix = new Capture();
     await statsCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out: typoPrefix, args: { json: true } });
     expect(JSON.parse(typoPrefix.text)).toMatchObject({ total: 0, readBy: 'scan', scanReason: 'no-registered-runs', prefixEmpty: true });
     const whole = new Capture();
-    await statsCommand({ store, out: whole, args: { json: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: whole, args: { json: true } });
     expect(JSON.parse(whole.text)).toMatchObject({ total: 1, prefixEmpty: false });
     expect(JSON.parse(whole.text)).not.toHaveProperty('tenantEmpty');
   });

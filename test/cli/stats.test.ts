@@ -133,7 +133,7 @@ describe('stats', () => {
   it('prints a table and the ambiguous count, or JSON, and says when there is nothing', async () => {
     const store = fixture.store({ prefix: `${fixture.handle().prefix}sp${randomBytes(3).toString('hex')}` });
     const empty = new Capture();
-    await statsCommand({ store, out: empty, args: { json: false } });
+    await statsCommand({ store, redis: fixture.connect(), out: empty, args: { json: false } });
     expect(empty.lines.slice(0, 2)).toEqual([
       `No run is registered under prefix ${store.prefix}, so stats read every receipt in scope (a SCAN over the whole keyspace) and found none.`,
       `No receipts at all under prefix '${store.prefix}': check --prefix (the prefix your workers use; default trc).`,
@@ -149,7 +149,7 @@ describe('stats', () => {
     );
 
     const human = new Capture();
-    await statsCommand({ store, out: human, args: { json: false } });
+    await statsCommand({ store, redis: fixture.connect(), out: human, args: { json: false } });
     expect(human.lines[0]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
     expect(human.lines[2]).toMatch(/^STATUS\s+EFFECT\s+RECEIPTS$/);
     expect(human.text).toMatch(/completed\s+opaque\s+1\n/);
@@ -157,7 +157,7 @@ describe('stats', () => {
     expect(human.text).toMatch(/Ambiguous: 1, the oldest since \d{4}-\d\d-\d\dT/);
 
     const json = new Capture();
-    await statsCommand({ store, out: json, args: { json: true, tenantId: 'acme' } });
+    await statsCommand({ store, redis: fixture.connect(), out: json, args: { json: true, tenantId: 'acme' } });
     expect(JSON.parse(json.text)).toMatchObject({ prefix: store.prefix, tenantId: 'acme', total: 2, runs: 1, ambiguous: 1 });
   });
 
@@ -176,21 +176,21 @@ describe('stats', () => {
     for (const argsHash of ['a', 'b']) await store.claim({ tenantId: 'acme', runId: 'r', toolName: 't', argsHash }, { effect: 'opaque' });
     await redis.del(...(await redis.keys(`${store.prefix}:cnt:*`)), ...(await redis.keys(`${store.prefix}:runs:*`)));
     const before = new Capture();
-    await statsCommand({ store, out: before, args: { json: false } });
+    await statsCommand({ store, redis: fixture.connect(), out: before, args: { json: false } });
     expect(before.lines[0]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
     expect(before.lines[1]).toMatch(/^Counted by reading every receipt: no run in scope is registered/);
     expect(before.lines[2]).toMatch(/stats --rebuild/);
     const scanned = new Capture();
-    await statsCommand({ store, out: scanned, args: { json: true, scan: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: scanned, args: { json: true, scan: true } });
     expect(JSON.parse(scanned.text)).toMatchObject({ total: 2 });
 
     const rebuilt = new Capture();
-    await statsCommand({ store, out: rebuilt, args: { json: false, rebuild: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: rebuilt, args: { json: false, rebuild: true } });
     expect(rebuilt.lines[0]).toBe('Rebuilt the counting sets of 1 run (2 receipts).');
     expect(rebuilt.lines[1]).toBe(`2 receipts in 1 run under prefix ${store.prefix}:`);
     expect(rebuilt.text).not.toMatch(/Counted by reading every receipt/);
     const json = new Capture();
-    await statsCommand({ store, out: json, args: { json: true, rebuild: true } });
+    await statsCommand({ store, redis: fixture.connect(), out: json, args: { json: true, rebuild: true } });
     expect(JSON.parse(json.text)).toMatchObject({ total: 2, readBy: 'counting-sets', rebuilt: { runs: 1, receipts: 2, corrupt: 0 } });
   });
 
