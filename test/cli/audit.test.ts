@@ -249,7 +249,12 @@ describe('nothing at all under the prefix or tenant given', () => {
     expect(JSON.parse(known.text)).toMatchObject({ total: 1, readBy: 'counting-sets', prefixEmpty: false, tenantEmpty: false });
 
     const typoPrefix = new Capture();
-    await statsCommand({ store: fixture.store({ prefix: `${store.prefix}x` }), out: typoPrefix, args: { json: true } });
+    await statsCommand({
+      store: fixture.store({ prefix: `${store.prefix}x` }),
+      redis: fixture.connect(),
+      out: typoPrefix,
+      args: { json: true },
+    });
     expect(JSON.parse(typoPrefix.text)).toMatchObject({ total: 0, readBy: 'scan', scanReason: 'no-registered-runs', prefixEmpty: true });
     const whole = new Capture();
     await statsCommand({ store, redis: fixture.connect(), out: whole, args: { json: true } });
