@@ -1,6 +1,8 @@
 /**
  * A receipt as read back for inspection: every field of the hash, typed, with
- * lease expiry judged on the server clock at the time of the read.
+ * lease expiry judged on the server clock at the time of the read. Longer
+ * than most files: the record's type and its one parser (approval fields
+ * included) are kept together so every field is typed where it is read.
  */
 import type { ReceiptEffect } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
