@@ -153,7 +153,7 @@ describe('the packed tarball', () => {
     ).toEqual([]);
     // The screenshots docs/console.md shows, and no other.
     expect(files.filter((f) => f.endsWith('.png')).sort()).toEqual(
-      ['bulk-done', 'needs-a-person', 'run', 'stale-resolve'].map((page) => `docs/console/${page}-1280.png`),
+      ['bulk-done', 'needs-a-person', 'needs-approval', 'run', 'stale-resolve'].map((page) => `docs/console/${page}-1280.png`),
     );
   });
 

@@ -127,14 +127,36 @@ export async function scratchApp(
     await writeFile(path.join(dir, 'src', 'quickstart.ts'), await readFile(path.join(repoRoot, 'examples', 'quickstart.ts')));
     await writeFile(path.join(dir, 'require.cjs'), await readFile(path.join(appSources, 'require.cjs')));
   }
-  for (const [file, text] of Object.entries(extraSources)) await writeFile(path.join(dir, 'src', file), text);
+  // drizzle-orm's own declarations do not compile with skipLibCheck off (they name peers a PostgreSQL app
+  // lacks, such as gel and mysql2), so a source importing it is checked in a second pass that skips library
+  // declarations, as Drizzle's users compile; everything else, this package's declarations included, stays strict.
+  const needsLibsSkipped = (text: string) => /from 'drizzle-orm/.test(text);
+  const skipped = Object.entries(extraSources).filter(([, text]) => needsLibsSkipped(text));
+  for (const [file, text] of Object.entries(extraSources)) {
+    if (!needsLibsSkipped(text)) await writeFile(path.join(dir, 'src', file), text);
+  }
+  if (skipped.length > 0) {
+    await mkdir(path.join(dir, 'libs-skipped'));
+    for (const [file, text] of skipped) await writeFile(path.join(dir, 'libs-skipped', file), text);
+    const second = {
+      extends: './tsconfig.json',
+      compilerOptions: { skipLibCheck: true, noEmit: true, rootDir: '.' },
+      include: ['libs-skipped', 'src/*.d.ts'],
+    };
+    await writeFile(path.join(dir, 'tsconfig.libs-skipped.json'), `${JSON.stringify(second, null, 2)}\n`);
+  }
   succeeded(
     `npm install in ${name}`,
     await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], dir, {}, 240_000),
   );
   return {
     dir,
-    typecheck: () => run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir),
+    async typecheck() {
+      const strict = await run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
+      if (skipped.length === 0) return strict;
+      const second = await run(process.execPath, [tscBin, '-p', 'tsconfig.libs-skipped.json'], dir);
+      return { code: strict.code || second.code, stdout: strict.stdout + second.stdout, stderr: strict.stderr + second.stderr };
+    },
     node: (file, env) => run(process.execPath, [file], dir, env, 60_000),
     async copiesOf(names) {
       const listed = succeeded(`npm ls in ${name}`, await run('npm', ['ls', '--all', '--parseable'], dir));
