@@ -5,7 +5,8 @@
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { CorruptReceiptError, corruptReceiptErrorOf, UnexpectedScriptReplyError } from '../redis/errors.js';
-import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { receiptsConnection, type ReceiptsConnection } from '../redis/connection/connection.js';
+import type { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { callRedisKeys } from '../redis/keys.js';
 import { newEpoch } from '../redis/receipts/transitions/epochs.js';
 import { runScript } from '../redis/scripts/scripts.js';
@@ -76,11 +77,16 @@ export interface GateRequest {
 
 /** Runs the approval gate on one prefix. */
 export class ApprovalGate {
-  constructor(
-    private readonly redis: RedisConnection,
-    private readonly prefix: string,
-    private readonly retentionMs: number,
-  ) {}
+  private readonly redis: ReceiptsConnection;
+  private readonly prefix: string;
+  private readonly retentionMs: number;
+
+  /** The gate on a receipts keyspace's channel: its connection, prefix and retention. */
+  constructor(channel: ReceiptsChannel) {
+    this.redis = channel.redis;
+    this.prefix = channel.settings.prefix;
+    this.retentionMs = channel.settings.retentionMs;
+  }
 
   /**
    * Passes the gate. A call it created awaiting approval is added to the

@@ -84,7 +84,7 @@ export async function passApprovalGate(
       tool: tool.name,
       callId: call.id,
       jobId: scope.job.id,
-      receiptKey: receiptRedisKey(rt.store.prefix, key),
+      receiptKey: receiptRedisKey(rt.keyspace.receipts.prefix, key),
       state,
       ...(actor === undefined ? {} : { actor }),
     }));
@@ -108,7 +108,7 @@ export async function passApprovalGate(
       // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
       const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
       obs.waiting(delay);
-      const receiptKey = receiptRedisKey(rt.store.prefix, key);
+      const receiptKey = receiptRedisKey(rt.keyspace.receipts.prefix, key);
       const reason = needed?.reason;
       await note(
         noteAwaitingApproval(scope.job, {

@@ -7,9 +7,7 @@
 import type { Logger } from 'pino';
 import type { Job } from 'bullmq';
 import type { DigestFn } from '../core/identity.js';
-import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
-import type { ReceiptStore } from '../redis/receipts/store.js';
-import type { ReconcileStore } from '../redis/receipts/transitions/reconcile-store.js';
+import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { LazyAbort } from './abort.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import type { ToolReceiptsEvents } from './events.js';
@@ -46,19 +44,19 @@ export interface ApprovalRuntime {
 
 /** The wrapper's fixed collaborators, shared by every call. */
 export interface CallRuntime {
-  readonly store: ReceiptStore;
-  /** Reconcile leases and keyed re-runs, on the same connection and prefix as `store`. */
-  readonly reconciles: ReconcileStore;
-  readonly breaker: BreakerStore;
+  /**
+   * The receipts keyspace, made once per processor: its parts (receipts,
+   * reconciles, breaker) share one channel, and its frozen settings are the
+   * only copy of the lease, the owner and the durability.
+   */
+  readonly keyspace: ReceiptsKeyspace;
   readonly tools: ReadonlyMap<string, AnyToolDefinition>;
   readonly logger: Logger;
   readonly events: ToolReceiptsEvents;
   readonly digest: DigestFn;
-  readonly leaseMs: number;
   readonly waitJitterMs: number;
   readonly maxWaitMs: number;
   readonly onAmbiguous: 'fail' | 'report';
-  readonly owner: string;
   /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
   readonly observer: ToolCallObserver;
   /** The gate of tools that need approval; `undefined` when no tool does. */

@@ -61,7 +61,7 @@ export async function infrastructureFailure(x: Execution, error: unknown): Promi
     'tool call cut off by Redis; not counted as a tool failure, the job retries',
   );
   // Best effort: when Redis cannot take this either, the lease lapses instead, to the same end.
-  await x.rt.store.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
+  await x.rt.keyspace.receipts.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
   throw cause;
 }
 

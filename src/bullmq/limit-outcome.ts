@@ -80,7 +80,7 @@ export async function notRunUnderLimit(
   logDecision: LogDecision,
 ): Promise<ToolResultBlock> {
   const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
-  if (claim.fence) await rt.store.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+  if (claim.fence) await rt.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
   if ('refusal' in verdict) return await refused(rt, scope, call, verdict.refusal, logDecision);
   const delay = Math.floor(Math.random() * rt.waitJitterMs);
   await park(scope, claim.serverNowMs ?? Date.now(), delay);

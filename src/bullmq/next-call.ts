@@ -77,7 +77,7 @@ export class NextCall {
     if (this.rt.limits?.covers(staged.tool.name)) return undefined;
     // A call of a tool with an approval rule passes its gate before any claim.
     if (this.rt.approvals?.of(staged.tool)) return undefined;
-    return { key: staged.key, options: claimOptionsOf(this.rt, this.scope.job, staged.tool) };
+    return { key: staged.key, options: claimOptionsOf(this.scope.job, staged.tool) };
   }
 
   /** Makes this call take its claim from its side-by-side group's. */
@@ -122,7 +122,7 @@ export class NextCall {
   async release(why: string): Promise<void> {
     const ahead = this.takeClaim();
     if (!ahead?.fence) return;
-    await this.rt.store.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+    await this.rt.keyspace.receipts.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
   }
 }
 
@@ -146,7 +146,7 @@ export class ClaimGroup {
   }
 
   claim(): Promise<void> {
-    this.sending ??= this.rt.store.claimGroup(this.members.map((m) => m.claim)).then((answers) => {
+    this.sending ??= this.rt.keyspace.receipts.claimGroup(this.members.map((m) => m.claim)).then((answers) => {
       for (const [i, answer] of answers.entries()) this.members[i]!.call.carried(answer);
     });
     return this.sending;

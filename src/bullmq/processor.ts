@@ -4,10 +4,10 @@ import { checkOptions } from '../core/options.js';
 import { TOOL_RECEIPTS_SCHEMA } from './options.js';
 import { pino, type Logger } from 'pino';
 import { sha256Digest, type DigestFn } from '../core/identity.js';
-import { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
-import { ReceiptStore } from '../redis/receipts/store.js';
+import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
+import type { ReceiptStore } from '../redis/receipts/store.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
-import { ReconcileStore } from '../redis/receipts/transitions/reconcile-store.js';
+import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { LazyAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
@@ -32,8 +32,6 @@ import { WorkerLimits } from '../limits/call-limits.js';
 import { ApprovalGate } from '../approvals/gate.js';
 import type { ApprovalOptions } from '../approvals/types.js';
 import { approvalRuntime } from './approval-step.js';
-import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
-import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
 
 /**
  * Options of {@link withToolReceipts}. With `resultStore` set, results over
@@ -143,6 +141,8 @@ export interface LockRenewalEvents {
 export interface ToolReceiptsProcessor {
   (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult>;
   readonly events: ToolReceiptsEvents;
+  /** The receipts keyspace the processor made from its options: one channel, shared by `store`, `breaker` and the reconcile side. */
+  readonly keyspace: ReceiptsKeyspace;
   readonly store: ReceiptStore;
   readonly breaker: BreakerStore;
   /** The worker's limits and the store of their counts; `undefined` when it has none. */
@@ -179,22 +179,10 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   if (options.resultStore) toolList.push(readToolResultTool(options.resultStore));
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
-  const leaseMs = options.leaseMs ?? 30_000;
-  const storeOptions = {
-    redis: options.redis,
-    prefix: options.prefix,
-    retentionMs: options.retentionMs,
-    commandTimeoutMs: options.commandTimeoutMs,
-  };
-  const store = new ReceiptStore({
-    ...storeOptions,
-    leaseMs,
-    owner: options.owner,
-    durability: options.durability,
-    groupCommit: options.groupCommit,
-  });
-  const breaker = new BreakerStore(storeOptions);
-  const limits = workerLimitsOf(options, toolList);
+  // The options were checked above, the keyspace's rules among them: it is made from them without a second parse.
+  const keyspace = ReceiptsKeyspace.ofChecked(options.redis, options, 'withToolReceipts');
+  const store = keyspace.receipts;
+  const limits = workerLimitsOf(keyspace, options, toolList);
   const events = options.events ?? new ToolReceiptsEvents();
   const logger = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
   const lockLost = new Map<string, LazyAbort>();
@@ -208,24 +196,16 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
 
   options.telemetry?.bind?.({ redis: options.redis, store, limits });
   // The tools' approval rules (each tool's own over these options'); no gate when none has one.
-  const approvals = approvalRuntime(
-    new ApprovalGate(options.redis, options.prefix ?? DEFAULT_KEY_PREFIX, options.retentionMs ?? DEFAULT_RETENTION_MS),
-    toolList,
-    options,
-  );
+  const approvals = approvalRuntime(new ApprovalGate(keyspace.channel), toolList, options);
   const runtime: CallRuntime = {
-    store,
-    reconciles: new ReconcileStore({ ...storeOptions, durability: options.durability }),
-    breaker,
+    keyspace,
     tools,
     logger,
     events,
     digest: options.digest ?? sha256Digest,
-    leaseMs,
     waitJitterMs: options.waitJitterMs ?? 250,
     maxWaitMs: options.maxWaitMs ?? 2000,
     onAmbiguous: options.onAmbiguous ?? 'fail',
-    owner: store.owner,
     observer: options.telemetry ?? NOOP_OBSERVER,
     approvals,
     // A tool that needs approval keeps its answer on a receipt, even a read-only one.
@@ -276,13 +256,20 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     return () => void worker.off('lockRenewalFailed', onLockRenewalFailed);
   };
 
-  return Object.assign(processor, { events, store, breaker, limits, attach, ready });
+  return Object.assign(processor, { events, keyspace, store, breaker: keyspace.breaker, limits, attach, ready });
 }
 
-/** The worker's limits, checked (`options.invalid` names a bad field), or `undefined` when neither it nor a tool has any. */
-function workerLimitsOf(options: ToolReceiptsOptions, tools: readonly AnyToolDefinition[]): WorkerLimits | undefined {
+/**
+ * The worker's limits, on the keyspace's channel (their options were checked
+ * with the wrapper's), or `undefined` when neither it nor a tool has any.
+ */
+function workerLimitsOf(
+  keyspace: ReceiptsKeyspace,
+  options: ToolReceiptsOptions,
+  tools: readonly AnyToolDefinition[],
+): WorkerLimits | undefined {
   if (options.limits === undefined && tools.every((tool) => tool.limits === undefined)) return undefined;
-  const store = new LimitStore({ redis: options.redis, prefix: options.prefix, reservationMs: options.limitReservationMs });
+  const store = new LimitStore({ channel: keyspace.channel, reservationMs: options.limitReservationMs });
   return new WorkerLimits(store, options.limits, tools);
 }
 

@@ -14,8 +14,8 @@ import { sha256Digest, toolCallArgsHash, type DigestFn, type ToolCallReceiptKey 
 import type { RedisConnection } from '../redis/connection/connection.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
 import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.js';
-import { DEFAULT_LEASE_MS, ReceiptStore } from '../redis/receipts/store.js';
-import { ReconcileStore, type VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
+import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
+import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { parseToolJobData, type ToolCall, type ToolJobData } from './job-data.js';
 import { prepareCall } from './prepare-call.js';
@@ -23,7 +23,6 @@ import { resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { retryFailedJobs, type JobRetryReport } from './retry-jobs.js';
 import { askReconcile, lostAttemptContext, reconcileLeaseMs, reconcileTimeoutOf } from './settle-expired.js';
 import { sweepExpiredOutcomes } from './transactional-call.js';
-import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
 
 /** Options of {@link reconcileAmbiguous}: the workers' own, so keys, digests and results match theirs. */
 export interface ReconcileSweepOptions extends ResultShapingOptions {
@@ -79,16 +78,16 @@ export async function reconcileAmbiguous(
 ): Promise<SweptReceipt[]> {
   checkOptions<ReconcileSweepOptions>('reconcileAmbiguous', options, RECONCILE_SWEEP_SCHEMA);
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
-  const storeOptions = {
-    redis: options.redis,
-    prefix: options.prefix,
-    retentionMs: options.retentionMs,
-    commandTimeoutMs: options.commandTimeoutMs,
-  };
-  const store = new ReceiptStore(storeOptions);
-  const reconciles = new ReconcileStore({ ...storeOptions, durability: options.durability });
-  const log = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
+  // Checked above, the keyspace's rules among them: made from them without a second parse.
   const owner = options.owner ?? `reconcile-sweep:${process.pid}`;
+  const { prefix, retentionMs, leaseMs, commandTimeoutMs, durability } = options;
+  const keyspace = ReceiptsKeyspace.ofChecked(
+    options.redis,
+    { prefix, retentionMs, leaseMs, commandTimeoutMs, durability, owner },
+    'reconcileAmbiguous',
+  );
+  const { receipts: store, reconciles } = keyspace;
+  const log = options.logger ?? pino({ name: 'bullmq-tool-receipts' });
   const shape = resultShaper(options);
   const swept: SweptReceipt[] = [];
   for (const record of await store.listAmbiguous()) {
@@ -104,7 +103,7 @@ export async function reconcileAmbiguous(
       continue;
     }
     const lost = { attempt: record.attempts, epoch: record.epoch };
-    const start = await reconciles.begin(record.key, lost, reconcileLeaseMs(tool, options.leaseMs ?? DEFAULT_LEASE_MS), owner, {
+    const start = await reconciles.begin(record.key, lost, reconcileLeaseMs(tool, keyspace.settings.leaseMs), owner, {
       again: true,
     });
     if (start.kind !== 'begun') {
@@ -140,7 +139,7 @@ export async function reconcileAmbiguous(
     const jobs = settled ? await retryFailedJobs(options.redis, settled) : undefined;
     swept.push({ redisKey: record.redisKey, outcome: verdict.verdict, ...(jobs ? { jobs } : {}) });
   }
-  const retention = { retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS, leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS };
+  const retention = { retentionMs: keyspace.settings.retentionMs, leaseMs: keyspace.settings.leaseMs };
   for (const report of await sweepExpiredOutcomes(tools.values(), retention)) {
     log.info({ ...report }, 'reconcile sweep: expired outcome rows of transactional tools removed');
   }

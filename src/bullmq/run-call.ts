@@ -119,7 +119,7 @@ async function runObservedCall(
   if (staged.kind === 'rejected') {
     let content = staged.prepared.message;
     if (staged.prepared.countsAsRejection) {
-      const streak = await rt.breaker.recordRejection(tenantId, runId, tool.name);
+      const streak = await rt.keyspace.breaker.recordRejection(tenantId, runId, tool.name);
       if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
     }
     logDecision('reject', 'rejected');
@@ -193,7 +193,7 @@ async function runObservedCall(
     }
     case 'wait': {
       // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
-      const remaining = claim.leaseRemainingMs ?? rt.leaseMs;
+      const remaining = claim.leaseRemainingMs ?? rt.keyspace.settings.leaseMs;
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
       // A job cancelled meanwhile is not parked to come back: it stops here.
       throwIfInterrupted(scope.job.id ?? '', scope.abort);
@@ -244,9 +244,9 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     log().warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
     abort.abort(error);
   };
-  const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.store.steps(key) : {};
+  const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.keyspace.receipts.steps(key) : {};
   const ctx = createToolContext({
-    receipt: { store: rt.store, fence },
+    receipt: { store: rt.keyspace.receipts, fence },
     attempt,
     key,
     abort,
@@ -259,7 +259,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     recordedSteps,
     onFencedOut: onFencedOut('step'),
   });
-  const keeper = new LeaseKeeper(rt.store, key, fence, rt.leaseMs, log, onFencedOut('heartbeat')).start();
+  const keeper = new LeaseKeeper(rt.keyspace.receipts, key, fence, rt.keyspace.settings.leaseMs, log, onFencedOut('heartbeat')).start();
 
   let value: unknown;
   let replayed = false;
@@ -281,7 +281,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
       if (error instanceof NeverStartedError) return await settleInterrupted(x, error, onFencedOut('fail'));
       if (error instanceof OutcomeUnknownError) {
         // Left as a crash would leave it, at once (fenced: an attempt that was taken over writes nothing).
-        await rt.store.markOutcomeUnknown(key, fence, error.message).catch(() => undefined);
+        await rt.keyspace.receipts.markOutcomeUnknown(key, fence, error.message).catch(() => undefined);
         x.obs.outcomeUnknown(error);
         throw interruptionOf(scope.job.id ?? '', scope.abort) ?? error;
       }
@@ -336,7 +336,7 @@ async function outcomeUnknown(
 ): Promise<ToolResultBlock> {
   const { rt, call, tool, key, attempt } = x;
   try {
-    await rt.store.markOutcomeUnknown(key, x.fence, error.message);
+    await rt.keyspace.receipts.markOutcomeUnknown(key, x.fence, error.message);
   } catch (markError) {
     if (!(markError instanceof FencedOutError)) throw markError;
     onFencedOut(markError);

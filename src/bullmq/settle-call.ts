@@ -67,8 +67,11 @@ export interface Execution {
 export async function settleCompleted(x: Execution, result: RecordedToolResult): Promise<SettleResult> {
   const { rt, key, fence, next } = x;
   const carried = await next?.claimToCarry();
-  if (next === undefined || carried === undefined) return x.obs.roundTrip('complete', () => rt.store.complete(key, fence, result));
-  const { settled, ahead } = await x.obs.roundTrip('completeAndClaim', () => rt.store.completeAndClaim(key, fence, result, carried));
+  if (next === undefined || carried === undefined)
+    return x.obs.roundTrip('complete', () => rt.keyspace.receipts.complete(key, fence, result));
+  const { settled, ahead } = await x.obs.roundTrip('completeAndClaim', () =>
+    rt.keyspace.receipts.completeAndClaim(key, fence, result, carried),
+  );
   next.carried(ahead);
   return settled;
 }
@@ -108,7 +111,7 @@ export function fencedOutFailure(x: Execution, during: FencedOutEvent['during'],
  * and report whether another attempt owns it now.
  */
 export async function takeoverOf(x: Execution): Promise<FencedOutError | undefined> {
-  const now = await x.rt.store.inspect(x.key).catch(() => null);
+  const now = await x.rt.keyspace.receipts.inspect(x.key).catch(() => null);
   if (!now || (now.status === 'running' && now.attempts === x.fence.attempt && now.epoch === x.fence.epoch)) return undefined;
   return new FencedOutError(now.redisKey, x.fence, { status: now.status, attempts: now.attempts, epoch: now.epoch }, 'abort');
 }
@@ -141,7 +144,9 @@ export function abandoned(x: Execution, reason: unknown, cause: unknown): Error 
 export async function settleInterrupted(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<never> {
   const message = errorText(error);
   try {
-    const settled = await x.obs.roundTrip('fail', () => x.rt.store.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }));
+    const settled = await x.obs.roundTrip('fail', () =>
+      x.rt.keyspace.receipts.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }),
+    );
     reportLateSettle(x, settled, 'failed');
     await x.limited?.neverStarted();
     x.rt.events.emit('settled', { ...x.base, attempt: x.attempt, outcome: 'failed' });
@@ -171,7 +176,7 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
   const message = errorText(error);
   let settled: SettleResult;
   try {
-    settled = await x.obs.roundTrip('fail', () => rt.store.fail(key, x.fence, { error: message, tier }));
+    settled = await x.obs.roundTrip('fail', () => rt.keyspace.receipts.fail(key, x.fence, { error: message, tier }));
   } catch (failError) {
     if (!(failError instanceof FencedOutError)) throw failError;
     onFencedOut(failError);
@@ -185,8 +190,10 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
   const breaker = isUnreachableService(error)
     ? { removed: false }
     : refused
-      ? await rt.breaker.recordRejection(tenantId, runId, tool.name, { reason: `${tool.name} was removed after repeated refusals.` })
-      : await rt.breaker.recordFailure(tenantId, runId, tool.name, {
+      ? await rt.keyspace.breaker.recordRejection(tenantId, runId, tool.name, {
+          reason: `${tool.name} was removed after repeated refusals.`,
+        })
+      : await rt.keyspace.breaker.recordFailure(tenantId, runId, tool.name, {
           removeNow: tier === 'destructive',
           reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
         });

@@ -15,8 +15,8 @@ import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
 import type { AttemptJob, ReconcileVerdict } from '../redis/receipts/reads/record.js';
 import type { ClaimOptions, ClaimResult, PrefetchedClaim } from '../redis/receipts/store.js';
-import type { ReceiptStore } from '../redis/receipts/store.js';
-import type { ReconcileStore, VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
+import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
+import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
 import { idempotencyKeyFor } from './call-context.js';
 import { receiptEffectOf, recordedEffectOf, type AnyToolDefinition, type ReconcileAnswer, type ReconcileContext } from './define-tool.js';
 import { outcomeNote, outcomeVerdict } from './transactional-call.js';
@@ -39,11 +39,8 @@ export type CallClaim = ClaimResult & {
 
 /** The parts of the wrapper's runtime the settling uses. */
 export interface SettleRuntime {
-  readonly store: ReceiptStore;
-  readonly reconciles: ReconcileStore;
+  readonly keyspace: ReceiptsKeyspace;
   readonly events: ToolReceiptsEvents;
-  readonly leaseMs: number;
-  readonly owner: string;
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<unknown>;
 }
 
@@ -88,7 +85,7 @@ export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promis
   const claim = await claimOrSettle(x, ahead);
   const job = attemptJobOf(x.scope.job);
   if (claim.decision.kind === 'ambiguous' && job) {
-    await x.rt.reconciles.noteJob(x.key, job).catch((error: unknown) => {
+    await x.rt.keyspace.reconciles.noteJob(x.key, job).catch((error: unknown) => {
       x.log().warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
     });
   }
@@ -97,35 +94,32 @@ export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promis
 
 /**
  * The options a call's claim is made with: the same whether the call claims
- * on its own or the previous call's settle claims it ahead.
+ * on its own or the previous call's settle claims it ahead. Only the call's
+ * facts: the lease and the owner are the keyspace's settings, filled in by
+ * the store.
  */
-export function claimOptionsOf(
-  rt: { readonly leaseMs: number; readonly owner: string },
-  job: Job,
-  tool: AnyToolDefinition,
-  settles = false,
-): ClaimOptions {
+export function claimOptionsOf(job: Job, tool: AnyToolDefinition, settles = false): ClaimOptions {
   // One literal, no spreads: it is built for every claimed call.
-  return { effect: recordedEffectOf(tool), leaseMs: rt.leaseMs, owner: rt.owner, job: attemptJobOf(job), settlesExpired: settles };
+  return { effect: recordedEffectOf(tool), job: attemptJobOf(job), settlesExpired: settles };
 }
 
 /** Claims, and settles an expired attempt when the tool can; `ahead` answers the first claim when given. */
 async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
   const { rt, scope, tool, key } = x;
   const settles = settlesExpired(tool);
-  const options = claimOptionsOf(rt, scope.job, tool, settles);
+  const options = claimOptionsOf(scope.job, tool, settles);
   const job = options.job;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const claim = await rt.store.claim(key, options, round === 0 ? ahead : undefined);
+    const claim = await rt.keyspace.receipts.claim(key, options, round === 0 ? ahead : undefined);
     if (!settles || claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
     const lost = claim.lostFence;
     // A removed tool is never run again; it is left ambiguous for a person.
     if (tool.effect === 'keyed' && claim.toolRemoval === undefined) {
-      const rerun = await rt.reconciles.reclaimKeyed(key, {
+      const rerun = await rt.keyspace.reconciles.reclaimKeyed(key, {
         lost,
         keyWindowMs: tool.keyWindowMs ?? 0,
-        leaseMs: rt.leaseMs,
-        owner: rt.owner,
+        leaseMs: rt.keyspace.settings.leaseMs,
+        owner: rt.keyspace.settings.owner,
         ...(job ? { job } : {}),
       });
       if (rerun.kind === 'movedOn') continue;
@@ -143,14 +137,14 @@ async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined)
       if (settled === 'movedOn') continue;
       return settled;
     }
-    const ambiguousMs = await rt.store.flagAmbiguous(key, lost, receiptEffectOf(tool));
+    const ambiguousMs = await rt.keyspace.receipts.flagAmbiguous(key, lost, receiptEffectOf(tool));
     if (ambiguousMs === null) continue;
     return { ...claim, ambiguousMs };
   }
-  const last = await rt.store.claim(key, options);
+  const last = await rt.keyspace.receipts.claim(key, options);
   // The receipt kept moving under every round: a transactional call comes back later rather than end ambiguous.
   if (tool.effect === 'transactional' && last.decision.kind === 'ambiguous') {
-    return waiting(last, { remainingMs: rt.leaseMs, nowMs: last.serverNowMs ?? Date.now() });
+    return waiting(last, { remainingMs: rt.keyspace.settings.leaseMs, nowMs: last.serverNowMs ?? Date.now() });
   }
   return last;
 }
@@ -199,7 +193,12 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
   const lost = lostFence.attempt;
   const { rt, tool, key } = x;
   const timeoutMs = reconcileTimeoutOf(tool);
-  const start = await rt.reconciles.begin(key, lostFence, reconcileLeaseMs(tool, rt.leaseMs), rt.owner);
+  const start = await rt.keyspace.reconciles.begin(
+    key,
+    lostFence,
+    reconcileLeaseMs(tool, rt.keyspace.settings.leaseMs),
+    rt.keyspace.settings.owner,
+  );
   switch (start.kind) {
     case 'movedOn':
       return 'movedOn';
@@ -232,7 +231,7 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     : await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
   const historyNote = fromDatabase ? { note: outcomeNote(answer, lostFence) } : {};
   // A removed tool's call is not started again here: the receipt is failed (never started) instead.
-  const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.leaseMs } : {};
+  const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.keyspace.settings.leaseMs } : {};
   const job = attemptJobOf(x.scope.job);
   const toRecord: VerdictToRecord =
     answer.status === 'completed'
@@ -242,7 +241,11 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
         : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
   let owner: AttemptFence;
   try {
-    owner = await rt.reconciles.settle(key, { ...lostFence, reconciles: start.reconciles, worker: rt.owner }, toRecord);
+    owner = await rt.keyspace.reconciles.settle(
+      key,
+      { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner },
+      toRecord,
+    );
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
     x.log().warn({ attempt: lost, verdict: toRecord.verdict }, 'reconcile verdict fenced out; the receipt moved on');

@@ -19,6 +19,7 @@ import { receiptRedisKey } from '../redis/keys.js';
 import { connectionOption, prefixOption } from '../redis/options.js';
 import { runScript } from '../redis/scripts/scripts.js';
 import { storeSettings } from '../redis/settings.js';
+import type { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { unreachableErrorOf } from '../redis/connection/unreachable.js';
 import type { Limit } from './definitions.js';
 import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
@@ -86,11 +87,20 @@ export class LimitStore {
   private readonly redis: ReceiptsConnection;
   private readonly audit: AuditLog;
 
-  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
-  constructor(options: LimitStoreOptions) {
-    checkOptions('LimitStore', options, LIMIT_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'LimitStore');
-    this.prefix = storeSettings(options).prefix;
+  /**
+   * Throws `options.invalid` (or `redis.invalid_connection`) for options it
+   * cannot use. Given a receipts keyspace's channel instead, it counts on
+   * that channel's connection and prefix, its options already checked.
+   */
+  constructor(options: LimitStoreOptions | { readonly channel: ReceiptsChannel; readonly reservationMs?: number | undefined }) {
+    if ('channel' in options) {
+      this.redis = options.channel.redis;
+      this.prefix = options.channel.settings.prefix;
+    } else {
+      checkOptions('LimitStore', options, LIMIT_STORE_SCHEMA);
+      this.redis = checkedConnection(options.redis, 'LimitStore');
+      this.prefix = storeSettings(options).prefix;
+    }
     this.reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
     this.audit = new AuditLog(this.redis, this.prefix);
   }

@@ -9,8 +9,12 @@ export {
   type SettleResult,
   type HeartbeatResult,
   type PrefetchedClaim,
+  type AmbiguousWalkOptions,
 } from './receipts/store.js';
 export { ReceiptQueries } from './receipts/reads/read-side.js';
+export { ReceiptsKeyspace, type ReceiptsKeyspaceOptions } from './receipts/keyspace.js';
+export { ReceiptsChannel, type CommandSite } from './receipts/channel.js';
+export type { KeyspaceSettings, KeyspaceSettingsInput } from './settings.js';
 export {
   type ReceiptRecord,
   type ReceiptApproval,

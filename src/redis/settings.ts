@@ -1,7 +1,12 @@
 /**
- * Defaults and the one validation rule the Redis stores share for their
- * numeric settings.
+ * The receipts keyspace's settings: their defaults (each written here once),
+ * the one numeric rule the stores share, and the frozen settings a keyspace
+ * is built from, made from options a schema has already checked.
  */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../core/tiers.js';
+import { filledDurability, type DurabilityOptions } from './durability/durability.js';
 import { InvalidReceiptInputError } from './errors.js';
 import { DEFAULT_KEY_PREFIX } from './keys.js';
 
@@ -26,4 +31,51 @@ export function positiveInt(value: number, what: string): number {
 /** The key prefix and retention every store takes, with their defaults (the store's schema has checked them). */
 export function storeSettings(options: { prefix?: string; retentionMs?: number }): { prefix: string; retentionMs: number } {
   return { prefix: options.prefix ?? DEFAULT_KEY_PREFIX, retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS };
+}
+
+/** What a receipts keyspace is made of, every default filled in; frozen, and read by each of its parts. */
+export interface KeyspaceSettings {
+  readonly prefix: string;
+  readonly retentionMs: number;
+  /** The lease of an attempt when a claim does not say. */
+  readonly leaseMs: number;
+  /** The worker's name on the receipts it claims and resolves. */
+  readonly owner: string;
+  readonly commandTimeoutMs: number;
+  /** Undefined when off. */
+  readonly durability: Required<DurabilityOptions> | undefined;
+  readonly groupCommit: boolean;
+  /** Breaker limits: failures, and consecutive rejections, that remove a tool for the run. */
+  readonly maxFailures: number;
+  readonly maxRejections: number;
+}
+
+/** The options a keyspace's settings come from, as some schema has checked them. */
+export interface KeyspaceSettingsInput {
+  readonly prefix?: string | undefined;
+  readonly retentionMs?: number | undefined;
+  readonly leaseMs?: number | undefined;
+  readonly owner?: string | undefined;
+  readonly commandTimeoutMs?: number | undefined;
+  readonly durability?: DurabilityOptions | undefined;
+  readonly groupCommit?: boolean | undefined;
+  readonly maxFailures?: number | undefined;
+  readonly maxRejections?: number | undefined;
+}
+
+/** A default owner, one per keyspace: `<hostname>:<pid>:<random>`. */
+const defaultOwner = (): string => `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+
+/** The frozen settings of checked options: nothing is validated again here. */
+export function keyspaceSettings(options: KeyspaceSettingsInput): KeyspaceSettings {
+  return Object.freeze({
+    ...storeSettings({ prefix: options.prefix, retentionMs: options.retentionMs }),
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+    owner: options.owner ?? defaultOwner(),
+    commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    durability: options.durability === undefined ? undefined : filledDurability(options.durability),
+    groupCommit: options.groupCommit !== false,
+    maxFailures: options.maxFailures ?? MAX_TOOL_FAILURES,
+    maxRejections: options.maxRejections ?? MAX_TOOL_REJECTIONS,
+  });
 }

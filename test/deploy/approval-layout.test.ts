@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { approveCall, denyCall, listPendingApprovals } from '../../src/approvals/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
-import { ReceiptStore } from '../../src/redis/index.js';
+import { ReceiptsKeyspace, ReceiptStore } from '../../src/redis/index.js';
 import { ApprovalGate } from '../../src/approvals/gate.js';
 import { previousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
@@ -34,7 +34,7 @@ afterAll(async () => {
 it('the previous release refuses awaiting, approved and denied receipts, writing nothing, and reads a started one', async () => {
   const old = (await import(pathToFileURL(release.redisEntry).href)) as RedisModule;
   const prefix = `${server.prefix}appr`;
-  const gate = new ApprovalGate(redis, prefix, 60_000);
+  const gate = new ApprovalGate(ReceiptsKeyspace.open({ redis, prefix, retentionMs: 60_000 }).channel);
   const oldStore = new old.ReceiptStore({ redis, prefix });
   const store = new ReceiptStore({ redis, prefix });
   const keyOf = async (n: number) => ({ tenantId: 'acme', runId: 'run-1', toolName: 'refund', argsHash: await toolCallArgsHash({ n }) });

@@ -16,7 +16,8 @@ import {
   ReceiptStore,
   runHashTag,
 } from '../../src/redis/index.js';
-import { DurabilityWaiter, hasWaitAof } from '../../src/redis/durability/durability.js';
+import { DurabilityWaiter, hasWaitAof, type DurabilityOptions } from '../../src/redis/durability/durability.js';
+import { receiptsConnection } from '../../src/redis/connection/connection.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { startPrimaryWithReplica, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
@@ -52,7 +53,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     await primary?.stop();
   });
   // The stores use the client under test (TEST_REDIS_CLIENT): WAIT must go out on the connection that wrote.
-  const store = (durability: ConstructorParameters<typeof ReceiptStore>[0]['durability']) => {
+  const store = (durability: DurabilityOptions | undefined) => {
     const client = openSingle(clientKindUnderTest(), primary.url);
     opened.push(client);
     return new ReceiptStore({ redis: client.client, prefix, durability });
@@ -141,7 +142,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   it('counts a WAIT sent on a newer connection than its write as not acknowledged', async () => {
     const redis = new Redis(primary.url, { maxRetriesPerRequest: 1 });
     clients.push(redis);
-    const waiter = new DurabilityWaiter(redis, { replicas: 1, timeoutMs: 1000 });
+    const waiter = new DurabilityWaiter(receiptsConnection(redis), { replicas: 1, timeoutMs: 1000, aof: false });
     await redis.set(`${prefix}:w`, '1');
     expect((await waiter.acknowledged(waiter.mark(`${prefix}:w`))).ok).toBe(true);
     await redis.set(`${prefix}:w`, '2');

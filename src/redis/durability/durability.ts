@@ -105,15 +105,21 @@ export function durabilityOptions(
   site: OptionSite = { owner: 'durability', option: 'durability' },
 ): Required<DurabilityOptions> {
   checkOptions(site.owner, options, DURABILITY_SCHEMA, site.option);
-  const { replicas, timeoutMs = DEFAULT_DURABILITY_TIMEOUT_MS, aof = false } = options;
-  if (replicas === 0 && !aof) {
+  const filled = filledDurability(options);
+  if (filled.replicas === 0 && !filled.aof) {
     throw new InvalidOptionsError(
       site.owner,
       site.option,
       `\`${site.option}\` asks for nothing: pass replicas ≥ 1, or aof: true, or leave ${site.option} out`,
     );
   }
-  return { replicas, timeoutMs, aof };
+  return filled;
+}
+
+/** Durability options a schema has already checked, with defaults filled in and frozen (no second check). */
+export function filledDurability(options: DurabilityOptions): Required<DurabilityOptions> {
+  const { replicas, timeoutMs = DEFAULT_DURABILITY_TIMEOUT_MS, aof = false } = options;
+  return Object.freeze({ replicas, timeoutMs, aof });
 }
 
 /** The `durability` option of a store or the wrapper: checked by {@link durabilityOptions}. */
@@ -169,10 +175,10 @@ export class DurabilityWaiter {
 
   private readonly redis: ReceiptsConnection;
 
-  constructor(redis: RedisConnection, options: DurabilityOptions) {
-    this.options = durabilityOptions(options);
+  /** `options` are checked already (a store's schema did it), so they are not parsed again here. */
+  constructor(connection: ReceiptsConnection, options: Required<DurabilityOptions>) {
+    this.options = options;
     // A WAIT is answered once its own timeout has run: the store's deadline counts from then.
-    const connection = receiptsConnection(redis);
     const deadline = connection.deadlineMs;
     this.redis = deadline === undefined ? connection : connection.withDeadline(Math.min(deadline + this.options.timeoutMs, MAX_TIMER_MS));
   }

@@ -1,17 +1,16 @@
 /**
  * Tool-call receipts on Redis: fenced claim, reclaim, settle and resolve,
  * each one Lua script, with every lease on the Redis server's clock.
+ * Over 300 lines: it is the public face of every receipt transition (and of
+ * the reads it holds), and most of its lines are their TSDoc.
  */
-import { randomBytes } from 'node:crypto';
-import os from 'node:os';
-import { checkedConnection } from '../connection/connection.js';
 import { checkOptions } from '../../core/options.js';
 import type { EffectResumability } from '../../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../../core/identity.js';
 import {
   ContestedReceiptError,
-  corruptReceiptErrorOf,
   type CorruptReceiptError,
+  type ReceiptVersionError,
   FencedOutError,
   InvalidReceiptInputError,
   NotAmbiguousError,
@@ -25,11 +24,14 @@ import { checkVerdictText } from './reads/history.js';
 import { checkPrefetched, runClaim, type PrefetchedClaim } from './transitions/claim.js';
 import { claimRequest, type ClaimRequest } from './transitions/claim-request.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './transitions/claims-ahead.js';
-import { runScript } from '../scripts/scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, positiveInt, storeSettings } from '../settings.js';
-import { DurabilityWaiter, type DurabilityOptions, type DurableWrite } from '../durability/durability.js';
+import { keyspaceSettings, positiveInt } from '../settings.js';
+import type { DurabilityOptions, DurableWrite } from '../durability/durability.js';
 import { toStoredJson } from './stored-json.js';
-import { stepOfScript, unreachableErrorOf } from '../connection/unreachable.js';
+import { ReceiptsChannel } from './channel.js';
+import type { ReceiptHistoryEntry } from './reads/record.js';
+import type { AmbiguousScan, RunRange } from './reads/inspect.js';
+import type { RebuildSummary } from '../runs/count-scan.js';
+import type { ReceiptStats } from '../runs/counts.js';
 import {
   RESOLUTION_BY_MAX,
   RESOLUTION_NOTE_MAX,
@@ -47,7 +49,6 @@ export type { PrefetchedClaim } from './transitions/claim.js';
 
 export { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from '../settings.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './store-options.js';
-import { GroupCommit } from '../durability/group-commit.js';
 import { ReceiptQueries } from './reads/read-side.js';
 export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
 
@@ -75,52 +76,122 @@ export { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions };
  * same call finds nothing and executes again: size `retentionMs` to outlast the
  * longest a job can still be retried.
  */
-export class ReceiptStore extends ReceiptQueries {
+export class ReceiptStore {
   /** The default owner written by this store. */
   readonly owner: string;
+  /** The key prefix in use. */
+  readonly prefix: string;
   /** Whether the store talks to a Redis Cluster (an ioredis `Cluster`). */
   readonly clustered: boolean;
+  /** The read side: every method of it is also one of this store's. */
+  readonly reads: ReceiptQueries;
   private readonly leaseMs: number;
   private readonly retentionMs: number;
-  private readonly durability: DurabilityWaiter | undefined;
+  /** The keyspace's one channel: connection, scripts, group commit, durability, error mapping. */
+  readonly channel: ReceiptsChannel;
   /** What claims run through: the store's scripts, retention and durability. */
-  private readonly channel: AheadChannel;
-  private readonly claimDefaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string };
-  /** Batches claims and completes per tick; undefined with `groupCommit: false`. */
-  private readonly group: GroupCommit | undefined;
+  private readonly claims: AheadChannel;
 
-  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
-  constructor(options: ReceiptStoreOptions) {
-    checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA);
-    const { prefix, retentionMs } = storeSettings(options);
-    super(checkedConnection(options.redis, 'ReceiptStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS), prefix);
-    this.clustered = this.redis.isCluster;
-    this.retentionMs = retentionMs;
-    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-    this.owner = options.owner ?? `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-    this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
-    this.channel = {
+  /**
+   * Made from options (checked here; throws `options.invalid`, or
+   * `redis.invalid_connection`, for options it cannot use), or as the call
+   * side of a `ReceiptsKeyspace`, from its channel.
+   */
+  constructor(options: ReceiptStoreOptions | ReceiptsChannel) {
+    const channel =
+      options instanceof ReceiptsChannel
+        ? options
+        : new ReceiptsChannel(options.redis, keyspaceSettings(checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA)), 'ReceiptStore');
+    const { settings } = channel;
+    this.channel = channel;
+    this.reads = new ReceiptQueries(channel);
+    this.prefix = settings.prefix;
+    this.clustered = channel.clustered;
+    this.retentionMs = settings.retentionMs;
+    this.leaseMs = settings.leaseMs;
+    this.owner = settings.owner;
+    this.claims = {
       retentionMs: this.retentionMs,
-      durability: this.durability,
-      call: (script, keys, args) => this.call(script, keys, args),
-      callVariadic: (script, keys, args) => this.call(script, [String(keys.length), ...keys], args, keys[0]),
+      durability: channel.durability,
+      call: (script, keys, args) => channel.call(script, keys, args),
+      callVariadic: (script, keys, args) => channel.call(script, [String(keys.length), ...keys], args, { redisKey: keys[0] ?? '' }),
       beforeClaim: (request) => this.beforeClaim(request),
     };
-    this.claimDefaults = { leaseMs: this.leaseMs, retentionMs: this.retentionMs, owner: this.owner };
-    this.group =
-      options.groupCommit === false
-        ? undefined
-        : new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered);
   }
 
   /** Group commit's batches so far (two calls or more each) and the calls they carried; zeros when it is off. */
   get groupCommitted(): { readonly batches: number; readonly calls: number } {
-    return { ...(this.group?.sent ?? { batches: 0, calls: 0 }) };
+    return this.channel.groupCommitted;
   }
 
   /** The durability asked of every write, with defaults filled in; undefined when off. */
   get durabilityOptions(): Required<DurabilityOptions> | undefined {
-    return this.durability?.options;
+    return this.channel.settings.durability;
+  }
+
+  /** {@link ReceiptQueries.redisKey}. */
+  redisKey(key: ToolCallReceiptKey): string {
+    return this.reads.redisKey(key);
+  }
+
+  /** {@link ReceiptQueries.runIndexKey}. */
+  runIndexKey(tenantId: string, runId: string): string {
+    return this.reads.runIndexKey(tenantId, runId);
+  }
+
+  /** {@link ReceiptQueries.steps}. */
+  steps(key: ToolCallReceiptKey): Promise<Record<string, unknown>> {
+    return this.reads.steps(key);
+  }
+
+  /** {@link ReceiptQueries.inspect}. */
+  inspect(key: ToolCallReceiptKey): Promise<ReceiptRecord | null> {
+    return this.reads.inspect(key);
+  }
+
+  /** {@link ReceiptQueries.history}. */
+  history(key: ToolCallReceiptKey): Promise<readonly ReceiptHistoryEntry[]> {
+    return this.reads.history(key);
+  }
+
+  /** {@link ReceiptQueries.inspectRedisKeys}. */
+  inspectRedisKeys(redisKeys: readonly string[]): Promise<(ReceiptRecord | null)[]> {
+    return this.reads.inspectRedisKeys(redisKeys);
+  }
+
+  /** {@link ReceiptQueries.listRun}. */
+  listRun(tenantId: string, runId: string, range?: RunRange): Promise<ReceiptRecord[]> {
+    return this.reads.listRun(tenantId, runId, range);
+  }
+
+  /** {@link ReceiptQueries.listRunPage}. */
+  listRunPage(tenantId: string, runId: string, range: RunRange): Promise<{ receipts: ReceiptRecord[]; total: number }> {
+    return this.reads.listRunPage(tenantId, runId, range);
+  }
+
+  /** {@link ReceiptQueries.listAmbiguous}. */
+  listAmbiguous(options?: AmbiguousWalkOptions): Promise<ReceiptRecord[]> {
+    return this.reads.listAmbiguous(options);
+  }
+
+  /** {@link ReceiptQueries.scanAmbiguous}. */
+  scanAmbiguous(options?: AmbiguousWalkOptions): Promise<AmbiguousScan> {
+    return this.reads.scanAmbiguous(options);
+  }
+
+  /** {@link ReceiptQueries.hasReceipts}. */
+  hasReceipts(options?: { tenantId?: string; count?: number }): Promise<boolean> {
+    return this.reads.hasReceipts(options);
+  }
+
+  /** {@link ReceiptQueries.stats}. */
+  stats(options?: { tenantId?: string; scan?: boolean; count?: number }): Promise<ReceiptStats> {
+    return this.reads.stats(options);
+  }
+
+  /** {@link ReceiptQueries.rebuildCounts}. */
+  rebuildCounts(options?: { tenantId?: string; count?: number }): Promise<RebuildSummary> {
+    return this.reads.rebuildCounts(options);
   }
 
   /** The receipt, the run index and the run's counting set: the KEYS of a transition. */
@@ -135,20 +206,9 @@ export class ReceiptStore extends ReceiptQueries {
     return callRedisKeys(this.prefix, key);
   }
 
+  /** Runs a receipt script through the keyspace's channel (one error mapping for every part) and parses what it saw. */
   private async run(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
-    return parseObservation(script, await this.call(script, keys, args));
-  }
-
-  /**
-   * Runs a receipt script; a corrupt key becomes a typed {@link CorruptReceiptError},
-   * a timeout or lost connection a `RedisTimeoutError` or `RedisConnectionLostError`.
-   */
-  private async call(script: string, keys: readonly string[], args: readonly (string | number)[], firstKey = keys[0]): Promise<unknown> {
-    try {
-      return await (this.group !== undefined ? this.group.submit(script, keys, args) : runScript(this.redis, script, keys, args));
-    } catch (error) {
-      throw unreachableErrorOf(corruptReceiptErrorOf(error, firstKey ?? ''), { redisKey: firstKey ?? '', step: stepOfScript(script) });
-    }
+    return parseObservation(script, await this.channel.call(script, keys, args));
   }
 
   /**
@@ -196,22 +256,22 @@ export class ReceiptStore extends ReceiptQueries {
     if (ahead !== undefined) {
       // Claimed by the write that carried it, which registered the run and waited for durability.
       checkPrefetched(request, ahead);
-      return runClaim(this.channel, request, options.settlesExpired === true, Promise.resolve(), ahead.observation);
+      return runClaim(this.claims, request, options.settlesExpired === true, Promise.resolve(), ahead.observation);
     }
     const { registered } = await this.beforeClaim(request);
-    return runClaim(this.channel, request, options.settlesExpired === true, registered);
+    return runClaim(this.claims, request, options.settlesExpired === true, registered);
   }
 
   private claimRequestOf(key: ToolCallReceiptKey, options: ClaimOptions): ClaimRequest {
-    return claimRequest(key, this.keysWithBreaker(key), options, this.claimDefaults);
+    return claimRequest(key, this.keysWithBreaker(key), options, this.channel.settings);
   }
 
   /** Durability checked and the run registered: what comes before any claim that may create a receipt. */
   private async beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
-    await this.durability?.ready();
+    await this.channel.durability?.ready();
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
     // the registration goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
-    const registered = this.registry.register(request.key.tenantId, request.key.runId);
+    const registered = this.reads.registry.register(request.key.tenantId, request.key.runId);
     if (this.clustered) await registered;
     return { registered };
   }
@@ -227,9 +287,9 @@ export class ReceiptStore extends ReceiptQueries {
   ): Promise<Observation> {
     checkFence(fence);
     const seen = await this.run(script, keys, [fence.attempt, ...args, fence.epoch]);
-    const mark = this.durability?.mark(keys[0]);
+    const mark = this.channel.durability?.mark(keys[0]);
     if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
-    await this.durability?.require(operation, keys[0], mark);
+    await this.channel.durability?.require(operation, keys[0], mark);
     return seen;
   }
 
@@ -306,7 +366,7 @@ export class ReceiptStore extends ReceiptQueries {
       throw new InvalidReceiptInputError(`completeAndClaim: the next call must belong to the same run as ${keys[0]}`);
     }
     const args = [fence.attempt, text, this.retentionMs, breakerField(key.toolName, 'rejections'), fence.epoch];
-    const { seen, ahead } = await completeAndClaimNext(this.channel, { keys, args, fence }, request);
+    const { seen, ahead } = await completeAndClaimNext(this.claims, { keys, args, fence }, request);
     return { settled: this.settled(seen, fence), ahead };
   }
 
@@ -327,7 +387,7 @@ export class ReceiptStore extends ReceiptQueries {
     if (requests.some((r) => r.keys[1] !== requests[0]?.keys[1])) {
       throw new InvalidReceiptInputError('claimGroup: every call must belong to the same run');
     }
-    return claimTogether(this.channel, requests);
+    return claimTogether(this.claims, requests);
   }
 
   /**
@@ -415,8 +475,8 @@ export class ReceiptStore extends ReceiptQueries {
     const note = checkVerdictText(resolution.note, 'note', RESOLUTION_NOTE_MAX) ?? '';
     const keys = this.keys(key);
     const seen = await this.run('resolve', keys, [attempt, resolution.outcome, payload, this.retentionMs, epochSeen ?? '', by, note]);
-    const mark = this.durability?.mark(keys[0]);
-    if (seen.code === 1) return this.durability?.require('resolve', keys[0], mark);
+    const mark = this.channel.durability?.mark(keys[0]);
+    if (seen.code === 1) return this.channel.durability?.require('resolve', keys[0], mark);
     const fence = toFence(seen);
     if (seen.code === 4 && fence) throw new ContestedReceiptError(keys[0], fence, seen.leaseUntilMs);
     if (seen.code === 3 && fence) {
@@ -429,6 +489,13 @@ export class ReceiptStore extends ReceiptQueries {
     throw new FencedOutError(keys[0], { attempt, epoch: epochSeen }, fence, 'resolve');
   }
 }
+
+/** The options of a walk for ambiguous receipts ({@link ReceiptQueries.listAmbiguous}, {@link ReceiptQueries.scanAmbiguous}). */
+export type AmbiguousWalkOptions = {
+  count?: number;
+  onCorrupt?: (error: CorruptReceiptError) => void;
+  onNewer?: (error: ReceiptVersionError) => void;
+};
 
 /** Checks a fence before it is sent: a whole attempt number >= 1 and an epoch string. */
 function checkFence(fence: AttemptFence): void {

@@ -1,12 +1,13 @@
 /**
  * The read side of a receipt store: the Redis keys of a call and of a run,
  * a receipt with its steps and history, a run's receipts, the ambiguous ones
- * under a prefix, and the counts. `ReceiptStore` adds the transitions (claim,
- * settle, heartbeat, resolve) on top; everything here only reads, apart from
+ * under a prefix, and the counts. `ReceiptStore` holds it beside the
+ * transitions (claim, settle, heartbeat, resolve); everything here only reads, apart from
  * pruning run-index entries of expired receipts on the way.
  */
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
 import type { ReceiptsConnection } from '../../connection/connection.js';
+import type { ReceiptsChannel } from '../channel.js';
 import type { CorruptReceiptError, ReceiptVersionError } from '../../errors.js';
 import { receiptRedisKey, runIndexRedisKey } from '../../keys.js';
 import { receiptsExist } from '../../runs/presence.js';
@@ -17,18 +18,23 @@ import { countReceipts, type ReceiptStats } from '../../runs/counts.js';
 import { RunRegistry } from '../../runs/registry.js';
 import { positiveInt } from '../../settings.js';
 
-/** Reads the receipts under one prefix: the part of a `ReceiptStore` that writes no transition. */
+/**
+ * Reads the receipts under one prefix: the part of a receipts keyspace that
+ * writes no transition. A `ReceiptStore` holds one (`store.reads`) and
+ * answers every one of its methods.
+ */
 export class ReceiptQueries {
   /** The key prefix in use. */
   readonly prefix: string;
-  protected readonly redis: ReceiptsConnection;
-  protected readonly reader: ReceiptReader;
-  protected readonly registry: RunRegistry;
+  /** The registry of runs with receipts under the prefix (a claim registers its run through it). */
+  readonly registry: RunRegistry;
+  private readonly redis: ReceiptsConnection;
+  private readonly reader: ReceiptReader;
 
-  /** `redis` is a connection the caller has checked; `prefix` a checked key prefix. */
-  protected constructor(redis: ReceiptsConnection, prefix: string) {
-    this.redis = redis;
-    this.prefix = prefix;
+  /** The read part of the keyspace `channel` reaches. */
+  constructor(channel: ReceiptsChannel) {
+    this.redis = channel.redis;
+    this.prefix = channel.settings.prefix;
     this.reader = new ReceiptReader(this.redis, this.prefix);
     this.registry = new RunRegistry(this.redis, this.prefix);
   }
@@ -176,7 +182,7 @@ export class ReceiptQueries {
     return rebuildReceiptCounts(this.redis, this.registry, this.scanOptions(options));
   }
 
-  protected scanOptions(options: { tenantId?: string; count?: number } | undefined) {
+  private scanOptions(options: { tenantId?: string; count?: number } | undefined) {
     return {
       ...(options?.tenantId !== undefined ? { tenantId: options.tenantId } : {}),
       count: positiveInt(options?.count ?? 500, 'count'),

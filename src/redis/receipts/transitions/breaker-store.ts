@@ -3,17 +3,15 @@
  * rejections of each tool in a run, and removes the tool for the rest of the
  * run once a limit is reached (or at once, for a destructive failure).
  */
-import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../../connection/connection.js';
+import type { RedisConnection } from '../../connection/connection.js';
 import { hmget } from '../../connection/clients/commands.js';
 import { checkOptions, wholeNumber, type OptionsSchema } from '../../../core/options.js';
 import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
-import { MAX_TOOL_FAILURES, MAX_TOOL_REJECTIONS } from '../../../core/tiers.js';
 import { assertWellFormedNames } from '../../../core/identity.js';
 import { UnexpectedScriptReplyError } from '../../errors.js';
-import { unreachableErrorOf } from '../../connection/unreachable.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from '../../keys.js';
-import { runScript } from '../../scripts/scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, storeSettings } from '../../settings.js';
+import { keyspaceSettings } from '../../settings.js';
+import { ReceiptsChannel } from '../channel.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
 export interface BreakerStoreOptions {
@@ -70,18 +68,28 @@ export interface RejectionRecord {
  */
 export class BreakerStore {
   readonly prefix: string;
-  private readonly redis: ReceiptsConnection;
+  /** The keyspace's channel this part talks through (its own, when made from options). */
+  readonly channel: ReceiptsChannel;
   private readonly retentionMs: number;
   private readonly maxFailures: number;
   private readonly maxRejections: number;
 
-  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
-  constructor(options: BreakerStoreOptions) {
-    checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'BreakerStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
-    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
-    this.maxFailures = options.maxFailures ?? MAX_TOOL_FAILURES;
-    this.maxRejections = options.maxRejections ?? MAX_TOOL_REJECTIONS;
+  /**
+   * Made from options (checked here; throws `options.invalid`, or
+   * `redis.invalid_connection`, for options it cannot use), or as the
+   * breaker side of a `ReceiptsKeyspace`, from its channel.
+   */
+  constructor(options: BreakerStoreOptions | ReceiptsChannel) {
+    this.channel =
+      options instanceof ReceiptsChannel
+        ? options
+        : new ReceiptsChannel(options.redis, keyspaceSettings(checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA)), 'BreakerStore');
+    ({
+      prefix: this.prefix,
+      retentionMs: this.retentionMs,
+      maxFailures: this.maxFailures,
+      maxRejections: this.maxRejections,
+    } = this.channel.settings);
   }
 
   /** The key of a run's breaker hash. */
@@ -100,14 +108,12 @@ export class BreakerStore {
   ): Promise<{ count: number; removed: boolean; removedNow: boolean }> {
     assertWellFormedNames({ 'tenant id': tenantId, 'run id': runId, 'tool name': toolName });
     const key = this.redisKey(tenantId, runId);
-    const reply = await runScript(
-      this.redis,
+    const reply = await this.channel.call(
       'breaker-record',
       [key],
       [kind, encodeKeyComponent(toolName), limit, removeNow ? '1' : '0', reason, this.retentionMs],
-    ).catch((error: unknown) => {
-      throw unreachableErrorOf(error, { redisKey: key, step: `breaker ${kind} of ${toolName}` });
-    });
+      { step: `breaker ${kind} of ${toolName}` },
+    );
     if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((v) => typeof v === 'number')) {
       throw new UnexpectedScriptReplyError('breaker-record', reply);
     }
@@ -159,12 +165,15 @@ export class BreakerStore {
    * streak, so neither costs a command of its own.
    */
   async state(tenantId: string, runId: string, toolName: string): Promise<{ removal: string | null; rejections: number }> {
+    const key = this.redisKey(tenantId, runId);
     const [removal, rejections] = await hmget(
-      this.redis,
-      this.redisKey(tenantId, runId),
+      this.channel.redis,
+      key,
       breakerField(toolName, 'removed'),
       breakerField(toolName, 'rejections'),
-    );
+    ).catch((error: unknown) => {
+      throw this.channel.typed(error, { redisKey: key, step: `breaker state of ${toolName}` });
+    });
     return { removal: removal ?? null, rejections: Number(rejections ?? 0) };
   }
 }

@@ -6,15 +6,15 @@
  * receipt store's own.
  */
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
-import { checkedConnection, type RedisConnection } from '../../connection/connection.js';
-import { corruptReceiptErrorOf, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
+import type { RedisConnection } from '../../connection/connection.js';
+import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../../keys.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from '../reads/record.js';
-import { DurabilityWaiter, durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
+import { durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
 import { checkOptions, type OptionsSchema } from '../../../core/options.js';
 import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
-import { runScript } from '../../scripts/scripts.js';
-import { DEFAULT_COMMAND_TIMEOUT_MS, positiveInt, storeSettings } from '../../settings.js';
+import { keyspaceSettings, positiveInt } from '../../settings.js';
+import { ReceiptsChannel } from '../channel.js';
 import { toStoredJson } from '../stored-json.js';
 
 /** What {@link ReconcileStore.begin} found. */
@@ -86,17 +86,30 @@ const ints = (script: string, reply: unknown, count: number): number[] => {
 
 /** Reconcile leases, verdicts and keyed re-runs on receipts. */
 export class ReconcileStore {
-  private readonly redis: RedisConnection;
+  /** The keyspace's channel this part talks through (its own, when made from options). */
+  readonly channel: ReceiptsChannel;
   private readonly prefix: string;
   private readonly retentionMs: number;
-  private readonly durability: DurabilityWaiter | undefined;
 
-  /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
-  constructor(options: ReconcileStoreOptions) {
-    checkOptions('ReconcileStore', options, RECONCILE_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'ReconcileStore', options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS);
-    ({ prefix: this.prefix, retentionMs: this.retentionMs } = storeSettings(options));
-    this.durability = options.durability ? new DurabilityWaiter(this.redis, options.durability) : undefined;
+  /**
+   * Made from options (checked here; throws `options.invalid`, or
+   * `redis.invalid_connection`, for options it cannot use), or as the
+   * reconcile side of a `ReceiptsKeyspace`, from its channel.
+   */
+  constructor(options: ReconcileStoreOptions | ReceiptsChannel) {
+    this.channel =
+      options instanceof ReceiptsChannel
+        ? options
+        : new ReceiptsChannel(
+            options.redis,
+            keyspaceSettings(checkOptions('ReconcileStore', options, RECONCILE_STORE_SCHEMA)),
+            'ReconcileStore',
+          );
+    ({ prefix: this.prefix, retentionMs: this.retentionMs } = this.channel.settings);
+  }
+
+  private get durability() {
+    return this.channel.durability;
   }
 
   /** The receipt, its run index and the run's counting set; a name that is not well-formed Unicode throws `MalformedNameError` first. */
@@ -109,13 +122,9 @@ export class ReconcileStore {
     ];
   }
 
-  /** Runs a script; a corrupt key becomes a typed `CorruptReceiptError`. */
-  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    try {
-      return await runScript(this.redis, script, keys, args);
-    } catch (error) {
-      throw corruptReceiptErrorOf(error, keys[0] ?? '');
-    }
+  /** Runs a script through the keyspace's channel: the same typed errors as a claim's (corrupt, timeout, lost connection). */
+  private call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return this.channel.call(script, keys, args);
   }
 
   /**
