@@ -1,3 +1,7 @@
+/**
+ * What the wrapper does with a call whose outcome cannot be known: fail the
+ * job, or report it to the model, and keep the other calls' results.
+ */
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { AmbiguousToolCallError, unrecoverable } from './errors.js';

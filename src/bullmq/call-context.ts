@@ -1,3 +1,7 @@
+/**
+ * The `ctx` a tool's `execute` gets: its idempotency key, abort signal,
+ * logger, and the fenced steps a resumable effect records.
+ */
 import { createHash } from 'node:crypto';
 import { toolCallReceiptKeyString, type ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';

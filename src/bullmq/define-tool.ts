@@ -1,3 +1,8 @@
+/**
+ * `defineTool`: a tool as the wrapper runs it (its input schema, effect,
+ * tier and reconcile), and the `ctx` its `execute` is given.
+ * Over 300 lines: about a third of it is the TSDoc of that public API.
+ */
 import { z } from 'zod';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';

@@ -1,3 +1,7 @@
+/**
+ * Read-only calls, run without a receipt: validated and run as often as they
+ * are delivered.
+ */
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import {

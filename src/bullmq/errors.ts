@@ -1,3 +1,7 @@
+/**
+ * The errors the wrapper throws into BullMQ (ambiguous, lost lock, failed
+ * call) and how an error becomes unrecoverable.
+ */
 import { UnrecoverableError } from 'bullmq';
 import { ToolReceiptsError } from '../core/errors.js';
 import { InvalidOptionsError } from '../core/options.js';

@@ -1,3 +1,7 @@
+/**
+ * The events a processor emits about each call (decisions, fenced-out writes,
+ * reconciles, settles), for logs and hosts.
+ */
 import { EventEmitter } from 'node:events';
 import type { ReceiptDecision } from '../core/decision.js';
 import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';

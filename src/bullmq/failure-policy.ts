@@ -1,3 +1,6 @@
+/**
+ * How a tool's error is put into words for the model and the logs.
+ */
 import type { Job } from 'bullmq';
 import { retriesAutomatically, TIER_SUFFIX, type FailureTier } from '../core/tiers.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The `bullmq` layer's public face: `withToolReceipts`, `defineTool`, the
+ * sweep, and their types.
+ */
 export {
   defineTool,
   toolJsonSchema,

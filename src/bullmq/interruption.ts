@@ -1,3 +1,7 @@
+/**
+ * What a job ends with when its lock was lost or it was cancelled while calls
+ * ran.
+ */
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import type { ToolReceiptsError } from '../core/errors.js';
 import { JobCancelledError, JobLockLostError, unrecoverable } from './errors.js';

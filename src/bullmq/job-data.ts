@@ -1,3 +1,7 @@
+/**
+ * The job data a turn's job carries (its calls, tenant and run) and the result
+ * it returns, checked at the door.
+ */
 import { z } from 'zod';
 import { ToolReceiptsError } from '../core/errors.js';
 import { isWellFormedText } from '../core/identity.js';

@@ -1,3 +1,7 @@
+/**
+ * Heartbeats that keep a running call's receipt lease alive while its tool
+ * runs.
+ */
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';

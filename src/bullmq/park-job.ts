@@ -1,3 +1,7 @@
+/**
+ * Parks a job until a time on the Redis server's clock, for a call that waits
+ * for a live attempt.
+ */
 import type { Job } from 'bullmq';
 
 /** The one method of BullMQ's queue backend this module needs. */

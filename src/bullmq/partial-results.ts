@@ -1,3 +1,7 @@
+/**
+ * The results of the calls that completed in a job that failed, written to the
+ * job's log for the host.
+ */
 import type { ToolResultBlock } from './job-data.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * A call's input before anything is claimed: validated against the tool's
+ * schema, and safely repaired where it can be.
+ */
 import { REJECTION_SUFFIX } from '../core/tiers.js';
 import { prepareToolInputAsync, type PreparedToolInput } from '../repair/prepare.js';
 import { repair } from '../repair/repair.js';

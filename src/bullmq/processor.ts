@@ -1,3 +1,7 @@
+/**
+ * `withToolReceipts`: checks its options once, makes the receipts keyspace,
+ * and returns the BullMQ processor that runs each job's calls.
+ */
 import type { Job } from 'bullmq';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import { checkOptions } from '../core/options.js';

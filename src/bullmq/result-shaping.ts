@@ -1,3 +1,7 @@
+/**
+ * A tool's return value as the model sees it: capped, or offloaded to a result
+ * store with a preview and the page-back tool.
+ */
 import { capToolResultForLlm, type ToolResultSpillOptions } from '../offload/capper.js';
 import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../offload/shaping.js';
 import { createReadToolResultTool } from '../offload/read-tool.js';

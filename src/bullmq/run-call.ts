@@ -1,3 +1,8 @@
+/**
+ * One tool call, run at most once: its input prepared, its receipt claimed,
+ * the decision acted on (replay, wait, ambiguous, execute under its lease).
+ * Over 300 lines: every branch of the decision, in the order a call meets them.
+ */
 import { DelayedError } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';

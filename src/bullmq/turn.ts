@@ -1,3 +1,7 @@
+/**
+ * One job's turn: its calls run in order, or side by side where allowed, and
+ * their results gathered.
+ */
 import { DelayedError, UnrecoverableError } from 'bullmq';
 import { throwIfInterrupted } from './interruption.js';
 import type { ToolCall, ToolJobData, ToolResultBlock } from './job-data.js';

@@ -1,3 +1,7 @@
+/**
+ * The client side: submits a model's tool calls as a turn's job and waits for
+ * its results.
+ */
 import { Job, type JobsOptions, type Queue, type QueueEvents } from 'bullmq';
 import { canonicalJson } from '../core/canonical-json.js';
 import { checkOptions } from '../core/options.js';

@@ -1,3 +1,7 @@
+/**
+ * The errors the client throws, each naming the turn's job so it can be found
+ * again.
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 import type { ToolResultBlock } from '../bullmq/job-data.js';
 import type { TurnIdentity } from './job-id.js';

@@ -1,3 +1,7 @@
+/**
+ * The BullMQ job id of a turn: tenant, run and turn, joined so one turn maps
+ * to one job.
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 import { encodeKeyComponent } from '../redis/keys.js';
 

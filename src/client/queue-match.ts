@@ -1,3 +1,7 @@
+/**
+ * Checks that a client's queue and its queue events name the same BullMQ
+ * queue.
+ */
 import type { KeyPrefixOptions, Queue, QueueEvents } from 'bullmq';
 import { MismatchedQueueEventsError, type QueueIdentity } from './errors.js';
 

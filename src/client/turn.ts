@@ -1,3 +1,7 @@
+/**
+ * A model message's tool calls as an adapter reads them: calls to submit, and
+ * calls refused before they are.
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 import type { ToolResultBlock } from '../bullmq/job-data.js';
 import type { ToolCallClient, ToolCallInput, TurnSubmission } from './client.js';

@@ -1,3 +1,7 @@
+/**
+ * Waiting for a turn's job to end, and how it ended (or why the wait stopped
+ * first).
+ */
 import type { EventEmitter } from 'node:events';
 import { Job, type Queue, type QueueEvents } from 'bullmq';
 import { awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';

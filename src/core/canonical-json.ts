@@ -1,3 +1,7 @@
+/**
+ * Canonical JSON of a call's arguments: one text per value, so equal arguments
+ * digest alike.
+ */
 import { ToolReceiptsError } from './errors.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * The base error class every typed error extends, and how a value is described
+ * in an error message.
+ */
 import type { ToolReceiptsErrorCode } from './error-codes.js';
 
 /**

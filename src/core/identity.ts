@@ -1,3 +1,7 @@
+/**
+ * What identifies one tool call across retries (tenant, run, tool, argument
+ * digest), and the digests that make it.
+ */
 import { createHmac, hash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
 import { describeValue, ToolReceiptsError } from './errors.js';

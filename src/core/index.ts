@@ -1,3 +1,7 @@
+/**
+ * The `core` layer's public face: identity, decisions, tiers and errors, pure
+ * and without Redis.
+ */
 export { ToolReceiptsError } from './errors.js';
 export { TOOL_RECEIPTS_ERROR_CODES, isToolReceiptsErrorCode, type ToolReceiptsErrorCode } from './error-codes.js';
 export { InvalidOptionsError, type OptionSite } from './options.js';

@@ -1,6 +1,7 @@
 /**
  * The tool-call journal of one agent turn: which calls finished and which
  * started but never reported back.
+ * Over 300 lines: close to half of it is the TSDoc of the journal's public API.
  *
  * A resumed agent (after a crash, a dropped connection, a stalled job) has no
  * memory of the side effects its earlier attempt already caused. The journal

@@ -1,3 +1,6 @@
+/**
+ * How a tool failure is classified for retries, the breaker and the model.
+ */
 import { ToolReceiptsError } from './errors.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * A connection to an MCP server that reconnects with backoff, for the tools
+ * `mcpTools` makes from it.
+ */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpConnectError, InvalidMcpToolsOptionsError } from './errors.js';
 import { httpStatusOf, SESSION_NOT_FOUND } from './failure.js';

@@ -1,3 +1,7 @@
+/**
+ * How an MCP tool's calls are recovered (read-only, idempotent, opaque), as
+ * `mcpTools` resolves it.
+ */
 import type { ToolAnnotations, ToolEffect } from '../bullmq/define-tool.js';
 
 /**

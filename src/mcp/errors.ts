@@ -1,3 +1,7 @@
+/**
+ * The errors of the MCP tools: options it cannot use, and calls the server
+ * failed.
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 
 /** `mcpTools` was given options it cannot use; the message names the option and what to pass. */

@@ -1,3 +1,7 @@
+/**
+ * What an MCP server's failure means for a call: a closed connection or
+ * timeout versus the tool's own error.
+ */
 import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../core/tiers.js';
 
 /** JSON-RPC codes (and the SDK's own two) this module tells apart. */

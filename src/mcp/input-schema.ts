@@ -1,3 +1,7 @@
+/**
+ * An MCP tool's JSON `inputSchema` as a zod schema the wrapper validates and
+ * repairs with.
+ */
 import { z } from 'zod';
 import type { JsonSchemaType, JsonSchemaValidator, jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import { McpToolSchemaError } from './errors.js';

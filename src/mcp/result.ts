@@ -1,3 +1,6 @@
+/**
+ * An MCP tool's result as the model reads it, before capping and offload.
+ */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /**

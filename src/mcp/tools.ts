@@ -1,3 +1,7 @@
+/**
+ * `mcpTools`: an MCP server's tools as tools the wrapper runs with receipts,
+ * each with its recovery.
+ */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';

@@ -1,3 +1,7 @@
+/**
+ * Caps a tool result for the model, offloading the full text to a result store
+ * instead of cutting it where one is given.
+ */
 import { normalizeToolResultProvenance } from './provenance.js';
 import { buildPreview, DEFAULT_PREVIEW_SIZES, OFFLOAD_TOOL_NAME, type PreviewSizes } from './preview.js';
 import { buildToolResultRef, toolResultContentSegment } from './ref.js';

@@ -1,3 +1,7 @@
+/**
+ * Checkpoints between UTF-16 offsets and UTF-8 bytes, so a stored result is
+ * read back by character window.
+ */
 import { splitsSurrogatePair } from './text.js';
 
 /** Nominal distance, in UTF-16 code units, between two checkpoints. */

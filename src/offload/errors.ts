@@ -1,3 +1,7 @@
+/**
+ * The errors of result offload: a ref that conflicts with another owner's, and
+ * the stores' refusals.
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 import { InvalidOptionsError } from '../core/options.js';
 import type { ToolResultProvenance } from './types.js';

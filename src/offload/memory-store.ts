@@ -1,3 +1,6 @@
+/**
+ * A bounded in-memory `ToolResultStore`, for tests and single-process hosts.
+ */
 import { checkOptions, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { assertToolResultProvenanceMatch, normalizeToolResultProvenance } from './provenance.js';
 import { assertSafeToolResultRef, isSafeToolResultRef } from './ref.js';

@@ -1,3 +1,7 @@
+/**
+ * The preview the model gets of an offloaded result, naming the ref the page-
+ * back tool reads.
+ */
 import { headChars, tailChars } from './text.js';
 
 /** Name of the page-back tool that reads offloaded results by ref. */

@@ -1,3 +1,7 @@
+/**
+ * The owner (session, task) recorded with an offloaded result, checked and
+ * stored in one form.
+ */
 import { InvalidToolResultProvenanceError, ToolResultRefConflictError } from './errors.js';
 import type { ToolResultProvenance } from './types.js';
 

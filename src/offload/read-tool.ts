@@ -1,3 +1,7 @@
+/**
+ * The page-back tool `ReadToolResult`: the model reads an offloaded result by
+ * ref, one window at a time.
+ */
 import { z } from 'zod';
 import { OFFLOAD_TOOL_NAME, unescapeRefAttribute } from './preview.js';
 import { sameToolResultOwner } from './provenance.js';

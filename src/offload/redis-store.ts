@@ -1,3 +1,7 @@
+/**
+ * A `ToolResultStore` on Redis: results by session hash, with retention and a
+ * bounded sweep.
+ */
 import { checkOptions, nullable, type OptionsSchema } from '../core/options.js';
 import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { hmget, hscan } from '../redis/connection/clients/commands.js';

@@ -1,3 +1,7 @@
+/**
+ * Refs of offloaded results: minted unguessable, parsed back, refused when not
+ * well-formed.
+ */
 import { createHash } from 'node:crypto';
 import { InvalidToolResultRefSegmentError, UnsafeToolResultRefError } from './errors.js';
 

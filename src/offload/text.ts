@@ -1,3 +1,7 @@
+/**
+ * Text made safe to store: lone surrogates replaced, so it encodes to UTF-8
+ * without loss.
+ */
 import type { ToolResultSliceOptions } from './types.js';
 
 const LONE_SURROGATES = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

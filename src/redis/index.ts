@@ -1,3 +1,7 @@
+/**
+ * The `redis` layer's public face (`bullmq-tool-receipts/redis`): the receipts
+ * keyspace and its stores, errors and checks.
+ */
 export {
   ReceiptStore,
   DEFAULT_LEASE_MS,

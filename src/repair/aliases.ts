@@ -1,3 +1,7 @@
+/**
+ * Parameter aliases: keys a model used for a parameter under another name,
+ * renamed where the schema proves it.
+ */
 import type { z } from 'zod';
 import { InvalidAliasError } from './errors.js';
 import { nullDefaultedKeys } from './null-args.js';

@@ -1,3 +1,7 @@
+/**
+ * Decodes values a model double-encoded as JSON strings, where the schema
+ * proves an object or array belongs.
+ */
 import type { z } from 'zod';
 import { schemaViewOf, type SchemaNode, type SchemaView } from './schema-shape.js';
 import { isRecord, setOwn, type AssistantMessage, type ContentBlock, type InputPath, type ToolSchemas } from './types.js';

@@ -1,3 +1,6 @@
+/**
+ * The errors of argument repair (duplicate tool names among them).
+ */
 import { ToolReceiptsError } from '../core/errors.js';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * The deterministic repairs of a tool input (decode, aliases, dropped nulls),
+ * each recorded as a correction.
+ */
 import type { z } from 'zod';
 import { toolArgumentsFor, type AliasConflict, type ParamAliases } from './aliases.js';
 import { decodeToolInput } from './decode.js';

@@ -1,3 +1,7 @@
+/**
+ * Drops arguments a model set to `null` when it meant "not given", where the
+ * schema allows leaving them out.
+ */
 import type { z } from 'zod';
 import { accepts, objectShapeOf } from './object-shape.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The field schemas of the object a tool input must be, looking through zod's
+ * wrappers.
+ */
 import { z } from 'zod';
 
 const WRAPPERS: ReadonlySet<string> = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch', 'nonoptional']);

@@ -1,3 +1,7 @@
+/**
+ * `prepareToolInput`: a tool input normalized, validated, and repaired by a
+ * reshaper when allowed.
+ */
 import type { z } from 'zod';
 import type { ParamAliases } from './aliases.js';
 import { normalizeToolInput, type InputCorrection, type NormalizedInput } from './normalize.js';

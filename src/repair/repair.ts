@@ -1,3 +1,7 @@
+/**
+ * The reshaper loop: asks for corrected arguments, guards each answer, and
+ * says how the repair ended.
+ */
 import type { ParamAliases } from './aliases.js';
 import { guardReshaped } from './guard.js';
 import { normalizeMessageInputs } from './normalize.js';

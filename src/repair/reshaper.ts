@@ -1,3 +1,7 @@
+/**
+ * The `Reshaper` interface: what a model-backed corrector is asked and
+ * answers.
+ */
 import type { AssistantMessage, ValidationIssue } from './types.js';
 
 /** What a {@link Reshaper} is asked to correct. */

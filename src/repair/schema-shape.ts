@@ -1,3 +1,7 @@
+/**
+ * Reads a zod schema (through its JSON Schema) for which JSON kinds an input
+ * accepts at a place.
+ */
 import { z } from 'zod';
 import { isRecord } from './types.js';
 

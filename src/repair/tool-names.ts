@@ -1,3 +1,6 @@
+/**
+ * Refuses a tool list in which two tools share a name.
+ */
 import { DuplicateToolNameError } from './errors.js';
 
 /**

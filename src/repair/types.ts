@@ -1,3 +1,7 @@
+/**
+ * The message shapes repair works on: `tool_use` blocks and the assistant
+ * message around them.
+ */
 import type { z } from 'zod';
 
 /**

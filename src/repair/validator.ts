@@ -1,3 +1,7 @@
+/**
+ * Whether a `tool_use` block may run as it stands; `zodToolUseValidator` for
+ * zod-described tools.
+ */
 import type { z } from 'zod';
 import { isRecord, type AssistantMessage, type ToolSchemas, type ToolUseBlock, type ValidationIssue } from './types.js';
 

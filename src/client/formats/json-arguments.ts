@@ -1,3 +1,7 @@
+/**
+ * Tool calls whose arguments arrive as a JSON string (OpenAI's APIs), parsed
+ * or refused with a message for the model.
+ */
 import { rejectedCall, toolCallEntry, type TurnCallEntry } from '../turn.js';
 
 const QUOTED_CHARS = 200;

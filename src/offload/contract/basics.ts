@@ -1,3 +1,7 @@
+/**
+ * The result-store contract's basic cases: put, get, refs that must be
+ * refused.
+ */
 import assert from 'node:assert/strict';
 import { buildToolResultRef, MAX_TOOL_RESULT_REF_CHARS } from '../ref.js';
 import { readAll, type ToolResultStoreContractCase } from './support.js';

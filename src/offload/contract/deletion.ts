@@ -1,3 +1,6 @@
+/**
+ * The result-store contract's cases for deleting a session's results.
+ */
 import assert from 'node:assert/strict';
 import { buildToolResultRef } from '../ref.js';
 import type { ToolResultStore } from '../types.js';

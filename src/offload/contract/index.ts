@@ -1,3 +1,7 @@
+/**
+ * The result-store contract: the cases every `ToolResultStore` backend must
+ * pass, runnable under any test runner.
+ */
 import type { ToolResultStore } from '../types.js';
 import { basicCases } from './basics.js';
 import { deletionCases } from './deletion.js';

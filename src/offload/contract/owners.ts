@@ -1,3 +1,7 @@
+/**
+ * The result-store contract's owner cases: re-puts, conflicts, no adoption of
+ * another owner's ref.
+ */
 import assert from 'node:assert/strict';
 import { buildToolResultRef } from '../ref.js';
 import { assertRefConflict, readAll, type ToolResultStoreContractCase } from './support.js';

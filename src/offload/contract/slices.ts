@@ -1,3 +1,7 @@
+/**
+ * The result-store contract's slice cases: windows counted in UTF-16 code
+ * units.
+ */
 import assert from 'node:assert/strict';
 import { buildToolResultRef } from '../ref.js';
 import { mixedText, seededRandom, type ToolResultStoreContractCase } from './support.js';

@@ -1,3 +1,7 @@
+/**
+ * What the contract's cases share: the store factory type, the case shape and
+ * small assertions.
+ */
 import assert from 'node:assert/strict';
 import { TOOL_RESULT_REF_CONFLICT_CODE } from '../errors.js';
 import type { Awaitable, ToolResultProvenance, ToolResultStore } from '../types.js';

@@ -3,6 +3,7 @@
  * loses in a failover is an effect that runs again. Reads what the server
  * lets it read (`INFO`, `CONFIG GET`, `COMMAND INFO`) and says per finding
  * whether receipts are safe, at risk (and of what), or whether it cannot tell.
+ * Over 300 lines: one check per finding, each with the sentence it reports; split, they would be read apart.
  */
 import { ToolReceiptsError } from '../../core/errors.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';

@@ -4,6 +4,7 @@
  * client from `createSentinel`. Recognised by behaviour, so either major
  * fits. Commands go out with `sendCommand`; node-redis writes every command
  * issued in one tick in one go, so a batch is those commands sent together.
+ * Over 300 lines: one adapter for the three node-redis shapes (client, cluster, Sentinel), kept together so they stay alike.
  */
 import clusterKeySlot from 'cluster-key-slot';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';

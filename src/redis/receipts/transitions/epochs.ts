@@ -1,3 +1,7 @@
+/**
+ * Epochs of a receipt's lifetime: unguessable, drawn from a pool, with a check
+ * tying each to its receipt key.
+ */
 import { randomBytes } from 'node:crypto';
 
 const EPOCH_BYTES = 12;
