@@ -3,13 +3,14 @@
  * its parts: the checked connection, the frozen settings, group commit, one
  * durability waiter, and one mapping of what Redis threw into typed errors.
  */
+import { checkOptions, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../connection/connection.js';
 import { stepOfScript, unreachableErrorOf } from '../connection/unreachable.js';
 import { DurabilityWaiter } from '../durability/durability.js';
 import { GroupCommit } from '../durability/group-commit.js';
 import { corruptReceiptErrorOf } from '../errors.js';
 import { runScript } from '../scripts/scripts.js';
-import type { KeyspaceSettings } from '../settings.js';
+import { keyspaceSettings, type KeyspaceSettings, type KeyspaceSettingsInput } from '../settings.js';
 
 /** Where a failed command was: its key and the step (default: the key a script was sent for, and the script's step). */
 export interface CommandSite {
@@ -44,6 +45,21 @@ export class ReceiptsChannel {
     this.group = settings.groupCommit
       ? new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered)
       : undefined;
+  }
+
+  /**
+   * The channel a part of the keyspace is made with: the keyspace's own when
+   * given one, else a channel of its own from `options`, checked here once
+   * against `schema` (throws `options.invalid`, or `redis.invalid_connection`).
+   * @internal
+   */
+  static of<T extends KeyspaceSettingsInput & { readonly redis: RedisConnection }>(
+    given: T | ReceiptsChannel,
+    site: string,
+    schema: OptionsSchema<T>,
+  ): ReceiptsChannel {
+    if (given instanceof ReceiptsChannel) return given;
+    return new ReceiptsChannel(given.redis, keyspaceSettings(checkOptions(site, given, schema)), site);
   }
 
   /** Group commit's batches so far (two calls or more each) and the calls they carried; zeros when it is off. */

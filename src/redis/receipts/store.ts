@@ -4,7 +4,6 @@
  * Over 300 lines: it is the public face of every receipt transition (and of
  * the reads it holds), and most of its lines are their TSDoc.
  */
-import { checkOptions } from '../../core/options.js';
 import type { EffectResumability } from '../../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../../core/identity.js';
 import {
@@ -24,7 +23,7 @@ import { checkVerdictText } from './reads/history.js';
 import { checkPrefetched, runClaim, type PrefetchedClaim } from './transitions/claim.js';
 import { claimRequest, type ClaimRequest } from './transitions/claim-request.js';
 import { claimTogether, completeAndClaimNext, type AheadChannel } from './transitions/claims-ahead.js';
-import { keyspaceSettings, positiveInt } from '../settings.js';
+import { positiveInt } from '../settings.js';
 import type { DurabilityOptions, DurableWrite } from '../durability/durability.js';
 import { toStoredJson } from './stored-json.js';
 import { ReceiptsChannel } from './channel.js';
@@ -98,10 +97,7 @@ export class ReceiptStore {
    * side of a `ReceiptsKeyspace`, from its channel.
    */
   constructor(options: ReceiptStoreOptions | ReceiptsChannel) {
-    const channel =
-      options instanceof ReceiptsChannel
-        ? options
-        : new ReceiptsChannel(options.redis, keyspaceSettings(checkOptions('ReceiptStore', options, RECEIPT_STORE_SCHEMA)), 'ReceiptStore');
+    const channel = ReceiptsChannel.of(options, 'ReceiptStore', RECEIPT_STORE_SCHEMA);
     const { settings } = channel;
     this.channel = channel;
     this.reads = new ReceiptQueries(channel);

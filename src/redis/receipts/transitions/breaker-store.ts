@@ -5,12 +5,11 @@
  */
 import type { RedisConnection } from '../../connection/connection.js';
 import { hmget } from '../../connection/clients/commands.js';
-import { checkOptions, wholeNumber, type OptionsSchema } from '../../../core/options.js';
+import { wholeNumber, type OptionsSchema } from '../../../core/options.js';
 import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
 import { assertWellFormedNames } from '../../../core/identity.js';
 import { UnexpectedScriptReplyError } from '../../errors.js';
 import { breakerField, breakerRedisKey, encodeKeyComponent } from '../../keys.js';
-import { keyspaceSettings } from '../../settings.js';
 import { ReceiptsChannel } from '../channel.js';
 
 /** How a {@link BreakerStore} talks to Redis. */
@@ -80,10 +79,7 @@ export class BreakerStore {
    * breaker side of a `ReceiptsKeyspace`, from its channel.
    */
   constructor(options: BreakerStoreOptions | ReceiptsChannel) {
-    this.channel =
-      options instanceof ReceiptsChannel
-        ? options
-        : new ReceiptsChannel(options.redis, keyspaceSettings(checkOptions('BreakerStore', options, BREAKER_STORE_SCHEMA)), 'BreakerStore');
+    this.channel = ReceiptsChannel.of(options, 'BreakerStore', BREAKER_STORE_SCHEMA);
     ({
       prefix: this.prefix,
       retentionMs: this.retentionMs,

@@ -11,9 +11,9 @@ import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '.
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../../keys.js';
 import { attemptJobText, type AttemptJob, type ReconcileVerdict } from '../reads/record.js';
 import { durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
-import { checkOptions, type OptionsSchema } from '../../../core/options.js';
+import type { OptionsSchema } from '../../../core/options.js';
 import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
-import { keyspaceSettings, positiveInt } from '../../settings.js';
+import { positiveInt } from '../../settings.js';
 import { ReceiptsChannel } from '../channel.js';
 import { toStoredJson } from '../stored-json.js';
 
@@ -97,14 +97,7 @@ export class ReconcileStore {
    * reconcile side of a `ReceiptsKeyspace`, from its channel.
    */
   constructor(options: ReconcileStoreOptions | ReceiptsChannel) {
-    this.channel =
-      options instanceof ReceiptsChannel
-        ? options
-        : new ReceiptsChannel(
-            options.redis,
-            keyspaceSettings(checkOptions('ReconcileStore', options, RECONCILE_STORE_SCHEMA)),
-            'ReconcileStore',
-          );
+    this.channel = ReceiptsChannel.of(options, 'ReconcileStore', RECONCILE_STORE_SCHEMA);
     ({ prefix: this.prefix, retentionMs: this.retentionMs } = this.channel.settings);
   }
 
