@@ -290,3 +290,31 @@ export function sendEmailSettlingLate(
   });
   return { tool, verdict: () => verdict };
 }
+
+/**
+ * A queue named `name` under `prefix`, its events (ready), and a Worker
+ * running `processor` on it, attached; every failed delivery's error is
+ * collected in `failures`. Each is closed through `closers`, worker first.
+ */
+export async function workerOnQueue(
+  name: string,
+  prefix: string,
+  connect: () => Redis,
+  processor: ToolReceiptsProcessor,
+  closers: Array<() => Promise<unknown>>,
+): Promise<{ queue: Queue; events: QueueEvents; failures: unknown[] }> {
+  const queue = new Queue(name, { connection: connect(), prefix });
+  const events = new QueueEvents(name, { connection: connect(), prefix });
+  await events.waitUntilReady();
+  const worker = new Worker(name, processor, { connection: connect(), prefix });
+  processor.attach(worker);
+  worker.on('error', () => undefined);
+  const failures: unknown[] = [];
+  worker.on('failed', (_job, error) => failures.push(error));
+  closers.push(
+    () => queue.close(),
+    () => events.close(),
+    () => worker.close(true),
+  );
+  return { queue, events, failures };
+}

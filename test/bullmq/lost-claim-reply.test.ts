@@ -10,14 +10,14 @@
  * for a group of calls side by side (`claim-group-N.lua`).
  */
 import { randomBytes } from 'node:crypto';
-import { Job, Queue, QueueEvents, Worker } from 'bullmq';
+import { Job } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { useRedis } from '../support/redis-fixture.js';
-import { call, silent } from './fixture.js';
+import { call, silent, workerOnQueue } from './fixture.js';
 
 const redis = useRedis();
 const faults = faultTestsSupported();
@@ -83,22 +83,10 @@ describe('a claim whose reply was lost', () => {
         closers.push(async () => c.disconnect());
         return c;
       };
-      const queue = new Queue('lost', { connection: connect(), prefix });
-      const events = new QueueEvents('lost', { connection: connect(), prefix });
-      await events.waitUntilReady();
       const receipts = connect({ commandTimeout: 300, maxRetriesPerRequest: 1 });
       const processor = withToolReceipts({ redis: receipts, prefix, tools: [prepare, email], logger: silent });
       await receipts.ping();
-      const worker = new Worker('lost', processor, { connection: connect(), prefix });
-      processor.attach(worker);
-      worker.on('error', () => undefined);
-      const failures: unknown[] = [];
-      worker.on('failed', (_job, error) => failures.push(error));
-      closers.push(
-        () => queue.close(),
-        () => events.close(),
-        () => worker.close(true),
-      );
+      const { queue, events, failures } = await workerOnQueue('lost', prefix, connect, processor, closers);
 
       const to = Array.from({ length: way.emails }, (_, i) => `user${i}@example.com`);
       const data = {
