@@ -4,10 +4,9 @@
  * run again with the same idempotency key while its provider's window is
  * open, and a tool with `reconcile` is asked (by one worker under a fenced
  * reconcile lease, while the others wait) whether the effect landed.
- *
- * What comes back is a claim result like the store's, with the decision the
- * wrapper acts on: replay (reconciled completed), execute (not started, or a
- * keyed re-run), wait (another worker is reconciling) or ambiguous.
+ * Over 300 lines: keyed re-runs, reconcile and the transactional outcome
+ * read all end in the one claim result the wrapper acts on (replay, execute,
+ * wait or ambiguous), so they are kept together.
  */
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
