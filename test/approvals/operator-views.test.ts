@@ -15,6 +15,7 @@ import { startConsoleServer, type ConsoleServer } from '../../src/console/index.
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { ResolveRefusedError } from '../../src/operator/errors.js';
 import { resolveReceipt } from '../../src/operator/resolve.js';
+import { ReceiptsKeyspace } from '../../src/redis/receipts/keyspace.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { Capture } from '../cli/support.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
@@ -27,7 +28,7 @@ afterAll(async () => {
 
 /** Puts `key` awaiting approval through the worker's own gate (receipt and index), as a call of a tool with a rule does. */
 async function awaitApproval(store: ReceiptStore, key: ToolCallReceiptKey, timeoutMs = 3_600_000): Promise<void> {
-  const gate = new ApprovalGate(fixture.connect(), store.prefix, 60_000);
+  const gate = new ApprovalGate(ReceiptsKeyspace.open({ redis: fixture.connect(), prefix: store.prefix, retentionMs: 60_000 }).channel);
   const answer = await gate.pass(
     {
       key,

@@ -1,7 +1,7 @@
 /**
  * A receipt as read back for inspection: every field of the hash, typed, with
- * lease expiry judged on the server clock at the time of the read. Longer
- * than most files: the record's type and its one parser (approval fields
+ * lease expiry judged on the server clock at the time of the read.
+ * Over 300 lines: the record's type and its one parser (approval fields
  * included) are kept together so every field is typed where it is read.
  */
 import type { ReceiptEffect } from '../../../core/decision.js';
