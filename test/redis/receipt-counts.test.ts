@@ -26,7 +26,7 @@ describe('counting sets', () => {
     const store = fixture.store({ prefix: freshPrefix() });
     const redis = fixture.connect();
     const key = call('r1', 'a');
-    await store.claim(key, { effect: 'opaque', leaseMs: 150 });
+    await store.claim(key, { effect: 'opaque', leaseMs: 2_000 });
     const countKey = receiptCountRedisKey(store.prefix, 'acme', 'r1');
     const written = await redis.zrange(countKey, 0, -1, 'WITHSCORES');
 
