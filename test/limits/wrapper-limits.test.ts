@@ -116,6 +116,13 @@ describe('withToolReceipts({ limits })', () => {
     const burst = defineLimit({ name: 'burst', per: 'tenant', max: 1, windowMs, onLimit: 'wait' });
     l.worker({ tools: [t.tool], logger: silent, limits: [burst], waitJitterMs: 0 });
     const tenantId = 'acme-wait';
+    // Start early in a window on the server clock, so both calls meet the same one and the second must wait.
+    for (;;) {
+      const [seconds, micros] = await l.redis.time();
+      const offset = (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)) % windowMs;
+      if (offset < windowMs / 3) break;
+      await new Promise((resolve) => setTimeout(resolve, windowMs - offset + 5));
+    }
     const job = await l.run(jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })], { tenantId }), { attempts: 1 });
     expect(job.failedReason).toBeUndefined();
     // The job came back after the reset and ran its turn again: the first call replayed.
