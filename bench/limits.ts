@@ -19,7 +19,7 @@ import { z } from 'zod';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
 import { startRedis } from '../test/support/redis.js';
 import { built } from './package.js';
-import { median, redisVersion } from './support.js';
+import { median, redisVersion, throughput } from './support.js';
 
 const CALLS = { 1: Number(process.env['BENCH_LIMIT_CALLS_C1'] ?? 400), 50: Number(process.env['BENCH_LIMIT_CALLS_C50'] ?? 2000) };
 const ROUNDS = Number(process.env['BENCH_LIMIT_ROUNDS'] ?? 3);
@@ -64,19 +64,13 @@ async function main(): Promise<void> {
         return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
       });
       const each: number[] = [];
-      let next = 0;
-      const started = performance.now();
-      const lane = async () => {
-        while (next < jobs.length) {
-          const job = jobs[next++]!;
-          const t0 = performance.now();
-          await s.wrapped(job, undefined, new AbortController().signal);
-          each.push((performance.now() - t0) * 1000);
-        }
-      };
-      await Promise.all(Array.from({ length: level }, lane));
+      const calls = await throughput(jobs.length, level, async (i) => {
+        const t0 = performance.now();
+        await s.wrapped(jobs[i]!, undefined, new AbortController().signal);
+        each.push((performance.now() - t0) * 1000);
+      });
       if (!record) return;
-      s.rate[level].push(jobs.length / ((performance.now() - started) / 1000));
+      s.rate[level].push(calls);
       s.latency[level].push(median(each));
     };
     for (const level of LEVELS) for (const s of sides) await pass(s, level, `warm-${s.name}-${level}`.replace(' ', '-'), false);
