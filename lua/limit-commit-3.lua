@@ -19,15 +19,13 @@
     code 2  already committed; nothing written.
     code 0  unknown: given back already, or its window's records are gone;
             nothing written (a commit never counts what was given back).
-  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
-  state does not parse; nothing written.
-  Judges no time: the window is the one stored.
+  error 'TRC_CORRUPT <key>: <why>' as includes/limit-state.lua's
+  openReservation answers it (nothing written, no time judged).
 ]]
 --- @include "limit-state"
 
-local s, record, corrupt = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
-if corrupt then return corrupt end
-if not record then return { 0 } end
+local s, record, answered = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
+if answered then return answered end
 if record.state == 'c' then return { 2 } end
 
 redis.call('ZREM', KEYS[2], ARGV[1])

@@ -4,10 +4,10 @@
   attempt), or it was committed and its attempt then settled as never
   started.
 
-  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
-  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset)
-  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset)
-           (see includes/limit-state.lua)
+  KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash: loses the record)
+  KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset: a pending id leaves it)
+  KEYS[3]  committed      <prefix>:lim:<scope>:{<tag>}:<name>:done  (zset: a committed id leaves it)
+           (the layout: includes/limit-state.lua)
 
   ARGV[1]  reservation id
 
@@ -19,15 +19,13 @@
             committed in the stored window, used shrank by its amount.
     code 0  unknown: given back already, or its window's records are gone
             (that window's count is over); nothing written.
-  error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
-  state does not parse; nothing written.
-  Judges no time: the window is the one stored.
+  error 'TRC_CORRUPT <key>: <why>' as includes/limit-state.lua's
+  openReservation answers it (nothing written, no time judged).
 ]]
 --- @include "limit-state"
 
-local s, record, corrupt = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
-if corrupt then return corrupt end
-if not record then return { 0 } end
+local s, record, answered = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
+if answered then return answered end
 
 redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
 if record.state == 'p' then

@@ -43,11 +43,9 @@
   state does not parse; nothing written.
   Time comes only from TIME.
 ]]
---- @include "server-now"
 --- @include "limit-state"
 
-local now = serverNow()
-local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[4]), now)
+local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[4]))
 if corrupt then return corrupt end
 local id, amount, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 

@@ -21,11 +21,9 @@
   state does not parse; nothing written.
   Time comes only from TIME.
 ]]
---- @include "server-now"
 --- @include "limit-state"
 
-local now = serverNow()
-local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), now)
+local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]))
 if corrupt then return corrupt end
 local before = s.used
 local genText = intText(s.gen)

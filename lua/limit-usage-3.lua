@@ -22,11 +22,9 @@
   state does not parse.
   Time comes only from TIME.
 ]]
---- @include "server-now"
 --- @include "limit-state"
 
-local now = serverNow()
-local s, corrupt = openLimit(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), now)
+local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]))
 if corrupt then return corrupt end
 local expired, _, broken = expiredReservations(KEYS[1], KEYS[2], now, tonumber(ARGV[2]))
 if broken then return broken end

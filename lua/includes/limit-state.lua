@@ -1,6 +1,7 @@
 --[[
   limit-state: defines wholeFields(stateKey, fields, names),
-  openLimit(stateKey, dueKey, doneKey, windowLen, now), limitRecord(stateKey,
+  openLimit(stateKey, dueKey, doneKey, windowLen, now),
+  openLimitNow(stateKey, dueKey, doneKey, windowLen), limitRecord(stateKey,
   id), openReservation(stateKey, dueKey, doneKey, id), recordText(gen,
   amount, state, receiptKey, bindingsKey),
   saveLimit(stateKey, s), pruneCommitted(stateKey, doneKey, s),
@@ -40,10 +41,15 @@
     false when there is none, or nil and the corrupt reply when it does not
     parse.
 
+  openLimitNow(stateKey, dueKey, doneKey, windowLen)  the opening of a
+    script that judges the window by the clock: openLimit at the server's
+    time now (TIME), returned as `s, now, corrupt`.
+
   openReservation(stateKey, dueKey, doneKey, id)  the opening of a script
-    that moves one reservation and judges no time: the stored state
-    (openLimit with no window), the record of `id` (false when there is
-    none), and the corrupt reply when either does not read.
+    that moves one reservation and judges no time (the window is the one
+    stored): the stored state (openLimit with no window) and the record of
+    `id`, or a reply the script returns at once having written nothing: the
+    corrupt reply when either does not read, { 0 } when `id` has no record.
 
   recordText(...)  a record as stored: '<gen> <amount> <p|c> <receipt key>
     <bindings key>' (the keys hold no spaces: every component is encoded).
@@ -69,6 +75,7 @@
 --- @include "observe-receipt"
 --- @include "int-text"
 --- @include "ttl"
+--- @include "server-now"
 
 local function wholeFields(stateKey, fields, names)
   for i, name in ipairs(names) do
@@ -107,11 +114,18 @@ local function limitRecord(stateKey, id)
   return { gen = tonumber(gen), amount = tonumber(amount), state = state, receipt = receipt, bindings = bindings }, nil
 end
 
+local function openLimitNow(stateKey, dueKey, doneKey, windowLen)
+  local now = serverNow()
+  local s, corrupt = openLimit(stateKey, dueKey, doneKey, windowLen, now)
+  return s, now, corrupt
+end
+
 local function openReservation(stateKey, dueKey, doneKey, id)
   local s, corrupt = openLimit(stateKey, dueKey, doneKey, nil, 0)
   if corrupt then return nil, nil, corrupt end
   local record, bad = limitRecord(stateKey, id)
   if bad then return nil, nil, bad end
+  if not record then return nil, nil, { 0 } end
   return s, record, nil
 end
 
