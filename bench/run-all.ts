@@ -40,7 +40,11 @@
  *    (bench/allocations.ts), on a server of its own.
  *
  * `--quick` times fewer jobs and rounds (a smoke run of every figure, in
- * about a third of the time; ratios are noisier).
+ * about a third of the time; ratios are noisier). `--skip <steps>` leaves
+ * out child benches by name, comma-separated (calls, receipts, clients,
+ * durability, console, limits, transactional, memory, layout, alloc): a
+ * run that re-measures what one change moved without the steps it cannot
+ * touch (the console at a million receipts takes the longest).
  *
  * Starts one throwaway redis-server on a free port, or uses REDIS_URL
  * (touching only this run's prefix). A missed goal is reported, not fatal.
@@ -70,10 +74,26 @@ const env = (name: string, fallback: number) => Number(process.env[name] ?? fall
 /** `--quick` for the transactional bench: fewer jobs and rounds. */
 const QUICK_TRANSACTIONAL = { BENCH_TX_JOBS_C1: '120', BENCH_TX_JOBS_C50: '600', BENCH_TX_ROUNDS: '2' };
 
-/** `--rtt 0.5`, `--rtt=0.2,0.5,1` (repeatable) and `--quick`. */
-function parseArgs(argv: readonly string[]): { rtts: number[]; quick: boolean } {
+/** The child benches, by the name `--skip` takes. */
+const CHILD_STEPS = [
+  'calls',
+  'receipts',
+  'clients',
+  'durability',
+  'console',
+  'limits',
+  'transactional',
+  'memory',
+  'layout',
+  'alloc',
+] as const;
+type ChildStep = (typeof CHILD_STEPS)[number];
+
+/** `--rtt 0.5`, `--rtt=0.2,0.5,1` (repeatable), `--quick` and `--skip console,durability`. */
+function parseArgs(argv: readonly string[]): { rtts: number[]; quick: boolean; skip: ReadonlySet<ChildStep> } {
   let rtts: number[] | undefined;
   let quick = false;
+  const skip = new Set<ChildStep>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--quick') quick = true;
@@ -84,9 +104,17 @@ function parseArgs(argv: readonly string[]): { rtts: number[]; quick: boolean } 
         throw new Error(`--rtt takes round trips in ms between 0 and 50, comma-separated; got ${JSON.stringify(value)}`);
       }
       rtts = [...(rtts ?? []), ...parsed.filter((v) => v > 0)];
-    } else throw new Error(`unknown argument ${arg} (known: --rtt <ms[,ms...]>, --quick)`);
+    } else if (arg === '--skip' || arg.startsWith('--skip=')) {
+      const value = arg === '--skip' ? argv[++i] : arg.slice('--skip='.length);
+      for (const name of (value ?? '').split(',')) {
+        if (!(CHILD_STEPS as readonly string[]).includes(name)) {
+          throw new Error(`--skip takes step names, comma-separated, of ${CHILD_STEPS.join(', ')}; got ${JSON.stringify(name)}`);
+        }
+        skip.add(name as ChildStep);
+      }
+    } else throw new Error(`unknown argument ${arg} (known: --rtt <ms[,ms...]>, --quick, --skip <steps>)`);
   }
-  return { rtts: rtts ?? [0.5], quick };
+  return { rtts: rtts ?? [0.5], quick, skip };
 }
 
 /** Runs a sibling bench script in a child Node with the same loader (tsx); resolves with its exit code. */
@@ -168,28 +196,30 @@ async function main(): Promise<number> {
       for (const line of formatNetworkReport(networkRuns, NETWORK_GOALS)) console.log(line);
       console.log('');
     }
-    const calls = await runChild('./calls.ts', { REDIS_URL: handle.url });
-    console.log('');
-    const receipts = await runChild('./receipts.ts', { REDIS_URL: handle.url });
-    console.log('');
-    const clients = await runChild('./clients.ts', { REDIS_URL: handle.url });
-    console.log('');
-    const durability = await runChild('./durability.ts', {});
-    console.log('');
-    // The console's pages at 1,000 and 1,000,000 receipts in the same runs (100,000 with --quick).
-    const consolePages = await runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {});
-    console.log('');
-    const limits = await runChild('./limits.ts', { REDIS_URL: handle.url, ...(args.quick ? { BENCH_LIMIT_ROUNDS: '2' } : {}) });
-    console.log('');
-    const transactional = await runChild('./transactional.ts', { REDIS_URL: handle.url, ...(args.quick ? QUICK_TRANSACTIONAL : {}) });
-    console.log('');
-    // Servers of their own: used_memory and INFO commandstats see only these benches' writes.
-    const memory = await runChild('./memory.ts', { REDIS_URL: '' });
-    console.log('');
-    const layout = await runChild('./layout-prototype.ts', { REDIS_URL: '', ...(args.quick ? { BENCH_LAYOUT_ROUNDS: '4' } : {}) });
-    console.log('');
-    const allocations = await runChild('./allocations.ts', { REDIS_URL: '', ...(args.quick ? { ALLOC_ROUNDS: '2' } : {}) });
-    return calls || receipts || clients || durability || consolePages || limits || transactional || memory || layout || allocations;
+    const steps: Record<ChildStep, () => Promise<number>> = {
+      calls: () => runChild('./calls.ts', { REDIS_URL: handle.url }),
+      receipts: () => runChild('./receipts.ts', { REDIS_URL: handle.url }),
+      clients: () => runChild('./clients.ts', { REDIS_URL: handle.url }),
+      durability: () => runChild('./durability.ts', {}),
+      // The console's pages at 1,000 and 1,000,000 receipts in the same runs (100,000 with --quick).
+      console: () => runChild('./console.ts', args.quick ? { BENCH_CONSOLE_SIZES: '1000,100000' } : {}),
+      limits: () => runChild('./limits.ts', { REDIS_URL: handle.url, ...(args.quick ? { BENCH_LIMIT_ROUNDS: '2' } : {}) }),
+      transactional: () => runChild('./transactional.ts', { REDIS_URL: handle.url, ...(args.quick ? QUICK_TRANSACTIONAL : {}) }),
+      // Servers of their own: used_memory and INFO commandstats see only these benches' writes.
+      memory: () => runChild('./memory.ts', { REDIS_URL: '' }),
+      layout: () => runChild('./layout-prototype.ts', { REDIS_URL: '', ...(args.quick ? { BENCH_LAYOUT_ROUNDS: '4' } : {}) }),
+      alloc: () => runChild('./allocations.ts', { REDIS_URL: '', ...(args.quick ? { ALLOC_ROUNDS: '2' } : {}) }),
+    };
+    let failed = 0;
+    for (const name of CHILD_STEPS) {
+      if (args.skip.has(name)) {
+        console.log(`(${name} bench skipped: --skip)\n`);
+        continue;
+      }
+      failed ||= await steps[name]();
+      console.log('');
+    }
+    return failed;
   } finally {
     if (!handle.controllable) await unlinkMatching(admin, `${handle.prefix}:*`);
     admin.disconnect();
