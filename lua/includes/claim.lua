@@ -1,6 +1,7 @@
 --[[
   claim: defines claimReceipt(receiptKey, indexKey, breakerKey, countKey,
-  args, now), the whole of a claim (see claim-4.lua for what it does and
+  args, now) and createReceipt(receiptKey, indexKey, countKey, args, now):
+  claimReceipt is the whole of a claim (see claim-4.lua for what it does and
   returns), so the plain claim and a settle that carries the next call's
   claim (complete-claim-5.lua) decide by one piece of code.
 
@@ -19,8 +20,46 @@
 --- @include "int-text"
 --- @include "approval"
 
+-- The claim that creates the receipt (no receipt, tool not removed), with no
+-- TYPE read of the run index or the counting set: each refuses a wrong type at
+-- its first write, which comes before any other, and the undo of what came
+-- before is exact. The index entry is added only if new (NX), so a refused
+-- counting set takes back exactly that; an entry an earlier lifetime left gets
+-- its new score once the set has taken its write. Returns claim-4.lua's code-1
+-- reply before the breaker state, or the corrupt reply with nothing written.
+local function createReceipt(receiptKey, indexKey, countKey, args, now)
+  local lease = tonumber(args[1])
+  local ttl = lease + tonumber(args[2])
+  local leaseUntil = now + lease
+  -- Each value as text, formatted once (see includes/int-text.lua).
+  local nowText, ttlText = intText(now), intText(ttl)
+  local listed = redis.pcall('ZADD', indexKey, 'NX', nowText, receiptKey)
+  if type(listed) == 'table' and listed.err then return refusedWrite(indexKey, 'zset', listed) end
+  local refused = countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl, true)
+  if refused then
+    if listed == 1 then redis.call('ZREM', indexKey, receiptKey) end
+    return refused
+  end
+  if listed == 0 then redis.call('ZADD', indexKey, nowText, receiptKey) end
+  local fields = {
+    'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
+    'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
+    'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
+    'schema', createdSchema(args[4]) }
+  -- One HSET for all of it: each redis.call costs a script about a microsecond.
+  if args[12] and args[12] ~= '' then
+    fields[#fields + 1] = 'job:1'
+    fields[#fields + 1] = args[12]
+  end
+  redis.call('HSET', receiptKey, unpack(fields))
+  redis.call('PEXPIRE', receiptKey, ttlText)
+  keepRunKeyAtLeast(indexKey, ttl)
+  keepRunKeyAtLeast(countKey, ttl)
+  return { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
+end
+
 local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
-  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey, true)
+  local receipt, corrupt = openReceiptHash(receiptKey, true)
   if corrupt then return corrupt end
   -- As with the receipt, the read reports a wrong type itself, before anything is written.
   local breaker = redis.pcall('HMGET', breakerKey, args[9], args[10])
@@ -30,36 +69,22 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
   local rejections = tonumber(breaker[2]) or 0
 
   local reply
-  if receipt.status == 'approved' then
-    -- A person approved the call: this claim starts it (includes/approval.lua), unless the tool is removed.
-    if removal ~= '' then reply = observation(2, { status = '', attempts = 0, leaseUntil = 0, effect = '', result = '', ambiguous = '', epoch = '' }, now)
-    else reply = startApprovedLifetime(receiptKey, indexKey, countKey, receipt, args, now) end
-  elseif receipt.status ~= '' then
-    reply = observation(0, receipt, now)
-  elseif removal ~= '' then
-    reply = observation(2, receipt, now)
+  if receipt.status == '' and removal == '' then
+    reply = createReceipt(receiptKey, indexKey, countKey, args, now)
+    if reply.err then return reply end
   else
-    local lease = tonumber(args[1])
-    local ttl = lease + tonumber(args[2])
-    local leaseUntil = now + lease
-    -- Each value as text, formatted once (see includes/int-text.lua).
-    local nowText, ttlText = intText(now), intText(ttl)
-    local fields = {
-      'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
-      'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
-      'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
-      'schema', createdSchema(args[4]) }
-    -- One HSET for all of it: each redis.call costs a script about a microsecond.
-    if args[12] and args[12] ~= '' then
-      fields[#fields + 1] = 'job:1'
-      fields[#fields + 1] = args[12]
+    -- Only a creating claim checks the run's keys by its writes; every other answer reads their types.
+    local bad = wrongType(indexKey, 'zset') or wrongType(countKey, 'zset')
+    if bad then return bad end
+    if receipt.status == 'approved' then
+      -- A person approved the call: this claim starts it (includes/approval.lua), unless the tool is removed.
+      if removal ~= '' then reply = observation(2, { status = '', attempts = 0, leaseUntil = 0, effect = '', result = '', ambiguous = '', epoch = '' }, now)
+      else reply = startApprovedLifetime(receiptKey, indexKey, countKey, receipt, args, now) end
+    elseif receipt.status ~= '' then
+      reply = observation(0, receipt, now)
+    else
+      reply = observation(2, receipt, now)
     end
-    redis.call('HSET', receiptKey, unpack(fields))
-    redis.call('PEXPIRE', receiptKey, ttlText)
-    redis.call('ZADD', indexKey, nowText, receiptKey)
-    keepRunKeyAtLeast(indexKey, ttl)
-    countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
-    reply = { 1, 'running', 1, 0, lease, args[4], '', '', now, leaseUntil, args[11] }
   end
   reply[#reply + 1] = removal
   reply[#reply + 1] = rejections

@@ -1,7 +1,7 @@
 --[[
   fenced: defines effectIsOpaque(receipt, requested), stillAt(receipt,
   status, attempts, epoch), holdsFence(receipt, attempt, epoch),
-  openFenced(receiptKey, indexKey, countKey, attempt, epoch, now) and
+  openFenced(receiptKey, indexKey, attempt, epoch, now) and
   flagAmbiguous(key, receipt, now): the compares of every compare-and-set on
   a receipt table read by readReceipt (from observe-receipt), the guarded,
   fenced read complete opens with (a function of its keys, since a batch
@@ -22,10 +22,12 @@
   holdsFence  true when the receipt is running at exactly `attempt` of
               lifetime `epoch`: the caller's attempt still owns it. A missing
               receipt never does.
-  openFenced  openReceipt(receiptKey, indexKey, countKey); returns the receipt,
-              then the reply to return instead: the corrupt-receipt error, or
-              the code-0 observation when the caller's attempt does not hold
-              the fence (nil when it does).
+  openFenced  the checks of openReceipt for receiptKey and indexKey (the
+              caller checks the run's counting set itself: complete by the
+              settle's first write, see settleReceipt's `unchecked`); returns
+              the receipt, then the reply to return instead: the
+              corrupt-receipt error, or the code-0 observation when the
+              caller's attempt does not hold the fence (nil when it does).
   flagAmbiguous  sets ambiguous_ms = now on receipt hash `key` unless it is
               set (HSETNX: the first time sticks, see isFlagged in
               observe-receipt), reads it back into receipt.ambiguous, and
@@ -46,8 +48,10 @@ local function holdsFence(receipt, attempt, epoch)
   return stillAt(receipt, 'running', attempt, epoch)
 end
 
-local function openFenced(receiptKey, indexKey, countKey, attempt, epoch, now)
-  local receipt, corrupt = openReceipt(receiptKey, indexKey, countKey)
+local function openFenced(receiptKey, indexKey, attempt, epoch, now)
+  local bad = wrongType(indexKey, 'zset')
+  if bad then return nil, bad end
+  local receipt, corrupt = openReceiptHash(receiptKey)
   if corrupt then return nil, corrupt end
   if holdsFence(receipt, attempt, epoch) then return receipt, nil end
   return receipt, observation(0, receipt, now)

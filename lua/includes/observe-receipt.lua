@@ -1,6 +1,6 @@
 --[[
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
-  openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey),
+  openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey), refusedWrite(key, expected, reply),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
   observation(code, receipt, now), receiptSchema(), newestSchema(),
   createdSchema(effect), keptSchema(receipt), schemaVersion(text) and
@@ -47,6 +47,11 @@
 
   wrongType(key, expected)  corruptReply when `key` exists with a Redis type
     other than `expected` ('hash', 'zset'), else nil (a missing key is fine).
+
+  refusedWrite(key, expected, reply)  for a write made through redis.pcall
+    in place of a TYPE read before it (the usual case then pays for no
+    TYPE): the corrupt reply when `reply` is a WRONGTYPE error (the write did
+    nothing), else it raises `reply`, as redis.call would have.
 
   openReceipt(receiptKey, indexKey, countKey, approved)  the guard every receipt
     transition opens with, before it writes anything: returns
@@ -156,6 +161,12 @@ local function wrongType(key, expected)
   local actual = redis.call('TYPE', key)['ok']
   if actual == 'none' or actual == expected then return nil end
   return corruptReply(key, 'is a ' .. actual .. ', not a ' .. expected)
+end
+
+local function refusedWrite(key, expected, reply)
+  if string.find(reply.err, 'WRONGTYPE', 1, true) then return wrongType(key, expected) or corruptReply(key, reply.err) end
+  -- Anything else (an out-of-memory refusal of the script's first write) fails the script as redis.call would.
+  error(reply)
 end
 
 local function openReceiptHash(receiptKey, approved)

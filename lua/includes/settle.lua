@@ -1,14 +1,16 @@
 --[[
   settle: defines settleReceipt(key, indexKey, countKey, receipt, now, ttl,
-  outcome, extra, verdict), the one way a receipt is settled once the
-  caller's attempt holds the fence: by the attempt itself (complete, fail,
+  outcome, extra, verdict, unchecked), the one way a receipt is settled once
+  the caller's attempt holds the fence: by the attempt itself (complete, fail,
   a lost claim's release) or by a verdict on it (an operator's resolve, a
   reconcile's completed or not_started). It stamps completed_ms and
   updated_ms with `now`, clears the lease, writes the outcome and the
   field, value pairs of `extra` (resolved_ms for a resolve; nil for none),
-  keeps the receipt `ttl` ms from now (the run index at least that long,
-  see keepRunKeyAtLeast in includes/ttl.lua) and counts it. One HSET and one
-  HDEL for the receipt: each redis.call costs a script about a microsecond.
+  keeps the receipt `ttl` ms from now (the run index and the counting set
+  at least that long, see keepRunKeyAtLeast in includes/ttl.lua) and counts
+  it, the counting set's write before any other (through redis.pcall, so a
+  set of the wrong type refuses the settle whole). One HSET and one HDEL for
+  the receipt: each redis.call costs a script about a microsecond.
 
   outcome  { status = 'completed', result = <JSON text, '' = no result> }:
            result stored, or deleted when '';
@@ -17,6 +19,11 @@
            deleted.
   verdict  nil for the attempt's own settle; for a verdict, its history
            entry (includes/history.lua), appended.
+
+  unchecked  true when the caller has not read the counting set's TYPE
+           (complete): a set of the wrong type then makes it return nil
+           and the corrupt reply, with nothing written. A caller that has
+           read it never meets that.
 
   Returns 2 when the attempt's own settle is late (ambiguous_ms was set:
   late_settle_ms = now and late_settle_attempt = the attempt are written,
@@ -39,7 +46,12 @@
 --- @include "ttl"
 --- @include "count"
 
-local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict)
+local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict, unchecked)
+  local result = ''
+  if outcome.status == 'completed' then result = outcome.result end
+  -- Counted first, through pcall: unchecked, the counting set's write is the one that may refuse, before any other write.
+  local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous }, now, ttl, true)
+  if refused then return nil, refused end
   local code = 1
   local nowText, ttlText = intText(now), intText(ttl)
   local set, n = { 'completed_ms', nowText, 'updated_ms', nowText }, 4
@@ -57,9 +69,7 @@ local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome
     for i = 1, #extra do set[n + i] = extra[i] end
     n = n + #extra
   end
-  local result = ''
   if outcome.status == 'completed' then
-    result = outcome.result
     if result == '' then drop[2] = 'result' else set[n + 1], set[n + 2] = 'result', result end
   else
     set[n + 1], set[n + 2], n = 'error', outcome.error, n + 2
@@ -70,9 +80,9 @@ local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome
   redis.call('HDEL', key, unpack(drop))
   redis.call('PEXPIRE', key, ttlText)
   keepRunKeyAtLeast(indexKey, ttl)
+  keepRunKeyAtLeast(countKey, ttl)
   if verdict then appendHistory(key, verdict) end
   receipt.status, receipt.result, receipt.leaseUntil = outcome.status, result, 0
-  countReceipt(countKey, key, receipt, now, ttl)
   return code
 end
 
