@@ -53,8 +53,10 @@
     TYPE): the corrupt reply when `reply` is a WRONGTYPE error (the write did
     nothing), else it raises `reply`, as redis.call would have.
 
-  openReceipt(receiptKey, indexKey, countKey, approved)  the guard every receipt
-    transition opens with, before it writes anything: returns
+  openReceipt(receiptKey, indexKey, countKey, approved)  the guard a receipt
+    transition opens with, before it writes anything (a claim that creates
+    and a complete check the run keys by their first writes instead, see
+    refusedWrite, and open with openReceiptHash): returns
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
     includes/count.lua) not a sorted set, the receipt has a layout newer than
