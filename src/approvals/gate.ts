@@ -11,7 +11,7 @@ import { callRedisKeys } from '../redis/keys.js';
 import { newEpoch } from '../redis/receipts/transitions/epochs.js';
 import { runScript } from '../redis/scripts/scripts.js';
 import type { AttemptJob } from '../redis/receipts/reads/record.js';
-import { attemptJobText } from '../redis/receipts/reads/record.js';
+import { attemptJobText } from '../redis/receipts/transitions/claim.js';
 import { pendingApprovalsRedisKey } from './keys.js';
 import { AuditLog } from '../redis/operators/audit-log.js';
 import type { ApprovalContext, ApprovalRule } from './types.js';

@@ -97,7 +97,7 @@ export {
   type ScriptDefinition,
   type ScriptIncludeProblem,
 } from './scripts/scripts.js';
-export { type ClaimObservation } from './receipts/transitions/observation.js';
+export { type ClaimObservation } from './receipts/channel.js';
 export {
   NoClusterMastersError,
   InvalidRedisConnectionError,

@@ -172,6 +172,34 @@ export function callRedisKeys(prefix: string, key: ToolCallReceiptKey): CallKeys
   return [receiptKeyIn(prefix, tag, key), runKey(prefix, 'run', tag), runKey(prefix, 'brk', tag), runKey(prefix, 'cnt', tag)];
 }
 
+/** Shards of the run registry per prefix. Fixed: every process of a fleet must agree on it. */
+export const RUN_REGISTRY_SHARDS = 16;
+
+/** FNV-1a over UTF-16 code units: cheap, and the same in every process. */
+function registryShardOf(encodedTenant: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < encodedTenant.length; i++) {
+    hash ^= encodedTenant.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % RUN_REGISTRY_SHARDS;
+}
+
+/** Key of run registry shard `n` under `prefix`. */
+export function runRegistryRedisKey(prefix: string, shard: number): string {
+  return `${prefix}:runs:{runs-${shard}}`;
+}
+
+/** The run registry shard that holds `tenantId`'s runs (a hash of the encoded tenant picks it). */
+export function runRegistryShardKey(prefix: string, tenantId: string): string {
+  return runRegistryRedisKey(prefix, registryShardOf(encodeKeyComponent(tenantId)));
+}
+
+/** A run's member in the run registry: the text inside its hash tag, `<tenant>|<run>` percent-encoded. */
+export function runRegistrationTag(tenantId: string, runId: string): string {
+  return `${encodeKeyComponent(tenantId)}|${encodeKeyComponent(runId)}`;
+}
+
 /** The per-tool fields of a run's breaker hash. */
 export type BreakerFieldKind = 'failures' | 'rejections' | 'removed';
 

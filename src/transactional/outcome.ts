@@ -5,7 +5,7 @@
  * (`pg_xact_status`), for the runner.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fromStoredJson } from '../redis/receipts/stored-json.js';
+import { fromStoredJson } from '../redis/receipts/channel.js';
 import type { TransactionalDatabase } from './database.js';
 
 /** A committed outcome row: the one attempt of the lifetime whose transaction committed. */

@@ -10,7 +10,7 @@
  * with it) is ended by the server after `idle_in_transaction_session_timeout`.
  */
 import { checkOptions, oneOf, wholeNumber, MAX_TIMER_MS, type OptionsSchema } from '../core/options.js';
-import { NO_VALUE, fromStoredJson, toStoredJson } from '../redis/receipts/stored-json.js';
+import { NO_VALUE, fromStoredJson, toStoredJson } from '../redis/receipts/channel.js';
 import { SQLSTATE, sqlState, type IsolationLevel, type TransactionalDatabase } from './database.js';
 import {
   InvalidTransactionalAttemptError,

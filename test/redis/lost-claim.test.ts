@@ -6,12 +6,11 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { callRedisKeys } from '../../src/redis/keys.js';
-import { parseObservation } from '../../src/redis/receipts/transitions/observation.js';
-import { runClaim } from '../../src/redis/receipts/transitions/claim.js';
-import { claimRequest, type ClaimChannel } from '../../src/redis/receipts/transitions/claim-request.js';
+import { parseObservation, ReceiptsChannel, type CommandSite } from '../../src/redis/receipts/channel.js';
+import { claimRequest, runClaim } from '../../src/redis/receipts/transitions/claim.js';
 import { runScript } from '../../src/redis/scripts/scripts.js';
 import { RedisTimeoutError } from '../../src/redis/index.js';
-import { stepOfScript, unreachableErrorOf } from '../../src/redis/connection/unreachable.js';
+import { keyspaceSettings } from '../../src/redis/settings.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
@@ -93,22 +92,18 @@ describe.skipIf(!faultTestsSupported())('a takeover whose reply was lost', () =>
     const redis = new Redis(fixture.handle().url, { commandTimeout: 300, maxRetriesPerRequest: 1 });
     await redis.ping();
     let froze = false;
-    const channel: ClaimChannel = {
-      retentionMs: RETENTION,
-      durability: undefined,
-      async call(script, keys, args) {
+    class FreezingChannel extends ReceiptsChannel {
+      override async call(script: string, keys: readonly string[], args: readonly (string | number)[], site?: CommandSite) {
         if (script === 'reclaim' && !froze) {
           froze = true;
           await fixture.handle().pause();
           setTimeout(() => void fixture.handle().resume(), 1_200);
         }
-        try {
-          return await runScript(redis, script, keys, args);
-        } catch (error) {
-          throw unreachableErrorOf(error, { redisKey: keys[0] ?? '', step: stepOfScript(script) });
-        }
-      },
-    };
+        return super.call(script, keys, args, site);
+      }
+    }
+    const settings = keyspaceSettings({ prefix: store.prefix, retentionMs: RETENTION, owner: 'w1', groupCommit: false });
+    const channel = new FreezingChannel(redis, settings, 'the test');
     const request = claimRequest(
       key,
       callRedisKeys(store.prefix, key),

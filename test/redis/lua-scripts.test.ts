@@ -6,12 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakerField } from '../../src/redis/keys.js';
-import {
-  parseClaimObservation,
-  parseObservation,
-  type ClaimObservation,
-  type Observation,
-} from '../../src/redis/receipts/transitions/observation.js';
+import { parseClaimObservation, parseObservation, type ClaimObservation, type Observation } from '../../src/redis/receipts/channel.js';
 import { packageScripts, runScript, scriptSource } from '../../src/redis/scripts/scripts.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 

@@ -7,7 +7,7 @@
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { breakerField } from '../../src/redis/keys.js';
-import { parseClaimObservation } from '../../src/redis/receipts/transitions/observation.js';
+import { parseClaimObservation } from '../../src/redis/receipts/channel.js';
 import { runScript } from '../../src/redis/scripts/scripts.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ReceiptValueNotSerializableError } from '../../src/redis/errors.js';
-import { toStoredJson } from '../../src/redis/receipts/stored-json.js';
+import { toStoredJson } from '../../src/redis/receipts/channel.js';
 
 describe('toStoredJson', () => {
   it('property: JSON values, flat or nested, are written as JSON.stringify writes them', () => {

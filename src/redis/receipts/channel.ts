@@ -1,16 +1,32 @@
 /**
  * The one channel a receipts keyspace talks to Redis through, shared by all
  * its parts: the checked connection, the frozen settings, group commit, one
- * durability waiter, and one mapping of what Redis threw into typed errors.
+ * durability waiter, one mapping of what Redis threw into typed errors, the
+ * fenced write, the observation every receipt script answers, and values
+ * (results, steps) as the receipt stores them.
+ * Over 300 lines: it is the one wire of every receipt transition, what goes
+ * out and what comes back, kept together so no part speaks it differently.
  */
+import type { EffectResumability, ReceiptState } from '../../core/decision.js';
+import { assertWellFormedNames, type ToolCallReceiptKey } from '../../core/identity.js';
 import { checkOptions, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../connection/connection.js';
 import { stepOfScript, unreachableErrorOf } from '../connection/unreachable.js';
-import { DurabilityWaiter } from '../durability/durability.js';
+import { DurabilityWaiter, type DurableWrite } from '../durability/durability.js';
 import { GroupCommit } from '../durability/group-commit.js';
-import { corruptReceiptErrorOf } from '../errors.js';
+import {
+  corruptReceiptErrorOf,
+  FencedOutError,
+  InvalidReceiptInputError,
+  ReceiptValueNotSerializableError,
+  UnexpectedScriptReplyError,
+  type AttemptFence,
+  type ObservedFence,
+  type ReceiptStatus,
+} from '../errors.js';
+import { callRedisKeys, type CallKeys } from '../keys.js';
 import { runScript } from '../scripts/scripts.js';
-import { keyspaceSettings, type KeyspaceSettings, type KeyspaceSettingsInput } from '../settings.js';
+import { keyspaceSettings, positiveInt, type KeyspaceSettings, type KeyspaceSettingsInput } from '../settings.js';
 
 /** Where a failed command was: its key and the step (default: the key a script was sent for, and the script's step). */
 export interface CommandSite {
@@ -85,4 +101,260 @@ export class ReceiptsChannel {
   typed(error: unknown, site: { readonly redisKey: string; readonly step: string }): unknown {
     return unreachableErrorOf(corruptReceiptErrorOf(error, site.redisKey), site);
   }
+
+  /** Runs a receipt script ({@link call}) and parses what it saw. */
+  async observe(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
+    return parseObservation(script, await this.call(script, keys, args));
+  }
+
+  /**
+   * The receipt, run index, breaker hash and counting set of a call: the
+   * KEYS of claim and complete. A name that is not well-formed Unicode
+   * throws `MalformedNameError` before anything is sent.
+   */
+  callKeys(key: ToolCallReceiptKey): CallKeys {
+    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
+    return callRedisKeys(this.settings.prefix, key);
+  }
+
+  /** The receipt, the run index and the run's counting set: the KEYS of every other transition. */
+  transitionKeys(key: ToolCallReceiptKey): [string, string, string] {
+    const [receipt, index, , count] = this.callKeys(key);
+    return [receipt, index, count];
+  }
+
+  /**
+   * Runs a transition fenced on `fence` (its attempt first in ARGV, its
+   * epoch last): codes 1 and 2 are its successes, anything else a fence
+   * refusal (`FencedOutError`, nothing written). Waits for durability.
+   */
+  async fenced(
+    operation: DurableWrite,
+    script: string,
+    keys: readonly [string, ...string[]],
+    fence: AttemptFence,
+    args: readonly (string | number)[],
+  ): Promise<Observation> {
+    checkFence(fence);
+    const seen = await this.observe(script, keys, [fence.attempt, ...args, fence.epoch]);
+    const mark = this.durability?.mark(keys[0]);
+    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
+    await this.durability?.require(operation, keys[0], mark);
+    return seen;
+  }
+}
+
+/** Checks a fence before it is sent: a whole attempt number >= 1 and an epoch string. */
+export function checkFence(fence: AttemptFence): void {
+  if (typeof fence !== 'object' || fence === null) {
+    throw new InvalidReceiptInputError('a fenced write needs the fence { attempt, epoch } its claim returned');
+  }
+  positiveInt(fence.attempt, 'attempt');
+  if (typeof fence.epoch !== 'string') {
+    throw new InvalidReceiptInputError(`the fence's epoch must be the string its claim returned, got ${typeof fence.epoch}`);
+  }
+}
+
+// What every receipt script answers: the observation (lua/includes/observe-receipt.lua).
+
+/** What a script saw (or left) in a receipt, on the server clock. */
+export interface Observation {
+  readonly code: number;
+  /** `null` when no receipt exists. */
+  readonly status: ReceiptStatus | null;
+  readonly attempts: number;
+  readonly leaseExpired: boolean;
+  readonly leaseRemainingMs: number;
+  /** Stored effect; `null` when absent or unreadable. */
+  readonly effect: EffectResumability | null;
+  /** JSON text of the result when completed, `''` when none. */
+  readonly resultText: string;
+  readonly ambiguousMs: number | null;
+  readonly nowMs: number;
+  readonly leaseUntilMs: number | null;
+  /** The lifetime's epoch; `''` when absent (no receipt, or one written before epochs existed). */
+  readonly epoch: string;
+}
+
+const STATUSES: readonly string[] = ['running', 'completed', 'failed'];
+
+/** How many fields an observation reply has (see lua/includes/observe-receipt.lua). */
+const OBSERVATION_FIELDS = 11;
+
+function text(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number') return String(value);
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return '';
+}
+
+function int(value: unknown, script: string, reply: unknown): number {
+  const n = typeof value === 'number' ? value : Number(text(value));
+  if (!Number.isSafeInteger(n)) throw new UnexpectedScriptReplyError(script, reply);
+  return n;
+}
+
+/** Parses `{ code, status, attempts, expired, remaining, effect, result, ambiguous_ms, now, lease_until, epoch }`. */
+export function parseObservation(script: string, reply: unknown): Observation {
+  if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS) throw new UnexpectedScriptReplyError(script, reply);
+  return observationFields(script, reply);
+}
+
+/** What the claim script returns: the observation, then the tool's breaker state in the run. */
+export interface ClaimObservation extends Observation {
+  /** The tool's removal reason for the run; `null` when it is not removed. */
+  readonly toolRemoval: string | null;
+  /** The tool's current streak of consecutive rejections in the run (0 when unset). */
+  readonly rejectionStreak: number;
+}
+
+/**
+ * Parses the claim script's reply: the observation fields, then
+ * `removal` (text, `''` when none) and `rejections` (a non-negative integer).
+ * Codes are 0 (exists), 1 (created) and 2 (tool removed, no receipt); code 1
+ * and 2 only ever come with the state they imply.
+ */
+export function parseClaimObservation(script: string, reply: unknown): ClaimObservation {
+  if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS + 2) throw new UnexpectedScriptReplyError(script, reply);
+  const removal = reply[OBSERVATION_FIELDS];
+  if (typeof removal !== 'string' && !Buffer.isBuffer(removal)) throw new UnexpectedScriptReplyError(script, reply);
+  const rejectionStreak = int(reply[OBSERVATION_FIELDS + 1], script, reply);
+  if (rejectionStreak < 0) throw new UnexpectedScriptReplyError(script, reply);
+  const removalText = text(removal);
+  const observed = observationFields(script, reply, removalText === '' ? null : removalText, rejectionStreak);
+  const consistent =
+    observed.code === 0
+      ? observed.status !== null
+      : observed.code === 1
+        ? observed.status === 'running' && removalText === '' && observed.epoch !== ''
+        : observed.code === 2 && observed.status === null && removalText !== '';
+  if (!consistent) throw new UnexpectedScriptReplyError(script, reply);
+  return observed;
+}
+
+/**
+ * The observation fields of a reply whose length the caller has checked.
+ * Every observation is built with the claim's two breaker fields (neutral
+ * for other scripts), so one object shape serves both: spreading an
+ * observation into a claim's cost every claim a few microseconds.
+ */
+function observationFields(
+  script: string,
+  reply: readonly unknown[],
+  toolRemoval: string | null = null,
+  rejectionStreak = 0,
+): ClaimObservation {
+  const status = text(reply[1]);
+  if (status !== '' && !STATUSES.includes(status)) throw new UnexpectedScriptReplyError(script, reply);
+  const effect = text(reply[5]);
+  const ambiguous = text(reply[7]);
+  const leaseUntil = int(reply[9], script, reply);
+  return {
+    code: int(reply[0], script, reply),
+    status: status === '' ? null : (status as ReceiptStatus),
+    attempts: int(reply[2], script, reply),
+    leaseExpired: int(reply[3], script, reply) === 1,
+    leaseRemainingMs: int(reply[4], script, reply),
+    effect: effect === 'resumable' || effect === 'opaque' ? effect : null,
+    resultText: text(reply[6]),
+    ambiguousMs: ambiguous === '' ? null : int(ambiguous, script, reply),
+    nowMs: int(reply[8], script, reply),
+    leaseUntilMs: leaseUntil > 0 ? leaseUntil : null,
+    epoch: text(reply[10]),
+    toolRemoval,
+    rejectionStreak,
+  };
+}
+
+/** The core's view of an observation. */
+export function toReceiptState(observation: Observation): ReceiptState {
+  switch (observation.status) {
+    case null:
+      return { kind: 'absent' };
+    case 'completed':
+      return { kind: 'completed' };
+    case 'failed':
+      return { kind: 'failed', attempts: observation.attempts };
+    case 'running':
+      return {
+        kind: 'running',
+        attempts: observation.attempts,
+        leaseExpired: observation.leaseExpired,
+        reportedAmbiguous: observation.ambiguousMs !== null,
+      };
+  }
+}
+
+/** Status, attempts and epoch, for a fence error; `null` when absent. */
+export function toFence(observation: Observation): ObservedFence | null {
+  return observation.status === null ? null : { status: observation.status, attempts: observation.attempts, epoch: observation.epoch };
+}
+
+// Values kept in a receipt (results and step values) as JSON text.
+// `JSON.stringify` quietly turns a `Map` into `{}`, `NaN` into `null` and drops
+// functions; a replayed result or a resumed step built from that text would be
+// a different value from the one the tool produced. This refuses those values
+// instead, before anything is written.
+
+/** `undefined` at the top level: no value. Stored as an absent field, read back as `undefined`. */
+export const NO_VALUE = '';
+
+/**
+ * JSON text of `value`, or {@link NO_VALUE} for `undefined`. `toJSON` is
+ * honoured (a `Date` becomes its ISO string). `undefined` inside an object is
+ * dropped and inside an array becomes `null`, exactly as in `JSON.stringify`.
+ * Throws {@link ReceiptValueNotSerializableError} for functions, symbols,
+ * `BigInt`, `Map`, `Set`, weak collections, non-finite numbers and cycles.
+ */
+export function toStoredJson(value: unknown, what: string): string {
+  if (value === undefined) return NO_VALUE;
+  // The wrapper's results ({ content, is_error? }) and most step values take this path:
+  // nothing in them JSON could alter, so no replacer needs to visit every key.
+  if (isFlatJsonValue(value)) return JSON.stringify(value);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value, function replacer(this: unknown, key: string, v: unknown) {
+      const where = key === '' ? 'the value' : `property ${JSON.stringify(key)}`;
+      switch (typeof v) {
+        case 'function':
+        case 'symbol':
+        case 'bigint':
+          throw new ReceiptValueNotSerializableError(what, `${where} is a ${typeof v}`);
+        case 'number':
+          if (!Number.isFinite(v)) throw new ReceiptValueNotSerializableError(what, `${where} is ${v}`);
+          return v;
+        case 'object':
+          if (v instanceof Map || v instanceof Set || v instanceof WeakMap || v instanceof WeakSet) {
+            throw new ReceiptValueNotSerializableError(what, `${where} is a ${v.constructor.name}`);
+          }
+          return v;
+        default:
+          return v;
+      }
+    });
+  } catch (err) {
+    if (err instanceof ReceiptValueNotSerializableError) throw err;
+    throw new ReceiptValueNotSerializableError(what, (err as Error).message, { cause: err });
+  }
+  if (text === undefined) throw new ReceiptValueNotSerializableError(what, 'JSON.stringify produced nothing');
+  return text;
+}
+
+/** A string, boolean, null or finite number: JSON writes it exactly as it is. */
+const isExactScalar = (v: unknown): boolean =>
+  v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+
+/** An exact scalar, or a plain object whose own enumerable values all are. */
+function isFlatJsonValue(value: unknown): boolean {
+  if (isExactScalar(value)) return true;
+  if (typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const key of Object.keys(value as object)) {
+    if (!isExactScalar((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
+}
+
+/** Parses text written by {@link toStoredJson}; {@link NO_VALUE} reads back as `undefined`. */
+export function fromStoredJson(text: string): unknown {
+  return text === NO_VALUE ? undefined : JSON.parse(text);
 }

@@ -2,7 +2,8 @@
  * The shapes the receipt store's methods take and return.
  */
 import type { EffectResumability, ReceiptDecision, ReceiptEffect, ReceiptState } from '../../core/decision.js';
-import type { AttemptFence } from '../errors.js';
+import type { ToolCallReceiptKey } from '../../core/identity.js';
+import type { AttemptFence, CorruptReceiptError, ReceiptVersionError } from '../errors.js';
 import type { AttemptJob } from './reads/record.js';
 
 /** Options of one {@link ReceiptStore.claim}. */
@@ -134,4 +135,37 @@ export interface HeartbeatResult {
    * claims) until the attempt settles late or an operator resolves it.
    */
   readonly contested: boolean;
+}
+
+/** The options of a walk for ambiguous receipts (`ReceiptQueries.listAmbiguous`, `ReceiptQueries.scanAmbiguous`). */
+export type AmbiguousWalkOptions = {
+  count?: number;
+  onCorrupt?: (error: CorruptReceiptError) => void;
+  onNewer?: (error: ReceiptVersionError) => void;
+};
+
+/** One call's claim, ready to send: its keys and the claim script's arguments (built by `claimRequest`). */
+export interface ClaimRequest {
+  readonly key: ToolCallReceiptKey;
+  /** Receipt, run index, breaker hash, counting set: the KEYS of claim-4.lua. */
+  readonly keys: readonly [string, string, string, string];
+  /** ARGV of claim-4.lua, with the epoch a receipt this claim creates gets. */
+  readonly args: readonly (string | number)[];
+  readonly effect: ReceiptEffect;
+  readonly leaseMs: number;
+  readonly owner: string;
+  /** The attempt's job as stored (`''` for none), for a reclaim. */
+  readonly job: string;
+  /**
+   * The epoch minted for this claim: the lifetime's epoch when the claim
+   * creates the receipt, and the token a takeover stores, so a claim whose
+   * reply is lost can release exactly the attempt it started.
+   */
+  readonly token: string;
+}
+
+/** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */
+export interface LostClaim {
+  readonly request: ClaimRequest;
+  readonly fence: AttemptFence;
 }

@@ -10,7 +10,8 @@
  *
  * A store registers a run before the claim that could create its first
  * receipt, and the claim waits for it, so a run with a receipt is always
- * registered. Each process re-registers a run at most once a minute. An entry
+ * registered. Each process re-registers a run at most once a minute (the
+ * call side, `ReceiptStore`, remembers what it registered). An entry
  * goes only when its run's counting set is gone and it was registered more
  * than {@link REGISTRATION_GRACE_MS} ago: the grace covers a registration
  * whose claim has not landed yet, so pruning can never drop a run that still
@@ -18,20 +19,13 @@
  */
 import { receiptsConnection, type ReceiptsConnection, type RedisConnection } from '../connection/connection.js';
 import { zrangeWithScores } from '../connection/clients/commands.js';
-import { encodeKeyComponent } from '../keys.js';
+import { encodeKeyComponent, RUN_REGISTRY_SHARDS, runRegistrationTag, runRegistryRedisKey, runRegistryShardKey } from '../keys.js';
 import { runScript } from '../scripts/scripts.js';
 
-/** Shards per prefix. Fixed: every process of a fleet must agree on it. */
-export const RUN_REGISTRY_SHARDS = 16;
+export { RUN_REGISTRY_SHARDS, runRegistryRedisKey, runRegistryShardKey } from '../keys.js';
 
 /** How old an entry whose counting set is gone must be before it is dropped (1 h). */
 export const REGISTRATION_GRACE_MS = 3_600_000;
-
-/** How long a process trusts its own registration of a run before it sends it again (1 min). */
-const REREGISTER_AFTER_MS = 60_000;
-
-/** Runs a process remembers registering; past it, the memory starts over (a few more ZADDs, nothing lost). */
-const REMEMBERED_RUNS = 10_000;
 
 /** One registered run. */
 export interface RegisteredRun {
@@ -43,26 +37,6 @@ export interface RegisteredRun {
   readonly shardKey: string;
 }
 
-/** FNV-1a over UTF-16 code units: cheap, and the same in every process. */
-function shardOf(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % RUN_REGISTRY_SHARDS;
-}
-
-/** Key of registry shard `n` under `prefix`. */
-export function runRegistryRedisKey(prefix: string, shard: number): string {
-  return `${prefix}:runs:{runs-${shard}}`;
-}
-
-/** The registry shard that holds `tenantId`'s runs. */
-export function runRegistryShardKey(prefix: string, tenantId: string): string {
-  return runRegistryRedisKey(prefix, shardOf(encodeKeyComponent(tenantId)));
-}
-
 /** A member that can be a run's hash tag: two encoded components (no decoding: stats reads thousands). */
 const TAG = /^[A-Za-z0-9._~%-]*\|[A-Za-z0-9._~%-]*$/;
 
@@ -71,8 +45,6 @@ const PAGE = 5_000;
 
 /** Registers runs under one prefix and lists them. */
 export class RunRegistry {
-  private readonly registered = new Map<string, { at: number; done: Promise<void> }>();
-
   private readonly redis: ReceiptsConnection;
 
   constructor(
@@ -83,22 +55,16 @@ export class RunRegistry {
   }
 
   /**
-   * Makes sure the run is registered before a claim may create its first
-   * receipt. Resolves at once when this process registered it in the last
-   * minute (unless `force`); concurrent calls for one run share one write.
+   * Registers the run (or refreshes its registration), as a claim does
+   * before it may create the run's first receipt (the call side remembers
+   * which runs it registered in the last minute, so a claim sends it at most
+   * once a minute per run and process). Every call sends it: `force` is
+   * kept so callers of earlier releases, which remembered here, still
+   * compile.
    */
-  register(tenantId: string, runId: string, force = false): Promise<void> {
-    const tenant = encodeKeyComponent(tenantId);
-    const tag = `${tenant}|${encodeKeyComponent(runId)}`;
-    const now = Date.now();
-    const known = this.registered.get(tag);
-    if (!force && known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
-    if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
-    const done = runScript(this.redis, 'register-run', [runRegistryRedisKey(this.prefix, shardOf(tenant))], [tag]).then(() => undefined);
-    this.registered.set(tag, { at: now, done });
-    // A failed write is forgotten, so the next claim of the run tries again.
-    done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));
-    return done;
+  async register(tenantId: string, runId: string, force?: boolean): Promise<void> {
+    void force;
+    await runScript(this.redis, 'register-run', [runRegistryShardKey(this.prefix, tenantId)], [runRegistrationTag(tenantId, runId)]);
   }
 
   /** Every registered run, or only `tenantId`'s, a page at a time. */

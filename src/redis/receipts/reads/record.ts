@@ -14,7 +14,7 @@ import {
   type ApprovalStatus,
   type ReceiptRecordStatus,
 } from '../../errors.js';
-import { fromStoredJson } from '../stored-json.js';
+import { fromStoredJson } from '../channel.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
 export type { ApprovalStatus, ReceiptRecordStatus } from '../../errors.js';
@@ -91,11 +91,7 @@ export interface ReconcileRecord {
   readonly note: string | null;
 }
 
-/** The stored form of an {@link AttemptJob}. */
-export function attemptJobText(job: AttemptJob): string {
-  return JSON.stringify({ queue: job.queue, prefix: job.prefix, id: job.id });
-}
-
+/** An {@link AttemptJob} as stored (`attemptJobText` in `transitions/claim.ts`), or `null` for a field that is not one. */
 function parseAttemptJob(text: string): AttemptJob | null {
   try {
     const v = JSON.parse(text) as Partial<AttemptJob>;

@@ -1,93 +1,137 @@
 /**
- * The claim of a receipt, out of the store: the observe / compare-and-set
- * rounds that turn what a claim script saw into a decision (the request they
- * send is built in `claim-request.ts`). One piece of code for both ways a claim starts: the claim
- * script on its own, or a settle that carried the next call's claim
- * (`complete-claim-5.lua`), whose answer is then handed in as the first
- * round's.
+ * One call's claim, from its request to its decision: the request (keys,
+ * arguments, the minted epoch), the observe / compare-and-set rounds that
+ * turn what the claim script saw into a decision, and the release of an
+ * attempt whose reply was lost. One piece of code for both ways a claim
+ * starts: the claim script on its own, or a write that carried it
+ * (`claims-ahead.ts`), whose answer is then handed in as the first round's.
  */
-import {
-  decideToolCallReceipt,
-  effectForClaim,
-  type EffectResumability,
-  type ReceiptEffect,
-  type ReceiptState,
-} from '../../../core/decision.js';
+import { randomBytes } from 'node:crypto';
+import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
+import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { parseClaimObservation, parseObservation, toReceiptState, type ClaimObservation, type Observation } from './observation.js';
-import type { ClaimResult } from '../store-types.js';
-import { fromStoredJson } from '../stored-json.js';
-import { releasingLostClaims } from './lost-claims.js';
-import type { ClaimChannel, ClaimRequest } from './claim-request.js';
+import { breakerField } from '../../keys.js';
+import { positiveInt } from '../../settings.js';
+import {
+  type ClaimObservation,
+  fromStoredJson,
+  type Observation,
+  parseClaimObservation,
+  type ReceiptsChannel,
+  toReceiptState,
+} from '../channel.js';
+import type { AttemptJob } from '../reads/record.js';
+import type { ClaimOptions, ClaimRequest, ClaimResult, LostClaim } from '../store-types.js';
+import { releaseLostClaim, releaseUnacknowledged } from './lost-claims.js';
+
+/** Checks a claim's options and builds its keys and arguments (minting the epoch). */
+export function claimRequest(
+  key: ToolCallReceiptKey,
+  keys: readonly [string, string, string, string],
+  options: ClaimOptions,
+  defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string },
+): ClaimRequest {
+  if (options.effect !== 'resumable' && options.effect !== 'opaque' && options.effect !== 'transactional') {
+    throw new InvalidReceiptInputError(`effect must be 'resumable', 'opaque' or 'transactional', got ${String(options.effect)}`);
+  }
+  const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
+  const owner = options.owner ?? defaults.owner;
+  const job = options.job ? attemptJobText(options.job) : '';
+  // The epoch a receipt this claim creates gets (unguessable, so no stale fence can name it),
+  // and the token a takeover stores.
+  const token = newEpoch(keys[0]);
+  const args = [
+    leaseMs,
+    defaults.retentionMs,
+    owner,
+    options.effect,
+    key.tenantId,
+    key.runId,
+    key.toolName,
+    key.argsHash,
+    breakerField(key.toolName, 'removed'),
+    breakerField(key.toolName, 'rejections'),
+    token,
+    job,
+  ];
+  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
+}
+
+/** The stored form of an {@link AttemptJob} (`job:<attempt>`). */
+export function attemptJobText(job: AttemptJob): string {
+  return JSON.stringify({ queue: job.queue, prefix: job.prefix, id: job.id });
+}
+
+const EPOCH_BYTES = 12;
+/** Epochs drawn from the generator per refill. */
+const POOL_EPOCHS = 256;
+/** Characters of an epoch's random part (12 bytes as base64url); 4 characters of its check follow. */
+export const EPOCH_RANDOM_CHARS = 16;
+
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+/**
+ * The check that ties an epoch's random part to its receipt: FNV-1a over
+ * UTF-16 code units, folded to 24 bits, as 4 base64url characters (cheap,
+ * and the same in every process).
+ */
+export function epochCheck(redisKey: string, random: string): string {
+  let hash = 0x811c9dc5;
+  const text = `${redisKey}\n${random}`;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  hash >>>= 0;
+  const folded = (hash >>> 24) ^ (hash & 0xffffff);
+  return Buffer.from([folded >>> 16, (folded >>> 8) & 0xff, folded & 0xff]).toString('base64url');
+}
+
+/**
+ * A new lifetime epoch for the receipt under `redisKey`: 12 bytes from the
+ * CSPRNG as base64url (unguessable, so no stale fence can name a lifetime it
+ * did not see), then the 4 characters of its {@link epochCheck}, so
+ * `epochOrigin` can tell an epoch once minted for this receipt from a
+ * mistyped one or another receipt's. The bytes are drawn 256 epochs at a
+ * time: one `randomBytes` call per claim was a measurable share of a
+ * claim's CPU. Each byte is used once.
+ */
+export function newEpoch(redisKey: string): string {
+  if (offset + EPOCH_BYTES > pool.length) {
+    pool = randomBytes(EPOCH_BYTES * POOL_EPOCHS);
+    offset = 0;
+  }
+  const random = pool.toString('base64url', offset, offset + EPOCH_BYTES);
+  offset += EPOCH_BYTES;
+  return random + epochCheck(redisKey, random);
+}
+
+/**
+ * Runs `send` (a claim, or a write carrying claims); when Redis does not
+ * answer it, releases every attempt it may have started (`lost()`, see
+ * `lost-claims.ts`), then throws the typed error with `releases` filled in.
+ * A write the client never sent (`sent: false`), and any other error, is
+ * thrown unchanged.
+ */
+export async function releasingLostClaims<T>(ch: ReceiptsChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    // A claim the client never sent started nothing: fail at once, with nothing to release.
+    if (!(error instanceof RedisUnreachableError) || !error.sent) throw error;
+    for (const claim of lost()) error.releases.push(await releaseLostClaim(ch, claim, error));
+    throw error;
+  }
+}
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
 
-/**
- * A claim the settle of the previous call of the same turn already made
- * (see `ReceiptStore.completeAndClaim`): hand it to `ReceiptStore.claim` for
- * that call, which then decides from it instead of sending the claim script.
- * An attempt it started has been acknowledged as the store's durability asks.
- */
-export interface PrefetchedClaim {
-  /** The call it claims. */
-  readonly key: ToolCallReceiptKey;
-  readonly redisKey: string;
-  readonly effect: ReceiptEffect;
-  readonly leaseMs: number;
-  readonly owner: string;
-  /** What the claim script answered. */
-  readonly observation: ClaimObservation;
-  /**
-   * Whether the answer is the whole claim: it created the receipt (the call
-   * now owns attempt 1), the tool is removed, or the receipt it found is to
-   * be replayed or waited for. Otherwise the claim goes on with more
-   * commands (a takeover, or an ambiguous attempt to flag or settle).
-   */
-  readonly answersAlone: boolean;
-  /** Set when the answer started an attempt: its fence. */
-  readonly fence?: AttemptFence;
-}
-
 /** The fence of the attempt `request` starts when it creates the receipt: attempt 1 of the lifetime it mints. */
 export const createdFence = (request: ClaimRequest): AttemptFence => ({ attempt: 1, epoch: request.token });
-
-/** The claim script's answer for `request`, as a {@link PrefetchedClaim}. */
-export function prefetched(request: ClaimRequest, observation: ClaimObservation): PrefetchedClaim {
-  let answersAlone = observation.code !== 0;
-  if (!answersAlone) {
-    const effect = effectForClaim(observation.effect, request.effect, true);
-    const kind = decideToolCallReceipt({ state: toReceiptState(observation), effect }).kind;
-    answersAlone = kind === 'replay' || kind === 'wait' || (kind === 'execute' && observation.toolRemoval !== null);
-  }
-  const fence = observation.code === 1 ? { attempt: observation.attempts, epoch: observation.epoch } : undefined;
-  return {
-    key: request.key,
-    redisKey: request.keys[0],
-    effect: request.effect,
-    leaseMs: request.leaseMs,
-    owner: request.owner,
-    observation,
-    answersAlone,
-    fence,
-  };
-}
-
-/** Refuses a prefetched claim made for another call, or with other options than this claim's. */
-export function checkPrefetched(request: ClaimRequest, ahead: PrefetchedClaim): void {
-  if (
-    ahead.redisKey !== request.keys[0] ||
-    ahead.effect !== request.effect ||
-    ahead.leaseMs !== request.leaseMs ||
-    ahead.owner !== request.owner
-  ) {
-    throw new InvalidReceiptInputError(
-      `the prefetched claim of ${ahead.redisKey} does not match this claim of ${request.keys[0]}: pass the same call with the same effect, lease and owner`,
-    );
-  }
-}
 
 type Breaker = { toolRemoval?: string; rejectionStreak: number };
 
@@ -98,7 +142,7 @@ type Breaker = { toolRemoval?: string; rejectionStreak: number };
  * first round instead of sending the script.
  */
 export async function runClaim(
-  ch: ClaimChannel,
+  ch: ReceiptsChannel,
   request: ClaimRequest,
   settlesExpired: boolean,
   registered: Promise<unknown>,
@@ -106,7 +150,7 @@ export async function runClaim(
 ): Promise<ClaimResult> {
   const redisKey = request.keys[0];
   const keys: [string, string, string] = [request.keys[0], request.keys[1], request.keys[3]];
-  const run = async (script: string, args: readonly (string | number)[]) => parseObservation(script, await ch.call(script, keys, args));
+  const run = (script: string, args: readonly (string | number)[]) => ch.observe(script, keys, args);
   let seen: Observation | null = null;
   let pending = first;
   // The breaker as the latest claim script read it.
@@ -174,7 +218,7 @@ export async function runClaim(
               observed.status ?? '',
               observed.attempts,
               request.leaseMs,
-              ch.retentionMs,
+              ch.settings.retentionMs,
               request.owner,
               observed.epoch,
               request.effect,
@@ -196,7 +240,7 @@ export async function runClaim(
           const lostFence = { attempt: seen.attempts, epoch: seen.epoch };
           return { decision, state, effect, redisKey, leaseRemainingMs: 0, lostFence, ...breaker };
         }
-        const flagged = await run('flag-ambiguous', [seen.attempts, ch.retentionMs, seen.epoch, request.effect]);
+        const flagged = await run('flag-ambiguous', [seen.attempts, ch.settings.retentionMs, seen.epoch, request.effect]);
         if (flagged.code === 1 || flagged.code === 2) {
           return {
             decision,
@@ -232,7 +276,7 @@ function executing(state: ReceiptState, won: Observation, effect: EffectResumabi
 
 /** The execute result, once the claim that started its attempt is acknowledged. */
 async function durableClaim(
-  ch: ClaimChannel,
+  ch: ReceiptsChannel,
   request: ClaimRequest,
   result: ClaimResult,
   mark: WriteMark | undefined,
@@ -248,28 +292,4 @@ async function durableClaim(
     throw error;
   }
   return result;
-}
-
-/**
- * An attempt whose claim was not acknowledged: its effect never starts, so
- * settle it as failed `neverStarted` (acknowledged or not: a failover that
- * loses this write loses the claim with it). Never throws.
- */
-export async function releaseUnacknowledged(
-  ch: ClaimChannel,
-  request: ClaimRequest,
-  fence: AttemptFence,
-  cause: ReceiptNotDurableError,
-): Promise<void> {
-  const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
-  try {
-    const seen = parseObservation(
-      'fail',
-      await ch.call('fail', keys, [fence.attempt, cause.message, 'neverStarted', ch.retentionMs, fence.epoch]),
-    );
-    const mark = ch.durability?.mark(keys[0]);
-    if (seen.code === 1 || seen.code === 2) await ch.durability?.acknowledged(mark);
-  } catch {
-    // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
-  }
 }

@@ -8,23 +8,89 @@
  * the write started is settled as failed `neverStarted` before the error is
  * thrown, so an unacknowledged claim never starts its effect.
  */
-import { ReceiptNotDurableError } from '../../durability/durability.js';
-import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { parseClaimObservation, parseObservation, toFence, type Observation } from './observation.js';
-import { createdFence, prefetched, releaseUnacknowledged, type PrefetchedClaim } from './claim.js';
-import type { ClaimChannel, ClaimRequest } from './claim-request.js';
-import { releasingLostClaims } from './lost-claims.js';
+import { decideToolCallReceipt, effectForClaim, type ReceiptEffect } from '../../../core/decision.js';
+import type { ToolCallReceiptKey } from '../../../core/identity.js';
+import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
+import { FencedOutError, InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
+import {
+  parseClaimObservation,
+  parseObservation,
+  toFence,
+  toReceiptState,
+  type ClaimObservation,
+  type Observation,
+  type ReceiptsChannel,
+} from '../channel.js';
+import type { ClaimRequest } from '../store-types.js';
+import { createdFence, releasingLostClaims } from './claim.js';
+import { releaseUnacknowledged } from './lost-claims.js';
 
-/** What claiming ahead needs of the store that runs it. */
-export interface AheadChannel extends ClaimChannel {
-  /** Runs a script taking any number of keys; a corrupt key becomes a typed `CorruptReceiptError`. */
-  callVariadic(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+/**
+ * What must come before a claim that may create a receipt: durability
+ * checked, the run registered (see `ReceiptStore.claim`). Resolves to the
+ * registration, to await with the script's reply.
+ */
+export type BeforeClaim = (request: ClaimRequest) => Promise<{ readonly registered: Promise<unknown> }>;
+
+/**
+ * A claim the settle of the previous call of the same turn already made
+ * (see `ReceiptStore.completeAndClaim`): hand it to `ReceiptStore.claim` for
+ * that call, which then decides from it instead of sending the claim script.
+ * An attempt it started has been acknowledged as the store's durability asks.
+ */
+export interface PrefetchedClaim {
+  /** The call it claims. */
+  readonly key: ToolCallReceiptKey;
+  readonly redisKey: string;
+  readonly effect: ReceiptEffect;
+  readonly leaseMs: number;
+  readonly owner: string;
+  /** What the claim script answered. */
+  readonly observation: ClaimObservation;
   /**
-   * What must come before a claim that may create a receipt: durability
-   * checked, the run registered (see `ReceiptStore.claim`). Resolves to the
-   * registration, to await with the script's reply.
+   * Whether the answer is the whole claim: it created the receipt (the call
+   * now owns attempt 1), the tool is removed, or the receipt it found is to
+   * be replayed or waited for. Otherwise the claim goes on with more
+   * commands (a takeover, or an ambiguous attempt to flag or settle).
    */
-  beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }>;
+  readonly answersAlone: boolean;
+  /** Set when the answer started an attempt: its fence. */
+  readonly fence?: AttemptFence;
+}
+
+/** The claim script's answer for `request`, as a {@link PrefetchedClaim}. */
+export function prefetched(request: ClaimRequest, observation: ClaimObservation): PrefetchedClaim {
+  let answersAlone = observation.code !== 0;
+  if (!answersAlone) {
+    const effect = effectForClaim(observation.effect, request.effect, true);
+    const kind = decideToolCallReceipt({ state: toReceiptState(observation), effect }).kind;
+    answersAlone = kind === 'replay' || kind === 'wait' || (kind === 'execute' && observation.toolRemoval !== null);
+  }
+  const fence = observation.code === 1 ? { attempt: observation.attempts, epoch: observation.epoch } : undefined;
+  return {
+    key: request.key,
+    redisKey: request.keys[0],
+    effect: request.effect,
+    leaseMs: request.leaseMs,
+    owner: request.owner,
+    observation,
+    answersAlone,
+    fence,
+  };
+}
+
+/** Refuses a prefetched claim made for another call, or with other options than this claim's. */
+export function checkPrefetched(request: ClaimRequest, ahead: PrefetchedClaim): void {
+  if (
+    ahead.redisKey !== request.keys[0] ||
+    ahead.effect !== request.effect ||
+    ahead.leaseMs !== request.leaseMs ||
+    ahead.owner !== request.owner
+  ) {
+    throw new InvalidReceiptInputError(
+      `the prefetched claim of ${ahead.redisKey} does not match this claim of ${request.keys[0]}: pass the same call with the same effect, lease and owner`,
+    );
+  }
 }
 
 /** The keys and arguments of a complete (as `complete-4.lua` takes them) for the fence that makes it. */
@@ -41,12 +107,13 @@ export interface CompleteRequest {
  * (`null` when its keys are corrupt and nothing was claimed).
  */
 export async function completeAndClaimNext(
-  ch: AheadChannel,
+  ch: ReceiptsChannel,
+  beforeClaim: BeforeClaim,
   complete: CompleteRequest,
   next: ClaimRequest,
 ): Promise<{ seen: Observation; ahead: PrefetchedClaim | null }> {
   const [receipt, index, breaker, count] = complete.keys;
-  const { registered } = await ch.beforeClaim(next);
+  const { registered } = await beforeClaim(next);
   // A reply lost to a timeout or a dropped connection: release the receipt the next call's claim may have created.
   const reply = await releasingLostClaims(
     ch,
@@ -73,19 +140,25 @@ export async function completeAndClaimNext(
  * one `claim-group-N.lua` round trip; `null` for a call whose keys are
  * corrupt (nothing was written for it).
  */
-export async function claimTogether(ch: AheadChannel, requests: readonly ClaimRequest[]): Promise<(PrefetchedClaim | null)[]> {
+export async function claimTogether(
+  ch: ReceiptsChannel,
+  beforeClaim: BeforeClaim,
+  requests: readonly ClaimRequest[],
+): Promise<(PrefetchedClaim | null)[]> {
   const [first] = requests;
   if (first === undefined) return [];
   const [, index, breaker, count] = first.keys;
-  const { registered } = await ch.beforeClaim(first);
+  const { registered } = await beforeClaim(first);
   // A reply lost to a timeout or a dropped connection: release every receipt the group's claims may have created.
   const reply = await releasingLostClaims(
     ch,
     async () => {
-      const sent = await ch.callVariadic(
+      const keys = [index, breaker, ...requests.map((r) => r.keys[0]), count];
+      const sent = await ch.call(
         'claim-group',
-        [index, breaker, ...requests.map((r) => r.keys[0]), count],
+        [String(keys.length), ...keys],
         requests.flatMap((r) => r.args),
+        { redisKey: index },
       );
       await registered;
       return sent;
@@ -110,8 +183,8 @@ export async function claimTogether(ch: AheadChannel, requests: readonly ClaimRe
 
 /** Waits for the write's acknowledgement; short of it, releases every attempt the write started and throws. */
 async function requireAcknowledged(
-  ch: AheadChannel,
-  mark: ReturnType<NonNullable<AheadChannel['durability']>['mark']>,
+  ch: ReceiptsChannel,
+  mark: WriteMark | undefined,
   redisKey: string,
   write: 'claim' | 'complete',
   claims: readonly (readonly [ClaimRequest, PrefetchedClaim | null])[],

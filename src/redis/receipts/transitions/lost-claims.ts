@@ -1,5 +1,8 @@
 /**
- * Claims whose reply was lost. A claim that timed out or lost its connection
+ * Attempts a claim started whose effect will never start, settled as failed
+ * `neverStarted` so they are not left running to become ambiguous: a claim
+ * whose write was not acknowledged as durability asks, and a claim whose
+ * reply was lost. A claim that timed out or lost its connection
  * after the client sent it may still have landed: then its attempt is running under this worker's
  * name with a live lease, and once the lease lapsed an opaque call would be
  * ambiguous and wait for a person. Yet the worker knows its effect never
@@ -9,10 +12,11 @@
  * owner and the claim's unguessable token), and the next delivery runs the
  * call as its next attempt.
  */
-import type { AttemptFence } from '../../errors.js';
-import { parseObservation } from './observation.js';
-import type { ClaimChannel, ClaimRequest } from './claim-request.js';
 import { RedisUnreachableError, type LostClaimRelease } from '../../connection/unreachable.js';
+import type { ReceiptNotDurableError } from '../../durability/durability.js';
+import type { AttemptFence } from '../../errors.js';
+import { parseObservation, type ReceiptsChannel } from '../channel.js';
+import type { ClaimRequest, LostClaim } from '../store-types.js';
 
 /** Tries at releasing a lost claim before leaving its lease to lapse. */
 export const LOST_CLAIM_RELEASE_TRIES = 8;
@@ -30,39 +34,16 @@ const MAX_DELAY_MS = 2_000;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 const GAVE_UP = Symbol('gave up');
 
-/** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */
-export interface LostClaim {
-  readonly request: ClaimRequest;
-  readonly fence: AttemptFence;
-}
-
-/**
- * Runs `send` (a claim, or a write carrying claims); when Redis does not
- * answer it, releases every attempt it may have started (`lost(error)`), then
- * throws the typed error with `releases` filled in. A write the client never
- * sent (`sent: false`), and any other error, is thrown unchanged.
- */
-export async function releasingLostClaims<T>(ch: ClaimChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
-  try {
-    return await send();
-  } catch (error) {
-    // A claim the client never sent started nothing: fail at once, with nothing to release.
-    if (!(error instanceof RedisUnreachableError) || !error.sent) throw error;
-    for (const claim of lost()) error.releases.push(await releaseLostClaim(ch, claim, error));
-    throw error;
-  }
-}
-
 /**
  * Releases one lost claim, trying until Redis answers (with backoff, at most
  * {@link LOST_CLAIM_RELEASE_TRIES} times and {@link LOST_CLAIM_RELEASE_BUDGET_MS}
  * in all). Never throws.
  */
-export async function releaseLostClaim(ch: ClaimChannel, claim: LostClaim, cause: RedisUnreachableError): Promise<LostClaimRelease> {
+export async function releaseLostClaim(ch: ReceiptsChannel, claim: LostClaim, cause: RedisUnreachableError): Promise<LostClaimRelease> {
   const { request, fence } = claim;
   const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
   const text = `the reply of this attempt's ${cause.step} was lost (${cause.code}), so its effect never started`;
-  const args = [fence.attempt, fence.epoch, request.owner, request.token, text, ch.retentionMs];
+  const args = [fence.attempt, fence.epoch, request.owner, request.token, text, ch.settings.retentionMs];
   const outcome = (o: LostClaimRelease['outcome']): LostClaimRelease => ({ redisKey: keys[0], attempt: fence.attempt, outcome: o });
   const deadline = performance.now() + LOST_CLAIM_RELEASE_BUDGET_MS;
   let delay = FIRST_DELAY_MS;
@@ -84,5 +65,29 @@ export async function releaseLostClaim(ch: ClaimChannel, claim: LostClaim, cause
     if (left <= 0) return outcome('unknown');
     await sleep(Math.min(delay, left));
     delay = Math.min(delay * 2, MAX_DELAY_MS);
+  }
+}
+
+/**
+ * An attempt whose claim was not acknowledged: its effect never starts, so
+ * settle it as failed `neverStarted` (acknowledged or not: a failover that
+ * loses this write loses the claim with it). Never throws.
+ */
+export async function releaseUnacknowledged(
+  ch: ReceiptsChannel,
+  request: ClaimRequest,
+  fence: AttemptFence,
+  cause: ReceiptNotDurableError,
+): Promise<void> {
+  const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
+  try {
+    const seen = parseObservation(
+      'fail',
+      await ch.call('fail', keys, [fence.attempt, cause.message, 'neverStarted', ch.settings.retentionMs, fence.epoch]),
+    );
+    const mark = ch.durability?.mark(keys[0]);
+    if (seen.code === 1 || seen.code === 2) await ch.durability?.acknowledged(mark);
+  } catch {
+    // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
   }
 }

@@ -9,13 +9,13 @@ import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/id
 import type { RedisConnection } from '../../connection/connection.js';
 import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../../keys.js';
-import { attemptJobText, type AttemptJob, type ReconcileVerdict } from '../reads/record.js';
+import type { AttemptJob, ReconcileVerdict } from '../reads/record.js';
+import { attemptJobText } from './claim.js';
 import { durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
 import type { OptionsSchema } from '../../../core/options.js';
 import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
 import { positiveInt } from '../../settings.js';
-import { ReceiptsChannel } from '../channel.js';
-import { toStoredJson } from '../stored-json.js';
+import { ReceiptsChannel, toStoredJson } from '../channel.js';
 
 /** What {@link ReconcileStore.begin} found. */
 export type ReconcileStart =
