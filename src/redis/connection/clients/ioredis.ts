@@ -12,12 +12,17 @@ import {
   settleEach,
   type BatchEntry,
   type BatchReply,
+  type LoadedScripts,
   type LuaScript,
   type ReceiptsConnection,
   type ReceiptsNode,
   type RedisArg,
+  type ScriptSend,
   variantFor,
 } from './types.js';
+
+/** A script command's name as ioredis names its own (lower case), without lower-casing it on every call. */
+const SCRIPT_COMMAND = { EVAL: 'eval', EVALSHA: 'evalsha' } as const;
 
 /**
  * An ioredis `Redis` or `Cluster` (5 or 6), described by the little the
@@ -153,9 +158,13 @@ class IoredisServer implements ReceiptsNode {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    // ioredis names its own commands in lower case (its monitors and key lookups expect it).
-    return this.sender.send(() => this.redis.call(name.toLowerCase(), [...args]), this.deadlineMs);
+    // ioredis names its own commands in lower case (its monitors and key lookups expect it). It copies `args`.
+    return this.sender.send(() => this.redis.call(name.toLowerCase(), args as RedisArg[]), this.deadlineMs);
   }
+
+  /** How `evalWithFallback` sends a script here: made once, not per call. */
+  protected readonly sendScript: ScriptSend = (command, args) =>
+    this.sender.send(() => this.redis.call(SCRIPT_COMMAND[command], args as RedisArg[]), this.deadlineMs);
 
   onClose(listener: () => void): void {
     this.redis.on('close', listener);
@@ -165,7 +174,7 @@ class IoredisServer implements ReceiptsNode {
 /** What the adapters of one ioredis client share, whatever their deadline. */
 interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
-  readonly loaded: Set<string>;
+  readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
 }
 
@@ -179,7 +188,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   constructor(
     redis: IoredisClient,
     deadlineMs: number | undefined,
-    private readonly shared: Shared<IoredisSingle> = { loaded: new Set(), variants: new Map() },
+    private readonly shared: Shared<IoredisSingle> = { loaded: new Map(), variants: new Map() },
   ) {
     const options = (redis as Partial<IoredisNode>).options as { host?: string; port?: number; sentinels?: unknown } | undefined;
     super(redis, options?.host === undefined ? undefined : `${options.host}:${options.port ?? 6379}`, deadlineMs);
@@ -192,7 +201,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.command(String(a[0]), a.slice(1)), script, keys, args, this.shared.loaded);
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded);
   }
 
   async batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -244,7 +253,7 @@ class IoredisClusterConnection implements ReceiptsConnection {
   constructor(
     private readonly cluster: IoredisCluster,
     readonly deadlineMs: number | undefined,
-    private readonly shared: Shared<IoredisClusterConnection> = { loaded: new Set(), variants: new Map() },
+    private readonly shared: Shared<IoredisClusterConnection> = { loaded: new Map(), variants: new Map() },
   ) {
     this.sender = senderOf(cluster);
     shared.variants.set(deadlineMs, this);
@@ -259,18 +268,15 @@ class IoredisClusterConnection implements ReceiptsConnection {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.sender.send(() => this.cluster.call(name.toLowerCase(), [...args]), this.deadlineMs);
+    return this.sender.send(() => this.cluster.call(name.toLowerCase(), args as RedisArg[]), this.deadlineMs);
   }
 
+  /** How `evalWithFallback` sends a script here: made once, not per call. */
+  private readonly sendScript: ScriptSend = (command, args) =>
+    this.sender.send(() => this.cluster.call(SCRIPT_COMMAND[command], args as RedisArg[]), this.deadlineMs);
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback(
-      (a) => this.command(String(a[0]), a.slice(1)),
-      script,
-      keys,
-      args,
-      this.shared.loaded,
-      this.nodeFor(keys[0] ?? '')?.name,
-    );
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, this.nodeFor(keys[0] ?? '')?.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

@@ -14,9 +14,10 @@ import {
   learnedMasters,
   settleEach,
   variantFor,
-  wireArgs,
+  wireCommand,
   type BatchEntry,
   type BatchReply,
+  type LoadedScripts,
   type LuaScript,
   type ReceiptsConnection,
   type ReceiptsNode,
@@ -162,7 +163,7 @@ class NodeRedisServer implements ReceiptsNode {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.send([name, ...wireArgs(args)]);
+    return this.send(wireCommand(name, args));
   }
 
   onClose(listener: () => void): void {
@@ -179,11 +180,11 @@ function run(conn: ReceiptsConnection, entry: BatchEntry): Promise<unknown> {
 /** What the adapters of one node-redis client share, whatever their deadline. */
 interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
-  readonly loaded: Set<string>;
+  readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
 }
 
-const newShared = <A>(): Shared<A> => ({ loaded: new Set(), variants: new Map() });
+const newShared = <A>(): Shared<A> => ({ loaded: new Map(), variants: new Map() });
 
 class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   readonly receiptsConnection = true;
@@ -206,7 +207,7 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.send(wireArgs(a)), script, keys, args, this.shared.loaded);
+    return evalWithFallback((command, a) => this.send(wireCommand(command, a)), script, keys, args, this.shared.loaded);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -263,12 +264,12 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   }
 
   command(name: string, args: readonly RedisArg[], key?: string): Promise<unknown> {
-    return this.send(key, [name, ...wireArgs(args)]);
+    return this.send(key, wireCommand(name, args));
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
     const server = this.nodeFor(keys[0] ?? '')?.name;
-    return evalWithFallback((a) => this.send(keys[0], wireArgs(a)), script, keys, args, this.shared.loaded, server);
+    return evalWithFallback((command, a) => this.send(keys[0], wireCommand(command, a)), script, keys, args, this.shared.loaded, server);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -333,11 +334,11 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
   }
 
   command(name: string, args: readonly RedisArg[]): Promise<unknown> {
-    return this.send([name, ...wireArgs(args)]);
+    return this.send(wireCommand(name, args));
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((a) => this.send(wireArgs(a)), script, keys, args, this.shared.loaded, this.name);
+    return evalWithFallback((command, a) => this.send(wireCommand(command, a)), script, keys, args, this.shared.loaded, this.name);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

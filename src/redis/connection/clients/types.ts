@@ -106,10 +106,22 @@ export function isReceiptsConnection(value: unknown): value is ReceiptsConnectio
   return typeof value === 'object' && value !== null && (value as { receiptsConnection?: unknown }).receiptsConnection === true;
 }
 
-/** The text of each argument: node-redis sends strings and Buffers only. */
-export function wireArgs(args: readonly RedisArg[]): (string | Buffer)[] {
-  return args.map((a) => (typeof a === 'number' ? String(a) : a));
+/** `command` and the text of each argument (node-redis sends strings and Buffers only), built as one array. */
+export function wireCommand(command: string, args: readonly RedisArg[]): (string | Buffer)[] {
+  const wire = new Array<string | Buffer>(args.length + 1);
+  wire[0] = command;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    wire[i + 1] = typeof a === 'number' ? String(a) : a;
+  }
+  return wire;
 }
+
+/** The SHAs of the scripts each server has been sent, by the server's name (`''` when the connection has one). */
+export type LoadedScripts = Map<string, Set<string>>;
+
+/** How an adapter sends a script's command: `args` is the SHA (or the text), the key count, the keys, the arguments. */
+export type ScriptSend = (command: 'EVAL' | 'EVALSHA', args: readonly RedisArg[]) => Promise<unknown>;
 
 /**
  * Runs a script through `send`: by its text (EVAL) the first time it goes to
@@ -118,34 +130,44 @@ export function wireArgs(args: readonly RedisArg[]): (string | Buffer)[] {
  * failover or SCRIPT FLUSH). Sending the text first, as ioredis does, means a
  * first call whose reply is lost (a timeout) still ran, as any later one
  * would, rather than being refused unseen. `loaded` remembers, per adapter,
- * which scripts each server has been sent.
+ * which scripts each server has been sent. The command's arguments are built
+ * once, in one array (`send` copies what it keeps, as every adapter's client
+ * does): every receipt transition goes through here.
  */
 export async function evalWithFallback(
-  send: (args: readonly RedisArg[]) => Promise<unknown>,
+  send: ScriptSend,
   script: LuaScript,
   keys: readonly string[],
   args: readonly RedisArg[],
-  loaded: Set<string>,
+  loaded: LoadedScripts,
   server = '',
 ): Promise<unknown> {
-  const rest = [keys.length, ...keys, ...args];
-  const id = `${script.sha}@${server}`;
-  const byText = async () => {
-    loaded.add(id);
-    try {
-      return await send(['EVAL', script.source, ...rest]);
-    } catch (error) {
-      loaded.delete(id); // not known to have reached the server: send the text again next time
-      throw error;
-    }
-  };
-  if (!loaded.has(id)) return byText();
+  let sent = loaded.get(server);
+  if (sent === undefined) loaded.set(server, (sent = new Set()));
+  const wire = new Array<RedisArg>(2 + keys.length + args.length);
+  wire[0] = script.sha;
+  wire[1] = keys.length;
+  for (let i = 0; i < keys.length; i++) wire[2 + i] = keys[i]!;
+  for (let i = 0; i < args.length; i++) wire[2 + keys.length + i] = args[i]!;
+  if (!sent.has(script.sha)) return evalByText(send, script, wire, sent);
   try {
-    return await send(['EVALSHA', script.sha, ...rest]);
+    return await send('EVALSHA', wire);
   } catch (error) {
     if (!isNoScript(error)) throw error;
-    loaded.delete(id);
-    return byText();
+    sent.delete(script.sha);
+    return evalByText(send, script, wire, sent);
+  }
+}
+
+/** {@link evalWithFallback}'s EVAL: `wire` with the script's text in place of its SHA. */
+async function evalByText(send: ScriptSend, script: LuaScript, wire: RedisArg[], sent: Set<string>): Promise<unknown> {
+  sent.add(script.sha);
+  wire[0] = script.source;
+  try {
+    return await send('EVAL', wire);
+  } catch (error) {
+    sent.delete(script.sha); // not known to have reached the server: send the text again next time
+    throw error;
   }
 }
 
