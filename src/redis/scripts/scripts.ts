@@ -145,7 +145,15 @@ export class ScriptLibrary {
   }
 }
 
+/** Whether every value is a string: KEYS that need no conversion. */
+function allText(values: readonly ScriptArg[]): values is readonly string[] {
+  for (const value of values) if (typeof value !== 'string') return false;
+  return true;
+}
+
 function entryOf(script: Script, keys: readonly ScriptArg[], args: readonly ScriptArg[]): ScriptEntry {
+  // How every transition calls: exactly the script's KEYS, as text, then its ARGV. Nothing to split or copy.
+  if (script.keys.kind === 'fixed' && keys.length === script.keys.count && allText(keys)) return { script: script.lua, keys, args };
   const all = [...keys, ...args];
   if (script.keys.kind === 'fixed') {
     const count = script.keys.count;
