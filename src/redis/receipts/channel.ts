@@ -49,6 +49,11 @@ export class ReceiptsChannel {
   readonly durability: DurabilityWaiter | undefined;
   /** Whether the connection is a Redis Cluster. */
   readonly clustered: boolean;
+  /**
+   * The keys of each call, by its key object while it lives: a call's
+   * complete names the object its claim did, so they are built once.
+   */
+  private readonly keysByCall = new WeakMap<ToolCallReceiptKey, ToolCallReceiptKey & { readonly keys: Readonly<CallKeys> }>();
   /** Batches claims and completes per tick; undefined with `groupCommit: false`. */
   private readonly group: GroupCommit | undefined;
 
@@ -112,9 +117,22 @@ export class ReceiptsChannel {
    * KEYS of claim and complete. A name that is not well-formed Unicode
    * throws `MalformedNameError` before anything is sent.
    */
-  callKeys(key: ToolCallReceiptKey): CallKeys {
+  callKeys(key: ToolCallReceiptKey): Readonly<CallKeys> {
+    const known = this.keysByCall.get(key);
+    // Field by field: the caller may have changed the object since.
+    if (
+      known !== undefined &&
+      known.tenantId === key.tenantId &&
+      known.runId === key.runId &&
+      known.toolName === key.toolName &&
+      known.argsHash === key.argsHash
+    ) {
+      return known.keys;
+    }
     assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
-    return callRedisKeys(this.settings.prefix, key);
+    const keys = callRedisKeys(this.settings.prefix, key);
+    this.keysByCall.set(key, { tenantId: key.tenantId, runId: key.runId, toolName: key.toolName, argsHash: key.argsHash, keys });
+    return keys;
   }
 
   /** The receipt, the run index and the run's counting set: the KEYS of every other transition. */
