@@ -107,7 +107,10 @@ export class ReceiptsChannel {
     return unreachableErrorOf(corruptReceiptErrorOf(error, site.redisKey), site);
   }
 
-  /** Runs a receipt script ({@link call}) and parses what it saw. */
+  /**
+   * Runs a receipt script ({@link call}) and parses what it saw.
+   * @internal
+   */
   async observe(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Observation> {
     return parseObservation(script, await this.call(script, keys, args));
   }
@@ -116,6 +119,7 @@ export class ReceiptsChannel {
    * The receipt, run index, breaker hash and counting set of a call: the
    * KEYS of claim and complete. A name that is not well-formed Unicode
    * throws `MalformedNameError` before anything is sent.
+   * @internal
    */
   callKeys(key: ToolCallReceiptKey): Readonly<CallKeys> {
     const known = this.keysByCall.get(key);
@@ -135,7 +139,10 @@ export class ReceiptsChannel {
     return keys;
   }
 
-  /** The receipt, the run index and the run's counting set: the KEYS of every other transition. */
+  /**
+   * The receipt, the run index and the run's counting set: the KEYS of every other transition.
+   * @internal
+   */
   transitionKeys(key: ToolCallReceiptKey): [string, string, string] {
     const [receipt, index, , count] = this.callKeys(key);
     return [receipt, index, count];
@@ -145,6 +152,7 @@ export class ReceiptsChannel {
    * Runs a transition fenced on `fence` (its attempt first in ARGV, its
    * epoch last): codes 1 and 2 are its successes, anything else a fence
    * refusal (`FencedOutError`, nothing written). Waits for durability.
+   * @internal
    */
   async fenced(
     operation: DurableWrite,
