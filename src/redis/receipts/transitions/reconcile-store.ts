@@ -5,10 +5,9 @@
  * window. Each transition is one Lua script on the receipt, fenced like the
  * receipt store's own.
  */
-import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
+import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import type { RedisConnection } from '../../connection/connection.js';
 import { FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../../keys.js';
 import type { AttemptJob, ReconcileVerdict } from '../reads/record.js';
 import { attemptJobText } from './claim.js';
 import { durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
@@ -88,7 +87,6 @@ const ints = (script: string, reply: unknown, count: number): number[] => {
 export class ReconcileStore {
   /** The keyspace's channel this part talks through (its own, when made from options). */
   readonly channel: ReceiptsChannel;
-  private readonly prefix: string;
   private readonly retentionMs: number;
 
   /**
@@ -98,21 +96,16 @@ export class ReconcileStore {
    */
   constructor(options: ReconcileStoreOptions | ReceiptsChannel) {
     this.channel = ReceiptsChannel.of(options, 'ReconcileStore', RECONCILE_STORE_SCHEMA);
-    ({ prefix: this.prefix, retentionMs: this.retentionMs } = this.channel.settings);
+    this.retentionMs = this.channel.settings.retentionMs;
   }
 
   private get durability() {
     return this.channel.durability;
   }
 
-  /** The receipt, its run index and the run's counting set; a name that is not well-formed Unicode throws `MalformedNameError` first. */
+  /** The receipt, its run index and the run's counting set (the channel's, names checked: `MalformedNameError` first). */
   private keys(key: ToolCallReceiptKey): [string, string, string] {
-    assertWellFormedNames({ 'tenant id': key.tenantId, 'run id': key.runId, 'tool name': key.toolName, 'args hash': key.argsHash });
-    return [
-      receiptRedisKey(this.prefix, key),
-      runIndexRedisKey(this.prefix, key.tenantId, key.runId),
-      receiptCountRedisKey(this.prefix, key.tenantId, key.runId),
-    ];
+    return this.channel.transitionKeys(key);
   }
 
   /** Runs a script through the keyspace's channel: the same typed errors as a claim's (corrupt, timeout, lost connection). */
