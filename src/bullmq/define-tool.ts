@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { EffectResumability, ReceiptEffect } from '../core/decision.js';
+import type { EffectResumability } from '../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../core/errors.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
@@ -391,19 +391,7 @@ function checkTransactional(spec: ToolSpec<z.ZodType>): void {
   }
 }
 
-/**
- * The effect a tool's claim decides with: a keyed or transactional effect is
- * opaque to the decision (the receipt records `transactional` as such, see
- * {@link recordedEffectOf}).
- */
-export function receiptEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): EffectResumability {
-  return tool.effect === 'resumable' ? 'resumable' : 'opaque';
-}
-
-/** The effect a tool's receipt records: `transactional` marks a call settled from its outcome row. */
-export function recordedEffectOf(tool: Pick<AnyToolDefinition, 'effect'>): ReceiptEffect {
-  return tool.effect === 'transactional' ? 'transactional' : receiptEffectOf(tool);
-}
+export { receiptEffectOf, recordedEffectOf } from '../core/tool-effect.js';
 
 /**
  * The JSON Schema of a tool's input, for the tool list sent to a model: the
