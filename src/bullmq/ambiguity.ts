@@ -5,42 +5,30 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { AmbiguousToolCallError, unrecoverable } from './errors.js';
-import type { ToolCallEventBase, ToolReceiptsEvents } from './events.js';
-import type { ToolCall, ToolResultBlock } from './job-data.js';
+import type { ToolCall, ToolResultBlock } from '../core/job-data.js';
 import { formatPartialResultsLog } from './partial-results.js';
-
-/** What deciding an ambiguous call needs from the wrapper. */
-export interface AmbiguityPolicy {
-  readonly events: ToolReceiptsEvents;
-  readonly onAmbiguous: 'fail' | 'report';
-}
+import type { CallFacts } from './observer.js';
 
 /**
  * Act on a call whose outcome is unknown (a claim found its attempt lost
- * mid-effect, or the tool said so with `OutcomeUnknownError`): emit
- * `ambiguous`, log it, and either return the error result for the model
- * (`onAmbiguous: 'report'`) or throw BullMQ's `UnrecoverableError` around
- * {@link AmbiguousToolCallError} (`'fail'`). Never runs anything.
+ * mid-effect, or the tool said so with `OutcomeUnknownError`): report the
+ * fact (the `ambiguous` event and its log line), and either return the error
+ * result for the model (`onAmbiguous: 'report'`) or throw BullMQ's
+ * `UnrecoverableError` around {@link AmbiguousToolCallError} (`'fail'`).
+ * Never runs anything.
  */
-export function ambiguousOutcome(
-  policy: AmbiguityPolicy,
-  call: ToolCall,
-  base: ToolCallEventBase,
-  reason: string,
-  log: Logger,
-): ToolResultBlock {
-  policy.events.emit('ambiguous', { ...base, reason });
-  log.warn({ receiptKey: base.receiptKey, reason, decision: 'ambiguous', outcome: 'ambiguous' }, 'tool call outcome unknown; not repeated');
-  if (policy.onAmbiguous === 'report') {
+export function ambiguousOutcome(onAmbiguous: 'fail' | 'report', call: ToolCall, facts: CallFacts, reason: string): ToolResultBlock {
+  facts.ambiguous(reason);
+  if (onAmbiguous === 'report') {
     return {
       type: 'tool_result',
       tool_use_id: call.id,
-      content: `The outcome of this ${base.tool} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
+      content: `The outcome of this ${call.name} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
       is_error: true,
       outcome: 'ambiguous',
     };
   }
-  throw unrecoverable(new AmbiguousToolCallError(base.receiptKey, base.tool, call.id, reason));
+  throw unrecoverable(new AmbiguousToolCallError(facts.receiptKey ?? '', call.name, call.id, reason));
 }
 
 /**

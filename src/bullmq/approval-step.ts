@@ -10,12 +10,12 @@ import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, typ
 import type { ApprovalOptions, ApprovalRule } from '../approvals/types.js';
 import { receiptRedisKey } from '../redis/keys.js';
 import type { ApprovalRuntime, CallRuntime, JobScope, ToolApproval } from './call-runtime.js';
-import { receiptEffectOf, type AnyToolDefinition } from './define-tool.js';
-import { emitIfListened } from './settle-call.js';
-import { throwIfInterrupted } from './interruption.js';
-import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
-import { attemptJobOf } from './settle-expired.js';
-import type { CallObservation } from './observer.js';
+import { receiptEffectOf } from '../core/tool-effect.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import { throwIfInterrupted } from './settle-call.js';
+import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
+import { attemptJobOf } from './prepare-call.js';
+import type { CallFacts } from './observer.js';
 import { clearAwaitingApproval, noteAwaitingApproval } from './approval-progress.js';
 
 /** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
@@ -57,7 +57,7 @@ export async function passApprovalGate(
   tool: AnyToolDefinition,
   key: ToolCallReceiptKey,
   args: unknown,
-  obs: CallObservation,
+  facts: CallFacts,
 ): Promise<ToolResultBlock | undefined> {
   const approvals = rt.approvals;
   const approval = approvals?.of(tool);
@@ -76,19 +76,8 @@ export async function passApprovalGate(
     (error) =>
       rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not update the pending approvals index or audit log'),
   );
-  const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => {
-    obs.approval?.(state);
-    emitIfListened(rt.events, 'approval', () => ({
-      tenantId,
-      runId,
-      tool: tool.name,
-      callId: call.id,
-      jobId: scope.job.id,
-      receiptKey: receiptRedisKey(rt.keyspace.receipts.prefix, key),
-      state,
-      ...(actor === undefined ? {} : { actor }),
-    }));
-  };
+  const receiptKey = receiptRedisKey(rt.keyspace.receipts.prefix, key);
+  const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => facts.approval(state, actor, receiptKey);
   // The job's progress note for the agent's client: a failure to write it only leaves the client waiting longer.
   const note = (write: Promise<void>) =>
     write.catch((error: unknown) => rt.logger.warn({ err: error, callId: call.id }, 'could not note the approval on the job'));
@@ -107,8 +96,7 @@ export async function passApprovalGate(
       throwIfInterrupted(scope.job.id ?? '', scope.abort);
       // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
       const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
-      obs.waiting(delay);
-      const receiptKey = receiptRedisKey(rt.keyspace.receipts.prefix, key);
+      facts.waiting(delay);
       const reason = needed?.reason;
       await note(
         noteAwaitingApproval(scope.job, {

@@ -8,11 +8,9 @@ import type { Logger } from 'pino';
 import type { Job } from 'bullmq';
 import type { DigestFn } from '../core/identity.js';
 import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
-import type { LazyAbort } from './abort.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import type { ToolReceiptsEvents } from './events.js';
-import type { ToolCall, ToolJobData } from './job-data.js';
-import type { ToolCallObserver } from './observer.js';
+import type { ToolCall, ToolJobData } from '../core/job-data.js';
+import type { CallFactsSource } from './observer.js';
 import type { WorkerLimits } from '../limits/call-limits.js';
 import type { ApprovalGate } from '../approvals/gate.js';
 import type { ApprovalRule } from '../approvals/types.js';
@@ -51,14 +49,14 @@ export interface CallRuntime {
    */
   readonly keyspace: ReceiptsKeyspace;
   readonly tools: ReadonlyMap<string, AnyToolDefinition>;
+  /** The worker's own logger, for lines about the worker rather than one call (a call's go to its facts). */
   readonly logger: Logger;
-  readonly events: ToolReceiptsEvents;
+  /** Where each call's facts go: the log, the events and the user's telemetry, subscribed once per processor. */
+  readonly facts: CallFactsSource;
   readonly digest: DigestFn;
   readonly waitJitterMs: number;
   readonly maxWaitMs: number;
   readonly onAmbiguous: 'fail' | 'report';
-  /** Told each call's milestones (telemetry); {@link NOOP_OBSERVER} by default. */
-  readonly observer: ToolCallObserver;
   /** The gate of tools that need approval; `undefined` when no tool does. */
   readonly approvals?: ApprovalRuntime;
   /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
@@ -71,13 +69,25 @@ export interface CallRuntime {
   readonly limits?: WorkerLimits;
 }
 
+/**
+ * A job's or an attempt's abort, as the path reads it: `aborted` and
+ * `reason` without making anything, `signal` made on first read (see
+ * `LazyAbort` in run-call.ts).
+ */
+export interface CallAbort {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  readonly signal: AbortSignal;
+  throwIfAborted(): void;
+}
+
 /** The job a call belongs to. */
 export interface JobScope {
   readonly job: Job;
   readonly token: string | undefined;
   readonly data: ToolJobData;
   /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
-  readonly abort: LazyAbort;
+  readonly abort: CallAbort;
   /**
    * Park the job until `serverNowMs + delayMs` on the Redis server's clock
    * (a call waits for a live attempt). Calls running side by side defer it

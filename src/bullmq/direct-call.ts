@@ -2,7 +2,6 @@
  * Read-only calls, run without a receipt: validated and run as often as they
  * are delivered.
  */
-import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import {
   DestructiveRanError,
@@ -12,12 +11,12 @@ import {
   ToolRefusedError,
   type FailureTier,
 } from '../core/tiers.js';
-import { createToolContext } from './call-context.js';
+import { ExecutionContext } from './prepare-call.js';
 import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError } from './errors.js';
 import { errorText, failureContent, retriesJob } from './failure-policy.js';
-import { toolResultBlock, type ToolCall, type ToolResultBlock } from './job-data.js';
-import type { CallObservation } from './observer.js';
+import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
+import type { CallFacts } from './observer.js';
 import type { CallRuntime, JobScope } from './call-runtime.js';
 
 /** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
@@ -28,16 +27,8 @@ export interface DirectCall {
   /** The identity the call would have; only `ctx.idempotencyKey` derives from it. */
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
-  /** The call's logger, made on first use. */
-  readonly log: () => Logger;
-  readonly logDecision: (decision: string, outcome: ToolResultBlock['outcome'], attempt?: number, failure?: FailureLog) => void;
-  readonly obs: CallObservation;
-}
-
-/** What the log line of a failed call adds. */
-export interface FailureLog {
-  readonly error: string;
-  readonly tier: string;
+  /** Where the call's facts go. */
+  readonly facts: CallFacts;
 }
 
 /**
@@ -61,7 +52,7 @@ function readOnlyFailureTier(error: unknown): FailureTier {
  */
 export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
   const { scope, call, tool } = d;
-  const ctx = createToolContext({
+  const ctx = new ExecutionContext({
     receipt: null,
     key: d.key,
     attempt: scope.job.attemptsMade + 1,
@@ -71,24 +62,24 @@ export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<T
     sessionId: scope.data.sessionId,
     callId: call.id,
     job: scope.job,
-    logger: d.log,
+    logger: d.facts,
     recordedSteps: {},
     onFencedOut: () => undefined,
   });
   let value: unknown;
   try {
-    value = await d.obs.runTool(async () => tool.execute(d.args, ctx));
+    value = await d.facts.runTool(async () => tool.execute(d.args, ctx));
   } catch (error) {
     const tier = readOnlyFailureTier(error);
     const message = errorText(error);
-    d.logDecision('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
-    d.obs.settled('failed', { tier, error });
+    d.facts.answered('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
+    d.facts.settled('failed', { tier, error });
     if (error instanceof ToolRefusedError) return toolResultBlock(call, 'rejected', { content: message, is_error: true });
     const content = failureContent(tool.name, message, tier);
     if (retriesJob(scope.job, tier, error)) throw new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
     return toolResultBlock(call, 'failed', { content, is_error: true });
   }
   const result = await rt.shape(value, call, tool, scope.data);
-  d.logDecision('direct', 'executed');
+  d.facts.answered('direct', 'executed');
   return toolResultBlock(call, 'executed', result);
 }

@@ -6,7 +6,7 @@ import { UnrecoverableError } from 'bullmq';
 import { ToolReceiptsError } from '../core/errors.js';
 import { InvalidOptionsError } from '../core/options.js';
 import type { FailureTier } from '../core/tiers.js';
-import type { ToolResultBlock } from './job-data.js';
+import type { ToolResultBlock } from '../core/job-data.js';
 
 /**
  * A call's effect may or may not have happened and nothing can tell which.

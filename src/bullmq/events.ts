@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { ReceiptDecision } from '../core/decision.js';
 import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
-import type { ToolCallOutcome } from './job-data.js';
+import type { ToolCallOutcome } from '../core/job-data.js';
 
 /** Identifiers every event carries, so a listener can correlate without the job. */
 export interface ToolCallEventBase {

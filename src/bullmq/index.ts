@@ -53,7 +53,7 @@ export {
 export { DEFAULT_RECONCILE_TIMEOUT_MS } from './settle-expired.js';
 export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './retry-jobs.js';
 export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions, type SweptReceipt } from './reconcile-sweep.js';
-export { idempotencyKeyFor } from './call-context.js';
+export { idempotencyKeyFor } from './prepare-call.js';
 export { withToolReceipts, type LockRenewalEvents, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
 export { type RecordedToolResult } from './call-runtime.js';
 export { offloadOwnerOf, offloadSessionOf, readToolResultTool, ToolErrorResult, type ResultShapingOptions } from './result-shaping.js';

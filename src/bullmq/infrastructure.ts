@@ -56,10 +56,7 @@ export const isInfrastructureError = (error: unknown): boolean => infrastructure
 export async function infrastructureFailure(x: Execution, error: unknown): Promise<never> {
   const cause = infrastructureErrorIn(error) ?? error;
   const text = errorText(cause);
-  x.log().warn(
-    { attempt: x.attempt, code: (cause as { code?: string }).code, error: text },
-    'tool call cut off by Redis; not counted as a tool failure, the job retries',
-  );
+  x.facts.cutOff(x.attempt, cause);
   // Best effort: when Redis cannot take this either, the lease lapses instead, to the same end.
   await x.rt.keyspace.receipts.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
   throw cause;

@@ -9,10 +9,9 @@ import type { ToolCallReceiptKey } from '../core/identity.js';
 import type { LimitGate, LimitRefusal, LimitVerdict } from '../limits/call-limits.js';
 import type { ClaimResult } from '../redis/receipts/store.js';
 import type { CallRuntime, JobScope } from './call-runtime.js';
-import { throwIfInterrupted } from './interruption.js';
-import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
-
-type LogDecision = (decision: string, outcome: ToolCallOutcome | 'waited') => void;
+import type { CallFacts } from './observer.js';
+import { throwIfInterrupted } from './settle-call.js';
+import { toolResultBlock as block, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
 
 /**
  * A call its limits refused before its claim (nothing written on its
@@ -24,16 +23,16 @@ export async function overLimit(
   scope: JobScope,
   call: ToolCall,
   gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>,
-  logDecision: LogDecision,
+  facts: CallFacts,
 ): Promise<ToolResultBlock> {
   if (gate.kind === 'invalid_cost') {
     rt.logger.error({ tool: call.name, callId: call.id, limit: gate.error.limit, error: gate.error.message }, 'limit cost not counted');
-    logDecision('reject', 'rejected');
+    facts.answered('reject', 'rejected');
     // The team's own words only: what the cost function returned may echo the model's arguments.
     const content = `This call was not run: its cost under the limit "${gate.error.limit}" could not be counted.`;
     return block(call, 'rejected', { content, is_error: true });
   }
-  return await refused(rt, scope, call, gate.refusal, logDecision);
+  return await refused(rt, scope, call, gate.refusal, facts);
 }
 
 async function refused(
@@ -41,7 +40,7 @@ async function refused(
   scope: JobScope,
   call: ToolCall,
   refusal: LimitRefusal,
-  logDecision: LogDecision,
+  facts: CallFacts,
 ): Promise<ToolResultBlock> {
   // Which limit, for the operator: the decision line alone says only that the call was rejected or waited.
   if (rt.logger.isLevelEnabled('info')) {
@@ -49,12 +48,12 @@ async function refused(
     rt.logger.info({ tool: call.name, callId: call.id, jobId: scope.job.id, limit, onLimit, retryAtMs }, 'tool call over its limit');
   }
   if (refusal.onLimit === 'refuse') {
-    logDecision('reject', 'rejected');
+    facts.answered('reject', 'rejected');
     return block(call, 'rejected', { content: refusal.text, is_error: true });
   }
   const delay = Math.max(0, refusal.retryAtMs - refusal.nowMs) + Math.floor(Math.random() * rt.waitJitterMs);
   await park(scope, refusal.nowMs, delay);
-  logDecision('wait', 'waited');
+  facts.answered('wait', 'waited');
   throw new DelayedError(`tool call ${call.id} waits ${delay} ms for the limit "${refusal.limit}" to reset`);
 }
 
@@ -77,13 +76,13 @@ export async function notRunUnderLimit(
   key: ToolCallReceiptKey,
   claim: ClaimResult,
   verdict: Extract<LimitVerdict, { run: false }>,
-  logDecision: LogDecision,
+  facts: CallFacts,
 ): Promise<ToolResultBlock> {
   const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
   if (claim.fence) await rt.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
-  if ('refusal' in verdict) return await refused(rt, scope, call, verdict.refusal, logDecision);
+  if ('refusal' in verdict) return await refused(rt, scope, call, verdict.refusal, facts);
   const delay = Math.floor(Math.random() * rt.waitJitterMs);
   await park(scope, claim.serverNowMs ?? Date.now(), delay);
-  logDecision('wait', 'waited');
+  facts.answered('wait', 'waited');
   throw new DelayedError(`tool call ${call.id}: ${why}`);
 }

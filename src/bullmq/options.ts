@@ -1,7 +1,7 @@
 /**
- * The option schemas of `withToolReceipts` and of the reconcile sweep: every
- * option checked where it is given, so one that cannot work (a `maxWaitMs`
- * of NaN, a `destructiveTools` string) is refused before any job runs.
+ * The options of `withToolReceipts` and their schemas (and the reconcile
+ * sweep's): every option checked where it is given, so one that cannot work
+ * (a `maxWaitMs` of NaN, a `destructiveTools` string) is refused before any job runs.
  */
 import {
   booleanOption,
@@ -23,6 +23,16 @@ import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefi
 import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
+import type { Logger } from 'pino';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { DigestFn, sha256Digest } from '../core/identity.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
+import type { Reshaper } from '../repair/reshaper.js';
+import type { LimitDefinition } from '../limits/definitions.js';
+import type { ApprovalOptions } from '../approvals/types.js';
+import type { AnyToolDefinition } from './define-tool.js';
+import type { ToolReceiptsEvents } from './events.js';
+import type { ToolCallObserver } from './observer.js';
 
 const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnabled), or left out for the default', [
   'child',
@@ -104,3 +114,97 @@ export const TOOL_RECEIPTS_SCHEMA = {
  * object can be passed to the sweep as is.
  */
 export const RECONCILE_SWEEP_SCHEMA = TOOL_RECEIPTS_SCHEMA;
+
+/**
+ * Options of {@link withToolReceipts}. With `resultStore` set, results over
+ * `offloadThresholdChars` are stored there and the model gets a preview, and
+ * the page-back tool `ReadToolResult` is registered automatically.
+ */
+export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptions {
+  /**
+   * The connection receipts are written through (not BullMQ's blocking one):
+   * an ioredis `Redis`, or a `Cluster`.
+   */
+  readonly redis: RedisConnection;
+  readonly tools: Iterable<AnyToolDefinition>;
+  /** Key prefix of receipts and breaker counters; default `trc`. */
+  readonly prefix?: string;
+  /** Receipt lease; heartbeats extend it every third. Default 30 s. */
+  readonly leaseMs?: number;
+  /** How long settled receipts are kept. Default 24 h. */
+  readonly retentionMs?: number;
+  /**
+   * Wait for Redis replicas (`WAIT`) or AOF fsyncs (`aof`, `WAITAOF`) to
+   * acknowledge a call's claim before its effect starts, and its settle
+   * before the job returns. A claim not acknowledged within `timeoutMs` is
+   * settled as never started and the job retries without running the tool.
+   * An unacknowledged write is infrastructure (`durability.not_acknowledged`:
+   * the job retries; the breaker and the model never hear of it); durability
+   * the server cannot give (`durability.unsupported`) fails each job
+   * unrecoverably. Off by default: see docs/redis.md for what each mode
+   * survives.
+   */
+  readonly durability?: DurabilityOptions;
+  /**
+   * Group commit (default `true`): the claims and completes of this worker's
+   * jobs that meet in one tick go to Redis as one script call, each decided
+   * exactly as alone, in order. A call sent while none is in flight goes out
+   * at once, so a worker running one job at a time pays nothing. `false`
+   * sends each on its own. See docs/performance.md.
+   */
+  readonly groupCommit?: boolean;
+  readonly logger?: Logger;
+  /**
+   * Digest of the canonical arguments. Default {@link sha256Digest}; a
+   * multi-tenant deployment should pass `hmacSha256Digest(secret)`.
+   */
+  readonly digest?: DigestFn;
+  /** `fail` (default): the job fails unrecoverably. `report`: the model gets an error result saying the outcome is unknown. */
+  readonly onAmbiguous?: 'fail' | 'report';
+  /** Random extra delay, up to this many ms, when a job waits for a live attempt. Default 250. */
+  readonly waitJitterMs?: number;
+  /**
+   * Longest delay before a waiting job looks again, even when the live
+   * attempt's lease has longer to run. Default 2 s.
+   */
+  readonly maxWaitMs?: number;
+  /** Names this worker on the receipts it claims. Default host:pid:random. */
+  readonly owner?: string;
+  /**
+   * The longest each receipts command (claim, complete, heartbeat, breaker,
+   * reconcile) may go without a reply, whatever the client. Default 5 s; see
+   * `ReceiptStoreOptions.commandTimeoutMs`.
+   */
+  readonly commandTimeoutMs?: number;
+  readonly events?: ToolReceiptsEvents;
+  /**
+   * Tool names (exact, case-insensitive; a trailing `*` matches a prefix)
+   * treated as destructive whatever the tools or their annotations say.
+   */
+  readonly destructiveTools?: readonly string[];
+  /** Proposes corrected arguments for invalid, non-destructive calls. */
+  readonly reshaper?: Reshaper;
+  /** Reshaper answers to try per call. Default 2. */
+  readonly maxRepairAttempts?: number;
+  /** The model that wrote the calls, passed to the reshaper. */
+  readonly backendModel?: string;
+  /**
+   * Told every call's milestones: pass `toolReceiptsOtel()` from
+   * `bullmq-tool-receipts/otel` for OpenTelemetry spans and metrics. Default: nothing observed.
+   */
+  readonly telemetry?: ToolCallObserver;
+  /**
+   * Limits the whole fleet keeps, counted at the execution: each covers the
+   * tools it names (or all), per tenant, per run or globally (see
+   * `defineLimit` in `bullmq-tool-receipts/limits`, and docs/limits.md). A
+   * tool's own limits go on `defineTool({ limits })`. Checked here, once:
+   * `options.invalid` names the field of one that cannot work.
+   */
+  readonly limits?: readonly LimitDefinition[];
+  /**
+   * How long a limit's reservation waits for its claim before it may be
+   * given back (a worker died between the two). Default 30 s; see
+   * `LimitStoreOptions.reservationMs`.
+   */
+  readonly limitReservationMs?: number;
+}

@@ -1,135 +1,46 @@
 /**
  * `withToolReceipts`: checks its options once, makes the receipts keyspace,
- * and returns the BullMQ processor that runs each job's calls.
+ * and returns the BullMQ processor: each job's data checked, then its turn
+ * (its calls in order, or side by side where allowed) run.
  */
-import type { Job } from 'bullmq';
-import type { RedisConnection } from '../redis/connection/connection.js';
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { checkOptions } from '../core/options.js';
-import { TOOL_RECEIPTS_SCHEMA } from './options.js';
+import { TOOL_RECEIPTS_SCHEMA, type ToolReceiptsOptions } from './options.js';
 import { pino, type Logger } from 'pino';
-import { sha256Digest, type DigestFn } from '../core/identity.js';
+import { sha256Digest } from '../core/identity.js';
 import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
 import type { ReceiptStore } from '../redis/receipts/store.js';
-import type { DurabilityOptions } from '../redis/durability/durability.js';
 import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { LazyAbort } from './abort.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
-import { NOOP_OBSERVER, type ToolCallObserver } from './observer.js';
-import { InvalidJobDataError, parseToolJobData, type ToolJobResult, type ToolResultBlock } from './job-data.js';
+import { CallFactsSource, NOOP_OBSERVER } from './observer.js';
+import {
+  InvalidJobDataError,
+  parseToolJobData,
+  type ToolCall,
+  type ToolJobData,
+  type ToolJobResult,
+  type ToolResultBlock,
+} from '../core/job-data.js';
 import { keepPartialResults } from './ambiguity.js';
 import { parkJobOnServerClock } from './park-job.js';
-import type { CallRuntime } from './call-runtime.js';
-import { runTurn } from './turn.js';
-import { interruptedEnding } from './interruption.js';
+import type { CallRuntime, JobScope } from './call-runtime.js';
 import { endingOf } from './infrastructure.js';
 import { checkTransactionalTools } from './transactional-call.js';
-import { readToolResultTool, resultShaper, type ResultShapingOptions } from './result-shaping.js';
-import { prepareCall, type InputRepairOptions } from './prepare-call.js';
+import { readToolResultTool } from './result-shaping.js';
+import { ClaimGroup, inputPreparer, NextCall, type InputRepairOptions } from './prepare-call.js';
+import { LazyAbort, runToolCall } from './run-call.js';
+import { interruptionOf, resultShaperOf, throwIfInterrupted } from './settle-call.js';
+import { errorText } from './failure-policy.js';
 import { destructiveMatcher } from '../repair/destructive.js';
-import type { Reshaper } from '../repair/reshaper.js';
 import { assertUniqueToolNames } from '../repair/tool-names.js';
-import type { LimitDefinition } from '../limits/definitions.js';
 import { LimitStore } from '../limits/limit-store.js';
 import { WorkerLimits } from '../limits/call-limits.js';
 import { ApprovalGate } from '../approvals/gate.js';
-import type { ApprovalOptions } from '../approvals/types.js';
 import { approvalRuntime } from './approval-step.js';
 
-/**
- * Options of {@link withToolReceipts}. With `resultStore` set, results over
- * `offloadThresholdChars` are stored there and the model gets a preview, and
- * the page-back tool `ReadToolResult` is registered automatically.
- */
-export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptions {
-  /**
-   * The connection receipts are written through (not BullMQ's blocking one):
-   * an ioredis `Redis`, or a `Cluster`.
-   */
-  readonly redis: RedisConnection;
-  readonly tools: Iterable<AnyToolDefinition>;
-  /** Key prefix of receipts and breaker counters; default `trc`. */
-  readonly prefix?: string;
-  /** Receipt lease; heartbeats extend it every third. Default 30 s. */
-  readonly leaseMs?: number;
-  /** How long settled receipts are kept. Default 24 h. */
-  readonly retentionMs?: number;
-  /**
-   * Wait for Redis replicas (`WAIT`) or AOF fsyncs (`aof`, `WAITAOF`) to
-   * acknowledge a call's claim before its effect starts, and its settle
-   * before the job returns. A claim not acknowledged within `timeoutMs` is
-   * settled as never started and the job retries without running the tool.
-   * An unacknowledged write is infrastructure (`durability.not_acknowledged`:
-   * the job retries; the breaker and the model never hear of it); durability
-   * the server cannot give (`durability.unsupported`) fails each job
-   * unrecoverably. Off by default: see docs/redis.md for what each mode
-   * survives.
-   */
-  readonly durability?: DurabilityOptions;
-  /**
-   * Group commit (default `true`): the claims and completes of this worker's
-   * jobs that meet in one tick go to Redis as one script call, each decided
-   * exactly as alone, in order. A call sent while none is in flight goes out
-   * at once, so a worker running one job at a time pays nothing. `false`
-   * sends each on its own. See docs/performance.md.
-   */
-  readonly groupCommit?: boolean;
-  readonly logger?: Logger;
-  /**
-   * Digest of the canonical arguments. Default {@link sha256Digest}; a
-   * multi-tenant deployment should pass `hmacSha256Digest(secret)`.
-   */
-  readonly digest?: DigestFn;
-  /** `fail` (default): the job fails unrecoverably. `report`: the model gets an error result saying the outcome is unknown. */
-  readonly onAmbiguous?: 'fail' | 'report';
-  /** Random extra delay, up to this many ms, when a job waits for a live attempt. Default 250. */
-  readonly waitJitterMs?: number;
-  /**
-   * Longest delay before a waiting job looks again, even when the live
-   * attempt's lease has longer to run. Default 2 s.
-   */
-  readonly maxWaitMs?: number;
-  /** Names this worker on the receipts it claims. Default host:pid:random. */
-  readonly owner?: string;
-  /**
-   * The longest each receipts command (claim, complete, heartbeat, breaker,
-   * reconcile) may go without a reply, whatever the client. Default 5 s; see
-   * `ReceiptStoreOptions.commandTimeoutMs`.
-   */
-  readonly commandTimeoutMs?: number;
-  readonly events?: ToolReceiptsEvents;
-  /**
-   * Tool names (exact, case-insensitive; a trailing `*` matches a prefix)
-   * treated as destructive whatever the tools or their annotations say.
-   */
-  readonly destructiveTools?: readonly string[];
-  /** Proposes corrected arguments for invalid, non-destructive calls. */
-  readonly reshaper?: Reshaper;
-  /** Reshaper answers to try per call. Default 2. */
-  readonly maxRepairAttempts?: number;
-  /** The model that wrote the calls, passed to the reshaper. */
-  readonly backendModel?: string;
-  /**
-   * Told every call's milestones: pass `toolReceiptsOtel()` from
-   * `bullmq-tool-receipts/otel` for OpenTelemetry spans and metrics. Default: nothing observed.
-   */
-  readonly telemetry?: ToolCallObserver;
-  /**
-   * Limits the whole fleet keeps, counted at the execution: each covers the
-   * tools it names (or all), per tenant, per run or globally (see
-   * `defineLimit` in `bullmq-tool-receipts/limits`, and docs/limits.md). A
-   * tool's own limits go on `defineTool({ limits })`. Checked here, once:
-   * `options.invalid` names the field of one that cannot work.
-   */
-  readonly limits?: readonly LimitDefinition[];
-  /**
-   * How long a limit's reservation waits for its claim before it may be
-   * given back (a worker died between the two). Default 30 s; see
-   * `LimitStoreOptions.reservationMs`.
-   */
-  readonly limitReservationMs?: number;
-}
+export type { ToolReceiptsOptions } from './options.js';
 
 /**
  * What {@link ToolReceiptsProcessor.attach} needs of a BullMQ `Worker`: its
@@ -205,17 +116,17 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     keyspace,
     tools,
     logger,
-    events,
+    // Each call's facts go to the log, the events and the telemetry, subscribed here once.
+    facts: new CallFactsSource(logger, events, options.telemetry ?? NOOP_OBSERVER),
     digest: options.digest ?? sha256Digest,
     waitJitterMs: options.waitJitterMs ?? 250,
     maxWaitMs: options.maxWaitMs ?? 2000,
     onAmbiguous: options.onAmbiguous ?? 'fail',
-    observer: options.telemetry ?? NOOP_OBSERVER,
     approvals,
     // A tool that needs approval keeps its answer on a receipt, even a read-only one.
     runsWithoutReceipt: (tool) => tool.readOnly && !repairOptions.isDestructive(tool) && !approvals?.of(tool),
-    prepare: (call, tool, abort) => prepareCall(call, tool, repairOptions, abort),
-    shape: resultShaper(options),
+    prepare: inputPreparer(repairOptions, toolList),
+    shape: resultShaperOf(options),
     limits,
   };
 
@@ -261,6 +172,117 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   };
 
   return Object.assign(processor, { events, keyspace, store, breaker: keyspace.breaker, limits, attach, ready });
+}
+
+/** Whether a call may run side by side with its neighbours: the job says so, or its tool does. */
+const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
+  data.parallel === true || rt.tools.get(call.name)?.parallel === true;
+
+/**
+ * Run a job's calls in order, appending each block to `results` as it ends.
+ * Consecutive calls that may run side by side run as one concurrent group;
+ * any other call runs alone. A call that runs alone may have its claim
+ * carried by the complete of the call before it, when that one ran alone
+ * too (see `NextCall`). A job whose lock was lost or that was cancelled
+ * starts nothing more (see `throwIfInterrupted`), and an attempt claimed
+ * ahead for a call it will not run is released. What a call throws ends the
+ * turn; `results` then holds the blocks of the calls that ended, in call
+ * order, for the caller to keep.
+ */
+export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
+  const { calls } = scope.data;
+  const groupEnd = (start: number): number => {
+    let end = start + 1;
+    if (runsSideBySide(rt, scope.data, calls[start]!)) {
+      while (end < calls.length && runsSideBySide(rt, scope.data, calls[end]!)) end++;
+    }
+    return end;
+  };
+  // The call about to run, as the call before it staged (and maybe claimed) it.
+  let self: NextCall | undefined;
+  let next: NextCall | undefined;
+  for (let start = 0; start < calls.length;) {
+    const end = groupEnd(start);
+    try {
+      throwIfInterrupted(scope.job.id ?? '', scope.abort);
+      if (end - start === 1) {
+        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(rt, scope, calls[end]!) : undefined;
+        results.push(await runToolCall(rt, scope, calls[start]!, { self, next }));
+      } else {
+        await runSideBySide(rt, scope, calls.slice(start, end), results);
+      }
+    } catch (error) {
+      for (const unrun of [self, next]) await unrun?.release(`the job stopped before call ${unrun.call.id} started: ${errorText(error)}`);
+      throw error;
+    }
+    self = next;
+    next = undefined;
+    start = end;
+  }
+}
+
+/**
+ * Run `calls` concurrently, each with its own receipt, lease and fence, and
+ * append the blocks of those that ended to `results` in call order. Every
+ * call runs to its end before anything is thrown, so a wait or an ambiguity
+ * of one never cuts the others off (their receipts settle, and a later
+ * delivery replays them). Then: the first error that stops the job
+ * (UnrecoverableError), else the first other error, is thrown; else, when a
+ * call waits, the job is parked once, until the earliest wait is due.
+ *
+ * Parking is deferred because a parked job's BullMQ lock is no longer
+ * renewed: the calls still running would be aborted as if the lock were lost.
+ */
+async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[], results: ToolResultBlock[]): Promise<void> {
+  let due: { serverNowMs: number; delayMs: number } | undefined;
+  const deferred: JobScope = {
+    ...scope,
+    park: async (serverNowMs, delayMs) => {
+      if (due === undefined || serverNowMs + delayMs < due.serverNowMs + due.delayMs) due = { serverNowMs, delayMs };
+    },
+  };
+  // Claimed together, in one round trip, when two or more of them would claim now.
+  const members = calls.map((call) => new NextCall(rt, scope, call));
+  await ClaimGroup.form(rt, members);
+  const ended = await Promise.allSettled(calls.map((call, i) => runToolCall(rt, deferred, call, { self: members[i] })));
+  // A call that stopped before taking its claim (the job was interrupted) never started its effect.
+  for (const member of members) await member.release(`the job stopped before call ${member.call.id} started`);
+  let failure: { error: unknown } | undefined;
+  let wait: DelayedError | undefined;
+  for (const outcome of ended) {
+    if (outcome.status === 'fulfilled') results.push(outcome.value);
+    else if (outcome.reason instanceof DelayedError) wait ??= outcome.reason;
+    else if (failure === undefined || (outcome.reason instanceof UnrecoverableError && !(failure.error instanceof UnrecoverableError))) {
+      failure = { error: outcome.reason };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
+  if (wait !== undefined && due !== undefined) {
+    await scope.park(due.serverNowMs, due.delayMs);
+    throw wait;
+  }
+}
+
+/**
+ * How an interrupted job ends, whatever its turn came to (`outcome`: the
+ * error it threw, or none when it finished). The interruption replaces any
+ * error that would have retried the job (such as the failure of a tool that
+ * stopped because of the abort), so a cancelled job never runs again
+ * whatever `attempts` says; a cancelled job whose last call finished anyway
+ * ends cancelled too. An error that already stops the job
+ * (`UnrecoverableError`: an ambiguous call, a destructive failure) says more
+ * and is kept, and so is a `DelayedError`, thrown once the job was already
+ * parked; a job that lost its lock but finished every call returns its
+ * results (every receipt is settled; if the lock is really gone, BullMQ
+ * refuses the completion and a redelivery replays them). Returns
+ * `undefined` when the job was not interrupted, or `outcome` stands.
+ */
+export function interruptedEnding(jobId: string, signal: Pick<AbortSignal, 'aborted' | 'reason'>, outcome: { readonly error?: unknown }): Error | undefined {
+  const interruption = interruptionOf(jobId, signal);
+  if (interruption === undefined || outcome.error === interruption) return undefined;
+  if (!('error' in outcome) && interruption instanceof JobLockLostError) return undefined;
+  if (outcome.error instanceof UnrecoverableError || outcome.error instanceof DelayedError) return undefined;
+  return interruption;
 }
 
 /**

@@ -17,8 +17,8 @@ import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.j
 import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { parseToolJobData, type ToolCall, type ToolJobData } from './job-data.js';
-import { prepareCall } from './prepare-call.js';
+import { parseToolJobData, type ToolCall, type ToolJobData } from '../core/job-data.js';
+import { repairInput } from './input-repair.js';
 import { resultShaper, type ResultShapingOptions } from './result-shaping.js';
 import { retryFailedJobs, type JobRetryReport } from './retry-jobs.js';
 import { askReconcile, lostAttemptContext, reconcileLeaseMs, reconcileTimeoutOf } from './settle-expired.js';
@@ -167,7 +167,7 @@ async function failedJobCall(
       return 'its job data is not valid';
     }
     for (const call of data.calls.filter((c) => c.name === tool.name)) {
-      const prepared = await prepareCall(call, tool, { isDestructive: (t) => t.destructive }, { signal });
+      const prepared = await repairInput(call, tool, { isDestructive: (t) => t.destructive }, { signal });
       if (!prepared.ok) continue;
       const key: ToolCallReceiptKey = {
         ...record.key,

@@ -7,8 +7,11 @@ import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../offload/shaping.js';
 import { createReadToolResultTool } from '../offload/read-tool.js';
 import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js';
 import { ToolRefusedError } from '../core/tiers.js';
+import { ToolErrorResult } from '../core/result-text.js';
+
+export { ToolErrorResult } from '../core/result-text.js';
 import { defineTool, type AnyToolDefinition } from './define-tool.js';
-import type { ToolCall, ToolJobData } from './job-data.js';
+import type { ToolCall, ToolJobData } from '../core/job-data.js';
 import type { RecordedToolResult } from './call-runtime.js';
 
 /** Where large results go and how much of a result the model may see. */
@@ -19,18 +22,6 @@ export interface ResultShapingOptions {
   readonly offloadThresholdChars?: number;
   /** Most characters of one result the model (and the receipt) gets. Default 100,000. */
   readonly maxResultChars?: number;
-}
-
-/**
- * A tool's answer that is an error for the model while the call counts as
- * completed: the tool ran and its provider answered with a failure (an MCP
- * result with `isError: true`, say). The receipt records it like any result,
- * so it is replayed, never run again, and the model gets it with `is_error`.
- * Return it from `execute`; throwing instead makes it a failed call.
- */
-export class ToolErrorResult {
-  /** @param value - What the model reads, shaped like any tool result (offloaded when large). */
-  constructor(readonly value: unknown) {}
 }
 
 /**

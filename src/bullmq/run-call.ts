@@ -1,47 +1,50 @@
 /**
- * One tool call, run at most once: its input prepared, its receipt claimed,
- * the decision acted on (replay, wait, ambiguous, execute under its lease).
- * Over 300 lines: every branch of the decision, in the order a call meets them.
+ * One tool call, run at most once: its staged input taken, its receipt
+ * claimed, the decision acted on (replay, wait, ambiguous, execute), and an
+ * execution run under its lease (heartbeats) with its own abort.
+ * Over 300 lines: every branch of the decision, in the order a call meets
+ * them, then the execution with the lease and abort it runs under.
  */
 import { DelayedError } from 'bullmq';
-import type { Logger } from 'pino';
 import type { ReceiptDecision } from '../core/decision.js';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import { stringifyToolResult } from '../core/result-text.js';
 import { NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX } from '../core/tiers.js';
-import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError } from '../redis/errors.js';
-import type { SettleResult } from '../redis/receipts/store.js';
-import { createToolContext } from './call-context.js';
-import { receiptEffectOf } from './define-tool.js';
+import { receiptEffectOf } from '../core/tool-effect.js';
+import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../redis/errors.js';
+import type { ReceiptStore, SettleResult } from '../redis/receipts/store.js';
+import { limitCall, type LimitGate } from '../limits/call-limits.js';
 import { ToolCallFailedError, unrecoverable } from './errors.js';
-import type { FencedOutEvent, ToolCallEventBase } from './events.js';
-import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
-import { LeaseKeeper } from './lease-keeper.js';
-import { LazyAbort } from './abort.js';
-import { stringifyToolResult } from '../offload/shaping.js';
+import type { FencedOutEvent } from './events.js';
+import { toolResultBlock as block, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
 import { ambiguousOutcome } from './ambiguity.js';
-import { runReadOnlyCall, type FailureLog } from './direct-call.js';
-import { interruptionOf, throwIfInterrupted } from './interruption.js';
+import { runReadOnlyCall } from './direct-call.js';
 import { infrastructureFailure, isInfrastructureError } from './infrastructure.js';
-import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
-import type { CallObservation } from './observer.js';
-import { claimCall, settlesExpired } from './settle-expired.js';
+import type { CallAbort, CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
+import type { CallFacts } from './observer.js';
 import { passApprovalGate } from './approval-step.js';
 import { runTransactionalAttempt } from './transactional-call.js';
-import { stageCall, type NextCall } from './next-call.js';
-import { limitCall } from '../limits/call-limits.js';
+import { ExecutionContext, stageCall, type NextCall } from './prepare-call.js';
 import { notRunUnderLimit, overLimit } from './limit-outcome.js';
 import {
   abandoned,
-  emitIfListened,
+  claimCall,
   fencedOutFailure,
+  interruptionOf,
   reportLateSettle,
   settleCompleted,
   settleFailure,
   settleInterrupted,
+  settlesExpired,
   takeoverOf,
+  throwIfInterrupted,
   type Execution,
 } from './settle-call.js';
 
 export type { CallRuntime, JobScope, PreparedCall, RecordedToolResult } from './call-runtime.js';
+
+/** What a call asks of its limits when the worker has none: nothing to count. */
+const UNLIMITED: LimitGate = { kind: 'free' };
 
 /**
  * The result a completed receipt holds, as a tool_result. Receipts the
@@ -75,13 +78,13 @@ export interface CallLinks {
  */
 export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = {}): Promise<ToolResultBlock> {
   const { tenantId, runId } = scope.data;
-  const obs = rt.observer.callStarted({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  const facts = rt.facts.start({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
   try {
-    const result = await runObservedCall(rt, scope, call, obs, links);
-    obs.ended({ result });
+    const result = await runObservedCall(rt, scope, call, facts, links);
+    facts.ended({ result });
     return result;
   } catch (error) {
-    obs.ended({ error });
+    facts.ended({ error });
     throw error;
   }
 }
@@ -90,31 +93,14 @@ async function runObservedCall(
   rt: CallRuntime,
   scope: JobScope,
   call: ToolCall,
-  obs: CallObservation,
+  facts: CallFacts,
   links: CallLinks,
-  options: { readonly afterUnknownOutcome?: boolean } = {},
+  afterUnknownOutcome = false,
 ): Promise<ToolResultBlock> {
-  const started = performance.now();
   const { tenantId, runId } = scope.data;
-  // The call's child logger is made on first use: with info lines off, a call that goes well never makes one.
-  let callLogger: Logger | undefined;
-  const log = () =>
-    (callLogger ??= rt.logger.child({ tenant: tenantId, run: runId, tool: call.name, callId: call.id, jobId: scope.job.id }));
-  let reconciled: string | undefined;
-  // A call that failed (or ended ambiguous) is a warning, with its tier; any other decision is an info line.
-  const logDecision = (decision: string, outcome: ToolCallOutcome | 'waited', attempt?: number, failure?: FailureLog) => {
-    const level = failure && outcome !== 'rejected' ? 'warn' : 'info';
-    if (!rt.logger.isLevelEnabled(level)) return;
-    const ms = Math.round(performance.now() - started);
-    log()[level](
-      failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms },
-      'tool call',
-    );
-  };
-
   const staged = await (links.self?.stage() ?? stageCall(rt, scope, call));
   if (staged.kind === 'unknownTool') {
-    logDecision('reject', 'rejected');
+    facts.answered('reject', 'rejected');
     return block(call, 'rejected', {
       content: `Unknown tool "${call.name}". Nothing was run. Available tools: ${[...rt.tools.keys()].join(', ')}.`,
       is_error: true,
@@ -127,22 +113,22 @@ async function runObservedCall(
       const streak = await rt.keyspace.breaker.recordRejection(tenantId, runId, tool.name);
       if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
     }
-    logDecision('reject', 'rejected');
+    facts.answered('reject', 'rejected');
     return block(call, 'rejected', { content, is_error: true });
   }
 
   const { key, args } = staged;
   if (rt.runsWithoutReceipt(tool)) {
-    obs.decided({ decision: 'direct', attempt: undefined });
-    return await runReadOnlyCall(rt, { scope, call, tool, key, args, log, logDecision, obs });
+    facts.decided({ decision: 'direct', attempt: undefined });
+    return await runReadOnlyCall(rt, { scope, call, tool, key, args, facts });
   }
   // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
   // A tool with an approval rule passes its gate first: parked while a person decides, answered when denied.
   if (rt.approvals?.of(tool)) {
-    const denied = await passApprovalGate(rt, scope, call, tool, key, args, obs);
+    const denied = await passApprovalGate(rt, scope, call, tool, key, args, facts);
     if (denied) {
-      logDecision('denied', 'denied');
+      facts.answered('denied', 'denied');
       return denied;
     }
   }
@@ -151,38 +137,33 @@ async function runObservedCall(
   // Claimed already when the call before carried this claim in its complete: then a round trip of its own is
   // made (and observed) only when the decision needs more commands (a takeover, an ambiguous attempt).
   // A call some limit counts reserves its share first (such a call is never claimed ahead).
-  const gate = await limitCall(rt.limits, key, args);
-  if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(rt, scope, call, gate, logDecision);
+  const gate = rt.limits === undefined ? UNLIMITED : await limitCall(rt.limits, key, args);
+  if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(rt, scope, call, gate, facts);
   const limited = gate.kind === 'claim' ? gate.call : undefined;
-  const ahead = await links.self?.claimedAhead(obs);
-  const claiming = () => claimCall({ rt, scope, call, tool, key, args, log }, ahead);
-  const claim = await (ahead?.answersAlone ? claiming() : obs.roundTrip('claim', claiming)).catch(async (error: unknown) => {
-    await limited?.release();
-    // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
-    if (error instanceof CorruptReceiptError) {
-      log().error({ receiptKey: error.redisKey, why: error.why }, 'receipt is corrupt; call not run');
-      throw unrecoverable(error);
-    }
-    throw error;
-  });
-  reconciled = claim.reconciled;
+  const ahead = await links.self?.claimedAhead(facts);
+  const settle = { rt, scope, call, tool, key, args, facts };
+  const claim = await (ahead?.answersAlone ? claimCall(settle, ahead) : facts.roundTrip('claim', () => claimCall(settle, ahead))).catch(
+    async (error: unknown) => {
+      await limited?.release();
+      // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
+      if (error instanceof CorruptReceiptError) {
+        facts.corrupt(error);
+        throw unrecoverable(error);
+      }
+      throw error;
+    },
+  );
+  facts.claimed(claim.reconciled);
   const decision: ReceiptDecision = claim.decision;
   const verdict = await limited?.afterClaim(decision.kind === 'execute' && claim.toolRemoval === undefined);
-  if (verdict?.run === false) return await notRunUnderLimit(rt, scope, call, key, claim, verdict, logDecision);
+  if (verdict?.run === false) return await notRunUnderLimit(rt, scope, call, key, claim, verdict, facts);
   if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
     // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
-    logDecision('reject', 'rejected');
+    facts.answered('reject', 'rejected');
     return block(call, 'rejected', { content: `${claim.toolRemoval} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
   }
-  const base: ToolCallEventBase = { tenantId, runId, tool: tool.name, callId: call.id, jobId: scope.job.id, receiptKey: claim.redisKey };
-  emitIfListened(rt.events, 'decision', () => ({
-    ...base,
-    decision: decision.kind,
-    attempt: claim.attempt,
-    ...(claim.reconciled ? { reconciled: claim.reconciled } : {}),
-  }));
   // Plain fields, not conditional spreads: this object is built on every claimed call.
-  obs.decided({
+  facts.decided({
     decision: decision.kind,
     attempt: claim.attempt,
     receiptKey: claim.redisKey,
@@ -193,7 +174,7 @@ async function runObservedCall(
 
   switch (decision.kind) {
     case 'replay': {
-      logDecision('replay', 'replayed');
+      facts.answered('replay', 'replayed');
       return block(call, 'replayed', recordedResult(claim.result));
     }
     case 'wait': {
@@ -202,55 +183,39 @@ async function runObservedCall(
       const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
       // A job cancelled meanwhile is not parked to come back: it stops here.
       throwIfInterrupted(scope.job.id ?? '', scope.abort);
-      logDecision('wait', 'waited');
-      obs.waiting(delay);
+      facts.answered('wait', 'waited');
+      facts.waiting(delay);
       await scope.park(claim.serverNowMs ?? Date.now(), delay);
       throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
     }
     case 'ambiguous':
-      return ambiguousOutcome(rt, call, base, decision.reason, log());
+      return ambiguousOutcome(rt.onAmbiguous, call, facts, decision.reason);
     case 'execute': {
       // An execute decision without a removal always comes with the fence of the attempt the claim started.
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
-      return await execute({
-        rt,
-        scope,
-        call,
-        tool,
-        key,
-        args,
-        fence: claim.fence,
-        attempt: claim.fence.attempt,
-        base,
-        log,
-        logDecision,
-        obs,
-        afterUnknownOutcome: options.afterUnknownOutcome ?? false,
-        next: links.next,
-        limited,
-      }).finally(() => limited?.settled());
+      const { fence } = claim;
+      const x: Execution = { ...settle, fence, attempt: fence.attempt, afterUnknownOutcome, next: links.next, limited };
+      return await execute(x).finally(() => limited?.settled());
     }
   }
 }
 
 async function execute(x: Execution): Promise<ToolResultBlock> {
-  const { rt, scope, call, tool, key, attempt, fence, log } = x;
+  const { rt, scope, call, tool, key, attempt, fence, facts } = x;
   const { tenantId, runId } = scope.data;
 
   // Aborted by the job's abort or by the first fence rejection, whichever comes first: nothing is
   // settled after it. Its AbortController is made only if the tool reads ctx.signal.
   const abort = new LazyAbort(scope.abort);
   let fencedDuring: FencedOutEvent['during'] | undefined;
-  const onFencedOut = (during: FencedOutEvent['during']) => (error: FencedOutError) => {
+  const fencedOut = (during: FencedOutEvent['during'], error: FencedOutError) => {
     if (fencedDuring) return;
     fencedDuring = during;
-    rt.events.emit('fencedOut', { ...x.base, attempt, during });
-    x.obs.fencedOut(during);
-    log().warn({ attempt, during, observed: error.observed }, 'attempt fenced out; another attempt owns the call');
+    facts.fencedOut(during, attempt, error.observed);
     abort.abort(error);
   };
   const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.keyspace.receipts.steps(key) : {};
-  const ctx = createToolContext({
+  const ctx = new ExecutionContext({
     receipt: { store: rt.keyspace.receipts, fence },
     attempt,
     key,
@@ -260,19 +225,22 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     sessionId: scope.data.sessionId,
     callId: call.id,
     job: scope.job,
-    logger: log,
+    logger: facts,
     recordedSteps,
-    onFencedOut: onFencedOut('step'),
+    onFencedOut: (error) => fencedOut('step', error),
   });
-  const keeper = new LeaseKeeper(rt.keyspace.receipts, key, fence, rt.keyspace.settings.leaseMs, log, onFencedOut('heartbeat')).start();
+  const keeper = new LeaseKeeper(rt.keyspace.receipts, key, fence, rt.keyspace.settings.leaseMs, facts, (error) =>
+    fencedOut('heartbeat', error),
+  ).start();
+  const failing = (error: FencedOutError) => fencedOut('fail', error);
 
   let value: unknown;
   let replayed = false;
   try {
-    value = await x.obs.runTool(async () => {
+    value = await facts.runTool(async () => {
       if (tool.effect !== 'transactional') return tool.execute(x.args, ctx);
       // The tool's writes commit with the outcome row before the receipt completes below.
-      const done = await runTransactionalAttempt(tool, x.args, ctx, x.base.receiptKey, fence);
+      const done = await runTransactionalAttempt(tool, x.args, ctx, facts.receiptKey ?? '', fence);
       replayed = done.replayed;
       return done.value;
     });
@@ -283,23 +251,23 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
       // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is settled
       // as the tool reports: nothing ran (NeverStartedError), the outcome is unknown (OutcomeUnknownError),
       // or, for any other error (which proves nothing), it is left for its lease to lapse.
-      if (error instanceof NeverStartedError) return await settleInterrupted(x, error, onFencedOut('fail'));
+      if (error instanceof NeverStartedError) return await settleInterrupted(x, error, failing);
       if (error instanceof OutcomeUnknownError) {
         // Left as a crash would leave it, at once (fenced: an attempt that was taken over writes nothing).
         await rt.keyspace.receipts.markOutcomeUnknown(key, fence, error.message).catch(() => undefined);
-        x.obs.outcomeUnknown(error);
+        facts.outcomeUnknown(error);
         throw interruptionOf(scope.job.id ?? '', scope.abort) ?? error;
       }
       // First learn whether another attempt already took the call over.
       const takenOver = await takeoverOf(x);
       if (!takenOver) throw abandoned(x, scope.abort.reason, error);
-      onFencedOut('abort')(takenOver);
+      fencedOut('abort', takenOver);
       throw interruptionOf(scope.job.id ?? '', scope.abort) ?? fencedOutFailure(x, 'abort', error);
     }
     // Redis did not answer, or a write went unacknowledged: not the tool's failure (see infrastructureFailure).
     if (isInfrastructureError(error)) return await infrastructureFailure(x, error);
-    if (error instanceof OutcomeUnknownError) return await outcomeUnknown(x, error, onFencedOut('fail'));
-    return await settleFailure(x, error, onFencedOut('fail'));
+    if (error instanceof OutcomeUnknownError) return await outcomeUnknown(x, error, failing);
+    return await settleFailure(x, error, failing);
   } finally {
     keeper.stop();
     abort.dispose();
@@ -313,15 +281,14 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     settled = await settleCompleted(x, result);
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
-    onFencedOut('complete')(error);
+    fencedOut('complete', error);
     throw fencedOutFailure(x, 'complete', error);
   }
   reportLateSettle(x, settled, 'executed');
-  emitIfListened(rt.events, 'settled', () => ({ ...x.base, attempt, outcome: 'executed' }));
-  x.obs.settled('executed');
+  facts.settled('executed', undefined, attempt);
   // A transactional attempt that lost the race to another attempt's commit replays the winner's result.
   const outcome = replayed ? 'replayed' : 'executed';
-  x.logDecision('execute', outcome, attempt);
+  facts.answered('execute', outcome, attempt);
   return block(call, outcome, result);
 }
 
@@ -339,7 +306,7 @@ async function outcomeUnknown(
   error: OutcomeUnknownError,
   onFencedOut: (e: FencedOutError) => void,
 ): Promise<ToolResultBlock> {
-  const { rt, call, tool, key, attempt } = x;
+  const { rt, call, tool, key, attempt, facts } = x;
   try {
     await rt.keyspace.receipts.markOutcomeUnknown(key, x.fence, error.message);
   } catch (markError) {
@@ -347,20 +314,18 @@ async function outcomeUnknown(
     onFencedOut(markError);
     throw fencedOutFailure(x, 'fail', markError);
   }
-  x.obs.outcomeUnknown(error);
+  facts.outcomeUnknown(error);
   // A transactional call is settled from its outcome row by the next claim, never left ambiguous.
   if (tool.effect === 'transactional' && x.afterUnknownOutcome) throw error;
   const opaque = receiptEffectOf(tool) === 'opaque';
   if (opaque && settlesExpired(tool) && !x.afterUnknownOutcome) {
     // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a
     // keyed call) in this delivery. Only once: a second unknown outcome is left ambiguous.
-    x.log().info({ attempt, error: error.message, tier: 'outcomeUnknown' }, 'tool call outcome unknown; settling it');
-    return await runObservedCall(rt, x.scope, call, x.obs, { next: x.next }, { afterUnknownOutcome: true });
+    facts.settlingUnknown(attempt, error.message);
+    return await runObservedCall(rt, x.scope, call, facts, { next: x.next }, true);
   }
-  x.logDecision('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
-  if (opaque) {
-    return ambiguousOutcome(rt, call, x.base, `${tool.name} reported that its outcome is unknown: ${error.message}`, x.log());
-  }
+  facts.answered('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
+  if (opaque) return ambiguousOutcome(rt.onAmbiguous, call, facts, `${tool.name} reported that its outcome is unknown: ${error.message}`);
   throw new ToolCallFailedError(
     tool.name,
     call.id,
@@ -368,4 +333,133 @@ async function outcomeUnknown(
     `attempt ${attempt} of tool call ${call.id} ended with an unknown outcome (${error.message}); the next delivery takes it over from its recorded steps`,
     { cause: error },
   );
+}
+
+/**
+ * Extends a receipt lease while a tool runs: every third of the lease, so two
+ * heartbeats can be lost before the lease lapses. When the store answers that
+ * another attempt owns the receipt, it calls `onFencedOut` once and stops.
+ * Other errors (Redis briefly unreachable) are reported and retried on the
+ * next tick; if the lease lapses meanwhile, the next heartbeat learns the
+ * outcome. A heartbeat that finds the attempt already reported ambiguous
+ * (contested) still extends the lease, and is reported once: the attempt
+ * goes on, and its settle will be recorded as late.
+ */
+class LeaseKeeper {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private contestedReported = false;
+
+  constructor(
+    private readonly store: ReceiptStore,
+    private readonly key: ToolCallReceiptKey,
+    private readonly fence: AttemptFence,
+    private readonly leaseMs: number,
+    private readonly facts: CallFacts,
+    private readonly onFencedOut: (error: FencedOutError) => void,
+  ) {}
+
+  start(): this {
+    const every = Math.max(10, Math.floor(this.leaseMs / 3));
+    this.timer = setInterval(() => void this.beat(), every);
+    this.timer.unref();
+    return this;
+  }
+
+  /** Stop beating. A heartbeat already in flight may still land; its answer is ignored. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      const beat = await this.store.heartbeat(this.key, this.fence, this.leaseMs);
+      if (beat.contested && !this.contestedReported && !this.stopped) {
+        this.contestedReported = true;
+        this.facts.contested(this.fence.attempt);
+      }
+    } catch (error) {
+      if (this.stopped) return;
+      if (error instanceof FencedOutError) {
+        this.stop();
+        this.onFencedOut(error);
+        return;
+      }
+      this.facts.heartbeatFailed(this.fence.attempt, error);
+    }
+  }
+}
+
+/**
+ * Make `target` abort (with the same reason) when `source` does. Returns a
+ * function that removes the link. Cheaper than `AbortSignal.any`, which the
+ * wrapper would otherwise create twice per call.
+ */
+export function forwardAbort(source: AbortSignal | undefined, target: AbortController): () => void {
+  if (!source) return () => undefined;
+  if (source.aborted) {
+    target.abort(source.reason);
+    return () => undefined;
+  }
+  const onAbort = () => target.abort(source.reason);
+  source.addEventListener('abort', onAbort, { once: true });
+  return () => source.removeEventListener('abort', onAbort);
+}
+
+/**
+ * Abort state that makes its `AbortSignal` only when something reads
+ * `signal`. A job and each executed call need one that follows its parent
+ * (BullMQ's signal, the job's), yet most calls end without anyone asking for
+ * the signal, and an AbortController with its listener link is among the
+ * dearest things a call would otherwise create (the bench measures it).
+ * `aborted` and `reason` read through to the parent without making anything.
+ *
+ * The first abort wins: its reason is the one every reader sees, whether it
+ * came from the parent or from {@link abort}.
+ */
+export class LazyAbort implements CallAbort {
+  #controller: AbortController | undefined;
+  #unlink: (() => void) | undefined;
+  #aborted = false;
+  #reason: unknown;
+
+  constructor(private readonly parent?: AbortSignal | CallAbort) {}
+
+  get aborted(): boolean {
+    return this.#aborted || (this.parent?.aborted ?? false);
+  }
+
+  get reason(): unknown {
+    return this.#aborted ? this.#reason : this.parent?.reason;
+  }
+
+  /** A real signal, made on first read, linked to the parent's until {@link dispose}. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      if (this.aborted) controller.abort(this.reason);
+      else if (this.parent) this.#unlink = forwardAbort(this.parent instanceof AbortSignal ? this.parent : this.parent.signal, controller);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts with `reason` unless already aborted (by the parent or earlier). */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.#aborted = true;
+    this.#reason = reason;
+    this.#controller?.abort(reason);
+  }
+
+  throwIfAborted(): void {
+    if (this.aborted) throw this.reason;
+  }
+
+  /** Removes the link to the parent's signal, if a signal was made. */
+  dispose(): void {
+    this.#unlink?.();
+    this.#unlink = undefined;
+  }
 }

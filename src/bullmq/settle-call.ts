@@ -1,39 +1,101 @@
 /**
- * How an executed call's attempt ends on its receipt: the complete (which
- * may carry the next call's claim), the failure settle and what it tells the
- * job, and the errors of an attempt that was fenced out or aborted. Split
- * from run-call.ts, which decides and executes.
+ * How a call's claim and attempt end on its receipt: the claim (an expired
+ * attempt settled on the way, in settle-expired.ts, only when one is found),
+ * the result shaped, the complete (which may carry the next call's claim),
+ * the failure settle and what it tells the job, and what an attempt that was
+ * fenced out, aborted or interrupted ends with.
  */
-import type { EventEmitter } from 'node:events';
-import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
+import { stringifyToolResult, ToolErrorResult, unwrapToolResultForLlm } from '../core/result-text.js';
 import { failureFactsOf, failureTier, isUnreachableService, REJECTION_REMOVAL_SUFFIX, ToolRefusedError } from '../core/tiers.js';
+import type { ToolReceiptsError } from '../core/errors.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
-import type { SettleResult } from '../redis/receipts/store.js';
+import type { PrefetchedClaim, SettleResult } from '../redis/receipts/store.js';
+import { DEFAULT_TOOL_RESULT_CHARS } from '../offload/shaping.js';
+import type { LimitedCall } from '../limits/call-limits.js';
 import type { CallRuntime, JobScope, RecordedToolResult } from './call-runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { ToolCallFailedError, unrecoverable } from './errors.js';
-import type { FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from './events.js';
-import type { FailureLog } from './direct-call.js';
+import { JobCancelledError, JobLockLostError, ToolCallFailedError, unrecoverable } from './errors.js';
+import type { FencedOutEvent } from './events.js';
 import { asSentence, errorText, failureContent, retriesJob } from './failure-policy.js';
-import { toolResultBlock as block, type ToolCall, type ToolCallOutcome, type ToolResultBlock } from './job-data.js';
-import type { NextCall } from './next-call.js';
-import { interruptionOf } from './interruption.js';
-import type { CallObservation } from './observer.js';
-import type { LimitedCall } from '../limits/call-limits.js';
+import { toolResultBlock as block, type ToolCall, type ToolJobData, type ToolResultBlock } from '../core/job-data.js';
+import type { CallFacts } from './observer.js';
+import { attemptJobOf, claimOptionsOf, type NextCall } from './prepare-call.js';
+import { resultShaper, type ResultShapingOptions } from './result-shaping.js';
+import { settleExpired, type CallClaim, type SettleScope } from './settle-expired.js';
+
+type AbortState = Pick<AbortSignal, 'aborted' | 'reason'>;
 
 /**
- * Emits `name` only when someone listens, building the payload then: with no
- * listener (the usual worker) a call allocates no event objects.
+ * What a job whose lock was lost or that was cancelled ends with, or
+ * `undefined` when neither happened: {@link JobLockLostError} for a lost lock
+ * (retryable: the job may still be delivered again, and its next delivery
+ * claims afresh), else BullMQ's `UnrecoverableError` around
+ * {@link JobCancelledError}, so no attempt the job has left runs it again.
  */
-export function emitIfListened<K extends keyof ToolReceiptsEventMap>(
-  events: ToolReceiptsEvents,
-  name: K,
-  payload: () => ToolReceiptsEventMap[K][0],
-): void {
-  if (events.listenerCount(name) === 0) return;
-  // The typed emit cannot see that one payload is the whole argument list of every event.
-  (events as EventEmitter).emit(name, payload());
+export function interruptionOf(jobId: string, signal: AbortState): Error | undefined {
+  if (!signal.aborted) return undefined;
+  const reason: unknown = signal.reason;
+  if (reason instanceof JobLockLostError) return reason;
+  return unrecoverable(new JobCancelledError(jobId, reason) satisfies ToolReceiptsError);
+}
+
+/**
+ * Stop a job whose lock was lost or that was cancelled before it claims
+ * another call: a later call claimed now would start its effect with an
+ * already-aborted signal, on a job that may be running elsewhere. Throws
+ * what {@link interruptionOf} gives.
+ */
+export function throwIfInterrupted(jobId: string, signal: AbortState): void {
+  const interruption = interruptionOf(jobId, signal);
+  if (interruption) throw interruption;
+}
+
+/** Whether a tool settles its own expired attempts. */
+export const settlesExpired = (tool: AnyToolDefinition): boolean =>
+  tool.effect === 'keyed' || tool.effect === 'transactional' || tool.reconcile !== undefined;
+
+/**
+ * Claim the call (`ahead` answers the claim when the call before carried it).
+ * When the claim finds an expired opaque attempt and the tool can settle it,
+ * settle-expired.ts tries to; tools that cannot get the store's claim
+ * unchanged. A job that meets the call ambiguous is noted on the receipt, so
+ * it can be retried once the call is settled.
+ */
+export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promise<CallClaim> {
+  const { scope, tool, key } = x;
+  const settles = settlesExpired(tool);
+  const options = claimOptionsOf(scope.job, tool, settles);
+  let claim: CallClaim = await x.rt.keyspace.receipts.claim(key, options, ahead);
+  if (settles && claim.decision.kind === 'ambiguous' && claim.lostFence) claim = await settleExpired(x, claim, options);
+  const job = attemptJobOf(scope.job);
+  if (claim.decision.kind === 'ambiguous' && job) {
+    await x.rt.keyspace.reconciles.noteJob(key, job).catch((error: unknown) => x.facts.jobNotNoted(error));
+  }
+  return claim;
+}
+
+/** Turns a tool's return value into what the model sees and the receipt stores. */
+export type ResultShaper = (value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData) => Promise<RecordedToolResult>;
+
+/**
+ * The processor's result shaper. Without a result store, a result whose text
+ * fits the cap is that text, made here; only a result over the cap, an
+ * error result or a worker with a store enters the capper (src/offload),
+ * which gives the same text for a result within its limits.
+ */
+export function resultShaperOf(options: ResultShapingOptions): ResultShaper {
+  const shape = resultShaper(options);
+  if (options.resultStore) return shape;
+  const given = options.maxResultChars ?? DEFAULT_TOOL_RESULT_CHARS;
+  const cap = Number.isFinite(given) && given > 0 ? Math.floor(given) : Number.POSITIVE_INFINITY;
+  return (value, call, tool, data) => {
+    if (!(value instanceof ToolErrorResult)) {
+      const text = stringifyToolResult(unwrapToolResultForLlm(value));
+      if (text.length <= cap) return Promise.resolve({ content: text });
+    }
+    return shape(value, call, tool, data);
+  };
 }
 
 /** One execution's fixed facts, passed along instead of a long parameter list. */
@@ -47,11 +109,8 @@ export interface Execution {
   /** The attempt's fence, carried by every write; `attempt` is its number, for logs and events. */
   readonly fence: AttemptFence;
   readonly attempt: number;
-  readonly base: ToolCallEventBase;
-  /** The call's logger, made on first use. */
-  readonly log: () => Logger;
-  readonly logDecision: (decision: string, outcome: ToolCallOutcome, attempt?: number, failure?: FailureLog) => void;
-  readonly obs: CallObservation;
+  /** Where the call's facts go: its log lines, its events and the user's telemetry. */
+  readonly facts: CallFacts;
   /** This attempt followed another whose tool reported an unknown outcome in this delivery. */
   readonly afterUnknownOutcome: boolean;
   /** The call after this one, which the complete may claim in the same script. */
@@ -68,8 +127,8 @@ export async function settleCompleted(x: Execution, result: RecordedToolResult):
   const { rt, key, fence, next } = x;
   const carried = await next?.claimToCarry();
   if (next === undefined || carried === undefined)
-    return x.obs.roundTrip('complete', () => rt.keyspace.receipts.complete(key, fence, result));
-  const { settled, ahead } = await x.obs.roundTrip('completeAndClaim', () =>
+    return x.facts.roundTrip('complete', () => rt.keyspace.receipts.complete(key, fence, result));
+  const { settled, ahead } = await x.facts.roundTrip('completeAndClaim', () =>
     rt.keyspace.receipts.completeAndClaim(key, fence, result, carried),
   );
   next.carried(ahead);
@@ -82,13 +141,7 @@ export async function settleCompleted(x: Execution, result: RecordedToolResult):
  */
 export function reportLateSettle(x: Execution, settled: SettleResult, outcome: 'executed' | 'failed'): void {
   if (!settled.late) return;
-  const { ambiguousMs } = settled.late;
-  x.rt.events.emit('lateSettle', { ...x.base, attempt: x.attempt, outcome, ambiguousMs, settledMs: settled.settledMs });
-  x.obs.lateSettle(outcome);
-  x.log().warn(
-    { attempt: x.attempt, outcome, receiptKey: x.base.receiptKey, ambiguousMs, settledMs: settled.settledMs },
-    'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
-  );
+  x.facts.lateSettle(outcome, x.attempt, { ambiguousMs: settled.late.ambiguousMs, settledMs: settled.settledMs });
 }
 
 /**
@@ -126,11 +179,7 @@ export async function takeoverOf(x: Execution): Promise<FencedOutError | undefin
  * the tool, so a cancelled job is not retried and the breaker counts nothing.
  */
 export function abandoned(x: Execution, reason: unknown, cause: unknown): Error {
-  x.log().warn(
-    { attempt: x.attempt, reason: errorText(reason), error: errorText(cause) },
-    'attempt aborted; receipt left for its lease to lapse',
-  );
-  x.obs.aborted(reason);
+  x.facts.aborted(reason, x.attempt, cause);
   return interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? (cause instanceof Error ? cause : new Error(errorText(cause)));
 }
 
@@ -144,18 +193,17 @@ export function abandoned(x: Execution, reason: unknown, cause: unknown): Error 
 export async function settleInterrupted(x: Execution, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<never> {
   const message = errorText(error);
   try {
-    const settled = await x.obs.roundTrip('fail', () =>
+    const settled = await x.facts.roundTrip('fail', () =>
       x.rt.keyspace.receipts.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }),
     );
     reportLateSettle(x, settled, 'failed');
     await x.limited?.neverStarted();
-    x.rt.events.emit('settled', { ...x.base, attempt: x.attempt, outcome: 'failed' });
-    x.obs.settled('failed', { tier: 'neverStarted', error });
+    x.facts.settled('failed', { tier: 'neverStarted', error }, x.attempt);
   } catch (failError) {
     if (failError instanceof FencedOutError) onFencedOut(failError);
     // Not written (fenced out, or Redis did not answer): the lease lapses as for any interrupted attempt.
   }
-  x.logDecision('execute', 'failed', x.attempt, { error: message, tier: 'neverStarted' });
+  x.facts.answered('execute', 'failed', x.attempt, { error: message, tier: 'neverStarted' });
   throw interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? error;
 }
 
@@ -176,7 +224,7 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
   const message = errorText(error);
   let settled: SettleResult;
   try {
-    settled = await x.obs.roundTrip('fail', () => rt.keyspace.receipts.fail(key, x.fence, { error: message, tier }));
+    settled = await x.facts.roundTrip('fail', () => rt.keyspace.receipts.fail(key, x.fence, { error: message, tier }));
   } catch (failError) {
     if (!(failError instanceof FencedOutError)) throw failError;
     onFencedOut(failError);
@@ -197,9 +245,8 @@ export async function settleFailure(x: Execution, error: unknown, onFencedOut: (
           removeNow: tier === 'destructive',
           reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
         });
-  rt.events.emit('settled', { ...x.base, attempt, outcome: 'failed' });
-  x.obs.settled('failed', { tier, error });
-  x.logDecision('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
+  x.facts.settled('failed', { tier, error }, attempt);
+  x.facts.answered('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
   if (refused) {
     return block(call, 'rejected', {
       content: breaker.removed ? `${asSentence(message)} ${REJECTION_REMOVAL_SUFFIX}` : message,

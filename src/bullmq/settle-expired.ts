@@ -4,23 +4,25 @@
  * run again with the same idempotency key while its provider's window is
  * open, and a tool with `reconcile` is asked (by one worker under a fenced
  * reconcile lease, while the others wait) whether the effect landed.
- * Over 300 lines: keyed re-runs, reconcile and the transactional outcome
- * read all end in the one claim result the wrapper acts on (replay, execute,
- * wait or ambiguous), so they are kept together.
+ * Entered only when a claim finds such an attempt (see `claimCall` in
+ * settle-call.ts). Keyed re-runs, reconcile and the transactional outcome
+ * read all end in the one claim result the wrapper acts on (replay,
+ * execute, wait or ambiguous), so they are kept together.
  */
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { ToolCallReceiptKey } from '../core/identity.js';
+import { receiptEffectOf } from '../core/tool-effect.js';
 import { FencedOutError, type AttemptFence } from '../redis/errors.js';
-import type { AttemptJob, ReconcileVerdict } from '../redis/receipts/reads/record.js';
-import type { ClaimOptions, ClaimResult, PrefetchedClaim } from '../redis/receipts/store.js';
+import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
+import type { ClaimOptions, ClaimResult } from '../redis/receipts/store.js';
 import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
-import { idempotencyKeyFor } from './call-context.js';
-import { receiptEffectOf, recordedEffectOf, type AnyToolDefinition, type ReconcileAnswer, type ReconcileContext } from './define-tool.js';
+import { attemptJobOf, idempotencyKeyFor } from './prepare-call.js';
+import type { AnyToolDefinition, ReconcileAnswer, ReconcileContext } from './define-tool.js';
 import { outcomeNote, outcomeVerdict } from './transactional-call.js';
-import type { ToolCallEventBase, ToolReceiptsEvents } from './events.js';
-import type { ToolCall, ToolJobData } from './job-data.js';
+import type { ToolCall, ToolJobData } from '../core/job-data.js';
+import type { CallFacts } from './observer.js';
 
 /** Default of `reconcileTimeoutMs`. */
 export const DEFAULT_RECONCILE_TIMEOUT_MS = 10_000;
@@ -39,7 +41,6 @@ export type CallClaim = ClaimResult & {
 /** The parts of the wrapper's runtime the settling uses. */
 export interface SettleRuntime {
   readonly keyspace: ReceiptsKeyspace;
-  readonly events: ToolReceiptsEvents;
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<unknown>;
 }
 
@@ -52,16 +53,8 @@ export interface SettleScope {
   readonly tool: AnyToolDefinition;
   readonly key: ToolCallReceiptKey;
   readonly args: unknown;
-  /** The call's logger, made on first use. */
-  readonly log: () => Logger;
-}
-
-/** The BullMQ job a claim records for the attempt it may start. */
-export function attemptJobOf(job: Job): AttemptJob | undefined {
-  if (job.id === undefined) return undefined;
-  const qualified = job.queueQualifiedName;
-  const prefix = qualified.endsWith(`:${job.queueName}`) ? qualified.slice(0, -(job.queueName.length + 1)) : 'bull';
-  return { queue: job.queueName, prefix, id: job.id };
+  /** Where the call's facts go (its log lines and events among them). */
+  readonly facts: CallFacts;
 }
 
 /** How long a tool's reconcile may take. */
@@ -70,47 +63,18 @@ export const reconcileTimeoutOf = (tool: AnyToolDefinition): number => tool.reco
 /** The reconcile lease outlives the timeout by a full receipt lease, so the verdict is written while it is still held. */
 export const reconcileLeaseMs = (tool: AnyToolDefinition, leaseMs: number): number => reconcileTimeoutOf(tool) + leaseMs;
 
-/** Whether a tool settles its own expired attempts. */
-export const settlesExpired = (tool: AnyToolDefinition): boolean =>
-  tool.effect === 'keyed' || tool.effect === 'transactional' || tool.reconcile !== undefined;
-
 /**
- * Claim the call; when the claim finds an expired opaque attempt and the tool
- * can settle it, try to. Tools that cannot get the store's claim unchanged.
- * A job that meets the call ambiguous is noted on the receipt, so it can be
- * retried once the call is settled.
+ * A claim that found an expired opaque attempt of a tool that can settle it
+ * (`first`, its answer): settle it (a keyed re-run, a reconcile, or a
+ * transactional call's outcome row) and claim again, for a few rounds while
+ * the receipt moves on under it. Returns the claim the call acts on.
  */
-export async function claimCall(x: SettleScope, ahead?: PrefetchedClaim): Promise<CallClaim> {
-  const claim = await claimOrSettle(x, ahead);
-  const job = attemptJobOf(x.scope.job);
-  if (claim.decision.kind === 'ambiguous' && job) {
-    await x.rt.keyspace.reconciles.noteJob(x.key, job).catch((error: unknown) => {
-      x.log().warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
-    });
-  }
-  return claim;
-}
-
-/**
- * The options a call's claim is made with: the same whether the call claims
- * on its own or the previous call's settle claims it ahead. Only the call's
- * facts: the lease and the owner are the keyspace's settings, filled in by
- * the store.
- */
-export function claimOptionsOf(job: Job, tool: AnyToolDefinition, settles = false): ClaimOptions {
-  // One literal, no spreads: it is built for every claimed call.
-  return { effect: recordedEffectOf(tool), job: attemptJobOf(job), settlesExpired: settles };
-}
-
-/** Claims, and settles an expired attempt when the tool can; `ahead` answers the first claim when given. */
-async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
-  const { rt, scope, tool, key } = x;
-  const settles = settlesExpired(tool);
-  const options = claimOptionsOf(scope.job, tool, settles);
+export async function settleExpired(x: SettleScope, first: ClaimResult, options: ClaimOptions): Promise<CallClaim> {
+  const { rt, tool, key } = x;
   const job = options.job;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const claim = await rt.keyspace.receipts.claim(key, options, round === 0 ? ahead : undefined);
-    if (!settles || claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
+    const claim = round === 0 ? first : await rt.keyspace.receipts.claim(key, options);
+    if (claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
     const lost = claim.lostFence;
     // A removed tool is never run again; it is left ambiguous for a person.
     if (tool.effect === 'keyed' && claim.toolRemoval === undefined) {
@@ -125,8 +89,7 @@ async function claimOrSettle(x: SettleScope, ahead: PrefetchedClaim | undefined)
       if (rerun.kind === 'busy') return waiting(claim, rerun);
       if (rerun.kind === 'reclaimed') {
         const { attempt } = rerun.fence;
-        rt.events.emit('keyedRerun', { ...eventBase(x, claim.redisKey), attempt });
-        x.log().info({ attempt, keyWindowMs: tool.keyWindowMs }, 'keyed call run again with the same idempotency key');
+        x.facts.keyedRerun(claim.redisKey, attempt, tool.keyWindowMs);
         return { ...claim, decision: { kind: 'execute', attempt }, attempt, fence: rerun.fence, keyedRerun: true };
       }
     }
@@ -153,15 +116,6 @@ const waiting = (claim: ClaimResult, busy: { remainingMs: number; nowMs: number 
   decision: { kind: 'wait', reason: 'another worker is reconciling this call' },
   leaseRemainingMs: busy.remainingMs,
   serverNowMs: busy.nowMs,
-});
-
-const eventBase = (x: SettleScope, receiptKey: string): ToolCallEventBase => ({
-  tenantId: x.scope.data.tenantId,
-  runId: x.scope.data.runId,
-  tool: x.tool.name,
-  callId: x.call.id,
-  jobId: x.scope.job.id,
-  receiptKey,
 });
 
 /** What a reconcile is told about the lost attempt of a call. */
@@ -221,7 +175,7 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     attempt: lost,
     attemptStartedMs: start.attemptStartedMs,
     call: x.call,
-    logger: x.log(),
+    logger: x.facts.logger(),
   });
   // A transactional call asks its outcome row; a database that cannot answer throws, leaving the reconcile lease to lapse.
   const fromDatabase = tool.effect === 'transactional';
@@ -247,16 +201,12 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     );
   } catch (error) {
     if (!(error instanceof FencedOutError)) throw error;
-    x.log().warn({ attempt: lost, verdict: toRecord.verdict }, 'reconcile verdict fenced out; the receipt moved on');
+    x.facts.reconcileFencedOut(lost, toRecord.verdict);
     return 'movedOn';
   }
 
   const note = toRecord.verdict === 'unknown' ? toRecord.note : undefined;
-  rt.events.emit('reconciled', { ...eventBase(x, claim.redisKey), attempt: lost, verdict: toRecord.verdict, ...(note ? { note } : {}) });
-  x.log().info(
-    { reconciled: toRecord.verdict, attempt: lost, note, ms: Math.round(performance.now() - startedAt) },
-    `tool call reconciled: ${toRecord.verdict}`,
-  );
+  x.facts.reconciled(claim.redisKey, lost, toRecord.verdict, note, Math.round(performance.now() - startedAt));
   switch (toRecord.verdict) {
     case 'completed':
       return { ...claim, decision: { kind: 'replay' }, result: toRecord.result, reconciled: 'completed' };

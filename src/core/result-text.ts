@@ -1,7 +1,21 @@
 /**
  * The text a tool result is for the model: a success envelope unwrapped, then
- * JSON (cycles and bigints handled) or the string itself. Pure.
+ * JSON (cycles and bigints handled) or the string itself; and the answer a
+ * tool returns to say its provider failed. Pure.
  */
+
+/**
+ * A tool's answer that is an error for the model while the call counts as
+ * completed: the tool ran and its provider answered with a failure (an MCP
+ * result with `isError: true`, say). The receipt records it like any result,
+ * so it is replayed, never run again, and the model gets it with `is_error`.
+ * Return it from `execute`; throwing instead makes it a failed call.
+ */
+export class ToolErrorResult {
+  /** @param value - What the model reads, shaped like any tool result (offloaded when large). */
+  constructor(readonly value: unknown) {}
+}
+
 const ENVELOPE_KEYS = new Set(['__type', 'success', 'value']);
 
 /**
