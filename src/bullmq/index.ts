@@ -66,6 +66,7 @@ export {
   type ObservedCall,
   type ObservedDecision,
   type ObservedEnd,
+  type ObservedFailure,
   type ObserverBinding,
   type ReceiptRoundTrip,
 } from './observer.js';

@@ -121,7 +121,7 @@ export interface CallObservation {
    * over by the next delivery).
    */
   outcomeUnknown(error: unknown): void;
-  /** After {@link outcomeUnknown}: the tool can settle it, so the call is claimed again at once. */
+  /** After {@link CallObservation.outcomeUnknown}: the tool can settle it, so the call is claimed again at once. */
   settlingUnknown?(attempt: number, error: string): void;
   /** The call's outcome cannot be known; it is not run again (`reason` says why). */
   ambiguous?(reason: string): void;
@@ -130,11 +130,7 @@ export interface CallObservation {
    * it stands and the receipt records it, but someone was told "ambiguous".
    * `late` holds when that was and when this settled (server clock).
    */
-  lateSettle(
-    outcome: 'executed' | 'failed',
-    attempt?: number,
-    late?: { readonly ambiguousMs: number; readonly settledMs: number },
-  ): void;
+  lateSettle(outcome: 'executed' | 'failed', attempt?: number, late?: { readonly ambiguousMs: number; readonly settledMs: number }): void;
   /**
    * This attempt settled the receipt: completed, or failed with the tool's
    * error and its tier. A read-only call, which has no receipt, reports a
@@ -383,7 +379,10 @@ class CallLog {
     const reconciled = facts.reconciledBy;
     facts
       .logger()
-      [level](failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms }, 'tool call');
+      [level](
+        failure ? { decision, outcome, attempt, reconciled, ...failure, ms } : { decision, outcome, attempt, reconciled, ms },
+        'tool call',
+      );
   }
 
   fencedOut(facts: CallFacts, during: FencedOutEvent['during'], attempt: number, observed: unknown): void {
@@ -403,14 +402,19 @@ class CallLog {
   ambiguous(facts: CallFacts, reason: string): void {
     facts
       .logger()
-      .warn({ receiptKey: facts.receiptKey, reason, decision: 'ambiguous', outcome: 'ambiguous' }, 'tool call outcome unknown; not repeated');
+      .warn(
+        { receiptKey: facts.receiptKey, reason, decision: 'ambiguous', outcome: 'ambiguous' },
+        'tool call outcome unknown; not repeated',
+      );
   }
 
   lateSettle(facts: CallFacts, outcome: 'executed' | 'failed', attempt: number, late: { ambiguousMs: number; settledMs: number }): void {
-    facts.logger().warn(
-      { attempt, outcome, receiptKey: facts.receiptKey, ambiguousMs: late.ambiguousMs, settledMs: late.settledMs },
-      'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
-    );
+    facts
+      .logger()
+      .warn(
+        { attempt, outcome, receiptKey: facts.receiptKey, ambiguousMs: late.ambiguousMs, settledMs: late.settledMs },
+        'tool call settled late: a claim had already reported it ambiguous; the receipt records this settle',
+      );
   }
 }
 

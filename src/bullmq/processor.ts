@@ -277,7 +277,11 @@ async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[]
  * refuses the completion and a redelivery replays them). Returns
  * `undefined` when the job was not interrupted, or `outcome` stands.
  */
-export function interruptedEnding(jobId: string, signal: Pick<AbortSignal, 'aborted' | 'reason'>, outcome: { readonly error?: unknown }): Error | undefined {
+export function interruptedEnding(
+  jobId: string,
+  signal: Pick<AbortSignal, 'aborted' | 'reason'>,
+  outcome: { readonly error?: unknown },
+): Error | undefined {
   const interruption = interruptionOf(jobId, signal);
   if (interruption === undefined || outcome.error === interruption) return undefined;
   if (!('error' in outcome) && interruption instanceof JobLockLostError) return undefined;

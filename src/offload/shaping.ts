@@ -16,4 +16,3 @@ export const DEFAULT_TOOL_RESULT_CHARS = 100_000;
  * goes to the store even when it is under the cap (about 5k tokens).
  */
 export const DEFAULT_TOOL_RESULT_THRESHOLD_CHARS = 20_000;
-
