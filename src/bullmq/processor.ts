@@ -6,7 +6,7 @@
 import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
 import { checkOptions } from '../core/options.js';
 import { TOOL_RECEIPTS_SCHEMA, type ToolReceiptsOptions } from './options.js';
-import { pino, type Logger } from 'pino';
+import { pino } from 'pino';
 import { sha256Digest } from '../core/identity.js';
 import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
 import type { ReceiptStore } from '../redis/receipts/store.js';
@@ -27,7 +27,7 @@ import { keepPartialResults } from './ambiguity.js';
 import { parkJobOnServerClock } from './park-job.js';
 import type { CallRuntime, JobScope } from './call-runtime.js';
 import { endingOf } from './infrastructure.js';
-import { checkTransactionalTools } from './transactional-call.js';
+import { startUpCheck } from './transactional-call.js';
 import { readToolResultTool } from './result-shaping.js';
 import { ClaimGroup, inputPreparer, NextCall, type InputRepairOptions } from './prepare-call.js';
 import { LazyAbort, runToolCall } from './run-call.js';
@@ -130,10 +130,12 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     limits,
   };
 
-  const ready = startUpCheck(toolList, logger);
+  // Awaited by every job only when some tool is transactional.
+  const check = startUpCheck(toolList, logger);
+  const ready = check ?? (() => Promise.resolve());
 
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
-    await ready();
+    if (check) await check();
     let data;
     try {
       data = parseToolJobData(job.data);
@@ -301,23 +303,4 @@ function workerLimitsOf(
   if (options.limits === undefined && tools.every((tool) => tool.limits === undefined)) return undefined;
   const store = new LimitStore({ channel: keyspace.channel, reservationMs: options.limitReservationMs });
   return new WorkerLimits(store, options.limits, tools);
-}
-
-/**
- * The outcome tables of the transactional tools, checked once the processor
- * is made (so a missing table is an error line at start-up, not at the first
- * call); a failed check is logged and tried again on the next `ready()`.
- */
-function startUpCheck(tools: readonly AnyToolDefinition[], logger: Logger): () => Promise<void> {
-  if (!tools.some((tool) => tool.effect === 'transactional')) return () => Promise.resolve();
-  let checked: Promise<void> | undefined;
-  const ready = () =>
-    (checked ??= checkTransactionalTools(tools).catch((error: unknown) => {
-      checked = undefined;
-      throw error;
-    }));
-  ready().catch((error: unknown) => {
-    logger.error({ code: (error as { code?: string }).code, err: error }, `transactional tools cannot run: ${(error as Error).message}`);
-  });
-  return ready;
 }

@@ -232,7 +232,6 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   const keeper = new LeaseKeeper(rt.keyspace.receipts, key, fence, rt.keyspace.settings.leaseMs, facts, (error) =>
     fencedOut('heartbeat', error),
   ).start();
-  const failing = (error: FencedOutError) => fencedOut('fail', error);
 
   let value: unknown;
   let replayed = false;
@@ -247,6 +246,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
   } catch (error) {
     keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
     if (fencedDuring) throw fencedOutFailure(x, fencedDuring, error);
+    const failing = (fenced: FencedOutError) => fencedOut('fail', fenced);
     if (scope.abort.aborted) {
       // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is settled
       // as the tool reports: nothing ran (NeverStartedError), the outcome is unknown (OutcomeUnknownError),

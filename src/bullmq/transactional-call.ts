@@ -4,6 +4,7 @@
  * PostgreSQL transaction), a lapsed attempt settled from the outcome row
  * rather than by a person, and the start-up check of each tool's table.
  */
+import type { Logger } from 'pino';
 import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../core/tiers.js';
 import type { AttemptFence } from '../redis/errors.js';
 import { checkOutcomeTable } from '../transactional/setup.js';
@@ -147,4 +148,24 @@ export async function sweepExpiredOutcomes(
  */
 export async function checkTransactionalTools(tools: Iterable<AnyToolDefinition>): Promise<void> {
   for (const db of databasesOf(tools)) await checkOutcomeTable(db);
+}
+
+/**
+ * The outcome tables of the transactional tools, checked once the processor
+ * is made (so a missing table is an error line at start-up, not at the first
+ * call); a failed check is logged and tried again on the next `ready()`.
+ * `undefined` when no tool is transactional: there is nothing to check.
+ */
+export function startUpCheck(tools: readonly AnyToolDefinition[], logger: Logger): (() => Promise<void>) | undefined {
+  if (!tools.some((tool) => tool.effect === 'transactional')) return undefined;
+  let checked: Promise<void> | undefined;
+  const ready = () =>
+    (checked ??= checkTransactionalTools(tools).catch((error: unknown) => {
+      checked = undefined;
+      throw error;
+    }));
+  ready().catch((error: unknown) => {
+    logger.error({ code: (error as { code?: string }).code, err: error }, `transactional tools cannot run: ${(error as Error).message}`);
+  });
+  return ready;
 }
