@@ -91,8 +91,12 @@ export function inputPreparer(
   for (const tool of tools) if (Object.keys(tool.aliases ?? {}).length === 0 && validAsSent(tool.input)) asSent.add(tool);
   return async (call, tool, abort) => {
     if (call.input !== undefined && asSent.has(tool)) {
-      const parsed = await tool.input.safeParseAsync(call.input).catch(() => undefined);
-      if (parsed?.success) return { ok: true, rawInput: call.input, args: parsed.data };
+      try {
+        const parsed = await tool.input.safeParseAsync(call.input);
+        if (parsed.success) return { ok: true, rawInput: call.input, args: parsed.data };
+      } catch {
+        // A schema that throws is reported the long way, as an issue of the input.
+      }
     }
     return repairInput(call, tool, options, abort);
   };

@@ -40,6 +40,7 @@ import {
   throwIfInterrupted,
   type Execution,
 } from './settle-call.js';
+import type { CallClaim } from './settle-expired.js';
 
 export type { CallRuntime, JobScope, PreparedCall, RecordedToolResult } from './call-runtime.js';
 
@@ -142,17 +143,18 @@ async function runObservedCall(
   const limited = gate.kind === 'claim' ? gate.call : undefined;
   const ahead = await links.self?.claimedAhead(facts);
   const settle = { rt, scope, call, tool, key, args, facts };
-  const claim = await (ahead?.answersAlone ? claimCall(settle, ahead) : facts.roundTrip('claim', () => claimCall(settle, ahead))).catch(
-    async (error: unknown) => {
-      await limited?.release();
-      // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
-      if (error instanceof CorruptReceiptError) {
-        facts.corrupt(error);
-        throw unrecoverable(error);
-      }
-      throw error;
-    },
-  );
+  let claim: CallClaim;
+  try {
+    claim = await (ahead?.answersAlone ? claimCall(settle, ahead) : facts.roundTrip('claim', () => claimCall(settle, ahead)));
+  } catch (error) {
+    await limited?.release();
+    // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
+    if (error instanceof CorruptReceiptError) {
+      facts.corrupt(error);
+      throw unrecoverable(error);
+    }
+    throw error;
+  }
   facts.claimed(claim.reconciled);
   const decision: ReceiptDecision = claim.decision;
   const verdict = await limited?.afterClaim(decision.kind === 'execute' && claim.toolRemoval === undefined);
@@ -195,7 +197,12 @@ async function runObservedCall(
       if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
       const { fence } = claim;
       const x: Execution = { ...settle, fence, attempt: fence.attempt, afterUnknownOutcome, next: links.next, limited };
-      return await execute(x).finally(() => limited?.settled());
+      if (limited === undefined) return await execute(x);
+      try {
+        return await execute(x);
+      } finally {
+        await limited.settled();
+      }
     }
   }
 }
