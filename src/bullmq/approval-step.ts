@@ -73,14 +73,12 @@ export async function passApprovalGate(
       shown: needed ? shownText(approval.redact, args) : '',
       job: attemptJobOf(scope.job),
     },
-    (error) =>
-      rt.logger.warn({ err: error, tool: tool.name, callId: call.id }, 'could not update the pending approvals index or audit log'),
+    (error) => facts.approvalIndexNotUpdated(error),
   );
   const receiptKey = receiptRedisKey(rt.keyspace.receipts.prefix, key);
   const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => facts.approval(state, actor, receiptKey);
   // The job's progress note for the agent's client: a failure to write it only leaves the client waiting longer.
-  const note = (write: Promise<void>) =>
-    write.catch((error: unknown) => rt.logger.warn({ err: error, callId: call.id }, 'could not note the approval on the job'));
+  const note = (write: Promise<void>) => write.catch((error: unknown) => facts.approvalNotNoted(error));
   if (answer.kind === 'approved' || answer.kind === 'denied') await note(clearAwaitingApproval(scope.job, call.id));
   switch (answer.kind) {
     case 'claim':

@@ -4,7 +4,6 @@
  * gives. Types only, so every module of the call path can name them without
  * importing the code that runs calls.
  */
-import type { Logger } from 'pino';
 import type { Job } from 'bullmq';
 import type { DigestFn } from '../core/identity.js';
 import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
@@ -49,8 +48,6 @@ export interface CallRuntime {
    */
   readonly keyspace: ReceiptsKeyspace;
   readonly tools: ReadonlyMap<string, AnyToolDefinition>;
-  /** The worker's own logger, for lines about the worker rather than one call (a call's go to its facts). */
-  readonly logger: Logger;
   /** Where each call's facts go: the log, the events and the user's telemetry, subscribed once per processor. */
   readonly facts: CallFactsSource;
   readonly digest: DigestFn;

@@ -2,15 +2,4 @@
  * The job data a turn's job carries and the result it returns, as the wrapper
  * names them; the format itself is in src/core/job-data.ts (pure, shared with the client).
  */
-export {
-  toolCallSchema,
-  toolJobDataSchema,
-  parseToolJobData,
-  toolResultBlock,
-  InvalidJobDataError,
-  type ToolCall,
-  type ToolJobData,
-  type ToolCallOutcome,
-  type ToolResultBlock,
-  type ToolJobResult,
-} from '../core/job-data.js';
+export * from '../core/job-data.js';

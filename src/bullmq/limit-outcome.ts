@@ -26,7 +26,7 @@ export async function overLimit(
   facts: CallFacts,
 ): Promise<ToolResultBlock> {
   if (gate.kind === 'invalid_cost') {
-    rt.logger.error({ tool: call.name, callId: call.id, limit: gate.error.limit, error: gate.error.message }, 'limit cost not counted');
+    facts.limitCostNotCounted(gate.error.limit, gate.error.message);
     facts.answered('reject', 'rejected');
     // The team's own words only: what the cost function returned may echo the model's arguments.
     const content = `This call was not run: its cost under the limit "${gate.error.limit}" could not be counted.`;
@@ -42,11 +42,7 @@ async function refused(
   refusal: LimitRefusal,
   facts: CallFacts,
 ): Promise<ToolResultBlock> {
-  // Which limit, for the operator: the decision line alone says only that the call was rejected or waited.
-  if (rt.logger.isLevelEnabled('info')) {
-    const { limit, onLimit, retryAtMs } = refusal;
-    rt.logger.info({ tool: call.name, callId: call.id, jobId: scope.job.id, limit, onLimit, retryAtMs }, 'tool call over its limit');
-  }
+  facts.overLimit(refusal.limit, refusal.onLimit, refusal.retryAtMs);
   if (refusal.onLimit === 'refuse') {
     facts.answered('reject', 'rejected');
     return block(call, 'rejected', { content: refusal.text, is_error: true });

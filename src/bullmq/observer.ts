@@ -153,6 +153,14 @@ export interface CallObservation {
   reconcileFencedOut?(attempt: number, verdict: ReconcileVerdict): void;
   /** The job could not be noted on the ambiguous receipt (for a retry by hand once it is settled). */
   jobNotNoted?(error: unknown): void;
+  /** A limit's cost function could not count the call (it threw, or gave no count): the call is rejected. */
+  limitCostNotCounted?(limit: string, error: string): void;
+  /** A limit did not let the call run now: it is refused, or the job waits until `retryAtMs` (server clock). */
+  overLimit?(limit: string, onLimit: string, retryAtMs: number): void;
+  /** The pending approvals index or the audit log could not be updated; the gate's answer stands. */
+  approvalIndexNotUpdated?(error: unknown): void;
+  /** The job's note for the agent's client (awaiting approval, or no longer) could not be written. */
+  approvalNotNoted?(error: unknown): void;
   /** The call is over; called exactly once. */
   ended(end: ObservedEnd): void;
 }
@@ -360,6 +368,35 @@ export class CallFacts implements Required<CallObservation> {
   jobNotNoted(error: unknown): void {
     this.#telemetry.jobNotNoted?.(error);
     this.logger().warn({ err: error }, 'could not note the job on the ambiguous receipt; retry it by hand once the call is settled');
+  }
+
+  // The next four are the worker's lines, not the call's: written with its logger, naming the call in their fields.
+
+  limitCostNotCounted(limit: string, error: string): void {
+    this.#telemetry.limitCostNotCounted?.(limit, error);
+    this.#source.log.logger.error({ tool: this.call.tool, callId: this.call.callId, limit, error }, 'limit cost not counted');
+  }
+
+  overLimit(limit: string, onLimit: string, retryAtMs: number): void {
+    this.#telemetry.overLimit?.(limit, onLimit, retryAtMs);
+    const { logger } = this.#source.log;
+    // Which limit, for the operator: the call's own line says only that it was rejected or waited.
+    if (!logger.isLevelEnabled('info')) return;
+    const { tool, callId, jobId } = this.call;
+    logger.info({ tool, callId, jobId, limit, onLimit, retryAtMs }, 'tool call over its limit');
+  }
+
+  approvalIndexNotUpdated(error: unknown): void {
+    this.#telemetry.approvalIndexNotUpdated?.(error);
+    this.#source.log.logger.warn(
+      { err: error, tool: this.call.tool, callId: this.call.callId },
+      'could not update the pending approvals index or audit log',
+    );
+  }
+
+  approvalNotNoted(error: unknown): void {
+    this.#telemetry.approvalNotNoted?.(error);
+    this.#source.log.logger.warn({ err: error, callId: this.call.callId }, 'could not note the approval on the job');
   }
 
   ended(end: ObservedEnd): void {

@@ -115,7 +115,6 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   const runtime: CallRuntime = {
     keyspace,
     tools,
-    logger,
     // Each call's facts go to the log, the events and the telemetry, subscribed here once.
     facts: new CallFactsSource(logger, events, options.telemetry ?? NOOP_OBSERVER),
     digest: options.digest ?? sha256Digest,
