@@ -232,7 +232,8 @@ export class CallFactsSource {
  * reconcile's verdict, the start time) so the path does not carry them.
  */
 export class CallFacts implements Required<CallObservation> {
-  readonly startedAt = performance.now();
+  /** When the call started (or was claimed again after an unknown outcome), for its log line's `ms`. */
+  startedAt = performance.now();
   /** The call's receipt, once a claim decided (read-only calls never have one). */
   receiptKey: string | undefined;
   /** The verdict of a reconcile the last claim made, for the call's log line. */
@@ -306,6 +307,9 @@ export class CallFacts implements Required<CallObservation> {
   settlingUnknown(attempt: number, error: string): void {
     this.#telemetry.settlingUnknown?.(attempt, error);
     this.#source.log.settlingUnknown(this, attempt, error);
+    // The call is claimed again: its next log line times, and names the reconcile of, that claim.
+    this.startedAt = performance.now();
+    this.reconciledBy = undefined;
   }
 
   ambiguous(reason: string): void {
