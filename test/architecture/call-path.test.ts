@@ -121,6 +121,6 @@ describe('one executed call, from its job to its complete', () => {
     ]);
     // Issue #31: at most 8 files outside the helper rooms, and the total (helpers included) kept from growing.
     expect(spine.length).toBeLessThanOrEqual(8);
-    expect(files.length).toBeLessThanOrEqual(28);
+    expect(files.length).toBeLessThanOrEqual(21);
   });
 });
