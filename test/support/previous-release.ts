@@ -96,6 +96,21 @@ function describe(root: string, commit: string, from: PreviousRelease['from']): 
 }
 
 /**
+ * Points a reused copy's `node_modules` at this checkout's when the checkout
+ * that made the copy is gone (its link dangles), so one removed worktree
+ * cannot break every later run on the machine.
+ */
+async function relinkModules(root: string): Promise<void> {
+  const link = path.join(root, 'node_modules');
+  if (existsSync(link)) return; // existsSync follows the link: a live target
+  await rm(link, { force: true });
+  await symlink(await realpath(path.join(repoRoot, 'node_modules')), link, 'dir').catch((error: NodeJS.ErrnoException) => {
+    // Another test process relinked it first.
+    if (error.code !== 'EEXIST') throw error;
+  });
+}
+
+/**
  * The previous release, made on first use and reused after: from `from`
  * when given, else as the file's comment says.
  */
@@ -107,7 +122,10 @@ export async function previousRelease(from?: PreviousRelease['from']): Promise<P
   }
   const source = asked ?? ((await historyHasCommit(commit)) ? 'history' : 'tarball');
   const root = path.join(tmpdir(), `bullmq-tool-receipts-release-${commit.slice(0, 12)}-${source}`);
-  if (existsSync(path.join(root, MARKER))) return describe(root, commit, source);
+  if (existsSync(path.join(root, MARKER))) {
+    await relinkModules(root);
+    return describe(root, commit, source);
+  }
 
   const partial = `${root}.partial-${process.pid}-${randomBytes(3).toString('hex')}`;
   await mkdir(partial, { recursive: true });
