@@ -87,7 +87,7 @@ export const MENTIONS: readonly RoundTripMention[] = [
   { file: 'docs/performance.md', text: 'Default one round trip of 0.5 ms', why: RTT },
   {
     file: 'docs/performance.md',
-    text: 'a replay 92 µs against 133 (0.67 / 0.68 / 0.83: one round trip against two)',
+    text: 'a replay 212 µs against 247 (0.72 / 0.79 / 0.86: one round trip against two)',
     figures: [
       { says: 'one', line: REPLAY },
       { says: 'two', line: REPLAY, side: 'peer' },
