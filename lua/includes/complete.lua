@@ -21,7 +21,7 @@
 --- @include "count"
 
 local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args, now)
-  -- The counting set's type is checked by the settle's first write (settleReceipt's `unchecked`), or here when nothing settles.
+  -- The counting set's type is checked by the settle's first write (settleReceipt counts first), or here when nothing settles.
   local receipt, refused = openFenced(receiptKey, indexKey, args[1], args[5], now)
   if refused then
     local bad = receipt and wrongType(countKey, 'zset')
@@ -33,7 +33,7 @@ local function completeReceipt(receiptKey, indexKey, breakerKey, countKey, args,
   local streak = redis.pcall('HGET', breakerKey, args[4])
   if type(streak) == 'table' and streak.err then return wrongType(breakerKey, 'hash') or corruptReply(breakerKey, streak.err), false end
 
-  local code, corrupt = settleReceipt(receiptKey, indexKey, countKey, receipt, now, tonumber(args[3]), { status = 'completed', result = args[2] }, nil, nil, true)
+  local code, corrupt = settleReceipt(receiptKey, indexKey, countKey, receipt, now, tonumber(args[3]), { status = 'completed', result = args[2] })
   if corrupt then return corrupt, false end
   streak = tonumber(streak)
   if streak ~= nil and streak > 0 then redis.call('HSET', breakerKey, args[4], 0) end

@@ -24,7 +24,7 @@
               receipt never does.
   openFenced  the checks of openReceipt for receiptKey and indexKey (the
               caller checks the run's counting set itself: complete by the
-              settle's first write, see settleReceipt's `unchecked`); returns
+              settle's first write, see settleReceipt); returns
               the receipt, then the reply to return instead: the
               corrupt-receipt error, or the code-0 observation when the
               caller's attempt does not hold the fence (nil when it does).

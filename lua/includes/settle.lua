@@ -1,7 +1,7 @@
 --[[
   settle: defines settleReceipt(key, indexKey, countKey, receipt, now, ttl,
-  outcome, extra, verdict, unchecked), the one way a receipt is settled once
-  the caller's attempt holds the fence: by the attempt itself (complete, fail,
+  outcome, extra, verdict), the one way a receipt is settled once the
+  caller's attempt holds the fence: by the attempt itself (complete, fail,
   a lost claim's release) or by a verdict on it (an operator's resolve, a
   reconcile's completed or not_started). It stamps completed_ms and
   updated_ms with `now`, clears the lease, writes the outcome and the
@@ -20,10 +20,10 @@
   verdict  nil for the attempt's own settle; for a verdict, its history
            entry (includes/history.lua), appended.
 
-  unchecked  true when the caller has not read the counting set's TYPE
-           (complete): a set of the wrong type then makes it return nil
-           and the corrupt reply, with nothing written. A caller that has
-           read it never meets that.
+  A counting set of the wrong type makes it return nil and the corrupt
+  reply, with nothing written. Only a caller that did not read the set's
+  TYPE first (complete) can meet that; the others checked it when they
+  opened the receipt.
 
   Returns 2 when the attempt's own settle is late (ambiguous_ms was set:
   late_settle_ms = now and late_settle_attempt = the attempt are written,
@@ -46,10 +46,10 @@
 --- @include "ttl"
 --- @include "count"
 
-local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict, unchecked)
+local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict)
   local result = ''
   if outcome.status == 'completed' then result = outcome.result end
-  -- Counted first, through pcall: unchecked, the counting set's write is the one that may refuse, before any other write.
+  -- Counted first, through pcall: the counting set's write is the one that may refuse, before any other write.
   local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous }, now, ttl, true)
   if refused then return nil, refused end
   local code = 1
