@@ -6,6 +6,8 @@
  * BENCH_LAYOUT_RUNS (default 500) runs, 16 in flight, with a result of about
  * 300 bytes of JSON, through one of:
  *   today     claim-4.lua and complete-4.lua as the store sends them (EVALSHA)
+ *   today, listpack  the same on the server with its listpack limits raised
+ *             (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory)
  *   compact   bench/layout/lean-*.lua with the run index kept: short members
  *             and key (a 22-character digest of tool and args), the fields
  *             that repeat the key dropped, no TYPE prechecks, fewest calls
@@ -43,7 +45,7 @@ import { Redis } from 'ioredis';
 import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { scriptSource } from '../src/redis/scripts/scripts.js';
 import { startRedis } from '../test/support/redis.js';
-import { median, realisticResult, redisVersion, throughput } from './support.js';
+import { applySettings, LISTPACK_SETTINGS, median, realisticResult, redisVersion, serverSettings, throughput } from './support.js';
 
 const CALLGRIND = process.argv.includes('--callgrind');
 const CALLS = Number(process.env['BENCH_LAYOUT_CALLS'] ?? (CALLGRIND ? 1_000 : 5_000));
@@ -71,6 +73,8 @@ type Call = ReturnType<typeof callOf>;
 interface Variant {
   readonly name: string;
   readonly send: (redis: Redis, prefix: string, call: Call) => Promise<void>;
+  /** Server settings (CONFIG SET) the pass runs under; the server's own otherwise. */
+  readonly settings?: Readonly<Record<string, string>>;
 }
 
 /** A layout of lean-claim.lua / lean-complete.lua: `withIndex` keeps the run index as its own sorted set. */
@@ -188,38 +192,37 @@ async function main(): Promise<void> {
     ].join('\n');
     await redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
 
+    const todaySend: Variant['send'] = async (r, p, { key, result }) => {
+      const keys = [
+        receiptRedisKey(p, key),
+        runIndexRedisKey(p, key.tenantId, key.runId),
+        breakerRedisKey(p, key.tenantId, key.runId),
+        receiptCountRedisKey(p, key.tenantId, key.runId),
+      ];
+      const epoch = randomBytes(8).toString('hex');
+      const rejections = breakerField(key.toolName, 'rejections');
+      const claimed = (await r.evalsha(
+        claimSha,
+        4,
+        ...keys,
+        LEASE_MS,
+        RETENTION_MS,
+        OWNER,
+        'opaque',
+        key.tenantId,
+        key.runId,
+        key.toolName,
+        key.argsHash,
+        breakerField(key.toolName, 'removed'),
+        rejections,
+        epoch,
+      )) as unknown[];
+      if (claimed[0] !== 1) throw new Error('today: the claim did not create');
+      await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
+    };
     const variants: Variant[] = [
-      {
-        name: 'today',
-        async send(r, p, { key, result }) {
-          const keys = [
-            receiptRedisKey(p, key),
-            runIndexRedisKey(p, key.tenantId, key.runId),
-            breakerRedisKey(p, key.tenantId, key.runId),
-            receiptCountRedisKey(p, key.tenantId, key.runId),
-          ];
-          const epoch = randomBytes(8).toString('hex');
-          const rejections = breakerField(key.toolName, 'rejections');
-          const claimed = (await r.evalsha(
-            claimSha,
-            4,
-            ...keys,
-            LEASE_MS,
-            RETENTION_MS,
-            OWNER,
-            'opaque',
-            key.tenantId,
-            key.runId,
-            key.toolName,
-            key.argsHash,
-            breakerField(key.toolName, 'removed'),
-            rejections,
-            epoch,
-          )) as unknown[];
-          if (claimed[0] !== 1) throw new Error('today: the claim did not create');
-          await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
-        },
-      },
+      { name: 'today', send: todaySend },
+      { name: 'today, listpack', send: todaySend, settings: LISTPACK_SETTINGS },
       leanVariant('compact', lean, true, false),
       leanVariant('lean', lean, false, false),
       leanVariant('lean fcall', lean, false, true),
@@ -244,8 +247,10 @@ async function main(): Promise<void> {
     const figures = new Map(
       variants.map((v) => [v.name, { exec: [] as number[], cpu: [] as number[], bytes: [] as number[], instructions: [] as number[] }]),
     );
+    const ownSettings = await serverSettings(redis, Object.keys(LISTPACK_SETTINGS));
     const pass = async (variant: Variant, tag: string) => {
       const calls = Array.from({ length: CALLS }, (_, i) => callOf(tag, i));
+      await applySettings(redis, { ...ownSettings, ...variant.settings });
       await redis.flushall('SYNC');
       await redis.call('CONFIG', 'RESETSTAT');
       await new Promise((r) => setTimeout(r, 50));

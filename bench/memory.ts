@@ -12,6 +12,10 @@
  * one receipt hash, of a run index and a counting set per receipt, of the
  * registry per run).
  *
+ * Then the same again on the same server with its listpack limits raised
+ * (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory): the layout
+ * unchanged, its hashes and sorted sets kept compact.
+ *
  * Starts its own redis-server (or uses REDIS_URL; then other clients' writes
  * land in the delta too, so prefer a server of its own).
  */
@@ -21,7 +25,7 @@ import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
 import { startRedis } from '../test/support/redis.js';
 import { peerIdempotent } from './peer.js';
-import { realisticResult, redisVersion, throughput, unlinkMatching } from './support.js';
+import { applySettings, LISTPACK_SETTINGS, realisticResult, redisVersion, serverSettings, throughput, unlinkMatching } from './support.js';
 
 const RECEIPTS = Number(process.env['BENCH_MEMORY_RECEIPTS'] ?? 20_000);
 const RUNS = Number(process.env['BENCH_MEMORY_RUNS'] ?? 2_000);
@@ -45,8 +49,16 @@ async function usedMemory(redis: Redis): Promise<number> {
   return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? 0);
 }
 
-/** `used_memory` after minus before `fill`, per call, after letting lazy frees and rehashing settle. */
+/** Set by main: on a server of the bench's own, each side starts from an empty keyspace. */
+let ownServer = false;
+
+/**
+ * `used_memory` after minus before `fill`, per call, after letting lazy frees and rehashing settle. On a
+ * server of its own the keyspace is flushed first, so neither side pays for the key dictionary's growth
+ * to hold the other's keys (a doubling of its buckets lands on whichever side crosses it).
+ */
 async function bytesPerCall(redis: Redis, fill: () => Promise<void>): Promise<number> {
+  if (ownServer) await redis.flushall('SYNC');
   await new Promise((r) => setTimeout(r, 200));
   const before = await usedMemory(redis);
   await fill();
@@ -82,13 +94,6 @@ async function measureSize(redis: Redis, prefix: string, label: string, resultOf
       await store.complete(key, claim.fence, resultOf(i));
     });
   });
-  const theirs = await bytesPerCall(redis, async () => {
-    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
-      const call = callOf(i);
-      await peer({ tenantId: call.tenantId, runId: call.runId, name: call.toolName, input: call.input });
-    });
-  });
-
   const sample = callOf(42);
   const receiptKey = store.redisKey(await keyOf(42));
   const indexKey = runIndexRedisKey(prefix, sample.tenantId, sample.runId);
@@ -104,8 +109,6 @@ async function measureSize(redis: Redis, prefix: string, label: string, resultOf
   } while (cursor !== '0');
   let registryBytes = 0;
   for (const key of registry) registryBytes += await memoryUsage(redis, key);
-  const [, peerKeys] = await redis.scan('0', 'MATCH', `${prefix}:peer*`, 'COUNT', 1000);
-  const peerKey = peerKeys[0];
   const breakdown = [
     `receipt hash             ${String(await memoryUsage(redis, receiptKey)).padStart(6)} B  ${await encoding(receiptKey)}, ` +
       `${await redis.hlen(receiptKey)} fields`,
@@ -115,6 +118,15 @@ async function measureSize(redis: Redis, prefix: string, label: string, resultOf
       `${await redis.zcard(countKey)} members for ${perRun} receipts`,
     `registry per receipt     ${(registryBytes / RECEIPTS).toFixed(0).padStart(6)} B  ${registry.length} shard(s)`,
   ];
+  const theirs = await bytesPerCall(redis, async () => {
+    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
+      const call = callOf(i);
+      await peer({ tenantId: call.tenantId, runId: call.runId, name: call.toolName, input: call.input });
+    });
+  });
+
+  const [, peerKeys] = await redis.scan('0', 'MATCH', `${prefix}:peer*`, 'COUNT', 1000);
+  const peerKey = peerKeys[0];
   if (peerKey !== undefined) {
     breakdown.push(
       `peer record              ${String(await memoryUsage(redis, peerKey)).padStart(6)} B  ${await encoding(peerKey)}, ` +
@@ -127,6 +139,7 @@ async function measureSize(redis: Redis, prefix: string, label: string, resultOf
 async function main(): Promise<void> {
   const handle = await startRedis();
   const redis = new Redis(handle.url);
+  ownServer = handle.controllable;
   try {
     // Warm the connection and the script cache on keys the deltas do not count.
     const warm = new ReceiptStore({ redis, prefix: `${handle.prefix}:warm`, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
@@ -134,13 +147,26 @@ async function main(): Promise<void> {
       { tenantId: 'warm', runId: 'warm', toolName: 'send_email', argsHash: await toolCallArgsHash({}) },
       { effect: 'opaque' },
     );
+    const small = (i: number) => ({ ok: true, messageId: `msg-${String(i).padStart(10, '0')}` });
     const runs = [
       await measureSize(redis, `${handle.prefix}:real`, 'realistic result', realisticResult),
-      await measureSize(redis, `${handle.prefix}:small`, "small result (the queue bench's)", (i) => ({
-        ok: true,
-        messageId: `msg-${String(i).padStart(10, '0')}`,
-      })),
+      await measureSize(redis, `${handle.prefix}:small`, "small result (the queue bench's)", small),
     ];
+    // The same layout on a server whose listpack limits a deployment raised (docs/redis.md#memory); a server
+    // that refuses CONFIG SET (a managed one, REDIS_URL) is measured with its own settings only.
+    const own = await serverSettings(redis, Object.keys(LISTPACK_SETTINGS));
+    const tuned = Object.entries(LISTPACK_SETTINGS)
+      .map(([name, value]) => `${name} ${value}`)
+      .join(', ');
+    try {
+      await applySettings(redis, LISTPACK_SETTINGS);
+      runs.push(await measureSize(redis, `${handle.prefix}:real-lp`, `realistic result, server set to ${tuned}`, realisticResult));
+      runs.push(await measureSize(redis, `${handle.prefix}:small-lp`, `small result, server set to ${tuned}`, small));
+    } catch (err) {
+      console.log(`  (no pass with raised listpack limits: CONFIG SET was refused: ${String(err)})`);
+    } finally {
+      await applySettings(redis, own).catch(() => undefined);
+    }
     console.log(
       `memory bench — redis ${await redisVersion(redis)}, ${RECEIPTS} calls settled in ${RUNS} runs each side, ` +
         `each side on a fresh prefix; used_memory delta / calls (receipt, run index, counting set, registry included)`,

@@ -101,3 +101,29 @@ export function realisticResult(i: number): Record<string, unknown> {
     labels: ['transactional', 'orders'],
   };
 }
+
+/**
+ * The encoding limits a deployment can raise so a receipt hash holding a
+ * result of a few hundred bytes, and a run's sorted sets named by whole
+ * receipt keys, stay listpacks (docs/redis.md#memory): measured beside the
+ * server's defaults by the memory and layout benches.
+ */
+export const LISTPACK_SETTINGS: Readonly<Record<string, string>> = {
+  'hash-max-listpack-value': '1024',
+  'zset-max-listpack-value': '256',
+};
+
+/** The server's current values of `names` (CONFIG GET), to put back after a pass under other settings. */
+export async function serverSettings(redis: Redis, names: readonly string[]): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const reply = (await redis.call('CONFIG', 'GET', name)) as string[];
+    if (reply[1] !== undefined) out[name] = reply[1];
+  }
+  return out;
+}
+
+/** CONFIG SET of each of `settings`, in order. */
+export async function applySettings(redis: Redis, settings: Readonly<Record<string, string>>): Promise<void> {
+  for (const [name, value] of Object.entries(settings)) await redis.call('CONFIG', 'SET', name, value);
+}
