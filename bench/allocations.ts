@@ -5,7 +5,8 @@
  *
  * Fresh one-call jobs (real BullMQ Job objects, never enqueued) go through
  * the processor one after another, as bench/ab.ts runs them: ours
- * (`withToolReceipts`) and the peer's (Powertools' `makeIdempotent`,
+ * (`withToolReceipts` of the build, bench/package.ts: `npm run build` first,
+ * as `npm run bench` does) and the peer's (Powertools' `makeIdempotent`,
  * bench/peer.ts), on one throwaway Redis, rounds alternating the sides.
  * It runs itself twice, in child processes: once with the young generation
  * made large enough that no collection runs (`--min-semi-space-size`), so the
@@ -25,8 +26,8 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { z } from 'zod';
 import type { ToolJobData } from '../src/bullmq/job-data.js';
-import { defineTool, withToolReceipts } from '../src/index.js';
 import { startRedis } from '../test/support/redis.js';
+import { built } from './package.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { median, realisticResult } from './support.js';
 
@@ -70,11 +71,10 @@ async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[
   const byPlace = new Map<string, number>();
   const walk = (node: ProfileNode) => {
     const { functionName, url, lineNumber } = node.callFrame;
-    const file = url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench|test)\//, '$1/');
-    // Under tsx the sources are transpiled to one line each: a line number there would mislead.
-    const site = `${functionName || '(anonymous)'} ${file}${lineNumber > 0 && !file.startsWith('src/') ? `:${lineNumber + 1}` : ''}`;
+    const file = url.replace(/^.*\/node_modules\//, '').replace(/^file:\/\/.*?\/(dist|bench|test)\//, '$1/');
+    const site = `${functionName || '(anonymous)'} ${file}${lineNumber > 0 ? `:${lineNumber + 1}` : ''}`;
     bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);
-    const place = file.startsWith('src/') ? 'this package (src/)' : file === '' ? '(V8 and Node internals)' : file.split('/')[0]!;
+    const place = file.startsWith('dist/') ? 'this package (dist/)' : file === '' ? '(V8 and Node internals)' : file.split('/')[0]!;
     byPlace.set(place, (byPlace.get(place) ?? 0) + node.selfSize);
     for (const child of node.children) walk(child);
   };
@@ -96,14 +96,19 @@ async function main(collect: () => void): Promise<void> {
   const ours = new Redis(handle.url, { maxRetriesPerRequest: null });
   const theirs = new Redis(handle.url, { maxRetriesPerRequest: null });
   try {
-    const tool = defineTool({
+    const tool = built.defineTool({
       name: 'send_email',
       input: z.object({ to: z.string(), n: z.number().int() }),
       effect: 'opaque',
       destructive: false,
       execute: ({ n }) => realisticResult(n),
     });
-    const wrapped = withToolReceipts({ redis: ours, tools: [tool], prefix: `${handle.prefix}:rcpt`, logger: pino({ level: 'silent' }) });
+    const wrapped = built.withToolReceipts({
+      redis: ours,
+      tools: [tool],
+      prefix: `${handle.prefix}:rcpt`,
+      logger: pino({ level: 'silent' }),
+    });
     const peerCall = peerIdempotent(theirs, `${handle.prefix}:peer`, { retentionSeconds: 86_400, leaseMs: 30_000 }, (call) =>
       realisticResult((call.input as { n: number }).n),
     );
