@@ -13,13 +13,18 @@
   ARGV[3]  owner: worker id of this attempt
   ARGV[4]  effect: 'resumable' | 'opaque' | 'transactional' (decided as opaque
            everywhere; a lapsed attempt is settled from its outcome row)
-  ARGV[5]  tenant    ARGV[6] run    ARGV[7] tool    ARGV[8] args hash  (stored as given)
+  ARGV[5]  tenant    ARGV[6] run    ARGV[7] tool    ARGV[8] args hash  (stored as given,
+           except in layout 4, see ARGV[13])
   ARGV[9]  breaker field holding the tool's removal reason   (<encoded tool>:removed)
   ARGV[10] breaker field holding the tool's rejection streak (<encoded tool>:rejections)
   ARGV[11] epoch for a new lifetime: a fresh random token the caller mints per
            claim; stored only when this claim creates the receipt
   ARGV[12] the BullMQ job of this attempt as JSON {"queue","prefix","id"}
            ('' or absent = none), stored as field job:1
+  ARGV[13] the layout a receipt this claim creates is written in: '4' for
+           layout 4 (no tenant, run, tool, args_hash fields: the key names
+           them), '2' or absent for this release's default (2, or 3 for
+           'transactional'); a receipt that exists keeps its own layout
 
   Returns an observation followed by the breaker state:
     { code, status, attempts, lease_expired (0|1), lease_remaining_ms,
@@ -32,9 +37,9 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           started_ms = now, schema = createdSchema(ARGV[4]) (the layout this
-           release writes for the effect: 3 for 'transactional', else 2, see
-           includes/observe-receipt.lua), leased until now + ARGV[1] by the
+           started_ms = now, schema = createdSchema(ARGV[4], ARGV[13]) (the
+           layout this release writes: 4 when ARGV[13] is '4', else 3 for
+           'transactional', else 2, see includes/observe-receipt.lua), leased until now + ARGV[1] by the
            server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).

@@ -21,8 +21,8 @@
   then, per entry in order:
     kind   'claim' | 'complete' | 'complete-claim'
     count  how many arguments follow for this entry
-    the entry's arguments: claim-4.lua's ARGV[1..12], complete-4.lua's
-           ARGV[1..5], or complete-claim-5.lua's ARGV[1..17]
+    the entry's arguments: claim-4.lua's ARGV[1..13], complete-4.lua's
+           ARGV[1..5], or complete-claim-5.lua's ARGV[1..18]
 
   Returns one reply per entry, in order: what that entry's own script would
   have returned, except that an entry whose script would have answered an

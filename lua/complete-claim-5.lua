@@ -14,9 +14,9 @@
 
   ARGV[1]..ARGV[5]   the complete's arguments, as complete-4.lua's ARGV[1..5]
                (attempt, result text, retention, rejections field, epoch)
-  ARGV[6]..ARGV[17]  the next call's claim arguments, as claim-4.lua's ARGV[1..12]
+  ARGV[6]..ARGV[18]  the next call's claim arguments, as claim-4.lua's ARGV[1..13]
                (lease, retention, owner, effect, tenant, run, tool, args hash,
-               removal field, rejections field, epoch, job)
+               removal field, rejections field, epoch, job, layout)
 
   Returns { settle, claim }:
     settle  complete-4.lua's observation: code 1 completed, 2 completed

@@ -10,7 +10,9 @@
   KEYS[3]  counting set   <prefix>:cnt:{<tenant>|<run>}
 
   ARGV[1]  the epoch the decision names
-  ARGV[2]  the arguments' digest it names
+  ARGV[2]  the arguments' digest it names, raw (as the receipt's args_hash
+           field holds it; for a layout-4 receipt it is compared with the
+           key's digest, see sameArgsHash in includes/approval.lua)
   ARGV[3]  'approve' | 'deny'
   ARGV[4]  who decides    ARGV[5] note ('' = none)    ARGV[6] source ('cli', 'console', 'code')
   ARGV[7]  retention in milliseconds (positive integer): a denied receipt
@@ -42,7 +44,7 @@ local function refused(why) return { 'refused', why, a.status, a.by, a.decision,
 
 if a.status == '' then return refused('not_pending') end
 if a.epoch ~= ARGV[1] then return refused('stale_lifetime') end
-if a.argsHash ~= ARGV[2] then return refused('args_mismatch') end
+if not sameArgsHash(KEYS[1], a, ARGV[2]) then return refused('args_mismatch') end
 if a.status ~= 'awaiting_approval' then return refused('not_pending') end
 if now >= a.expiresMs then return refused('expired') end
 

@@ -5,9 +5,9 @@
   returns), so the plain claim and a settle that carries the next call's
   claim (complete-claim-5.lua) decide by one piece of code.
 
-  args  the claim's arguments as claim-4.lua takes them in ARGV[1..12]
+  args  the claim's arguments as claim-4.lua takes them in ARGV[1..13]
         (lease, retention, owner, effect, tenant, run, tool, args hash,
-        removal field, rejections field, epoch, job)
+        removal field, rejections field, epoch, job, layout)
   now   the server clock (serverNow) of the calling script
 
   Returns claim-4.lua's reply: the observation followed by the breaker state,
@@ -42,14 +42,19 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
   end
   if listed == 0 then redis.call('ZADD', indexKey, nowText, receiptKey) end
   local fields = {
-    'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
     'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
     'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
-    'schema', createdSchema(args[4]) }
+    'schema', createdSchema(args[4], args[13]) }
   -- One HSET for all of it: each redis.call costs a script about a microsecond.
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
+  end
+  -- Layout 4 leaves out what the key names (see includes/observe-receipt.lua).
+  if args[13] ~= '4' then
+    local n = #fields
+    fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = 'tenant', args[5], 'run', args[6]
+    fields[n + 5], fields[n + 6], fields[n + 7], fields[n + 8] = 'tool', args[7], 'args_hash', args[8]
   end
   redis.call('HSET', receiptKey, unpack(fields))
   redis.call('PEXPIRE', receiptKey, ttlText)

@@ -2,8 +2,8 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey), refusedWrite(key, expected, reply),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now), receiptSchema(), newestSchema(),
-  createdSchema(effect), keptSchema(receipt), schemaVersion(text) and
+  observation(code, receipt, now), receiptSchema(), stateSchema(), leanSchema(),
+  newestSchema(), isLean(receipt), createdSchema(effect, layout), keptSchema(receipt), schemaVersion(text) and
   newerSchemaReply(key, text): the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
@@ -18,20 +18,30 @@
     is layout 1 with the field: what a release adds (more fields) a release
     that does not know them ignores.
 
-  newestSchema()  the newest layout these scripts read (3). A receipt whose
-    status or effect a release reading only layout 2 would misread is
-    written as layout 3, so that release refuses it instead of guessing; an
-    ordinary receipt stays at 2, so a rolling deploy beside the previous
-    release keeps working for every receipt it can read.
+  stateSchema()  the layout (3) of a receipt whose status or effect a
+    release reading only layout 2 would misread, so that release refuses it
+    instead of guessing; an ordinary receipt stays at 2, so a rolling deploy
+    beside the previous release keeps working for every receipt it can read.
 
-  createdSchema(effect)  the layout a claim creating a receipt of `effect`
-    writes: newestSchema() for 'transactional' (a release reading only
-    layout 2 would take it for opaque and call a lapsed attempt ambiguous,
-    where this release settles it from the PostgreSQL outcome row), else
-    receiptSchema().
+  leanSchema()  layout 4: everything layout 3 means, without the fields
+    `tenant`, `run`, `tool` and `args_hash`, which the receipt's key already
+    names (percent-encoded); a reader takes them from the key. Written only
+    when the keyspace asks for it (the claim's layout argument is '4').
+
+  newestSchema()  the newest layout these scripts read (4).
+
+  isLean(receipt)  true when `receipt` (as read, or approvalFields) has
+    layout 4: its key fields are in its key only.
+
+  createdSchema(effect, layout)  the layout a claim creating a receipt of
+    `effect` writes: leanSchema() when `layout` is '4'; else stateSchema()
+    for 'transactional' (a release reading only layout 2 would take it for
+    opaque and call a lapsed attempt ambiguous, where this release settles it
+    from the PostgreSQL outcome row); else receiptSchema().
 
   keptSchema(receipt)  the layout a next attempt writes: the receipt's own
-    when newer than receiptSchema() (a layout is never lowered), else
+    when newer than receiptSchema() (a layout is never lowered, and never
+    raised: a layout-2 receipt stays 2 whatever the keyspace asks), else
     receiptSchema().
 
   schemaVersion(text)  the layout of a `schema` field as read: 1 for nil
@@ -65,8 +75,8 @@
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. With `approved` true (the claim), an
-    approved receipt (includes/approval.lua) of layout newestSchema() is
-    returned as read. So a corrupt receipt is never taken for an
+    approved receipt (includes/approval.lua) of layout stateSchema() or
+    leanSchema() is returned as read. So a corrupt receipt is never taken for an
     absent one, and nothing is written.
 
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
@@ -104,10 +114,17 @@
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
 local function receiptSchema() return 2 end
-local function newestSchema() return 3 end
+local function stateSchema() return 3 end
+local function leanSchema() return 4 end
+local function newestSchema() return 4 end
 
-local function createdSchema(effect)
-  if effect == 'transactional' then return newestSchema() end
+local function isLean(receipt)
+  return receipt.schema == '4'
+end
+
+local function createdSchema(effect, layout)
+  if layout == '4' then return leanSchema() end
+  if effect == 'transactional' then return stateSchema() end
   return receiptSchema()
 end
 
@@ -177,7 +194,7 @@ local function openReceiptHash(receiptKey, approved)
   if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
   local receipt = receiptOf(f)
   -- A claim (`approved` true) starts an approved call; see includes/approval.lua.
-  if approved and receipt.status == 'approved' and receipt.schema == tostring(newestSchema()) then return receipt, nil end
+  if approved and receipt.status == 'approved' and (receipt.schema == '3' or isLean(receipt)) then return receipt, nil end
   local newer = receipt.schema and newerSchemaReply(receiptKey, receipt.schema)
   if newer then return nil, newer end
   if receipt.status == '' then

@@ -7,6 +7,7 @@ import type { ToolCallReceiptKey } from '../core/identity.js';
 import { CorruptReceiptError, corruptReceiptErrorOf, UnexpectedScriptReplyError } from '../redis/errors.js';
 import { receiptsConnection, type ReceiptsConnection } from '../redis/connection/connection.js';
 import type { ReceiptsChannel } from '../redis/receipts/channel.js';
+import type { ReceiptLayout } from '../redis/settings.js';
 import { callRedisKeys } from '../redis/keys.js';
 import { newEpoch } from '../redis/receipts/transitions/epochs.js';
 import { runScript } from '../redis/scripts/scripts.js';
@@ -80,12 +81,14 @@ export class ApprovalGate {
   private readonly redis: ReceiptsConnection;
   private readonly prefix: string;
   private readonly retentionMs: number;
+  private readonly receiptLayout: ReceiptLayout;
 
-  /** The gate on a receipts keyspace's channel: its connection, prefix and retention. */
+  /** The gate on a receipts keyspace's channel: its connection, prefix, retention and receipt layout. */
   constructor(channel: ReceiptsChannel) {
     this.redis = channel.redis;
     this.prefix = channel.settings.prefix;
     this.retentionMs = channel.settings.retentionMs;
+    this.receiptLayout = channel.settings.receiptLayout;
   }
 
   /**
@@ -115,6 +118,7 @@ export class ApprovalGate {
           request.shown,
           this.retentionMs,
           request.job ? attemptJobText(request.job) : '',
+          this.receiptLayout,
         ],
       );
     } catch (error) {

@@ -19,7 +19,15 @@ import {
   type OptionsSchema,
 } from '../core/options.js';
 import { durabilityOption } from '../redis/durability/durability.js';
-import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../redis/options.js';
+import {
+  commandTimeoutOption,
+  connectionOption,
+  leaseOption,
+  ownerOption,
+  prefixOption,
+  receiptLayoutOption,
+  retentionOption,
+} from '../redis/options.js';
 import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
@@ -27,6 +35,7 @@ import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import type { DigestFn, sha256Digest } from '../core/identity.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
+import type { ReceiptLayout } from '../redis/settings.js';
 import type { Reshaper } from '../repair/reshaper.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import type { ApprovalOptions } from '../approvals/types.js';
@@ -89,6 +98,7 @@ export const TOOL_RECEIPTS_SCHEMA = {
   commandTimeoutMs: commandTimeoutOption,
   durability: durabilityOption,
   groupCommit: booleanOption,
+  receiptLayout: receiptLayoutOption,
   logger,
   digest,
   onAmbiguous: oneOf('fail', 'report'),
@@ -153,6 +163,16 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * sends each on its own. See docs/performance.md.
    */
   readonly groupCommit?: boolean;
+  /**
+   * The layout the receipts this worker creates are written in: `2` (the
+   * default) or `4`, the same receipt without the fields `tenant`, `run`,
+   * `tool` and `args_hash`, which its key already names. A receipt that
+   * exists keeps its own layout. Turn it on only once every worker, CLI and
+   * console on the prefix runs this release or a later one: the previous
+   * release does not read layout 4 (see docs/upgrading.md). Anything but `2`
+   * or `4` is refused (`options.invalid`).
+   */
+  readonly receiptLayout?: ReceiptLayout;
   readonly logger?: Logger;
   /**
    * Digest of the canonical arguments. Default {@link sha256Digest}; a

@@ -8,7 +8,7 @@
  * unambiguously.
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { decodeKeyComponent, receiptRedisKey } from '../redis/keys.js';
+import { receiptRedisKey, receiptRedisKeyParts } from '../redis/keys.js';
 import { InvalidReceiptKeyError } from './errors.js';
 
 /** A receipt key taken apart: the prefix it lives under and the call it names. */
@@ -16,8 +16,6 @@ export interface ParsedReceiptKey {
   readonly prefix: string;
   readonly key: ToolCallReceiptKey;
 }
-
-const SHAPE = /^([A-Za-z0-9._~:/-]+):rcpt:\{([^{}:|]*)\|([^{}:|]*)\}:([^{}:|]*):([^{}:|]*)$/;
 
 /**
  * Parses `redisKey` as a receipt key. Accepts exactly the text that
@@ -29,25 +27,19 @@ const SHAPE = /^([A-Za-z0-9._~:/-]+):rcpt:\{([^{}:|]*)\|([^{}:|]*)\}:([^{}:|]*):
  * {@link InvalidReceiptKeyError}.
  */
 export function parseReceiptRedisKey(redisKey: string, expectedPrefix?: string): ParsedReceiptKey {
-  const match = SHAPE.exec(redisKey);
-  if (!match) {
-    throw new InvalidReceiptKeyError(redisKey, 'expected <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>');
-  }
-  const [, prefix, tenant, run, tool, hash] = match as unknown as [string, string, string, string, string, string];
-  let key: ToolCallReceiptKey;
+  let parts: ParsedReceiptKey | undefined;
   try {
-    key = {
-      tenantId: decodeKeyComponent(tenant),
-      runId: decodeKeyComponent(run),
-      toolName: decodeKeyComponent(tool),
-      argsHash: decodeKeyComponent(hash),
-    };
+    parts = receiptRedisKeyParts(redisKey);
   } catch (err) {
     if (err instanceof RangeError) {
       throw new InvalidReceiptKeyError(redisKey, 'a component is not percent-encoded the way the store writes it');
     }
     throw err;
   }
+  if (parts === undefined) {
+    throw new InvalidReceiptKeyError(redisKey, 'expected <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>');
+  }
+  const { prefix, key } = parts;
   if (receiptRedisKey(prefix, key) !== redisKey) {
     throw new InvalidReceiptKeyError(redisKey, 'a component is not percent-encoded the way the store writes it');
   }

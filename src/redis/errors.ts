@@ -100,10 +100,19 @@ export class CorruptReceiptError extends ToolReceiptsError {
  * ({@link ORDINARY_RECEIPT_SCHEMA}). Layout 3 is for a receipt whose status or
  * effect a release reading only layout 2 would misread: that release refuses it
  * ({@link ReceiptVersionError}) instead of guessing, while every ordinary
- * receipt stays readable beside it during a rolling deploy. The scripts hold
- * the same numbers (`lua/includes/observe-receipt.lua`).
+ * receipt stays readable beside it during a rolling deploy. Layout 4
+ * ({@link LEAN_RECEIPT_SCHEMA}) is layout 3 without the fields its key
+ * already names, written only where a keyspace opts in (`receiptLayout: 4`).
+ * The scripts hold the same numbers (`lua/includes/observe-receipt.lua`).
  */
-export const RECEIPT_SCHEMA_VERSION = 3;
+export const RECEIPT_SCHEMA_VERSION = 4;
+
+/**
+ * The layout (4) a keyspace with `receiptLayout: 4` creates receipts in:
+ * everything layout 3 means, without the fields `tenant`, `run`, `tool` and
+ * `args_hash`; readers of this release take them from the receipt's key.
+ */
+export const LEAN_RECEIPT_SCHEMA = 4;
 
 /**
  * The layout a claim that creates an ordinary receipt writes (2): one the

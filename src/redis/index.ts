@@ -18,7 +18,7 @@ export {
 export { ReceiptQueries } from './receipts/reads/read-side.js';
 export { ReceiptsKeyspace, type ReceiptsKeyspaceOptions } from './receipts/keyspace.js';
 export { ReceiptsChannel, type CommandSite } from './receipts/channel.js';
-export type { KeyspaceSettings, KeyspaceSettingsInput } from './settings.js';
+export type { KeyspaceSettings, KeyspaceSettingsInput, ReceiptLayout } from './settings.js';
 export {
   type ReceiptRecord,
   type ReceiptApproval,
@@ -59,6 +59,7 @@ export {
   CorruptReceiptError,
   ReceiptVersionError,
   ORDINARY_RECEIPT_SCHEMA,
+  LEAN_RECEIPT_SCHEMA,
   RECEIPT_SCHEMA_VERSION,
   ContestedReceiptError,
   type AttemptFence,

@@ -242,6 +242,40 @@ export function receiptScanPattern(prefix: string): string {
   return `${prefix}:rcpt:*`;
 }
 
+const RECEIPT_KEY_SHAPE = /^([A-Za-z0-9._~:/-]+):rcpt:\{([^{}:|]*)\|([^{}:|]*)\}:([^{}:|]*):([^{}:|]*)$/;
+
+/**
+ * A receipt key taken apart: the prefix it lives under and the call it
+ * names, each component decoded (a prefix holds no braces, so the run's hash
+ * tag is the key's only one); `undefined` when `redisKey` does not have a
+ * receipt key's shape. Throws a `RangeError` for a component that is not
+ * percent-encoded. A layout-4 receipt stores none of the call's names, so
+ * its readers take them from here.
+ */
+export function receiptRedisKeyParts(redisKey: string): { prefix: string; key: ToolCallReceiptKey } | undefined {
+  const match = RECEIPT_KEY_SHAPE.exec(redisKey);
+  if (!match) return undefined;
+  const [, prefix, tenant, run, tool, hash] = match as unknown as [string, string, string, string, string, string];
+  return {
+    prefix,
+    key: {
+      tenantId: decodeKeyComponent(tenant),
+      runId: decodeKeyComponent(run),
+      toolName: decodeKeyComponent(tool),
+      argsHash: decodeKeyComponent(hash),
+    },
+  };
+}
+
+/** The call a receipt key names ({@link receiptRedisKeyParts}), or `undefined` for text that is not a receipt key. */
+export function receiptKeyOfRedisKey(redisKey: string): ToolCallReceiptKey | undefined {
+  try {
+    return receiptRedisKeyParts(redisKey)?.key;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * True when `redisKey` has exactly the shape of a receipt key under `prefix`.
  * Used to drop SCAN matches that belong to a longer prefix such as `trc:rcpt:x`.

@@ -1,7 +1,7 @@
 /**
  * The option rules the Redis stores share with the entry points built on
  * them (`withToolReceipts`, the sweep): the connection, the key prefix, the
- * lease, the retention, the command deadline and the owner. Each store's schema sits beside it.
+ * lease, the retention, the command deadline, the owner and the receipt layout. Each store's schema sits beside it.
  */
 import { MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
 import { checkedConnection } from './connection/connection.js';
@@ -31,3 +31,6 @@ export const commandTimeoutOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_M
 
 /** `owner`: the worker's name on the receipts it claims. */
 export const ownerOption: OptionRule = nonBlankString;
+
+/** `receiptLayout`: the layout new receipts are written in, `2` or `4` (see `ReceiptLayout`). */
+export const receiptLayoutOption: OptionRule = rule('2 or 4 (the receipt layout new receipts are written in)', (v) => v === 2 || v === 4);

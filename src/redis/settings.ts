@@ -33,6 +33,15 @@ export function storeSettings(options: { prefix?: string; retentionMs?: number }
   return { prefix: options.prefix ?? DEFAULT_KEY_PREFIX, retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS };
 }
 
+/**
+ * The layout a keyspace's claims create receipts in: `2`, the default (3 for
+ * a transactional tool's or an approval's receipt), which every release reads;
+ * or `4`, the same receipt without the fields `tenant`, `run`, `tool` and
+ * `args_hash` its key already names, which only this release and later ones
+ * read. A receipt that exists keeps its own layout whatever the setting.
+ */
+export type ReceiptLayout = 2 | 4;
+
 /** What a receipts keyspace is made of, every default filled in; frozen, and read by each of its parts. */
 export interface KeyspaceSettings {
   readonly prefix: string;
@@ -45,6 +54,8 @@ export interface KeyspaceSettings {
   /** Undefined when off. */
   readonly durability: Required<DurabilityOptions> | undefined;
   readonly groupCommit: boolean;
+  /** The layout the claims of this keyspace create receipts in (see {@link ReceiptLayout}). */
+  readonly receiptLayout: ReceiptLayout;
   /** Breaker limits: failures, and consecutive rejections, that remove a tool for the run. */
   readonly maxFailures: number;
   readonly maxRejections: number;
@@ -59,6 +70,7 @@ export interface KeyspaceSettingsInput {
   readonly commandTimeoutMs?: number | undefined;
   readonly durability?: DurabilityOptions | undefined;
   readonly groupCommit?: boolean | undefined;
+  readonly receiptLayout?: ReceiptLayout | undefined;
   readonly maxFailures?: number | undefined;
   readonly maxRejections?: number | undefined;
 }
@@ -75,6 +87,7 @@ export function keyspaceSettings(options: KeyspaceSettingsInput): KeyspaceSettin
     commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     durability: options.durability === undefined ? undefined : filledDurability(options.durability),
     groupCommit: options.groupCommit !== false,
+    receiptLayout: options.receiptLayout ?? 2,
     maxFailures: options.maxFailures ?? MAX_TOOL_FAILURES,
     maxRejections: options.maxRejections ?? MAX_TOOL_REJECTIONS,
   });

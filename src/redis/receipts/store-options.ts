@@ -5,7 +5,16 @@
 import { booleanOption, type OptionsSchema } from '../../core/options.js';
 import type { RedisConnection } from '../connection/connection.js';
 import { durabilityOption, type DurabilityOptions } from '../durability/durability.js';
-import { commandTimeoutOption, connectionOption, leaseOption, ownerOption, prefixOption, retentionOption } from '../options.js';
+import {
+  commandTimeoutOption,
+  connectionOption,
+  leaseOption,
+  ownerOption,
+  prefixOption,
+  receiptLayoutOption,
+  retentionOption,
+} from '../options.js';
+import type { ReceiptLayout } from '../settings.js';
 
 /** How a `ReceiptStore` talks to Redis. */
 export interface ReceiptStoreOptions {
@@ -50,6 +59,17 @@ export interface ReceiptStoreOptions {
    * at a time pays nothing for it. `false` sends every call on its own.
    */
   groupCommit?: boolean;
+  /**
+   * The layout the receipts this store creates are written in: `2` (the
+   * default; 3 for a transactional tool's) or `4`, the same receipt without
+   * the fields `tenant`, `run`, `tool` and `args_hash`, which its key already
+   * names (less memory per receipt, a smaller write per claim). A receipt
+   * that exists keeps its own layout: a next attempt never raises or lowers
+   * it. Only this release and later ones read layout 4, so turn it on only
+   * once every worker, CLI and console on the prefix runs one of them (see
+   * docs/upgrading.md). Anything but `2` or `4` is refused (`options.invalid`).
+   */
+  receiptLayout?: ReceiptLayout;
 }
 
 /** The rule of each {@link ReceiptStoreOptions} option. */
@@ -62,4 +82,5 @@ export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
   commandTimeoutMs: commandTimeoutOption,
   durability: durabilityOption,
   groupCommit: booleanOption,
+  receiptLayout: receiptLayoutOption,
 };

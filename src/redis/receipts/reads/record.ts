@@ -14,6 +14,7 @@ import {
   type ApprovalStatus,
   type ReceiptRecordStatus,
 } from '../../errors.js';
+import { receiptKeyOfRedisKey } from '../../keys.js';
 import { fromStoredJson } from '../channel.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
@@ -278,13 +279,9 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
+  const key = callKeyOf(redisKey, fields);
   const record: ReceiptRecord = {
-    key: {
-      tenantId: fields.get('tenant') ?? '',
-      runId: fields.get('run') ?? '',
-      toolName: fields.get('tool') ?? '',
-      argsHash: fields.get('args_hash') ?? '',
-    },
+    key,
     redisKey,
     status,
     attempts: optionalInt(fields, 'attempts') ?? 0,
@@ -319,7 +316,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     keyedRerunMs: optionalInt(fields, 'keyed_rerun_ms'),
     history,
     historyDropped: Math.max(0, historySeq - history.length),
-    approval: approvalOf(fields, status),
+    approval: approvalOf(fields, status, key.argsHash),
     schema,
     ttlMs,
     readAtMs: nowMs,
@@ -327,11 +324,32 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
 }
 
+/**
+ * The call a receipt is for: each of its key fields as stored, or, where the
+ * hash has none (layout 4 stores none), decoded from its Redis key.
+ */
+function callKeyOf(redisKey: string, fields: Map<string, string>): ToolCallReceiptKey {
+  const tenantId = fields.get('tenant');
+  const runId = fields.get('run');
+  const toolName = fields.get('tool');
+  const argsHash = fields.get('args_hash');
+  if (tenantId !== undefined && runId !== undefined && toolName !== undefined && argsHash !== undefined) {
+    return { tenantId, runId, toolName, argsHash };
+  }
+  const named = receiptKeyOfRedisKey(redisKey);
+  return {
+    tenantId: tenantId ?? named?.tenantId ?? '',
+    runId: runId ?? named?.runId ?? '',
+    toolName: toolName ?? named?.toolName ?? '',
+    argsHash: argsHash ?? named?.argsHash ?? '',
+  };
+}
+
 /** A receipt's recorded effect; anything but the known ones reads as opaque, the conservative one. */
 const effectOf = (text: string | undefined): ReceiptEffect => (text === 'resumable' || text === 'transactional' ? text : 'opaque');
 
 /** The approval fields of a receipt (`lua/includes/approval.lua`), or `null` for a call that never needed approval. */
-function approvalOf(fields: Map<string, string>, status: ReceiptRecordStatus): ReceiptApproval | null {
+function approvalOf(fields: Map<string, string>, status: ReceiptRecordStatus, argsHash: string): ReceiptApproval | null {
   const requestedMs = optionalInt(fields, 'approval_requested_ms');
   if (requestedMs === null && !isApprovalStatus(status)) return null;
   const decision = fields.get('approval_decision');
@@ -341,7 +359,7 @@ function approvalOf(fields: Map<string, string>, status: ReceiptRecordStatus): R
     requestedMs,
     expiresMs: optionalInt(fields, 'approval_expires_ms'),
     epoch: fields.get('approval_epoch') ?? fields.get('epoch') ?? '',
-    argsHash: fields.get('args_hash') ?? '',
+    argsHash,
     decision: decision === 'approved' || decision === 'denied' ? decision : null,
     by: fields.get('approval_by') ?? null,
     note: fields.get('approval_note') || null,

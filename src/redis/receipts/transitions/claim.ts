@@ -13,7 +13,7 @@ import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { breakerField } from '../../keys.js';
-import { positiveInt } from '../../settings.js';
+import { positiveInt, type ReceiptLayout } from '../../settings.js';
 import {
   type ClaimObservation,
   fromStoredJson,
@@ -31,7 +31,7 @@ export function claimRequest(
   key: ToolCallReceiptKey,
   keys: readonly [string, string, string, string],
   options: ClaimOptions,
-  defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string },
+  defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string; readonly receiptLayout?: ReceiptLayout },
 ): ClaimRequest {
   if (options.effect !== 'resumable' && options.effect !== 'opaque' && options.effect !== 'transactional') {
     throw new InvalidReceiptInputError(`effect must be 'resumable', 'opaque' or 'transactional', got ${String(options.effect)}`);
@@ -55,6 +55,8 @@ export function claimRequest(
     breakerField(key.toolName, 'rejections'),
     token,
     job,
+    // The layout a receipt this claim creates is written in (claim-4.lua's ARGV[13]).
+    defaults.receiptLayout ?? 2,
   ];
   return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
 }
