@@ -169,8 +169,9 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * `tool` and `args_hash`, which its key already names. A receipt that
    * exists keeps its own layout. Turn it on only once every worker, CLI and
    * console on the prefix runs this release or a later one: the previous
-   * release does not read layout 4 (see docs/upgrading.md). Anything but `2`
-   * or `4` is refused (`options.invalid`).
+   * release decides on a layout-4 receipt correctly but reads it without its
+   * names, so its CLI cannot show or resolve it (see docs/upgrading.md).
+   * Anything but `2` or `4` is refused (`options.invalid`).
    */
   readonly receiptLayout?: ReceiptLayout;
   readonly logger?: Logger;

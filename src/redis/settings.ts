@@ -37,8 +37,8 @@ export function storeSettings(options: { prefix?: string; retentionMs?: number }
  * The layout a keyspace's claims create receipts in: `2`, the default (3 for
  * a transactional tool's or an approval's receipt), which every release reads;
  * or `4`, the same receipt without the fields `tenant`, `run`, `tool` and
- * `args_hash` its key already names, which only this release and later ones
- * read. A receipt that exists keeps its own layout whatever the setting.
+ * `args_hash` its key already names, whose names only this release and later
+ * ones read. A receipt that exists keeps its own layout whatever the setting.
  */
 export type ReceiptLayout = 2 | 4;
 

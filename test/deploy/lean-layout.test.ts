@@ -5,10 +5,12 @@
  * decide on those receipts exactly as this release does (replay, wait, take
  * over, ambiguous) and its takeovers keep them layout 4. What it gets wrong
  * is its read side: it reads the tenant, run, tool and args hash from the
- * fields, so its records of them name an empty call, and its `resolve`, which
- * finds the receipt by that call, is refused without writing anything. Then,
+ * fields, so its records of them (its store's, its CLI's `show`) name an
+ * empty call, its `resolve`, which finds the receipt by that call, is refused
+ * without writing anything, and its reconcile sweep skips the receipt. Then,
  * the setting turned off again: this release still reads and replays them.
  */
+import { execFile } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { Queue, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -27,6 +29,18 @@ type Library = typeof import('../../src/index.js');
 type RedisModule = typeof import('../../src/redis/index.js');
 const KEY_FIELDS = ['tenant', 'run', 'tool', 'args_hash'];
 const EMPTY_CALL = { tenantId: '', runId: '', toolName: '', argsHash: '' };
+
+/** Runs the previous release's CLI, as an operator on a host not yet upgraded would. */
+function previousCli(args: readonly string[], prefix: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [release.cli, ...args, '--redis', server.url, '--prefix', prefix],
+      { timeout: 30_000 },
+      (error, stdout, stderr) => resolve({ code: error ? 1 : 0, stdout, stderr }),
+    );
+  });
+}
 
 let release: PreviousRelease;
 let server: RedisHandle;
@@ -47,7 +61,7 @@ it('the previous release decides on layout-4 receipts as this one does, writes n
   const prefix = `${server.prefix}lean`;
   const oldStore = new old.ReceiptStore({ redis, prefix });
   const store = new ReceiptStore({ redis, prefix, receiptLayout: 4 });
-  const key = (argsHash: string) => ({ tenantId: 'acme {eu}', runId: 'run 1', toolName: 'send email', argsHash });
+  const key = (argsHash: string) => ({ tenantId: 'acme {eu}', runId: 'run 1', toolName: 'send_email', argsHash });
   const hashOf = (k: ReturnType<typeof key>) => redis.hgetall(store.redisKey(k));
   const unchanged = async (k: ReturnType<typeof key>, write: () => Promise<unknown>) => {
     const before = await hashOf(k);
@@ -86,6 +100,24 @@ it('the previous release decides on layout-4 receipts as this one does, writes n
     expect(
       oldStore.resolve(seenByOld!.key, { attemptsSeen: 1, epochSeen: seenByOld!.epoch, outcome: 'failed', error: 'not sent' }),
     ).rejects.toMatchObject({ code: 'receipt.fenced_out' }),
+  );
+  expect(await oldStore.inspect(lost)).toMatchObject({ key: EMPTY_CALL, status: 'running' });
+  const shown = await previousCli(['show', store.redisKey(lost), '--json'], prefix);
+  expect(JSON.parse(shown.stdout)).toMatchObject({ redisKey: store.redisKey(lost), key: EMPTY_CALL });
+  // Its sweep finds no tool of the empty name: the receipt is skipped, not reconciled.
+  const oldLib = (await import(pathToFileURL(release.entry).href)) as Library;
+  const reconciled = oldLib.defineTool({
+    name: 'send_email',
+    input: z.object({}),
+    effect: 'opaque',
+    destructive: false,
+    execute: () => 'sent',
+    reconcile: () => ({ status: 'not_started' as const }),
+  });
+  await unchanged(lost, async () =>
+    expect(await oldLib.reconcileAmbiguous({ redis, prefix, tools: [reconciled], logger: pino({ level: 'silent' }) })).toEqual([
+      { redisKey: store.redisKey(lost), outcome: 'skipped', reason: 'its tool has no reconcile' },
+    ]),
   );
   const [seen] = await store.listAmbiguous();
   expect(seen).toMatchObject({ key: lost, schema: 4 });

@@ -65,9 +65,11 @@ export interface ReceiptStoreOptions {
    * the fields `tenant`, `run`, `tool` and `args_hash`, which its key already
    * names (less memory per receipt, a smaller write per claim). A receipt
    * that exists keeps its own layout: a next attempt never raises or lowers
-   * it. Only this release and later ones read layout 4, so turn it on only
-   * once every worker, CLI and console on the prefix runs one of them (see
-   * docs/upgrading.md). Anything but `2` or `4` is refused (`options.invalid`).
+   * it. Only this release and later ones read a layout-4 receipt's names
+   * (the previous release decides on it correctly, but its CLI cannot show or
+   * resolve it), so turn it on only once every worker, CLI and console on the
+   * prefix runs one of them (see docs/upgrading.md). Anything but `2` or `4`
+   * is refused (`options.invalid`).
    */
   receiptLayout?: ReceiptLayout;
 }
