@@ -41,7 +41,7 @@
 
   keptSchema(receipt)  the layout a next attempt writes: the receipt's own
     when newer than receiptSchema() (a layout is never lowered, and never
-    raised: a layout-2 receipt stays 2 whatever the keyspace asks), else
+    raised to 4: a layout-2 receipt stays 2 whatever the keyspace asks), else
     receiptSchema().
 
   schemaVersion(text)  the layout of a `schema` field as read: 1 for nil

@@ -4,7 +4,6 @@
  * (a `maxWaitMs` of NaN, a `destructiveTools` string) is refused before any job runs.
  */
 import {
-  booleanOption,
   functionOption,
   iterableOption,
   MAX_TIMER_MS,
@@ -18,16 +17,7 @@ import {
   type OptionRule,
   type OptionsSchema,
 } from '../core/options.js';
-import { durabilityOption } from '../redis/durability/durability.js';
-import {
-  commandTimeoutOption,
-  connectionOption,
-  leaseOption,
-  ownerOption,
-  prefixOption,
-  receiptLayoutOption,
-  retentionOption,
-} from '../redis/options.js';
+import { KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
@@ -90,22 +80,14 @@ const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
  * sets equal.
  */
 export const TOOL_RECEIPTS_SCHEMA = {
-  redis: connectionOption,
+  ...KEYSPACE_OPTION_RULES,
   tools,
-  prefix: prefixOption,
-  leaseMs: leaseOption,
-  retentionMs: retentionOption,
-  commandTimeoutMs: commandTimeoutOption,
-  durability: durabilityOption,
-  groupCommit: booleanOption,
-  receiptLayout: receiptLayoutOption,
   logger,
   digest,
   onAmbiguous: oneOf('fail', 'report'),
   waitJitterMs: wholeNumber(0, 'ms', MAX_TIMER_MS),
   // A waiting job claims again after at most this long: below 10 ms it is a hot loop on Redis.
   maxWaitMs: wholeNumber(10, 'ms', MAX_TIMER_MS),
-  owner: ownerOption,
   events: shaped('a ToolReceiptsEvents (an EventEmitter), or left out for a new one', ['on', 'emit']),
   destructiveTools: stringList,
   reshaper: shaped('a reshaper: an object with reshape(request)', ['reshape']),

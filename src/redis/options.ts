@@ -1,9 +1,10 @@
 /**
  * The option rules the Redis stores share with the entry points built on
  * them (`withToolReceipts`, the sweep): the connection, the key prefix, the
- * lease, the retention, the command deadline, the owner and the receipt layout. Each store's schema sits beside it.
+ * lease, the retention, the command deadline, the owner, group commit and the receipt layout. Each store's schema sits
+ * beside it.
  */
-import { MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
+import { booleanOption, MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
 import { checkedConnection } from './connection/connection.js';
 import { durabilityOption } from './durability/durability.js';
 import { isValidKeyPrefix } from './keys.js';
@@ -34,3 +35,20 @@ export const ownerOption: OptionRule = nonBlankString;
 
 /** `receiptLayout`: the layout new receipts are written in, `2` or `4` (see `ReceiptLayout`). */
 export const receiptLayoutOption: OptionRule = rule('2 or 4 (the receipt layout new receipts are written in)', (v) => v === 2 || v === 4);
+
+/**
+ * The rules of the options a receipts keyspace's calls are made with, as a
+ * `ReceiptStore` and `withToolReceipts` (and the sweep) take them: one list,
+ * so an option of the keyspace is accepted and checked alike wherever one is made.
+ */
+export const KEYSPACE_OPTION_RULES = {
+  redis: connectionOption,
+  prefix: prefixOption,
+  leaseMs: leaseOption,
+  retentionMs: retentionOption,
+  owner: ownerOption,
+  commandTimeoutMs: commandTimeoutOption,
+  durability: durabilityOption,
+  groupCommit: booleanOption,
+  receiptLayout: receiptLayoutOption,
+} as const;

@@ -2,18 +2,10 @@
  * The options of a `ReceiptStore` and the rule of each, checked when the
  * store is made.
  */
-import { booleanOption, type OptionsSchema } from '../../core/options.js';
+import type { OptionsSchema } from '../../core/options.js';
 import type { RedisConnection } from '../connection/connection.js';
-import { durabilityOption, type DurabilityOptions } from '../durability/durability.js';
-import {
-  commandTimeoutOption,
-  connectionOption,
-  leaseOption,
-  ownerOption,
-  prefixOption,
-  receiptLayoutOption,
-  retentionOption,
-} from '../options.js';
+import type { DurabilityOptions } from '../durability/durability.js';
+import { KEYSPACE_OPTION_RULES } from '../options.js';
 import type { ReceiptLayout } from '../settings.js';
 
 /** How a `ReceiptStore` talks to Redis. */
@@ -63,9 +55,9 @@ export interface ReceiptStoreOptions {
    * The layout the receipts this store creates are written in: `2` (the
    * default; 3 for a transactional tool's) or `4`, the same receipt without
    * the fields `tenant`, `run`, `tool` and `args_hash`, which its key already
-   * names (less memory per receipt, a smaller write per claim). A receipt
-   * that exists keeps its own layout: a next attempt never raises or lowers
-   * it. Only this release and later ones read a layout-4 receipt's names
+   * names (less memory per receipt, a smaller write per claim). The option
+   * decides only for receipts the store creates: a next attempt never turns
+   * a layout-2 receipt into 4, nor a layout-4 one back. Only this release and later ones read a layout-4 receipt's names
    * (the previous release decides on it correctly, but its CLI cannot show or
    * resolve it), so turn it on only once every worker, CLI and console on the
    * prefix runs one of them (see docs/upgrading.md). Anything but `2` or `4`
@@ -75,14 +67,4 @@ export interface ReceiptStoreOptions {
 }
 
 /** The rule of each {@link ReceiptStoreOptions} option. */
-export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = {
-  redis: connectionOption,
-  prefix: prefixOption,
-  leaseMs: leaseOption,
-  retentionMs: retentionOption,
-  owner: ownerOption,
-  commandTimeoutMs: commandTimeoutOption,
-  durability: durabilityOption,
-  groupCommit: booleanOption,
-  receiptLayout: receiptLayoutOption,
-};
+export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = KEYSPACE_OPTION_RULES;
