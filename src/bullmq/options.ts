@@ -80,8 +80,10 @@ const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
  * sets equal.
  */
 export const TOOL_RECEIPTS_SCHEMA = {
-  ...KEYSPACE_OPTION_RULES,
+  // `redis` and `tools` first: a message listing the options names them first.
+  redis: KEYSPACE_OPTION_RULES.redis,
   tools,
+  ...KEYSPACE_OPTION_RULES,
   logger,
   digest,
   onAmbiguous: oneOf('fail', 'report'),
