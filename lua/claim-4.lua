@@ -39,8 +39,8 @@
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
            started_ms = now, schema = createdSchema(ARGV[4], ARGV[13]) (the
            layout this release writes: 4 when ARGV[13] is '4', else 3 for
-           'transactional', else 2, see includes/observe-receipt.lua), leased until now + ARGV[1] by the
-           server clock, and listed in KEYS[2]
+           'transactional', else 2, see includes/observe-receipt.lua),
+           leased until now + ARGV[1] by the server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).
   code  1  also when the receipt is approved (a person approved the call,

@@ -2,9 +2,9 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey), refusedWrite(key, expected, reply),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now), receiptSchema(), stateSchema(), leanSchema(),
-  newestSchema(), isLean(receipt), createdSchema(effect, layout), keptSchema(receipt), schemaVersion(text) and
-  newerSchemaReply(key, text): the reading and the reply every receipt
+  observation(code, receipt, now), receiptSchema(), stateSchema(),
+  leanSchema(), newestSchema(), isLean(receipt), createdSchema(effect, layout),
+  keptSchema(receipt), schemaVersion(text) and newerSchemaReply(key, text): the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
 
@@ -76,8 +76,8 @@
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. With `approved` true (the claim), an
     approved receipt (includes/approval.lua) of layout stateSchema() or
-    leanSchema() is returned as read. So a corrupt receipt is never taken for an
-    absent one, and nothing is written.
+    leanSchema() is returned as read. So a corrupt receipt is never taken
+    for an absent one, and nothing is written.
 
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
     the run index: the same checks of receiptKey alone.

@@ -1,6 +1,6 @@
 /** Reading approvals back: one receipt's approval state, and the calls awaiting approval under a prefix. */
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
-import { DEFAULT_KEY_PREFIX, receiptKeyOfRedisKey } from '../redis/keys.js';
+import { DEFAULT_KEY_PREFIX, receiptCallOf } from '../redis/keys.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
 import type { ApprovalDecided, PendingApproval } from './types.js';
 
@@ -62,15 +62,10 @@ function jobIdOf(text: string | undefined): Pick<PendingApproval, 'jobId' | 'job
 }
 
 function pendingOf(receiptKey: string, f: Fields): PendingApproval {
-  // A layout-4 receipt stores none of the call's names: its key holds them.
-  const whole = f.tenant !== undefined && f.run !== undefined && f.tool !== undefined && f.args_hash !== undefined;
-  const named = whole ? undefined : receiptKeyOfRedisKey(receiptKey);
   return {
     receiptKey,
-    tenantId: f.tenant ?? named?.tenantId ?? '',
-    runId: f.run ?? named?.runId ?? '',
-    toolName: f.tool ?? named?.toolName ?? '',
-    argsHash: f.args_hash ?? named?.argsHash ?? '',
+    // A layout-4 receipt stores none of the call's names: its key holds them.
+    ...receiptCallOf(receiptKey, f),
     epoch: f.epoch ?? '',
     ...(f.approval_reason ? { reason: f.approval_reason } : {}),
     ...parseShown(f.approval_shown),

@@ -17,7 +17,7 @@ import {
   type OptionRule,
   type OptionsSchema,
 } from '../core/options.js';
-import { KEYSPACE_OPTION_RULES } from '../redis/options.js';
+import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { limitsOption } from '../limits/definitions.js';
 import type { ResultShapingOptions } from './result-shaping.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
@@ -80,8 +80,7 @@ const RESULT_SHAPING_SCHEMA: OptionsSchema<ResultShapingOptions> = {
  * sets equal.
  */
 export const TOOL_RECEIPTS_SCHEMA = {
-  // `redis` and `tools` first: a message listing the options names them first.
-  redis: KEYSPACE_OPTION_RULES.redis,
+  redis: connectionOption,
   tools,
   ...KEYSPACE_OPTION_RULES,
   logger,

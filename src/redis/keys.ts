@@ -267,13 +267,36 @@ export function receiptRedisKeyParts(redisKey: string): { prefix: string; key: T
   };
 }
 
-/** The call a receipt key names ({@link receiptRedisKeyParts}), or `undefined` for text that is not a receipt key. */
-export function receiptKeyOfRedisKey(redisKey: string): ToolCallReceiptKey | undefined {
-  try {
-    return receiptRedisKeyParts(redisKey)?.key;
-  } catch {
-    return undefined;
+/** The names of a call as a receipt's hash may store them (layout 4 stores none). */
+export interface StoredCallNames {
+  readonly tenant?: string | undefined;
+  readonly run?: string | undefined;
+  readonly tool?: string | undefined;
+  readonly args_hash?: string | undefined;
+}
+
+/**
+ * The call a receipt is for: each name as its hash stores it, or, where the
+ * hash stores none (layout 4), decoded from its key ({@link receiptRedisKeyParts});
+ * `''` for a name neither gives.
+ */
+export function receiptCallOf(redisKey: string, stored: StoredCallNames): ToolCallReceiptKey {
+  const { tenant, run, tool, args_hash: argsHash } = stored;
+  if (tenant !== undefined && run !== undefined && tool !== undefined && argsHash !== undefined) {
+    return { tenantId: tenant, runId: run, toolName: tool, argsHash };
   }
+  let named: ToolCallReceiptKey | undefined;
+  try {
+    named = receiptRedisKeyParts(redisKey)?.key;
+  } catch {
+    // A key that is not one the store writes names nothing: the stored names (or '') stand.
+  }
+  return {
+    tenantId: tenant ?? named?.tenantId ?? '',
+    runId: run ?? named?.runId ?? '',
+    toolName: tool ?? named?.toolName ?? '',
+    argsHash: argsHash ?? named?.argsHash ?? '',
+  };
 }
 
 /**

@@ -37,12 +37,12 @@ export const ownerOption: OptionRule = nonBlankString;
 export const receiptLayoutOption: OptionRule = rule('2 or 4 (the receipt layout new receipts are written in)', (v) => v === 2 || v === 4);
 
 /**
- * The rules of the options a receipts keyspace's calls are made with, as a
- * `ReceiptStore` and `withToolReceipts` (and the sweep) take them: one list,
- * so an option of the keyspace is accepted and checked alike wherever one is made.
+ * The rules of the options a receipts keyspace's calls are made with (but
+ * the connection), as a `ReceiptStore` and `withToolReceipts` (and the sweep)
+ * take them: one list, so an option of the keyspace is accepted and checked
+ * alike wherever one is made.
  */
 export const KEYSPACE_OPTION_RULES = {
-  redis: connectionOption,
   prefix: prefixOption,
   leaseMs: leaseOption,
   retentionMs: retentionOption,

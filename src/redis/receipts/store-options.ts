@@ -5,7 +5,7 @@
 import type { OptionsSchema } from '../../core/options.js';
 import type { RedisConnection } from '../connection/connection.js';
 import type { DurabilityOptions } from '../durability/durability.js';
-import { KEYSPACE_OPTION_RULES } from '../options.js';
+import { connectionOption, KEYSPACE_OPTION_RULES } from '../options.js';
 import type { ReceiptLayout } from '../settings.js';
 
 /** How a `ReceiptStore` talks to Redis. */
@@ -67,4 +67,4 @@ export interface ReceiptStoreOptions {
 }
 
 /** The rule of each {@link ReceiptStoreOptions} option. */
-export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = KEYSPACE_OPTION_RULES;
+export const RECEIPT_STORE_SCHEMA: OptionsSchema<ReceiptStoreOptions> = { redis: connectionOption, ...KEYSPACE_OPTION_RULES };

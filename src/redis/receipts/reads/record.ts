@@ -14,7 +14,7 @@ import {
   type ApprovalStatus,
   type ReceiptRecordStatus,
 } from '../../errors.js';
-import { receiptKeyOfRedisKey } from '../../keys.js';
+import { receiptCallOf } from '../../keys.js';
 import { fromStoredJson } from '../channel.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
@@ -279,7 +279,12 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = fields.get('result');
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
-  const key = callKeyOf(redisKey, fields);
+  const key = receiptCallOf(redisKey, {
+    tenant: fields.get('tenant'),
+    run: fields.get('run'),
+    tool: fields.get('tool'),
+    args_hash: fields.get('args_hash'),
+  });
   const record: ReceiptRecord = {
     key,
     redisKey,
@@ -322,27 +327,6 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     readAtMs: nowMs,
   };
   return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
-}
-
-/**
- * The call a receipt is for: each of its key fields as stored, or, where the
- * hash has none (layout 4 stores none), decoded from its Redis key.
- */
-function callKeyOf(redisKey: string, fields: Map<string, string>): ToolCallReceiptKey {
-  const tenantId = fields.get('tenant');
-  const runId = fields.get('run');
-  const toolName = fields.get('tool');
-  const argsHash = fields.get('args_hash');
-  if (tenantId !== undefined && runId !== undefined && toolName !== undefined && argsHash !== undefined) {
-    return { tenantId, runId, toolName, argsHash };
-  }
-  const named = receiptKeyOfRedisKey(redisKey);
-  return {
-    tenantId: tenantId ?? named?.tenantId ?? '',
-    runId: runId ?? named?.runId ?? '',
-    toolName: toolName ?? named?.toolName ?? '',
-    argsHash: argsHash ?? named?.argsHash ?? '',
-  };
 }
 
 /** A receipt's recorded effect; anything but the known ones reads as opaque, the conservative one. */
