@@ -9,7 +9,9 @@ import {
   decodeKeyComponent,
   encodeKeyComponent,
   isReceiptRedisKey,
+  receiptCallOf,
   receiptRedisKey,
+  receiptRedisKeyParts,
   runIndexRedisKey,
   validateKeyPrefix,
 } from '../../src/redis/keys.js';
@@ -145,5 +147,36 @@ describe('key layout', () => {
     expect(isReceiptRedisKey('trc', receiptRedisKey('trc:rcpt:x', key))).toBe(false);
     expect(isReceiptRedisKey('trc', runIndexRedisKey('trc', 'a', 'b'))).toBe(false);
     expect(isReceiptRedisKey('trc', receiptRedisKey('trc', key))).toBe(true);
+  });
+});
+
+describe('a call read back from its receipt key (layout 4 stores no names)', () => {
+  it('gives back the prefix and every component, whatever they hold (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^[A-Za-z0-9._~:/-]{1,12}$/),
+        anyString,
+        anyString,
+        anyString,
+        anyString,
+        (prefix, t, r, tool, hash) => {
+          const key = { tenantId: t, runId: r, toolName: tool, argsHash: hash };
+          const redisKey = receiptRedisKey(prefix, key);
+          expect(receiptRedisKeyParts(redisKey)).toEqual({ prefix, key });
+          expect(receiptCallOf(redisKey, {})).toEqual(key);
+        },
+      ),
+    );
+  });
+
+  it('prefers the names the hash stores, and names nothing for text that is not a receipt key', () => {
+    const redisKey = receiptRedisKey('trc:a', { tenantId: 'acme {eu}', runId: 'r 1', toolName: 'mail', argsHash: 'h|1' });
+    expect(receiptCallOf(redisKey, {})).toEqual({ tenantId: 'acme {eu}', runId: 'r 1', toolName: 'mail', argsHash: 'h|1' });
+    const stored = { tenant: 't', run: 'r', tool: 'x', args_hash: 'y' };
+    expect(receiptCallOf(redisKey, stored)).toEqual({ tenantId: 't', runId: 'r', toolName: 'x', argsHash: 'y' });
+    expect(receiptRedisKeyParts('trc:run:{a|b}')).toBeUndefined();
+    expect(receiptCallOf('trc:run:{a|b}', { tenant: 't' })).toEqual({ tenantId: 't', runId: '', toolName: '', argsHash: '' });
+    expect(() => receiptRedisKeyParts('trc:rcpt:{a%zz|b}:c:d')).toThrow(RangeError);
+    expect(receiptCallOf('trc:rcpt:{a%zz|b}:c:d', {})).toEqual({ tenantId: '', runId: '', toolName: '', argsHash: '' });
   });
 });
