@@ -59,7 +59,8 @@ async function shownNames(store: ReceiptStore, record: ReceiptRecord): Promise<{
 /**
  * The same calls through one store: create, replay, fail and run again,
  * a takeover after the lease, an ambiguous call resolved, a group claim, a
- * complete that claims the next call, a transactional call, and an
+ * complete that claims the next call, claims batched by group commit, a
+ * transactional call, and an
  * approval (gate, a refused and an accepted decision, the start). Returns
  * every read, comparable across stores; checks each hash's layout on the way.
  */
@@ -114,6 +115,13 @@ async function scenario(layout: 2 | 4, tag: string, id: string) {
   const chained = await store.completeAndClaim(g1!, grouped[0]!.fence!, 'g1 done', { key: next!, options: { effect: 'opaque' } });
   reads.push(chained.settled, (await store.claim(next!, { effect: 'opaque' }, chained.ahead ?? undefined)).decision);
   for (const key of [g1!, g2!, next!]) await expectLayout(key, layout === 4 ? LEAN_RECEIPT_SCHEMA : ORDINARY_RECEIPT_SCHEMA);
+
+  // Claims in flight together go out as one group commit batch (commit-batch-N.lua).
+  const batched = ['b1', 'b2', 'b3', 'b4'].map((name) => sameRun(awkwardKey(`t-${name}`, name, id)));
+  const batchesBefore = store.groupCommitted.batches;
+  reads.push((await Promise.all(batched.map((k) => store.claim(k, { effect: 'opaque' })))).map((c) => c.decision));
+  expect(store.groupCommitted.batches).toBeGreaterThan(batchesBefore);
+  for (const key of batched) await expectLayout(key, layout === 4 ? LEAN_RECEIPT_SCHEMA : ORDINARY_RECEIPT_SCHEMA);
 
   // A transactional call: layout 3 by default, 4 (which includes what 3 means) when the keyspace asks.
   reads.push((await store.claim(txn!, { effect: 'transactional' })).decision);
