@@ -8,6 +8,9 @@
  *   today     claim-4.lua and complete-4.lua as the store sends them (EVALSHA)
  *   today, listpack  the same on the server with its listpack limits raised
  *             (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory)
+ *   layout 4  the same scripts creating layout-4 receipts (receiptLayout: 4:
+ *             no fields repeating the key), on the server's own settings and
+ *             (layout 4, listpack) on the raised limits
  *   compact   bench/layout/lean-*.lua with the run index kept: short members
  *             and key (a 22-character digest of tool and args), the fields
  *             that repeat the key dropped, no TYPE prechecks, fewest calls
@@ -192,37 +195,44 @@ async function main(): Promise<void> {
     ].join('\n');
     await redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
 
-    const todaySend: Variant['send'] = async (r, p, { key, result }) => {
-      const keys = [
-        receiptRedisKey(p, key),
-        runIndexRedisKey(p, key.tenantId, key.runId),
-        breakerRedisKey(p, key.tenantId, key.runId),
-        receiptCountRedisKey(p, key.tenantId, key.runId),
-      ];
-      const epoch = randomBytes(8).toString('hex');
-      const rejections = breakerField(key.toolName, 'rejections');
-      const claimed = (await r.evalsha(
-        claimSha,
-        4,
-        ...keys,
-        LEASE_MS,
-        RETENTION_MS,
-        OWNER,
-        'opaque',
-        key.tenantId,
-        key.runId,
-        key.toolName,
-        key.argsHash,
-        breakerField(key.toolName, 'removed'),
-        rejections,
-        epoch,
-      )) as unknown[];
-      if (claimed[0] !== 1) throw new Error('today: the claim did not create');
-      await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
-    };
+    /** The release's claim and complete, creating receipts in `layout` (claim-4.lua's ARGV[13]). */
+    const releaseSend =
+      (layout: '2' | '4'): Variant['send'] =>
+      async (r, p, { key, result }) => {
+        const keys = [
+          receiptRedisKey(p, key),
+          runIndexRedisKey(p, key.tenantId, key.runId),
+          breakerRedisKey(p, key.tenantId, key.runId),
+          receiptCountRedisKey(p, key.tenantId, key.runId),
+        ];
+        const epoch = randomBytes(8).toString('hex');
+        const rejections = breakerField(key.toolName, 'rejections');
+        const claimed = (await r.evalsha(
+          claimSha,
+          4,
+          ...keys,
+          LEASE_MS,
+          RETENTION_MS,
+          OWNER,
+          'opaque',
+          key.tenantId,
+          key.runId,
+          key.toolName,
+          key.argsHash,
+          breakerField(key.toolName, 'removed'),
+          rejections,
+          epoch,
+          '',
+          layout,
+        )) as unknown[];
+        if (claimed[0] !== 1) throw new Error(`layout ${layout}: the claim did not create`);
+        await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
+      };
     const variants: Variant[] = [
-      { name: 'today', send: todaySend },
-      { name: 'today, listpack', send: todaySend, settings: LISTPACK_SETTINGS },
+      { name: 'today', send: releaseSend('2') },
+      { name: 'today, listpack', send: releaseSend('2'), settings: LISTPACK_SETTINGS },
+      { name: 'layout 4', send: releaseSend('4') },
+      { name: 'layout 4, listpack', send: releaseSend('4'), settings: LISTPACK_SETTINGS },
       leanVariant('compact', lean, true, false),
       leanVariant('lean', lean, false, false),
       leanVariant('lean fcall', lean, false, true),
@@ -295,20 +305,20 @@ async function main(): Promise<void> {
       for (const variant of variants) {
         const f = figures.get(variant.name)!;
         console.log(
-          `  ${variant.name.padEnd(16)} ${(median(f.instructions) / 1000).toFixed(1).padStart(8)}k   / peer ` +
+          `  ${variant.name.padEnd(18)} ${(median(f.instructions) / 1000).toFixed(1).padStart(8)}k   / peer ` +
             `${spread(ratios(f.instructions, peer.instructions)).padEnd(18)} / today ${spread(ratios(f.instructions, today.instructions))}`,
         );
       }
     }
     console.log(
-      '  per fresh call     exec µs  server CPU µs  bytes   exec / peer        CPU / peer         exec / today       bytes / peer',
+      '  per fresh call       exec µs  server CPU µs  bytes   exec / peer        CPU / peer         exec / today       bytes / peer',
     );
     for (const variant of variants) {
       const f = figures.get(variant.name)!;
       const bytes = variant.name === 'floor' ? '      -' : median(f.bytes).toFixed(0).padStart(7);
       const bytesRatio = variant.name === 'floor' ? '-' : spread(ratios(f.bytes, peer.bytes));
       console.log(
-        `  ${variant.name.padEnd(16)} ${median(f.exec).toFixed(1).padStart(8)} ${median(f.cpu).toFixed(1).padStart(14)} ${bytes}   ` +
+        `  ${variant.name.padEnd(18)} ${median(f.exec).toFixed(1).padStart(8)} ${median(f.cpu).toFixed(1).padStart(14)} ${bytes}   ` +
           `${spread(ratios(f.exec, peer.exec)).padEnd(18)} ${spread(ratios(f.cpu, peer.cpu)).padEnd(18)} ` +
           `${spread(ratios(f.exec, today.exec)).padEnd(18)} ${bytesRatio}`,
       );

@@ -12,7 +12,8 @@
  * one receipt hash, of a run index and a counting set per receipt, of the
  * registry per run).
  *
- * Then the same again on the same server with its listpack limits raised
+ * Each result size again with receiptLayout: 4 (receipts without the fields
+ * that repeat their key). Then all of it on the same server with its listpack limits raised
  * (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory): the layout
  * unchanged, its hashes and sorted sets kept compact.
  *
@@ -23,6 +24,7 @@ import { Redis } from 'ioredis';
 import { toolCallArgsHash } from '../src/core/identity.js';
 import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
+import type { ReceiptLayout } from '../src/redis/settings.js';
 import { startRedis } from '../test/support/redis.js';
 import { peerIdempotent } from './peer.js';
 import { applySettings, LISTPACK_SETTINGS, realisticResult, redisVersion, serverSettings, throughput, unlinkMatching } from './support.js';
@@ -77,8 +79,14 @@ interface SizeRun {
   readonly breakdown: readonly string[];
 }
 
-async function measureSize(redis: Redis, prefix: string, label: string, resultOf: (i: number) => unknown): Promise<SizeRun> {
-  const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench' });
+async function measureSize(
+  redis: Redis,
+  prefix: string,
+  label: string,
+  resultOf: (i: number) => unknown,
+  receiptLayout: ReceiptLayout = 2,
+): Promise<SizeRun> {
+  const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench', receiptLayout });
   const peer = peerIdempotent(redis, `${prefix}:peer`, { retentionSeconds: RETENTION_MS / 1000, leaseMs: LEASE_MS }, (call) =>
     resultOf((call.input as { n: number }).n),
   );
@@ -151,6 +159,8 @@ async function main(): Promise<void> {
     const runs = [
       await measureSize(redis, `${handle.prefix}:real`, 'realistic result', realisticResult),
       await measureSize(redis, `${handle.prefix}:small`, "small result (the queue bench's)", small),
+      await measureSize(redis, `${handle.prefix}:real-4`, 'realistic result, receiptLayout: 4', realisticResult, 4),
+      await measureSize(redis, `${handle.prefix}:small-4`, 'small result, receiptLayout: 4', small, 4),
     ];
     // The same layout on a server whose listpack limits a deployment raised (docs/redis.md#memory); a server
     // that refuses CONFIG SET (a managed one, REDIS_URL) is measured with its own settings only.
@@ -162,6 +172,10 @@ async function main(): Promise<void> {
       await applySettings(redis, LISTPACK_SETTINGS);
       runs.push(await measureSize(redis, `${handle.prefix}:real-lp`, `realistic result, server set to ${tuned}`, realisticResult));
       runs.push(await measureSize(redis, `${handle.prefix}:small-lp`, `small result, server set to ${tuned}`, small));
+      runs.push(
+        await measureSize(redis, `${handle.prefix}:real-lp-4`, `realistic result, receiptLayout: 4, server set so`, realisticResult, 4),
+      );
+      runs.push(await measureSize(redis, `${handle.prefix}:small-lp-4`, `small result, receiptLayout: 4, server set so`, small, 4));
     } catch (err) {
       console.log(`  (no pass with raised listpack limits: CONFIG SET was refused: ${String(err)})`);
     } finally {
