@@ -45,7 +45,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { breakerField, breakerRedisKey, receiptCountRedisKey, receiptRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
+import { breakerField, callRedisKeys } from '../src/redis/keys.js';
 import { scriptSource } from '../src/redis/scripts/scripts.js';
 import { startRedis } from '../test/support/redis.js';
 import { applySettings, LISTPACK_SETTINGS, median, realisticResult, redisVersion, serverSettings, throughput } from './support.js';
@@ -199,12 +199,7 @@ async function main(): Promise<void> {
     const releaseSend =
       (layout: '2' | '4'): Variant['send'] =>
       async (r, p, { key, result }) => {
-        const keys = [
-          receiptRedisKey(p, key),
-          runIndexRedisKey(p, key.tenantId, key.runId),
-          breakerRedisKey(p, key.tenantId, key.runId),
-          receiptCountRedisKey(p, key.tenantId, key.runId),
-        ];
+        const keys = callRedisKeys(p, key);
         const epoch = randomBytes(8).toString('hex');
         const rejections = breakerField(key.toolName, 'rejections');
         const claimed = (await r.evalsha(
