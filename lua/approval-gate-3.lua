@@ -20,7 +20,7 @@
   ARGV[13] the layout a receipt this gate creates is written in: '4' for
            layout 4 (no tenant, run, tool, args_hash fields: the key names
            them), '2' or absent for layout 3 with those fields (see
-           includes/approval.lua)
+           includes/approval.lua); the fields go first, as a claim writes them
 
   Returns { answer, epoch, requested_ms, expires_ms, by, note, denied_reason, now_ms, created }
     answer  'claim'     no approval state (no receipt and no approval needed,
@@ -60,18 +60,14 @@ if a.status == '' then
   if ARGV[1] ~= '1' then return { 'claim', '', '', '', '', '', '', now, 0 } end
   local expires = now + tonumber(ARGV[9])
   local nowText = intText(now)
-  local fields = { 'status', 'awaiting_approval',
+  -- Layout 4 leaves out the first eight values, the names its key holds.
+  local fields = { 'tenant', ARGV[3], 'run', ARGV[4], 'tool', ARGV[5], 'args_hash', ARGV[6], 'status', 'awaiting_approval',
     'attempts', '0', 'effect', ARGV[7], 'epoch', ARGV[2], 'created_ms', nowText, 'updated_ms', nowText,
     'approval_reason', ARGV[8], 'approval_requested_ms', nowText, 'approval_expires_ms', intText(expires),
-    'schema', approvalSchema(ARGV[13]) }
+    'schema', ARGV[13] == LEAN_TEXT and LEAN_SCHEMA or STATE_SCHEMA }
   if ARGV[10] ~= '' then fields[#fields + 1] = 'approval_shown'; fields[#fields + 1] = ARGV[10] end
   if ARGV[12] ~= '' then fields[#fields + 1] = 'approval_job'; fields[#fields + 1] = ARGV[12] end
-  if ARGV[13] ~= '4' then
-    for i, name in ipairs({ 'tenant', 'run', 'tool', 'args_hash' }) do
-      fields[#fields + 1] = name; fields[#fields + 1] = ARGV[2 + i]
-    end
-  end
-  redis.call('HSET', KEYS[1], unpack(fields))
+  redis.call('HSET', KEYS[1], unpack(fields, ARGV[13] == LEAN_TEXT and 9 or 1))
   redis.call('PEXPIRE', KEYS[1], intText(expires - now + retention))
   redis.call('ZADD', KEYS[2], nowText, KEYS[1])
   keepRunKeyAtLeast(KEYS[2], expires - now + retention)

@@ -12,7 +12,7 @@
   ARGV[1]  the epoch the decision names
   ARGV[2]  the arguments' digest it names, raw (as the receipt's args_hash
            field holds it; for a layout-4 receipt it is compared with the
-           key's digest, see sameArgsHash in includes/approval.lua)
+           key's digest, see sameArgsHash below)
   ARGV[3]  'approve' | 'deny'
   ARGV[4]  who decides    ARGV[5] note ('' = none)    ARGV[6] source ('cli', 'console', 'code')
   ARGV[7]  retention in milliseconds (positive integer): a denied receipt
@@ -35,6 +35,15 @@
 --- @include "history"
 --- @include "ttl"
 --- @include "approval"
+
+-- Whether `given` (a raw digest, as a caller names it) is the digest of the receipt `a` =
+-- approvalFields(key): its args_hash field, or in layout 4 the key's last part, which holds the
+-- digest percent-encoded (as src/redis/keys.ts encodes it), so `given` is encoded so too first.
+local function sameArgsHash(key, a, given)
+  if a.schema ~= LEAN_TEXT then return a.argsHash == given end
+  local encoded = string.gsub(given, '[^A-Za-z0-9._~%-]', function(c) return string.format('%%%02X', string.byte(c)) end)
+  return string.match(key, ':([^:]*)$') == encoded
+end
 
 local now = serverNow()
 local bad = wrongType(KEYS[1], 'hash') or wrongType(KEYS[2], 'zset') or wrongType(KEYS[3], 'zset')

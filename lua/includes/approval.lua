@@ -5,9 +5,9 @@
   a person's decision (decide-approval-3.lua) and the claim that starts an
   approved call (includes/claim.lua).
 
-  States (status field), all written with schema = stateSchema() (3), or
-  leanSchema() (4) when the keyspace writes layout 4 (approvalSchema(layout);
-  see includes/observe-receipt.lua), so a release that does not know them
+  States (status field), all written with schema = STATE_SCHEMA (3), or
+  LEAN_SCHEMA (4) when the keyspace writes layout 4 (see
+  includes/observe-receipt.lua), so a release that does not know them
   refuses the receipt as written by a newer release instead of misreading it:
     awaiting_approval  created by the gate; nothing has run
     approved           a person said yes; attempt 1 not started yet
@@ -30,20 +30,11 @@
 
   approvalFields(key)  HMGET of the approval fields above, as a table.
 
-  approvalSchema(layout)  the layout the gate writes a receipt it creates
-    in: leanSchema() for the layout argument '4', else stateSchema().
-
-  sameArgsHash(key, a, given)  whether `given` (a raw digest, as a caller
-    names it) is the digest of the receipt `a` = approvalFields(key): its
-    args_hash field, or in layout 4 the key's last part, which holds the
-    digest percent-encoded (as src/redis/keys.ts encodes it), so `given` is
-    encoded the same way before the two are compared.
-
   startApprovedLifetime  starts attempt 1 of an approved receipt: status
     running, attempts 1, lease, owner, started_ms, epoch = the claim's new
     epoch (args[11], so a claim whose reply is lost releases exactly it; the
     approved epoch is kept as approval_epoch), job:1, schema =
-    receiptSchema() (from here on an ordinary receipt), or leanSchema() for
+    RECEIPT_SCHEMA (from here on an ordinary receipt), or LEAN_SCHEMA for
     a receipt of layout 4 (it has no key fields to read as layout 2). Returns
     claim-4.lua's code-1 reply, before the breaker state.
 ]]
@@ -62,17 +53,6 @@ local function approvalFields(key)
   }
 end
 
-local function approvalSchema(layout)
-  if layout == '4' then return leanSchema() end
-  return stateSchema()
-end
-
-local function sameArgsHash(key, a, given)
-  if not isLean(a) then return a.argsHash == given end
-  local encoded = string.gsub(given, '[^A-Za-z0-9._~%-]', function(c) return string.format('%%%02X', string.byte(c)) end)
-  return string.match(key, ':([^:]*)$') == encoded
-end
-
 local function startApprovedLifetime(receiptKey, indexKey, countKey, receipt, args, now)
   local lease = tonumber(args[1])
   local ttl = lease + tonumber(args[2])
@@ -80,7 +60,7 @@ local function startApprovedLifetime(receiptKey, indexKey, countKey, receipt, ar
   local nowText = intText(now)
   local fields = { 'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
     'updated_ms', nowText, 'started_ms', nowText, 'approval_epoch', receipt.epoch, 'epoch', args[11],
-    'schema', isLean(receipt) and leanSchema() or receiptSchema() }
+    'schema', receipt.schema == LEAN_TEXT and LEAN_SCHEMA or RECEIPT_SCHEMA }
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]

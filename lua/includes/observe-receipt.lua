@@ -2,9 +2,10 @@
   observe-receipt: defines corruptReply(key, why), wrongType(key, expected),
   openReceipt(receiptKey, indexKey, countKey), openReceiptHash(receiptKey), refusedWrite(key, expected, reply),
   receiptFields(key), receiptOf(fields), readReceipt(key), leaseState(receipt, now), isFlagged(receipt) and
-  observation(code, receipt, now), receiptSchema(), stateSchema(),
-  leanSchema(), newestSchema(), isLean(receipt), createdSchema(effect, layout),
-  keptSchema(receipt), schemaVersion(text) and newerSchemaReply(key, text): the reading and the reply every receipt
+  observation(code, receipt, now), createdSchema(effect, layout),
+  keptSchema(receipt), schemaVersion(text) and newerSchemaReply(key, text),
+  and the layout numbers RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA,
+  NEWEST_SCHEMA and LEAN_TEXT: the reading and the reply every receipt
   script shares. They touch only the keys they
   are given, which the calling script takes from its KEYS.
 
@@ -12,45 +13,49 @@
     returns for a key it must not touch; the store turns it into a typed
     CorruptReceiptError.
 
-  receiptSchema()  the layout an ordinary receipt is written in: the
+  The layouts are values, not functions: a script defines every included
+  function anew each time it runs (about 700 server instructions apiece,
+  counted under callgrind), and a number costs nothing to define.
+
+  RECEIPT_SCHEMA  the layout an ordinary receipt is written in: the
     `schema` field a claim that creates a receipt writes. A receipt without
     the field has layout 1 (written before layouts were numbered). Layout 2
     is layout 1 with the field: what a release adds (more fields) a release
     that does not know them ignores.
 
-  stateSchema()  the layout (3) of a receipt whose status or effect a
+  STATE_SCHEMA  the layout (3) of a receipt whose status or effect a
     release reading only layout 2 would misread, so that release refuses it
     instead of guessing; an ordinary receipt stays at 2, so a rolling deploy
     beside the previous release keeps working for every receipt it can read.
 
-  leanSchema()  layout 4: everything layout 3 means, without the fields
+  LEAN_SCHEMA  layout 4: everything layout 3 means, without the fields
     `tenant`, `run`, `tool` and `args_hash`, which the receipt's key already
     names (percent-encoded); a reader takes them from the key. Written only
     when the keyspace asks for it (the claim's layout argument is '4').
 
-  newestSchema()  the newest layout these scripts read (4).
+  LEAN_TEXT  layout 4 as text ('4'): what the `schema` field of such a
+    receipt (as read, or approvalFields) and a script's layout argument hold.
 
-  isLean(receipt)  true when `receipt` (as read, or approvalFields) has
-    layout 4: its key fields are in its key only.
+  NEWEST_SCHEMA  the newest layout these scripts read (4).
 
   createdSchema(effect, layout)  the layout a claim creating a receipt of
-    `effect` writes: leanSchema() when `layout` is '4'; else stateSchema()
-    for 'transactional' (a release reading only layout 2 would take it for
-    opaque and call a lapsed attempt ambiguous, where this release settles it
-    from the PostgreSQL outcome row); else receiptSchema().
+    `effect` writes: LEAN_SCHEMA when `layout` is LEAN_TEXT; else
+    STATE_SCHEMA for 'transactional' (a release reading only layout 2 would
+    take it for opaque and call a lapsed attempt ambiguous, where this
+    release settles it from the PostgreSQL outcome row); else RECEIPT_SCHEMA.
 
   keptSchema(receipt)  the layout a next attempt writes: the receipt's own
-    when newer than receiptSchema() (a layout is never lowered, and never
+    when newer than RECEIPT_SCHEMA (a layout is never lowered, and never
     raised to 4: a layout-2 receipt stays 2 whatever the keyspace asks), else
-    receiptSchema().
+    RECEIPT_SCHEMA.
 
   schemaVersion(text)  the layout of a `schema` field as read: 1 for nil
     (absent), the whole number >= 1 it holds, or nil when it holds anything
     else.
 
   newerSchemaReply(key, text)  the error reply
-    'TRC_VERSION <key>: schema <n> is newer than <newestSchema()>' when the
-    field names a layout newer than newestSchema() (a receipt a newer release
+    'TRC_VERSION <key>: schema <n> is newer than <NEWEST_SCHEMA>' when the
+    field names a layout newer than NEWEST_SCHEMA (a receipt a newer release
     wrote: never read, never written; the store turns it into a typed
     ReceiptVersionError), the corrupt reply when it is not a whole number
     >= 1, else nil.
@@ -70,13 +75,13 @@
     readReceipt(receiptKey), or nil and the corrupt reply when receiptKey is
     not a hash, indexKey or countKey (the run's counting set, see
     includes/count.lua) not a sorted set, the receipt has a layout newer than
-    newestSchema() (newerSchemaReply, checked before anything else of it, so a
+    NEWEST_SCHEMA (newerSchemaReply, checked before anything else of it, so a
     state only a newer release knows is never called corrupt), or the receipt
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. With `approved` true (the claim), an
-    approved receipt (includes/approval.lua) of layout stateSchema() or
-    leanSchema() is returned as read. So a corrupt receipt is never taken
+    approved receipt (includes/approval.lua) of layout STATE_SCHEMA or
+    LEAN_SCHEMA is returned as read. So a corrupt receipt is never taken
     for an absent one, and nothing is written.
 
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
@@ -113,19 +118,12 @@
       epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
-local function receiptSchema() return 2 end
-local function stateSchema() return 3 end
-local function leanSchema() return 4 end
-local function newestSchema() return 4 end
-
-local function isLean(receipt)
-  return receipt.schema == '4'
-end
+local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT = 2, 3, 4, 4, '4'
 
 local function createdSchema(effect, layout)
-  if layout == '4' then return leanSchema() end
-  if effect == 'transactional' then return stateSchema() end
-  return receiptSchema()
+  if layout == LEAN_TEXT then return LEAN_SCHEMA end
+  if effect == 'transactional' then return STATE_SCHEMA end
+  return RECEIPT_SCHEMA
 end
 
 local function receiptFields(key)
@@ -166,14 +164,14 @@ end
 local function newerSchemaReply(key, text)
   local version = schemaVersion(text)
   if version == nil then return corruptReply(key, 'schema is not a whole number >= 1') end
-  if version <= newestSchema() then return nil end
-  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. newestSchema())
+  if version <= NEWEST_SCHEMA then return nil end
+  return redis.error_reply('TRC_VERSION ' .. key .. ': schema ' .. text .. ' is newer than ' .. NEWEST_SCHEMA)
 end
 
 local function keptSchema(receipt)
   local own = schemaVersion(receipt.schema) or 1
-  if own > receiptSchema() then return own end
-  return receiptSchema()
+  if own > RECEIPT_SCHEMA then return own end
+  return RECEIPT_SCHEMA
 end
 
 local function wrongType(key, expected)
@@ -194,7 +192,7 @@ local function openReceiptHash(receiptKey, approved)
   if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
   local receipt = receiptOf(f)
   -- A claim (`approved` true) starts an approved call; see includes/approval.lua.
-  if approved and receipt.status == 'approved' and (receipt.schema == '3' or isLean(receipt)) then return receipt, nil end
+  if approved and receipt.status == 'approved' and (receipt.schema == '3' or receipt.schema == LEAN_TEXT) then return receipt, nil end
   local newer = receipt.schema and newerSchemaReply(receiptKey, receipt.schema)
   if newer then return nil, newer end
   if receipt.status == '' then

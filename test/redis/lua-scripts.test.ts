@@ -76,6 +76,14 @@ function withoutComments(source: string): string {
   return source.replace(/--\[\[[\s\S]*?\]\]/g, blank).replace(/--[^\n]*/g, blank);
 }
 
+/** A line of an include that defines constants: `local NAME, OTHER = value, value`, upper-case names only. */
+const CONSTANTS_LINE = /^local ([A-Z][A-Z0-9_]*(?:, [A-Z][A-Z0-9_]*)*) = .*$/gm;
+
+/** The constants `source` defines on such lines. */
+function includeConstants(source: string): string[] {
+  return [...source.matchAll(CONSTANTS_LINE)].flatMap((m) => m[1]!.split(', '));
+}
+
 /** The top-level argument texts of the call whose `(` is at `open` in `text`. */
 function callArgs(text: string, open: number): string[] {
   const args: string[] = [];
@@ -240,7 +248,7 @@ describe('script files', () => {
   });
 
   it.each(includes.filter((f) => f !== OPENING))(
-    'include %s opens with a comment naming the functions it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own',
+    'include %s opens with a comment naming the functions and constants it defines, defines nothing else, and uses no KEYS, ARGV or rcall of its own',
     (file) => {
       const text = readFileSync(new URL(file, includesDir), 'utf8');
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(text)?.[1];
@@ -248,16 +256,18 @@ describe('script files', () => {
       const defined = [...text.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
       expect(defined.length).toBeGreaterThan(0);
       for (const name of defined) expect(header, `${name} in the header of ${file}`).toContain(`${name}(`);
+      for (const name of includeConstants(text)) expect(header, `${name} in the header of ${file}`).toMatch(new RegExp(`\\b${name}\\b`));
       const code = withoutComments(text);
       expect(code).not.toMatch(/\bKEYS\b|\bARGV\b/);
       expect(code).not.toMatch(/\brcall\b/);
-      expect(code.replace(/^local function \w+\(.*$/gm, '').match(/^local\s+\w/gm) ?? []).toEqual([]);
+      const rest = code.replace(/^local function \w+\(.*$/gm, '').replace(CONSTANTS_LINE, '');
+      expect(rest.match(/^local\s+\w/gm) ?? []).toEqual([]);
     },
   );
 
   it.each(allScripts)('%s defines each function once after expansion, and every include it names is expanded', (file) => {
     const source = scriptSource(file);
-    const names = [...source.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!);
+    const names = [...source.matchAll(/^local function (\w+)\(/gm)].map((m) => m[1]!).concat(includeConstants(source));
     expect(new Set(names).size, names.join(', ')).toBe(names.length);
     const raw = readFileSync(new URL(file, dir), 'utf8');
     for (const [, name] of raw.matchAll(/^--- @include "([\w-]+)"/gm)) {
