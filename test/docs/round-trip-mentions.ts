@@ -87,7 +87,7 @@ export const MENTIONS: readonly RoundTripMention[] = [
   { file: 'docs/performance.md', text: 'Default one round trip of 0.5 ms', why: RTT },
   {
     file: 'docs/performance.md',
-    text: 'a replay 137 µs against 202 (0.62 / 0.68 / 0.96: one round trip against two)',
+    text: 'a replay 157 µs against 170 (0.70 / 0.76 / 0.94: one round trip against two)',
     figures: [
       { says: 'one', line: REPLAY },
       { says: 'two', line: REPLAY, side: 'peer' },
