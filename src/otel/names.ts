@@ -18,6 +18,8 @@ export const ATTR = {
   limit: 'tool_receipts.limit',
   limitPer: 'tool_receipts.limit.per',
   approval: 'tool_receipts.approval.state',
+  onLimit: 'tool_receipts.limit.on_limit',
+  retryAtMs: 'tool_receipts.limit.retry_at_ms',
 } as const;
 
 /** Metric instrument names. */
@@ -44,6 +46,8 @@ export const EVENT = {
   keyedRerun: 'keyed_rerun',
   /** A call's approval gate: requested, approved, denied or expired (`tool_receipts.approval.state`). */
   approval: 'approval',
+  /** A limit refused the call or parked its job (`tool_receipts.limit`, `.limit.on_limit`, `.limit.retry_at_ms`). */
+  overLimit: 'over_limit',
 } as const;
 
 /** Instrumentation scope name of the tracer and meter. */

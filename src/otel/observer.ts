@@ -1,6 +1,7 @@
 /**
  * The OpenTelemetry observer: one span per tool call and the wrapper's
  * metrics, through `@opentelemetry/api` only (the host brings the SDK).
+ * Over 300 lines: one short method per milestone of a call, beside the metrics they feed.
  */
 import {
   context,
@@ -152,6 +153,15 @@ class OtelCallObservation implements CallObservation {
   waiting(delayMs: number): void {
     this.waited = true;
     this.span.addEvent(EVENT.wait, { delay_ms: delayMs });
+  }
+
+  // A job parked on a limit says so only here, once it is parked: the DelayedError that follows is no failure.
+  answered(_decision: string, outcome: string): void {
+    if (outcome === 'waited') this.waited = true;
+  }
+
+  overLimit(limit: string, onLimit: string, retryAtMs: number): void {
+    this.span.addEvent(EVENT.overLimit, { [ATTR.limit]: limit, [ATTR.onLimit]: onLimit, [ATTR.retryAtMs]: retryAtMs });
   }
 
   fencedOut(during: string): void {

@@ -6,7 +6,7 @@ import type { ObservedEnd } from '../bullmq/observer.js';
 import type { ToolCallOutcome } from '../bullmq/job-data.js';
 
 /**
- * `waited`: delayed for a live attempt. `fenced_out` / `aborted`: the attempt
+ * `waited`: the job was parked, for a live attempt, an approval or a limit. `fenced_out` / `aborted`: the attempt
  * ended without settling the receipt. `outcome_unknown`: the tool threw
  * `OutcomeUnknownError` and the job failed on it (an opaque call is now
  * ambiguous; a resumable one is taken over by the next delivery). `error`:
