@@ -29,6 +29,7 @@ processor.attach(worker);
 const queue = new Queue<ToolJobData, ToolJobResult>('approval-calls', { connection });
 const listening = connection.duplicate();
 const events = new QueueEvents('approval-calls', { connection: listening });
+await events.waitUntilReady(); // listening before the first job is added, so its completion is not missed
 
 /** Waits until the run's call is listed as awaiting approval: the job is parked meanwhile, the worker free. */
 async function pendingIn(runId: string): Promise<PendingApproval> {

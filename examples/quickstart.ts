@@ -29,6 +29,7 @@ processor.attach(worker);
 const queue = new Queue<ToolJobData, ToolJobResult>('tool-calls', { connection });
 const listening = connection.duplicate(); // QueueEvents blocks its connection, so it gets its own
 const events = new QueueEvents('tool-calls', { connection: listening });
+await events.waitUntilReady(); // listening before the first job is added, so its completion is not missed
 const turn: ToolJobData = {
   tenantId: 'acme',
   runId: `run-${Date.now()}`, // one agent run (a conversation); receipts are scoped to it

@@ -39,6 +39,7 @@ processor.attach(worker);
 const queue = new Queue<ToolJobData, ToolJobResult>('ticket-calls', { connection });
 const listening = connection.duplicate();
 const events = new QueueEvents('ticket-calls', { connection: listening });
+await events.waitUntilReady(); // listening before the first job is added, so its completion is not missed
 const title = `Printer on fire ${Date.now()}`;
 const turn: ToolJobData = {
   tenantId: 'acme',
