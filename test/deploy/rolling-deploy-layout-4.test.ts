@@ -16,21 +16,20 @@
  * refused, writing nothing).
  */
 import type { Job } from 'bullmq';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { duplicateEffects, readOutbox } from '../../examples/outbox-tools.js';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
 import type { ReceiptRecord } from '../../src/redis/index.js';
 import { spawnCli } from '../cli/support.js';
-import { previousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { waitUntil } from '../support/redis-fixture.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
 import {
   core,
   deployFleet,
   previousCli,
   resolveArgs,
   STEP_TIMEOUT_MS,
+  useReleaseAndRedis,
   verdictOf,
   type Turn,
   type WorkerKind,
@@ -58,18 +57,10 @@ const STEP_LAYOUTS: Record<string, readonly string[]> = {
  */
 const BATCH_LAYOUTS: Record<string, readonly string[]> = { a: ['2'], c: ['4'], e: ['2'], g: ['1'] };
 
-let release: PreviousRelease;
-let server: RedisHandle;
-
-beforeAll(async () => {
-  [release, server] = await Promise.all([previousRelease(), startRedis()]);
-}, 180_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
+const made = useReleaseAndRedis();
 
 it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the previous release beside its receipts: nothing twice, every receipt keeps its layout', async () => {
+  const { release, server } = made;
   const prefix = `${server.prefix}deploy4`;
   // Freezes (one worker of a kind each, SIGKILLed there later): this release's default-layout workers in a
   // create_ticket call they created, for a layout-4 worker to take over; its layout-4 workers there too, for a

@@ -15,30 +15,27 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { duplicateEffects, readOutbox } from '../../examples/outbox-tools.js';
 import { ORDINARY_RECEIPT_SCHEMA, type ReceiptStore } from '../../src/redis/index.js';
 import { showCommand } from '../../src/cli/commands/show.js';
 import { Capture } from '../cli/support.js';
-import { previousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { waitUntil } from '../support/redis-fixture.js';
-import { startRedis, type RedisHandle } from '../support/redis.js';
-import { core, deployFleet, DRAIN_TIMEOUT_MS, previousCli as runPreviousCli, resolveArgs, verdictOf } from '../support/rolling-deploy.js';
+import {
+  core,
+  deployFleet,
+  DRAIN_TIMEOUT_MS,
+  previousCli as runPreviousCli,
+  resolveArgs,
+  useReleaseAndRedis,
+  verdictOf,
+} from '../support/rolling-deploy.js';
 
-let release: PreviousRelease;
-let server: RedisHandle;
-
-beforeAll(async () => {
-  [release, server] = await Promise.all([previousRelease(), startRedis()]);
-}, 180_000);
-
-afterAll(async () => {
-  await server?.stop();
-});
-
-const previousCli = (args: readonly string[], prefix: string) => runPreviousCli(release, server, args, prefix);
+const made = useReleaseAndRedis();
 
 it('previous and current workers share one queue under SIGKILLs, a deploy and a rollback: nothing lands twice, each reads what the other wrote', async () => {
+  const { release, server } = made;
+  const previousCli = (args: readonly string[], prefix: string) => runPreviousCli(release, server, args, prefix);
   const prefix = `${server.prefix}deploy`;
   const deploy = await deployFleet({ release, server, prefix });
   const { redis, queue, store, oldStore, fleet, replace, killFrozen, turns, enqueue, batch, drain } = deploy;

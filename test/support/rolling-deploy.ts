@@ -10,14 +10,14 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Queue, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { OutboxEntry } from '../../examples/outbox-tools.js';
 import { idempotencyKeyFor, type ToolJobResult } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
 import { ReceiptStore, type ReceiptRecord, type Resolution } from '../../src/redis/index.js';
-import type { PreviousRelease } from './previous-release.js';
+import { previousRelease, type PreviousRelease } from './previous-release.js';
 import { waitUntil } from './redis-fixture.js';
-import type { RedisHandle } from './redis.js';
+import { startRedis, type RedisHandle } from './redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process.js';
 
 /** A kind of worker: the previous release, or this checkout with the default layout or `receiptLayout: 4`. */
@@ -55,6 +55,21 @@ const CORE_FIELDS = [
 /** A record's {@link CORE_FIELDS}, as plain JSON. */
 export const core = (record: object) =>
   JSON.parse(JSON.stringify(Object.fromEntries(CORE_FIELDS.map((f) => [f, (record as Record<string, unknown>)[f]]))));
+
+/**
+ * Registers a test file's hooks: the previous release (made once per machine)
+ * and a redis-server of the file's own, stopped after. Read both in a test.
+ */
+export function useReleaseAndRedis(): { readonly release: PreviousRelease; readonly server: RedisHandle } {
+  const made = {} as { release: PreviousRelease; server: RedisHandle };
+  beforeAll(async () => {
+    [made.release, made.server] = await Promise.all([previousRelease(), startRedis()]);
+  }, 180_000);
+  afterAll(async () => {
+    await made.server?.stop();
+  });
+  return made;
+}
 
 /** Runs the previous release's CLI against the server and prefix. */
 export function previousCli(
