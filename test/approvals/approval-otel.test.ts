@@ -3,23 +3,16 @@
  * event with the state it met (requested while it waits, then approved), and
  * a waiting call's span ends as `waited`.
  */
-import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool } from '../../src/bullmq/index.js';
 import { approveCall, listPendingApprovals } from '../../src/approvals/index.js';
 import { ATTR, EVENT, toolReceiptsOtel } from '../../src/otel/index.js';
 import { call, jobData, useLanes } from '../bullmq/fixture.js';
-import { spansWhere, startOtelSdk, testMeter, type OtelSdk } from '../otel/sdk.js';
+import { spansWhere, testMeter, useOtelSdk } from '../otel/sdk.js';
 
 const lane = useLanes({ queues: 'redis' });
-let sdk: OtelSdk;
-beforeAll(() => {
-  sdk = startOtelSdk();
-});
-afterAll(async () => {
-  await sdk.shutdown();
-});
-beforeEach(() => sdk.spans.reset());
+const sdk = useOtelSdk();
 
 it('a span event for the approval requested, then approved; the waiting span ends as waited', async () => {
   const l = await lane();

@@ -5,23 +5,16 @@
  * status OK (a wait is not an error), and the call's later delivery runs it.
  */
 import { SpanStatusCode } from '@opentelemetry/api';
-import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { defineLimit } from '../../src/limits/index.js';
 import { ATTR, EVENT, toolReceiptsOtel } from '../../src/otel/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
-import { spansWhere, startOtelSdk, testMeter, type OtelSdk } from '../otel/sdk.js';
+import { spansWhere, testMeter, useOtelSdk } from '../otel/sdk.js';
 
 const lane = useLanes({ queues: 'redis' });
-let sdk: OtelSdk;
-beforeAll(() => {
-  sdk = startOtelSdk();
-});
-afterAll(async () => {
-  await sdk.shutdown();
-});
-beforeEach(() => sdk.spans.reset());
+const sdk = useOtelSdk();
 
 const emailTool = () =>
   defineTool({

@@ -1,23 +1,16 @@
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { BullMQOtel } from 'bullmq-otel';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { OutcomeUnknownError, toolCallArgsHash } from '../../src/core/index.js';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
 import { call, jobData, sendEmailSettlingLate, useLanes, type Lane } from '../bullmq/fixture.js';
-import { countWhere, spansWhere, startOtelSdk, sumWhere, testMeter, type OtelSdk, type TestMeter } from './sdk.js';
+import { countWhere, spansWhere, sumWhere, testMeter, useOtelSdk, type TestMeter } from './sdk.js';
 
 const lane = useLanes();
-let sdk: OtelSdk;
-beforeAll(() => {
-  sdk = startOtelSdk();
-});
-afterAll(async () => {
-  await sdk.shutdown();
-});
-beforeEach(() => sdk.spans.reset());
+const sdk = useOtelSdk();
 
 /** A tool that counts its runs, optionally held at a gate, optionally throwing. */
 function gatedTool(options: { name?: string; effect?: 'opaque' | 'resumable'; fail?: string } = {}) {

@@ -8,6 +8,7 @@ import { context, trace, type Attributes, type Meter } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 
 class OnDemandReader extends MetricReader {
   protected async onShutdown(): Promise<void> {}
@@ -55,6 +56,24 @@ export function startOtelSdk(): OtelSdk {
 }
 
 /** The sum of counter points whose attributes include `match`. */
+/** The SDK for one test file: started before its tests, its spans cleared before each, shut down after them. */
+export function useOtelSdk(): { readonly spans: InMemorySpanExporter } {
+  let sdk: OtelSdk | undefined;
+  beforeAll(() => {
+    sdk = startOtelSdk();
+  });
+  afterAll(async () => {
+    await sdk?.shutdown();
+  });
+  beforeEach(() => sdk?.spans.reset());
+  return {
+    get spans() {
+      if (sdk === undefined) throw new Error('useOtelSdk: the spans are there once a test runs');
+      return sdk.spans;
+    },
+  };
+}
+
 export function sumWhere(points: DataPoint<unknown>[], match: Attributes): number {
   return points
     .filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v))
