@@ -224,11 +224,9 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
     return added;
   };
   const finished = async () => new Set(await queue.getRanges(['completed', 'failed'], 0, -1));
-  /** The jobs not finished yet, but those of a turn holding one of the calls in `held`. */
-  const unfinished = async (held: readonly string[]) => {
-    const done = await finished();
-    return jobs.filter((job) => !done.has(job.id!) && !job.data.calls.some((call) => held.includes(call.id))).map((job) => job.id!);
-  };
+  /** The jobs not in `done` (the finished ones' ids), but those of a turn holding one of the calls in `held`. */
+  const unfinished = (done: ReadonlySet<string>, held: readonly string[]) =>
+    jobs.filter((job) => !done.has(job.id!) && !job.data.calls.some((call) => held.includes(call.id))).map((job) => job.id!);
   /** The calls live workers froze in (a turn holding one cannot finish until its worker is killed). */
   const frozenCalls = () =>
     spawned
@@ -241,7 +239,7 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
    */
   const drain = async (what: string, held: readonly string[] = []) => {
     await waitUntil(
-      () => unfinished(held),
+      async () => unfinished(await finished(), held),
       (left) => left.length === 0,
       DRAIN_TIMEOUT_MS,
       what,
@@ -251,7 +249,10 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
   const flowing = async (what: string) => {
     const seen = (await finished()).size;
     await waitUntil(
-      async () => ({ done: (await finished()).size, left: (await unfinished(frozenCalls())).length }),
+      async () => {
+        const done = await finished();
+        return { done: done.size, left: unfinished(done, frozenCalls()).length };
+      },
       ({ done, left }) => done > seen || left === 0,
       STEP_TIMEOUT_MS,
       what,
