@@ -66,11 +66,25 @@ export async function buildAndPack(into: string): Promise<{ tarball: string; fil
   return { tarball: path.join(into, entry.filename), files: entry.files.map((file) => file.path).sort() };
 }
 
+/**
+ * A typecheck's outcome. `code` is tsc's, except that errors inside another
+ * package's own declarations (a peer such as ioredis publishing a release
+ * whose `.d.ts` names an untyped module) do not fail it: those are listed in
+ * `peerErrors` for the test to report, since a test that pins nothing must not
+ * turn red because a peer published. Errors in the app's sources and in this
+ * package's declarations still fail, and are all that `stdout` keeps.
+ */
+export interface Typechecked extends Ran {
+  readonly peerErrors: readonly string[];
+}
+
 /** A scratch app: its directory and how to run tools in it. */
 export interface ScratchApp {
   readonly dir: string;
-  /** `tsc` (this repo's TypeScript) over the app's `src`, emitting to `out`. */
-  typecheck(): Promise<Ran>;
+  /** `tsc` (this repo's TypeScript) over the app's `src`, emitting to `out` (it emits despite errors). */
+  typecheck(): Promise<Typechecked>;
+  /** The installed version of each of `names` (from its package.json in the app's node_modules). */
+  versionsOf(names: readonly string[]): Promise<Record<string, string>>;
   /** `node <file>` in the app with extra environment. */
   node(file: string, env: Record<string, string>): Promise<Ran>;
   /** The directories of `name` that `npm ls --all --parseable` lists. */
@@ -153,9 +167,24 @@ export async function scratchApp(
     dir,
     async typecheck() {
       const strict = await run(process.execPath, [tscBin, '-p', 'tsconfig.json'], dir);
-      if (skipped.length === 0) return strict;
-      const second = await run(process.execPath, [tscBin, '-p', 'tsconfig.libs-skipped.json'], dir);
-      return { code: strict.code || second.code, stdout: strict.stdout + second.stdout, stderr: strict.stderr + second.stderr };
+      const both =
+        skipped.length === 0
+          ? strict
+          : await run(process.execPath, [tscBin, '-p', 'tsconfig.libs-skipped.json'], dir).then((second) => ({
+              code: strict.code || second.code,
+              stdout: strict.stdout + second.stdout,
+              stderr: strict.stderr + second.stderr,
+            }));
+      return splitPeerErrors(both);
+    },
+    async versionsOf(names) {
+      const versions = await Promise.all(
+        names.map(async (dep) => {
+          const manifest = await readFile(path.join(dir, 'node_modules', dep, 'package.json'), 'utf8').catch(() => undefined);
+          return [dep, manifest === undefined ? 'absent' : (JSON.parse(manifest) as { version: string }).version] as const;
+        }),
+      );
+      return Object.fromEntries(versions);
     },
     node: (file, env) => run(process.execPath, [file], dir, env, 60_000),
     async copiesOf(names) {
@@ -163,6 +192,34 @@ export async function scratchApp(
       const lines = listed.stdout.split('\n').map((line) => line.trim());
       return Object.fromEntries(names.map((n) => [n, lines.filter((line) => line.endsWith(`${path.sep}node_modules${path.sep}${n}`))]));
     },
+  };
+}
+
+/** The package whose declarations are ours: errors in them always fail. */
+const OWN_PACKAGE = 'node_modules/bullmq-tool-receipts/';
+
+/**
+ * Splits tsc's output into diagnostics (a line that starts a new one is not
+ * indented) and moves those located in another package's declarations under
+ * `node_modules/` into `peerErrors`. The exit code stays tsc's when anything
+ * else is left, or when tsc failed without printing a diagnostic (a crash).
+ */
+export function splitPeerErrors(ran: Ran): Typechecked {
+  const diagnostics: string[] = [];
+  for (const line of ran.stdout.split('\n')) {
+    if (line === '') continue;
+    if (/^\s/.test(line) && diagnostics.length > 0) diagnostics[diagnostics.length - 1] += `\n${line}`;
+    else diagnostics.push(line);
+  }
+  const isPeer = (diagnostic: string) => diagnostic.startsWith('node_modules/') && !diagnostic.startsWith(OWN_PACKAGE);
+  const peerErrors = diagnostics.filter(isPeer);
+  const own = diagnostics.filter((diagnostic) => !isPeer(diagnostic));
+  const onlyPeers = ran.code !== 0 && peerErrors.length > 0 && own.length === 0 && ran.stderr === '';
+  return {
+    code: onlyPeers ? 0 : ran.code,
+    stdout: own.map((diagnostic) => `${diagnostic}\n`).join(''),
+    stderr: ran.stderr,
+    peerErrors,
   };
 }
 
