@@ -246,7 +246,7 @@ async function execute(x: Execution): Promise<ToolResultBlock> {
     value = await facts.runTool(async () => {
       if (tool.effect !== 'transactional') return tool.execute(x.args, ctx);
       // The tool's writes commit with the outcome row before the receipt completes below.
-      const done = await runTransactionalAttempt(tool, x.args, ctx, facts.receiptKey ?? '', fence);
+      const done = await runTransactionalAttempt(tool, x.args, ctx, facts.receiptKey ?? '', fence, () => keeper.confirm());
       replayed = done.replayed;
       return done.value;
     });
@@ -371,6 +371,24 @@ class LeaseKeeper {
     this.timer = setInterval(() => void this.beat(), every);
     this.timer.unref();
     return this;
+  }
+
+  /**
+   * One heartbeat now, whose failure rejects: a transactional attempt sends
+   * it inside its transaction, before its outcome row, to learn that it
+   * still holds the receipt (see `holdLifetime`). Fenced out, it is reported
+   * as a timed heartbeat's would be, and the keeper stops.
+   */
+  async confirm(): Promise<void> {
+    try {
+      await this.store.heartbeat(this.key, this.fence, this.leaseMs);
+    } catch (error) {
+      if (error instanceof FencedOutError && !this.stopped) {
+        this.stop();
+        this.onFencedOut(error);
+      }
+      throw error;
+    }
   }
 
   /** Stop beating. A heartbeat already in flight may still land; its answer is ignored. */

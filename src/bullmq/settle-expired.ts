@@ -20,7 +20,7 @@ import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
 import { attemptJobOf, idempotencyKeyFor } from './prepare-call.js';
 import type { AnyToolDefinition, ReconcileAnswer, ReconcileContext } from './define-tool.js';
-import { outcomeNote, outcomeVerdict } from './transactional-call.js';
+import { settleFromOutcomeRow } from './transactional-call.js';
 import type { ToolCall, ToolJobData } from '../core/job-data.js';
 import type { CallFacts } from './observer.js';
 
@@ -177,33 +177,39 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     call: x.call,
     logger: x.facts.logger(),
   });
-  // A transactional call asks its outcome row; a database that cannot answer throws, leaving the reconcile lease to lapse.
-  const fromDatabase = tool.effect === 'transactional';
-  const answer = fromDatabase
-    ? await outcomeVerdict(tool, claim.redisKey, lostFence)
-    : await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs);
-  const historyNote = fromDatabase ? { note: outcomeNote(answer, lostFence) } : {};
   // A removed tool's call is not started again here: the receipt is failed (never started) instead.
   const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.keyspace.settings.leaseMs } : {};
   const job = attemptJobOf(x.scope.job);
-  const toRecord: VerdictToRecord =
-    answer.status === 'completed'
-      ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data), ...historyNote }
-      : answer.status === 'not_started'
-        ? { verdict: 'not_started', ...leaseMs, ...(job ? { job } : {}), ...historyNote }
-        : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
-  let owner: AttemptFence;
-  try {
-    owner = await rt.keyspace.reconciles.settle(
-      key,
-      { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner },
-      toRecord,
-    );
-  } catch (error) {
-    if (!(error instanceof FencedOutError)) throw error;
-    x.facts.reconcileFencedOut(lost, toRecord.verdict);
-    return 'movedOn';
-  }
+  /** Records the verdict under the reconcile's fence; 'movedOn' when another attempt or reconcile came first. */
+  const recordVerdict = async (answer: ReconcileAnswer, historyNote?: string) => {
+    const noted = historyNote === undefined ? {} : { note: historyNote };
+    const toRecord: VerdictToRecord =
+      answer.status === 'completed'
+        ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data), ...noted }
+        : answer.status === 'not_started'
+          ? { verdict: 'not_started', ...leaseMs, ...(job ? { job } : {}), ...noted }
+          : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
+    try {
+      const owner = await rt.keyspace.reconciles.settle(
+        key,
+        { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner },
+        toRecord,
+      );
+      return { toRecord, owner };
+    } catch (error) {
+      if (!(error instanceof FencedOutError)) throw error;
+      x.facts.reconcileFencedOut(lost, toRecord.verdict);
+      return 'movedOn' as const;
+    }
+  };
+  // A transactional call is settled from its outcome row, the verdict recorded while no attempt of the lifetime
+  // can open or commit; a database that cannot answer throws, leaving the reconcile lease to lapse.
+  const recorded =
+    tool.effect === 'transactional'
+      ? await settleFromOutcomeRow(tool, claim.redisKey, lostFence, recordVerdict)
+      : await recordVerdict(await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs));
+  if (recorded === 'movedOn') return 'movedOn';
+  const { toRecord, owner } = recorded;
 
   const note = toRecord.verdict === 'unknown' ? toRecord.note : undefined;
   x.facts.reconciled(claim.redisKey, lost, toRecord.verdict, note, Math.round(performance.now() - startedAt));

@@ -9,8 +9,8 @@ import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../cor
 import type { AttemptFence } from '../redis/errors.js';
 import { checkOutcomeTable } from '../transactional/setup.js';
 import { deleteExpiredOutcomes, type OutcomeRetentionReport } from '../transactional/retention.js';
-import { readOutcome } from '../transactional/outcome.js';
-import { runTransactional } from '../transactional/run.js';
+import { holdLifetime, type EndedAttempt } from '../transactional/takeover.js';
+import { DEFAULT_IDLE_IN_TRANSACTION_MS, DEFAULT_LOCK_TIMEOUT_MS, runTransactional } from '../transactional/run.js';
 import type { TransactionalDatabase } from '../transactional/database.js';
 import type { AnyToolDefinition, ReconcileAnswer, ToolContext, TransactionalToolContext } from './define-tool.js';
 
@@ -28,13 +28,19 @@ export interface TransactionalValue {
 
 /**
  * Runs one attempt of a transactional tool, the outcome row keyed by the
- * receipt's Redis key and the lifetime's epoch. Resolves to the committed
- * value (its own, or the winner's on a lost race); otherwise throws what the
- * call path already knows how to settle: the tool's refusal as it is, any
- * other rollback as {@link NeverStartedError} (its writes are not there; a
- * database that failed counts as a service not reached, not the tool's
- * failure), a lost COMMIT reply as {@link OutcomeUnknownError}, which the
- * claim after it settles from the outcome row.
+ * receipt's Redis key and the lifetime's epoch; `confirm` (a fenced
+ * heartbeat) runs inside the transaction before the row goes in. Resolves
+ * to the committed value (its own, or the winner's on a lost race);
+ * otherwise throws what the call path already knows how to settle: the
+ * tool's refusal as it is; what `confirm` threw as it is (fenced out, or
+ * Redis not answering); a rollback that proves the call never committed as
+ * {@link NeverStartedError} (its writes are not there; a database that
+ * failed counts as a service not reached, not the tool's failure); and as
+ * {@link OutcomeUnknownError}, which the claim after it settles from the
+ * outcome row, both a lost COMMIT reply and a rollback forced by another
+ * attempt of the lifetime (its row held open, or a takeover deciding):
+ * this attempt did not commit, but that one might have, so nothing may say
+ * the call never ran.
  */
 export async function runTransactionalAttempt(
   tool: AnyToolDefinition,
@@ -42,8 +48,9 @@ export async function runTransactionalAttempt(
   ctx: ToolContext,
   receiptKey: string,
   fence: AttemptFence,
+  confirm: () => Promise<void>,
 ): Promise<TransactionalValue> {
-  const attempt = { receiptKey, epoch: fence.epoch, attempt: fence.attempt };
+  const attempt = { receiptKey, epoch: fence.epoch, attempt: fence.attempt, confirm };
   // A transactional tool's execute takes a TransactionalToolContext (see defineTool); the definition's type forgets it.
   const context = (tx: unknown): TransactionalToolContext<unknown> => ({ ...contextFields(ctx), tx });
   const body = async (tx: unknown) => tool.execute(args, context(tx) as unknown as ToolContext);
@@ -57,14 +64,20 @@ export async function runTransactionalAttempt(
       throw new OutcomeUnknownError(run.error.message, { cause: run.error });
     case 'not_committed': {
       const { error } = run;
-      if (error.reason === 'tool_failed') {
-        if (error.cause instanceof ToolRefusedError) throw error.cause;
-        throw new NeverStartedError(`${messageOf(error.cause)} (the transaction rolled back; none of its writes happened)`, {
-          cause: error,
-        });
+      switch (error.reason) {
+        case 'tool_failed':
+          if (error.cause instanceof ToolRefusedError) throw error.cause;
+          throw new NeverStartedError(`${messageOf(error.cause)} (the transaction rolled back; none of its writes happened)`, {
+            cause: error,
+          });
+        case 'not_confirmed':
+          throw error.cause;
+        case 'contended':
+        case 'taken_over':
+          throw new OutcomeUnknownError(`${error.message}; the call is settled from the outcome row`, { cause: error });
+        default:
+          throw new NeverStartedError(error.message, { cause: error, unreachable: error.reason !== 'result_not_serializable' });
       }
-      const unreachable = error.reason !== 'result_not_serializable';
-      throw new NeverStartedError(error.message, { cause: error, unreachable });
     }
   }
 }
@@ -91,24 +104,46 @@ function contextFields(ctx: ToolContext): Omit<ToolContext, 'step'> {
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
- * The verdict on a transactional attempt that lost its lease, read from the
- * outcome row of its lifetime: there, the call completed with the row's
- * result; not there, it never committed (an attempt still holding its
- * transaction open will fail against the next attempt's row, or make it
- * replay), so the next attempt runs. A database that cannot be read throws:
- * the call is left for a later claim, never called ambiguous.
+ * Settles a transactional attempt that lost its lease from the outcome row
+ * of its lifetime, once no attempt of it can still commit: every open
+ * transaction of the lifetime (a stalled attempt's) is ended first, then
+ * the row is read, and `record` writes the verdict on the receipt while the
+ * lifetime's lock is still held (see `holdLifetime`). The row there: the
+ * call completed with its result; not there: nothing committed and nothing
+ * can, so the next attempt runs. A database that cannot do this throws: the
+ * call is left for a later claim, never called ambiguous.
  */
-export async function outcomeVerdict(tool: AnyToolDefinition, receiptKey: string, lost: AttemptFence): Promise<ReconcileAnswer> {
-  const row = await readOutcome(databaseOf(tool), receiptKey, lost.epoch);
-  if (row === undefined) return { status: 'not_started' };
-  return { status: 'completed', result: row.result };
+export async function settleFromOutcomeRow<T>(
+  tool: AnyToolDefinition,
+  receiptKey: string,
+  lost: AttemptFence,
+  record: (answer: ReconcileAnswer, note: string) => Promise<T>,
+): Promise<T> {
+  const hold = {
+    lockTimeoutMs: tool.transaction?.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    idleInTransactionTimeoutMs: tool.transaction?.idleInTransactionTimeoutMs || DEFAULT_IDLE_IN_TRANSACTION_MS,
+  };
+  return holdLifetime(
+    databaseOf(tool),
+    receiptKey,
+    lost.epoch,
+    ({ outcome, ended }) => {
+      const answer: ReconcileAnswer = outcome === undefined ? { status: 'not_started' } : { status: 'completed', result: outcome.result };
+      return record(answer, outcomeNote(answer, lost, ended));
+    },
+    hold,
+  );
 }
 
-/** The history note of a verdict read from the outcome row. */
-export function outcomeNote(answer: ReconcileAnswer, lost: AttemptFence): string {
+/** The history note of a verdict read from the outcome row: what was proven, and how. */
+export function outcomeNote(answer: ReconcileAnswer, lost: AttemptFence, ended: readonly EndedAttempt[] = []): string {
+  const endedText =
+    ended.length === 0
+      ? 'no attempt held it open'
+      : `the open transaction${ended.length === 1 ? '' : 's'} of ${ended.map((e) => `backend ${e.pid}`).join(', ')} ${ended.length === 1 ? 'was' : 'were'} ended first`;
   return answer.status === 'completed'
-    ? `${SETTLED_FROM_POSTGRES}: the outcome row of this lifetime committed`
-    : `${SETTLED_FROM_POSTGRES}: attempt ${lost.attempt} left no outcome row, so it never committed; the next attempt runs`;
+    ? `${SETTLED_FROM_POSTGRES}: the outcome row of this lifetime committed (${endedText})`
+    : `${SETTLED_FROM_POSTGRES}: no outcome row of this lifetime committed and none can (${endedText}), so attempt ${lost.attempt} never committed; the next attempt runs`;
 }
 
 /** The distinct databases of the transactional tools among `tools`. */

@@ -53,11 +53,17 @@ export class OutcomeTableMismatchError extends ToolReceiptsError {
 }
 
 /**
- * Why an attempt's transaction did not commit (each is certain: its writes
- * are not in the database, and cannot appear later):
- * - `tool_failed`: the tool threw (its error is the `cause`); rolled back.
+ * Why an attempt's transaction did not commit (each is certain of this
+ * attempt: its writes are not in the database, and cannot appear later;
+ * the first three say nothing of another attempt of the lifetime):
  * - `contended`: another attempt of the same lifetime held its outcome row
- *   uncommitted for longer than the lock timeout; try again later.
+ *   uncommitted for longer than the lock timeout; what that one does is not
+ *   known here, so the lifetime is settled from the outcome row later.
+ * - `taken_over`: a takeover held the lifetime's lock (it is deciding from
+ *   the outcome row), so the attempt rolled back before its row.
+ * - `not_confirmed`: `confirm` rejected (the receipt was taken over, or its
+ *   store did not answer; the `cause` says which), so it rolled back before its row.
+ * - `tool_failed`: the tool threw (its error is the `cause`); rolled back.
  * - `result_not_serializable`: the tool's result has no faithful JSON form; rolled back.
  * - `database_error`: a statement failed or the connection was lost before
  *   COMMIT was sent (the `cause` says which).
@@ -65,7 +71,8 @@ export class OutcomeTableMismatchError extends ToolReceiptsError {
  *   aborted (a serialization failure, or the connection died before the
  *   server took the COMMIT).
  */
-export type NotCommittedReason = 'tool_failed' | 'contended' | 'result_not_serializable' | 'database_error' | 'commit_failed';
+export type NotCommittedReason =
+  'contended' | 'taken_over' | 'not_confirmed' | 'tool_failed' | 'result_not_serializable' | 'database_error' | 'commit_failed';
 
 /** What names the attempt an error is about. */
 export interface AttemptNames {
@@ -77,6 +84,8 @@ export interface AttemptNames {
 const REASON_TEXT: Record<NotCommittedReason, string> = {
   tool_failed: 'the tool threw, so its transaction rolled back',
   contended: 'another attempt of this receipt lifetime holds its outcome row in an open transaction',
+  taken_over: 'a takeover of this receipt lifetime holds it while deciding from the outcome row',
+  not_confirmed: 'it could not confirm that it still holds its receipt',
   result_not_serializable: 'the result cannot be stored as JSON, so the transaction rolled back',
   database_error: 'the database failed before COMMIT was sent',
   commit_failed: 'COMMIT was sent and the database reports the transaction aborted',
@@ -96,7 +105,8 @@ export class TransactionNotCommittedError extends ToolReceiptsError {
 
   constructor(names: AttemptNames, reason: NotCommittedReason, cause: unknown) {
     const detail = cause instanceof Error ? `: ${cause.message}` : '';
-    super(`attempt ${names.attempt} of ${names.receiptKey} did not commit: ${REASON_TEXT[reason]}${reason === 'contended' ? '' : detail}`, {
+    const quiet = reason === 'contended' || reason === 'taken_over';
+    super(`attempt ${names.attempt} of ${names.receiptKey} did not commit: ${REASON_TEXT[reason]}${quiet ? '' : detail}`, {
       cause,
     });
     this.reason = reason;

@@ -6,7 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fromStoredJson } from '../redis/receipts/channel.js';
-import type { TransactionalDatabase } from './database.js';
+import type { Rows, TransactionalDatabase } from './database.js';
 
 /** A committed outcome row: the one attempt of the lifetime whose transaction committed. */
 export interface CommittedOutcome {
@@ -32,19 +32,28 @@ const ms = (column: string) => `floor(extract(epoch from ${column}) * 1000)::big
  * The committed outcome of the lifetime `epoch` of `receiptKey`, or
  * `undefined` when none has committed. Reads committed rows only, so it
  * never waits: an attempt whose transaction is still open is invisible, and
- * `undefined` does not mean none will commit. That is why a takeover that
- * finds nothing runs its own attempt with `runTransactional`: its insert
- * waits for such a transaction, then replays what it committed or takes
- * its place.
+ * `undefined` does not mean none will commit. A takeover therefore decides
+ * from this only once it has ended every open attempt of the lifetime
+ * (`holdLifetime`, which the wrapper uses).
  */
 export async function readOutcome(
   db: TransactionalDatabase<unknown>,
   receiptKey: string,
   epoch: string,
 ): Promise<CommittedOutcome | undefined> {
-  const rows = await db.driver.query(
+  return selectOutcome((text, params) => db.driver.query(text, params), db.outcomes.qualified, receiptKey, epoch);
+}
+
+/** {@link readOutcome} through `query`: on its own connection, or inside a transaction that holds one. */
+export async function selectOutcome(
+  query: (text: string, params: readonly unknown[]) => Promise<Rows>,
+  table: string,
+  receiptKey: string,
+  epoch: string,
+): Promise<CommittedOutcome | undefined> {
+  const rows = await query(
     `SELECT attempt::text AS attempt, result::text AS result, ${ms('started_at')} AS started_at_ms, ${ms('finished_at')} AS finished_at_ms
-       FROM ${db.outcomes.qualified} WHERE receipt_key = $1 AND epoch = $2`,
+       FROM ${table} WHERE receipt_key = $1 AND epoch = $2`,
     [receiptKey, epoch],
   );
   const row = rows[0];

@@ -20,6 +20,7 @@ import {
   type NotCommittedReason,
 } from './errors.js';
 import { readOutcome, transactionFate, type CommittedOutcome, type TransactionTrace } from './outcome.js';
+import { LIFETIME_LOCK_SPACE, lifetimeLockKey } from './takeover.js';
 
 /** Which attempt of which receipt lifetime this is. */
 export interface TransactionalAttempt {
@@ -29,6 +30,15 @@ export interface TransactionalAttempt {
   readonly epoch: string;
   /** The attempt number within the lifetime, from 1; each attempt of a lifetime has its own. */
   readonly attempt: number;
+  /**
+   * Called inside the transaction once it holds its lifetime's lock and
+   * before the outcome row goes in; rejecting rolls the attempt back (not
+   * committed, reason `not_confirmed`, its error the cause). The wrapper
+   * passes a fenced heartbeat, so an attempt whose receipt was taken over
+   * while it stalled never inserts (see `holdLifetime`). Optional for a
+   * caller without receipts.
+   */
+  readonly confirm?: () => Promise<void>;
 }
 
 /** How an attempt runs. */
@@ -73,6 +83,11 @@ export type TransactionalRun =
   | { readonly status: 'not_committed'; readonly error: TransactionNotCommittedError }
   | { readonly status: 'outcome_unknown'; readonly error: TransactionOutcomeUnknownError };
 
+/** Default of `lockTimeoutMs`. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+/** Default of `idleInTransactionTimeoutMs`. */
+export const DEFAULT_IDLE_IN_TRANSACTION_MS = 60_000;
+
 /** The longest receipt key accepted: it is half of the unique key, and a btree entry holds at most about 2.7 kB. */
 export const MAX_RECEIPT_KEY_BYTES = 2048;
 /** The longest epoch accepted (the receipts mint 20 characters). */
@@ -99,7 +114,9 @@ export function checkAttempt(attempt: TransactionalAttempt): TransactionalAttemp
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1 || n > MAX_ATTEMPT) {
     throw new InvalidTransactionalAttemptError(`attempt must be a whole number from 1 to ${MAX_ATTEMPT}`);
   }
-  return { receiptKey, epoch, attempt: n };
+  const { confirm } = attempt;
+  if (confirm !== undefined && typeof confirm !== 'function') throw new InvalidTransactionalAttemptError('confirm must be a function');
+  return confirm === undefined ? { receiptKey, epoch, attempt: n } : { receiptKey, epoch, attempt: n, confirm };
 }
 
 /** Thrown inside the transaction to roll it back for a reason the runner already knows. */
@@ -111,7 +128,9 @@ class Refusal {
 }
 
 /**
- * Runs one attempt of a transactional tool: BEGIN; insert the lifetime's
+ * Runs one attempt of a transactional tool: BEGIN; take the lifetime's lock
+ * (shared; a takeover holding it makes the attempt roll back at once) and
+ * `confirm`; insert the lifetime's
  * outcome row (waiting at most `lockTimeoutMs` on another attempt's); run
  * `tool` with the driver's transaction object; write its result into the
  * row; COMMIT. Resolves to how it ended and never rejects for a database or
@@ -131,8 +150,8 @@ export async function runTransactional<Tx>(
 ): Promise<TransactionalRun> {
   const names = checkAttempt(attempt);
   checkOptions('runTransactional', options, RUN_TRANSACTIONAL_SCHEMA);
-  const lockTimeoutMs = options.lockTimeoutMs ?? 5_000;
-  const idleMs = options.idleInTransactionTimeoutMs ?? 60_000;
+  const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const idleMs = options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_MS;
   const table = db.outcomes.qualified;
   let trace: TransactionTrace | undefined;
   let stored: string | undefined;
@@ -143,14 +162,24 @@ export async function runTransactional<Tx>(
   const refuse = (reason: Refusal['reason'], cause: unknown) => (refusal = new Refusal(reason, cause));
   try {
     await db.driver.transaction(options.isolation ?? 'read committed', async ({ tx, query }) => {
+      // The lifetime's lock, shared, held to the transaction's end: a takeover ends whoever holds it (holdLifetime).
       const [prepared] = await query(
         `SELECT s.previous, set_config('lock_timeout', $1, true) AS lock_timeout,
                 CASE WHEN $2 <> '' THEN set_config('idle_in_transaction_session_timeout', $2, true) END AS idle_timeout,
-                pg_current_xact_id()::text AS xid, pg_backend_pid() AS pid
+                pg_current_xact_id()::text AS xid, pg_backend_pid() AS pid,
+                pg_try_advisory_xact_lock_shared($3::int, $4::int) AS locked
            FROM (SELECT current_setting('lock_timeout') AS previous OFFSET 0) AS s`,
-        [`${lockTimeoutMs}ms`, idleMs > 0 ? `${idleMs}ms` : ''],
+        [`${lockTimeoutMs}ms`, idleMs > 0 ? `${idleMs}ms` : '', LIFETIME_LOCK_SPACE, lifetimeLockKey(names.receiptKey, names.epoch)],
       );
       trace = { xid: String(prepared!['xid']), pid: Number(prepared!['pid']) };
+      if (prepared!['locked'] !== true) throw refuse('taken_over', new Error('a takeover holds the lifetime while it decides'));
+      if (names.confirm) {
+        try {
+          await names.confirm();
+        } catch (error) {
+          throw refuse('not_confirmed', error);
+        }
+      }
       try {
         // The insert waits on another attempt's uncommitted row; lock_timeout
         // goes back to the session's own value in the same statement, so the

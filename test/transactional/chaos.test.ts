@@ -2,11 +2,13 @@
  * Chaos for transactional tools: 300 jobs, each a turn of record_call
  * (transactional: one row keyed by the call) and send_email (opaque, on the
  * outbox), run by real worker processes that are SIGKILLed at random and
- * SIGSTOPped past their lease and resumed, while PostgreSQL is crashed
- * (`pg_ctl stop -m immediate`) and restarted, and Redis (AOF, fsync always)
- * is restarted. Afterwards every job completed, every call has exactly one
- * row, no transactional call was ever ambiguous, and no opaque effect
- * landed twice.
+ * SIGSTOPped past their lease and resumed (some of them by themselves,
+ * inside a call's open transaction, so its takeover must end it), while
+ * PostgreSQL is crashed (`pg_ctl stop -m immediate`) and restarted, and Redis
+ * (AOF, fsync always) is restarted. Afterwards every job completed, every
+ * call has exactly one row, every transactional call was answered with its
+ * committed result (never that nothing ran), none was ever ambiguous, and
+ * no opaque effect landed twice.
  */
 import { randomBytes } from 'node:crypto';
 import { Queue, QueueEvents, type Job } from 'bullmq';
@@ -49,6 +51,7 @@ it('300 turns under SIGKILL, SIGSTOP, a PostgreSQL crash and a Redis restart: ex
   const events = new QueueEvents(queueName, { connection: connect(), prefix });
   queue.on('error', () => undefined);
   events.on('error', () => undefined);
+  const figures = { kills: 0, stops: 0, stopsInside: 0, postgresCrashes: 0, redisRestarts: 0 };
   const spawn = async (slot: number) => {
     const worker = await spawnWorkerProcess('transactional-worker', {
       REDIS_URL: redisHandle.url,
@@ -60,6 +63,13 @@ it('300 turns under SIGKILL, SIGSTOP, a PostgreSQL crash and a Redis restart: ex
       IDLE_MS: '3000',
       HOLD_MS: '40',
       CRASH_AT: 'none',
+      STOP_INSIDE: '0.015',
+    });
+    // A worker that stopped itself inside an open transaction is resumed past its lease and the BullMQ lock.
+    worker.child.on('message', (m: { type?: string }) => {
+      if (m.type !== 'stopping-inside') return;
+      figures.stopsInside++;
+      setTimeout(() => void worker.signal('SIGCONT'), 1_500);
     });
     workers[slot] = worker;
     return worker;
@@ -68,7 +78,6 @@ it('300 turns under SIGKILL, SIGSTOP, a PostgreSQL crash and a Redis restart: ex
 
   const labels = Array.from({ length: JOBS }, (_, i) => `chaos-${prefix}-${i}`);
   const jobs: Job[] = [];
-  const figures = { kills: 0, stops: 0, postgresCrashes: 0, redisRestarts: 0 };
   let adding = true;
   const feeding = (async () => {
     for (let i = 0; i < JOBS; i += 10) {
@@ -142,7 +151,8 @@ it('300 turns under SIGKILL, SIGSTOP, a PostgreSQL crash and a Redis restart: ex
   ).length;
   const duplicates = duplicateEffects((await readOutbox(redis, prefix)).filter((e) => e.tool === 'send_email'));
   console.log(
-    `chaos: ${JOBS} jobs, ${figures.kills} SIGKILLs, ${figures.stops} SIGSTOPs, ${figures.postgresCrashes} PostgreSQL crash, ` +
+    `chaos: ${JOBS} jobs, ${figures.kills} SIGKILLs, ${figures.stops} SIGSTOPs (and ${figures.stopsInside} inside an open transaction), ` +
+      `${figures.postgresCrashes} PostgreSQL crash, ` +
       `${figures.redisRestarts} Redis restart; record_call ${count(recordOutcomes)} (${settledFromPostgres} settled from PostgreSQL ` +
       `after a lost lease); send_email ${count(emailOutcomes)}`,
   );
@@ -150,7 +160,19 @@ it('300 turns under SIGKILL, SIGSTOP, a PostgreSQL crash and a Redis restart: ex
   expect(figures.kills + figures.stops).toBeGreaterThanOrEqual(10);
   expect(figures).toMatchObject({ postgresCrashes: 1, redisRestarts: 1 });
   expect(notOnce).toEqual([]);
+  expect(figures.stopsInside).toBeGreaterThanOrEqual(1);
   expect(recordOutcomes.filter((o) => o !== 'executed' && o !== 'replayed')).toEqual([]);
+  // Every transactional call was answered with what its one row committed (its label, by the attempt that wrote
+  // it), never with a failure text.
+  const written = await postgres
+    .admin()
+    .query('SELECT call, attempt FROM tickets WHERE call LIKE $1', [`chaos-${prefix}-%`])
+    .then(({ rows }) => new Map(rows.map((r: { call: string; attempt: number }) => [r.call, r.attempt])));
+  const answered = reloaded.map((job, i) => ({
+    label: (job!.data.calls[0]!.input as { label: string }).label,
+    content: results[i]![0]!.content,
+  }));
+  expect(answered.filter(({ label, content }) => content !== JSON.stringify({ label, writtenBy: written.get(label) }))).toEqual([]);
   expect(ambiguousTransactional).toEqual([]);
   expect(duplicates).toEqual([]);
 

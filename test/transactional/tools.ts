@@ -17,7 +17,7 @@ export interface RecordCallOptions {
   /** Called at each point; may freeze or stop the process. */
   readonly at?: (point: CrashPoint) => Promise<void> | void;
   readonly transaction?: RunTransactionalOptions;
-  /** Told when a transaction ends: committed (COMMIT acknowledged) or not. */
+  /** Told when an attempt's transaction (one that takes its lifetime's lock shared) ends: committed (COMMIT acknowledged) or not. */
   readonly ended?: (committed: boolean) => void;
   /** How long the tool holds its transaction after its write (a `pg_sleep`), so crashes land inside it. */
   readonly holdMs?: number;
@@ -42,15 +42,25 @@ export function recordCallTool(pool: pg.Pool, options: RecordCallOptions = {}) {
   const database = transactionalDatabase({
     name: 'pg-with-crash-points',
     async transaction(isolation, body) {
+      // A takeover's hold on the lifetime is a transaction too, but no attempt: only one that takes the lock shared is told.
+      let attempt = false;
+      const watched: typeof body = (open) =>
+        body({
+          tx: open.tx,
+          query: (text, params) => {
+            if (text.includes('pg_try_advisory_xact_lock_shared(')) attempt = true;
+            return open.query(text, params);
+          },
+        });
       await options.at?.('before-begin');
       let value;
       try {
-        value = await inner.transaction(isolation, body);
+        value = await inner.transaction(isolation, watched);
       } catch (error) {
-        options.ended?.(false);
+        if (attempt) options.ended?.(false);
         throw error;
       }
-      options.ended?.(true);
+      if (attempt) options.ended?.(true);
       await options.at?.('after-commit');
       return value;
     },

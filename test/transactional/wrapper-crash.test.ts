@@ -120,7 +120,7 @@ describe('a transactional call whose worker is SIGKILLed', () => {
 });
 
 describe('a zombie attempt that lost its lease', () => {
-  it('stopped before BEGIN, resumed after the takeover committed: its insert fails against the row, nothing of it commits', async () => {
+  it('stopped before BEGIN, resumed after the takeover committed: fenced out before its insert, nothing of it commits', async () => {
     const { l, label, first, data, job } = await crashedAt('stop:before-begin');
     await spawn(l);
     const { value } = await resultOf(l, job);
@@ -132,30 +132,36 @@ describe('a zombie attempt that lost its lease', () => {
     await expectSettledFromPostgres(l, data, 2, 2);
   });
 
-  it('stopped with its transaction open: the takeover waits on the row; the zombie commits, and the takeover replays it', async () => {
-    const { l, label, first, data, job } = await crashedAt('stop:after-write', { LOCK_TIMEOUT_MS: '30000' });
-    const takeover = await spawn(l, { LOCK_TIMEOUT_MS: '30000' });
-    await until(() => someoneWaitsOnALock(postgres.admin()), 'the takeover waiting on the zombie row', STEP_TIMEOUT_MS);
-    await first.signal('SIGCONT');
-    expect(await first.waitFor((m) => m.type === 'transaction-ended', STEP_TIMEOUT_MS)).toMatchObject({ committed: true });
-    const { outcome, value } = await resultOf(l, job);
-    expect(outcome).toBe('replayed');
-    expect(value).toEqual({ label, writtenBy: 1 });
-    expect(await takeover.waitFor((m) => m.type === 'transaction-ended', STEP_TIMEOUT_MS)).toMatchObject({ committed: false });
-    expect(await ticketsOf(postgres.admin(), label)).toEqual([1]);
-    await expectSettledFromPostgres(l, data, 2, 1);
-  });
-
-  it('stopped with its transaction open past the idle timeout: the server ends it, the takeover runs; the zombie commits nothing', async () => {
-    const timeouts = { LOCK_TIMEOUT_MS: '30000', IDLE_MS: '1500' };
-    const { l, label, first, data, job } = await crashedAt('stop:after-write', timeouts);
-    await spawn(l, timeouts);
-    const { outcome, value } = await resultOf(l, job);
-    expect(outcome).toBe('executed');
-    expect(value).toEqual({ label, writtenBy: 2 });
-    await first.signal('SIGCONT');
-    expect(await first.waitFor((m) => m.type === 'transaction-ended', STEP_TIMEOUT_MS)).toMatchObject({ committed: false });
-    expect(await ticketsOf(postgres.admin(), label)).toEqual([2]);
-    await expectSettledFromPostgres(l, data, 2, 2);
-  });
+  // The job's only attempt, and a short lock timeout: before the takeover ended the stalled transaction, its insert
+  // waited on the zombie's row, ended `contended`, and the model read that nothing ran; then the zombie committed.
+  it.each([
+    ['stop:before-write', 'its outcome row inserted, before the tool wrote'],
+    ['stop:after-write', 'after the tool wrote, before COMMIT'],
+  ])(
+    'stopped inside its open transaction (%s: %s): the takeover ends that transaction, then runs the call as attempt 2; the zombie, resumed, commits nothing',
+    async (crashAt) => {
+      const timeouts = { LOCK_TIMEOUT_MS: '500' };
+      const l = await lane();
+      const label = `call-${process.pid}-${++serial}`;
+      const first = await spawn(l, { ...timeouts, CRASH_AT: crashAt });
+      const data = jobData([call('record_call', { label }, `toolu_${serial}`)]);
+      const job = await l.add(data, { attempts: 1 });
+      await first.waitFor(reached(crashAt), STEP_TIMEOUT_MS);
+      await spawn(l, timeouts);
+      const done = await expectCompleted(l, job);
+      const [result] = (done.returnvalue as ToolJobResult).results;
+      expect(result!.outcome).toBe('executed');
+      expect(JSON.parse(result!.content)).toEqual({ label, writtenBy: 2 });
+      expect(result!.content).not.toMatch(/nothing was run/i);
+      await first.signal('SIGCONT');
+      expect(await first.waitFor((m) => m.type === 'transaction-ended', STEP_TIMEOUT_MS)).toMatchObject({ committed: false });
+      await first.waitFor((m) => m.type === 'fencedOut', STEP_TIMEOUT_MS);
+      expect(await ticketsOf(postgres.admin(), label)).toEqual([2]);
+      const record = await expectSettledFromPostgres(l, data, 2, 2);
+      // What the history says was proven: the zombie's transaction was ended, and no row committed.
+      expect(record.history.find((e) => e.note?.startsWith('settled from PostgreSQL'))?.note).toMatch(
+        /no outcome row of this lifetime committed and none can \(the open transaction of backend \d+ was ended first\)/,
+      );
+    },
+  );
 });
