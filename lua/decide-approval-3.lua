@@ -28,6 +28,11 @@
                 'stale_lifetime'  the epoch is not the receipt's
                 'args_mismatch'   the digest is not the receipt's
                 'expired'         approval_expires_ms has passed (TIME)
+  The lifetime a decision may name is the receipt's epoch or, once an
+  approved call has started (which moves the epoch on), approval_epoch, the
+  one that was decided: a late decision about the lifetime somebody already
+  decided is 'not_pending' naming them, whatever the epoch is now; one about
+  a lifetime the receipt never had is 'stale_lifetime'.
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type; nothing written.
 ]]
 --- @include "server-now"
@@ -52,7 +57,7 @@ local a = approvalFields(KEYS[1])
 local function refused(why) return { 'refused', why, a.status, a.by, a.decision, a.decidedMs, now, intText(a.expiresMs) } end
 
 if a.status == '' then return refused('not_pending') end
-if a.epoch ~= ARGV[1] then return refused('stale_lifetime') end
+if a.epoch ~= ARGV[1] and a.approvedEpoch ~= ARGV[1] then return refused('stale_lifetime') end
 if not sameArgsHash(KEYS[1], a, ARGV[2]) then return refused('args_mismatch') end
 if a.status ~= 'awaiting_approval' then return refused('not_pending') end
 if now >= a.expiresMs then return refused('expired') end

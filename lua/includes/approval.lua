@@ -28,7 +28,9 @@
     approval_denied_reason 'expired' for an expiry
     approval_epoch         after the start: the epoch the approval named
 
-  approvalFields(key)  HMGET of the approval fields above, as a table.
+  approvalFields(key)  HMGET of the approval fields above, as a table
+    (approvedEpoch false when approval_epoch is absent, so it never equals a
+    caller's epoch).
 
   startApprovedLifetime  starts attempt 1 of an approved receipt: status
     running, attempts 1, lease, owner, started_ms, epoch = the claim's new
@@ -45,11 +47,12 @@
 
 local function approvalFields(key)
   local f = redis.call('HMGET', key, 'status', 'epoch', 'args_hash', 'approval_expires_ms', 'approval_decision',
-    'approval_by', 'approval_note', 'approval_decided_ms', 'approval_denied_reason', 'approval_job', 'schema')
+    'approval_by', 'approval_note', 'approval_decided_ms', 'approval_denied_reason', 'approval_job', 'schema',
+    'approval_epoch')
   return {
     status = f[1] or '', epoch = f[2] or '', argsHash = f[3] or '', expiresMs = tonumber(f[4]) or 0,
     decision = f[5] or '', by = f[6] or '', note = f[7] or '', decidedMs = f[8] or '', deniedReason = f[9] or '',
-    job = f[10] or '', schema = f[11],
+    job = f[10] or '', schema = f[11], approvedEpoch = f[12] or false,
   }
 end
 

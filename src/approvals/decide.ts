@@ -10,6 +10,8 @@ import { runScript } from '../redis/scripts/scripts.js';
 import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
 import { ApprovalArgsMismatchError, ApprovalExpiredError, ApprovalNotPendingError, ApprovalStaleError } from './errors.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
+import { openJobQueue, type OpenedJobQueue } from './parked-job.js';
+import { jobIdOf } from './read.js';
 import type { ApprovalDecided, DecideApprovalInput } from './types.js';
 
 /** Longest actor name kept. */
@@ -18,8 +20,9 @@ export const APPROVAL_ACTOR_MAX = 200;
 export const APPROVAL_NOTE_MAX = 1000;
 
 /**
- * Approve a call awaiting approval: its job (promoted when `queue` is given)
- * then runs it, once. Refused with nothing written (typed errors
+ * Approve a call awaiting approval: its parked job is promoted and runs it,
+ * once (through `queue` when given, else through the queue the approval
+ * recorded, on `redis`). Refused with nothing written (typed errors
  * {@link ApprovalNotPendingError}, naming who decided when somebody did,
  * {@link ApprovalStaleError}, {@link ApprovalArgsMismatchError},
  * {@link ApprovalExpiredError}) unless the receipt awaits approval, in the
@@ -115,15 +118,26 @@ function refusal(receiptKey: string, rest: readonly (string | number)[]): Error 
   }
 }
 
-/** Promotes the parked job so it runs now; a job that cannot be promoted wakes at the expiry anyway. */
+/**
+ * Promotes the parked job so it runs now: through `input.queue` when given
+ * (and it is the job's queue), else through a queue opened on the receipts'
+ * connection from where the approval recorded the job. A job that cannot be
+ * promoted (gone, promoted meanwhile, its queue on another Redis) still
+ * wakes when the approval would have expired.
+ */
 async function promote(input: DecideApprovalInput, jobText: string): Promise<void> {
-  if (!input.queue || jobText === '') return;
+  const { job } = jobIdOf(jobText === '' ? undefined : jobText);
+  if (job === undefined) return;
+  let opened: OpenedJobQueue | undefined;
   try {
-    const job = JSON.parse(jobText) as { queue?: string; id?: string };
-    if (job.queue !== input.queue.name || typeof job.id !== 'string') return;
-    const parked = await input.queue.getJob(job.id);
+    if (input.queue !== undefined && input.queue.name !== job.queue) return;
+    opened = input.queue === undefined ? await openJobQueue(input.redis, job) : undefined;
+    const queue = input.queue ?? opened?.queue;
+    const parked = await queue?.getJob(job.id);
     if (parked && (await parked.isDelayed())) await parked.promote();
   } catch {
     // Promoted meanwhile by another, or the queue is away: the job still wakes when the approval would expire.
+  } finally {
+    await opened?.close();
   }
 }

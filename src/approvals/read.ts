@@ -50,7 +50,8 @@ function parseShown(text: string | undefined): { shown?: unknown } {
   }
 }
 
-function jobIdOf(text: string | undefined): Pick<PendingApproval, 'jobId' | 'job'> {
+/** The job an approval records (`approval_job`, JSON `{"queue","prefix","id"}`): its id, and where it lives when that is recorded too. */
+export function jobIdOf(text: string | undefined): Pick<PendingApproval, 'jobId' | 'job'> {
   if (text === undefined) return {};
   try {
     const { id, queue, prefix } = JSON.parse(text) as { id?: unknown; queue?: unknown; prefix?: unknown };

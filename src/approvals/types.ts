@@ -64,9 +64,13 @@ export interface DecideApprovalInput {
   /** Where the decision was made; default `code`. */
   readonly source?: 'cli' | 'console' | 'code';
   /**
-   * The BullMQ queue of the parked job: when given, the job is promoted so
-   * it runs at once. Without it (or if promoting fails) the job wakes when
-   * the approval would have expired.
+   * The BullMQ queue of the parked job, to promote it through. Optional:
+   * without it the job is promoted through the queue the pending approval
+   * recorded (its name and BullMQ prefix), opened on `redis`, which works
+   * whenever the queue lives on the receipts' Redis. Either way the job then
+   * runs at once; if it cannot be promoted (its queue on another Redis, or
+   * on PostgreSQL, and no `queue` given) it wakes when the approval would
+   * have expired.
    */
   readonly queue?: Queue;
   /** How long a denied receipt is kept (ms); default 24 h, as the workers'. */

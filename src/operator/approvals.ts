@@ -4,10 +4,11 @@
  * decision that reads the pending approval for what the caller left out and
  * promotes the parked job once it is written.
  */
-import { Job, Queue } from 'bullmq';
+import { Job } from 'bullmq';
 import { toolCallArgsHash } from '../core/identity.js';
 import { approveCall, denyCall } from '../approvals/decide.js';
 import { ApprovalExpiredError, ApprovalNotPendingError } from '../approvals/errors.js';
+import { openJobQueue } from '../approvals/parked-job.js';
 import { readApproval } from '../approvals/read.js';
 import type { ApprovalDecided, DecideApprovalInput, PendingApproval } from '../approvals/types.js';
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
@@ -40,10 +41,11 @@ export async function shownArguments(redis: RedisConnection, pending: PendingApp
   if ('shown' in pending) return { from: 'redacted', value: pending.shown };
   const where = pending.job;
   if (where === undefined) return { from: 'none', why: 'the tool has no redact hook and the receipt records no job' };
-  const queue = jobQueue(redis, where);
-  if (queue === undefined) return { from: 'none', why: 'the job can be read through an ioredis connection only' };
+  const opened = await openJobQueue(redis, where).catch(() => undefined);
+  if (opened === undefined)
+    return { from: 'none', why: 'the job cannot be read through this connection (a node-redis cluster or sentinel)' };
   try {
-    const job = await Job.fromId(queue, where.id).catch(() => undefined);
+    const job = await Job.fromId(opened.queue, where.id).catch(() => undefined);
     const data = toolJobDataSchema.safeParse(job?.data);
     if (!data.success) return { from: 'none', why: `job ${where.id} of queue ${where.queue} is gone or holds no tool calls` };
     const calls = data.data.calls.filter((c) => c.name === pending.toolName);
@@ -55,7 +57,7 @@ export async function shownArguments(redis: RedisConnection, pending: PendingApp
     if (calls.length === 1 && only) return { from: 'job', value: only.input, callId: only.id, checked: false };
     return { from: 'none', why: `job ${where.id} holds ${calls.length} calls of ${pending.toolName} and none has this digest` };
   } finally {
-    await queue.close().catch(() => undefined);
+    await opened.close();
   }
 }
 
@@ -78,8 +80,8 @@ export interface OperatorDecided {
  * Approves or denies as an operator: the fence (epoch, arguments digest) as
  * given, else as the pending approval reads now; the decision script then
  * refuses a stale one with its typed error, nothing written. Once written,
- * the parked job is promoted through a queue made on `redis` for the job the
- * receipt records. A call that is not pending and no fence given is refused
+ * the decision promotes the parked job through the queue the receipt
+ * records (see `approveCall`). A call that is not pending and no fence given is refused
  * here with the same typed errors ({@link ApprovalNotPendingError} naming
  * who decided, {@link ApprovalExpiredError}).
  */
@@ -89,20 +91,9 @@ export async function decideAsOperator(verb: 'approve' | 'deny', input: Operator
   const epoch = input.epoch ?? pending?.epoch;
   const argsHash = input.argsHash ?? pending?.argsHash;
   if (epoch === undefined || argsHash === undefined) throw await notPending(input.redis, input.receiptKey, read);
-  const queue = jobQueue(input.redis, pending?.job);
-  try {
-    const decide = verb === 'approve' ? approveCall : denyCall;
-    const decided = await decide({ ...input, epoch, argsHash, ...(queue ? { queue } : {}) });
-    return { decided, epoch, argsHash, fenceRead: input.epoch === undefined || input.argsHash === undefined };
-  } finally {
-    await queue?.close().catch(() => undefined);
-  }
-}
-
-/** A BullMQ queue for the job a receipt records, on `redis` when it is an ioredis client (BullMQ takes no other); else none. */
-function jobQueue(redis: RedisConnection, where: PendingApproval['job']): Queue | undefined {
-  if (where === undefined || receiptsConnection(redis).client !== 'ioredis') return undefined;
-  return new Queue(where.queue, { connection: redis as never, prefix: where.prefix });
+  const decide = verb === 'approve' ? approveCall : denyCall;
+  const decided = await decide({ ...input, epoch, argsHash });
+  return { decided, epoch, argsHash, fenceRead: input.epoch === undefined || input.argsHash === undefined };
 }
 
 async function notPending(redis: RedisConnection, receiptKey: string, read: Awaited<ReturnType<typeof readApproval>>): Promise<Error> {

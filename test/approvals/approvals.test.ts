@@ -19,6 +19,8 @@ import {
   type PendingApproval,
 } from '../../src/approvals/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
+import { decideAsOperator } from '../../src/operator/approvals.js';
+import { openSingle } from '../support/redis-clients.js';
 import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
 
 const lane = useLanes({ queues: 'redis' });
@@ -289,4 +291,83 @@ describe('side by side, and what a decision takes', () => {
     }
     expect(await l.redis.hgetall(pending.receiptKey)).toEqual(before);
   });
+});
+
+describe('a decision that comes late, and one made without a queue', () => {
+  /** A call parked for approval on `l`, its worker running. */
+  async function parked(l: Lane, amount = 300) {
+    const { tool, runs } = refundTool();
+    l.worker({ tools: [tool] });
+    const job = await l.add(jobData([call('refund', { amount, card: '4000000000000002' })]));
+    const pending = await pendingOf(l);
+    expect(await delayedState(job)).toBe('delayed');
+    return { job, pending, runs };
+  }
+  const base = (l: Lane, p: PendingApproval) => ({ redis: l.redis, prefix: l.prefix, ...p });
+
+  it('two approvers racing: exactly one decision is written, the other is told who won and what; the call runs once', async () => {
+    const l = await lane();
+    const { job, pending, runs } = await parked(l);
+    const answers = await Promise.allSettled([
+      approveCall({ ...base(l, pending), actor: 'ana', queue: l.queue }),
+      denyCall({ ...base(l, pending), actor: 'bo', queue: l.queue }),
+    ]);
+    const won = answers.flatMap((a) => (a.status === 'fulfilled' ? [a.value] : []));
+    const lost = answers.flatMap((a) => (a.status === 'rejected' ? [a.reason as unknown] : []));
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toMatchObject({ code: 'approval.not_pending', decidedBy: won[0]!.actor, decision: won[0]!.decision });
+    expect((lost[0] as Error).message).toContain(`${won[0]!.actor} already ${won[0]!.decision}`);
+    const done = await l.settle(job);
+    expect(runs).toEqual(won[0]!.decision === 'approved' ? [300] : []);
+    expect(outcomes(done)).toEqual([won[0]!.decision === 'approved' ? 'executed' : 'denied']);
+  });
+
+  it.each(['with the fence it was shown', 'without a fence (the CLI and console form)'])(
+    'an approver arriving after the worker claimed the approved call, %s: refused as not pending, naming who approved; the call ran once',
+    async (form) => {
+      const l = await lane();
+      const { job, pending, runs } = await parked(l);
+      await approveCall({ ...base(l, pending), actor: 'ana', queue: l.queue });
+      const done = await l.settle(job);
+      expect(outcomes(done)).toEqual(['executed']);
+      // The claim started the approved lifetime under a new epoch: the late one names the approved one.
+      expect(await l.redis.hget(pending.receiptKey, 'epoch')).not.toBe(pending.epoch);
+      const before = await l.redis.hgetall(pending.receiptKey);
+      const late =
+        form === 'with the fence it was shown'
+          ? approveCall({ ...base(l, pending), actor: 'bo' })
+          : decideAsOperator('approve', { redis: l.redis, prefix: l.prefix, receiptKey: pending.receiptKey, actor: 'bo' });
+      const refused = await late.catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ApprovalNotPendingError);
+      expect(refused).toMatchObject({ code: 'approval.not_pending', decidedBy: 'ana', decision: 'approved' });
+      expect(await l.redis.hgetall(pending.receiptKey)).toEqual(before);
+      expect(runs).toEqual([300]);
+      // A lifetime the receipt never had is still refused as such, and a digest never approved as such.
+      await expect(approveCall({ ...base(l, pending), actor: 'bo', epoch: 'another' })).rejects.toBeInstanceOf(ApprovalStaleError);
+      await expect(approveCall({ ...base(l, pending), actor: 'bo', argsHash: 'f'.repeat(64) })).rejects.toBeInstanceOf(
+        ApprovalArgsMismatchError,
+      );
+    },
+  );
+
+  it.each(['ioredis', 'node-redis'] as const)(
+    'an approval with no queue, made through %s, promotes the parked job from what the approval recorded: it runs within a second',
+    async (client) => {
+      const l = await lane();
+      const { job, pending, runs } = await parked(l);
+      const opened = client === 'ioredis' ? undefined : openSingle('node-redis-6', l.url);
+      try {
+        const redis = opened?.client ?? l.redis;
+        const started = Date.now();
+        await approveCall({ redis, prefix: l.prefix, ...pending, actor: 'ana' });
+        const done = await l.settle(job, 10_000);
+        expect(outcomes(done)).toEqual(['executed']);
+        expect(Date.now() - started).toBeLessThan(5_000);
+        expect(runs).toEqual([300]);
+      } finally {
+        await opened?.close();
+      }
+    },
+  );
 });

@@ -105,6 +105,22 @@ describe('tool-receipts approve and deny', () => {
     expect(audit.map((a) => [a.action, a.actor, a.source])).toEqual([['approve', 'ana', 'cli']]);
   });
 
+  it('approve from the real CLI on node-redis (TOOL_RECEIPTS_CLIENT=node-redis) promotes the job too: it runs now, not at the expiry', async () => {
+    const l = await lane();
+    const { tool, runs } = refundTool();
+    l.worker({ tools: [tool] });
+    const job = await l.add(jobData([call('refund', { amount: 250, card: '4111111111111111' })]));
+    const [pending] = await pendingOf(l);
+    const ran = await spawnCli(['approve', pending!.receiptKey, '--actor', 'ana', '--prefix', l.prefix], l.url, {
+      TOOL_RECEIPTS_CLIENT: 'node-redis',
+    });
+    expect(ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+    const done = await l.settle(job, 10_000);
+    expect((done.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['executed']);
+    expect(runs).toEqual([250]);
+  });
+
   it('deny from the real CLI; a second decision is refused naming who denied it, exit 1, one sentence, nothing written', async () => {
     const l = await lane();
     const { tool, runs } = refundTool({ redact: false });

@@ -52,8 +52,8 @@ export interface CliRun {
 }
 
 /** Runs the real CLI entry (`node --import tsx src/cli/main.ts …`) against `redisUrl`. */
-export function spawnCli(args: readonly string[], redisUrl?: string): Promise<CliRun> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
+export function spawnCli(args: readonly string[], redisUrl?: string, extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv };
   delete env['REDIS_URL'];
   if (redisUrl !== undefined) env['REDIS_URL'] = redisUrl;
   return new Promise((resolve, reject) => {

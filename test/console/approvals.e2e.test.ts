@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
-import { listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
+import { approveCall, listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
 import { startConsoleServer, type ConsoleServer } from '../../src/console/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
@@ -126,6 +126,28 @@ describe('Needs approval in a browser', () => {
         ['deny', 'console', true],
         ['approve', 'console', true],
       ]);
+      noTrouble(trouble);
+      await context.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a form opened before another approver decided and the worker claimed the call: refused as not pending, naming the winner', async () => {
+    const { l, runs, server, pending } = await setUp();
+    try {
+      const { context, page, trouble } = await openPage(browser);
+      await signIn(page, server.url, APPROVER);
+      const card = page.locator('section.approval', { hasText: 'run-approve' });
+      await card.waitFor();
+      // Meanwhile somebody else approves in code, and the worker claims and runs the call (its epoch moves on).
+      await approveCall({ redis: l.redis, prefix: l.prefix, ...pending['run-approve']!, actor: 'carol' });
+      expect((await settled(l, pending['run-approve']!.jobId!)).results.map((r) => r.outcome)).toEqual(['executed']);
+      await Promise.all([page.waitForResponse((r) => r.status() === 409), card.locator('button[value=approve]').click()]);
+      const banner = await page.locator('.banner').first().textContent();
+      expect(banner).toContain('carol already approved it');
+      expect(banner).not.toContain('another lifetime');
+      expect(runs).toEqual([SCRIPT_MEMO]);
       noTrouble(trouble);
       await context.close();
     } finally {
