@@ -10,7 +10,7 @@
   ARGV[1]  reservation id
 
   Returns { code }
-    code 1  committed: no longer due; when reserved in the stored window,
+    code 1  committed: no longer due (nor the receipt's pending one); when reserved in the stored window,
             its amount moved from pending to used and its record is kept
             (state c, listed in KEYS[3] under the window's gen) so that a
             give-back (limit-release-3.lua) can still take it out of used.
@@ -29,6 +29,7 @@ if answered then return answered end
 if record.state == 'c' then return { 2 } end
 
 redis.call('ZREM', KEYS[2], ARGV[1])
+forgetPending(KEYS[1], ARGV[1], record)
 if record.gen == s.gen then
   redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings),
     'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))

@@ -13,7 +13,7 @@
 
   Returns { code }
     code 1  a pending reservation given back: its record and due entry
-            deleted; when reserved in the stored window, pending shrank by
+            deleted (and the receipt's p:<receipt key> when it names it); when reserved in the stored window, pending shrank by
             its amount.
     code 2  a committed reservation given back: its record deleted; when
             committed in the stored window, used shrank by its amount.
@@ -30,6 +30,7 @@ if answered then return answered end
 redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
 if record.state == 'p' then
   redis.call('ZREM', KEYS[2], ARGV[1])
+  forgetPending(KEYS[1], ARGV[1], record)
   if record.gen == s.gen then redis.call('HSET', KEYS[1], 'pending', intText(s.pending - record.amount)) end
   return { 1 }
 end

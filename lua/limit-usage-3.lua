@@ -11,13 +11,18 @@
            another length, or one that is over, reads as a new window)
   ARGV[2]  the most expired reservations to report
 
-  Returns { now_ms, window_start_ms, resets_at_ms, used, pending, reset_ms,
-            n, id1, bindings1, ..., idn, bindingsn }
-    used, pending  as limit-reserve-3.lua counts them; 0 and 0 in a new window.
+  Returns { now_ms, window_start_ms, resets_at_ms, used, pending, overdue,
+            reset_ms, n, id1, bindings1, receipt1, ..., idn, bindingsn, receiptn }
+    used     as limit-reserve-3.lua counts it; 0 in a new window.
+    pending  what live reservations hold: those past their deadline are left
+             out (a read never counts a share past its give-back bound)
+    overdue  what those past their deadline hold, until a reserve or a
+             settle decides them (committed if their attempt ran, else given
+             back; see includes/limit-state.lua's overdueAmount).
     reset_ms       when an operator last reset the window (limit-reset-3.lua),
                    -1 when never or in an earlier window.
     n              expired pending reservations (of any window), each its
-                   id and its run's bindings hash, at most ARGV[2].
+                   id, its run's bindings hash and its receipt, at most ARGV[2].
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
   state does not parse.
   Time comes only from TIME.
@@ -31,6 +36,7 @@ if broken then return broken end
 local resetMs = -1
 if not s.rolled then resetMs = tonumber(redis.call('HGET', KEYS[1], 'reset_ms')) or -1 end
 if resetMs < s.start then resetMs = -1 end
-local reply = { now, s.start, s.resetsAt, s.used, s.pending, resetMs, #expired / 2 }
+local overdue = overdueAmount(KEYS[1], KEYS[2], s, now)
+local reply = { now, s.start, s.resetsAt, s.used, s.pending - overdue, overdue, resetMs, #expired / 3 }
 for i = 1, #expired do reply[#reply + 1] = expired[i] end
 return reply

@@ -5,15 +5,21 @@
   id), openReservation(stateKey, dueKey, doneKey, id), recordText(gen,
   amount, state, receiptKey, bindingsKey),
   saveLimit(stateKey, s), pruneCommitted(stateKey, doneKey, s),
-  keepLimit(stateKey, dueKey, doneKey, s, now) and
-  expiredReservations(stateKey, dueKey, now, most): the reading and writing
+  keepLimit(stateKey, dueKey, doneKey, s, now),
+  expiredReservations(stateKey, dueKey, now, most),
+  pendingFor(stateKey, s, receiptKey), forgetPending(stateKey, id, record),
+  overdueAmount(stateKey, dueKey, s, now) and
+  freesAt(stateKey, dueKey, s, now, amount, max): the reading and writing
   every limit script shares. They touch only the keys they are given, which
   the calling script takes from its KEYS.
 
   One limit's count for one tenant, run or the whole fleet is three keys of
   one hash tag:
     state   hash  gen, window_ms, window_len, used, pending, max, name,
-                  reset_ms, and r:<id> = the record of reservation <id>
+                  reset_ms, r:<id> = the record of reservation <id>, and
+                  p:<receipt key> = the id of the receipt's pending
+                  reservation (at most one: a redelivery of the call finds
+                  and reuses it instead of reserving a second share)
     due     zset  the pending reservations, scored by their deadline (ms)
     done    zset  the committed reservations, scored by their window's gen
 
@@ -62,15 +68,35 @@
   keepLimit(...)  keeps the three keys at least until the later of the
     window's reset and the last pending deadline, plus one window length, so
     a pending reservation's record outlives its deadline by a whole window
-    (whoever touches the limit in that time settles it).
+    (whoever touches the limit in that time settles it). Returns that time
+    (ms on the server clock).
 
   expiredReservations(stateKey, dueKey, now, most)  the pending
     reservations whose deadline has passed by `now`, at most `most`, oldest
-    deadline first, as a flat list { id1, bindings1, id2, bindings2, ... }
+    deadline first, as a flat list { id1, bindings1, receipt1, id2, ... }
     (bindings: the run's bindings hash, where a settle asks whether the
-    reservation was bound), and the due ids without a record (their state
-    expired first: a writer drops them); or nil, nil and the corrupt reply
-    for a record that does not parse. Reads only.
+    reservation was bound; receipt: the receipt it is for), and the due ids
+    without a record (their state expired first: a writer drops them); or
+    nil, nil and the corrupt reply for a record that does not parse. Reads only.
+
+  pendingFor(stateKey, s, receiptKey)  the id and record of the receipt's
+    pending reservation in the current window (p:<receipt key>), or nil when
+    there is none (or the index names a record that is gone, committed, or
+    of an earlier window: a reserve then makes a new one). Reads only.
+
+  forgetPending(stateKey, id, record)  drops p:<record.receipt> when it names
+    `id`: the reservation is pending no more (committed or given back).
+
+  overdueAmount(stateKey, dueKey, s, now)  what the current window's pending
+    reservations past their deadline hold (at most the first 1,000 of them
+    are summed): shares about to be settled, which reads do not count as
+    held. Reads only.
+
+  freesAt(stateKey, dueKey, s, now, amount, max)  when `amount` would fit if
+    every reservation still pending were given back at its deadline, oldest
+    first: the first deadline by which enough is freed, or nil when pending
+    shares do not decide it (what is committed already leaves no room, or
+    more than 1,000 would have to go). Reads only.
 ]]
 --- @include "observe-receipt"
 --- @include "int-text"
@@ -155,6 +181,7 @@ local function keepLimit(stateKey, dueKey, doneKey, s, now)
   keepAtLeast(stateKey, ttl)
   keepAtLeast(dueKey, ttl)
   keepAtLeast(doneKey, ttl)
+  return keepUntil + s.len
 end
 
 local function expiredReservations(stateKey, dueKey, now, most)
@@ -166,9 +193,56 @@ local function expiredReservations(stateKey, dueKey, now, most)
     if record then
       out[#out + 1] = id
       out[#out + 1] = record.bindings
+      out[#out + 1] = record.receipt
     else
       orphans[#orphans + 1] = id
     end
   end
   return out, orphans, nil
+end
+
+local function pendingFor(stateKey, s, receiptKey)
+  local id = redis.call('HGET', stateKey, 'p:' .. receiptKey)
+  if not id then return nil, nil end
+  local record = limitRecord(stateKey, id)
+  if not record or record.state ~= 'p' or record.gen ~= s.gen then return nil, nil end
+  return id, record
+end
+
+local function forgetPending(stateKey, id, record)
+  local field = 'p:' .. record.receipt
+  if redis.call('HGET', stateKey, field) == id then redis.call('HDEL', stateKey, field) end
+end
+
+-- Pending reservations of the current window in deadline order, from `from` (a ZRANGEBYSCORE bound), at most 1,000.
+local function pendingByDeadline(stateKey, dueKey, s, from, to)
+  local ids = redis.call('ZRANGEBYSCORE', dueKey, from, to, 'WITHSCORES', 'LIMIT', 0, 1000)
+  local out = {}
+  for i = 1, #ids, 2 do
+    local record = limitRecord(stateKey, ids[i])
+    if record and record.state == 'p' and record.gen == s.gen then
+      out[#out + 1] = { deadline = tonumber(ids[i + 1]), amount = record.amount }
+    end
+  end
+  return out
+end
+
+local function overdueAmount(stateKey, dueKey, s, now)
+  local sum = 0
+  for _, r in ipairs(pendingByDeadline(stateKey, dueKey, s, '-inf', intText(now))) do sum = sum + r.amount end
+  return sum
+end
+
+local function freesAt(stateKey, dueKey, s, now, amount, max)
+  local needed = s.used + s.pending + amount - max
+  if s.used + amount > max or needed <= 0 then return nil end
+  local freed = 0
+  for _, r in ipairs(pendingByDeadline(stateKey, dueKey, s, '-inf', '+inf')) do
+    freed = freed + r.amount
+    if freed >= needed then
+      if r.deadline < now then return now end
+      return r.deadline
+    end
+  end
+  return nil
 end

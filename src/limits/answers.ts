@@ -9,8 +9,18 @@ import type { LimitKeys } from './keys.js';
 
 /** A granted share of one limit's window, for one call. */
 export interface LimitReservation {
-  /** Random, minted per reserve. */
+  /**
+   * Random, minted by the first reserve of the call's receipt; a later
+   * reserve of the same receipt while it is pending (a redelivery) gets the
+   * same one back (see {@link reused}).
+   */
   readonly id: string;
+  /**
+   * Whether another delivery of the call made it (one that died before its
+   * claim, or one still on its way): its holders may be several, so none
+   * gives it back blindly (`LimitStore.settle` decides on the run's side).
+   */
+  readonly reused: boolean;
   /** The limit's name. */
   readonly limit: string;
   readonly keys: LimitKeys;
@@ -22,7 +32,7 @@ export interface LimitReservation {
   readonly bindingField: string;
   /** How long a bind or settle keeps the run's bindings hash, in ms: two windows and the bound. */
   readonly bindingsKeepMs: number;
-  /** What it holds of the window: 1, or the call's cost. */
+  /** What it holds of the window: 1, or the call's cost (as first reserved, when reused). */
   readonly amount: number;
   /** When it may be settled, on the limit's server clock. */
   readonly deadlineMs: number;
@@ -47,10 +57,15 @@ export type ReserveResult =
     }
   | {
       readonly granted: false;
-      /** `full` until the window resets (or shares are given back); `exceeds_max`: the amount alone is more than `max`. */
-      readonly why: 'full' | 'exceeds_max';
+      /**
+       * `full` until the window resets; `held`: what is committed leaves room,
+       * and reservations of calls not yet started fill it, to be given back
+       * by `retryAtMs` at the latest if those calls do not run; `exceeds_max`:
+       * the amount alone is more than `max`.
+       */
+      readonly why: 'full' | 'held' | 'exceeds_max';
       readonly usage: LimitUsage;
-      /** When the window allows it, on the server clock: its reset; `null` for `exceeds_max`. */
+      /** When the window may allow it, on the server clock: its reset, or for `held` the deadline that frees enough; `null` for `exceeds_max`. */
       readonly retryAtMs: number | null;
       readonly settled: readonly SettledReservation[];
     };
@@ -91,6 +106,13 @@ export interface LimitUsage {
   readonly committed: number;
   /** Held by live reservations (whose calls may be about to execute, or may be given back). */
   readonly pending: number;
+  /**
+   * Held by reservations past their give-back bound, not yet decided (the
+   * next reserve or settle commits each whose attempt ran, and gives the
+   * others back). Not counted in {@link used} or {@link left}; 0 in a
+   * reserve's own answer, which counts them as pending.
+   */
+  readonly overdue: number;
   /** `committed + pending`: what a new call must fit beside. */
   readonly used: number;
   /** `max - used`, at least 0. */
@@ -99,10 +121,11 @@ export interface LimitUsage {
   readonly resetAtMs: number | null;
 }
 
-/** An expired pending reservation a reply reported: its id and its run's bindings hash. */
+/** An expired pending reservation a reply reported: its id, its run's bindings hash and its receipt. */
 export interface Expired {
   readonly id: string;
   readonly bindingsKey: string;
+  readonly receiptKey: string;
 }
 
 /** The counts of a window as a script reported them. */
@@ -112,6 +135,7 @@ export interface WindowCounts {
   readonly resetsAtMs: number;
   readonly committed: number;
   readonly pending: number;
+  readonly overdue: number;
   readonly resetAtMs: number | null;
 }
 
@@ -136,47 +160,70 @@ function numbers(script: string, reply: readonly unknown[], from: number, count:
   return out;
 }
 
-/** The `n` expired pairs at `from` of `reply`. */
+/** The `n` expired triples at `from` of `reply`. */
 function expiredAt(script: string, reply: readonly unknown[], from: number, n: number): Expired[] {
-  if (reply.length !== from + 2 * n) throw new UnexpectedScriptReplyError(script, reply);
+  if (reply.length !== from + 3 * n) throw new UnexpectedScriptReplyError(script, reply);
   const out: Expired[] = [];
-  for (let i = from; i < reply.length; i += 2) out.push({ id: String(reply[i]), bindingsKey: String(reply[i + 1]) });
+  for (let i = from; i < reply.length; i += 3) {
+    out.push({ id: String(reply[i]), bindingsKey: String(reply[i + 1]), receiptKey: String(reply[i + 2]) });
+  }
   return out;
 }
 
+/** What limit-reserve-3.lua answered. */
+export interface ReserveReply {
+  readonly code: number;
+  /** The reservation granted ('' unless code 1), and whether a delivery of the same call made it. */
+  readonly id: string;
+  readonly reused: boolean;
+  readonly deadlineMs: number;
+  /** For a full window: the deadline that frees enough held shares, or `null` when only the reset does. */
+  readonly freesAtMs: number | null;
+  /** Until when the count's keys are kept. */
+  readonly keptUntilMs: number;
+  readonly usage: LimitUsage;
+  readonly expired: Expired[];
+}
+
 /** limit-reserve-3.lua's reply. */
-export function parseReserve(
-  reply: readonly unknown[],
-  limit: Limit,
-): { code: number; deadlineMs: number; usage: LimitUsage; expired: Expired[] } {
-  const [code, nowMs, windowStartMs, resetsAtMs, committed, pending, deadlineMs, n] = numbers('limit-reserve', reply, 0, 8) as [
-    number,
-    ...number[],
-  ];
-  if (![0, 1, 2].includes(code)) throw new UnexpectedScriptReplyError('limit-reserve', reply);
+export function parseReserve(reply: readonly unknown[], limit: Limit): ReserveReply {
+  const [code, nowMs, windowStartMs, resetsAtMs, committed, pending, deadlineMs] = numbers('limit-reserve', reply, 0, 7) as number[];
+  const [reused, freesAtMs, keptUntilMs, n] = numbers('limit-reserve', reply, 8, 4) as number[];
+  if (![0, 1, 2].includes(code!) || ![0, 1].includes(reused!)) throw new UnexpectedScriptReplyError('limit-reserve', reply);
   const usage = usageOf(limit, {
     nowMs: nowMs!,
     windowStartMs: windowStartMs!,
     resetsAtMs: resetsAtMs!,
     committed: committed!,
     pending: pending!,
+    overdue: 0,
     resetAtMs: null,
   });
-  return { code, deadlineMs: deadlineMs!, usage, expired: expiredAt('limit-reserve', reply, 8, n!) };
+  return {
+    code: code!,
+    id: String(reply[7]),
+    reused: reused === 1,
+    deadlineMs: deadlineMs!,
+    freesAtMs: freesAtMs! > 0 ? freesAtMs! : null,
+    keptUntilMs: keptUntilMs!,
+    usage,
+    expired: expiredAt('limit-reserve', reply, 12, n!),
+  };
 }
 
 /** limit-usage-3.lua's reply. */
 export function parseUsage(reply: readonly unknown[], limit: Limit): { usage: LimitUsage; expired: Expired[] } {
-  const [nowMs, windowStartMs, resetsAtMs, committed, pending, resetMs, n] = numbers('limit-usage', reply, 0, 7) as number[];
+  const [nowMs, windowStartMs, resetsAtMs, committed, pending, overdue, resetMs, n] = numbers('limit-usage', reply, 0, 8) as number[];
   const usage = usageOf(limit, {
     nowMs: nowMs!,
     windowStartMs: windowStartMs!,
     resetsAtMs: resetsAtMs!,
     committed: committed!,
     pending: pending!,
+    overdue: overdue!,
     resetAtMs: resetMs! < 0 ? null : resetMs!,
   });
-  return { usage, expired: expiredAt('limit-usage', reply, 7, n!) };
+  return { usage, expired: expiredAt('limit-usage', reply, 8, n!) };
 }
 
 /** limit-reset-3.lua's reply. */
@@ -189,6 +236,7 @@ export function parseReset(reply: readonly unknown[], limit: Limit): { usedBefor
     resetsAtMs: resetsAtMs!,
     committed: 0,
     pending: pending!,
+    overdue: 0,
     resetAtMs: nowMs!,
   });
   return { usedBefore: usedBefore!, usage };

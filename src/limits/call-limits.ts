@@ -103,10 +103,15 @@ export type LimitVerdict =
   | { readonly run: false; readonly revoked: true };
 
 /**
- * One call's reservations, from its reserve to its settle. Every give-back
- * here is best effort: one that fails leaves the reservation pending, and
- * the next settle of its limit finishes it (bound ones are committed, the
- * others given back), so no failure here can make a count wrong.
+ * One call's reservations, from its reserve to its settle. A reservation may
+ * be held by more than this delivery (a redelivery of the same call reuses
+ * the receipt's pending one), so one this call does not bind is never given
+ * back blindly: {@link LimitStore.settle} decides on the run's side, and
+ * keeps a share an attempt of the receipt was bound to, or is running
+ * without. Every give-back here is best effort: one that fails leaves the
+ * reservation pending, and the next settle of its limit finishes it (bound
+ * ones are committed, the others given back), so no failure here can make
+ * a count wrong.
  */
 export class LimitedCall {
   private bound: LimitReservation[] = [];
@@ -137,21 +142,31 @@ export class LimitedCall {
     if (this.refusal !== undefined) {
       const { bound } = await this.store.boundOn(this.receiptKey, this.refusedLimits);
       if (!this.refusedLimits.every((name) => bound.has(name))) {
-        await this.release();
+        // This attempt will not run: what it holds goes back without being bound to it (a settle would count it).
+        await Promise.all(this.granted.map((r) => this.store.giveBack(r).catch(() => undefined)));
         return { run: false, refusal: this.refusal };
       }
     }
-    const binds = await Promise.all(this.granted.map((r) => this.store.bind(r).then((b) => ({ r, kind: b.kind }))));
-    this.bound = binds.filter((b) => b.kind === 'bound').map((b) => b.r);
-    const unused = binds.filter((b) => b.kind !== 'bound').map((b) => b.r);
-    if (binds.some((b) => b.kind === 'revoked')) {
-      await Promise.all([this.neverStarted(), ...unused.map((r) => this.store.release(r).catch(() => undefined))]);
+    const binds = await Promise.all(this.granted.map((r) => this.store.bind(r).then((b) => ({ r, answer: b }))));
+    this.bound = binds.filter((b) => b.answer.kind === 'bound').map((b) => b.r);
+    // Counted by this very reservation: an earlier delivery of the call bound it (and may have died before its
+    // commit), so it is committed, and neither owned nor given back here.
+    const countedBySelf = binds.filter((b) => b.answer.kind === 'counted' && b.answer.by === b.r.id).map((b) => b.r);
+    // Revoked (by a settle, or by the bind that found the lifetime counted by another): nobody can bind it again.
+    const revoked = binds.filter((b) => b.answer.kind === 'revoked' || (b.answer.kind === 'counted' && b.answer.by !== b.r.id));
+    const notRunning = binds.filter((b) => b.answer.kind === 'not_running').map((b) => b.r);
+    const putBack = () => [
+      ...revoked.map(({ r }) => this.store.release(r).catch(() => undefined)),
+      ...notRunning.map((r) => this.store.settle(r).catch(() => undefined)),
+    ];
+    if (binds.some((b) => b.answer.kind === 'revoked')) {
+      await Promise.all([this.neverStarted(), ...putBack(), ...countedBySelf.map((r) => this.store.commit(r).catch(() => undefined))]);
       return { run: false, revoked: true };
     }
     // Committed while the tool runs: a commit lost here is finished by the next settle (the reservation is bound).
     this.commits = Promise.all([
-      ...this.bound.map((r) => this.store.commit(r).catch(() => undefined)),
-      ...unused.map((r) => this.store.release(r).catch(() => undefined)),
+      ...[...this.bound, ...countedBySelf].map((r) => this.store.commit(r).catch(() => undefined)),
+      ...putBack(),
     ]);
     return { run: true };
   }
@@ -164,9 +179,9 @@ export class LimitedCall {
     await Promise.all(bound.map((r) => this.store.giveBack(r).catch(() => undefined)));
   }
 
-  /** Gives back what no attempt was bound to (the claim failed, or decided anything but an execution). */
+  /** Settles what this delivery will not bind (the claim failed, or decided anything but an execution): see {@link LimitStore.settle}. */
   async release(): Promise<void> {
-    await Promise.all(this.granted.map((r) => this.store.release(r).catch(() => undefined)));
+    await Promise.all(this.granted.map((r) => this.store.settle(r).catch(() => undefined)));
   }
 
   /** Waits for the commits started at the bind, so a job does not end with writes in flight. */
@@ -191,7 +206,14 @@ function refusalOf(refused: readonly { limit: Limit; amount: number; answer: Ext
   const facts = refused.map(({ limit, amount, answer }) => ({
     onLimit: answer.why === 'exceeds_max' ? ('refuse' as const) : limit.onLimit,
     limit: limit.name,
-    text: limitRefusalText({ ...limit, limit: limit.name, amount, why: answer.why, resetsAtMs: answer.usage.resetsAtMs }),
+    text: limitRefusalText({
+      ...limit,
+      limit: limit.name,
+      amount,
+      why: answer.why,
+      resetsAtMs: answer.usage.resetsAtMs,
+      ...(answer.why === 'held' && answer.retryAtMs !== null ? { freesAtMs: answer.retryAtMs } : {}),
+    }),
     retryAtMs: answer.retryAtMs ?? answer.usage.resetsAtMs,
     nowMs: answer.usage.nowMs,
   }));

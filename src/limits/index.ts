@@ -24,6 +24,7 @@ export {
   limitBindingsRedisKey,
   limitRedisKeys,
   limitScanPattern,
+  limitIndexRedisKey,
   parseLimitRedisKey,
   type LimitKeys,
   type LimitSubject,

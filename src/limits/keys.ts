@@ -8,6 +8,7 @@
  * <that key>:due                                 sorted set: its pending reservations, by deadline
  * <that key>:done                                sorted set: its committed reservations, by window
  * <prefix>:lbd:{<tenant>|<run>}                  hash: what became of each reservation on the run's side
+ * <prefix>:lim-index                             sorted set: every count's state key, by how long it is kept
  * ```
  *
  * A tenant's limits share the tenant's hash tag and a global limit has its
@@ -63,9 +64,14 @@ export function limitBindingField(name: string): string {
   return `limit:${name}`;
 }
 
-/** SCAN pattern matching every limit key under `prefix` (state keys and their `:due` and `:done`). */
+/** SCAN pattern matching every limit key under `prefix` (state keys and their `:due` and `:done`), for `redis-cli --scan`. */
 export function limitScanPattern(prefix: string): string {
   return `${prefix}:lim:*`;
+}
+
+/** The index of every limit count under `prefix`: state keys, scored by how long their keys are kept. */
+export function limitIndexRedisKey(prefix: string): string {
+  return `${prefix}:lim-index`;
 }
 
 /** A count's scope, limit and subject, read back from its state key. */

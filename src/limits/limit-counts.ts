@@ -1,13 +1,14 @@
 /**
- * Every limit count under a prefix, found by SCAN (on every master of a
- * Cluster) and read on the server clock: what operators list (`tool-receipts
+ * Every limit count under a prefix, found through the prefix's index of
+ * counts (`./limit-index.ts`) and read on the server clock: what operators list (`tool-receipts
  * limits`, the console's counts page) without the limits' definitions, which
  * live in the workers' code. Each count's state hash keeps the `max` and
  * window length its last reserve or reset was given.
  */
-import { receiptsConnection, scanKeys, type RedisConnection } from '../redis/connection/connection.js';
+import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { defineLimit, type Limit } from './definitions.js';
-import { limitScanPattern, parseLimitRedisKey, type ParsedLimitKey } from './keys.js';
+import { parseLimitRedisKey, type ParsedLimitKey } from './keys.js';
+import { LIMIT_INDEX_READ } from './limit-index.js';
 import type { LimitStore } from './limit-store.js';
 import type { LimitUsage } from './answers.js';
 
@@ -39,24 +40,21 @@ async function storedLimit(redis: RedisConnection, redisKey: string, parsed: Par
 
 /**
  * The counts under `store`'s prefix matching `filter`, sorted by limit, then
- * tenant and run. A state hash that does not read as a count (hand-edited,
- * or a key of another shape under `lim:`) is left out.
+ * tenant and run: those its index lists (at most {@link LIMIT_INDEX_READ},
+ * every count a reserve touched while its keys are kept), so nothing walks
+ * the keyspace. A state hash that is gone, or does not read as a count
+ * (hand-edited), is left out.
  */
 export async function listLimitCounts(store: LimitStore, redis: RedisConnection, filter: LimitCountFilter = {}): Promise<LimitCount[]> {
-  const seen = new Set<string>();
   const counts: LimitCount[] = [];
-  for await (const batch of scanKeys(redis, limitScanPattern(store.prefix), 500)) {
-    for (const redisKey of batch) {
-      if (seen.has(redisKey)) continue;
-      seen.add(redisKey);
-      const parsed = parseLimitRedisKey(store.prefix, redisKey);
-      if (parsed === undefined) continue;
-      if (filter.tenantId !== undefined && parsed.tenantId !== filter.tenantId) continue;
-      if (filter.limit !== undefined && parsed.name !== filter.limit) continue;
-      const limit = await storedLimit(redis, redisKey, parsed);
-      if (limit === undefined) continue;
-      counts.push({ ...parsed, redisKey, usage: await store.usage(limit, parsed) });
-    }
+  for (const redisKey of await store.index.list()) {
+    const parsed = parseLimitRedisKey(store.prefix, redisKey);
+    if (parsed === undefined) continue;
+    if (filter.tenantId !== undefined && parsed.tenantId !== filter.tenantId) continue;
+    if (filter.limit !== undefined && parsed.name !== filter.limit) continue;
+    const limit = await storedLimit(redis, redisKey, parsed);
+    if (limit === undefined) continue;
+    counts.push({ ...parsed, redisKey, usage: await store.usage(limit, parsed) });
   }
   const order = (c: LimitCount) => [c.name, c.tenantId ?? '', c.runId ?? ''].join('\u0000');
   return counts.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));

@@ -22,6 +22,7 @@ import { storeSettings } from '../redis/settings.js';
 import type { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { unreachableErrorOf } from '../redis/connection/unreachable.js';
 import type { Limit } from './definitions.js';
+import { LimitIndex } from './limit-index.js';
 import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
 import {
   codeOf,
@@ -86,6 +87,8 @@ export class LimitStore {
   readonly reservationMs: number;
   private readonly redis: ReceiptsConnection;
   private readonly audit: AuditLog;
+  /** The index of this prefix's counts, which operators' listings read. */
+  readonly index: LimitIndex;
 
   /**
    * Throws `options.invalid` (or `redis.invalid_connection`) for options it
@@ -103,6 +106,7 @@ export class LimitStore {
     }
     this.reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
     this.audit = new AuditLog(this.redis, this.prefix);
+    this.index = new LimitIndex(this.redis, this.prefix);
   }
 
   /** The keys of `limit`'s count for `subject` (its tenant, its run, or none for a global limit). */
@@ -137,11 +141,13 @@ export class LimitStore {
     for (let round = 1; ; round++) {
       const args = [id, amount, limit.max, limit.windowMs, this.reservationMs, receiptKey, bindingsKey, limit.name, EXPIRED_PER_CALL];
       const reply = parseReserve(await this.call('limit-reserve', keyList(keys), args), limit);
+      await this.index.keep(keys.state, reply.keptUntilMs, reply.usage.nowMs, limit.windowMs);
       const now = await this.settleAll(limit, keys, reply.expired, 'skip failures');
       settled.push(...now);
       if (reply.code === 1) {
         const reservation: LimitReservation = {
-          id,
+          id: reply.id,
+          reused: reply.reused,
           limit: limit.name,
           keys,
           receiptKey,
@@ -156,8 +162,10 @@ export class LimitStore {
       }
       const givenBack = now.some((s) => s.outcome === 'given_back');
       if (reply.code === 2 || round >= RESERVE_ROUNDS || !givenBack) {
-        const why = reply.code === 2 ? 'exceeds_max' : 'full';
-        return { granted: false, why, usage: reply.usage, retryAtMs: why === 'full' ? reply.usage.resetsAtMs : null, settled };
+        if (reply.code === 2) return { granted: false, why: 'exceeds_max', usage: reply.usage, retryAtMs: null, settled };
+        const held = reply.freesAtMs !== null && reply.freesAtMs < reply.usage.resetsAtMs;
+        const retryAtMs = held ? reply.freesAtMs! : reply.usage.resetsAtMs;
+        return { granted: false, why: held ? 'held' : 'full', usage: reply.usage, retryAtMs, settled };
       }
     }
   }
@@ -202,6 +210,33 @@ export class LimitStore {
     const reply = await this.call('limit-unbind', [reservation.receiptKey, reservation.bindingsKey], bindArgs(reservation));
     const wasBound = codeOf('limit-unbind', reply, [0, 1]) === 1;
     return { wasBound, released: await this.release(reservation) };
+  }
+
+  /**
+   * Decides what becomes of a reservation its holder will not bind (the
+   * claim did not execute, or another limit refused the call), on the run's
+   * side, so that no other holder of the same reservation (a delivery of the
+   * same call that reused it) loses a share it bound or is about to bind:
+   * committed when an attempt of its receipt is bound to it, or is running
+   * without a reservation of this limit (claimed under it, its bind not yet
+   * made); otherwise revoked there and given back. The settle of a
+   * reservation past its deadline is the same decision.
+   */
+  async settle(
+    reservation: Pick<LimitReservation, 'id' | 'keys' | 'bindingsKey' | 'receiptKey' | 'bindingField' | 'bindingsKeepMs'>,
+  ): Promise<SettledReservation> {
+    const { id, keys } = reservation;
+    const reply = await this.call(
+      'limit-settle',
+      [reservation.bindingsKey, reservation.receiptKey],
+      [id, reservation.bindingsKeepMs, reservation.bindingField],
+    );
+    if (codeOf('limit-settle', reply, [0, 1, 2]) === 1) {
+      await this.commit({ id, keys });
+      return { id, outcome: 'committed' };
+    }
+    await this.release({ id, keys });
+    return { id, outcome: 'given_back' };
   }
 
   /**
@@ -287,15 +322,8 @@ export class LimitStore {
     expired: readonly Expired[],
     failures: 'throw' | 'skip failures' = 'throw',
   ): Promise<SettledReservation[]> {
-    const settleOne = async ({ id, bindingsKey }: Expired): Promise<SettledReservation> => {
-      const reply = await this.call('limit-settle', [bindingsKey], [id, this.bindingsKeepMs(limit)]);
-      if (codeOf('limit-settle', reply, [0, 1, 2]) === 1) {
-        await this.commit({ id, keys });
-        return { id, outcome: 'committed' };
-      }
-      await this.release({ id, keys });
-      return { id, outcome: 'given_back' };
-    };
+    const settleOne = (expired: Expired): Promise<SettledReservation> =>
+      this.settle({ ...expired, keys, bindingField: limitBindingField(limit.name), bindingsKeepMs: this.bindingsKeepMs(limit) });
     if (failures === 'throw') return Promise.all(expired.map(settleOne));
     const outcomes = await Promise.allSettled(expired.map(settleOne));
     return outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));

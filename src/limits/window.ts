@@ -58,17 +58,25 @@ export interface LimitRefusalFacts {
   readonly windowMs: number;
   /** What the call would have used: 1 for a count, its cost for a budget. */
   readonly amount: number;
-  /** `full`: the window is used up until it resets; `exceeds_max`: the call alone costs more than the window holds. */
-  readonly why: 'full' | 'exceeds_max';
+  /**
+   * `full`: the window is used up until it resets; `held`: shares of calls
+   * not yet started fill it, given back by {@link freesAtMs} at the latest if
+   * those calls do not run; `exceeds_max`: the call alone costs more than the
+   * window holds.
+   */
+  readonly why: 'full' | 'held' | 'exceeds_max';
   /** When the window resets, on the server clock (ms). */
   readonly resetsAtMs: number;
+  /** For `held`: when enough of those shares come back at the latest, on the server clock (ms). */
+  readonly freesAtMs?: number;
 }
 
 const SCOPE_TEXT: Readonly<Record<LimitScope, string>> = { tenant: 'per tenant', run: 'per run', global: 'for all tenants' };
 
 /**
  * The sentence a refused call answers with: which limit, what it allows, and
- * when it resets (an ISO time in UTC), or that the call can never fit. Only
+ * when it resets (an ISO time in UTC), or when the shares of calls not yet
+ * started that fill it come back at the latest, or that the call can never fit. Only
  * the team's own words go in (the limit's name and numbers), none of the
  * model's.
  */
@@ -78,5 +86,9 @@ export function limitRefusalText(facts: LimitRefusalFacts): string {
     return `This call was not run: it would use ${facts.amount} of the limit "${facts.limit}", which allows ${allows}, so it can never fit.`;
   }
   const resets = new Date(facts.resetsAtMs).toISOString();
+  if (facts.why === 'held' && facts.freesAtMs !== undefined) {
+    const frees = new Date(facts.freesAtMs).toISOString();
+    return `This call was not run: the limit "${facts.limit}" (${allows}) is taken by calls that have not started yet; if they do not run, their shares come back by ${frees} (the window resets at ${resets}).`;
+  }
   return `This call was not run: the limit "${facts.limit}" (${allows}) is used up until it resets at ${resets}.`;
 }

@@ -46,15 +46,33 @@ describe('a window of a limit', () => {
     const emails = limit();
     const usedAfter: number[] = [];
     for (let i = 0; i < 3; i++) {
-      granted(await store.reserve(emails, callOf(key, i)));
+      await store.commit(granted(await store.reserve(emails, callOf(key, i))));
       usedAfter.push((await store.usage(emails, key)).used);
     }
     expect(usedAfter).toEqual([1, 2, 3]);
     const refused = await store.reserve(emails, callOf(key, 3));
-    expect(refused).toMatchObject({ granted: false, why: 'full', usage: { used: 3, pending: 3, committed: 0, left: 0, max: 3 } });
+    expect(refused).toMatchObject({ granted: false, why: 'full', usage: { used: 3, pending: 0, committed: 3, left: 0, max: 3 } });
     if (refused.granted) return;
     expect(refused.retryAtMs).toBe(refused.usage.resetsAtMs);
     expect(limitWindow(refused.usage.nowMs, YEAR)).toEqual({ startMs: refused.usage.windowStartMs, resetsAtMs: refused.usage.resetsAtMs });
+  });
+
+  it('refused only by shares of calls not yet started: says when enough of them come back at the latest, not the reset', async () => {
+    const store = limits({ reservationMs: 60_000 });
+    const key = freshKey();
+    const emails = limit();
+    await store.commit(granted(await store.reserve(emails, callOf(key, 0))));
+    const first = granted(await store.reserve(emails, callOf(key, 1)));
+    const second = granted(await store.reserve(emails, callOf(key, 2)));
+    const refused = await store.reserve(emails, callOf(key, 3));
+    expect(refused).toMatchObject({ granted: false, why: 'held', usage: { committed: 1, pending: 2 } });
+    if (refused.granted) return;
+    // One share must come back: the first pending one's deadline, long before the year's reset.
+    expect(refused.retryAtMs).toBe(Math.min(first.deadlineMs, second.deadlineMs));
+    expect(refused.retryAtMs).toBeLessThan(refused.usage.resetsAtMs);
+    // A call costing 2 needs both pending shares back: the later deadline.
+    const two = await store.reserve(limit({ name: 'emails', max: 3, cost: () => 2 }), callOf(key, 4), 2);
+    expect(two).toMatchObject({ granted: false, why: 'held', retryAtMs: Math.max(first.deadlineMs, second.deadlineMs) });
   });
 
   it('refuses for good a call that costs more than the window holds', async () => {
@@ -105,7 +123,8 @@ describe('a window of a limit', () => {
             const result = await store.reserve(spend, callOf(key, i), cost);
             const fits = cost <= max && sum + cost <= max;
             expect({ cost, sum, granted: result.granted }).toEqual({ cost, sum, granted: fits });
-            if (!result.granted) expect(result.why).toBe(cost > max ? 'exceeds_max' : 'full');
+            // Nothing is committed: what refuses a call that could fit is shares held by calls not yet started.
+            if (!result.granted) expect(result.why).toBe(cost > max ? 'exceeds_max' : 'held');
             if (fits) sum += cost;
           }
           expect((await store.usage(spend, key)).used).toBe(sum);
@@ -148,7 +167,7 @@ describe('giving back and committing', () => {
     expect(await store.bind(b)).toEqual({ kind: 'bound' });
   });
 
-  it('a takeover of the same receipt is counted once: the second reservation finds the first and is given back', async () => {
+  it('a takeover of the same receipt is counted once: a reservation committed by the first attempt, and the second’s own, given back', async () => {
     const store = limits();
     const receipts = fixture.store();
     const key = freshKey();
@@ -156,13 +175,60 @@ describe('giving back and committing', () => {
     const first = granted(await store.reserve(emails, key));
     await receipts.claim(key, { effect: 'resumable' });
     expect(await store.bind(first)).toEqual({ kind: 'bound' });
+    expect(await store.commit(first)).toBe('committed');
     const second = granted(await store.reserve(emails, key));
+    expect(second).toMatchObject({ reused: false });
+    expect(second.id).not.toBe(first.id);
     expect(await store.bind(second)).toEqual({ kind: 'counted', by: first.id });
     expect(await store.release(second)).toBe('pending');
     expect(await store.bind(second)).toEqual({ kind: 'revoked' });
     expect(await store.bind(first)).toEqual({ kind: 'bound' });
-    expect(await store.commit(first)).toBe('committed');
     expect(await store.usage(emails, key)).toMatchObject({ committed: 1, pending: 0 });
+  });
+
+  it('a redelivery of a call whose reservation is still pending reuses it: one share, however often the call is reserved', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    // The worker that reserved died before its claim; the redelivery reserves again, and is not refused by it.
+    const dead = granted(await store.reserve(one, key));
+    const again = granted(await store.reserve(one, key));
+    expect(again).toMatchObject({ id: dead.id, reused: true });
+    expect(again.deadlineMs).toBeGreaterThanOrEqual(dead.deadlineMs);
+    expect(await store.usage(one, key)).toMatchObject({ pending: 1, used: 1 });
+    // Another call is refused by it, as by any live share.
+    expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'held' });
+    // It pays for the attempt the redelivery starts; bound before its deadline, it is committed once.
+    await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.bind(again)).toEqual({ kind: 'bound' });
+    expect(await store.commit(again)).toBe('committed');
+    expect(await store.usage(one, key)).toMatchObject({ committed: 1, pending: 0 });
+    // Committed, it is the receipt's pending one no more: a later reserve of the same call makes a new one.
+    const later = granted(await store.reserve(limit({ max: 2 }), key));
+    expect(later).toMatchObject({ reused: false });
+    expect(later.id).not.toBe(dead.id);
+  });
+
+  it('a holder that will not bind a shared reservation settles it: kept for an attempt that is bound, or running unbound; else given back', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    const held = granted(await store.reserve(one, key));
+    const waiting = granted(await store.reserve(one, key));
+    expect(waiting.id).toBe(held.id);
+    // The first delivery's claim started an attempt and has not bound it yet; the second's claim waits, and settles:
+    // the share stays, bound to the running attempt, committed; the first's own bind then finds it bound.
+    await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.settle(waiting)).toEqual({ id: held.id, outcome: 'committed' });
+    expect(await store.bind(held)).toEqual({ kind: 'bound' });
+    expect(await store.usage(one, key)).toMatchObject({ committed: 1, pending: 0 });
+    // A call with nothing running: its reservation goes back.
+    const other = callOf(key, 2);
+    const lone = granted(await store.reserve(limit({ max: 2 }), other));
+    expect(await store.settle(lone)).toEqual({ id: lone.id, outcome: 'given_back' });
+    expect(await store.bind(lone)).toEqual({ kind: 'revoked' });
   });
 
   it('a bind without a running attempt writes nothing', async () => {
@@ -228,7 +294,12 @@ describe('reservations no claim took', () => {
     const key = freshKey();
     const one = limit({ max: 1 });
     const lost = granted(await store.reserve(one, callOf(key, 1)));
-    expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', settled: [] });
+    expect(await store.reserve(one, callOf(key, 2))).toMatchObject({
+      granted: false,
+      why: 'held',
+      retryAtMs: lost.deadlineMs,
+      settled: [],
+    });
     await waitUntil(
       () => store.usage(one, key),
       (u) => u.nowMs > lost.deadlineMs,
@@ -242,6 +313,44 @@ describe('reservations no claim took', () => {
     expect(await store.bind(lost)).toEqual({ kind: 'revoked' });
     expect(await store.commit(lost)).toBe('unknown');
     expect((await store.usage(one, key)).used).toBe(1);
+  });
+
+  it('are not counted by a read once past their deadline: overdue, out of used and left, until a reserve or settle decides them', async () => {
+    const store = limits({ reservationMs: 300 });
+    const key = freshKey();
+    const two = limit({ max: 2 });
+    await store.commit(granted(await store.reserve(two, callOf(key, 1))));
+    const lost = granted(await store.reserve(two, callOf(key, 2)));
+    expect(await store.usage(two, key)).toMatchObject({ committed: 1, pending: 1, overdue: 0, used: 2, left: 0 });
+    const late = await waitUntil(
+      () => store.usage(two, key),
+      (u) => u.nowMs > lost.deadlineMs,
+      10_000,
+      'the deadline on the server clock',
+    );
+    expect(late).toMatchObject({ committed: 1, pending: 0, overdue: 1, used: 1, left: 1 });
+    expect(await store.settleExpired(two, key)).toEqual([{ id: lost.id, outcome: 'given_back' }]);
+    expect(await store.usage(two, key)).toMatchObject({ committed: 1, pending: 0, overdue: 0, used: 1, left: 1 });
+  });
+
+  it('keep their share when their call was claimed and its worker died before the bind: the settle binds it to that attempt', async () => {
+    const store = limits({ reservationMs: 300 });
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    const unbound = granted(await store.reserve(one, key));
+    await receipts.claim(key, { effect: 'opaque' }); // ...and the worker is gone before limit-bind
+    await waitUntil(
+      () => store.usage(one, key),
+      (u) => u.nowMs > unbound.deadlineMs,
+      10_000,
+      'the deadline on the server clock',
+    );
+    expect(await store.settleExpired(one, key)).toEqual([{ id: unbound.id, outcome: 'committed' }]);
+    expect(await store.usage(one, key)).toMatchObject({ committed: 1, pending: 0, left: 0 });
+    // The receipt's lifetime is counted by it: a takeover's own reservation is given back.
+    const takeover = granted(await store.reserve(limit({ max: 2 }), key));
+    expect(await store.bind(takeover)).toEqual({ kind: 'counted', by: unbound.id });
   });
 
   it('are committed when an attempt was bound to them, by a settle or the next reserve', async () => {

@@ -89,10 +89,12 @@ export const limitsSpec: CommandSpec<LimitsArgs> = {
 
 Lists every limit count under the prefix: the limit, whose count it is (a
 tenant, a run, or the whole fleet), what its current window has used
-(committed, and held by reservations whose calls may be about to run), what
-is left, its max, and when the window resets, all on the Redis server's
-clock. A count exists once a call was counted against it; its max and window
-are the ones the workers last counted it under.
+(committed, and held by reservations whose calls may be about to run; one
+past its give-back bound is not counted), what is left, its max, and when the
+window resets, all on the Redis server's clock. A count exists once a call
+was counted against it; its max and window are the ones the workers last
+counted it under. The counts are read from the prefix's index of counts (at
+most 1,000), never by walking the keyspace.
 
 --reset forgets what the current window of one count used (reservations
 still pending stay counted: their calls may be running), and records it in
