@@ -51,3 +51,4 @@ export {
   type ToolLimits,
 } from './call-limits.js';
 export { limitOfCount, listLimitCounts, type LimitCount, type LimitCountFilter } from './limit-counts.js';
+export { LimitIndex, LIMIT_INDEX_READ } from './limit-index.js';

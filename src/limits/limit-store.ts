@@ -6,7 +6,7 @@
  * counts are exact on a Redis Cluster where a tenant's limit lives in
  * another slot than its runs; docs/limits.md walks through the protocol.
  * Its answers, and the reading of the scripts' replies, are in `./answers.ts`.
- * A little over 300 lines: one method per step of the protocol, kept together
+ * Over 300 lines: one method per step of the protocol, kept together
  * so the protocol reads in one place.
  */
 import { randomBytes } from 'node:crypto';
