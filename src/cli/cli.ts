@@ -157,6 +157,12 @@ function parseCommandLine(spec: CommandSpec<unknown>, rest: readonly string[]): 
   }
 }
 
+/** The sentence for a command word no command has, naming the one closest to it (as a mistyped option gets). */
+function unknownCommand(name: string): string {
+  const meant = closestName(name, [...COMMANDS.keys()]);
+  return `unknown command ${JSON.stringify(name)}${meant === undefined ? '' : ` (did you mean ${meant}?)`}`;
+}
+
 function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
@@ -255,7 +261,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       }
       const topic = name === 'help' ? splitCommand(rest).name : undefined;
       const spec = topic === undefined ? undefined : COMMANDS.get(topic);
-      if (topic !== undefined && spec === undefined) throw new CliUsageError(`unknown command ${JSON.stringify(topic)}`);
+      if (topic !== undefined && spec === undefined) throw new CliUsageError(unknownCommand(topic));
       const asked = name === 'help' || rest.includes('--help') || rest.includes('-h');
       writeLine(asked ? io.stdout : io.stderr, spec?.help ?? mainHelp());
       if (spec) writeLine(io.stdout, `\n${CONNECTION_HELP}`);
@@ -263,9 +269,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     }
     const spec = COMMANDS.get(name);
     if (spec === undefined) {
-      throw new CliUsageError(
-        `unknown command ${JSON.stringify(name)}; the commands are ${[...COMMANDS.keys()].join(', ')} (see tool-receipts --help)`,
-      );
+      throw new CliUsageError(`${unknownCommand(name)}; the commands are ${[...COMMANDS.keys()].join(', ')} (see tool-receipts --help)`);
     }
     const { values, positionals } = parseCommandLine(spec, rest);
     json = values['json'] === true;

@@ -54,6 +54,8 @@ describe('runCli: command line', () => {
 
   it.each([
     [['frob'], 'unknown command "frob"'],
+    [['aprove', 'k'], 'unknown command "aprove" (did you mean approve?)'],
+    [['help', 'abiguous'], 'unknown command "abiguous" (did you mean ambiguous?)'],
     [['run', 'only-tenant'], 'run takes <tenant> <run>, got "only-tenant"'],
     [['show'], 'show takes <redisKey>, got none'],
     [['ambiguous', '--bogus'], 'ambiguous has no option --bogus'],
