@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import type { ReceiptRecord } from '../../src/redis/receipts/reads/record.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
-import { Capture, hasStackTrace, makeAmbiguous, spawnCli } from './support.js';
+import { Capture, hasStackTrace, makeAmbiguous, spawnCli, spawnCliIntoClosedPipe } from './support.js';
 
 const fixture = useRedis();
 
@@ -183,6 +183,17 @@ describe('the tool-receipts binary (spawned)', () => {
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(hasStackTrace(run.stderr)).toBe(false);
     expect(await store.inspect(key)).toMatchObject({ status: 'running', attempts: 2, resolvedMs: null });
+  });
+
+  it('ends quietly (exit 0, nothing on stderr) when the reader of its output has gone, as `| head -1` leaves it', async () => {
+    const store = fixture.store();
+    await makeAmbiguous(store, freshKey());
+    const { url, prefix } = fixture.handle();
+    for (const argv of [['ambiguous'], ['audit'], ['ambiguous', '--json']]) {
+      const run = await spawnCliIntoClosedPipe([...argv, '--prefix', prefix], url);
+      expect(run.stderr, argv.join(' ')).toBe('');
+      expect(run.code, argv.join(' ')).toBe(0);
+    }
   });
 
   it('show of an unknown key exits 1 with one sentence', async () => {

@@ -51,25 +51,40 @@ export interface CliRun {
   stderr: string;
 }
 
+/** How a child process runs the CLI from the sources. */
+const CLI_ENTRY = ['--import', 'tsx', 'src/cli/main.ts'];
+
+/** Runs `command` in the repository with `env`, resolving with its exit code and output (a non-zero exit too). */
+function runInRepo(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd: ROOT, env, timeout: 30_000 }, (err, stdout, stderr) => {
+      if (err && typeof err.code !== 'number') {
+        reject(err);
+        return;
+      }
+      resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
+    });
+  });
+}
+
 /** Runs the real CLI entry (`node --import tsx src/cli/main.ts …`) against `redisUrl`. */
 export function spawnCli(args: readonly string[], redisUrl?: string, extraEnv: Record<string, string> = {}): Promise<CliRun> {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extraEnv };
   delete env['REDIS_URL'];
   if (redisUrl !== undefined) env['REDIS_URL'] = redisUrl;
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', ...args],
-      { cwd: ROOT, env, timeout: 30_000 },
-      (err, stdout, stderr) => {
-        if (err && typeof err.code !== 'number') {
-          reject(err);
-          return;
-        }
-        resolve({ code: err ? (err.code as number) : 0, stdout, stderr });
-      },
-    );
-  });
+  return runInRepo(process.execPath, [...CLI_ENTRY, ...args], env);
+}
+
+/**
+ * Runs the real CLI entry with its stdout piped, in a shell, into a reader
+ * that has gone before the CLI writes anything (`| true`, as `| head -1`
+ * leaves the pipe once head has its line): its first write fails with
+ * EPIPE. `code` is the CLI's own exit code (bash's PIPESTATUS), not the
+ * reader's.
+ */
+export function spawnCliIntoClosedPipe(args: readonly string[], redisUrl: string): Promise<CliRun> {
+  const script = '"$@" | true; exit "${PIPESTATUS[0]}"';
+  return runInRepo('bash', ['-c', script, 'cli', process.execPath, ...CLI_ENTRY, ...args], { ...process.env, REDIS_URL: redisUrl });
 }
 
 /** True when text looks like it carries a stack trace. */
