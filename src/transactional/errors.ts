@@ -7,11 +7,11 @@
 import { ToolReceiptsError } from '../core/errors.js';
 import { DEFAULT_OUTCOME_SCHEMA, DEFAULT_OUTCOME_TABLE, type OutcomeTable } from './table.js';
 
-/** The command that creates `target`, as an operator would type it. */
-export function migrateCommand(target: Pick<OutcomeTable, 'schema' | 'table'>): string {
+/** The command that creates `target`, as an operator would type it: with `url` when it is known (passwords masked), else `<url>`. */
+export function migrateCommand(target: Pick<OutcomeTable, 'schema' | 'table'>, url = '<url>'): string {
   const schema = target.schema === DEFAULT_OUTCOME_SCHEMA ? '' : ` --schema ${target.schema}`;
   const table = target.table === DEFAULT_OUTCOME_TABLE ? '' : ` --table ${target.table}`;
-  return `tool-receipts migrate --postgres <url>${schema}${table}`;
+  return `tool-receipts migrate --postgres ${url}${schema}${table}`;
 }
 
 /** The identity of an attempt that is not one: an empty or oversized receipt key or epoch, an attempt number below 1. Nothing was written. */
@@ -27,8 +27,9 @@ export class OutcomeTableMissingError extends ToolReceiptsError {
   /** `tool-receipts migrate --postgres <url>` with the flags this table needs. */
   readonly command: string;
 
-  constructor(target: OutcomeTable) {
-    const command = migrateCommand(target);
+  /** `url`: the database's URL as shown to an operator (password masked), when the caller knows it. */
+  constructor(target: OutcomeTable, url?: string) {
+    const command = migrateCommand(target, url);
     super(`the outcome table ${target.schema}.${target.table} does not exist; create it with: ${command}`);
     this.table = `${target.schema}.${target.table}`;
     this.command = command;

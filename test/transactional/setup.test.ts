@@ -207,9 +207,17 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
       const { error } = JSON.parse(run.stderr) as { error: { code: string; message: string } };
       expect(error.code).toBe('transactional.table_mismatch');
       expect(error.message).toContain('column attempt is missing');
-      const check = await cli(['migrate', '--check', '--postgres', postgres.url, '--schema', freshSchema()]);
+    });
+
+    it('--check on a database without the table prints the command to run, with the URL it was given, password masked', async () => {
+      const schema = freshSchema();
+      const withPassword = new URL(postgres.url);
+      withPassword.password = 's3cret';
+      const check = await cli(['migrate', '--check', '--postgres', withPassword.href, '--schema', schema]);
       expect(check.code).toBe(1);
-      expect(check.stderr).toContain('tool-receipts migrate --postgres <url> --schema');
+      withPassword.password = '***';
+      expect(check.stderr).toContain(`create it with: tool-receipts migrate --postgres ${withPassword.href} --schema ${schema}\n`);
+      expect(check.stderr).not.toContain('s3cret');
     });
 
     it('refuses a bad command line with exit 2, and an unreachable database with exit 1 and its own code, password masked', async () => {

@@ -8,6 +8,7 @@ import { ToolReceiptsError } from '../../core/errors.js';
 import { InvalidOptionsError } from '../../core/options.js';
 import { applyOutcomeTable, checkOutcomeTable } from '../../transactional/setup.js';
 import { pgDatabase } from '../../transactional/pg.js';
+import { OutcomeTableMissingError } from '../../transactional/errors.js';
 import { outcomeTable, type OutcomeTable } from '../../transactional/table.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandSpec, type OfflineCommandContext } from '../command.js';
 import { CliUsageError, PostgresCommandError } from '../errors.js';
@@ -64,7 +65,10 @@ export async function migrateCommand({ out, args }: OfflineCommandContext<Migrat
   const name = `${args.target.schema}.${args.target.table}`;
   try {
     if (args.check) {
-      await checkOutcomeTable(db);
+      await checkOutcomeTable(db).catch((error: unknown) => {
+        // The operator gave the URL: the command to run next names it rather than `<url>`.
+        throw error instanceof OutcomeTableMissingError ? new OutcomeTableMissingError(args.target, shownUrl(args.url)) : error;
+      });
       if (args.json) writeJson(out, { table: name, ok: true });
       else writeLine(out, `The outcome table ${name} is as transactional tools need it.`);
       return 0;
