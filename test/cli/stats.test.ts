@@ -161,6 +161,25 @@ describe('stats', () => {
     expect(JSON.parse(json.text)).toMatchObject({ prefix: store.prefix, tenantId: 'acme', total: 2, runs: 1, ambiguous: 1 });
   });
 
+  it('counts transactional receipts under transactional, from the counting sets as from the scan', async () => {
+    const store = fixture.store({ prefix: `${fixture.handle().prefix}sx${randomBytes(3).toString('hex')}` });
+    const key = { tenantId: 'acme', runId: 'r1', toolName: 'create_ticket', argsHash: 'a' };
+    const { fence } = await store.claim(key, { effect: 'transactional' });
+    await store.complete(key, fence!, { ticket: 7 });
+    await store.claim({ ...key, argsHash: 'b' }, { effect: 'transactional' });
+
+    const counted = await store.stats();
+    expect(counted.byStatusAndEffect).toEqual([
+      { status: 'completed', effect: 'transactional', count: 1 },
+      { status: 'running', effect: 'transactional', count: 1 },
+    ]);
+    expect((await store.stats({ scan: true })).byStatusAndEffect).toEqual(counted.byStatusAndEffect);
+    const human = new Capture();
+    await statsCommand({ store, redis: fixture.connect(), out: human, args: { json: false } });
+    expect(human.text).toMatch(/\ncompleted\s+transactional\s+1\n/);
+    expect(human.text).toMatch(/\nrunning\s+transactional\s+1\n/);
+  });
+
   it('parses --tenant and refuses an empty one or a positional', () => {
     expect(statsSpec.parse({ tenant: 'acme', json: true }, [])).toEqual({ tenantId: 'acme', json: true });
     expect(statsSpec.parse({ scan: true }, [])).toEqual({ json: false, scan: true });

@@ -9,7 +9,6 @@
 import { receiptsConnection, scanKeys, type RedisConnection } from '../connection/connection.js';
 import { zrange } from '../connection/clients/commands.js';
 import type { ReceiptStatus } from '../errors.js';
-import type { EffectResumability } from '../../core/decision.js';
 import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from '../keys.js';
 import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './counts.js';
 import type { RunRegistry } from './registry.js';
@@ -26,7 +25,7 @@ function parseTally(reply: unknown): RunTally {
   const r = reply as (string | number)[];
   const pairs: ReceiptCount[] = [];
   for (let i = 4; i + 2 < r.length; i += 3) {
-    pairs.push({ status: String(r[i]) as ReceiptStatus, effect: String(r[i + 1]) as EffectResumability, count: Number(r[i + 2]) });
+    pairs.push({ status: String(r[i]) as ReceiptStatus, effect: String(r[i + 1]) as ReceiptCount['effect'], count: Number(r[i + 2]) });
   }
   return { nowMs: Number(r[0]), ambiguous: Number(r[2]), oldestAmbiguousSinceMs: Number(r[3]), pairs };
 }

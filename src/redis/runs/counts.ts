@@ -6,7 +6,7 @@
  * receipts, and one read-only script per run returns its counts, so no
  * receipt is read and the keyspace is never walked.
  */
-import type { EffectResumability } from '../../core/decision.js';
+import type { ReceiptEffect } from '../../core/decision.js';
 import { isCluster, receiptsConnection, type RedisConnection } from '../connection/connection.js';
 import { corruptReceiptErrorOf, type ReceiptStatus } from '../errors.js';
 import { decodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
@@ -18,7 +18,12 @@ import { serverTimeMs as timeOf } from '../connection/clients/commands.js';
 /** Receipts of one status and effect. */
 export interface ReceiptCount {
   readonly status: ReceiptStatus;
-  readonly effect: EffectResumability;
+  /**
+   * The effect the receipts record. `''` only from a count that read every
+   * receipt (`scan`), for one without an effect field; the counting sets
+   * keep such a receipt (none this package writes) with the transactional ones.
+   */
+  readonly effect: ReceiptEffect | '';
   readonly count: number;
 }
 
@@ -112,8 +117,12 @@ export function serverTimeMs(redis: RedisConnection): Promise<number> {
 }
 
 const STATUSES: readonly ReceiptStatus[] = ['running', 'completed', 'failed'];
-/** A band's effect; '' stands for a receipt whose effect field is missing, as the scan reports it. */
-const EFFECTS = ['resumable', 'opaque', ''] as unknown as readonly EffectResumability[];
+/**
+ * A band's effect (lua/includes/count-score.lua): resumable, opaque, and a
+ * third band for every other effect, which only transactional receipts
+ * record (a receipt with no effect at all, which nothing writes, lands there too).
+ */
+const EFFECTS: readonly ReceiptEffect[] = ['resumable', 'opaque', 'transactional'];
 
 /** A count-run reply, or `undefined` when the run's counting set is gone. */
 function parseCountReply(reply: unknown): RunTally | undefined {
