@@ -9,6 +9,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { ToolCallOutcome } from '../../src/bullmq/index.js';
+import type { TurnResult } from '../../src/client/index.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
@@ -123,6 +125,38 @@ describe('links in README.md and docs/', () => {
     );
     expect([...slugs]).toEqual(['runbook-an-ambiguous-call-at-3-am', 'counting-everything-tool-receipts-stats', 'notes', 'notes-1']);
   });
+});
+
+/** Every outcome a job's result block can carry; a compile error below names one the list leaves out. */
+const JOB_OUTCOMES = ['executed', 'replayed', 'failed', 'rejected', 'ambiguous', 'denied'] as const satisfies readonly ToolCallOutcome[];
+/** What `submit` with `approvals: 'return'` gives the calls of a turn parked for approval, besides those. */
+const PARKED_OUTCOMES = ['awaiting_approval', 'pending'] as const satisfies readonly TurnResult['outcome'][];
+type Unlisted = Exclude<TurnResult['outcome'], (typeof JOB_OUTCOMES)[number] | (typeof PARKED_OUTCOMES)[number]>;
+const everyOutcomeListed: [Unlisted] extends [never] ? true : Unlisted = true;
+
+describe('lists of outcomes', () => {
+  /** The paragraphs (prose and list items, code blocks left out) naming `executed`, `replayed` and another outcome: lists of them. */
+  const lists = pages.flatMap((page) =>
+    read(page)
+      .replace(/^```[\s\S]*?^```$/gm, '')
+      .split(/\n\s*\n|\n(?=\s*[-|] )/)
+      .filter((paragraph) => JOB_OUTCOMES.filter((o) => paragraph.includes(`\`${o}\``)).length >= 3 && paragraph.includes('`replayed`'))
+      .map((paragraph) => ({ page, paragraph })),
+  );
+
+  it('are found where the job result and the spans are described', () => {
+    expect(everyOutcomeListed).toBe(true);
+    expect(new Set(lists.map((l) => l.page))).toEqual(new Set(['README.md', 'docs/worker.md', 'docs/observability.md']));
+  });
+
+  it.each(lists.map((l) => [`${l.page}: ${l.paragraph.trim().slice(0, 60)}…`, l] as const))(
+    '%s names every outcome',
+    (_name, { page, paragraph }) => {
+      for (const outcome of JOB_OUTCOMES) expect(paragraph, outcome).toContain(`\`${outcome}\``);
+      // Where the result blocks are described, so are the parked turn's (a span of a parked call ends `waited` instead).
+      if (page !== 'docs/observability.md') for (const outcome of PARKED_OUTCOMES) expect(paragraph, outcome).toContain(`\`${outcome}\``);
+    },
+  );
 });
 
 describe('code blocks that are example files', () => {
