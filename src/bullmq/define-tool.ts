@@ -248,13 +248,23 @@ function unsupportedSchema(input: unknown): string | undefined {
 }
 
 /**
+ * A {@link ToolSpec} of any effect but `transactional`, which needs a
+ * `database` ({@link TransactionalToolSpec}): so `effect: 'transactional'`
+ * without one does not compile.
+ */
+export type NonTransactionalToolSpec<S extends z.ZodType> = ToolSpec<S> & { readonly effect: Exclude<ToolEffect, 'transactional'> };
+
+/**
  * Declare a tool once. Flags resolve with MCP's defaults: a tool that is not
  * read-only counts as destructive unless it says otherwise, and a read-only
  * tool is idempotent. Explicit `destructive` / `idempotent` / `readOnly` win
- * over annotation hints.
+ * over annotation hints. A tool already defined (or spread into a new spec,
+ * `defineTool({ ...tool, parallel: true })`) is taken as it is, its effect
+ * checked again when it is defined.
  */
 export function defineTool<S extends z.ZodType, Tx>(spec: TransactionalToolSpec<S, Tx>): ToolDefinition<S>;
-export function defineTool<S extends z.ZodType>(spec: ToolSpec<S>): ToolDefinition<S>;
+export function defineTool<S extends z.ZodType>(spec: ToolDefinition<S>): ToolDefinition<S>;
+export function defineTool<S extends z.ZodType>(spec: NonTransactionalToolSpec<S>): ToolDefinition<S>;
 export function defineTool<S extends z.ZodType>(given: ToolSpec<S> | TransactionalToolSpec<S, any>): ToolDefinition<S> {
   // A transactional spec is a ToolSpec whose execute also receives ctx.tx (the wrapper passes it).
   const spec = given as ToolSpec<S>;

@@ -9,6 +9,7 @@ export {
   InvalidToolDefinitionError,
   ToolSchemaUnsupportedError,
   type ToolSpec,
+  type NonTransactionalToolSpec,
   type ToolDefinition,
   type AnyToolDefinition,
   type ToolContext,

@@ -111,7 +111,9 @@ export const RECONCILE_SWEEP_SCHEMA = TOOL_RECEIPTS_SCHEMA;
 /**
  * Options of {@link withToolReceipts}. With `resultStore` set, results over
  * `offloadThresholdChars` are stored there and the model gets a preview, and
- * the page-back tool `ReadToolResult` is registered automatically.
+ * the page-back tool `ReadToolResult` is registered automatically. An option
+ * given as `undefined` counts as left out (so `prefix: process.env.PREFIX`
+ * compiles under `exactOptionalPropertyTypes`).
  */
 export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptions {
   /**
@@ -121,11 +123,11 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
   readonly redis: RedisConnection;
   readonly tools: Iterable<AnyToolDefinition>;
   /** Key prefix of receipts and breaker counters; default `trc`. */
-  readonly prefix?: string;
+  readonly prefix?: string | undefined;
   /** Receipt lease; heartbeats extend it every third. Default 30 s. */
-  readonly leaseMs?: number;
+  readonly leaseMs?: number | undefined;
   /** How long settled receipts are kept. Default 24 h. */
-  readonly retentionMs?: number;
+  readonly retentionMs?: number | undefined;
   /**
    * Wait for Redis replicas (`WAIT`) or AOF fsyncs (`aof`, `WAITAOF`) to
    * acknowledge a call's claim before its effect starts, and its settle
@@ -137,7 +139,7 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * unrecoverably. Off by default: see docs/redis.md for what each mode
    * survives.
    */
-  readonly durability?: DurabilityOptions;
+  readonly durability?: DurabilityOptions | undefined;
   /**
    * Group commit (default `true`): the claims and completes of this worker's
    * jobs that meet in one tick go to Redis as one script call, each decided
@@ -145,7 +147,7 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * at once, so a worker running one job at a time pays nothing. `false`
    * sends each on its own. See docs/performance.md.
    */
-  readonly groupCommit?: boolean;
+  readonly groupCommit?: boolean | undefined;
   /**
    * The layout the receipts this worker creates are written in: `2` (the
    * default) or `4`, the same receipt without the fields `tenant`, `run`,
@@ -156,47 +158,47 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * names, so its CLI cannot show or resolve it (see docs/upgrading.md).
    * Anything but `2` or `4` is refused (`options.invalid`).
    */
-  readonly receiptLayout?: ReceiptLayout;
-  readonly logger?: Logger;
+  readonly receiptLayout?: ReceiptLayout | undefined;
+  readonly logger?: Logger | undefined;
   /**
    * Digest of the canonical arguments. Default {@link sha256Digest}; a
    * multi-tenant deployment should pass `hmacSha256Digest(secret)`.
    */
-  readonly digest?: DigestFn;
+  readonly digest?: DigestFn | undefined;
   /** `fail` (default): the job fails unrecoverably. `report`: the model gets an error result saying the outcome is unknown. */
-  readonly onAmbiguous?: 'fail' | 'report';
+  readonly onAmbiguous?: 'fail' | 'report' | undefined;
   /** Random extra delay, up to this many ms, when a job waits for a live attempt. Default 250. */
-  readonly waitJitterMs?: number;
+  readonly waitJitterMs?: number | undefined;
   /**
    * Longest delay before a waiting job looks again, even when the live
    * attempt's lease has longer to run. Default 2 s.
    */
-  readonly maxWaitMs?: number;
+  readonly maxWaitMs?: number | undefined;
   /** Names this worker on the receipts it claims. Default host:pid:random. */
-  readonly owner?: string;
+  readonly owner?: string | undefined;
   /**
    * The longest each receipts command (claim, complete, heartbeat, breaker,
    * reconcile) may go without a reply, whatever the client. Default 5 s; see
    * `ReceiptStoreOptions.commandTimeoutMs`.
    */
-  readonly commandTimeoutMs?: number;
-  readonly events?: ToolReceiptsEvents;
+  readonly commandTimeoutMs?: number | undefined;
+  readonly events?: ToolReceiptsEvents | undefined;
   /**
    * Tool names (exact, case-insensitive; a trailing `*` matches a prefix)
    * treated as destructive whatever the tools or their annotations say.
    */
-  readonly destructiveTools?: readonly string[];
+  readonly destructiveTools?: readonly string[] | undefined;
   /** Proposes corrected arguments for invalid, non-destructive calls. */
-  readonly reshaper?: Reshaper;
+  readonly reshaper?: Reshaper | undefined;
   /** Reshaper answers to try per call. Default 2. */
-  readonly maxRepairAttempts?: number;
+  readonly maxRepairAttempts?: number | undefined;
   /** The model that wrote the calls, passed to the reshaper. */
-  readonly backendModel?: string;
+  readonly backendModel?: string | undefined;
   /**
    * Told every call's milestones: pass `toolReceiptsOtel()` from
    * `bullmq-tool-receipts/otel` for OpenTelemetry spans and metrics. Default: nothing observed.
    */
-  readonly telemetry?: ToolCallObserver;
+  readonly telemetry?: ToolCallObserver | undefined;
   /**
    * Limits the whole fleet keeps, counted at the execution: each covers the
    * tools it names (or all), per tenant, per run or globally (see
@@ -204,11 +206,11 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * tool's own limits go on `defineTool({ limits })`. Checked here, once:
    * `options.invalid` names the field of one that cannot work.
    */
-  readonly limits?: readonly LimitDefinition[];
+  readonly limits?: readonly LimitDefinition[] | undefined;
   /**
    * How long a limit's reservation waits for its claim before it may be
    * given back (a worker died between the two). Default 30 s; see
    * `LimitStoreOptions.reservationMs`.
    */
-  readonly limitReservationMs?: number;
+  readonly limitReservationMs?: number | undefined;
 }

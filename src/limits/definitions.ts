@@ -31,6 +31,14 @@ export type OnLimit = 'refuse' | 'wait';
 export const MAX_LIMIT_WINDOW_MS = 366 * 86_400_000;
 
 /**
+ * What one call costs of a limit, from its arguments. Checked as a method
+ * is (either way round), so a cost typed for one tool's arguments still
+ * fits a list of limits of unknown arguments, while a cost for other
+ * arguments than a tool's is refused on that tool.
+ */
+export type LimitCost<Args> = { cost(args: Args): number }['cost'];
+
+/**
  * One limit, as given in `limits: [...]`: at most `max` per `per` every
  * `windowMs`, counted in calls, or in `cost` units when a cost is given.
  *
@@ -60,25 +68,27 @@ export interface LimitDefinition<Args = unknown> {
   /**
    * What one call costs, from its arguments, in the team's own unit (cents,
    * tokens): a whole number, 0 or more (a call costing 0 is not limited).
-   * Left out, every call costs 1, and `max` counts calls. Written as a
-   * method so a cost typed for one tool's arguments still fits a list of
-   * limits.
+   * Left out (or `undefined`), every call costs 1, and `max` counts calls.
    */
-  cost?(args: Args): number;
-  /** The tools it covers, by name; left out, every tool. */
-  tools?: readonly string[];
+  cost?: LimitCost<Args> | undefined;
+  /** The tools it covers, by name; left out (or `undefined`), every tool. */
+  tools?: readonly string[] | undefined;
   /** What a call that does not fit does. Default `'refuse'`. */
-  onLimit?: OnLimit;
+  onLimit?: OnLimit | undefined;
 }
 
-/** A checked {@link LimitDefinition}, with its defaults filled in. */
-export interface Limit {
+/**
+ * A checked {@link LimitDefinition}, with its defaults filled in. It is a
+ * definition too: `defineLimit`'s result goes into `limits: [...]` as it is,
+ * and `Args` (what its cost reads) must fit the arguments of the tools it is given to.
+ */
+export interface Limit<Args = unknown> extends LimitDefinition<Args> {
   readonly name: string;
   readonly per: LimitScope;
   readonly max: number;
   readonly windowMs: number;
   /** The cost function as given; `undefined` when every call costs 1. */
-  readonly cost: ((args: unknown) => number) | undefined;
+  readonly cost: LimitCost<Args> | undefined;
   /** `undefined` for every tool. */
   readonly tools: readonly string[] | undefined;
   readonly onLimit: OnLimit;
@@ -155,9 +165,15 @@ export function checkLimits(value: unknown, site: OptionSite): Limit[] {
 /** The rule of a `limits` option, for an entry point's schema (see {@link checkLimits}). */
 export const limitsOption: OptionRule = { check: (value, site) => void checkLimits(value, site) };
 
-/** One limit checked on its own (see {@link checkLimits}); throws `options.invalid` naming the field. */
-export function defineLimit<Args = unknown>(definition: LimitDefinition<Args>): Limit {
-  return checked('defineLimit', definition, 'limit');
+/**
+ * One limit checked on its own (see {@link checkLimits}); throws
+ * `options.invalid` naming the field. `Args` is what `cost` reads, given
+ * (`defineLimit<{ cents: number }>(…)`) or taken from the type of `cost`'s
+ * parameter; the limit keeps it, so on a tool whose input is something else
+ * (`defineTool({ input, limits: [limit] })`) it does not compile.
+ */
+export function defineLimit<Args = unknown>(definition: LimitDefinition<Args>): Limit<Args> {
+  return checked('defineLimit', definition, 'limit') as Limit<Args>;
 }
 
 /** The limits among `limits` that cover the tool `toolName`, in their order. */

@@ -14,6 +14,7 @@ export {
   limitsOfTool,
   MAX_LIMIT_WINDOW_MS,
   type Limit,
+  type LimitCost,
   type LimitDefinition,
   type LimitScope,
   type OnLimit,

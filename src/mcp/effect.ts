@@ -30,7 +30,8 @@ export interface McpEffectOverride {
 /** The flags `defineTool` takes, resolved for one MCP tool. */
 export interface ResolvedMcpEffect {
   readonly effectClass: McpEffectClass;
-  readonly effect: ToolEffect;
+  /** Never `transactional`: an MCP server's tool writes nothing to the team's own database. */
+  readonly effect: Exclude<ToolEffect, 'transactional'>;
   readonly readOnly: boolean;
   readonly idempotent: boolean;
   readonly destructive: boolean;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DuplicateToolNameError } from '../../src/repair/index.js';
 import { defineTool, InvalidToolDefinitionError, toolListForModel, withToolReceipts } from '../../src/bullmq/index.js';
+import { costOf, defineLimit, type Limit } from '../../src/limits/index.js';
 
 const base = { input: z.object({ q: z.string() }), effect: 'opaque' as const, execute: () => 'ok' };
 
@@ -72,6 +73,28 @@ describe('defineTool', () => {
       keyWindowMs: 86_400_000,
     });
     expect(defineTool({ name: 'mail', ...base, reconcile, reconcileTimeoutMs: 500 }).reconcileTimeoutMs).toBe(500);
+  });
+
+  // The `@ts-expect-error` lines are checked by `npm run typecheck`: each must be a compile error.
+  it('refuses effect "transactional" without a database, at compile time and at run time', () => {
+    expect(() =>
+      // @ts-expect-error a transactional tool needs `database`
+      defineTool({ name: 'file_ticket', ...base, effect: 'transactional' }),
+    ).toThrow(/effect "transactional" needs database/);
+    const defined = defineTool({ name: 'search', ...base });
+    // A tool already defined, spread into a new spec, is still taken as it is.
+    expect(defineTool({ ...defined, name: 'search_again', parallel: true }).parallel).toBe(true);
+  });
+
+  it("keeps a limit's argument type: its cost must read the input of the tool it is given to", () => {
+    const spend = defineLimit<{ cents: number }>({ name: 'spend', per: 'run', max: 100, windowMs: 60_000, cost: (args) => args.cents });
+    const calls = defineLimit({ name: 'calls', per: 'tenant', max: 10, windowMs: 60_000 });
+    const buy = defineTool({ name: 'buy', ...base, input: z.object({ cents: z.number() }), limits: [spend, calls] });
+    // @ts-expect-error `spend` reads `cents`, which send_email's input has not
+    defineTool({ name: 'send_email', ...base, input: z.object({ to: z.string() }), limits: [spend] });
+    const checked: readonly Limit[] = [spend, calls]; // a list of limits of any arguments takes it
+    expect(buy.limits).toEqual([spend, calls]);
+    expect(costOf(checked[0]!, { cents: 42 })).toBe(42);
   });
 
   it('exports each tool as JSON Schema for the model', () => {

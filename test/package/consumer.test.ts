@@ -3,8 +3,9 @@
  * scratch apps next to their own bullmq, ioredis and zod (the newest of bullmq
  * 6 + ioredis 6, and of bullmq 5 + ioredis 5, each with zod 4). Each app
  * typechecks a worker and the front page's worker + producer
- * (examples/quickstart.ts; strict, NodeNext; the bullmq 6 app also every
- * TypeScript block of README.md and docs/*.md), runs one real job through a
+ * (examples/quickstart.ts; strict with exactOptionalPropertyTypes, NodeNext;
+ * the bullmq 6 app also every TypeScript block of README.md and
+ * docs/*.md), runs one real job through a
  * real Worker (executed, then replayed), runs the quick start end to end, and
  * loads every entry with require(). A third app has bullmq 6 and node-redis 6
  * and no ioredis at all: it typechecks and runs a worker whose receipts and
@@ -234,7 +235,7 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
     for (const [dep, dirs] of Object.entries(copies)) expect(dirs, `copies of ${dep}`).toHaveLength(1);
   });
 
-  it(`typechecks the worker, the quick start${name === README_APP ? ' and every TypeScript block of README.md and docs/' : ''} (strict, NodeNext)`, () => {
+  it(`typechecks the worker, the quick start${name === README_APP ? ' and every TypeScript block of README.md and docs/' : ''} (strict, exactOptionalPropertyTypes, NodeNext)`, () => {
     expect(outcome().typecheck.stdout + outcome().typecheck.stderr).toBe('');
     expect(outcome().typecheck.code).toBe(0);
   });
@@ -300,7 +301,7 @@ describe('a scratch app on bullmq 6 + node-redis 6, without ioredis', () => {
     for (const dep of ['redis', 'bullmq', 'bullmq-tool-receipts']) expect(copies[dep], `copies of ${dep}`).toHaveLength(1);
   });
 
-  it('typechecks a worker with a node-redis client for the receipts (strict, NodeNext)', () => {
+  it('typechecks a worker with a node-redis client for the receipts (strict, exactOptionalPropertyTypes, NodeNext)', () => {
     expect(outcome().typecheck.stdout + outcome().typecheck.stderr).toBe('');
     expect(outcome().typecheck.code).toBe(0);
   });

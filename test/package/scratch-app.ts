@@ -121,6 +121,8 @@ export async function scratchApp(
       moduleResolution: 'NodeNext',
       strict: true,
       noUncheckedIndexedAccess: true,
+      // The strictest optional properties a user may turn on: the README's and docs' blocks compile under them too.
+      exactOptionalPropertyTypes: true,
       skipLibCheck: false,
       types: ['node'],
       typeRoots: [path.join(repoRoot, 'node_modules/@types')],
