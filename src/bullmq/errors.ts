@@ -3,7 +3,8 @@
  * call) and how an error becomes unrecoverable.
  */
 import { UnrecoverableError } from 'bullmq';
-import { ToolReceiptsError } from '../core/errors.js';
+import { carryToolReceiptsError, ToolReceiptsError } from '../core/errors.js';
+import type { ToolReceiptsErrorCode } from '../core/error-codes.js';
 import { InvalidOptionsError } from '../core/options.js';
 import type { FailureTier } from '../core/tiers.js';
 import type { ToolResultBlock } from '../core/job-data.js';
@@ -91,12 +92,11 @@ export const InvalidToolReceiptsOptionsError = InvalidOptionsError;
 export type InvalidToolReceiptsOptionsError = InvalidOptionsError;
 
 /**
- * BullMQ's UnrecoverableError, carrying our typed error as `cause` and its
- * code at the front of the message (BullMQ keeps only the message as the
- * job's `failedReason`).
+ * BullMQ's UnrecoverableError standing for our typed error: its `code`, the
+ * error as `cause`, and the code at the front of the message (BullMQ keeps
+ * only the message as the job's `failedReason`). It is what a Worker's
+ * `failed` listeners get, and `instanceof ToolReceiptsError` holds for it.
  */
-export function unrecoverable(cause: ToolReceiptsError): UnrecoverableError {
-  const error = new UnrecoverableError(`${cause.code}: ${cause.message}`);
-  (error as { cause?: unknown }).cause = cause;
-  return error;
+export function unrecoverable(cause: ToolReceiptsError): UnrecoverableError & { readonly code: ToolReceiptsErrorCode } {
+  return carryToolReceiptsError(new UnrecoverableError(`${cause.code}: ${cause.message}`), cause);
 }

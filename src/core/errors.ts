@@ -4,6 +4,9 @@
  */
 import type { ToolReceiptsErrorCode } from './error-codes.js';
 
+/** Errors of another library's class that stand for one of this package's (see {@link carryToolReceiptsError}). */
+const carriers = new WeakSet<object>();
+
 /**
  * The base of every error this package throws on purpose.
  *
@@ -21,6 +24,32 @@ export abstract class ToolReceiptsError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
+
+  /**
+   * `error instanceof ToolReceiptsError` holds for the package's errors, and
+   * also for an error that must be of another library's class but stands for
+   * one of them, with its `code` and the error itself as `cause`: the BullMQ
+   * `UnrecoverableError` a job fails with when it must not be retried. A
+   * subclass (`instanceof AmbiguousToolCallError`) matches its own instances only.
+   */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    return this === ToolReceiptsError && typeof value === 'object' && value !== null && carriers.has(value);
+  }
+}
+
+/**
+ * Makes `carrier`, an error of another library's class, stand for `error`:
+ * it gets `error`'s `code`, keeps `error` as its `cause`, and is a
+ * `ToolReceiptsError` to `instanceof` from then on.
+ */
+export function carryToolReceiptsError<E extends Error>(
+  carrier: E,
+  error: ToolReceiptsError,
+): E & { readonly code: ToolReceiptsErrorCode } {
+  Object.assign(carrier, { code: error.code, cause: error });
+  carriers.add(carrier);
+  return carrier as E & { readonly code: ToolReceiptsErrorCode };
 }
 
 /**
