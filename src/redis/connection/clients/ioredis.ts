@@ -1,6 +1,8 @@
 /**
  * The adapter for ioredis 5 and 6 (`Redis` and `Cluster`), recognised by
  * behaviour so the user's own copy of ioredis, whichever major, fits.
+ * Over 300 lines: the sender (which commands ioredis wrote, and those held
+ * back until it may) and the three adapters on it, kept together so they stay alike.
  */
 import clusterKeySlot from 'cluster-key-slot';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
@@ -33,7 +35,9 @@ export interface IoredisClient {
   readonly status: string;
   call(command: string, args: (string | Buffer | number)[]): Promise<unknown>;
   pipeline(): unknown;
-  on(event: 'close' | 'ready', listener: () => void): unknown;
+  on(event: 'close' | 'ready' | 'end', listener: () => void): unknown;
+  /** Starts connecting a client made with `lazyConnect` (status `wait`), as its first command would. */
+  connect?(): Promise<unknown>;
 }
 
 interface Pipeline {
@@ -75,33 +79,61 @@ function dropsHeld(error: unknown): boolean {
 /** ioredis' refusals made before writing anything: the offline queue is disabled and there is no connection. */
 const REFUSED_UNWRITTEN = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
 
+/** A command this sender holds back while its client has no connection (see {@link IoredisSender}). */
+interface HeldCommand {
+  /** Gives it to ioredis, now that the client is ready. */
+  release(): void;
+  /** Fails it as never sent: the client was closed for good. */
+  drop(): void;
+}
+
 /**
  * Sends the commands of one ioredis client (a `Redis`, or a `Cluster` at its
- * own level) and tells which it never wrote. A command issued while the
- * client is not connected waits in ioredis' offline queue and is written
- * only once the client is next `ready`, so one that fails before then never
- * left. A deadline runs from the moment a command may have been written:
- * from the call when the client is connected, else from its next `ready`.
- * A command held back until then is bounded by ioredis itself
- * (`maxRetriesPerRequest`, `enableOfflineQueue`), as it may still be
- * written later and cannot be taken back. On a Cluster, a command the
- * cluster passed to a node that then held it back counts as sent.
+ * own level) and tells which it never wrote. With a deadline (every store's
+ * connection has one), a command issued while the client has no connection
+ * (never connected yet, or reconnecting) is held here, not handed to
+ * ioredis: ioredis would keep it in its offline queue and write it at its
+ * next `ready` even after rejecting it (its own `commandTimeout` leaves it
+ * queued), so it could never be called unsent. Held here, it goes to ioredis
+ * at the client's next `ready`; when the deadline passes first, or the
+ * client is closed for good (`end`), it fails as never sent, and it is then
+ * never written. Once given to ioredis, the deadline runs again from that
+ * moment, when it may be written. With `enableOfflineQueue: false` nothing
+ * is held: ioredis refuses such a command itself, unwritten. Without a
+ * deadline a command goes to ioredis at once, and one ioredis drops from
+ * its offline queue (`maxRetriesPerRequest`, a closed client) without ever
+ * being ready in between never left. On a Cluster, a command the cluster
+ * passed to a node that then held it back counts as sent.
  */
 class IoredisSender {
   private readies = 0;
-  /** Deadlines of held commands, started at the next `ready` (when ioredis writes them). */
+  /** Deadlines of commands ioredis holds, started at the next `ready` (when ioredis writes them). */
   private readonly armOnReady = new Set<() => void>();
+  /** Commands held back here until the next `ready`, in the order they were issued. */
+  private readonly held = new Set<HeldCommand>();
+  /** False with `enableOfflineQueue: false`: then ioredis refuses such a command at once, unwritten, and nothing is held. */
+  private readonly queuesOffline: boolean;
 
   constructor(private readonly redis: IoredisClient) {
+    this.queuesOffline = (redis as { options?: { enableOfflineQueue?: boolean } }).options?.enableOfflineQueue !== false;
     redis.on('ready', () => {
       this.readies += 1;
       const arms = [...this.armOnReady];
       this.armOnReady.clear();
       for (const arm of arms) arm();
+      const held = [...this.held];
+      this.held.clear();
+      for (const command of held) command.release();
+    });
+    redis.on('end', () => {
+      const held = [...this.held];
+      this.held.clear();
+      for (const command of held) command.drop();
     });
   }
 
   send(issue: () => Promise<unknown>, deadlineMs: number | undefined): Promise<unknown> {
+    if (deadlineMs !== undefined && !MAY_WRITE.has(this.redis.status) && this.queuesOffline) return this.hold(issue, deadlineMs);
     const held = !MAY_WRITE.has(this.redis.status);
     const readies = this.readies;
     const stillHeld = () => held && this.readies === readies;
@@ -130,6 +162,29 @@ class IoredisSender {
           reject(unsent ? new CommandNotSentError(error as Error) : error);
         },
       );
+    });
+  }
+
+  /** Holds a command until the client is next `ready`, for at most `deadlineMs` (see the class). */
+  private hold(issue: () => Promise<unknown>, deadlineMs: number): Promise<unknown> {
+    // A client made with lazyConnect connects on its first command: this is one, though ioredis has not seen it yet.
+    if (this.redis.status === 'wait') this.redis.connect?.().catch(() => undefined);
+    return new Promise((resolve, reject) => {
+      const command: HeldCommand = {
+        release: () => {
+          clearTimeout(timer);
+          this.send(issue, deadlineMs).then(resolve, reject);
+        },
+        drop: () => {
+          clearTimeout(timer);
+          reject(new CommandNotSentError(new Error('Connection is closed.')));
+        },
+      };
+      const timer = setTimeout(() => {
+        this.held.delete(command);
+        reject(new CommandNotSentError(new CommandDeadlineError(deadlineMs, false, false)));
+      }, deadlineMs);
+      this.held.add(command);
     });
   }
 }
