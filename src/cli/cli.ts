@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ToolReceiptsError } from '../core/errors.js';
+import { maskedUrl, ToolReceiptsError } from '../core/errors.js';
 import { MalformedNameError } from '../core/identity.js';
 import { DEFAULT_KEY_PREFIX, InvalidKeyPrefixError, isValidKeyPrefix } from '../redis/keys.js';
 import { closestName, InvalidOptionsError } from '../core/options.js';
@@ -163,16 +163,6 @@ function unknownCommand(name: string): string {
   return `unknown command ${JSON.stringify(name)}${meant === undefined ? '' : ` (did you mean ${meant}?)`}`;
 }
 
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString().replace(/\/$/, '');
-  } catch {
-    return '(an unparseable URL)';
-  }
-}
-
 function checkedUrl(url: string): string {
   let parsed: URL;
   try {
@@ -181,7 +171,7 @@ function checkedUrl(url: string): string {
     throw new CliUsageError(`--redis (or REDIS_URL) is not a URL: ${JSON.stringify(url)}; write redis://host:port`);
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new CliUsageError(`--redis (or REDIS_URL) must be a redis:// or rediss:// URL, got ${redactUrl(url)}`);
+    throw new CliUsageError(`--redis (or REDIS_URL) must be a redis:// or rediss:// URL, got ${maskedUrl(url)}`);
   }
   return url;
 }
@@ -286,7 +276,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     connection = await cliConnection({ url, cluster: values['cluster'] === true, ...(sentinel ? { sentinel } : {}) }, io.env);
     const { redis } = connection;
     await connection.open(
-      sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : redactUrl(url),
+      sentinel ? `sentinels ${sentinel.sentinels.map((s) => `${s.host}:${s.port}`).join(',')} (master ${sentinel.name})` : maskedUrl(url),
     );
     // Made once the connection is open: a store refuses a node-redis client that is not.
     const store = new ReceiptStore({ redis, prefix, retentionMs });

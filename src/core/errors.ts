@@ -53,6 +53,20 @@ export function carryToolReceiptsError<E extends Error>(
 }
 
 /**
+ * A URL as an error message may show it: its password masked (`***`), a
+ * lone trailing `/` left out; `(an unparseable URL)` for text that is none.
+ */
+export function maskedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString().replace(/\/$/, '');
+  } catch {
+    return '(an unparseable URL)';
+  }
+}
+
+/**
  * A few words naming what a caller passed instead of what was wanted, for
  * error sentences: `undefined`, `null`, `an empty string`, `a number`, … The
  * value itself is never quoted, since it may be a secret.

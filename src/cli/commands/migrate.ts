@@ -4,7 +4,7 @@
  * whether the database has it as the runner needs it. Refuses, changing
  * nothing, a table that differs. Loads `pg` only when run.
  */
-import { ToolReceiptsError } from '../../core/errors.js';
+import { maskedUrl, ToolReceiptsError } from '../../core/errors.js';
 import { InvalidOptionsError } from '../../core/options.js';
 import { applyOutcomeTable, checkOutcomeTable } from '../../transactional/setup.js';
 import { pgDatabase } from '../../transactional/pg.js';
@@ -22,13 +22,6 @@ export interface MigrateArgs {
   /** Check only; write nothing. */
   readonly check: boolean;
   readonly json: boolean;
-}
-
-/** The URL with its password masked, for messages. */
-function shownUrl(url: string): string {
-  const parsed = new URL(url);
-  if (parsed.password) parsed.password = '***';
-  return parsed.toString();
 }
 
 function checkedUrl(text: string | undefined): string {
@@ -67,7 +60,7 @@ export async function migrateCommand({ out, args }: OfflineCommandContext<Migrat
     if (args.check) {
       await checkOutcomeTable(db).catch((error: unknown) => {
         // The operator gave the URL: the command to run next names it rather than `<url>`.
-        throw error instanceof OutcomeTableMissingError ? new OutcomeTableMissingError(args.target, shownUrl(args.url)) : error;
+        throw error instanceof OutcomeTableMissingError ? new OutcomeTableMissingError(args.target, maskedUrl(args.url)) : error;
       });
       if (args.json) writeJson(out, { table: name, ok: true });
       else writeLine(out, `The outcome table ${name} is as transactional tools need it.`);
@@ -81,7 +74,7 @@ export async function migrateCommand({ out, args }: OfflineCommandContext<Migrat
     return 0;
   } catch (error) {
     if (error instanceof ToolReceiptsError) throw error;
-    throw new PostgresCommandError(shownUrl(args.url), error);
+    throw new PostgresCommandError(maskedUrl(args.url), error);
   } finally {
     await pool.end().catch(() => undefined);
   }
