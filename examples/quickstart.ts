@@ -22,6 +22,7 @@ const sendEmail = defineTool({
 const receipts = new Redis(url, { commandTimeout: 5_000 });
 const connection = new Redis(url, { maxRetriesPerRequest: null });
 const processor = withToolReceipts({ redis: receipts, tools: [sendEmail] });
+await processor.ready(); // a wrong or stopped Redis fails here, naming its URL
 const worker = new Worker<ToolJobData, ToolJobResult>('tool-calls', processor, { connection });
 processor.attach(worker);
 

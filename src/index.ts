@@ -23,7 +23,12 @@ export {
 } from './redis/operators/doctor.js';
 export { InvalidOptionsError } from './core/options.js';
 export { DurabilityUnsupportedError, ReceiptNotDurableError, type DurabilityOptions } from './redis/durability/durability.js';
-export { RedisTimeoutError, RedisConnectionLostError, RedisUnreachableError } from './redis/connection/unreachable.js';
+export {
+  RedisTimeoutError,
+  RedisConnectionLostError,
+  RedisUnreachableError,
+  ReceiptsRedisUnavailableError,
+} from './redis/connection/unreachable.js';
 export { RedisToolResultStore, type RedisToolResultStoreOptions } from './offload/redis-store.js';
 export type { ToolResultStore } from './offload/types.js';
 export type { Reshaper, ReshapeRequest } from './repair/reshaper.js';

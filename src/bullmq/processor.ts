@@ -69,13 +69,16 @@ export interface ToolReceiptsProcessor {
    */
   attach(worker: LockRenewalEvents): () => void;
   /**
-   * Resolves once every transactional tool's database has its outcome table
-   * (checked, writing nothing, as soon as the processor is made); rejects
-   * with `transactional.table_missing`, whose message prints the
+   * Resolves once the receipts Redis answers and can run the package's
+   * scripts (one PING within `commandTimeoutMs`, then the scripts loaded on
+   * every master; no key is written), and every transactional tool's
+   * database has its outcome table (checked, writing nothing, as soon as the
+   * processor is made). Rejects with `redis.unavailable` naming where the
+   * receipts client connects (password masked), or with
+   * `transactional.table_missing`, whose message prints the
    * `tool-receipts migrate` command, or `transactional.table_mismatch`.
-   * Await it before starting the Worker. Resolves at once without
-   * transactional tools. A check that failed is made again on the next call
-   * (and by the next job, which fails with the same error meanwhile).
+   * Await it before starting the Worker. A check that failed is made again
+   * on the next call (and the next job meets the same failure on its own).
    */
   ready(): Promise<void>;
 }
@@ -131,7 +134,15 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
 
   // Awaited by every job only when some tool is transactional.
   const check = startUpCheck(toolList, logger);
-  const ready = check ?? (() => Promise.resolve());
+  // The Redis check, once it has passed: a job meets an unreachable Redis by itself, at its claim.
+  let redisChecked: Promise<void> | undefined;
+  const ready = async (): Promise<void> => {
+    await (redisChecked ??= keyspace.checkRedis().catch((error: unknown) => {
+      redisChecked = undefined;
+      throw error;
+    }));
+    if (check) await check();
+  };
 
   const processor = async (job: Job, token: string | undefined, signal?: AbortSignal): Promise<ToolJobResult> => {
     if (check) await check();

@@ -87,6 +87,7 @@ export {
   RedisTimeoutError,
   RedisConnectionLostError,
   RedisUnreachableError,
+  ReceiptsRedisUnavailableError,
   type LostClaimRelease,
   type RedisStep,
 } from './connection/unreachable.js';

@@ -1,18 +1,23 @@
 /**
  * A receipts Redis that is wrong or down, met as a new user meets it: with
  * the README's client (`new Redis(url, { commandTimeout: 5_000 })`) on a port
- * nothing listens on. A claim the client never sent fails as never sent
- * (`redis.unavailable`, `sent: false`, nothing to release) at the deadline,
- * not as "whether it ran is unknown" (`redis.timeout`) after the release
- * retries; and a claim held while the client reconnects goes out once it is
- * ready. Real servers and ports.
+ * nothing listens on. `processor.ready()` fails with `redis.unavailable`
+ * naming the URL (password masked) instead of resolving; a claim the client
+ * never sent fails as never sent (`redis.unavailable`, `sent: false`, nothing
+ * to release) at the deadline, not as "whether it ran is unknown"
+ * (`redis.timeout`) after the release retries; and a claim held while the
+ * client reconnects goes out once it is ready. On node-redis, a client whose
+ * server went away fails `ready()` the same way. Real servers and ports.
  */
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
-import { RedisConnectionLostError } from '../../src/redis/index.js';
+import type { RedisConnection } from '../../src/redis/connection/connection.js';
+import { ReceiptsRedisUnavailableError, RedisConnectionLostError } from '../../src/redis/index.js';
+import { luaScript } from '../../src/redis/scripts/scripts.js';
 import { testJob } from '../../src/testing/index.js';
 import { freePort } from '../support/ports.js';
 import { faultTestsSupported, startRedis, type RedisHandle } from '../support/redis.js';
@@ -48,6 +53,27 @@ const data = (runId: string) => ({
 });
 
 describe('a receipts Redis on a refused port (ioredis, as the README makes it)', () => {
+  it('fails processor.ready() with redis.unavailable naming the URL, its password masked', async () => {
+    const port = await freePort();
+    const url = `redis://:s3cret@127.0.0.1:${port}`;
+    const processor = withToolReceipts({ redis: readmeClient(url), tools: [emailTool([])], logger: silent });
+    const started = performance.now();
+    const error = await processor.ready().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const elapsedMs = performance.now() - started;
+    expect(error).toBeInstanceOf(ReceiptsRedisUnavailableError);
+    expect(error).toMatchObject({ code: 'redis.unavailable', address: `redis://:***@127.0.0.1:${port}` });
+    expect((error as Error).message).toMatch(
+      new RegExp(`^the receipts Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port} could not be reached: PING was not sent \\(`),
+    );
+    expect((error as Error).message).not.toContain('s3cret');
+    // Within the receipts' deadline (commandTimeoutMs, 5 s by default): never the wait of a job, nor a pass.
+    expect(elapsedMs).toBeGreaterThanOrEqual(4_900);
+    expect(elapsedMs).toBeLessThan(9_000);
+  });
+
   it('fails a claim as never sent at the deadline: redis.unavailable, sent: false, nothing released', async () => {
     const port = await freePort();
     const redis = readmeClient(`redis://127.0.0.1:${port}`, { commandTimeout: 1_500 });
@@ -89,5 +115,28 @@ describe.skipIf(!faultTestsSupported())('a receipts Redis that comes and goes', 
       argsHash: await toolCallArgsHash({ to: 'ada@example.com' }),
     };
     expect(await processor.store.inspect(key)).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+
+  it('loads the scripts at ready(), and on node-redis fails ready() with redis.unavailable once the server is gone', async () => {
+    const handle = await server();
+    const url = handle.url.replace('redis://', 'redis://default:s3cret@');
+    const client = createClient({ url });
+    client.on('error', () => undefined);
+    await client.connect();
+    closers.push(async () => client.destroy());
+    const redis = client as unknown as RedisConnection;
+    await client.sendCommand(['SCRIPT', 'FLUSH']);
+    await withToolReceipts({ redis, prefix: handle.prefix, tools: [emailTool([])], logger: silent }).ready();
+    expect(await client.sendCommand(['SCRIPT', 'EXISTS', luaScript('claim-4.lua').sha])).toEqual([1]);
+
+    await handle.kill();
+    const processor = withToolReceipts({ redis, prefix: handle.prefix, tools: [emailTool([])], logger: silent, commandTimeoutMs: 1_000 });
+    const error = await processor.ready().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'redis.unavailable', address: url.replace(':s3cret@', ':***@') });
+    expect((error as Error).message).toContain(`the receipts Redis at ${url.replace(':s3cret@', ':***@')} could not be reached: PING `);
+    expect((error as Error).message).not.toContain('s3cret');
   });
 });

@@ -84,6 +84,24 @@ export class RedisConnectionLostError extends RedisUnreachableError {
   }
 }
 
+/**
+ * The receipts Redis could not be used when a processor checked it at start
+ * (`processor.ready()`): it did not answer a PING (never reached, or no reply
+ * within the deadline), or refused to load the package's Lua scripts.
+ * Nothing was claimed or run. `address` names where the client connects, any
+ * password masked.
+ */
+export class ReceiptsRedisUnavailableError extends ToolReceiptsError {
+  readonly code = 'redis.unavailable';
+  /** Where the client connects (a URL, password masked); `undefined` when it does not say. */
+  readonly address: string | undefined;
+
+  constructor(address: string | undefined, problem: string, cause: unknown) {
+    super(`the receipts Redis ${address === undefined ? '(its client does not say where)' : `at ${address}`} ${problem}`, { cause });
+    this.address = address;
+  }
+}
+
 const CONNECTION_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|CLUSTERDOWN)$/;
 const CONNECTION_MESSAGES =
   /^(Connection is closed\.|Stream isn't writeable|Reached the max retries per request limit|None of startup nodes is available|Cluster isn't ready|Failed to refresh slots cache|CLUSTERDOWN|LOADING|MASTERDOWN|TRYAGAIN)/;

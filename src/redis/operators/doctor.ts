@@ -8,7 +8,7 @@
 import { ToolReceiptsError } from '../../core/errors.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
-import { configGet } from '../connection/clients/commands.js';
+import { configGet, isReplyError } from '../connection/clients/commands.js';
 import { durabilityOption, durabilityOptions, hasWaitAof, type DurabilityOptions } from '../durability/durability.js';
 
 /** What a finding means for receipts. */
@@ -276,13 +276,6 @@ export class RedisCheckFailedError extends ToolReceiptsError {
 }
 
 /** A connection error, as opposed to a command the server refused (a ReplyError: renamed, denied by an ACL). */
-function isReplyError(error: unknown): boolean {
-  // ioredis names its replies' errors ReplyError; node-redis throws an ErrorReply (or its SimpleError) without a name.
-  return (
-    error instanceof Error && (error.name === 'ReplyError' || ['ErrorReply', 'SimpleError', 'BlobError'].includes(error.constructor.name))
-  );
-}
-
 /**
  * Checks a Redis server (or every master of a Cluster) for what receipts
  * need: `noeviction`, an AOF fsynced on every write, replicas enough for the

@@ -7,6 +7,7 @@ import { checkOptions, wholeNumber, type OptionsSchema } from '../../core/option
 import type { RedisConnection } from '../connection/connection.js';
 import { keyspaceSettings, type KeyspaceSettings, type KeyspaceSettingsInput } from '../settings.js';
 import { ReceiptsChannel } from './channel.js';
+import { checkReceiptsRedis } from './reachable.js';
 import type { ReceiptQueries } from './reads/read-side.js';
 import { ReceiptStore } from './store.js';
 import { RECEIPT_STORE_SCHEMA, type ReceiptStoreOptions } from './store-options.js';
@@ -53,6 +54,16 @@ export class ReceiptsKeyspace {
     this.receipts = new ReceiptStore(channel);
     this.reconciles = new ReconcileStore(channel);
     this.breaker = new BreakerStore(channel);
+  }
+
+  /**
+   * Checks that Redis answers and can run the package's scripts (one PING,
+   * the scripts loaded on every master), writing no key; throws
+   * `redis.unavailable` naming where the client connects. See
+   * `checkReceiptsRedis`.
+   */
+  checkRedis(): Promise<void> {
+    return checkReceiptsRedis(this.channel);
   }
 
   /** The read side (the one `receipts` answers through). */

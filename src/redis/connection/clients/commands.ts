@@ -75,3 +75,11 @@ export async function configGet(node: ReceiptsNode, name: string): Promise<strin
   }
   return undefined;
 }
+
+/** Whether `error` is the server's error reply to a command (it answered, refusing it), whichever client read it. */
+export function isReplyError(error: unknown): boolean {
+  // ioredis names its replies' errors ReplyError; node-redis throws an ErrorReply (or its SimpleError) without a name.
+  return (
+    error instanceof Error && (error.name === 'ReplyError' || ['ErrorReply', 'SimpleError', 'BlobError'].includes(error.constructor.name))
+  );
+}

@@ -5,6 +5,7 @@
  * back until it may) and the three adapters on it, kept together so they stay alike.
  */
 import clusterKeySlot from 'cluster-key-slot';
+import { ioredisAddress, ioredisClusterAddress, type IoredisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
 import {
   adapterFor,
@@ -52,6 +53,8 @@ interface IoredisNode extends IoredisClient {
 interface IoredisCluster extends IoredisClient {
   readonly isCluster: true;
   readonly slots: readonly (readonly string[] | undefined)[];
+  /** The nodes it was made with: `host:port` or URL strings, ports, or `{ host, port }`. */
+  readonly startupNodes?: readonly unknown[];
   nodes(role: 'master'): IoredisNode[];
   ping(): Promise<unknown>;
 }
@@ -239,15 +242,17 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   readonly client = 'ioredis';
   readonly topology: 'single' | 'sentinel';
   readonly isCluster = false;
+  readonly address: string | undefined;
 
   constructor(
     redis: IoredisClient,
     deadlineMs: number | undefined,
     private readonly shared: Shared<IoredisSingle> = { loaded: new Map(), variants: new Map() },
   ) {
-    const options = (redis as Partial<IoredisNode>).options as { host?: string; port?: number; sentinels?: unknown } | undefined;
+    const options = (redis as Partial<IoredisNode>).options as IoredisOptions | undefined;
     super(redis, options?.host === undefined ? undefined : `${options.host}:${options.port ?? 6379}`, deadlineMs);
     this.topology = Array.isArray(options?.sentinels) && options.sentinels.length > 0 ? 'sentinel' : 'single';
+    this.address = ioredisAddress(options);
     shared.variants.set(deadlineMs, this);
   }
 
@@ -312,6 +317,10 @@ class IoredisClusterConnection implements ReceiptsConnection {
   ) {
     this.sender = senderOf(cluster);
     shared.variants.set(deadlineMs, this);
+  }
+
+  get address(): string | undefined {
+    return ioredisClusterAddress(this.cluster.startupNodes);
   }
 
   withDeadline(deadlineMs: number | undefined): IoredisClusterConnection {

@@ -7,6 +7,7 @@
  * Over 300 lines: one adapter for the three node-redis shapes (client, cluster, Sentinel), kept together so they stay alike.
  */
 import clusterKeySlot from 'cluster-key-slot';
+import { nodeRedisAddress, serverList, type NodeRedisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
 import {
   adapterFor,
@@ -46,7 +47,7 @@ interface SendOptions {
 interface Client {
   readonly isOpen: boolean;
   readonly isReady?: boolean;
-  readonly options?: { readonly socket?: { readonly host?: string; readonly port?: number } };
+  readonly options?: NodeRedisOptions;
   sendCommand(args: Wire, options?: SendOptions): Promise<unknown>;
   on(event: string, listener: () => void): unknown;
 }
@@ -58,6 +59,8 @@ interface ShardNode {
 
 interface Cluster {
   readonly isOpen: boolean;
+  /** What `createCluster` was given: its `rootNodes` are where it connects first. */
+  readonly _options?: { readonly rootNodes?: readonly NodeRedisOptions[] };
   readonly masters: readonly ShardNode[];
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: Wire, options?: SendOptions): Promise<unknown>;
   nodeClient(node: ShardNode): Promise<Client>;
@@ -191,6 +194,7 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   readonly client = 'node-redis';
   readonly topology = 'single';
   readonly isCluster = false;
+  readonly address: string | undefined;
 
   constructor(
     redis: Client,
@@ -199,6 +203,7 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   ) {
     const socket = redis.options?.socket;
     super(redis, socket?.host === undefined ? undefined : `${socket.host}:${socket.port ?? 6379}`, deadlineMs);
+    this.address = nodeRedisAddress(redis.options);
     shared.variants.set(deadlineMs, this);
   }
 
@@ -247,6 +252,11 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
 
   withDeadline(deadlineMs: number | undefined): NodeRedisClusterConnection {
     return variantFor(this.shared.variants, deadlineMs, () => new NodeRedisClusterConnection(this.cluster, deadlineMs, this.shared));
+  }
+
+  get address(): string | undefined {
+    const roots = (this.cluster._options?.rootNodes ?? []).map(nodeRedisAddress).filter((a): a is string => a !== undefined);
+    return serverList(roots, 'the Cluster nodes');
   }
 
   get ready(): boolean {
@@ -317,6 +327,12 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
   get name(): string | undefined {
     const master = this.sentinel.getMasterNode();
     return master && `${master.host}:${master.port}`;
+  }
+
+  /** The master the Sentinels named last; node-redis does not say which Sentinels it asks. */
+  get address(): string | undefined {
+    const master = this.name;
+    return master && `the Sentinels' master ${master}`;
   }
 
   get ready(): boolean {

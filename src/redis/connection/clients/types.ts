@@ -62,6 +62,12 @@ export interface ReceiptsConnection {
   readonly client: RedisClientKind;
   /** The topology the client talks to. */
   readonly topology: 'single' | 'cluster' | 'sentinel';
+  /**
+   * Where the client connects, for messages: a URL with any password masked
+   * (`redis://:***@10.0.0.5:6379`), or a Cluster's or Sentinel set's seed
+   * nodes; `undefined` when the client does not say.
+   */
+  readonly address: string | undefined;
   /** `true` for a Cluster client: pipelines must then stay in one slot, and SCAN must visit every master. */
   readonly isCluster: boolean;
   /** Whether commands go straight out now. */
