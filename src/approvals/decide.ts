@@ -4,10 +4,9 @@
  */
 import { InvalidReceiptInputError, UnexpectedScriptReplyError } from '../redis/errors.js';
 import { AuditLog } from '../redis/operators/audit-log.js';
-import { receiptsConnection } from '../redis/connection/connection.js';
-import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
-import { runScript } from '../redis/scripts/scripts.js';
-import { DEFAULT_RETENTION_MS } from '../redis/settings.js';
+import type { OptionsSchema } from '../core/options.js';
+import { ReceiptsChannel } from '../redis/receipts/channel.js';
+import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { ApprovalArgsMismatchError, ApprovalExpiredError, ApprovalNotPendingError, ApprovalStaleError } from './errors.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
 import { openJobQueue, type OpenedJobQueue } from './parked-job.js';
@@ -57,19 +56,39 @@ function checkInput(input: DecideApprovalInput): void {
   }
 }
 
+/** The options of a decision that make its channel to Redis, as a keyspace checks them. */
+type DecisionChannelOptions = Pick<DecideApprovalInput, 'redis' | 'prefix' | 'retentionMs' | 'durability' | 'commandTimeoutMs'>;
+
+const DECISION_CHANNEL_SCHEMA: OptionsSchema<DecisionChannelOptions> = {
+  redis: connectionOption,
+  prefix: KEYSPACE_OPTION_RULES.prefix,
+  retentionMs: KEYSPACE_OPTION_RULES.retentionMs,
+  durability: KEYSPACE_OPTION_RULES.durability,
+  commandTimeoutMs: KEYSPACE_OPTION_RULES.commandTimeoutMs,
+};
+
+/** The channel a decision writes through: its errors typed as a claim's, its write as durable as the workers' (with `durability`). */
+function decisionChannel(input: DecideApprovalInput, verb: 'approve' | 'deny'): ReceiptsChannel {
+  const { redis, prefix, retentionMs, durability, commandTimeoutMs } = input;
+  const options: DecisionChannelOptions = { redis, prefix, retentionMs, durability, commandTimeoutMs };
+  for (const name of Object.keys(options) as (keyof DecisionChannelOptions)[]) if (options[name] === undefined) delete options[name];
+  return ReceiptsChannel.of(options, verb === 'approve' ? 'approveCall' : 'denyCall', DECISION_CHANNEL_SCHEMA);
+}
+
 async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Promise<ApprovalDecided> {
   checkInput(input);
-  const prefix = input.prefix ?? DEFAULT_KEY_PREFIX;
+  const channel = decisionChannel(input, verb);
+  const prefix = channel.settings.prefix;
   const keys = approvalScriptKeys(prefix, input.receiptKey);
   const source = input.source ?? 'code';
-  const reply = await runScript(input.redis, 'decide-approval', keys, [
+  const reply = await channel.write('approvalDecision', 'decide-approval', keys, [
     input.epoch,
     input.argsHash,
     verb,
     input.actor,
     input.note ?? '',
     source,
-    input.retentionMs ?? DEFAULT_RETENTION_MS,
+    channel.settings.retentionMs,
   ]);
   if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('decide-approval', reply);
   const [answer, ...rest] = reply.map((v) => (typeof v === 'number' ? v : String(v)));
@@ -85,10 +104,10 @@ async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Pro
     ...(input.note ? { note: input.note } : {}),
   };
   // After the decision is written: each of these may fail without undoing it (the receipt is the truth).
-  await receiptsConnection(input.redis)
+  await channel
     .command('ZREM', [pendingApprovalsRedisKey(prefix), input.receiptKey], pendingApprovalsRedisKey(prefix))
     .catch(() => undefined);
-  await new AuditLog(input.redis, prefix).append({
+  await new AuditLog(channel.redis, prefix).append({
     actor: input.actor,
     source,
     action: verb,

@@ -4,13 +4,9 @@
  * redact hook applied, and the sentence the model reads after a denial.
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { CorruptReceiptError, corruptReceiptErrorOf, UnexpectedScriptReplyError } from '../redis/errors.js';
-import { receiptsConnection, type ReceiptsConnection } from '../redis/connection/connection.js';
+import { UnexpectedScriptReplyError } from '../redis/errors.js';
 import type { ReceiptsChannel } from '../redis/receipts/channel.js';
-import type { ReceiptLayout } from '../redis/settings.js';
-import { callRedisKeys } from '../redis/keys.js';
 import { newEpoch } from '../redis/receipts/transitions/epochs.js';
-import { runScript } from '../redis/scripts/scripts.js';
 import type { AttemptJob } from '../redis/receipts/reads/record.js';
 import { attemptJobText } from '../redis/receipts/transitions/claim.js';
 import { pendingApprovalsRedisKey } from './keys.js';
@@ -78,18 +74,12 @@ export interface GateRequest {
 
 /** Runs the approval gate on one prefix. */
 export class ApprovalGate {
-  private readonly redis: ReceiptsConnection;
-  private readonly prefix: string;
-  private readonly retentionMs: number;
-  private readonly receiptLayout: ReceiptLayout;
-
-  /** The gate on a receipts keyspace's channel: its connection, prefix, retention and receipt layout. */
-  constructor(channel: ReceiptsChannel) {
-    this.redis = channel.redis;
-    this.prefix = channel.settings.prefix;
-    this.retentionMs = channel.settings.retentionMs;
-    this.receiptLayout = channel.settings.receiptLayout;
-  }
+  /**
+   * The gate on a receipts keyspace's channel: its prefix, retention and
+   * receipt layout, and its writes, so a gate's answer is acknowledged as
+   * durably as a claim's (and its errors typed alike).
+   */
+  constructor(private readonly channel: ReceiptsChannel) {}
 
   /**
    * Passes the gate. A call it created awaiting approval is added to the
@@ -98,33 +88,28 @@ export class ApprovalGate {
    * `onIndexError`; the receipt is the truth).
    */
   async pass(request: GateRequest, onIndexError: (error: unknown) => void): Promise<GateAnswer> {
-    const [receipt, index, , count] = callRedisKeys(this.prefix, request.key);
-    let reply: unknown;
-    try {
-      reply = await runScript(
-        this.redis,
-        'approval-gate',
-        [receipt, index, count],
-        [
-          request.needed ? '1' : '0',
-          newEpoch(receipt),
-          request.key.tenantId,
-          request.key.runId,
-          request.key.toolName,
-          request.key.argsHash,
-          request.effect,
-          request.needed?.reason ?? '',
-          request.timeoutMs,
-          request.shown,
-          this.retentionMs,
-          request.job ? attemptJobText(request.job) : '',
-          this.receiptLayout,
-        ],
-      );
-    } catch (error) {
-      const typed = corruptReceiptErrorOf(error, receipt);
-      throw typed instanceof CorruptReceiptError ? typed : error;
-    }
+    const { prefix, retentionMs, receiptLayout } = this.channel.settings;
+    const [receipt, index, , count] = this.channel.callKeys(request.key);
+    const reply = await this.channel.write(
+      'approvalGate',
+      'approval-gate',
+      [receipt, index, count],
+      [
+        request.needed ? '1' : '0',
+        newEpoch(receipt),
+        request.key.tenantId,
+        request.key.runId,
+        request.key.toolName,
+        request.key.argsHash,
+        request.effect,
+        request.needed?.reason ?? '',
+        request.timeoutMs,
+        request.shown,
+        retentionMs,
+        request.job ? attemptJobText(request.job) : '',
+        receiptLayout,
+      ],
+    );
     if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('approval-gate', reply);
     const [what, epoch, , expires, by, note, deniedReason, now, created] = reply.map(String);
     switch (what) {
@@ -135,8 +120,8 @@ export class ApprovalGate {
       case 'await': {
         const expiresAtMs = Number(expires);
         if (created === '1') {
-          const pending = pendingApprovalsRedisKey(this.prefix);
-          await receiptsConnection(this.redis).command('ZADD', [pending, expiresAtMs, receipt], pending).catch(onIndexError);
+          const pending = pendingApprovalsRedisKey(prefix);
+          await this.channel.command('ZADD', [pending, expiresAtMs, receipt], pending).catch(onIndexError);
         }
         return { kind: 'await', created: created === '1', expiresAtMs, nowMs: Number(now), epoch: epoch ?? '' };
       }
@@ -156,9 +141,9 @@ export class ApprovalGate {
 
   /** The expiry the gate just wrote, in the audit log as every decision is; the index entry goes with it. */
   private async recordExpiry(receipt: string, epoch: string, onError: (error: unknown) => void): Promise<void> {
-    const pending = pendingApprovalsRedisKey(this.prefix);
-    await receiptsConnection(this.redis).command('ZREM', [pending, receipt], pending).catch(onError);
-    await new AuditLog(this.redis, this.prefix)
+    const pending = pendingApprovalsRedisKey(this.channel.settings.prefix);
+    await this.channel.command('ZREM', [pending, receipt], pending).catch(onError);
+    await new AuditLog(this.channel.redis, this.channel.settings.prefix)
       .append({
         actor: 'expiry',
         source: 'worker',

@@ -1,6 +1,8 @@
 /** Reading approvals back: one receipt's approval state, and the calls awaiting approval under a prefix. */
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import { DEFAULT_KEY_PREFIX, receiptCallOf } from '../redis/keys.js';
+import { ReceiptsChannel } from '../redis/receipts/channel.js';
+import { keyspaceSettings } from '../redis/settings.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
 import type { ApprovalDecided, PendingApproval } from './types.js';
 
@@ -134,9 +136,11 @@ async function walkPending(
   visit: (pending: PendingApproval) => boolean,
 ): Promise<PendingWalk> {
   const index = pendingApprovalsRedisKey(prefix);
-  const connection = receiptsConnection(redis);
+  // The walk drops what it finds stale from the index: writes, so through a channel as every write is.
+  const channel = new ReceiptsChannel(redis, keyspaceSettings({ prefix }), 'listPendingApprovals');
+  const connection = channel.redis;
   const nowMs = await serverNowMs(redis, index);
-  await connection.command('ZREMRANGEBYSCORE', [index, '-inf', nowMs], index);
+  await channel.command('ZREMRANGEBYSCORE', [index, '-inf', nowMs], index);
   const page = 200;
   let read = 0;
   for (let offset = 0; ;) {
@@ -150,7 +154,7 @@ async function walkPending(
     for (const [i, receiptKey] of keys.entries()) {
       const f = fields[i] ?? {};
       if (f.status !== 'awaiting_approval') {
-        await connection.command('ZREM', [index, receiptKey], index);
+        await channel.command('ZREM', [index, receiptKey], index);
         continue;
       }
       kept++;

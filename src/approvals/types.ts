@@ -5,6 +5,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { RedisConnection } from '../redis/connection/connection.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
 
 /** A call waiting for a person to approve or deny it. */
 export interface PendingApproval {
@@ -75,6 +76,15 @@ export interface DecideApprovalInput {
   readonly queue?: Queue;
   /** How long a denied receipt is kept (ms); default 24 h, as the workers'. */
   readonly retentionMs?: number;
+  /**
+   * The workers' `durability`: the decision is then acknowledged only once
+   * the replicas (or the AOF) have it, as the workers' receipts are, so a
+   * failover cannot forget it (a denial coming back pending); refused as
+   * `durability.not_acknowledged` otherwise. Off by default.
+   */
+  readonly durability?: DurabilityOptions;
+  /** The deadline of each command, as the workers' `commandTimeoutMs`; default 5,000 ms. */
+  readonly commandTimeoutMs?: number;
 }
 
 /** The context an approval rule is asked in. */

@@ -67,6 +67,16 @@ export type CommandSpec<A> = CommandBase<A> &
 /** The `--json` flag every command has. */
 export const JSON_OPTION = { json: { type: 'boolean' } } as const;
 
+/** The flags that say which durability the workers use: `--replicas <n>` and `--aof`. */
+export const DURABILITY_OPTIONS = { replicas: { type: 'string' }, aof: { type: 'boolean' } } as const;
+
+/** The workers' durability as `--replicas` and `--aof` give it, or `undefined` when neither asks for any. */
+export function durabilityFlags(values: OptionValues, command: string): { replicas: number; aof: boolean } | undefined {
+  const replicas = wholeNumberOption(values, 'replicas', 0, command) ?? 0;
+  const aof = values['aof'] === true;
+  return replicas > 0 || aof ? { replicas, aof } : undefined;
+}
+
 /** Checks the number of positionals and returns them; throws {@link CliUsageError}. */
 export function expectPositionals(command: string, positionals: readonly string[], names: readonly string[]): string[] {
   if (positionals.length !== names.length) {

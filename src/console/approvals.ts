@@ -8,6 +8,7 @@ import { APPROVAL_ACTOR_MAX, APPROVAL_NOTE_MAX } from '../approvals/decide.js';
 import { listPendingApprovals } from '../approvals/read.js';
 import { ToolReceiptsError } from '../core/errors.js';
 import { decideAsOperator, shownArguments } from '../operator/approvals.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
 import { serverTimeMs } from '../redis/runs/counts.js';
 import { HttpProblem } from './forms.js';
 import type { ConsoleData } from './queries.js';
@@ -55,6 +56,8 @@ export interface ApprovalDecisionDeps {
   /** Who is deciding, for the receipt and the audit log. */
   readonly actor: (r: Request) => string;
   readonly retentionMs?: number;
+  /** The workers' durability, which a decision waits for. */
+  readonly durability?: DurabilityOptions;
 }
 
 /**
@@ -83,6 +86,7 @@ export function approvalDecision(deps: ApprovalDecisionDeps): (r: Request) => Pr
         source: 'console',
         ...(note !== '' ? { note } : {}),
         ...(deps.retentionMs !== undefined ? { retentionMs: deps.retentionMs } : {}),
+        ...(deps.durability !== undefined ? { durability: deps.durability } : {}),
       });
       redirect(r.res, href(r.ctx, '/approvals', { decided: decided.decision, key: receiptKey }));
     } catch (err) {

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
 import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from '../redis/operators/audit-log.js';
 import { checkedConnection, type RedisConnection } from '../redis/connection/connection.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
 import { ReceiptStore } from '../redis/receipts/store.js';
 import { RunRegistry } from '../redis/runs/registry.js';
@@ -53,6 +54,8 @@ export interface ConsoleOptions {
   readonly prefix?: string;
   /** The workers' `retentionMs`, kept on resolved receipts; default 24 h. */
   readonly retentionMs?: number;
+  /** The workers' `durability`: an approval decided here waits for it, as the workers' writes do. */
+  readonly durability?: DurabilityOptions;
   /**
    * The tokens a request must present (`Authorization: Bearer`, or the
    * cookie the sign-in form sets). Without any, every request is treated as
@@ -146,6 +149,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       form: (r) => checkedForm(r, mayDecideApprovals),
       actor: (r) => trail(r.req, r.ctx.role).actor,
       ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
+      ...(options.durability !== undefined ? { durability: options.durability } : {}),
     }),
     '/receipt/resolve': async (r) => {
       const { ctx, req, res } = r;

@@ -6,7 +6,7 @@
  * its own, and a script writes one hash tag), so the store adds a count
  * after a reserve, at most about twice a window per count and process.
  */
-import type { ReceiptsConnection } from '../redis/connection/connection.js';
+import type { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { limitIndexRedisKey } from './keys.js';
 
 /** Counts a listing reads at most. */
@@ -21,7 +21,7 @@ export class LimitIndex {
   private readonly indexed = new Map<string, number>();
 
   constructor(
-    private readonly redis: ReceiptsConnection,
+    private readonly channel: ReceiptsChannel,
     prefix: string,
   ) {
     this.redisKey = limitIndexRedisKey(prefix);
@@ -38,8 +38,8 @@ export class LimitIndex {
     if (known !== undefined && known - nowMs > windowMs / 2) return;
     if (this.indexed.size >= REMEMBERED) this.indexed.clear();
     try {
-      await this.redis.command('ZADD', [this.redisKey, 'GT', keptUntilMs, stateKey], this.redisKey);
-      await this.redis.command('ZREMRANGEBYSCORE', [this.redisKey, '-inf', `(${nowMs}`], this.redisKey);
+      await this.channel.command('ZADD', [this.redisKey, 'GT', keptUntilMs, stateKey], this.redisKey);
+      await this.channel.command('ZREMRANGEBYSCORE', [this.redisKey, '-inf', `(${nowMs}`], this.redisKey);
       this.indexed.set(stateKey, keptUntilMs);
     } catch {
       // Not indexed this time: a listing misses the count until a later reserve indexes it.
@@ -48,7 +48,7 @@ export class LimitIndex {
 
   /** The state keys listed, at most {@link LIMIT_INDEX_READ}, those kept longest last. */
   async list(): Promise<string[]> {
-    const reply = await this.redis.command('ZRANGE', [this.redisKey, 0, LIMIT_INDEX_READ - 1], this.redisKey);
+    const reply = await this.channel.command('ZRANGE', [this.redisKey, 0, LIMIT_INDEX_READ - 1], this.redisKey);
     return Array.isArray(reply) ? reply.map(String) : [];
   }
 }

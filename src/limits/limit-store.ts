@@ -13,14 +13,13 @@ import { randomBytes } from 'node:crypto';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { AuditLog, type AuditAction } from '../redis/operators/audit-log.js';
-import { checkedConnection, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
-import { corruptReceiptErrorOf, InvalidReceiptInputError } from '../redis/errors.js';
+import type { RedisConnection } from '../redis/connection/connection.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
+import { InvalidReceiptInputError } from '../redis/errors.js';
 import { receiptRedisKey } from '../redis/keys.js';
-import { connectionOption, prefixOption } from '../redis/options.js';
-import { runScript } from '../redis/scripts/scripts.js';
-import { storeSettings } from '../redis/settings.js';
-import type { ReceiptsChannel } from '../redis/receipts/channel.js';
-import { unreachableErrorOf } from '../redis/connection/unreachable.js';
+import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
+import { ReceiptsChannel } from '../redis/receipts/channel.js';
+import { keyspaceSettings } from '../redis/settings.js';
 import type { Limit } from './definitions.js';
 import { LimitIndex } from './limit-index.js';
 import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
@@ -54,13 +53,23 @@ export interface LimitStoreOptions {
    * its reservation revoked and runs nothing under it.
    */
   reservationMs?: number;
+  /**
+   * The workers' `durability`: each count write is then acknowledged only
+   * once the replicas (or the AOF) have it, so a failover cannot forget a
+   * commit and admit more than the limit. Off by default.
+   */
+  durability?: DurabilityOptions;
+  /** The deadline of each command, as the workers' `commandTimeoutMs`; default 5,000 ms. */
+  commandTimeoutMs?: number;
 }
 
 /** The rule of each {@link LimitStoreOptions} option. */
 export const LIMIT_STORE_SCHEMA: OptionsSchema<LimitStoreOptions> = {
   redis: connectionOption,
-  prefix: prefixOption,
+  prefix: KEYSPACE_OPTION_RULES.prefix,
   reservationMs: wholeNumber(1, 'ms', MAX_TIMER_MS),
+  durability: KEYSPACE_OPTION_RULES.durability,
+  commandTimeoutMs: KEYSPACE_OPTION_RULES.commandTimeoutMs,
 };
 
 /** Default {@link LimitStoreOptions.reservationMs}: 30 s. */
@@ -85,7 +94,8 @@ const LIMIT_RESET: AuditAction = 'limit-reset';
 export class LimitStore {
   readonly prefix: string;
   readonly reservationMs: number;
-  private readonly redis: ReceiptsConnection;
+  /** Every count write goes through it: one error mapping, and the durability the keyspace asks for. */
+  private readonly channel: ReceiptsChannel;
   private readonly audit: AuditLog;
   /** The index of this prefix's counts, which operators' listings read. */
   readonly index: LimitIndex;
@@ -97,16 +107,15 @@ export class LimitStore {
    */
   constructor(options: LimitStoreOptions | { readonly channel: ReceiptsChannel; readonly reservationMs?: number | undefined }) {
     if ('channel' in options) {
-      this.redis = options.channel.redis;
-      this.prefix = options.channel.settings.prefix;
+      this.channel = options.channel;
     } else {
       checkOptions('LimitStore', options, LIMIT_STORE_SCHEMA);
-      this.redis = checkedConnection(options.redis, 'LimitStore');
-      this.prefix = storeSettings(options).prefix;
+      this.channel = new ReceiptsChannel(options.redis, keyspaceSettings(options), 'LimitStore');
     }
+    this.prefix = this.channel.settings.prefix;
     this.reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
-    this.audit = new AuditLog(this.redis, this.prefix);
-    this.index = new LimitIndex(this.redis, this.prefix);
+    this.audit = new AuditLog(this.channel.redis, this.prefix);
+    this.index = new LimitIndex(this.channel, this.prefix);
   }
 
   /** The keys of `limit`'s count for `subject` (its tenant, its run, or none for a global limit). */
@@ -294,12 +303,7 @@ export class LimitStore {
    * (a reservation bound in its `limit:<name>` field). One read, no write.
    */
   async boundOn(receiptKey: string, names: readonly string[]): Promise<{ status: string | null; bound: Set<string> }> {
-    let reply: unknown;
-    try {
-      reply = await this.redis.command('HMGET', [receiptKey, 'status', ...names.map(limitBindingField)], receiptKey);
-    } catch (error) {
-      throw unreachableErrorOf(corruptReceiptErrorOf(error, receiptKey), { redisKey: receiptKey, step: 'limit-bound-on' });
-    }
+    const reply = await this.channel.command('HMGET', [receiptKey, 'status', ...names.map(limitBindingField)], receiptKey);
     const [status, ...held] = Array.isArray(reply) ? (reply as unknown[]) : [];
     const bound = new Set(names.filter((_, i) => typeof held[i] === 'string' && held[i] !== ''));
     return { status: typeof status === 'string' ? status : null, bound };
@@ -329,17 +333,18 @@ export class LimitStore {
     return outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
   }
 
-  /** Runs a limit script; a corrupt key becomes `receipt.corrupt`, Redis not answering `redis.timeout` or `redis.unavailable`. */
-  private async call(script: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown[]> {
-    let reply: unknown;
-    try {
-      reply = await runScript(this.redis, script, keys, args);
-    } catch (error) {
-      throw unreachableErrorOf(corruptReceiptErrorOf(error, keys[0] ?? ''), { redisKey: keys[0] ?? '', step: script });
-    }
+  /**
+   * Runs a limit script through the channel: a corrupt key becomes
+   * `receipt.corrupt`, Redis not answering `redis.timeout` or
+   * `redis.unavailable`, and every script but the read (`limit-usage`)
+   * waits for the durability the keyspace asks for.
+   */
+  private async call(script: string, keys: readonly [string, ...string[]], args: readonly (string | number)[]): Promise<unknown[]> {
+    const reply =
+      script === 'limit-usage' ? await this.channel.call(script, keys, args) : await this.channel.write('limit', script, keys, args);
     return Array.isArray(reply) ? reply : [reply];
   }
 }
 
-const keyList = (keys: LimitKeys): string[] => [keys.state, keys.due, keys.done];
+const keyList = (keys: LimitKeys): [string, string, string] => [keys.state, keys.due, keys.done];
 const bindArgs = (r: LimitReservation): (string | number)[] => [r.id, r.bindingField, r.bindingsKeepMs];

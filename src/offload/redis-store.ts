@@ -3,11 +3,13 @@
  * bounded sweep.
  */
 import { checkOptions, nullable, type OptionsSchema } from '../core/options.js';
-import { checkedConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import { scanKeys, type ReceiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
 import { hmget, hscan } from '../redis/connection/clients/commands.js';
 import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
-import { connectionOption, prefixOption, retentionOption } from '../redis/options.js';
-import { runScript } from '../redis/scripts/scripts.js';
+import { connectionOption, KEYSPACE_OPTION_RULES, prefixOption, retentionOption } from '../redis/options.js';
+import { ReceiptsChannel } from '../redis/receipts/channel.js';
+import { keyspaceSettings } from '../redis/settings.js';
 import { buildCheckpointIndex } from './char-index.js';
 import { assertToolResultProvenanceMatch, decodeOwnerRecord, encodeOwnerRecord, normalizeToolResultProvenance } from './provenance.js';
 import { isOffloadHashKey, lengthField, offloadHashKey, offloadScanPattern, ownerField } from './redis-keys.js';
@@ -32,6 +34,14 @@ export interface RedisToolResultStoreOptions {
    * {@link DEFAULT_TOOL_RESULT_RETENTION_MS}; `null` keeps entries until deleted.
    */
   retentionMs?: number | null;
+  /**
+   * The workers' `durability`: a put or delete is then acknowledged only
+   * once the replicas (or the AOF) have it, as the receipts that point at it
+   * are, so a failover cannot leave a replayed result naming text it lost.
+   */
+  durability?: DurabilityOptions;
+  /** The deadline of each command, as the workers' `commandTimeoutMs`; default 5,000 ms. */
+  commandTimeoutMs?: number;
 }
 
 /** The rule of each {@link RedisToolResultStoreOptions} option. */
@@ -39,6 +49,8 @@ export const REDIS_TOOL_RESULT_STORE_SCHEMA: OptionsSchema<RedisToolResultStoreO
   redis: connectionOption,
   prefix: prefixOption,
   retentionMs: nullable(retentionOption),
+  durability: KEYSPACE_OPTION_RULES.durability,
+  commandTimeoutMs: KEYSPACE_OPTION_RULES.commandTimeoutMs,
 };
 
 /**
@@ -65,13 +77,20 @@ export class RedisToolResultStore implements ToolResultStore {
   readonly prefix: string;
 
   private readonly redis: ReceiptsConnection;
+  /** Its writes go through it: the typed errors and the durability of the receipts' own writes. */
+  private readonly channel: ReceiptsChannel;
   private readonly retentionMs: number;
 
   /** Throws `options.invalid` (or `redis.invalid_connection`) for options it cannot use. */
   constructor(options: RedisToolResultStoreOptions) {
     checkOptions('RedisToolResultStore', options, REDIS_TOOL_RESULT_STORE_SCHEMA);
-    this.redis = checkedConnection(options.redis, 'RedisToolResultStore');
     this.prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
+    this.channel = new ReceiptsChannel(
+      options.redis,
+      keyspaceSettings({ prefix: this.prefix, durability: options.durability, commandTimeoutMs: options.commandTimeoutMs }),
+      'RedisToolResultStore',
+    );
+    this.redis = this.channel.redis;
     const retention = options.retentionMs === undefined ? DEFAULT_TOOL_RESULT_RETENTION_MS : options.retentionMs;
     this.retentionMs = retention ?? 0;
   }
@@ -86,8 +105,8 @@ export class RedisToolResultStore implements ToolResultStore {
     assertSafeToolResultRef(ref);
     const owner = provenance === undefined ? undefined : normalizeToolResultProvenance(provenance);
     const text = toWellFormedText(String(content));
-    const reply = (await runScript(
-      this.redis,
+    const reply = (await this.channel.write(
+      'offload',
       'offload-put',
       [this.hashKeyOf(ref)],
       [ref, text, text.length, buildCheckpointIndex(text), owner === undefined ? '' : encodeOwnerRecord(owner), this.retentionMs],
@@ -102,7 +121,7 @@ export class RedisToolResultStore implements ToolResultStore {
   async get(ref: string, options?: ToolResultSliceOptions): Promise<ToolResultSlice | undefined> {
     if (!isSafeToolResultRef(ref)) return undefined;
     const { offset, limit } = normalizeSliceOptions(options);
-    const reply = (await runScript(this.redis, 'offload-read', [this.hashKeyOf(ref)], [ref, offset, limit ?? -1])) as
+    const reply = (await this.channel.call('offload-read', [this.hashKeyOf(ref)], [ref, offset, limit ?? -1])) as
       [number, number, number, number, string] | null;
     if (reply === null) return undefined;
     const [totalChars, start, stop, base, window] = reply;
@@ -166,6 +185,6 @@ export class RedisToolResultStore implements ToolResultStore {
       if (owner === undefined) report.unattributable += 1;
       else if (owner.sessionId === sessionId) doomed.push(ref, record as string);
     });
-    if (doomed.length > 0) report.deleted += (await runScript(this.redis, 'offload-delete', [key], doomed)) as number;
+    if (doomed.length > 0) report.deleted += (await this.channel.write('offload', 'offload-delete', [key], doomed)) as number;
   }
 }

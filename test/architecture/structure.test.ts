@@ -117,6 +117,21 @@ describe('the structure of src/', () => {
     expect(unexplained).toEqual([]);
   });
 
+  // Writes Redis knows as such: what a part outside src/redis may send only through the receipts channel
+  // (`channel.write`, `channel.command`), so each waits for durability and has its errors typed alike.
+  const WRITES =
+    'ZADD|ZREM|ZREMRANGEBYSCORE|ZREMRANGEBYRANK|ZINCRBY|HSET|HSETNX|HDEL|HINCRBY|DEL|UNLINK|SET|SETNX|INCR|INCRBY|EXPIRE|PEXPIRE|XADD|SADD|SREM|LPUSH|RPUSH|LPOP|RPOP|EVAL|EVALSHA|FCALL';
+  const RAW_WRITE = new RegExp(String.raw`(?<!channel\s*)\.command\(\s*'(${WRITES})'`, 'gi');
+
+  it('sends no script and no write outside src/redis except through the receipts channel', () => {
+    const outside = sources.filter((file) => !file.startsWith('src/redis/'));
+    const scripts = outside.filter((file) => /\brunScript\b/.test(text.get(file)!));
+    const rawWrites = outside.flatMap((file) =>
+      [...text.get(file)!.matchAll(RAW_WRITE)].map((m) => `${file}:${text.get(file)!.slice(0, m.index).split('\n').length}: ${m[0]}`),
+    );
+    expect({ scripts, rawWrites }).toEqual({ scripts: [], rawWrites: [] });
+  });
+
   it('opens every file with a comment saying what it is for', () => {
     const bare = sources.filter((file) => !/^(#!.*\n)?\s*(\/\*\*|\/\/)/.test(text.get(file)!));
     expect(bare).toEqual([]);

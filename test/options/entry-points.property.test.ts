@@ -428,7 +428,13 @@ describe('every option of every entry point: refused where given, or working', (
   });
 
   it('LimitStore: a store that grants a reservation and gives it back', async () => {
-    const cases: Cases<LimitStoreOptions> = { redis: connection(), prefix, reservationMs: whole(1, MAX_TIMER) };
+    const cases: Cases<LimitStoreOptions> = {
+      redis: connection(),
+      prefix,
+      reservationMs: whole(1, MAX_TIMER),
+      durability: durability(),
+      commandTimeoutMs: commandTimeout,
+    };
     const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: 3_600_000 });
     await checkEntryPoint(
       cases,
@@ -451,6 +457,8 @@ describe('every option of every entry point: refused where given, or working', (
         good: fc.oneof(fc.constant(null), fc.integer({ min: 60_000, max: Number.MAX_SAFE_INTEGER })),
         usable: (v) => v === null || isWhole(v, 1),
       },
+      durability: durability(),
+      commandTimeoutMs: commandTimeout,
     };
     const keeps = async (store: RedisToolResultStore | InMemoryToolResultStore) => {
       const ref = `s${(run += 1)}-call-x`;
@@ -536,10 +544,10 @@ describe('each schema names exactly the options of its interface', () => {
     ]);
     expect(keys(BREAKER_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'maxFailures', 'maxRejections', 'prefix', 'redis', 'retentionMs']);
     expect(keys(RECONCILE_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'prefix', 'redis', 'retentionMs']);
-    expect(keys(REDIS_TOOL_RESULT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'retentionMs']);
+    expect(keys(REDIS_TOOL_RESULT_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'prefix', 'redis', 'retentionMs']);
     expect(keys(IN_MEMORY_TOOL_RESULT_STORE_SCHEMA)).toEqual(['maxTotalChars']);
     expect(keys(TOOL_CALL_CLIENT_SCHEMA)).toEqual(['jobName', 'jobOptions', 'queue', 'queueEvents', 'timeoutMs']);
     expect(keys(CHECK_REDIS_SCHEMA)).toEqual(['durability', 'timeoutMs']);
-    expect(keys(LIMIT_STORE_SCHEMA)).toEqual(['prefix', 'redis', 'reservationMs']);
+    expect(keys(LIMIT_STORE_SCHEMA)).toEqual(['commandTimeoutMs', 'durability', 'prefix', 'redis', 'reservationMs']);
   });
 });

@@ -9,6 +9,8 @@ import { decideAsOperator } from '../../operator/approvals.js';
 import { serverTimeMs } from '../../redis/runs/counts.js';
 import {
   commandHint,
+  DURABILITY_OPTIONS,
+  durabilityFlags,
   expectPositionals,
   JSON_OPTION,
   stringOption,
@@ -67,6 +69,8 @@ export interface DecideArgs {
   readonly actor: string;
   readonly note?: string;
   readonly json: boolean;
+  /** The workers' durability (`--replicas`, `--aof`): the decision waits for it as their writes do. */
+  readonly durability?: { readonly replicas: number; readonly aof: boolean };
 }
 
 /**
@@ -85,6 +89,7 @@ export async function decideCommand({ store, redis, out, args }: CommandContext<
     ...(args.epoch !== undefined ? { epoch: args.epoch } : {}),
     ...(args.argsHash !== undefined ? { argsHash: args.argsHash } : {}),
     ...(args.note !== undefined ? { note: args.note } : {}),
+    ...(args.durability !== undefined ? { durability: args.durability } : {}),
   });
   if (args.json) return writeJson(out, { ...decided, epoch, argsHash });
   writeLine(out, `${fenceRead ? 'Read' : 'Given'}: epoch ${token(epoch)}, arguments digest ${token(argsHash)}.`);
@@ -175,6 +180,9 @@ Options:
   --actor <name>      who decides (default <OS user>@<host>; at most ${APPROVAL_ACTOR_MAX})
   --epoch <e>         the lifetime you saw (approvals --json prints it)
   --args-hash <h>     the arguments digest you saw (likewise)
+  --replicas <n>      the workers use durability: { replicas: n }; the decision
+                      is acknowledged only once n replicas have it
+  --aof               the workers use durability: { aof: true }
   --json              print {receiptKey, decision, actor, note?, atMs, epoch, argsHash}`,
     options: {
       ...JSON_OPTION,
@@ -182,12 +190,14 @@ Options:
       actor: { type: 'string' },
       epoch: { type: 'string' },
       'args-hash': { type: 'string' },
+      ...DURABILITY_OPTIONS,
     },
     parse(values, positionals) {
       const [receiptKey] = expectPositionals(verb, positionals, ['receiptKey']) as [string];
       const epoch = fenceOption(values, 'epoch', verb);
       const argsHash = fenceOption(values, 'args-hash', verb);
       const note = textOption(values, 'note', APPROVAL_NOTE_MAX, verb);
+      const durability = durabilityFlags(values, verb);
       return {
         verb,
         receiptKey,
@@ -195,6 +205,7 @@ Options:
         ...(argsHash !== undefined ? { argsHash } : {}),
         actor: textOption(values, 'actor', APPROVAL_ACTOR_MAX, verb) ?? defaultOperator(),
         ...(note !== undefined ? { note } : {}),
+        ...(durability !== undefined ? { durability } : {}),
         json: values['json'] === true,
       };
     },

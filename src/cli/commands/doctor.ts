@@ -6,7 +6,7 @@
 import type { RedisConnection } from '../../redis/connection/connection.js';
 import { checkRedisForReceipts, type RedisFinding } from '../../redis/operators/doctor.js';
 import type { DurabilityOptions } from '../../redis/durability/durability.js';
-import { JSON_OPTION, expectPositionals, wholeNumberOption, type CommandContext, type CommandSpec } from '../command.js';
+import { DURABILITY_OPTIONS, JSON_OPTION, durabilityFlags, expectPositionals, type CommandContext, type CommandSpec } from '../command.js';
 import { table, terminalText, writeJson, writeLine } from '../format.js';
 
 /** Arguments of {@link doctorCommand}. */
@@ -70,13 +70,12 @@ Pass the durability your workers use, so the check knows what they need:
   --json           print the report as JSON
 
 Exit code 1 when anything puts receipts at risk, 0 otherwise.`,
-  options: { ...JSON_OPTION, replicas: { type: 'string' }, aof: { type: 'boolean' } },
+  options: { ...JSON_OPTION, ...DURABILITY_OPTIONS },
   parse(values, positionals) {
     expectPositionals('doctor', positionals, []);
-    const replicas = wholeNumberOption(values, 'replicas', 0, 'doctor') ?? 0;
-    const aof = values['aof'] === true;
+    const durability = durabilityFlags(values, 'doctor');
     const json = values['json'] === true;
-    return replicas > 0 || aof ? { json, durability: { replicas, aof } } : { json };
+    return durability ? { json, durability } : { json };
   },
   run: ({ redis, ...rest }) => {
     if (!redis) throw new Error('the doctor command needs the connection; the CLI always passes it');

@@ -44,7 +44,19 @@ export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
 /** Which receipt write was not acknowledged. */
 export type DurableWrite =
-  'claim' | 'complete' | 'fail' | 'markOutcomeUnknown' | 'heartbeat' | 'recordStep' | 'resolve' | 'reconcile' | 'reclaimKeyed';
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'markOutcomeUnknown'
+  | 'heartbeat'
+  | 'recordStep'
+  | 'resolve'
+  | 'reconcile'
+  | 'reclaimKeyed'
+  | 'approvalGate'
+  | 'approvalDecision'
+  | 'limit'
+  | 'offload';
 
 /**
  * The durability options are malformed (negative replicas, a zero timeout,

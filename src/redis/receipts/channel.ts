@@ -108,6 +108,46 @@ export class ReceiptsChannel {
   }
 
   /**
+   * Runs a write that must outlive a failover ({@link call}), then waits for
+   * the acknowledgements `settings.durability` asks for: an approval gate or
+   * decision, a limit's reserve, bind, settle or commit, an offloaded
+   * result. Throws `ReceiptNotDurableError` (`durability.not_acknowledged`)
+   * when they fall short, as a claim does, so nothing a failover could
+   * forget is reported as done.
+   */
+  async write(
+    operation: DurableWrite,
+    script: string,
+    keys: readonly [string, ...string[]],
+    args: readonly (string | number)[],
+    site: CommandSite = {},
+  ): Promise<unknown> {
+    const reply = await this.call(script, keys, args, site);
+    if (this.durability !== undefined) await this.durability.require(operation, keys[0], this.durability.mark(keys[0]));
+    return reply;
+  }
+
+  /**
+   * Sends one command that is not a script, `redisKey` the key it names,
+   * with {@link call}'s mapping of what Redis threw; with `operation`, a
+   * write that waits for durability as {@link write} does. The one way a
+   * part outside the receipts' own transitions writes a plain command (an
+   * index entry, an audit line).
+   */
+  async command(name: string, args: readonly (string | number)[], redisKey: string, operation?: DurableWrite): Promise<unknown> {
+    let reply: unknown;
+    try {
+      reply = await this.redis.command(name, args, redisKey);
+    } catch (error) {
+      throw this.typed(error, { redisKey, step: name.toLowerCase() });
+    }
+    if (operation !== undefined && this.durability !== undefined) {
+      await this.durability.require(operation, redisKey, this.durability.mark(redisKey));
+    }
+    return reply;
+  }
+
+  /**
    * Runs a receipt script ({@link call}) and parses what it saw.
    * @internal
    */

@@ -1,0 +1,114 @@
+/**
+ * The durability of the writes approvals and limits make, against a real
+ * replica: with `durability: { replicas: 1 }` and the replica cut off, the
+ * approval gate, a person's decision and a limit's commit each fail typed
+ * (`durability.not_acknowledged`), as a claim does, instead of being
+ * reported done while only the primary has them; with the replica back the
+ * same writes succeed and the replica holds them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approveCall, denyCall } from '../../src/approvals/index.js';
+import { ApprovalGate } from '../../src/approvals/gate.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
+import { ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.js';
+import type { DurabilityOptions } from '../../src/redis/durability/durability.js';
+import { freshKey } from '../support/redis-fixture.js';
+import type { LocalRedis } from '../support/redis-process.js';
+import { startPrimaryWithReplica, waitCaughtUp, withNode } from '../support/redis-cluster.js';
+import { uniquePrefix } from '../support/redis.js';
+import { sentinelSkipReason } from '../support/redis-sentinel.js';
+import { openSingle, type OpenedClient } from '../support/redis-clients.js';
+
+const skip = sentinelSkipReason();
+const DURABLE: DurabilityOptions = { replicas: 1, timeoutMs: 200 };
+
+async function cutOff(replica: LocalRedis, master: LocalRedis): Promise<void> {
+  await replica.pause();
+  await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
+}
+async function reconnect(replica: LocalRedis, master: LocalRedis): Promise<void> {
+  await replica.resume();
+  await waitCaughtUp(master, replica);
+}
+
+describe.skipIf(skip !== undefined)('approvals and limits with durability, one primary and one replica', () => {
+  let primary: LocalRedis;
+  let replica: LocalRedis;
+  const opened: OpenedClient[] = [];
+  const prefix = uniquePrefix();
+  beforeAll(async () => {
+    ({ primary, replica } = await startPrimaryWithReplica(prefix, { appendonly: true }));
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
+    await replica?.stop();
+    await primary?.stop();
+  });
+  const client = () => {
+    const c = openSingle('ioredis-5', primary.url);
+    opened.push(c);
+    return c.client;
+  };
+  const keyspace = () => ReceiptsKeyspace.open({ redis: client(), prefix, durability: DURABLE });
+  const onReplica = (key: string, field: string) => withNode(replica, (a) => a.hget(key, field));
+
+  /** A call parked awaiting approval (the gate run with the replica connected), and its receipt key. */
+  async function pending(gate: ApprovalGate) {
+    const key = freshKey();
+    const answer = await gate.pass(
+      { key, needed: { reason: 'refund' }, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined },
+      () => undefined,
+    );
+    if (answer.kind !== 'await') throw new Error(`expected a call awaiting approval, got ${answer.kind}`);
+    return { key, receiptKey: keyspace().receipts.redisKey(key), epoch: answer.epoch, argsHash: key.argsHash };
+  }
+
+  it('a gate that asks for approval, and a decision, fail typed while the replica is cut off; succeed once it is back', async () => {
+    const gate = new ApprovalGate(keyspace().channel);
+    const first = await pending(gate);
+    const second = await pending(gate);
+    await cutOff(replica, primary);
+    try {
+      const gated = await gate
+        .pass({ key: freshKey(), needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined }, () => undefined)
+        .catch((e: unknown) => e);
+      expect(gated).toBeInstanceOf(ReceiptNotDurableError);
+      expect(gated).toMatchObject({ code: 'durability.not_acknowledged', write: 'approvalGate' });
+      const refused = await denyCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'ana' }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ReceiptNotDurableError);
+      expect(refused).toMatchObject({ code: 'durability.not_acknowledged', write: 'approvalDecision' });
+    } finally {
+      await reconnect(replica, primary);
+    }
+    // The primary kept what it wrote: asked again, the call names the decision it holds; the replica has it now.
+    await expect(approveCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'bo' })).rejects.toMatchObject({
+      code: 'approval.not_pending',
+      decidedBy: 'ana',
+    });
+    expect(await onReplica(first.receiptKey, 'status')).toBe('denied');
+    // A decision made with the replica there is acknowledged, and on the replica when it returns.
+    await approveCall({ redis: client(), prefix, durability: DURABLE, ...second, actor: 'ana' });
+    expect(await onReplica(second.receiptKey, 'approval_decision')).toBe('approved');
+  });
+
+  it('a limit commit fails typed while the replica is cut off; the commit after succeeds and the replica counts it', async () => {
+    const store = new LimitStore({ redis: client(), prefix, durability: DURABLE });
+    const once = defineLimit({ name: `once-${Date.now()}`, per: 'tenant', max: 2, windowMs: 3_600_000 });
+    const key = freshKey();
+    const reserved = await store.reserve(once, key);
+    if (!reserved.granted) throw new Error('expected a grant');
+    await cutOff(replica, primary);
+    try {
+      const refused = await store.commit(reserved.reservation).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ReceiptNotDurableError);
+      expect(refused).toMatchObject({ code: 'durability.not_acknowledged', write: 'limit' });
+    } finally {
+      await reconnect(replica, primary);
+    }
+    expect(await store.commit(reserved.reservation)).toBe('already_committed');
+    const next = await store.reserve(once, { ...key, argsHash: `${key.argsHash}-2` });
+    if (!next.granted) throw new Error('expected a grant');
+    expect(await store.commit(next.reservation)).toBe('committed');
+    expect(await onReplica(next.reservation.keys.state, 'used')).toBe('2');
+  });
+});
