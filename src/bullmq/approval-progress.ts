@@ -5,9 +5,17 @@
  * stays the truth; this is a note on the job, cleared as each call is decided.
  */
 import type { Job } from 'bullmq';
+import type { ToolResultBlock } from '../core/job-data.js';
 
 /** The key of the job's progress object under which the awaiting calls are listed. */
 export const AWAITING_APPROVAL_PROGRESS = 'toolReceiptsAwaitingApproval';
+
+/**
+ * The key under which the same progress object keeps the results of the
+ * turn's calls that ended before it was parked: they ran, so an agent shown
+ * the parked turn can have them at once.
+ */
+export const ANSWERED_BEFORE_APPROVAL_PROGRESS = 'toolReceiptsAnswered';
 
 /** One call of the job awaiting approval, as its progress lists it. */
 export interface AwaitingApprovalCall {
@@ -31,10 +39,27 @@ export function awaitingApprovalOf(progress: unknown): AwaitingApprovalCall[] {
   );
 }
 
-/** Lists `call` on the job's progress (replacing an older entry of the same call). */
-export async function noteAwaitingApproval(job: Job, call: AwaitingApprovalCall): Promise<void> {
+/** The results a job's progress keeps of the calls that ended before it was parked; empty when none. */
+export function answeredBeforeApprovalOf(progress: unknown): ToolResultBlock[] {
+  const kept = (progress as Record<string, unknown> | null | undefined)?.[ANSWERED_BEFORE_APPROVAL_PROGRESS];
+  if (!Array.isArray(kept)) return [];
+  return kept.filter(
+    (b): b is ToolResultBlock =>
+      typeof b === 'object' &&
+      b !== null &&
+      typeof b.tool_use_id === 'string' &&
+      typeof b.content === 'string' &&
+      typeof b.outcome === 'string',
+  );
+}
+
+/**
+ * Lists `call` on the job's progress (replacing an older entry of the same
+ * call), with `answered`, the results of the turn's calls that ended so far.
+ */
+export async function noteAwaitingApproval(job: Job, call: AwaitingApprovalCall, answered: readonly ToolResultBlock[] = []): Promise<void> {
   const others = awaitingApprovalOf(job.progress).filter((c) => c.tool_use_id !== call.tool_use_id);
-  await job.updateProgress({ [AWAITING_APPROVAL_PROGRESS]: [...others, call] });
+  await job.updateProgress({ [AWAITING_APPROVAL_PROGRESS]: [...others, call], [ANSWERED_BEFORE_APPROVAL_PROGRESS]: [...answered] });
 }
 
 /** Takes the call off the job's progress once it is decided; nothing is written when it was not listed. */

@@ -97,13 +97,17 @@ export async function passApprovalGate(
       facts.waiting(delay);
       const reason = needed?.reason;
       await note(
-        noteAwaitingApproval(scope.job, {
-          tool_use_id: call.id,
-          tool: tool.name,
-          receiptKey,
-          ...(reason ? { reason } : {}),
-          expiresAtMs: answer.expiresAtMs,
-        }),
+        noteAwaitingApproval(
+          scope.job,
+          {
+            tool_use_id: call.id,
+            tool: tool.name,
+            receiptKey,
+            ...(reason ? { reason } : {}),
+            expiresAtMs: answer.expiresAtMs,
+          },
+          scope.answered,
+        ),
       );
       await scope.park(answer.nowMs, delay);
       throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);

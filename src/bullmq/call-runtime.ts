@@ -8,7 +8,7 @@ import type { Job } from 'bullmq';
 import type { DigestFn } from '../core/identity.js';
 import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import type { ToolCall, ToolJobData } from '../core/job-data.js';
+import type { ToolCall, ToolJobData, ToolResultBlock } from '../core/job-data.js';
 import type { CallFactsSource } from './observer.js';
 import type { WorkerLimits } from '../limits/call-limits.js';
 import type { ApprovalGate } from '../approvals/gate.js';
@@ -85,6 +85,8 @@ export interface JobScope {
   readonly data: ToolJobData;
   /** Aborted when BullMQ cancels the job or its lock cannot be renewed. */
   readonly abort: CallAbort;
+  /** The results of the turn's calls that ended so far, in call order (a parked turn's progress note shows them). */
+  readonly answered?: readonly ToolResultBlock[];
   /**
    * Park the job until `serverNowMs + delayMs` on the Redis server's clock
    * (a call waits for a live attempt). Calls running side by side defer it

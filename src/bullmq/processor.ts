@@ -160,7 +160,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const park = (serverNowMs: number, delayMs: number) => parkJobOnServerClock(job, token, serverNowMs, delayMs);
     const results: ToolResultBlock[] = [];
     try {
-      await runTurn(runtime, { job, token, data, abort, park }, results);
+      await runTurn(runtime, { job, token, data, abort, park, answered: results }, results);
       // Cancelled while its last call ran: the job still ends cancelled (see interruptedEnding).
       const interrupted = interruptedEnding(jobKey, abort, {});
       if (interrupted) throw interrupted;

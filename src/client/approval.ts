@@ -24,7 +24,7 @@ export interface AwaitingApprovalResult {
   };
 }
 
-/** A call of a parked turn that is not answered yet: it ran before the call awaiting approval, or waits behind it. */
+/** A call of a parked turn that is not answered yet: it waits behind the call awaiting approval (or beside it, in a group run side by side). */
 export interface UnansweredResult {
   readonly type: 'tool_result';
   readonly tool_use_id: string;
@@ -35,10 +35,19 @@ export interface UnansweredResult {
 /** One call's result as `submit` with `approvals: 'return'` gives it. */
 export type TurnResult = ToolResultBlock | AwaitingApprovalResult | UnansweredResult;
 
-/** The blocks of a turn whose job is parked until `awaiting` are decided, in call order. */
-export function parkedTurnResults(data: ToolJobData, awaiting: readonly AwaitingApprovalCall[]): TurnResult[] {
+/**
+ * The blocks of a turn whose job is parked until `awaiting` are decided, in
+ * call order: the calls that already ran (`answered`) with their results.
+ */
+export function parkedTurnResults(
+  data: ToolJobData,
+  awaiting: readonly AwaitingApprovalCall[],
+  answered: readonly ToolResultBlock[] = [],
+): TurnResult[] {
   return data.calls.map((call): TurnResult => {
     const waiting = awaiting.find((a) => a.tool_use_id === call.id);
+    const ran = answered.find((block) => block.tool_use_id === call.id);
+    if (waiting === undefined && ran !== undefined) return ran;
     if (waiting === undefined) {
       return {
         type: 'tool_result',

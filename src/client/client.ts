@@ -50,9 +50,9 @@ export interface TurnSubmission extends TurnIdentity {
    * When a call of the turn needs a person's approval: `'wait'` (default)
    * waits for the decision like any other wait (the results then say
    * executed, or denied); `'return'` resolves as soon as the job is parked
-   * for it, with the awaiting calls as `awaiting_approval` results and the
-   * others `pending` (see `TurnResult`); submit the same turn again later
-   * for the real results.
+   * for it, with the awaiting calls as `awaiting_approval` results, the
+   * calls that already ran with their results, and the others `pending`
+   * (see `TurnResult`); submit the same turn again later for the real results.
    */
   readonly approvals?: 'wait' | 'return';
 }
@@ -129,7 +129,7 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
       case 'aborted':
         throw new TurnAbortedError(ref, end.reason, true);
       case 'awaiting_approval':
-        return parkedTurnResults(data, end.calls);
+        return parkedTurnResults(data, end.calls, end.answered);
     }
   };
 

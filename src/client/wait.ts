@@ -4,7 +4,8 @@
  */
 import type { EventEmitter } from 'node:events';
 import { Job, type Queue, type QueueEvents } from 'bullmq';
-import { awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
+import { answeredBeforeApprovalOf, awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
+import type { ToolResultBlock } from '../bullmq/job-data.js';
 import type { UnfinishedJobState } from './errors.js';
 
 /** A job's end as the job holds it. */
@@ -16,8 +17,12 @@ export type JobEnd =
   | Finished
   | { readonly status: 'timeout'; readonly jobState: UnfinishedJobState | undefined }
   | { readonly status: 'aborted'; readonly reason: unknown }
-  /** With `untilApproval`: the job is parked until a person decides on these calls. */
-  | { readonly status: 'awaiting_approval'; readonly calls: readonly AwaitingApprovalCall[] };
+  /** With `untilApproval`: the job is parked until a person decides on these calls; `answered` ran before it was. */
+  | {
+      readonly status: 'awaiting_approval';
+      readonly calls: readonly AwaitingApprovalCall[];
+      readonly answered: readonly ToolResultBlock[];
+    };
 
 /**
  * Wait for a job to finish through BullMQ's `QueueEvents`, as
@@ -58,8 +63,8 @@ export async function waitForJobEnd(
   const onFailed = (args: { failedReason: string }) => settle({ status: 'failed', failedReason: args.failedReason ?? '' });
   const onAbort = () => settle({ status: 'aborted', reason: signal?.reason });
   const onParked = () =>
-    void parkedForApproval(queue, jobId).then((calls) => {
-      if (calls !== undefined && !settled) settle({ status: 'awaiting_approval', calls });
+    void parkedForApproval(queue, jobId).then((parked) => {
+      if (parked !== undefined && !settled) settle({ status: 'awaiting_approval', ...parked });
     });
   // BullMQ emits per-job events (`completed:<id>`) that its listener types do not list.
   const perJob = queueEvents as unknown as EventEmitter;
@@ -95,13 +100,20 @@ export async function waitForJobEnd(
 /** The job events after which a job may have been parked for approval: its progress noted the calls, then it was delayed. */
 const PARKED_EVENTS = ['progress', 'delayed'] as const;
 
-/** The calls the job awaits approval for when it is parked (delayed) for them; `undefined` otherwise or when unreadable. */
-async function parkedForApproval(queue: Queue, jobId: string): Promise<AwaitingApprovalCall[] | undefined> {
+/**
+ * The calls the job awaits approval for when it is parked (delayed) for
+ * them, with the results of the calls that ended before it parked;
+ * `undefined` otherwise or when unreadable.
+ */
+async function parkedForApproval(
+  queue: Queue,
+  jobId: string,
+): Promise<{ calls: AwaitingApprovalCall[]; answered: ToolResultBlock[] } | undefined> {
   try {
     const job = await Job.fromId(queue, jobId);
     const calls = awaitingApprovalOf(job?.progress);
     if (!job || calls.length === 0 || (await job.getState()) !== 'delayed') return undefined;
-    return calls;
+    return { calls, answered: answeredBeforeApprovalOf(job.progress) };
   } catch {
     return undefined;
   }

@@ -1,8 +1,8 @@
 /**
  * The agent's side of approvals, with a real BullMQ worker and Redis:
  * `submit` with `approvals: 'return'` resolves as soon as the job is parked,
- * saying which call awaits approval (not an error) and that the others are
- * not answered yet; submitting the same turn again after the decision gives
+ * saying which call awaits approval (not an error), with the results of the
+ * calls that already ran and the later ones not answered yet; submitting the same turn again after the decision gives
  * the real results; the default waits for the decision; the AI SDK mapping
  * gives one `tool-approval-request` per awaiting call.
  */
@@ -59,7 +59,7 @@ const message = {
 } as const;
 
 describe('submit and approvals', () => {
-  it("'return': the awaiting call is an outcome of its own, the others pending; after the approval the same turn gives the results", async () => {
+  it("'return': the awaiting call is an outcome of its own, the call before it with its result, the one after pending; after the approval the same turn gives the results", async () => {
     const l = await lane();
     const { runs, all } = tools();
     l.worker({ tools: all });
@@ -70,11 +70,13 @@ describe('submit and approvals', () => {
 
     const parked = await client.submit({ ...ids, calls, approvals: 'return' });
     expect(parked.map((r) => [r.tool_use_id, r.outcome])).toEqual([
-      ['toolu_a', 'pending'],
+      ['toolu_a', 'executed'],
       ['toolu_b', 'awaiting_approval'],
       ['toolu_c', 'pending'],
     ]);
     expect(isTurnAnswered(parked)).toBe(false);
+    // The call that already ran comes back with its result, as the same turn's later submit replays it.
+    expect(parked[0]).toEqual({ type: 'tool_result', tool_use_id: 'toolu_a', content: 'noted before', outcome: 'executed' });
     const [waiting] = awaitingApproval(parked);
     const pending = await pendingOf(l);
     expect(waiting!.approval).toMatchObject({ receiptKey: pending.receiptKey, reason: 'refund of 250', expiresAtMs: pending.expiresAtMs });
