@@ -9,6 +9,11 @@ import type { ToolCall, ToolResultBlock } from '../core/job-data.js';
 import { formatPartialResultsLog } from './partial-results.js';
 import type { CallFacts } from './observer.js';
 
+/** The sentence the model reads for a call whose outcome is unknown: nothing was run again, and why. */
+export const ambiguousText = (toolName: string): string =>
+  `The outcome of this ${toolName} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. ` +
+  'Do not assume it succeeded or failed; ask the user or check the external system.';
+
 /**
  * Act on a call whose outcome is unknown (a claim found its attempt lost
  * mid-effect, or the tool said so with `OutcomeUnknownError`): report the
@@ -20,13 +25,7 @@ import type { CallFacts } from './observer.js';
 export function ambiguousOutcome(onAmbiguous: 'fail' | 'report', call: ToolCall, facts: CallFacts, reason: string): ToolResultBlock {
   facts.ambiguous(reason);
   if (onAmbiguous === 'report') {
-    return {
-      type: 'tool_result',
-      tool_use_id: call.id,
-      content: `The outcome of this ${call.name} call is unknown: an earlier attempt may or may not have completed it, so it was not run again. Do not assume it succeeded or failed; ask the user or check the external system.`,
-      is_error: true,
-      outcome: 'ambiguous',
-    };
+    return { type: 'tool_result', tool_use_id: call.id, content: ambiguousText(call.name), is_error: true, outcome: 'ambiguous' };
   }
   throw unrecoverable(new AmbiguousToolCallError(facts.receiptKey ?? '', call.name, call.id, reason));
 }

@@ -87,6 +87,21 @@ export interface ToolCallClient {
   submit(turn: TurnSubmission): Promise<TurnResult[]>;
   /** The job id a turn is enqueued under. */
   jobIdOf(turn: TurnIdentity): string;
+  /**
+   * The turn's job as it stands, without enqueuing or waiting: its calls and
+   * BullMQ state; `undefined` when no job holds the turn (never submitted,
+   * or removed since).
+   */
+  find(turn: TurnIdentity): Promise<FoundTurn | undefined>;
+}
+
+/** A turn's job as {@link ToolCallClient.find} read it. */
+export interface FoundTurn {
+  readonly jobId: string;
+  /** The calls the job was submitted with. */
+  readonly calls: readonly ToolCallInput[];
+  /** BullMQ's state of the job (`waiting`, `active`, `delayed`, `completed`, `failed`…). */
+  readonly state: string;
 }
 
 /**
@@ -133,7 +148,15 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
     }
   };
 
-  return { submit: submit as ToolCallClient['submit'], jobIdOf: turnJobId };
+  const find = async (turn: TurnIdentity): Promise<FoundTurn | undefined> => {
+    const jobId = turnJobId(turn);
+    const job = await Job.fromId(queue, jobId);
+    if (!job) return undefined;
+    const calls = (job.data as { calls?: unknown } | undefined)?.calls;
+    return { jobId, calls: Array.isArray(calls) ? (calls as ToolCallInput[]) : [], state: await job.getState() };
+  };
+
+  return { submit: submit as ToolCallClient['submit'], jobIdOf: turnJobId, find };
 }
 
 /** A wait limit a timer can honour (Node fires a longer or fractional one early), or none. */

@@ -7,9 +7,11 @@ export {
   createToolCallClient,
   type ToolCallClient,
   type ToolCallClientOptions,
+  type FoundTurn,
   type ToolCallInput,
   type TurnSubmission,
 } from './client.js';
+export { digestedTurnId } from './formats/ai-sdk-turn-id.js';
 export { turnJobId, InvalidTurnIdError, type TurnIdentity } from './job-id.js';
 export {
   TurnError,
@@ -30,6 +32,7 @@ export {
   submitTurnCalls,
   callsToSubmit,
   resultsInOrder,
+  conflictResult,
   InvalidAssistantMessageError,
   ResultCountMismatchError,
   type TurnCalls,

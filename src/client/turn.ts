@@ -43,6 +43,15 @@ export const rejectedResult = (id: string, message: string): ToolResultBlock => 
   outcome: 'rejected',
 });
 
+/** What the model reads for a call refused as `turn.conflict`: it was not run, and why. */
+export const conflictResult = (toolCallId: string, toolName: string): ToolResultBlock =>
+  rejectedResult(
+    toolCallId,
+    `The ${toolName} call ${toolCallId} was not run: the id it was submitted under already names a different call ` +
+      'of this conversation, so it was refused before any worker saw it and nothing was done for it. ' +
+      'This is a clash of ids in the program that calls the tools, not a failure of the tool or of its input.',
+  );
+
 /** A refused call and its error result. */
 export function rejectedCall(id: string, name: string, message: string): TurnCallEntry {
   return { kind: 'rejected', id, name, result: rejectedResult(id, message) };

@@ -78,6 +78,8 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'format.invalid_message',
   'format.result_count',
   'tool.error_result',
+  // Agent frameworks' tools (`/ai-sdk`, `/openai-agents`, `/mastra`, `/langgraph`).
+  'framework.approval_refused',
   // MCP tools (`/mcp`).
   'mcp.invalid_options',
   'mcp.schema_unsupported',

@@ -34,6 +34,7 @@ const RANK: Record<string, number> = {
   operator: 4,
   testing: 4,
   console: 5,
+  frameworks: 5,
   cli: 6,
   'index.ts': 7,
 };

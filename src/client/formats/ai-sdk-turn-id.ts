@@ -42,8 +42,17 @@ const DIGEST_HEX = 32;
  */
 export async function aiSdkTurnId(call: AiSdkToolCallContext): Promise<string> {
   const context = { toolCallId: call.toolCallId, toolName: call.toolName, input: call.input, messages: call.messages };
+  return digestedTurnId('ai-sdk', call.toolCallId, context);
+}
+
+/**
+ * `<label>:<toolCallId>:<digest>`, the digest (128 bits) taken over
+ * `context` in canonical form, read as {@link aiSdkTurnId} reads it (key
+ * order does not matter; bytes count by their content).
+ */
+export async function digestedTurnId(label: string, toolCallId: string, context: object): Promise<string> {
   const digest = await sha256Digest(canonicalJson(asPlainJson(context)));
-  return `ai-sdk:${call.toolCallId}:${digest.slice(0, DIGEST_HEX)}`;
+  return `${label}:${toolCallId}:${digest.slice(0, DIGEST_HEX)}`;
 }
 
 /**

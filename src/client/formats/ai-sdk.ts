@@ -11,7 +11,7 @@ import type { ToolResultBlock } from '../../bullmq/job-data.js';
 import { ToolReceiptsError } from '../../core/errors.js';
 import type { ToolCallClient } from '../client.js';
 import { TurnConflictError } from '../errors.js';
-import { pairResults, rejectedResult, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
+import { conflictResult, pairResults, toolCallEntry, type TurnCallEntry, type TurnCalls } from '../turn.js';
 import { aiSdkTurnId, type AiSdkToolCallContext } from './ai-sdk-turn-id.js';
 import { awaitingApproval, type TurnResult } from '../approval.js';
 
@@ -197,7 +197,7 @@ export function aiSdkTools(tools: Iterable<AnyToolDefinition>, options: AiSdkToo
               ...(abortSignal === undefined ? {} : { signal: abortSignal }),
             })
             .catch((error: unknown) => {
-              if (error instanceof TurnConflictError) throw new ToolErrorResult(notRun(toolCallId, tool.name), { cause: error });
+              if (error instanceof TurnConflictError) throw new ToolErrorResult(conflictResult(toolCallId, tool.name), { cause: error });
               throw error;
             });
           if (result!.is_error) throw new ToolErrorResult(result!);
@@ -208,12 +208,3 @@ export function aiSdkTools(tools: Iterable<AnyToolDefinition>, options: AiSdkToo
   });
   return Object.fromEntries(entries);
 }
-
-/** What the model reads for a call refused as `turn.conflict`: it was not run, and why. */
-const notRun = (toolCallId: string, toolName: string): ToolResultBlock =>
-  rejectedResult(
-    toolCallId,
-    `The ${toolName} call ${toolCallId} was not run: the id it was submitted under already names a different call ` +
-      'of this conversation, so it was refused before any worker saw it and nothing was done for it. ' +
-      'This is a clash of ids in the program that calls the tools, not a failure of the tool or of its input.',
-  );
