@@ -125,7 +125,11 @@ function turnOf(options: FrameworkToolsOptions, call: FrameworkCall): TurnSubmis
   };
 }
 
-const answerOf = (block: ToolResultBlock): CallAnswer => ({ text: block.content, isError: block.is_error === true, outcome: block.outcome });
+const answerOf = (block: ToolResultBlock): CallAnswer => ({
+  text: block.content,
+  isError: block.is_error === true,
+  outcome: block.outcome,
+});
 
 /**
  * Submit the call and wait for its result (or attach to the job of the same
@@ -162,8 +166,16 @@ export async function askApproval(options: FrameworkToolsOptions, call: Framewor
   if (first!.outcome !== 'awaiting_approval') return { kind: 'answered', answer: answerOf(first as ToolResultBlock) };
   const { receiptKey, reason, expiresAtMs } = first!.approval;
   const pending = await readApproval({ redis: approvals.redis, receiptKey, ...(approvals.prefix ? { prefix: approvals.prefix } : {}) });
-  const fence = pending !== undefined && 'epoch' in pending ? { epoch: pending.epoch, argsHash: pending.argsHash } : { epoch: '', argsHash: '' };
-  const ticket = { toolCallId: call.toolCallId, toolName: call.tool.name, receiptKey, ...fence, ...(reason ? { reason } : {}), expiresAtMs };
+  const fence =
+    pending !== undefined && 'epoch' in pending ? { epoch: pending.epoch, argsHash: pending.argsHash } : { epoch: '', argsHash: '' };
+  const ticket = {
+    toolCallId: call.toolCallId,
+    toolName: call.tool.name,
+    receiptKey,
+    ...fence,
+    ...(reason ? { reason } : {}),
+    expiresAtMs,
+  };
   return { kind: 'awaiting', ticket };
 }
 
@@ -177,7 +189,11 @@ export async function askApproval(options: FrameworkToolsOptions, call: Framewor
  * resume after a crash) finds it written and waits for the call's result,
  * and a call that already ran gives its recorded result.
  */
-export async function decideApproval(options: FrameworkToolsOptions, call: FrameworkCall, decision: FrameworkDecision): Promise<CallAnswer> {
+export async function decideApproval(
+  options: FrameworkToolsOptions,
+  call: FrameworkCall,
+  decision: FrameworkDecision,
+): Promise<CallAnswer> {
   const approvals = approvalsOf(options, call);
   const turn = turnOf(options, call);
   const found = await options.client.find(turn);

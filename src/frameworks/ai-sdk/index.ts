@@ -61,7 +61,12 @@ export function aiSdkReceiptTools(tools: Iterable<AnyToolDefinition>, options: A
 
 function aiSdkReceiptTool(definition: AnyToolDefinition, options: AiSdkReceiptToolsOptions): Tool {
   const schema = toolJsonSchema(definition);
-  const callOf = async (toolCallId: string, input: unknown, messages: readonly ModelMessage[], signal?: AbortSignal): Promise<FrameworkCall> => ({
+  const callOf = async (
+    toolCallId: string,
+    input: unknown,
+    messages: readonly ModelMessage[],
+    signal?: AbortSignal,
+  ): Promise<FrameworkCall> => ({
     framework: 'AI SDK',
     tool: definition,
     toolCallId,

@@ -82,7 +82,10 @@ export function langGraphDecision(
  * (`approval.args_mismatch`, `approval.stale_lifetime`); met again after a
  * crash, it finds the decision written and waits for the result.
  */
-export function langGraphReceiptTools(tools: Iterable<AnyToolDefinition>, options: LangGraphReceiptToolsOptions): StructuredToolInterface[] {
+export function langGraphReceiptTools(
+  tools: Iterable<AnyToolDefinition>,
+  options: LangGraphReceiptToolsOptions,
+): StructuredToolInterface[] {
   return [...tools].map((definition) => langGraphReceiptTool(definition, options));
 }
 
@@ -121,7 +124,12 @@ async function answerOf(options: LangGraphReceiptToolsOptions, call: FrameworkCa
   const request: LangGraphApprovalRequest = { kind: 'tool-receipts.approval', ...asked.ticket };
   const resumed = interrupt<LangGraphApprovalRequest, unknown>(request);
   const decision = resumed as Partial<LangGraphApprovalDecision> | null | undefined;
-  if (typeof decision !== 'object' || decision === null || typeof decision.approved !== 'boolean' || decision.toolCallId !== call.toolCallId) {
+  if (
+    typeof decision !== 'object' ||
+    decision === null ||
+    typeof decision.approved !== 'boolean' ||
+    decision.toolCallId !== call.toolCallId
+  ) {
     throw new FrameworkApprovalRefusedError(call.toolCallId, call.tool.name, 'other_call');
   }
   return decideApproval(options, call, {

@@ -7,14 +7,7 @@
  */
 import { createTool } from '@mastra/core/tools';
 import type { AnyToolDefinition } from '../../bullmq/define-tool.js';
-import {
-  answerCall,
-  approvalAsked,
-  askApproval,
-  decideApproval,
-  type FrameworkCall,
-  type FrameworkToolsOptions,
-} from '../receipt-call.js';
+import { answerCall, approvalAsked, askApproval, decideApproval, type FrameworkCall, type FrameworkToolsOptions } from '../receipt-call.js';
 
 export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
 export type { FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
@@ -52,7 +45,10 @@ export type MastraReceiptTool = ReturnType<typeof createTool>;
  * (`FrameworkApprovalRefusedError`); met again after a crash, the decision is
  * found written and the result awaited.
  */
-export function mastraReceiptTools(tools: Iterable<AnyToolDefinition>, options: MastraReceiptToolsOptions): Record<string, MastraReceiptTool> {
+export function mastraReceiptTools(
+  tools: Iterable<AnyToolDefinition>,
+  options: MastraReceiptToolsOptions,
+): Record<string, MastraReceiptTool> {
   return Object.fromEntries([...tools].map((definition) => [definition.name, mastraReceiptTool(definition, options)]));
 }
 
@@ -84,7 +80,8 @@ function mastraReceiptTool(definition: AnyToolDefinition, options: MastraReceipt
     async execute(input: unknown, context) {
       const call = callOf(context?.agent?.toolCallId ?? '', input, context?.abortSignal);
       // Mastra runs a tool whose rule asks only once a person approved it.
-      const answer = hasRule && approvalAsked(options, call) ? await decideApproval(options, call, { approved: true }) : await answerCall(options, call);
+      const answer =
+        hasRule && approvalAsked(options, call) ? await decideApproval(options, call, { approved: true }) : await answerCall(options, call);
       return answer.text;
     },
   });

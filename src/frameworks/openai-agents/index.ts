@@ -7,14 +7,7 @@
  */
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
 import { toolJsonSchema, type AnyToolDefinition } from '../../bullmq/define-tool.js';
-import {
-  answerCall,
-  approvalAsked,
-  askApproval,
-  decideApproval,
-  type FrameworkCall,
-  type FrameworkToolsOptions,
-} from '../receipt-call.js';
+import { answerCall, approvalAsked, askApproval, decideApproval, type FrameworkCall, type FrameworkToolsOptions } from '../receipt-call.js';
 
 export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
 export type { FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
@@ -49,7 +42,10 @@ export interface OpenAIAgentsReceiptToolsOptions extends FrameworkToolsOptions {
  * refused (`FrameworkApprovalRefusedError`, which the run throws); met again
  * after a crash, it finds the decision written and waits for the result.
  */
-export function openAIAgentsReceiptTools(tools: Iterable<AnyToolDefinition>, options: OpenAIAgentsReceiptToolsOptions): FunctionTool<unknown, any>[] {
+export function openAIAgentsReceiptTools(
+  tools: Iterable<AnyToolDefinition>,
+  options: OpenAIAgentsReceiptToolsOptions,
+): FunctionTool<unknown, any>[] {
   return [...tools].map((definition) => openAIAgentsReceiptTool(definition, options));
 }
 
