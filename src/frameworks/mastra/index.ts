@@ -42,8 +42,11 @@ export type MastraReceiptTool = ReturnType<typeof createTool>;
  * Mastra hands on (`approveToolCallGenerate`) is written as the receipt's
  * decision, fenced on the call's id and arguments: arguments edited in the
  * snapshot since, or a call never asked about, are refused
- * (`FrameworkApprovalRefusedError`); met again after a crash, the decision is
- * found written and the result awaited.
+ * (`FrameworkApprovalRefusedError`; an approval for a call that is not
+ * suspended Mastra refuses itself); met again after a crash, the decision is
+ * found written and the result awaited. Mastra asks a tool's rule before it
+ * knows the call's id, so a turn retried after the call was decided is
+ * suspended again: approving it gives the recorded result, nothing runs.
  */
 export function mastraReceiptTools(
   tools: Iterable<AnyToolDefinition>,
@@ -69,6 +72,7 @@ function mastraReceiptTool(definition: AnyToolDefinition, options: MastraReceipt
     inputSchema: definition.input,
     ...(hasRule
       ? {
+          // Mastra asks this before it knows the call's id: the rule alone answers.
           requireApproval: (input: unknown) => approvalAsked(options, callOf('', input)),
           // Mastra hands the call over here before it suspends: the request is kept on the server from now on.
           async onInputAvailable({ toolCallId, input }: { toolCallId: string; input: unknown }) {
