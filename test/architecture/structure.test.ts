@@ -36,6 +36,10 @@ const RANK: Record<string, number> = {
   console: 5,
   frameworks: 5,
   cli: 6,
+  'ai-sdk': 6,
+  'openai-agents': 6,
+  mastra: 6,
+  langgraph: 6,
   'index.ts': 7,
 };
 

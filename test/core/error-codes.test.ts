@@ -26,7 +26,7 @@ import * as consoleEntry from '../../src/console/index.js';
 import * as limits from '../../src/limits/index.js';
 import * as approvals from '../../src/approvals/index.js';
 import * as transactional from '../../src/transactional/index.js';
-import * as frameworks from '../../src/frameworks/ai-sdk/index.js';
+import * as frameworks from '../../src/ai-sdk/index.js';
 import * as cliErrors from '../../src/cli/errors.js';
 import { isToolReceiptsErrorCode, TOOL_RECEIPTS_ERROR_CODES, type ToolReceiptsError, type ToolReceiptsErrorCode } from '../../src/index.js';
 

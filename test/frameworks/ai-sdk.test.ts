@@ -7,7 +7,7 @@
 import { generateText, stepCountIs, type ModelMessage, type ToolSet } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
-import { aiSdkReceiptTools, FrameworkApprovalRefusedError } from '../../src/frameworks/ai-sdk/index.js';
+import { aiSdkReceiptTools, FrameworkApprovalRefusedError } from '../../src/ai-sdk/index.js';
 import { ambiguousText } from '../../src/bullmq/ambiguity.js';
 import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes } from './support.js';
 

@@ -19,7 +19,7 @@ import {
   langGraphDecision,
   langGraphReceiptTools,
   type LangGraphApprovalRequest,
-} from '../../src/frameworks/langgraph/index.js';
+} from '../../src/langgraph/index.js';
 import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 
 const lane = useFrameworkLanes();

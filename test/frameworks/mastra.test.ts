@@ -12,7 +12,7 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
 import { ambiguousText } from '../../src/bullmq/ambiguity.js';
-import { FrameworkApprovalRefusedError, mastraReceiptTools } from '../../src/frameworks/mastra/index.js';
+import { FrameworkApprovalRefusedError, mastraReceiptTools } from '../../src/mastra/index.js';
 import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 
 const lane = useFrameworkLanes();

@@ -7,10 +7,10 @@
  * See docs/frameworks.md.
  */
 import { jsonSchema, tool, type ModelMessage, type Tool, type ToolSet } from 'ai';
-import { toolJsonSchema, type AnyToolDefinition } from '../../bullmq/define-tool.js';
-import { digestedTurnId } from '../../client/formats/ai-sdk-turn-id.js';
-import { ToolErrorResult } from '../../client/formats/ai-sdk.js';
-import { rejectedResult } from '../../client/turn.js';
+import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/define-tool.js';
+import { digestedTurnId } from '../client/formats/ai-sdk-turn-id.js';
+import { ToolErrorResult } from '../client/formats/ai-sdk.js';
+import { rejectedResult } from '../client/turn.js';
 import {
   answerCall,
   approvalAsked,
@@ -19,11 +19,11 @@ import {
   type CallAnswer,
   type FrameworkCall,
   type FrameworkToolsOptions,
-} from '../receipt-call.js';
+} from '../frameworks/receipt-call.js';
 
-export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
-export { ToolErrorResult } from '../../client/formats/ai-sdk.js';
-export type { FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
+export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../frameworks/errors.js';
+export { ToolErrorResult } from '../client/formats/ai-sdk.js';
+export type { FrameworkApprovals, FrameworkToolsOptions } from '../frameworks/receipt-call.js';
 
 /** Options of {@link aiSdkReceiptTools}. */
 export interface AiSdkReceiptToolsOptions extends FrameworkToolsOptions {

@@ -6,11 +6,18 @@
  * decision. Needs `@openai/agents` (an optional peer). See docs/frameworks.md.
  */
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
-import { toolJsonSchema, type AnyToolDefinition } from '../../bullmq/define-tool.js';
-import { answerCall, approvalAsked, askApproval, decideApproval, type FrameworkCall, type FrameworkToolsOptions } from '../receipt-call.js';
+import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/define-tool.js';
+import {
+  answerCall,
+  approvalAsked,
+  askApproval,
+  decideApproval,
+  type FrameworkCall,
+  type FrameworkToolsOptions,
+} from '../frameworks/receipt-call.js';
 
-export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
-export type { FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
+export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../frameworks/errors.js';
+export type { FrameworkApprovals, FrameworkToolsOptions } from '../frameworks/receipt-call.js';
 
 /** Options of {@link openAIAgentsReceiptTools}. */
 export interface OpenAIAgentsReceiptToolsOptions extends FrameworkToolsOptions {

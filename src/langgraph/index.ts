@@ -10,9 +10,9 @@ import { ToolMessage } from '@langchain/core/messages';
 import { tool, type StructuredToolInterface } from '@langchain/core/tools';
 import type { ToolRunnableConfig } from '@langchain/core/tools';
 import { interrupt } from '@langchain/langgraph';
-import type { AnyToolDefinition } from '../../bullmq/define-tool.js';
-import { InvalidOptionsError } from '../../core/options.js';
-import { FrameworkApprovalRefusedError } from '../errors.js';
+import type { AnyToolDefinition } from '../bullmq/define-tool.js';
+import { InvalidOptionsError } from '../core/options.js';
+import { FrameworkApprovalRefusedError } from '../frameworks/errors.js';
 import {
   answerCall,
   approvalAsked,
@@ -22,10 +22,10 @@ import {
   type CallAnswer,
   type FrameworkCall,
   type FrameworkToolsOptions,
-} from '../receipt-call.js';
+} from '../frameworks/receipt-call.js';
 
-export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
-export type { ApprovalTicket, FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
+export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../frameworks/errors.js';
+export type { ApprovalTicket, FrameworkApprovals, FrameworkToolsOptions } from '../frameworks/receipt-call.js';
 
 /** Options of {@link langGraphReceiptTools}. */
 export interface LangGraphReceiptToolsOptions extends FrameworkToolsOptions {

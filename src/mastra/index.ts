@@ -6,11 +6,18 @@
  * `@mastra/core` (an optional peer). See docs/frameworks.md.
  */
 import { createTool } from '@mastra/core/tools';
-import type { AnyToolDefinition } from '../../bullmq/define-tool.js';
-import { answerCall, approvalAsked, askApproval, decideApproval, type FrameworkCall, type FrameworkToolsOptions } from '../receipt-call.js';
+import type { AnyToolDefinition } from '../bullmq/define-tool.js';
+import {
+  answerCall,
+  approvalAsked,
+  askApproval,
+  decideApproval,
+  type FrameworkCall,
+  type FrameworkToolsOptions,
+} from '../frameworks/receipt-call.js';
 
-export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../errors.js';
-export type { FrameworkApprovals, FrameworkToolsOptions } from '../receipt-call.js';
+export { FrameworkApprovalRefusedError, type ApprovalRefusal } from '../frameworks/errors.js';
+export type { FrameworkApprovals, FrameworkToolsOptions } from '../frameworks/receipt-call.js';
 
 /** Options of {@link mastraReceiptTools}. */
 export interface MastraReceiptToolsOptions extends FrameworkToolsOptions {
