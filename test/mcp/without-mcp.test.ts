@@ -10,14 +10,15 @@ import { runWithoutPeer } from '../support/without-peer.js';
 const fixture = useRedis();
 
 describe('without @modelcontextprotocol/sdk', () => {
-  it('every entry point but /mcp loads and a job runs; only the mcp entry point needs the package', async () => {
+  it('every entry point but /mcp loads and a job runs; only the mcp entry point needs the package (and /openai-agents, through its framework)', async () => {
     const report = await runWithoutPeer({
       hidden: '@modelcontextprotocol/',
-      optionalEntry: 'mcp',
+      // /openai-agents needs @openai/agents, which has the MCP SDK as a dependency of its own.
+      optionalEntry: 'mcp,openai-agents',
       redisUrl: fixture.handle().url,
       prefix: `${fixture.handle().prefix}nomcp`,
     });
-    expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'mcp/index'));
+    expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'mcp/index' && e !== 'openai-agents/index'));
     expect(report.loaded).toEqual(
       expect.arrayContaining(['index', 'core/index', 'redis/index', 'client/index', 'otel/index', 'console/index']),
     );

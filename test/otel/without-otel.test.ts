@@ -9,14 +9,15 @@ import { runWithoutPeer } from '../support/without-peer.js';
 const fixture = useRedis();
 
 describe('without @opentelemetry/api', () => {
-  it('every other entry point loads and runs a job; only the otel entry point needs the package', async () => {
+  it('every other entry point loads and runs a job; only the otel entry point needs the package (and /ai-sdk, through its framework)', async () => {
     const report = await runWithoutPeer({
       hidden: '@opentelemetry/',
-      optionalEntry: 'otel',
+      // /ai-sdk needs `ai`, which has @opentelemetry/api as a dependency of its own.
+      optionalEntry: 'otel,ai-sdk',
       redisUrl: fixture.handle().url,
       prefix: `${fixture.handle().prefix}nootel`,
     });
-    expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'otel/index'));
+    expect(report.loaded).toEqual(report.entries.filter((e) => e !== 'otel/index' && e !== 'ai-sdk/index'));
     expect(report.loaded).toContain('index');
     expect(report.result).toEqual({
       results: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'hi', outcome: 'executed' }],

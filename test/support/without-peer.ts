@@ -1,9 +1,9 @@
 /**
- * Runs test/fixtures/without-peer/app.ts in a process where the packages
- * whose names start with `hidden` cannot be resolved, and returns its report:
- * the package's entry points, those that loaded (all but `optionalEntry`), the
- * result of one job run through a real Worker, and what importing
- * `optionalEntry` did.
+ * Runs test/fixtures/without-peer/app.ts in a process where the `hidden`
+ * packages (comma-separated; a name ending in `/` hides a whole scope)
+ * cannot be resolved, and returns its report: the package's entry points,
+ * those that loaded (all but the optional ones), the result of one job run
+ * through a real Worker, and what importing each optional entry did.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -12,13 +12,17 @@ export interface WithoutPeerReport {
   readonly entries: string[];
   readonly loaded: string[];
   readonly result: unknown;
+  /** What importing the (first) optional entry did: `loaded`, or the error's code. */
   readonly optionalImport: string;
+  /** The same for every optional entry. */
+  readonly optionalImports: Record<string, string>;
 }
 
 const dir = new URL('../fixtures/without-peer/', import.meta.url);
 
 export async function runWithoutPeer(options: {
   hidden: string;
+  /** The entry (or comma-separated entries) that need the hidden packages. */
   optionalEntry: string;
   redisUrl: string;
   prefix: string;
