@@ -42,12 +42,15 @@ export interface OpenAIAgentsReceiptToolsOptions extends FrameworkToolsOptions {
  *
  * A tool with an approval rule gets `needsApproval`: the call is submitted
  * and parked on its receipt (kept on the server with its id and arguments),
- * and the run ends with an interruption. `state.approve(item)` /
- * `state.reject(item)` and the resumed run write that decision on the
- * receipt, fenced on the call's id and arguments: a decision for a call that
- * was never asked about, or for arguments edited in the saved state, is
- * refused (`FrameworkApprovalRefusedError`, which the run throws); met again
- * after a crash, it finds the decision written and waits for the result.
+ * and the run ends with an interruption. `state.approve(item)` and the
+ * resumed run write the approval on the receipt, fenced on the call's id and
+ * arguments: an approval for a call that was never asked about, or for
+ * arguments edited in the saved state, is refused
+ * (`FrameworkApprovalRefusedError`, which the run throws); met again after a
+ * crash, it finds the decision written and waits for the result. A
+ * `state.reject(item)` never reaches the tool (the runner answers the model
+ * itself): write it on the receipt with `denyCall`, or the call waits until
+ * its approval expires.
  */
 export function openAIAgentsReceiptTools(
   tools: Iterable<AnyToolDefinition>,
@@ -85,10 +88,8 @@ function openAIAgentsReceiptTool(definition: AnyToolDefinition, options: OpenAIA
           async needsApproval(context: RunContext, input: unknown, callId?: string) {
             const call = callOf(context, callId ?? '', input);
             if (!approvalAsked(options, call)) return false;
-            const decided = decisionOf(context, call.toolCallId);
-            // A rejection does not reach execute: it is written on the receipt here, once the resumed run meets it.
-            if (decided === false) await decideApproval(options, call, { approved: false });
-            if (decided !== undefined) return true;
+            // Decided on the state already: the runner acts on it (an approval reaches execute, which writes it).
+            if (decisionOf(context, call.toolCallId) !== undefined) return true;
             return (await askApproval(options, call)).kind === 'awaiting';
           },
         }

@@ -8,10 +8,11 @@
 import { Agent, run, RunState, setTracingDisabled, ToolCallError, type AgentInputItem } from '@openai/agents';
 import { assistantMessage, functionCall, modelResponder, ScriptedModel, type RecordedModelCall } from '@openai/agents/testing';
 import { describe, expect, it } from 'vitest';
+import { denyCall, readApproval } from '../../src/approvals/index.js';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
 import { ambiguousText } from '../../src/bullmq/ambiguity.js';
 import { FrameworkApprovalRefusedError, openAIAgentsReceiptTools } from '../../src/openai-agents/index.js';
-import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
+import { EMAIL, eventually, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 
 setTracingDisabled(true);
 const lane = useFrameworkLanes();
@@ -96,6 +97,23 @@ describe('OpenAI Agents: run() with receipt tools', () => {
       expect(refusalIn(resumed)).toMatchObject({ code: 'framework.approval_refused', refusal });
     }
     expect(await f.sent()).toBe(1);
+  });
+
+  it('a rejection on the saved RunState never reaches the tool: nothing runs, and the receipt waits for its own decision', async () => {
+    const f = await lane();
+    await f.lane.spawn({ APPROVAL_TOOLS: 'send_email' });
+    const agent = agentWith(f, f.sendEmailApproved, 'conv-reject');
+    const asked = await run(agent, 'Tell ops the printer is on fire.');
+    const [pending] = await f.pending();
+    asked.state.reject(asked.interruptions[0]!);
+    const rejected = await run(agent, asked.state);
+    expect(rejected.interruptions).toEqual([]);
+    expect(await f.pending()).toEqual([pending]);
+    // As docs/frameworks.md says: the app writes the rejection with denyCall.
+    await denyCall({ redis: f.lane.redis, prefix: f.lane.prefix, ...pending!, actor: 'ana@example.com', queue: f.lane.queue });
+    const decided = () => readApproval({ redis: f.lane.redis, prefix: f.lane.prefix, receiptKey: pending!.receiptKey });
+    await eventually(async () => ((await decided()) as { status?: string } | undefined)?.status === 'denied');
+    expect(await f.sent()).toBe(0);
   });
 });
 
