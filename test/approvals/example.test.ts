@@ -4,25 +4,9 @@
  * when denied never runs and tells the model who denied it and why. Twice in a
  * row (the example is rerunnable).
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runExample } from '../support/run-example.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
-
-const repo = fileURLToPath(new URL('../../', import.meta.url));
-const script = fileURLToPath(new URL('../../examples/approvals.ts', import.meta.url));
-
-function runExample(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // cwd is the repo, so tsx maps the package name to the sources through tsconfig.json's paths.
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', script],
-      { cwd: repo, env: { ...process.env, ...env }, timeout: 60_000, killSignal: 'SIGKILL' },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
-    );
-  });
-}
 
 let redis: RedisHandle;
 beforeAll(async () => {
@@ -37,7 +21,7 @@ describe('the approvals example (examples/approvals.ts)', () => {
     // It writes under the default prefix and its own queue name: only on a server of its own.
     if (!redis.controllable) ctx.skip(`needs a throwaway Redis (${redis.uncontrollableReason ?? 'REDIS_URL is set'})`);
     for (let run = 0; run < 2; run++) {
-      const { code, stdout, stderr } = await runExample({ REDIS_URL: redis.url });
+      const { code, stdout, stderr } = await runExample('approvals.ts', { REDIS_URL: redis.url });
       expect(code, stderr).toBe(0);
       expect(
         stdout.match(/^awaiting approval: refund of 250 is above 100 \{"orderId":"A-17","amount":250,"card":"\*\*\*\*4242"\}$/gm),

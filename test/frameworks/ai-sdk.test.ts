@@ -1,51 +1,16 @@
 /**
  * `/ai-sdk` with the real AI SDK: `generateText`'s own loop, driven by the
- * SDK's `MockLanguageModelV3`, runs the tools on `crash-worker` processes
+ * SDK's `MockLanguageModelV3` (see support.ts), runs the tools on `crash-worker` processes
  * (real Redis, real BullMQ), SIGKILLed inside the tool and after an approval;
  * the SDK's approval parts become the receipt's fenced decision.
  */
 import { generateText, stepCountIs, type ModelMessage, type ToolSet } from 'ai';
-import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import { aiSdkReceiptTools, FrameworkApprovalRefusedError } from '../../src/ai-sdk/index.js';
 import { ambiguousText } from '../../src/bullmq/ambiguity.js';
-import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes } from './support.js';
+import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, useFrameworkLanes } from './support.js';
 
 const lane = useFrameworkLanes();
-
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-
-/**
- * A two-step model: asked with no tool answer yet it calls send_email
- * (always as call_1); shown the tool's answer it says what it read.
- */
-function scriptedModel() {
-  const prompts: unknown[][] = [];
-  const model = new MockLanguageModelV3({
-    doGenerate: async ({ prompt }) => {
-      prompts.push(prompt);
-      const answered = prompt.find((m) => m.role === 'tool' && m.content.some((p) => p.type === 'tool-result'));
-      if (!answered) {
-        return {
-          content: [{ type: 'tool-call', toolCallId: 'call_1', toolName: 'send_email', input: JSON.stringify(EMAIL) }],
-          finishReason: { unified: 'tool-calls', raw: undefined },
-          usage,
-          warnings: [],
-        };
-      }
-      const part = (answered.content as { type: string }[]).find((p) => p.type === 'tool-result') as unknown as {
-        output: { value: unknown };
-      };
-      return {
-        content: [{ type: 'text', text: `read: ${String(part.output.value)}` }],
-        finishReason: { unified: 'stop', raw: undefined },
-        usage,
-        warnings: [],
-      };
-    },
-  });
-  return { model, prompts };
-}
 
 const userAsks: ModelMessage[] = [{ role: 'user', content: 'Tell ops the printer is on fire.' }];
 
@@ -54,7 +19,7 @@ describe('AI SDK: generateText with receipt tools', () => {
     const f = await lane();
     const first = await f.lane.spawn({ CRASH_AT: 'after-effect:send' });
     const tools = aiSdkReceiptTools([f.sendEmail], { ...f.options, runId: 'conv-crash' });
-    const { model } = scriptedModel();
+    const model = scriptedAiSdkModel();
 
     const generation = generateText({ model, tools, messages: userAsks, stopWhen: stepCountIs(3) });
     await first.waitFor(reached('after-effect:send'), STEP_TIMEOUT_MS);
@@ -67,7 +32,7 @@ describe('AI SDK: generateText with receipt tools', () => {
     expect(await f.sent()).toBe(1);
 
     // The SDK's own retry of the turn: the same messages again attach to the failed call's job.
-    const { model: again } = scriptedModel();
+    const again = scriptedAiSdkModel();
     const retried = await generateText({ model: again, tools, messages: userAsks, stopWhen: stepCountIs(3) });
     expect(retried.text).toBe(`read: ${ambiguousText('send_email')}`);
     expect(await f.sent()).toBe(1);
@@ -77,11 +42,11 @@ describe('AI SDK: generateText with receipt tools', () => {
     const f = await lane();
     await f.lane.spawn();
     const tools = aiSdkReceiptTools([f.sendEmail], { ...f.options, runId: 'conv-replay' });
-    const first = await generateText({ model: scriptedModel().model, tools, messages: userAsks, stopWhen: stepCountIs(3) });
+    const first = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
     expect(first.text).toBe(`read: ${JSON.stringify({ sent: true, to: EMAIL.to })}`);
     expect(await f.sent()).toBe(1);
 
-    const replayed = await generateText({ model: scriptedModel().model, tools, messages: userAsks, stopWhen: stepCountIs(3) });
+    const replayed = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
     expect(replayed.text).toBe(first.text);
     expect(await f.sent()).toBe(1);
   });
@@ -91,7 +56,7 @@ describe('AI SDK: generateText with receipt tools', () => {
     const first = await f.lane.spawn({ APPROVAL_TOOLS: 'send_email', CRASH_AT: 'after-approval' });
     const tools = aiSdkReceiptTools([f.sendEmailApproved], { ...f.options, runId: 'conv-approval' });
 
-    const asked = await generateText({ model: scriptedModel().model, tools, messages: userAsks, stopWhen: stepCountIs(3) });
+    const asked = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
     const request = asked.content.find((p) => p.type === 'tool-approval-request');
     expect(request).toMatchObject({ toolCall: { toolCallId: 'call_1', toolName: 'send_email', input: EMAIL } });
     // The request is kept on the server: the call waits on its receipt.
@@ -103,7 +68,7 @@ describe('AI SDK: generateText with receipt tools', () => {
       ...asked.response.messages,
       { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] },
     ];
-    const resumed = generateText({ model: scriptedModel().model, tools, messages: history, stopWhen: stepCountIs(3) });
+    const resumed = generateText({ model: scriptedAiSdkModel(), tools, messages: history, stopWhen: stepCountIs(3) });
     await first.waitFor(reached('after-approval'), STEP_TIMEOUT_MS);
     await first.signal('SIGKILL');
     await f.lane.spawn({ APPROVAL_TOOLS: 'send_email' });
@@ -112,7 +77,7 @@ describe('AI SDK: generateText with receipt tools', () => {
     expect(await f.sent()).toBe(1);
 
     // The agent process crashed and resumes from the same history: the result comes back, nobody is asked, nothing runs.
-    const again = await generateText({ model: scriptedModel().model, tools, messages: history, stopWhen: stepCountIs(3) });
+    const again = await generateText({ model: scriptedAiSdkModel(), tools, messages: history, stopWhen: stepCountIs(3) });
     expect(again.text).toBe(done.text);
     expect(again.content.some((p) => p.type === 'tool-approval-request')).toBe(false);
     expect(await f.pending()).toEqual([]);
@@ -140,7 +105,7 @@ describe('AI SDK: generateText with receipt tools', () => {
 async function refusalOf(tools: ToolSet, messages: ModelMessage[]): Promise<FrameworkApprovalRefusedError> {
   const thrown: unknown[] = [];
   const result = await generateText({
-    model: scriptedModel().model,
+    model: scriptedAiSdkModel(),
     tools,
     messages,
     stopWhen: stepCountIs(1),

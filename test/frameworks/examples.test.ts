@@ -4,25 +4,9 @@
  * loop asks for the refund's approval in its shape, runs the refund once
  * when approved, and a retry gets the recorded result without refunding again.
  */
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runExample } from '../support/run-example.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
-
-const repo = fileURLToPath(new URL('../../', import.meta.url));
-
-function runExample(file: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const script = fileURLToPath(new URL(`../../examples/${file}`, import.meta.url));
-  return new Promise((resolve) => {
-    // cwd is the repo, so tsx maps the package name to the sources through tsconfig.json's paths.
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', script],
-      { cwd: repo, env: { ...process.env, ...env }, timeout: 90_000, killSignal: 'SIGKILL' },
-      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr }),
-    );
-  });
-}
 
 let redis: RedisHandle;
 beforeAll(async () => {
@@ -47,7 +31,7 @@ describe('the frameworks examples (examples/framework-*.ts)', () => {
       // They write under the default prefix and their own queue names: only on a server of their own.
       if (!redis.controllable) ctx.skip(`needs a throwaway Redis (${redis.uncontrollableReason ?? 'REDIS_URL is set'})`);
       for (let run = 0; run < 2; run++) {
-        const { code, stdout, stderr } = await runExample(`framework-${name}.ts`, { REDIS_URL: redis.url });
+        const { code, stdout, stderr } = await runExample(`framework-${name}.ts`, { REDIS_URL: redis.url }, 90_000);
         expect(code, stderr).toBe(0);
         const lines = stdout.split('\n').filter((line) => !line.startsWith('{'));
         expect(lines.filter((line) => line !== '')).toEqual([

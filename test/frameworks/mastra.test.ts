@@ -8,38 +8,13 @@
 import { Mastra } from '@mastra/core';
 import { Agent } from '@mastra/core/agent';
 import { InMemoryStore } from '@mastra/core/storage';
-import { MockLanguageModelV3 } from 'ai/test';
 import { describe, expect, it } from 'vitest';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
 import { ambiguousText } from '../../src/bullmq/ambiguity.js';
 import { FrameworkApprovalRefusedError, mastraReceiptTools } from '../../src/mastra/index.js';
-import { EMAIL, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
+import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 
 const lane = useFrameworkLanes();
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-
-/** Asked with no tool result yet, the model calls send_email (always as call_1); shown the result, it says what it read. */
-const scriptedModel = () =>
-  new MockLanguageModelV3({
-    doGenerate: async ({ prompt }) => {
-      const answered = prompt.find((m) => m.role === 'tool');
-      if (!answered) {
-        return {
-          content: [{ type: 'tool-call', toolCallId: 'call_1', toolName: 'send_email', input: JSON.stringify(EMAIL) }],
-          finishReason: { unified: 'tool-calls', raw: undefined },
-          usage,
-          warnings: [],
-        };
-      }
-      const part = (answered.content as { type: string }[]).find((p) => p.type === 'tool-result') as unknown as {
-        output: { value: unknown };
-      };
-      const value = part.output.value;
-      const text = typeof value === 'string' ? value : JSON.stringify(value);
-      return { content: [{ type: 'text', text: `read: ${text}` }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
-    },
-  });
-
 /** A Mastra with one agent whose tools run on the lane's workers, and its in-memory store of suspended runs. */
 function agentWith(f: FrameworkLane, tool: AnyToolDefinition, runId: string) {
   const store = new InMemoryStore();
@@ -47,7 +22,7 @@ function agentWith(f: FrameworkLane, tool: AnyToolDefinition, runId: string) {
     id: 'ops',
     name: 'ops',
     instructions: 'Help ops.',
-    model: scriptedModel(),
+    model: scriptedAiSdkModel(),
     tools: mastraReceiptTools([tool], { ...f.options, runId }),
   });
   const mastra = new Mastra({ agents: { ops }, storage: store, logger: false });

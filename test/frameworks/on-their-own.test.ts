@@ -37,7 +37,7 @@ const aiModel = () =>
   });
 
 describe('the AI SDK on its own', () => {
-  it('runs the tool again when generateText runs again on the same messages, and runs an approved call with arguments edited in the history', async () => {
+  it('runs the tool again when generateText runs again on the same messages, runs an approved call with arguments edited in the history, and never runs a denied one', async () => {
     const ran: unknown[] = [];
     const send = aiTool({
       inputSchema: jsonSchema<{ to: string }>({ type: 'object', properties: { to: { type: 'string' } } }),
@@ -58,6 +58,11 @@ describe('the AI SDK on its own', () => {
     const edited = JSON.parse(JSON.stringify(approved).replaceAll(EMAIL.to, 'all@example.com')) as ModelMessage[];
     await generateText({ model: aiModel(), tools: { send_email: send }, messages: edited, stopWhen: stepCountIs(3) });
     expect(ran.at(-1)).toEqual({ to: 'all@example.com' });
+
+    // A denial never reaches the tool.
+    const denied = JSON.parse(JSON.stringify(approved).replace('"approved":true', '"approved":false')) as ModelMessage[];
+    await generateText({ model: aiModel(), tools: { send_email: send }, messages: denied, stopWhen: stepCountIs(3) });
+    expect(ran).toHaveLength(3);
   });
 });
 
@@ -103,7 +108,7 @@ describe('OpenAI Agents on its own', () => {
 });
 
 describe('Mastra on its own', () => {
-  it('runs the tool again when a turn runs again, and runs an approved call with the arguments its snapshot holds, edited ones included', async () => {
+  it('runs the tool again when a turn runs again, runs an approved call with the arguments its snapshot holds, edited ones included, and never runs a declined one', async () => {
     const ran: unknown[] = [];
     const send = createTool({
       id: 'send_email',
@@ -128,6 +133,11 @@ describe('Mastra on its own', () => {
     await workflows.persistWorkflowSnapshot({ ...where, snapshot });
     await agent.approveToolCallGenerate({ runId: asked.runId!, toolCallId: 'call_1' });
     expect(ran.at(-1)).toEqual({ to: 'all@example.com' });
+
+    // A decline never reaches the tool.
+    const declined = await agent.generate('Tell ops.');
+    await agent.declineToolCallGenerate({ runId: declined.runId!, toolCallId: 'call_1' });
+    expect(ran).toHaveLength(3);
   });
 });
 

@@ -6,6 +6,7 @@
  * their names, descriptions, schemas and approval rule there), and reads of
  * what landed.
  */
+import { MockLanguageModelV3 } from 'ai/test';
 import { defineTool, type AnyToolDefinition } from '../../src/bullmq/index.js';
 import { listPendingApprovals } from '../../src/approvals/index.js';
 import { createToolCallClient, type ToolCallClient } from '../../src/client/index.js';
@@ -68,4 +69,30 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = STEP
     if (Date.now() > until) throw new Error('the condition never held');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+
+/**
+ * The AI SDK's test model scripted for two steps (the AI SDK's and Mastra's
+ * tests both drive their loop with it): asked with no tool result yet it
+ * calls send_email (always as call_1); shown the result, it says what it read.
+ */
+export function scriptedAiSdkModel(): MockLanguageModelV3 {
+  return new MockLanguageModelV3({
+    doGenerate: async ({ prompt }) => {
+      const answer = prompt.flatMap((m) => (m.role === 'tool' ? m.content : [])).find((p) => p.type === 'tool-result');
+      if (answer === undefined) {
+        return {
+          content: [{ type: 'tool-call', toolCallId: 'call_1', toolName: 'send_email', input: JSON.stringify(EMAIL) }],
+          finishReason: { unified: 'tool-calls', raw: undefined },
+          usage,
+          warnings: [],
+        };
+      }
+      const value = (answer.output as { value?: unknown }).value;
+      const text = typeof value === 'string' ? value : JSON.stringify(value);
+      return { content: [{ type: 'text', text: `read: ${text}` }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+    },
+  });
 }

@@ -9,7 +9,9 @@
  * real Worker (executed, then replayed), runs the quick start end to end, and
  * loads every entry with require(). A third app has bullmq 6 and node-redis 6
  * and no ioredis at all: it typechecks and runs a worker whose receipts and
- * queue both go through node-redis clients.
+ * queue both go through node-redis clients. Only the README app installs the
+ * agent frameworks: in the bullmq 5 app, as for a user without any, every
+ * entry but the four framework subpaths loads, and those fail as missing modules.
  */
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
@@ -34,6 +36,9 @@ const APPS = {
 } as const;
 type AppName = keyof typeof APPS;
 const README_APP: AppName = 'bullmq 6 + ioredis 6';
+/** The agent frameworks (optional peers): installed in the README app only, so the other app is one without any. */
+const FRAMEWORKS = ['ai', '@openai/agents', '@mastra/core', '@langchain/langgraph', '@langchain/core'];
+const FRAMEWORK_ENTRIES = ['ai-sdk', 'openai-agents', 'mastra', 'langgraph'];
 /** The app without ioredis: receipts and queue on node-redis. */
 const NODE_REDIS_APP = { bullmq: '^6', redis: '^6', zod: '^4' } as const;
 
@@ -55,7 +60,10 @@ async function extrasFor(name: AppName): Promise<Record<string, string>> {
   wanted.push('@modelcontextprotocol/sdk');
   // docs/redis.md's node-redis block imports `redis`; docs/transactional.md's blocks import the PostgreSQL drivers.
   // `@types/redis-errors` is what docs/redis.md tells a strict-typing user of ioredis 6.1 to add.
-  if (name === README_APP) wanted.push('redis', 'pg', '@types/pg', 'drizzle-orm', 'kysely', '@types/redis-errors');
+  // docs/frameworks.md's examples import the agent frameworks; the other app has none of them, as a user without one.
+  if (name === README_APP) {
+    wanted.push('redis', 'pg', '@types/pg', 'drizzle-orm', 'kysely', '@types/redis-errors', ...FRAMEWORKS);
+  }
   return Object.fromEntries(wanted.map((dep) => [dep, devDependencies[dep]!]));
 }
 
@@ -277,8 +285,21 @@ describe.each(Object.entries(APPS) as [AppName, (typeof APPS)[AppName]][])('a sc
   it('loads every entry with require() and runs a call on the real Redis from CommonJS', () => {
     const { required } = outcome();
     expect(required.code, required.stderr).toBe(0);
-    const result = resultOf(required) as { outcomes: string[]; sent: string[]; refused: string; exported: Record<string, number> };
+    const result = resultOf(required) as {
+      outcomes: string[];
+      sent: string[];
+      refused: string;
+      exported: Record<string, number>;
+      absent: Record<string, string>;
+    };
     expect(result.outcomes).toEqual(['executed', 'replayed']);
+    // With the frameworks installed every framework subpath loads; without them each fails as a missing module, and the rest load.
+    if (name === README_APP) {
+      expect(result.absent).toEqual({});
+      expect(Object.keys(result.exported)).toEqual(expect.arrayContaining(FRAMEWORK_ENTRIES));
+    } else {
+      expect(result.absent).toEqual(Object.fromEntries(FRAMEWORK_ENTRIES.map((entry) => [entry, 'ERR_MODULE_NOT_FOUND'])));
+    }
     expect(result.sent).toEqual(['printer']);
     expect(result.refused).toBe('digest.invalid_secret');
     expect(Object.keys(result.exported)).toEqual(expect.arrayContaining(['core', 'redis', 'offload', 'repair', 'testing']));

@@ -2,12 +2,29 @@
 // a call on the real Redis (through the /testing job stand-in): executed, then replayed.
 const root = require('bullmq-tool-receipts');
 // Every subpath of the exports map, so an entry added later is loaded too.
+const { existsSync } = require('node:fs');
+const path = require('node:path');
 const { exports: exportsMap } = require('bullmq-tool-receipts/package.json');
-const entries = Object.fromEntries(
-  Object.keys(exportsMap)
-    .filter((subpath) => subpath !== '.' && subpath !== './package.json')
-    .map((subpath) => [subpath.slice(2), require(`bullmq-tool-receipts/${subpath.slice(2)}`)]),
-);
+// A framework's subpath needs that framework, an optional peer: in an app without it, requiring the
+// subpath must fail as a missing module, and is reported under `absent` with the error's code.
+const FRAMEWORK_PEERS = { 'ai-sdk': 'ai', 'openai-agents': '@openai/agents', mastra: '@mastra/core', langgraph: '@langchain/langgraph' };
+const installed = (name) => existsSync(path.join(process.cwd(), 'node_modules', name, 'package.json'));
+const absent = {};
+const entries = {};
+for (const subpath of Object.keys(exportsMap).filter((s) => s !== '.' && s !== './package.json')) {
+  const name = subpath.slice(2);
+  const peer = FRAMEWORK_PEERS[name];
+  if (peer !== undefined && !installed(peer)) {
+    try {
+      require(`bullmq-tool-receipts/${name}`);
+      absent[name] = 'loaded';
+    } catch (error) {
+      absent[name] = error.code;
+    }
+    continue;
+  }
+  entries[name] = require(`bullmq-tool-receipts/${name}`);
+}
 const { Redis } = require('ioredis');
 const { z } = require('zod');
 
@@ -40,7 +57,7 @@ async function main() {
     refused = error instanceof root.ToolReceiptsError ? error.code : String(error);
   }
   const exported = Object.fromEntries(Object.entries(entries).map(([name, mod]) => [name, Object.keys(mod).length]));
-  console.log(`RESULT ${JSON.stringify({ outcomes, sent, refused, exported })}`);
+  console.log(`RESULT ${JSON.stringify({ outcomes, sent, refused, exported, absent })}`);
   await redis.quit();
 }
 
