@@ -145,10 +145,8 @@ export async function scratchApp(
   }
   // drizzle-orm's own declarations do not compile with skipLibCheck off (they name peers a PostgreSQL app
   // lacks, such as gel and mysql2), so a source importing it is checked in a second pass that skips library
-  // declarations, as Drizzle's users compile. So is a source importing an agent framework: checking all of
-  // Mastra's and LangChain's declarations with skipLibCheck off outlasts the typecheck's time on a two-core
-  // machine. Everything else, this package's declarations included, stays strict.
-  const needsLibsSkipped = (text: string) => /from '(drizzle-orm|ai|@openai\/agents|@mastra\/|@langchain\/)/.test(text);
+  // declarations, as Drizzle's users compile. Everything else, this package's declarations included, stays strict.
+  const needsLibsSkipped = (text: string) => /from 'drizzle-orm/.test(text);
   const skipped = Object.entries(extraSources).filter(([, text]) => needsLibsSkipped(text));
   for (const [file, text] of Object.entries(extraSources)) {
     if (!needsLibsSkipped(text)) await writeFile(path.join(dir, 'src', file), text);
