@@ -1,7 +1,7 @@
 --[[
   limit-reserve: reserve `amount` of one limit's window for one call, when
   it fits, and report the pending reservations whose deadline has passed
-  (for the caller to settle: see limit-settle-1.lua).
+  (for the caller to settle: see limit-settle-2.lua).
 
   KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
   KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset, score = deadline ms)

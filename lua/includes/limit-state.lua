@@ -8,6 +8,7 @@
   keepLimit(stateKey, dueKey, doneKey, s, now),
   expiredReservations(stateKey, dueKey, now, most),
   pendingFor(stateKey, s, receiptKey), forgetPending(stateKey, id, record),
+  pendingByDeadline(stateKey, dueKey, s, from, to),
   overdueAmount(stateKey, dueKey, s, now) and
   freesAt(stateKey, dueKey, s, now, amount, max): the reading and writing
   every limit script shares. They touch only the keys they are given, which
@@ -86,6 +87,10 @@
 
   forgetPending(stateKey, id, record)  drops p:<record.receipt> when it names
     `id`: the reservation is pending no more (committed or given back).
+
+  pendingByDeadline(stateKey, dueKey, s, from, to)  the current window's
+    pending reservations due between `from` and `to` (ZRANGEBYSCORE bounds),
+    deadline first, at most 1,000, each { deadline, amount }. Reads only.
 
   overdueAmount(stateKey, dueKey, s, now)  what the current window's pending
     reservations past their deadline hold (at most the first 1,000 of them
@@ -214,7 +219,6 @@ local function forgetPending(stateKey, id, record)
   if redis.call('HGET', stateKey, field) == id then redis.call('HDEL', stateKey, field) end
 end
 
--- Pending reservations of the current window in deadline order, from `from` (a ZRANGEBYSCORE bound), at most 1,000.
 local function pendingByDeadline(stateKey, dueKey, s, from, to)
   local ids = redis.call('ZRANGEBYSCORE', dueKey, from, to, 'WITHSCORES', 'LIMIT', 0, 1000)
   local out = {}
