@@ -7,7 +7,7 @@
  * See docs/frameworks.md.
  */
 import { jsonSchema, tool, type ModelMessage, type Tool, type ToolSet } from 'ai';
-import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/define-tool.js';
+import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/tools/define-tool.js';
 import { digestedTurnId } from '../client/formats/ai-sdk-turn-id.js';
 import { ToolErrorResult } from '../client/formats/ai-sdk.js';
 import { rejectedResult } from '../client/turn.js';

@@ -19,7 +19,7 @@ export {
   type TransactionalToolContext,
   type ReconcileContext,
   type ReconcileAnswer,
-} from './define-tool.js';
+} from './tools/define-tool.js';
 export {
   toolCallSchema,
   toolJobDataSchema,
@@ -51,15 +51,26 @@ export {
   type KeyedRerunEvent,
   type ApprovalEvent,
 } from './events.js';
-export { DEFAULT_RECONCILE_TIMEOUT_MS } from './settle-expired.js';
-export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './retry-jobs.js';
-export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions, type SweptReceipt } from './reconcile-sweep.js';
-export { idempotencyKeyFor } from './prepare-call.js';
+export { DEFAULT_RECONCILE_TIMEOUT_MS } from './outcomes/expired.js';
+export { retryFailedJobs, CallNotSettledError, type JobRetryReport } from './sweep/retry-jobs.js';
+export { reconcileAmbiguous, reconcileSweepProcessor, type ReconcileSweepOptions, type SweptReceipt } from './sweep/reconcile-sweep.js';
+export { idempotencyKeyFor } from '../core/identity.js';
 export { withToolReceipts, type LockRenewalEvents, type ToolReceiptsOptions, type ToolReceiptsProcessor } from './processor.js';
-export { type RecordedToolResult } from './call-runtime.js';
-export { offloadOwnerOf, offloadSessionOf, readToolResultTool, ToolErrorResult, type ResultShapingOptions } from './result-shaping.js';
-export { type InputRepairOptions } from './prepare-call.js';
-export { PARTIAL_RESULTS_LOG_PREFIX, formatPartialResultsLog, parsePartialResultsLog, type PartialResults } from './partial-results.js';
+export { type RecordedToolResult } from './runtime.js';
+export {
+  offloadOwnerOf,
+  offloadSessionOf,
+  readToolResultTool,
+  ToolErrorResult,
+  type ResultShapingOptions,
+} from './tools/result-shaping.js';
+export { type InputRepairOptions } from './tools/input.js';
+export {
+  PARTIAL_RESULTS_LOG_PREFIX,
+  formatPartialResultsLog,
+  parsePartialResultsLog,
+  type PartialResults,
+} from './turn/partial-results.js';
 export {
   NOOP_OBSERVER,
   type ToolCallObserver,
@@ -70,4 +81,4 @@ export {
   type ObservedFailure,
   type ObserverBinding,
   type ReceiptRoundTrip,
-} from './observer.js';
+} from './call/facts.js';

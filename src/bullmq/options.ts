@@ -19,7 +19,7 @@ import {
 } from '../core/options.js';
 import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { limitsOption } from '../limits/definitions.js';
-import type { ResultShapingOptions } from './result-shaping.js';
+import type { ResultShapingOptions } from './tools/result-shaping.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connection/connection.js';
@@ -29,9 +29,9 @@ import type { ReceiptLayout } from '../redis/settings.js';
 import type { Reshaper } from '../repair/reshaper.js';
 import type { LimitDefinition } from '../limits/definitions.js';
 import type { ApprovalOptions } from '../approvals/types.js';
-import type { AnyToolDefinition } from './define-tool.js';
+import type { AnyToolDefinition } from './tools/define-tool.js';
 import type { ToolReceiptsEvents } from './events.js';
-import type { ToolCallObserver } from './observer.js';
+import type { ToolCallObserver } from './call/facts.js';
 
 const logger = shaped('a pino logger (it needs child, info, warn and isLevelEnabled), or left out for the default', [
   'child',

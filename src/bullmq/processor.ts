@@ -3,7 +3,7 @@
  * and returns the BullMQ processor: each job's data checked, then its turn
  * (its calls in order, or side by side where allowed) run.
  */
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { Job } from 'bullmq';
 import { checkOptions } from '../core/options.js';
 import { TOOL_RECEIPTS_SCHEMA, type ToolReceiptsOptions } from './options.js';
 import { pino } from 'pino';
@@ -11,10 +11,10 @@ import { sha256Digest } from '../core/identity.js';
 import type { BreakerStore } from '../redis/receipts/transitions/breaker-store.js';
 import type { ReceiptStore } from '../redis/receipts/store.js';
 import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
-import type { AnyToolDefinition } from './define-tool.js';
+import type { AnyToolDefinition } from './tools/define-tool.js';
 import { JobLockLostError, unrecoverable } from './errors.js';
 import { ToolReceiptsEvents } from './events.js';
-import { CallFactsSource, NOOP_OBSERVER } from './observer.js';
+import { CallFactsSource, NOOP_OBSERVER } from './call/facts.js';
 import {
   InvalidJobDataError,
   parseToolJobData,
@@ -23,22 +23,25 @@ import {
   type ToolJobResult,
   type ToolResultBlock,
 } from '../core/job-data.js';
-import { keepPartialResults } from './ambiguity.js';
-import { parkJobOnServerClock } from './park-job.js';
-import type { CallRuntime, JobScope } from './call-runtime.js';
-import { endingOf } from './infrastructure.js';
-import { startUpCheck } from './transactional-call.js';
-import { readToolResultTool } from './result-shaping.js';
-import { ClaimGroup, inputPreparer, NextCall, type InputRepairOptions } from './prepare-call.js';
-import { LazyAbort, runToolCall } from './run-call.js';
-import { interruptionOf, resultShaperOf, throwIfInterrupted } from './settle-call.js';
-import { errorText } from './failure-policy.js';
+import { keepPartialResults } from './outcomes/ambiguity.js';
+import { parkJobOnServerClock } from './turn/park-job.js';
+import type { CallRuntime, JobScope } from './runtime.js';
+import { endingOf } from './outcomes/infrastructure.js';
+import { startUpCheck } from './outcomes/transactional.js';
+import { readToolResultTool, resultShaperOf } from './tools/result-shaping.js';
+import { inputPreparer, type InputRepairOptions } from './tools/input.js';
+import { LazyAbort } from './call/execution.js';
+import { interruptedEnding, runTurn } from './turn/turn.js';
+import { recordedEffectOf } from '../core/tool-effect.js';
+import { settlesExpired } from './outcomes/failure.js';
+import type { ClaimOptions } from '../redis/receipts/store.js';
+import type { AttemptJob } from '../redis/receipts/reads/record.js';
 import { destructiveMatcher } from '../repair/destructive.js';
 import { assertUniqueToolNames } from '../repair/tool-names.js';
 import { LimitStore } from '../limits/limit-store.js';
 import { WorkerLimits } from '../limits/call-limits.js';
 import { ApprovalGate } from '../approvals/gate.js';
-import { approvalRuntime } from './approval-step.js';
+import { approvalRuntime } from './outcomes/approval.js';
 
 export type { ToolReceiptsOptions } from './options.js';
 
@@ -130,6 +133,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     prepare: inputPreparer(repairOptions, toolList),
     shape: resultShaperOf(options),
     limits,
+    claimOptions: claimOptionsOf(toolList),
   };
 
   // Awaited by every job only when some tool is transactional.
@@ -160,7 +164,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const park = (serverNowMs: number, delayMs: number) => parkJobOnServerClock(job, token, serverNowMs, delayMs);
     const results: ToolResultBlock[] = [];
     try {
-      await runTurn(runtime, { job, token, data, abort, park, answered: results }, results);
+      await runTurn(runtime, { job, token, data, abort, park, answered: results, attemptJob: attemptJobOf(job) }, results);
       // Cancelled while its last call ran: the job still ends cancelled (see interruptedEnding).
       const interrupted = interruptedEnding(jobKey, abort, {});
       if (interrupted) throw interrupted;
@@ -186,119 +190,26 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
   return Object.assign(processor, { events, keyspace, store, breaker: keyspace.breaker, limits, attach, ready });
 }
 
-/** Whether a call may run side by side with its neighbours: the job says so, or its tool does. */
-const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
-  data.parallel === true || rt.tools.get(call.name)?.parallel === true;
-
-/**
- * Run a job's calls in order, appending each block to `results` as it ends.
- * Consecutive calls that may run side by side run as one concurrent group;
- * any other call runs alone. A call that runs alone may have its claim
- * carried by the complete of the call before it, when that one ran alone
- * too (see `NextCall`). A job whose lock was lost or that was cancelled
- * starts nothing more (see `throwIfInterrupted`), and an attempt claimed
- * ahead for a call it will not run is released. What a call throws ends the
- * turn; `results` then holds the blocks of the calls that ended, in call
- * order, for the caller to keep.
- */
-export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
-  const { calls } = scope.data;
-  const groupEnd = (start: number): number => {
-    let end = start + 1;
-    if (runsSideBySide(rt, scope.data, calls[start]!)) {
-      while (end < calls.length && runsSideBySide(rt, scope.data, calls[end]!)) end++;
-    }
-    return end;
-  };
-  // The call about to run, as the call before it staged (and maybe claimed) it.
-  let self: NextCall | undefined;
-  let next: NextCall | undefined;
-  for (let start = 0; start < calls.length;) {
-    const end = groupEnd(start);
-    try {
-      throwIfInterrupted(scope.job.id ?? '', scope.abort);
-      if (end - start === 1) {
-        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(rt, scope, calls[end]!) : undefined;
-        results.push(await runToolCall(rt, scope, calls[start]!, { self, next }));
-      } else {
-        await runSideBySide(rt, scope, calls.slice(start, end), results);
-      }
-    } catch (error) {
-      for (const unrun of [self, next]) await unrun?.release(`the job stopped before call ${unrun.call.id} started: ${errorText(error)}`);
-      throw error;
-    }
-    self = next;
-    next = undefined;
-    start = end;
-  }
+/** The BullMQ job a claim records for the attempt it may start: its queue, BullMQ prefix and id. */
+export function attemptJobOf(job: Job): AttemptJob | undefined {
+  if (job.id === undefined) return undefined;
+  const qualified = job.queueQualifiedName;
+  const prefix = qualified.endsWith(`:${job.queueName}`) ? qualified.slice(0, -(job.queueName.length + 1)) : 'bull';
+  return { queue: job.queueName, prefix, id: job.id };
 }
 
 /**
- * Run `calls` concurrently, each with its own receipt, lease and fence, and
- * append the blocks of those that ended to `results` in call order. Every
- * call runs to its end before anything is thrown, so a wait or an ambiguity
- * of one never cuts the others off (their receipts settle, and a later
- * delivery replays them). Then: the first error that stops the job
- * (UnrecoverableError), else the first other error, is thrown; else, when a
- * call waits, the job is parked once, until the earliest wait is due.
- *
- * Parking is deferred because a parked job's BullMQ lock is no longer
- * renewed: the calls still running would be aborted as if the lock were lost.
+ * How each tool's calls are claimed, worked out once: the effect a claim
+ * records, and whether the tool settles its own expired attempts. A call's
+ * options add its job; the lease and the owner are the keyspace's.
  */
-async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[], results: ToolResultBlock[]): Promise<void> {
-  let due: { serverNowMs: number; delayMs: number } | undefined;
-  const deferred: JobScope = {
-    ...scope,
-    park: async (serverNowMs, delayMs) => {
-      if (due === undefined || serverNowMs + delayMs < due.serverNowMs + due.delayMs) due = { serverNowMs, delayMs };
-    },
+function claimOptionsOf(tools: readonly AnyToolDefinition[]): CallRuntime['claimOptions'] {
+  const byTool = new Map(tools.map((tool) => [tool, { effect: recordedEffectOf(tool), settles: settlesExpired(tool) }]));
+  return (tool, scope): ClaimOptions => {
+    const { effect, settles } = byTool.get(tool) ?? { effect: recordedEffectOf(tool), settles: settlesExpired(tool) };
+    // One literal, no spreads: it is built for every claimed call.
+    return { effect, job: scope.attemptJob, settlesExpired: settles };
   };
-  // Claimed together, in one round trip, when two or more of them would claim now.
-  const members = calls.map((call) => new NextCall(rt, scope, call));
-  await ClaimGroup.form(rt, members);
-  const ended = await Promise.allSettled(calls.map((call, i) => runToolCall(rt, deferred, call, { self: members[i] })));
-  // A call that stopped before taking its claim (the job was interrupted) never started its effect.
-  for (const member of members) await member.release(`the job stopped before call ${member.call.id} started`);
-  let failure: { error: unknown } | undefined;
-  let wait: DelayedError | undefined;
-  for (const outcome of ended) {
-    if (outcome.status === 'fulfilled') results.push(outcome.value);
-    else if (outcome.reason instanceof DelayedError) wait ??= outcome.reason;
-    else if (failure === undefined || (outcome.reason instanceof UnrecoverableError && !(failure.error instanceof UnrecoverableError))) {
-      failure = { error: outcome.reason };
-    }
-  }
-  if (failure !== undefined) throw failure.error;
-  if (wait !== undefined && due !== undefined) {
-    await scope.park(due.serverNowMs, due.delayMs);
-    throw wait;
-  }
-}
-
-/**
- * How an interrupted job ends, whatever its turn came to (`outcome`: the
- * error it threw, or none when it finished). The interruption replaces any
- * error that would have retried the job (such as the failure of a tool that
- * stopped because of the abort), so a cancelled job never runs again
- * whatever `attempts` says; a cancelled job whose last call finished anyway
- * ends cancelled too. An error that already stops the job
- * (`UnrecoverableError`: an ambiguous call, a destructive failure) says more
- * and is kept, and so is a `DelayedError`, thrown once the job was already
- * parked; a job that lost its lock but finished every call returns its
- * results (every receipt is settled; if the lock is really gone, BullMQ
- * refuses the completion and a redelivery replays them). Returns
- * `undefined` when the job was not interrupted, or `outcome` stands.
- */
-export function interruptedEnding(
-  jobId: string,
-  signal: Pick<AbortSignal, 'aborted' | 'reason'>,
-  outcome: { readonly error?: unknown },
-): Error | undefined {
-  const interruption = interruptionOf(jobId, signal);
-  if (interruption === undefined || outcome.error === interruption) return undefined;
-  if (!('error' in outcome) && interruption instanceof JobLockLostError) return undefined;
-  if (outcome.error instanceof UnrecoverableError || outcome.error instanceof DelayedError) return undefined;
-  return interruption;
 }
 
 /**

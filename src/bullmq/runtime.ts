@@ -1,16 +1,20 @@
 /**
  * The shapes a tool call runs with: the wrapper's collaborators shared by
- * every call, the job a call belongs to, and what preparing a call's input
- * gives. Types only, so every module of the call path can name them without
- * importing the code that runs calls.
+ * every call, the job a call belongs to, what preparing a call's input
+ * gives, and an attempt as its outcome branches read it. Types only, so
+ * every module of the call path can name them without importing the code
+ * that runs calls.
  */
 import type { Job } from 'bullmq';
-import type { DigestFn } from '../core/identity.js';
+import type { DigestFn, ToolCallReceiptKey } from '../core/identity.js';
+import type { AttemptFence } from '../redis/errors.js';
+import type { AttemptJob } from '../redis/receipts/reads/record.js';
+import type { ClaimOptions, PrefetchedClaim } from '../redis/receipts/store.js';
 import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
-import type { AnyToolDefinition } from './define-tool.js';
+import type { AnyToolDefinition } from './tools/define-tool.js';
 import type { ToolCall, ToolJobData, ToolResultBlock } from '../core/job-data.js';
-import type { CallFactsSource } from './observer.js';
-import type { WorkerLimits } from '../limits/call-limits.js';
+import type { CallFacts, CallFactsSource } from './call/facts.js';
+import type { LimitedCall, WorkerLimits } from '../limits/call-limits.js';
 import type { ApprovalGate } from '../approvals/gate.js';
 import type { ApprovalRule } from '../approvals/types.js';
 
@@ -25,7 +29,7 @@ export type PreparedCall =
   | { readonly ok: true; readonly rawInput: unknown; readonly args: unknown }
   | { readonly ok: false; readonly message: string; readonly countsAsRejection: boolean };
 
-/** The approval of a tool, its own options over the worker's (see approval-step.ts). */
+/** The approval of a tool, its own options over the worker's (see outcomes/approval.ts). */
 export interface ToolApproval {
   readonly rule: ApprovalRule;
   readonly redact: ((args: unknown) => unknown) | undefined;
@@ -64,12 +68,19 @@ export interface CallRuntime {
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
   /** The worker's limits; `undefined` when it has none. */
   readonly limits?: WorkerLimits;
+  /**
+   * The options a call of `tool` is claimed with, in `scope`'s job: its
+   * effect and whether it settles its own expired attempts, worked out once
+   * per tool when the processor is made; the lease and owner are the
+   * keyspace's.
+   */
+  claimOptions(tool: AnyToolDefinition, scope: JobScope): ClaimOptions;
 }
 
 /**
  * A job's or an attempt's abort, as the path reads it: `aborted` and
  * `reason` without making anything, `signal` made on first read (see
- * `LazyAbort` in run-call.ts).
+ * `LazyAbort` in call/execution.ts).
  */
 export interface CallAbort {
   readonly aborted: boolean;
@@ -87,10 +98,49 @@ export interface JobScope {
   readonly abort: CallAbort;
   /** The results of the turn's calls that ended so far, in call order (a parked turn's progress note shows them). */
   readonly answered?: readonly ToolResultBlock[];
+  /** The BullMQ job a claim records for the attempt it starts, worked out once per job (`undefined` without an id). */
+  readonly attemptJob: AttemptJob | undefined;
   /**
    * Park the job until `serverNowMs + delayMs` on the Redis server's clock
    * (a call waits for a live attempt). Calls running side by side defer it
    * until all of them have ended.
    */
   park(serverNowMs: number, delayMs: number): Promise<void>;
+}
+
+/**
+ * The call after the current one in a sequential stretch of a turn, as the
+ * current call's complete sees it: a claim to carry in the same script, and
+ * where its answer goes (see `NextCall` in turn/claims-ahead.ts).
+ */
+export interface CarriedCall {
+  claimToCarry(): Promise<{ readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined>;
+  carried(ahead: PrefetchedClaim | null): void;
+}
+
+/** A call staged to claim: its tool, its arguments and its receipt key, as the branches before its claim read it. */
+export interface ReadyCall {
+  readonly rt: CallRuntime;
+  readonly scope: JobScope;
+  readonly call: ToolCall;
+  readonly tool: AnyToolDefinition;
+  readonly key: ToolCallReceiptKey;
+  readonly args: unknown;
+  /** Where the call's facts go: its log lines, its events and the user's telemetry. */
+  readonly facts: CallFacts;
+}
+
+/** One attempt a claim started, as an execution's outcome branches read it (the call run is one). */
+export interface CallAttempt extends ReadyCall {
+  /** The attempt's fence, carried by every write; `attempt` is its number, for logs and events. */
+  readonly fence: AttemptFence;
+  readonly attempt: number;
+  /** This attempt followed another whose tool reported an unknown outcome in this delivery. */
+  readonly afterUnknownOutcome: boolean;
+  /** The call after this one, which the complete may claim in the same script. */
+  readonly next: CarriedCall | undefined;
+  /** The call's shares of its limits, bound to this attempt; given back when it is settled as never started. */
+  readonly limited: LimitedCall | undefined;
+  /** Claims the call again at once, in this delivery: a tool that settles an unknown outcome itself is asked now. */
+  claimAgain(): Promise<ToolResultBlock>;
 }

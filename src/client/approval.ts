@@ -5,7 +5,7 @@
  * others not answered yet. Submitting the same turn again later attaches to
  * its job and gives the real results once the decision is made.
  */
-import type { AwaitingApprovalCall } from '../bullmq/approval-progress.js';
+import type { AwaitingApprovalCall } from '../bullmq/outcomes/approval-progress.js';
 import type { ToolJobData, ToolResultBlock } from '../bullmq/job-data.js';
 
 /** A call waiting for a person's approval: not run yet, not an error. */

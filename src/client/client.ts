@@ -7,7 +7,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { checkOptions } from '../core/options.js';
 import { TOOL_CALL_CLIENT_SCHEMA } from './options.js';
 import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bullmq/job-data.js';
-import { parsePartialResultsLog } from '../bullmq/partial-results.js';
+import { parsePartialResultsLog } from '../bullmq/turn/partial-results.js';
 import {
   AmbiguousTurnError,
   InvalidWaitLimitError,

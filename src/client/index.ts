@@ -39,7 +39,7 @@ export {
   type TurnCallEntry,
 } from './turn.js';
 export { awaitingApproval, isTurnAnswered, type AwaitingApprovalResult, type TurnResult, type UnansweredResult } from './approval.js';
-export { AWAITING_APPROVAL_PROGRESS, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
+export { AWAITING_APPROVAL_PROGRESS, type AwaitingApprovalCall } from '../bullmq/outcomes/approval-progress.js';
 export * from './formats/anthropic.js';
 export * from './formats/openai-chat.js';
 export * from './formats/openai-responses.js';

@@ -4,7 +4,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import { Job, type Queue, type QueueEvents } from 'bullmq';
-import { answeredBeforeApprovalOf, awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/approval-progress.js';
+import { answeredBeforeApprovalOf, awaitingApprovalOf, type AwaitingApprovalCall } from '../bullmq/outcomes/approval-progress.js';
 import type { ToolResultBlock } from '../bullmq/job-data.js';
 import type { UnfinishedJobState } from './errors.js';
 

@@ -7,7 +7,7 @@
  * typed error.
  */
 import { Job, Queue } from 'bullmq';
-import { idempotencyKeyFor } from '../bullmq/prepare-call.js';
+import { idempotencyKeyFor } from '../core/identity.js';
 import { toolJobDataSchema } from '../bullmq/job-data.js';
 import { listAmbiguousEntries, type AmbiguousEntry } from '../redis/runs/ambiguous-index.js';
 import { receiptsConnection } from '../redis/connection/connection.js';

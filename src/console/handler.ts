@@ -15,7 +15,7 @@ import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
 import { ReceiptStore } from '../redis/receipts/store.js';
 import { RunRegistry } from '../redis/runs/registry.js';
 import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipts/store.js';
-import { CallNotSettledError } from '../bullmq/retry-jobs.js';
+import { CallNotSettledError } from '../bullmq/sweep/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';
 import { ResolveRefusedError } from '../operator/errors.js';

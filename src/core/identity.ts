@@ -92,6 +92,11 @@ export function toolCallReceiptKeyString(key: ToolCallReceiptKey): string {
   return [key.tenantId, key.runId, key.toolName, key.argsHash].map((part) => `${part.length}:${part}`).join('');
 }
 
+/** A stable idempotency key for every attempt of one call, to hand a provider: a digest of the receipt key. */
+export function idempotencyKeyFor(key: ToolCallReceiptKey): string {
+  return `trc_${hash('sha256', toolCallReceiptKeyString(key), 'hex').slice(0, 40)}`;
+}
+
 /**
  * True when `text` is well-formed Unicode: no UTF-16 surrogate without its
  * pair. Such a string has no UTF-8 form, so Redis would store another name

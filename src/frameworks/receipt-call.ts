@@ -5,8 +5,8 @@
  * decided as the receipt's fenced decision.
  */
 import type { Queue } from 'bullmq';
-import type { AnyToolDefinition } from '../bullmq/define-tool.js';
-import { ambiguousText } from '../bullmq/ambiguity.js';
+import type { AnyToolDefinition } from '../bullmq/tools/define-tool.js';
+import { ambiguousText } from '../bullmq/outcomes/ambiguity.js';
 import type { ToolCallOutcome, ToolResultBlock } from '../core/job-data.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { approvalNeeded } from '../approvals/gate.js';

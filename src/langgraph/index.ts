@@ -10,7 +10,7 @@ import { ToolMessage } from '@langchain/core/messages';
 import { tool, type StructuredToolInterface } from '@langchain/core/tools';
 import type { ToolRunnableConfig } from '@langchain/core/tools';
 import { interrupt } from '@langchain/langgraph';
-import type { AnyToolDefinition } from '../bullmq/define-tool.js';
+import type { AnyToolDefinition } from '../bullmq/tools/define-tool.js';
 import { InvalidOptionsError } from '../core/options.js';
 import { FrameworkApprovalRefusedError } from '../frameworks/errors.js';
 import {

@@ -6,7 +6,7 @@
  * `@mastra/core` (an optional peer). See docs/frameworks.md.
  */
 import { createTool } from '@mastra/core/tools';
-import type { AnyToolDefinition } from '../bullmq/define-tool.js';
+import type { AnyToolDefinition } from '../bullmq/tools/define-tool.js';
 import {
   answerCall,
   approvalAsked,

@@ -2,7 +2,7 @@
  * How an MCP tool's calls are recovered (read-only, idempotent, opaque), as
  * `mcpTools` resolves it.
  */
-import type { ToolAnnotations, ToolEffect } from '../bullmq/define-tool.js';
+import type { ToolAnnotations, ToolEffect } from '../bullmq/tools/define-tool.js';
 
 /**
  * How an MCP tool's calls are recovered, as `mcpTools` resolves it:

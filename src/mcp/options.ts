@@ -9,7 +9,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import type { ReconcileAnswer, ReconcileContext } from '../bullmq/define-tool.js';
+import type { ReconcileAnswer, ReconcileContext } from '../bullmq/tools/define-tool.js';
 import {
   booleanOption,
   checkOptions,

@@ -14,8 +14,8 @@ import {
   type AnyToolDefinition,
   type ReconcileContext,
   type ToolAnnotations,
-} from '../bullmq/define-tool.js';
-import { ToolErrorResult } from '../bullmq/result-shaping.js';
+} from '../bullmq/tools/define-tool.js';
+import { ToolErrorResult } from '../bullmq/tools/result-shaping.js';
 import type { ApprovalOptions } from '../approvals/types.js';
 import type { McpClientSource } from './connection.js';
 import { resolveMcpEffect } from './effect.js';

@@ -6,7 +6,7 @@
  * decision. Needs `@openai/agents` (an optional peer). See docs/frameworks.md.
  */
 import { tool, type FunctionTool, type RunContext } from '@openai/agents';
-import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/define-tool.js';
+import { toolJsonSchema, type AnyToolDefinition } from '../bullmq/tools/define-tool.js';
 import {
   answerCall,
   approvalAsked,

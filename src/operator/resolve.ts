@@ -10,7 +10,7 @@ import type { AuditLog } from '../redis/operators/audit-log.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import { isApprovalStatus, type ReceiptRecord } from '../redis/receipts/reads/record.js';
 import type { ReceiptStore, Resolution } from '../redis/receipts/store.js';
-import { retryFailedJobs, type JobRetryReport } from '../bullmq/retry-jobs.js';
+import { retryFailedJobs, type JobRetryReport } from '../bullmq/sweep/retry-jobs.js';
 import { readReceipt } from './read-receipt.js';
 import { resolveRefusal } from './resolve-refusal.js';
 import { ResolveRefusedError } from './errors.js';

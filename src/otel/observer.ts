@@ -24,7 +24,7 @@ import type {
   ObserverBinding,
   ReceiptRoundTrip,
   ToolCallObserver,
-} from '../bullmq/observer.js';
+} from '../bullmq/call/facts.js';
 import { ATTR, EVENT, METRIC, SCOPE } from './names.js';
 import { DEFAULT_OPEN_INDEX_SHARDS, OpenReceiptIndex } from './open-receipts.js';
 import { outcomeOf, type SeenMilestones } from './outcome.js';

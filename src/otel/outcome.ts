@@ -2,7 +2,7 @@
  * How a call ended, from what the wrapper told its observation: the outcome
  * label spans and metrics carry.
  */
-import type { ObservedEnd } from '../bullmq/observer.js';
+import type { ObservedEnd } from '../bullmq/call/facts.js';
 import type { ToolCallOutcome } from '../bullmq/job-data.js';
 
 /**

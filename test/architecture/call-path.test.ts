@@ -31,11 +31,13 @@ interface ScriptCoverage {
 }
 
 /**
- * The helper rooms: pure functions, the client adapter, the script loader,
- * the channel's batching. A file outside them that runs is on the spine.
+ * The helper rooms: pure functions, what a tool is and how its input and
+ * result are shaped, the client adapter, the script loader, the channel's
+ * batching. A file outside them that runs is on the spine.
  */
 const HELPER_ROOMS = [
   /^core\//,
+  /^bullmq\/tools\//,
   /^redis\/keys\.ts$/,
   /^redis\/settings\.ts$/,
   /^redis\/connection\//,
@@ -100,18 +102,26 @@ describe('one executed call, from its job to its complete', () => {
 
     expect(result).toMatchObject({ results: [{ outcome: 'executed' }] });
     const files = ranSince(coverage);
+    if (process.env['CALL_PATH_FUNCTIONS']) {
+      for (const script of coverage) {
+        const ran = script.functions.filter((f) => (f.ranges[0]?.count ?? 0) > 0).map((f) => `${f.functionName}×${f.ranges[0]!.count}`);
+        if (ran.length > 0 && script.url.includes('/src/')) console.log(script.url.split('/src/')[1], ran.join(' '));
+      }
+    }
     console.log(`one executed call ran functions in ${files.length} source files:\n  ${files.join('\n  ')}`);
     const spine = files.filter((file) => !isHelper(file));
     console.log(`outside the helper rooms, ${spine.length}:\n  ${spine.join('\n  ')}`);
-    // The wrapper's part of the spine: the five files docs/architecture.md lists, and nothing of repair, offload or
-    // limits (entered only when a call needs them: an input that does not parse, a result over its cap or a store, a limit).
+    // The wrapper's part of the spine: the five files docs/architecture.md lists (the job, its turn, the call run, what
+    // its execution runs under, its facts), no outcome branch, and nothing of repair, offload or limits (entered only
+    // when a call needs them: an input that does not parse, a result over its cap or a store, a limit).
     expect(spine.filter((file) => file.startsWith('bullmq/'))).toEqual([
-      'bullmq/observer.ts',
-      'bullmq/prepare-call.ts',
+      'bullmq/call/call-run.ts',
+      'bullmq/call/execution.ts',
+      'bullmq/call/facts.ts',
       'bullmq/processor.ts',
-      'bullmq/run-call.ts',
-      'bullmq/settle-call.ts',
+      'bullmq/turn/turn.ts',
     ]);
+    expect(files.filter((file) => file.startsWith('bullmq/outcomes/'))).toEqual([]);
     expect(spine.filter((file) => /^(repair|offload|limits)\//.test(file))).toEqual([]);
     // The store's part: the call side of the store, the claim, and the channel.
     expect(spine.filter((file) => file.startsWith('redis/'))).toEqual([

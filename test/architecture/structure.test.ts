@@ -116,6 +116,13 @@ describe('the structure of src/', () => {
     expect(atRoot.sort()).toEqual(['errors.ts', 'index.ts', 'keys.ts', 'options.ts', 'settings.ts']);
   });
 
+  it('has src/bullmq in rooms, with at most 8 files at its root', () => {
+    const atRoot = sources.filter((file) => /^src\/bullmq\/[^/]+\.ts$/.test(file)).map((file) => path.posix.basename(file));
+    expect(atRoot.length).toBeLessThanOrEqual(8);
+    const rooms = new Set(sources.filter((file) => /^src\/bullmq\/[^/]+\//.test(file)).map((file) => file.split('/')[2]!));
+    expect([...rooms].sort()).toEqual(['call', 'outcomes', 'sweep', 'tools', 'turn']);
+  });
+
   it('has no file over ~300 lines without a reason at its top', () => {
     const long = sources.filter((file) => text.get(file)!.split('\n').length > 320);
     const unexplained = long.filter((file) => !/Over 300 lines:/.test(text.get(file)!.split('\n').slice(0, 12).join('\n')));

@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TIER_SUFFIX, type FailureTier } from '../../src/core/index.js';
-import { asSentence, failureContent } from '../../src/bullmq/failure-policy.js';
+import { asSentence, failureContent } from '../../src/bullmq/tools/failure-text.js';
 
 const tiers = Object.keys(TIER_SUFFIX) as FailureTier[];
 

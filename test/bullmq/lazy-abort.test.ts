@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LazyAbort } from '../../src/bullmq/run-call.js';
+import { LazyAbort } from '../../src/bullmq/call/execution.js';
 
 describe('LazyAbort', () => {
   it('reads the parent through without a signal, and a signal made later is already aborted', () => {

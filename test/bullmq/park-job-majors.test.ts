@@ -8,7 +8,7 @@ import * as bullmq6 from 'bullmq';
 import * as bullmq5 from 'bullmq-v5';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parkJobOnServerClock } from '../../src/bullmq/park-job.js';
+import { parkJobOnServerClock } from '../../src/bullmq/turn/park-job.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 
 const TEN_MINUTES = 10 * 60_000;

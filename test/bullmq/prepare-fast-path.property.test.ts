@@ -7,9 +7,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, type AnyToolDefinition } from '../../src/bullmq/define-tool.js';
-import { repairInput, type InputRepairOptions } from '../../src/bullmq/input-repair.js';
-import { inputPreparer } from '../../src/bullmq/prepare-call.js';
+import { defineTool, type AnyToolDefinition } from '../../src/bullmq/tools/define-tool.js';
+import { repairInput, type InputRepairOptions } from '../../src/bullmq/tools/input-repair.js';
+import { inputPreparer } from '../../src/bullmq/tools/input.js';
 import { fetchSchema, searchSchema } from '../repair/fixtures.js';
 import { searchInput } from '../repair/arbitraries.js';
 

@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { idempotencyKeyFor } from '../../src/bullmq/prepare-call.js';
+import { idempotencyKeyFor } from '../../src/core/identity.js';
 import type { OptionValues } from '../../src/cli/command.js';
 import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
 import { resolveCommand, resolveSpec, type ResolveArgs } from '../../src/cli/commands/resolve.js';

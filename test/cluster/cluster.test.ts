@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { defineTool } from '../../src/bullmq/define-tool.js';
+import { defineTool } from '../../src/bullmq/tools/define-tool.js';
 import type { ToolJobResult } from '../../src/bullmq/job-data.js';
 import { withToolReceipts } from '../../src/bullmq/processor.js';
 import { runCli } from '../../src/cli/cli.js';

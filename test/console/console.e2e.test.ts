@@ -7,7 +7,7 @@ import { Job, Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idempotencyKeyFor } from '../../src/bullmq/prepare-call.js';
+import { idempotencyKeyFor } from '../../src/core/identity.js';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
 import { startConsoleServer, ConsoleTokenRequiredError, type ConsoleServer } from '../../src/console/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';

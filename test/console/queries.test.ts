@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { RunRegistry } from '../../src/redis/runs/registry.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
-import { idempotencyKeyFor } from '../../src/bullmq/prepare-call.js';
+import { idempotencyKeyFor } from '../../src/core/identity.js';
 import { find } from '../../src/console/find.js';
 import { needsPage, parseAge, parseCursor, cursorText, type ConsoleData } from '../../src/console/queries.js';
 import { makeAmbiguous } from '../cli/support.js';

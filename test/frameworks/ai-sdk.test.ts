@@ -7,7 +7,7 @@
 import { generateText, stepCountIs, type ModelMessage, type ToolSet } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { aiSdkReceiptTools, FrameworkApprovalRefusedError } from '../../src/ai-sdk/index.js';
-import { ambiguousText } from '../../src/bullmq/ambiguity.js';
+import { ambiguousText } from '../../src/bullmq/outcomes/ambiguity.js';
 import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, useFrameworkLanes } from './support.js';
 
 const lane = useFrameworkLanes();

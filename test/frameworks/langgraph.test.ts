@@ -13,7 +13,7 @@ import { ToolNode, toolsCondition } from '@langchain/langgraph/prebuilt';
 import { describe, expect, it } from 'vitest';
 import { ApprovalArgsMismatchError } from '../../src/approvals/index.js';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
-import { ambiguousText } from '../../src/bullmq/ambiguity.js';
+import { ambiguousText } from '../../src/bullmq/outcomes/ambiguity.js';
 import {
   FrameworkApprovalRefusedError,
   langGraphDecision,

@@ -10,7 +10,7 @@ import { Agent } from '@mastra/core/agent';
 import { InMemoryStore } from '@mastra/core/storage';
 import { describe, expect, it } from 'vitest';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
-import { ambiguousText } from '../../src/bullmq/ambiguity.js';
+import { ambiguousText } from '../../src/bullmq/outcomes/ambiguity.js';
 import { FrameworkApprovalRefusedError, mastraReceiptTools } from '../../src/mastra/index.js';
 import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 

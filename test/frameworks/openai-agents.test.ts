@@ -10,7 +10,7 @@ import { assistantMessage, functionCall, modelResponder, ScriptedModel, type Rec
 import { describe, expect, it } from 'vitest';
 import { denyCall, readApproval } from '../../src/approvals/index.js';
 import type { AnyToolDefinition } from '../../src/bullmq/index.js';
-import { ambiguousText } from '../../src/bullmq/ambiguity.js';
+import { ambiguousText } from '../../src/bullmq/outcomes/ambiguity.js';
 import { FrameworkApprovalRefusedError, openAIAgentsReceiptTools } from '../../src/openai-agents/index.js';
 import { EMAIL, eventually, reached, STEP_TIMEOUT_MS, useFrameworkLanes, type FrameworkLane } from './support.js';
 

@@ -7,15 +7,15 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import type { ReceiptDecision } from '../core/decision.js';
-import type { RedisConnection } from '../redis/connection/connection.js';
-import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
-import type { WorkerLimits } from '../limits/call-limits.js';
-import type { ReceiptStore } from '../redis/receipts/store.js';
-import type { CorruptReceiptError } from '../redis/errors.js';
-import type { ApprovalEvent, FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from './events.js';
-import { errorText } from './failure-policy.js';
-import type { ToolCallOutcome, ToolResultBlock } from '../core/job-data.js';
+import type { ReceiptDecision } from '../../core/decision.js';
+import type { RedisConnection } from '../../redis/connection/connection.js';
+import type { ReconcileVerdict } from '../../redis/receipts/reads/record.js';
+import type { WorkerLimits } from '../../limits/call-limits.js';
+import type { ReceiptStore, SettleResult } from '../../redis/receipts/store.js';
+import type { CorruptReceiptError } from '../../redis/errors.js';
+import type { ApprovalEvent, FencedOutEvent, ToolCallEventBase, ToolReceiptsEventMap, ToolReceiptsEvents } from '../events.js';
+import { errorText } from '../tools/failure-text.js';
+import type { ToolCallOutcome, ToolResultBlock } from '../../core/job-data.js';
 
 /** What is known of a call when it starts, before anything is claimed. */
 export interface ObservedCall {
@@ -316,6 +316,11 @@ export class CallFacts implements Required<CallObservation> {
     this.#source.events.ambiguous(this, reason);
     this.#telemetry.ambiguous?.(reason);
     this.#source.log.ambiguous(this, reason);
+  }
+
+  /** Reports {@link lateSettle} when `settled` came after a claim had reported the attempt ambiguous. */
+  lateSettleOf(settled: SettleResult, outcome: 'executed' | 'failed', attempt: number): void {
+    if (settled.late) this.lateSettle(outcome, attempt, { ambiguousMs: settled.late.ambiguousMs, settledMs: settled.settledMs });
   }
 
   lateSettle(outcome: 'executed' | 'failed', attempt: number, late: { readonly ambiguousMs: number; readonly settledMs: number }): void {

@@ -4,10 +4,10 @@
  */
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { Logger } from 'pino';
-import { AmbiguousToolCallError, unrecoverable } from './errors.js';
-import type { ToolCall, ToolResultBlock } from '../core/job-data.js';
-import { formatPartialResultsLog } from './partial-results.js';
-import type { CallFacts } from './observer.js';
+import { AmbiguousToolCallError, unrecoverable } from '../errors.js';
+import type { ToolCall, ToolResultBlock } from '../../core/job-data.js';
+import { formatPartialResultsLog } from '../turn/partial-results.js';
+import type { CallFacts } from '../call/facts.js';
 
 /** The sentence the model reads for a call whose outcome is unknown: nothing was run again, and why. */
 export const ambiguousText = (toolName: string): string =>

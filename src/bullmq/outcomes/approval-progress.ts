@@ -5,7 +5,7 @@
  * stays the truth; this is a note on the job, cleared as each call is decided.
  */
 import type { Job } from 'bullmq';
-import type { ToolResultBlock } from '../core/job-data.js';
+import type { ToolResultBlock } from '../../core/job-data.js';
 
 /** The key of the job's progress object under which the awaiting calls are listed. */
 export const AWAITING_APPROVAL_PROGRESS = 'toolReceiptsAwaitingApproval';

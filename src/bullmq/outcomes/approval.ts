@@ -5,17 +5,14 @@
  * on (an approved call's claim starts it).
  */
 import { DelayedError } from 'bullmq';
-import type { ToolCallReceiptKey } from '../core/identity.js';
-import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, type ApprovalGate } from '../approvals/gate.js';
-import type { ApprovalOptions, ApprovalRule } from '../approvals/types.js';
-import { receiptRedisKey } from '../redis/keys.js';
-import type { ApprovalRuntime, CallRuntime, JobScope, ToolApproval } from './call-runtime.js';
-import { receiptEffectOf } from '../core/tool-effect.js';
-import type { AnyToolDefinition } from './define-tool.js';
-import { throwIfInterrupted } from './settle-call.js';
-import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
-import { attemptJobOf } from './prepare-call.js';
-import type { CallFacts } from './observer.js';
+import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, type ApprovalGate } from '../../approvals/gate.js';
+import type { ApprovalOptions, ApprovalRule } from '../../approvals/types.js';
+import { receiptRedisKey } from '../../redis/keys.js';
+import type { ApprovalRuntime, ReadyCall, ToolApproval } from '../runtime.js';
+import { receiptEffectOf } from '../../core/tool-effect.js';
+import type { AnyToolDefinition } from '../tools/define-tool.js';
+import { throwIfInterrupted } from '../call/interruption.js';
+import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
 import { clearAwaitingApproval, noteAwaitingApproval } from './approval-progress.js';
 
 /** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
@@ -50,15 +47,8 @@ export function toolApproval(tool: AnyToolDefinition, defaults: ApprovalOptions)
  * parks the job until the approval expires (a decision promotes it sooner)
  * and throws DelayedError, without using one of the job's attempts.
  */
-export async function passApprovalGate(
-  rt: CallRuntime,
-  scope: JobScope,
-  call: ToolCall,
-  tool: AnyToolDefinition,
-  key: ToolCallReceiptKey,
-  args: unknown,
-  facts: CallFacts,
-): Promise<ToolResultBlock | undefined> {
+export async function passApprovalGate(x: ReadyCall): Promise<ToolResultBlock | undefined> {
+  const { rt, scope, call, tool, key, args, facts } = x;
   const approvals = rt.approvals;
   const approval = approvals?.of(tool);
   if (approvals === undefined || approval === undefined) return undefined;
@@ -71,7 +61,7 @@ export async function passApprovalGate(
       effect: receiptEffectOf(tool),
       timeoutMs: approval.timeoutMs,
       shown: needed ? shownText(approval.redact, args) : '',
-      job: attemptJobOf(scope.job),
+      job: scope.attemptJob,
     },
     (error) => facts.approvalIndexNotUpdated(error),
   );

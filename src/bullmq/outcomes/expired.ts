@@ -4,25 +4,25 @@
  * run again with the same idempotency key while its provider's window is
  * open, and a tool with `reconcile` is asked (by one worker under a fenced
  * reconcile lease, while the others wait) whether the effect landed.
- * Entered only when a claim finds such an attempt (see `claimCall` in
- * settle-call.ts). Keyed re-runs, reconcile and the transactional outcome
+ * Entered only when a claim finds such an attempt (see `ToolCallRun.claim`
+ * in call/call-run.ts). Keyed re-runs, reconcile and the transactional outcome
  * read all end in the one claim result the wrapper acts on (replay,
  * execute, wait or ambiguous), so they are kept together.
  */
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { ToolCallReceiptKey } from '../core/identity.js';
-import { receiptEffectOf } from '../core/tool-effect.js';
-import { FencedOutError, type AttemptFence } from '../redis/errors.js';
-import type { ReconcileVerdict } from '../redis/receipts/reads/record.js';
-import type { ClaimOptions, ClaimResult } from '../redis/receipts/store.js';
-import type { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
-import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
-import { attemptJobOf, idempotencyKeyFor } from './prepare-call.js';
-import type { AnyToolDefinition, ReconcileAnswer, ReconcileContext } from './define-tool.js';
-import { settleFromOutcomeRow } from './transactional-call.js';
-import type { ToolCall, ToolJobData } from '../core/job-data.js';
-import type { CallFacts } from './observer.js';
+import type { ToolCallReceiptKey } from '../../core/identity.js';
+import { receiptEffectOf } from '../../core/tool-effect.js';
+import { FencedOutError, type AttemptFence } from '../../redis/errors.js';
+import type { AttemptJob, ReconcileVerdict } from '../../redis/receipts/reads/record.js';
+import type { ClaimOptions, ClaimResult } from '../../redis/receipts/store.js';
+import type { ReceiptsKeyspace } from '../../redis/receipts/keyspace.js';
+import type { VerdictToRecord } from '../../redis/receipts/transitions/reconcile-store.js';
+import { idempotencyKeyFor } from '../../core/identity.js';
+import type { AnyToolDefinition, ReconcileAnswer, ReconcileContext } from '../tools/define-tool.js';
+import { settleFromOutcomeRow } from './transactional.js';
+import type { ToolCall, ToolJobData } from '../../core/job-data.js';
+import type { CallFacts } from '../call/facts.js';
 
 /** Default of `reconcileTimeoutMs`. */
 export const DEFAULT_RECONCILE_TIMEOUT_MS = 10_000;
@@ -48,7 +48,12 @@ export interface SettleRuntime {
 export interface SettleScope {
   readonly rt: SettleRuntime;
   /** `abort.signal` is read only when a reconcile runs: most claims never make one. */
-  readonly scope: { readonly job: Job; readonly data: ToolJobData; readonly abort: { readonly signal: AbortSignal } };
+  readonly scope: {
+    readonly job: Job;
+    readonly data: ToolJobData;
+    readonly abort: { readonly signal: AbortSignal };
+    readonly attemptJob: AttemptJob | undefined;
+  };
   readonly call: ToolCall;
   readonly tool: AnyToolDefinition;
   readonly key: ToolCallReceiptKey;
@@ -179,7 +184,7 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
   });
   // A removed tool's call is not started again here: the receipt is failed (never started) instead.
   const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.keyspace.settings.leaseMs } : {};
-  const job = attemptJobOf(x.scope.job);
+  const job = x.scope.attemptJob;
   /** Records the verdict under the reconcile's fence; 'movedOn' when another attempt or reconcile came first. */
   const recordVerdict = async (answer: ReconcileAnswer, historyNote?: string) => {
     const noted = historyNote === undefined ? {} : { note: historyNote };

@@ -7,12 +7,12 @@
  * unrecoverably, since no retry can fix it.
  */
 import type { Logger } from 'pino';
-import { InvalidOptionsError } from '../core/options.js';
-import { DurabilityUnsupportedError, ReceiptNotDurableError } from '../redis/durability/durability.js';
-import { RedisUnreachableError } from '../redis/connection/unreachable.js';
-import { unrecoverable } from './errors.js';
-import { errorText } from './failure-policy.js';
-import type { Execution } from './settle-call.js';
+import { InvalidOptionsError } from '../../core/options.js';
+import { DurabilityUnsupportedError, ReceiptNotDurableError } from '../../redis/durability/durability.js';
+import { RedisUnreachableError } from '../../redis/connection/unreachable.js';
+import { unrecoverable } from '../errors.js';
+import { errorText } from '../tools/failure-text.js';
+import type { CallAttempt } from '../runtime.js';
 
 /** How deep a chain of `cause`s is followed. */
 const MAX_CAUSES = 8;
@@ -53,7 +53,7 @@ export const isInfrastructureError = (error: unknown): boolean => infrastructure
  * its recorded steps, an opaque one is ambiguous), nothing is counted by the
  * breaker, and the job retries with the infrastructure error itself.
  */
-export async function infrastructureFailure(x: Execution, error: unknown): Promise<never> {
+export async function infrastructureFailure(x: CallAttempt, error: unknown): Promise<never> {
   const cause = infrastructureErrorIn(error) ?? error;
   const text = errorText(cause);
   x.facts.cutOff(x.attempt, cause);

@@ -5,26 +5,19 @@
  * The counting itself is in src/limits (`limitCall`).
  */
 import { DelayedError } from 'bullmq';
-import type { ToolCallReceiptKey } from '../core/identity.js';
-import type { LimitGate, LimitRefusal, LimitVerdict } from '../limits/call-limits.js';
-import type { ClaimResult } from '../redis/receipts/store.js';
-import type { CallRuntime, JobScope } from './call-runtime.js';
-import type { CallFacts } from './observer.js';
-import { throwIfInterrupted } from './settle-call.js';
-import { toolResultBlock as block, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
+import type { LimitGate, LimitRefusal, LimitVerdict } from '../../limits/call-limits.js';
+import type { ClaimResult } from '../../redis/receipts/store.js';
+import type { JobScope, ReadyCall } from '../runtime.js';
+import { throwIfInterrupted } from '../call/interruption.js';
+import { toolResultBlock as block, type ToolResultBlock } from '../../core/job-data.js';
 
 /**
  * A call its limits refused before its claim (nothing written on its
  * receipt), or whose cost could not be counted: the rejected result, or,
  * for a limit that waits, the job parked until the window resets.
  */
-export async function overLimit(
-  rt: CallRuntime,
-  scope: JobScope,
-  call: ToolCall,
-  gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>,
-  facts: CallFacts,
-): Promise<ToolResultBlock> {
+export async function overLimit(x: ReadyCall, gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>): Promise<ToolResultBlock> {
+  const { call, facts } = x;
   if (gate.kind === 'invalid_cost') {
     facts.limitCostNotCounted(gate.error.limit, gate.error.message);
     facts.answered('reject', 'rejected');
@@ -32,16 +25,11 @@ export async function overLimit(
     const content = `This call was not run: its cost under the limit "${gate.error.limit}" could not be counted.`;
     return block(call, 'rejected', { content, is_error: true });
   }
-  return await refused(rt, scope, call, gate.refusal, facts);
+  return await refused(x, gate.refusal);
 }
 
-async function refused(
-  rt: CallRuntime,
-  scope: JobScope,
-  call: ToolCall,
-  refusal: LimitRefusal,
-  facts: CallFacts,
-): Promise<ToolResultBlock> {
+async function refused(x: ReadyCall, refusal: LimitRefusal): Promise<ToolResultBlock> {
+  const { rt, scope, call, facts } = x;
   facts.overLimit(refusal.limit, refusal.onLimit, refusal.retryAtMs);
   if (refusal.onLimit === 'refuse') {
     facts.answered('reject', 'rejected');
@@ -66,17 +54,14 @@ async function park(scope: JobScope, nowMs: number, delayMs: number): Promise<vo
  * reserve again.
  */
 export async function notRunUnderLimit(
-  rt: CallRuntime,
-  scope: JobScope,
-  call: ToolCall,
-  key: ToolCallReceiptKey,
+  x: ReadyCall,
   claim: ClaimResult,
   verdict: Extract<LimitVerdict, { run: false }>,
-  facts: CallFacts,
 ): Promise<ToolResultBlock> {
+  const { rt, scope, call, key, facts } = x;
   const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
   if (claim.fence) await rt.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
-  if ('refusal' in verdict) return await refused(rt, scope, call, verdict.refusal, facts);
+  if ('refusal' in verdict) return await refused(x, verdict.refusal);
   const delay = Math.floor(Math.random() * rt.waitJitterMs);
   await park(scope, claim.serverNowMs ?? Date.now(), delay);
   facts.answered('wait', 'waited');

@@ -5,14 +5,15 @@
  * rather than by a person, and the start-up check of each tool's table.
  */
 import type { Logger } from 'pino';
-import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../core/tiers.js';
-import type { AttemptFence } from '../redis/errors.js';
-import { checkOutcomeTable } from '../transactional/setup.js';
-import { deleteExpiredOutcomes, type OutcomeRetentionReport } from '../transactional/retention.js';
-import { holdLifetime, type EndedAttempt } from '../transactional/takeover.js';
-import { DEFAULT_IDLE_IN_TRANSACTION_MS, DEFAULT_LOCK_TIMEOUT_MS, runTransactional } from '../transactional/run.js';
-import type { TransactionalDatabase } from '../transactional/database.js';
-import type { AnyToolDefinition, ReconcileAnswer, ToolContext, TransactionalToolContext } from './define-tool.js';
+import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../../core/tiers.js';
+import type { AttemptFence } from '../../redis/errors.js';
+import { checkOutcomeTable } from '../../transactional/setup.js';
+import { deleteExpiredOutcomes, type OutcomeRetentionReport } from '../../transactional/retention.js';
+import { holdLifetime, type EndedAttempt } from '../../transactional/takeover.js';
+import { DEFAULT_IDLE_IN_TRANSACTION_MS, DEFAULT_LOCK_TIMEOUT_MS, runTransactional } from '../../transactional/run.js';
+import type { TransactionalDatabase } from '../../transactional/database.js';
+import type { AnyToolDefinition, ReconcileAnswer, ToolContext, TransactionalToolContext } from '../tools/define-tool.js';
+import type { CallAttempt } from '../runtime.js';
 
 /** How the history, `show` and the console name what settled a transactional call. */
 export const SETTLED_FROM_POSTGRES = 'settled from PostgreSQL';
@@ -42,15 +43,9 @@ export interface TransactionalValue {
  * this attempt did not commit, but that one might have, so nothing may say
  * the call never ran.
  */
-export async function runTransactionalAttempt(
-  tool: AnyToolDefinition,
-  args: unknown,
-  ctx: ToolContext,
-  receiptKey: string,
-  fence: AttemptFence,
-  confirm: () => Promise<void>,
-): Promise<TransactionalValue> {
-  const attempt = { receiptKey, epoch: fence.epoch, attempt: fence.attempt, confirm };
+export async function runTransactionalAttempt(x: CallAttempt, ctx: ToolContext, confirm: () => Promise<void>): Promise<TransactionalValue> {
+  const { tool, args, fence } = x;
+  const attempt = { receiptKey: x.facts.receiptKey ?? '', epoch: fence.epoch, attempt: fence.attempt, confirm };
   // A transactional tool's execute takes a TransactionalToolContext (see defineTool); the definition's type forgets it.
   const context = (tx: unknown): TransactionalToolContext<unknown> => ({ ...contextFields(ctx), tx });
   const body = async (tx: unknown) => tool.execute(args, context(tx) as unknown as ToolContext);

@@ -7,22 +7,22 @@
  * {@link reconcileSweepProcessor}, or call {@link reconcileAmbiguous} directly.
  */
 import { Job, Queue } from 'bullmq';
-import { checkOptions } from '../core/options.js';
-import { RECONCILE_SWEEP_SCHEMA } from './options.js';
+import { checkOptions } from '../../core/options.js';
+import { RECONCILE_SWEEP_SCHEMA } from '../options.js';
 import { pino, type Logger } from 'pino';
-import { sha256Digest, toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../core/identity.js';
-import type { RedisConnection } from '../redis/connection/connection.js';
-import type { DurabilityOptions } from '../redis/durability/durability.js';
-import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.js';
-import { ReceiptsKeyspace } from '../redis/receipts/keyspace.js';
-import type { VerdictToRecord } from '../redis/receipts/transitions/reconcile-store.js';
-import type { AnyToolDefinition } from './define-tool.js';
-import { parseToolJobData, type ToolCall, type ToolJobData } from '../core/job-data.js';
-import { repairInput } from './input-repair.js';
-import { resultShaper, type ResultShapingOptions } from './result-shaping.js';
+import { sha256Digest, toolCallArgsHash, type DigestFn, type ToolCallReceiptKey } from '../../core/identity.js';
+import type { RedisConnection } from '../../redis/connection/connection.js';
+import type { DurabilityOptions } from '../../redis/durability/durability.js';
+import type { AttemptJob, ReceiptRecord } from '../../redis/receipts/reads/record.js';
+import { ReceiptsKeyspace } from '../../redis/receipts/keyspace.js';
+import type { VerdictToRecord } from '../../redis/receipts/transitions/reconcile-store.js';
+import type { AnyToolDefinition } from '../tools/define-tool.js';
+import { parseToolJobData, type ToolCall, type ToolJobData } from '../../core/job-data.js';
+import { repairInput } from '../tools/input-repair.js';
+import { resultShaper, type ResultShapingOptions } from '../tools/result-shaping.js';
 import { retryFailedJobs, type JobRetryReport } from './retry-jobs.js';
-import { askReconcile, lostAttemptContext, reconcileLeaseMs, reconcileTimeoutOf } from './settle-expired.js';
-import { sweepExpiredOutcomes } from './transactional-call.js';
+import { askReconcile, lostAttemptContext, reconcileLeaseMs, reconcileTimeoutOf } from '../outcomes/expired.js';
+import { sweepExpiredOutcomes } from '../outcomes/transactional.js';
 
 /** Options of {@link reconcileAmbiguous}: the workers' own, so keys, digests and results match theirs. */
 export interface ReconcileSweepOptions extends ResultShapingOptions {

@@ -4,9 +4,9 @@
  * replays the settled call and runs the rest of its calls.
  */
 import { Job, Queue } from 'bullmq';
-import { ToolReceiptsError } from '../core/errors.js';
-import type { RedisConnection } from '../redis/connection/connection.js';
-import type { AttemptJob, ReceiptRecord } from '../redis/receipts/reads/record.js';
+import { ToolReceiptsError } from '../../core/errors.js';
+import type { RedisConnection } from '../../redis/connection/connection.js';
+import type { AttemptJob, ReceiptRecord } from '../../redis/receipts/reads/record.js';
 
 /** A job retry was asked for a call that is not settled yet: retrying would only meet the same ambiguity. */
 export class CallNotSettledError extends ToolReceiptsError {

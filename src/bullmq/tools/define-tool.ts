@@ -6,14 +6,14 @@
 import { z } from 'zod';
 import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
-import type { EffectResumability } from '../core/decision.js';
-import { describeValue, ToolReceiptsError } from '../core/errors.js';
-import type { LimitDefinition } from '../limits/definitions.js';
-import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../core/options.js';
-import { APPROVAL_OPTIONS_SCHEMA } from '../approvals/options.js';
-import type { ApprovalContext } from '../approvals/types.js';
-import type { TransactionalDatabase } from '../transactional/database.js';
-import { RUN_TRANSACTIONAL_SCHEMA, type RunTransactionalOptions } from '../transactional/run.js';
+import type { EffectResumability } from '../../core/decision.js';
+import { describeValue, ToolReceiptsError } from '../../core/errors.js';
+import type { LimitDefinition } from '../../limits/definitions.js';
+import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../../core/options.js';
+import { APPROVAL_OPTIONS_SCHEMA } from '../../approvals/options.js';
+import type { ApprovalContext } from '../../approvals/types.js';
+import type { TransactionalDatabase } from '../../transactional/database.js';
+import { RUN_TRANSACTIONAL_SCHEMA, type RunTransactionalOptions } from '../../transactional/run.js';
 
 /** What a tool's `execute` receives besides its arguments. */
 export interface ToolContext {
@@ -401,7 +401,7 @@ function checkTransactional(spec: ToolSpec<z.ZodType>): void {
   }
 }
 
-export { receiptEffectOf, recordedEffectOf } from '../core/tool-effect.js';
+export { receiptEffectOf, recordedEffectOf } from '../../core/tool-effect.js';
 
 /**
  * The JSON Schema of a tool's input, for the tool list sent to a model: the

@@ -2,7 +2,7 @@
  * How a tool's error is put into words for the model and the logs.
  */
 import type { Job } from 'bullmq';
-import { retriesAutomatically, TIER_SUFFIX, type FailureTier } from '../core/tiers.js';
+import { retriesAutomatically, TIER_SUFFIX, type FailureTier } from '../../core/tiers.js';
 
 /** The text of an error a tool threw. */
 export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));

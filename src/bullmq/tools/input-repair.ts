@@ -3,14 +3,14 @@
  * (src/repair), reshaped for non-destructive tools, or refused in words the
  * model reads. Entered only when the schema's parse of the input fails.
  */
-import { REJECTION_SUFFIX } from '../core/tiers.js';
-import { prepareToolInputAsync, type PreparedToolInput } from '../repair/prepare.js';
-import { repair } from '../repair/repair.js';
-import type { Reshaper } from '../repair/reshaper.js';
-import type { ValidationIssue } from '../repair/types.js';
+import { REJECTION_SUFFIX } from '../../core/tiers.js';
+import { prepareToolInputAsync, type PreparedToolInput } from '../../repair/prepare.js';
+import { repair } from '../../repair/repair.js';
+import type { Reshaper } from '../../repair/reshaper.js';
+import type { ValidationIssue } from '../../repair/types.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import type { ToolCall } from '../core/job-data.js';
-import type { PreparedCall } from './call-runtime.js';
+import type { ToolCall } from '../../core/job-data.js';
+import type { PreparedCall } from '../runtime.js';
 
 /** How the wrapper treats input that does not validate as sent. */
 export interface InputRepairOptions {

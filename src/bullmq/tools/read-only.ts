@@ -2,7 +2,7 @@
  * Read-only calls, run without a receipt: validated and run as often as they
  * are delivered.
  */
-import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { ToolCallReceiptKey } from '../../core/identity.js';
 import {
   DestructiveRanError,
   failureTier,
@@ -10,14 +10,14 @@ import {
   OutcomeUnknownError,
   ToolRefusedError,
   type FailureTier,
-} from '../core/tiers.js';
-import { ExecutionContext } from './prepare-call.js';
+} from '../../core/tiers.js';
+import { ExecutionContext } from '../call/execution.js';
 import type { AnyToolDefinition } from './define-tool.js';
-import { ToolCallFailedError } from './errors.js';
-import { errorText, failureContent, retriesJob } from './failure-policy.js';
-import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../core/job-data.js';
-import type { CallFacts } from './observer.js';
-import type { CallRuntime, JobScope } from './call-runtime.js';
+import { ToolCallFailedError } from '../errors.js';
+import { errorText, failureContent, retriesJob } from './failure-text.js';
+import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../../core/job-data.js';
+import type { CallFacts } from '../call/facts.js';
+import type { CallRuntime, JobScope } from '../runtime.js';
 
 /** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
 export interface DirectCall {

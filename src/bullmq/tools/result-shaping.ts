@@ -2,17 +2,17 @@
  * A tool's return value as the model sees it: capped, or offloaded to a result
  * store with a preview and the page-back tool.
  */
-import { capToolResultForLlm, type ToolResultSpillOptions } from '../offload/capper.js';
-import { DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../offload/shaping.js';
-import { createReadToolResultTool } from '../offload/read-tool.js';
-import type { ToolResultProvenance, ToolResultStore } from '../offload/types.js';
-import { ToolRefusedError } from '../core/tiers.js';
-import { ToolErrorResult } from '../core/result-text.js';
+import { capToolResultForLlm, type ToolResultSpillOptions } from '../../offload/capper.js';
+import { DEFAULT_TOOL_RESULT_CHARS, DEFAULT_TOOL_RESULT_THRESHOLD_CHARS } from '../../offload/shaping.js';
+import { createReadToolResultTool } from '../../offload/read-tool.js';
+import type { ToolResultProvenance, ToolResultStore } from '../../offload/types.js';
+import { ToolRefusedError } from '../../core/tiers.js';
+import { stringifyToolResult, ToolErrorResult, unwrapToolResultForLlm } from '../../core/result-text.js';
 
-export { ToolErrorResult } from '../core/result-text.js';
+export { ToolErrorResult } from '../../core/result-text.js';
 import { defineTool, type AnyToolDefinition } from './define-tool.js';
-import type { ToolCall, ToolJobData } from '../core/job-data.js';
-import type { RecordedToolResult } from './call-runtime.js';
+import type { ToolCall, ToolJobData } from '../../core/job-data.js';
+import type { RecordedToolResult } from '../runtime.js';
 
 /** Where large results go and how much of a result the model may see. */
 export interface ResultShapingOptions {
@@ -107,4 +107,27 @@ export function readToolResultTool(store: ToolResultStore): AnyToolDefinition {
       return answer.text;
     },
   });
+}
+
+/** Turns a tool's return value into what the model sees and the receipt stores. */
+export type ResultShaper = (value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData) => Promise<RecordedToolResult>;
+
+/**
+ * The processor's result shaper. Without a result store, a result whose text
+ * fits the cap is that text, made here; only a result over the cap, an
+ * error result or a worker with a store enters the capper (src/offload),
+ * which gives the same text for a result within its limits.
+ */
+export function resultShaperOf(options: ResultShapingOptions): ResultShaper {
+  const shape = resultShaper(options);
+  if (options.resultStore) return shape;
+  const given = options.maxResultChars ?? DEFAULT_TOOL_RESULT_CHARS;
+  const cap = Number.isFinite(given) && given > 0 ? Math.floor(given) : Number.POSITIVE_INFINITY;
+  return (value, call, tool, data) => {
+    if (!(value instanceof ToolErrorResult)) {
+      const text = stringifyToolResult(unwrapToolResultForLlm(value));
+      if (text.length <= cap) return Promise.resolve({ content: text });
+    }
+    return shape(value, call, tool, data);
+  };
 }

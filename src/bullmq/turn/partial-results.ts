@@ -2,7 +2,7 @@
  * The results of the calls that completed in a job that failed, written to the
  * job's log for the host.
  */
-import type { ToolResultBlock } from '../core/job-data.js';
+import type { ToolResultBlock } from '../../core/job-data.js';
 
 /**
  * A job that fails because one of its calls is ambiguous still has the

@@ -18,7 +18,7 @@ import {
 } from '../command.js';
 import { CliUsageError } from '../errors.js';
 import { duration, leaseLabel, outcomePreview, stateLabel, table, token, when, writeJson, writeLine } from '../format.js';
-import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
+import type { JobRetryReport } from '../../bullmq/sweep/retry-jobs.js';
 import { AuditLog } from '../../redis/operators/audit-log.js';
 import { resolveReceipt } from '../../operator/resolve.js';
 

@@ -1,7 +1,7 @@
 /**
  * `tool-receipts show <redisKey>`: every field of one receipt.
  */
-import { idempotencyKeyFor } from '../../bullmq/prepare-call.js';
+import { idempotencyKeyFor } from '../../core/identity.js';
 import {
   isAmbiguousRecord,
   isContestedRecord,

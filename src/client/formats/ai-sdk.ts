@@ -5,8 +5,8 @@
  * the client, so a `generateText` / `streamText` loop runs them on the
  * workers. Declared structurally; `ai` is not needed at run time.
  */
-import type { AnyToolDefinition } from '../../bullmq/define-tool.js';
-import { toolJsonSchema } from '../../bullmq/define-tool.js';
+import type { AnyToolDefinition } from '../../bullmq/tools/define-tool.js';
+import { toolJsonSchema } from '../../bullmq/tools/define-tool.js';
 import type { ToolResultBlock } from '../../bullmq/job-data.js';
 import { ToolReceiptsError } from '../../core/errors.js';
 import type { ToolCallClient } from '../client.js';

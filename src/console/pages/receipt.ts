@@ -1,6 +1,6 @@
 /** One receipt: every field, its steps, jobs and history, and what an operator can do about it. */
-import { idempotencyKeyFor } from '../../bullmq/prepare-call.js';
-import type { JobRetryReport } from '../../bullmq/retry-jobs.js';
+import { idempotencyKeyFor } from '../../core/identity.js';
+import type { JobRetryReport } from '../../bullmq/sweep/retry-jobs.js';
 import { isAmbiguousRecord, isApprovalStatus, isContestedRecord, type ReceiptRecord } from '../../redis/receipts/reads/record.js';
 import { approvalFacts, isoTime } from '../../operator/labels.js';
 import { html, type Html } from '../html.js';

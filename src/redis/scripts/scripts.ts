@@ -27,6 +27,7 @@ import {
   type ReceiptsConnection,
   type RedisConnection,
 } from '../connection/connection.js';
+import { isReceiptsConnection } from '../connection/clients/types.js';
 import { ScriptDefinitionError } from './script-errors.js';
 import { checkScriptHeader, type ScriptKeys } from './script-header.js';
 import { expandIncludes } from './script-includes.js';
@@ -197,6 +198,9 @@ function scriptOn(redis: RedisConnection, name: string): Script {
   return library.find(name) ?? aliases.get(receiptsConnection(redis))?.get(name) ?? library.script(name);
 }
 
+/** The adapter of `redis`: itself when it is one already (a channel's connection, on every call). */
+const adapterOf = (redis: RedisConnection): ReceiptsConnection => (isReceiptsConnection(redis) ? redis : receiptsConnection(redis));
+
 /**
  * Runs the package's script `name` (its file's name without the key count:
  * `claim`, `complete-claim`, `commit-batch`) on `redis`. `keys` then `args`
@@ -206,7 +210,7 @@ function scriptOn(redis: RedisConnection, name: string): Script {
  */
 export function runScript(redis: RedisConnection, name: string, keys: readonly ScriptArg[], args: readonly ScriptArg[]): Promise<unknown> {
   const entry = entryOf(scriptOn(redis, name), keys, args);
-  return receiptsConnection(redis).evalScript(entry.script, entry.keys, entry.args);
+  return adapterOf(redis).evalScript(entry.script, entry.keys, entry.args);
 }
 
 /** Runs a `<name>-N.lua` script: the key count is put first. */
