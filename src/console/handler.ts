@@ -24,7 +24,7 @@ import { BulkActions } from './bulk.js';
 import { ConsoleOptionsError } from './errors.js';
 import type { ConsoleData, ConsoleQueue } from './queries.js';
 import { HttpProblem, isConnectionLoss, parseAttempts, readForm, resolutionTemplate } from './forms.js';
-import { HostAllowList, type HostName } from './hosts.js';
+import { HostAllowList, type HostName } from '../http/hosts.js';
 import { CONSOLE_ACTIONS, CONSOLE_PAGES, isRoute, pageRoutes, redirect, send, type Request, type Route } from './routes.js';
 import {
   AUTH_COOKIE,
@@ -109,7 +109,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   const tokens = options.tokens ?? {};
   checkTokens(tokens);
   const base = normalizeBase(options.basePath);
-  const hosts = new HostAllowList(options.allowedHosts);
+  const hosts = new HostAllowList(options.allowedHosts, (message) => new ConsoleOptionsError(message));
   const csrf = new CsrfTokens();
   const store = new ReceiptStore({ redis, prefix, ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}) });
   const audit = new AuditLog(redis, prefix, options.auditMaxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES);

@@ -4,7 +4,7 @@
  */
 export { createConsoleHandler, type ConsoleHandler, type ConsoleOptions } from './handler.js';
 export { startConsoleServer, DEFAULT_CONSOLE_PORT, type ConsoleServer, type ConsoleServerOptions } from './server.js';
-export { isLoopbackHost } from './hosts.js';
+export { isLoopbackHost } from '../http/hosts.js';
 export { ConsoleTokenRequiredError, ConsoleOptionsError } from './errors.js';
 export { escapeHtml } from './html.js';
 export { MIN_TOKEN_LENGTH, CONTENT_SECURITY_POLICY, type ConsoleRole, type ConsoleTokens } from './security.js';

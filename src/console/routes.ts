@@ -14,7 +14,7 @@ import { runReport } from '../operator/run-report.js';
 import { CONSOLE_CSS } from './assets.js';
 import type { BulkActions } from './bulk.js';
 import { filterForm, filterOf, HttpProblem } from './forms.js';
-import type { HostName } from './hosts.js';
+import type { HostName } from '../http/hosts.js';
 import type { Html } from './html.js';
 import { find } from './find.js';
 import { needsPage, parseCursor, type ConsoleData } from './queries.js';

@@ -5,10 +5,13 @@
  * and the request's Origin), and the headers every answer carries (a strict
  * Content-Security-Policy among them).
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConsoleOptionsError } from './errors.js';
-import { hostText, type HostName } from './hosts.js';
+import { hostText, type HostName } from '../http/hosts.js';
+import { bearerToken, MIN_TOKEN_LENGTH, sameSecret } from '../http/tokens.js';
+
+export { MIN_TOKEN_LENGTH } from '../http/tokens.js';
 
 /**
  * What a request may do: `read` sees every page and decides nothing;
@@ -41,9 +44,6 @@ export function roleRefusal(role: ConsoleRole, approving: boolean): string {
 export const hasTokens = (tokens: ConsoleTokens): boolean =>
   tokens.operator !== undefined || tokens.approver !== undefined || tokens.read !== undefined;
 
-/** Shortest token accepted: a guessable token is no defence. */
-export const MIN_TOKEN_LENGTH = 16;
-
 export const AUTH_COOKIE = 'trc_console_token';
 export const CSRF_COOKIE = 'trc_console_csrf';
 
@@ -59,13 +59,6 @@ export function checkTokens(tokens: ConsoleTokens): void {
   if (new Set(given).size !== given.length) {
     throw new ConsoleOptionsError('the operator, approver and read-only tokens must differ, one per role');
   }
-}
-
-const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
-
-/** Constant-time equality of two strings (compared as digests, so their lengths leak nothing either). */
-export function sameSecret(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
 }
 
 /** Cookies of a request by name (the first of each). */
@@ -87,9 +80,7 @@ export function cookies(req: IncomingMessage): Map<string, string> {
 
 /** The token a request presents: `Authorization: Bearer <token>`, else the console's cookie. */
 export function presentedToken(req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
-  if (typeof header === 'string' && /^Bearer /i.test(header)) return header.slice(7).trim();
-  return cookies(req).get(AUTH_COOKIE);
+  return bearerToken(req) ?? cookies(req).get(AUTH_COOKIE);
 }
 
 /**

@@ -1,10 +1,9 @@
 /** The console served on its own HTTP server, as `tool-receipts console` runs it. */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { ConsoleOptionsError, ConsoleTokenRequiredError } from './errors.js';
 import { createConsoleHandler, type ConsoleOptions } from './handler.js';
-import { isLoopbackHost } from './hosts.js';
+import { boundHosts, isLoopbackHost } from '../http/hosts.js';
 import { hasTokens } from './security.js';
 
 /** Where to listen, and the console's options. */
@@ -33,22 +32,6 @@ export interface ConsoleServer {
 
 /** The default port of `tool-receipts console`. */
 export const DEFAULT_CONSOLE_PORT = 8787;
-
-/**
- * The hosts a console bound to `host` answers for without being told: none on
- * loopback; the bound address or name itself; for a wildcard, the addresses
- * of this machine's interfaces as they are at start (loopback's aside). Addresses are safe to
- * add: DNS rebinding needs a name, since a browser sends an address as `Host`
- * only when the user typed it.
- */
-export function boundHosts(host: string): string[] {
-  if (isLoopbackHost(host)) return [];
-  if (host === '0.0.0.0' || host === '::') {
-    const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
-    return [...new Set(addresses.filter((a) => !isLoopbackHost(a)))];
-  }
-  return [host];
-}
 
 /**
  * Serves the console. Binds 127.0.0.1 unless told otherwise; binding any other

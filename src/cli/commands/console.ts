@@ -2,7 +2,7 @@
  * `tool-receipts console`: serves the operator console (see `src/console`)
  * until interrupted.
  */
-import { parseAllowedHost } from '../../console/hosts.js';
+import { parseAllowedHost } from '../../http/hosts.js';
 import { startConsoleServer, DEFAULT_CONSOLE_PORT } from '../../console/server.js';
 import { receiptsConnection, type RedisConnection } from '../../redis/connection/connection.js';
 import { expectPositionals, stringListOption, stringOption, type CommandContext, type CommandSpec } from '../command.js';

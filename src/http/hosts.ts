@@ -1,15 +1,22 @@
 /**
- * The host names the console answers for: loopback (`localhost`,
- * `127.0.0.0/8`, `[::1]`) and the names an operator configured, read
- * strictly from the request's `Host` header and from an absolute-form request
- * target. A web page that rebinds its own name to 127.0.0.1 (DNS rebinding)
- * sends its own name as `Host`, so it is refused before anything is read.
+ * The host names an HTTP listener of this package (the console, the MCP
+ * gateway) answers for: loopback (`localhost`, `127.0.0.0/8`, `[::1]`) and the
+ * names an operator configured, read strictly from the request's `Host`
+ * header and from an absolute-form request target. A web page that rebinds
+ * its own name to 127.0.0.1 (DNS rebinding) sends its own name as `Host`, so
+ * it is refused before anything is read.
  */
 import type { IncomingMessage } from 'node:http';
 import { isIPv6 } from 'node:net';
-import { ConsoleOptionsError } from './errors.js';
+import { networkInterfaces } from 'node:os';
+import { InvalidOptionsError } from '../core/options.js';
 
-/** A host as the console compares it: the name lowercased (an IPv6 address bracketed and compressed), and the port if one was written. */
+/** Makes the error for an allowed-host entry that is not a host; each listener refuses under its own code. */
+export type HostRefusal = (message: string) => Error;
+
+const refuseAsOption: HostRefusal = (message) => new InvalidOptionsError('allowedHosts', undefined, message);
+
+/** A host as a listener compares it: the name lowercased (an IPv6 address bracketed and compressed), and the port if one was written. */
 export interface HostName {
   readonly name: string;
   readonly port: number | undefined;
@@ -64,28 +71,29 @@ export function isLoopbackHost(host: string): boolean {
 /**
  * Reads one configured host: a name or address, with or without a port
  * (without, it matches any port). An IPv6 address may be written with or
- * without its brackets. Throws {@link ConsoleOptionsError} for anything that
- * is not one (a URL, a wildcard, a trailing dot, an empty string).
+ * without its brackets. Throws the error `refuse` makes (by default
+ * `options.invalid`) for anything that is not one (a URL, a wildcard, a
+ * trailing dot, an empty string).
  */
-export function parseAllowedHost(entry: string): HostName {
+export function parseAllowedHost(entry: string, refuse: HostRefusal = refuseAsOption): HostName {
   const text = typeof entry === 'string' ? entry.trim() : '';
   const parsed = isIPv6(text) ? parseHost(`[${text}]`) : parseHost(text);
   if (parsed === undefined) {
-    throw new ConsoleOptionsError(
+    throw refuse(
       `an allowed host must be a host name or address with an optional port (console.example.com, 10.0.0.5:8787, [fd00::5]), got ${JSON.stringify(entry)}`,
     );
   }
   return parsed;
 }
 
-/** The hosts one console answers for. */
+/** The hosts one listener answers for. */
 export class HostAllowList {
   private readonly entries: readonly HostName[];
 
-  /** Throws {@link ConsoleOptionsError} for an entry that is not a host. */
-  constructor(allowed: readonly string[] = []) {
-    if (!Array.isArray(allowed)) throw new ConsoleOptionsError('allowedHosts must be a list of host names');
-    this.entries = allowed.map(parseAllowedHost);
+  /** Throws the error `refuse` makes (by default `options.invalid`) for an entry that is not a host. */
+  constructor(allowed: readonly string[] = [], refuse: HostRefusal = refuseAsOption) {
+    if (!Array.isArray(allowed)) throw refuse('allowedHosts must be a list of host names');
+    this.entries = allowed.map((entry) => parseAllowedHost(entry, refuse));
   }
 
   /** Whether a parsed `Host` is loopback or configured (by name alone, or by name and that port). */
@@ -95,7 +103,7 @@ export class HostAllowList {
   }
 
   /**
-   * Why the console must not answer this request, or `undefined`: no `Host`
+   * Why the listener must not answer this request, or `undefined`: no `Host`
    * (an HTTP/1.0 request), more than one, one that is not a host, or one
    * (or an absolute-form target's authority) that is neither loopback nor
    * configured. Returns the request's `Host`, parsed, when it passes.
@@ -126,4 +134,20 @@ const shown = (text: string) => JSON.stringify(text.length > 100 ? `${text.slice
 /** A host as a browser writes it in `Origin` and `Host`: `name` or `name:port`. */
 export function hostText(host: HostName): string {
   return host.port === undefined ? host.name : `${host.name}:${host.port}`;
+}
+
+/**
+ * The hosts a listener bound to `host` answers for without being told: none
+ * on loopback; the bound address or name itself; for a wildcard, the
+ * addresses of this machine's interfaces as they are at start (loopback's
+ * aside). Addresses are safe to add: DNS rebinding needs a name, since a
+ * browser sends an address as `Host` only when the user typed it.
+ */
+export function boundHosts(host: string): string[] {
+  if (isLoopbackHost(host)) return [];
+  if (host === '0.0.0.0' || host === '::') {
+    const addresses = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address));
+    return [...new Set(addresses.filter((a) => !isLoopbackHost(a)))];
+  }
+  return [host];
 }
