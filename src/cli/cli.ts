@@ -19,6 +19,7 @@ import { approvalsSpec, approveSpec, denySpec } from './commands/approvals.js';
 import { auditSpec } from './commands/audit.js';
 import { consoleSpec } from './commands/console.js';
 import { doctorSpec } from './commands/doctor.js';
+import { gatewaySpec } from './commands/gateway.js';
 import { migrateSpec } from './commands/migrate.js';
 import { resolveSpec } from './commands/resolve.js';
 import { runSpec } from './commands/run.js';
@@ -26,11 +27,10 @@ import { showSpec } from './commands/show.js';
 import { statsSpec } from './commands/stats.js';
 import { limitsSpec } from './commands/limits.js';
 import { CliUsageError, InvalidReceiptKeyError } from './errors.js';
-import { cliConnection, type CliConnection, type Target } from './connect.js';
+import { checkedUrl, cliConnection, DEFAULT_REDIS_URL, type CliConnection, type Target } from './connect.js';
 import { terminalText, writeLine, type Output } from './format.js';
 
-/** Redis URL used when neither `--redis` nor `REDIS_URL` gives one. */
-export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+export { DEFAULT_REDIS_URL } from './connect.js';
 
 /** Every command, by name. */
 export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
@@ -46,6 +46,7 @@ export const COMMANDS: ReadonlyMap<string, CommandSpec<unknown>> = new Map(
       denySpec,
       doctorSpec,
       consoleSpec,
+      gatewaySpec,
       auditSpec,
       limitsSpec,
       migrateSpec,
@@ -161,19 +162,6 @@ function parseCommandLine(spec: CommandSpec<unknown>, rest: readonly string[]): 
 function unknownCommand(name: string): string {
   const meant = closestName(name, [...COMMANDS.keys()]);
   return `unknown command ${JSON.stringify(name)}${meant === undefined ? '' : ` (did you mean ${meant}?)`}`;
-}
-
-function checkedUrl(url: string): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new CliUsageError(`--redis (or REDIS_URL) is not a URL: ${JSON.stringify(url)}; write redis://host:port`);
-  }
-  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new CliUsageError(`--redis (or REDIS_URL) must be a redis:// or rediss:// URL, got ${maskedUrl(url)}`);
-  }
-  return url;
 }
 
 function prefixOption(values: OptionValues): string {

@@ -4,6 +4,7 @@
  * `TOOL_RECEIPTS_CLIENT=ioredis|node-redis` picks one. Either way the
  * connection fails fast: no reconnect loop, no queueing while down.
  */
+import { maskedUrl } from '../core/errors.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import { CliUsageError, RedisUnavailableError } from './errors.js';
 
@@ -20,6 +21,23 @@ export interface CliConnection {
   /** Connects; a server that cannot be reached is a {@link RedisUnavailableError} naming `where`. */
   open(where: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Redis URL used when neither `--redis` nor `REDIS_URL` gives one. */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/** The URL, when it is a redis:// or rediss:// one; else a {@link CliUsageError} saying what to write. */
+export function checkedUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliUsageError(`--redis (or REDIS_URL) is not a URL: ${JSON.stringify(url)}; write redis://host:port`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new CliUsageError(`--redis (or REDIS_URL) must be a redis:// or rediss:// URL, got ${maskedUrl(url)}`);
+  }
+  return url;
 }
 
 type Client = 'ioredis' | 'node-redis';

@@ -1,0 +1,55 @@
+/**
+ * One gateway process as `tool-receipts gateway` runs it: the front with its
+ * worker processes (the default), the front alone (`--front-only`), or one
+ * worker (`--worker`), until it is told to stop.
+ */
+import type { Logger } from 'pino';
+import type { GatewayConfig } from './config.js';
+import { startGatewayFront } from './front.js';
+import { superviseWorkers, type WorkerCommand, type WorkerPool } from './supervisor.js';
+import { startGatewayWorker } from './worker.js';
+
+/** What one gateway process runs. */
+export interface GatewayRun {
+  readonly config: GatewayConfig;
+  readonly redisUrl: string;
+  /** `front`: the front, and `workers` worker processes; `worker`: one worker in this process. */
+  readonly role: 'front' | 'worker';
+  readonly transport: 'http' | 'stdio';
+  /** Worker processes the front keeps running (0: none, for a fleet whose workers run elsewhere). */
+  readonly workers: number;
+  /** How to start one worker process. */
+  readonly workerCommand: WorkerCommand;
+  readonly logger: Logger;
+  /** Where the lines for a person go (never stdout over stdio). */
+  readonly say: (line: string) => void;
+  /** Resolves when the process should stop (a signal, its parent gone, stdin closed). */
+  readonly stopped: Promise<void>;
+}
+
+/** Runs until `stopped`, then closes what it started. Start-up failures are thrown. */
+export async function runGateway(run: GatewayRun): Promise<void> {
+  const { config, logger } = run;
+  if (run.role === 'worker') {
+    const worker = await startGatewayWorker(config, run.redisUrl, logger);
+    process.send?.({ type: 'ready' });
+    logger.info({ queue: config.queue.name }, 'gateway worker ready');
+    await run.stopped;
+    await worker.close();
+    return;
+  }
+  const front = await startGatewayFront(config, run.redisUrl, run.transport, logger);
+  let pool: WorkerPool | undefined;
+  try {
+    if (run.workers > 0) pool = superviseWorkers(run.workers, run.workerCommand, logger);
+    const workers = run.workers === 0 ? 'no worker processes (run them with --worker)' : `${run.workers} worker process(es)`;
+    run.say(
+      `tool-receipts gateway on ${front.url}: ${front.tools} tool(s) from ${config.upstreams.map((u) => u.name).join(', ')}, queue ${config.queue.name}, ${workers}. Stop it with Ctrl-C.`,
+    );
+    process.send?.({ type: 'ready', url: front.url });
+    await run.stopped;
+  } finally {
+    await pool?.stop();
+    await front.close();
+  }
+}

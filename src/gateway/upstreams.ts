@@ -1,0 +1,71 @@
+/**
+ * Reaching the upstream servers: one reconnecting MCP connection per
+ * upstream, and the `mcpTools` options that make its tools, the same in the
+ * front (which lists and checks them) and in every worker (which runs them),
+ * so both give each tool the same name, schema and effect class.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { McpConnection } from '../mcp/connection.js';
+import type { McpToolOptions, McpToolsOptions } from '../mcp/options.js';
+import type { GatewayConfig, UpstreamConfig } from './config.js';
+
+/** The name the gateway gives itself as an MCP client of its upstreams. */
+const CLIENT_INFO = { name: 'bullmq-tool-receipts-gateway', version: '1' } as const;
+
+/** A reconnecting connection to one upstream (stdio: the server is spawned, its stderr joins the gateway's). */
+export function upstreamConnection(upstream: UpstreamConfig): McpConnection {
+  const { transport } = upstream;
+  return new McpConnection(async () => {
+    const client = new Client(CLIENT_INFO);
+    if (transport.kind === 'stdio') {
+      await client.connect(
+        new StdioClientTransport({
+          command: transport.command,
+          args: [...transport.args],
+          env: { ...transport.env },
+          cwd: transport.cwd,
+          stderr: 'inherit',
+        }),
+      );
+    } else {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers: { ...transport.headers } } }),
+      );
+    }
+    return client;
+  });
+}
+
+/**
+ * The `mcpTools` options of one upstream: its prefix, its tools' settings,
+ * approval (`approval: "destructive"` in the config: every tool the wrapper
+ * treats as destructive waits for a person, unless its own `approval` says
+ * otherwise), and where the worker records results.
+ */
+export function upstreamToolsOptions(
+  upstream: UpstreamConfig,
+  config: GatewayConfig,
+  logger: Logger,
+  renderResult?: (result: CallToolResult) => unknown,
+): McpToolsOptions {
+  const tools: Record<string, McpToolOptions> = {};
+  for (const [name, settings] of Object.entries(upstream.tools)) {
+    const { approval, ...rest } = settings;
+    tools[name] = { ...rest, ...(approval === undefined ? {} : { approval: approval ? 'always' : false }) };
+  }
+  return {
+    namePrefix: upstream.namePrefix,
+    trustAnnotations: upstream.trustAnnotations,
+    tools,
+    ...(upstream.include === undefined ? {} : { include: upstream.include }),
+    ...(upstream.timeoutMs === undefined ? {} : { timeoutMs: upstream.timeoutMs }),
+    ...(config.approval === 'destructive' ? { approval: 'destructive' as const } : {}),
+    ...(config.approvals.timeoutMs === undefined ? {} : { approvalTimeoutMs: config.approvals.timeoutMs }),
+    ...(renderResult === undefined ? {} : { renderResult }),
+    logger,
+  };
+}
