@@ -26,6 +26,8 @@ export interface GatewayFront {
   readonly url: string;
   /** How many tools it offers. */
   readonly tools: number;
+  /** Resolves when the front ended by itself (over stdio: the client went away, or sent a message past the read cap). */
+  readonly ended: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -75,10 +77,15 @@ export async function startGatewayFront(
     await queueEvents.waitUntilReady();
     if (transport === 'stdio') {
       const server = gatewayServer(calls, { tenant: config.stdio.tenant, scope: { kind: 'stdio', id: randomUUID() } });
-      await server.connect(new StdioServerTransport());
+      const ended = new Promise<void>((resolve) => (server.onclose = resolve));
+      // Read whole messages well past the argument cap, so an argument over it is answered (an MCP error), not dropped.
+      await server.connect(
+        new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: stdioReadCap(config.maxRequestBytes) }),
+      );
       return {
         url: 'stdio',
         tools: catalog.size,
+        ended,
         close: async () => {
           await server.close().catch(() => undefined);
           await closeQueue();
@@ -94,6 +101,7 @@ export async function startGatewayFront(
     return {
       url: http.url,
       tools: catalog.size,
+      ended: new Promise<void>(() => undefined),
       close: async () => {
         await http.close();
         await closeQueue();
@@ -103,4 +111,13 @@ export async function startGatewayFront(
     await closeQueue();
     throw error;
   }
+}
+
+/**
+ * The largest message the stdio front reads: eight times the argument cap,
+ * and at least 64 MiB. A message past it ends the session (the SDK's stdio
+ * transport closes), and with it the gateway process.
+ */
+export function stdioReadCap(maxRequestBytes: number): number {
+  return Math.max(8 * maxRequestBytes, 64 * 1024 * 1024);
 }

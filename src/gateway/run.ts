@@ -32,8 +32,7 @@ export async function runGateway(run: GatewayRun): Promise<void> {
   const { config, logger } = run;
   if (run.role === 'worker') {
     const worker = await startGatewayWorker(config, run.redisUrl, logger);
-    process.send?.({ type: 'ready' });
-    logger.info({ queue: config.queue.name }, 'gateway worker ready');
+    run.say(`tool-receipts gateway worker on queue ${config.queue.name}: ${worker.tools} tool(s) from ${upstreamNames(config)}.`);
     await run.stopped;
     await worker.close();
     return;
@@ -44,12 +43,13 @@ export async function runGateway(run: GatewayRun): Promise<void> {
     if (run.workers > 0) pool = superviseWorkers(run.workers, run.workerCommand, logger);
     const workers = run.workers === 0 ? 'no worker processes (run them with --worker)' : `${run.workers} worker process(es)`;
     run.say(
-      `tool-receipts gateway on ${front.url}: ${front.tools} tool(s) from ${config.upstreams.map((u) => u.name).join(', ')}, queue ${config.queue.name}, ${workers}. Stop it with Ctrl-C.`,
+      `tool-receipts gateway on ${front.url}: ${front.tools} tool(s) from ${upstreamNames(config)}, queue ${config.queue.name}, ${workers}. Stop it with Ctrl-C.`,
     );
-    process.send?.({ type: 'ready', url: front.url });
-    await run.stopped;
+    await Promise.race([run.stopped, front.ended]);
   } finally {
     await pool?.stop();
     await front.close();
   }
 }
+
+const upstreamNames = (config: GatewayConfig) => config.upstreams.map((u) => u.name).join(', ');

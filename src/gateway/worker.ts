@@ -17,6 +17,8 @@ import { upstreamConnection, upstreamToolsOptions } from './upstreams.js';
 
 /** A running worker. */
 export interface GatewayWorker {
+  /** How many tools it runs. */
+  readonly tools: number;
   /** Stops taking jobs, lets the running ones finish, and closes the connections. */
   close(): Promise<void>;
 }
@@ -59,6 +61,7 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
     await worker.waitUntilReady();
     const opened = redis;
     return {
+      tools: tools.length,
       close: async () => {
         await worker.close();
         for (const { connection } of connections) await connection.close().catch(() => undefined);

@@ -38,7 +38,18 @@ async function loadGateway(): Promise<typeof import('../../gateway/index.js')> {
 }
 
 /** Runs the gateway until SIGINT or SIGTERM (a worker also stops when its parent goes; over stdio, when the client closes stdin). */
-export async function gatewayCommand({ out, args, env = {} }: OfflineCommandContext<GatewayArgs>): Promise<void> {
+export async function gatewayCommand(context: OfflineCommandContext<GatewayArgs>): Promise<void> {
+  try {
+    await serve(context);
+  } finally {
+    // What would keep the process alive once everything is closed, or once it failed to start: a worker's IPC
+    // channel to the gateway that started it, the stdio client's stdin.
+    if (context.args.role === 'worker' && process.connected) process.disconnect();
+    if (context.args.stdio) process.stdin.destroy();
+  }
+}
+
+async function serve({ out, args, env = {} }: OfflineCommandContext<GatewayArgs>): Promise<void> {
   const gateway = await loadGateway();
   const loaded = gateway.loadGatewayConfig(args.config, env);
   const config = args.prefix === undefined ? loaded : { ...loaded, prefix: args.prefix };
@@ -74,9 +85,6 @@ export async function gatewayCommand({ out, args, env = {} }: OfflineCommandCont
     say: (line) => (args.stdio ? logger.info(line) : writeLine(out, line)),
     stopped,
   });
-  // What would keep the process alive once everything is closed: a worker's IPC channel, the stdio client's stdin.
-  if (process.connected) process.disconnect();
-  if (args.stdio) process.stdin.destroy();
 }
 
 /** The `gateway` command. */

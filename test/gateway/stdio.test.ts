@@ -1,0 +1,86 @@
+/**
+ * The gateway as a desktop MCP client runs it: spawned over stdio
+ * (`tool-receipts gateway --config … --stdio`), with the worker process it
+ * starts itself (`--workers 1`). Its stdout carries nothing but MCP; a call
+ * runs once and replays; a 10 MB argument is refused with an MCP error and
+ * nothing is enqueued; when the client closes stdin, the gateway and its
+ * worker (and the worker's upstream) all exit.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { journalPath, readJournal } from '../mcp/support.js';
+import { onProcessEnd } from '../support/cleanup.js';
+import { useRedis, waitUntil } from '../support/redis-fixture.js';
+import { CLI_MAIN, FAST_WORKER, fixtureUpstream, isolation, outcomeOf, ROOT, textOf, writeConfig } from './support.js';
+
+const fixture = useRedis();
+const cleanups: Array<() => void> = [];
+afterAll(() => cleanups.forEach((cleanup) => cleanup()));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('the gateway over stdio, with the worker process it starts', () => {
+  it('runs a call once, replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
+    const journal = journalPath();
+    const { prefix, queue } = isolation();
+    const config = writeConfig({
+      prefix,
+      queue: { name: queue },
+      upstreams: { mail: fixtureUpstream(journal) },
+      stdio: { tenant: 'desk' },
+      worker: FAST_WORKER,
+    });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['--import', 'tsx', CLI_MAIN, 'gateway', '--config', config, '--stdio', '--workers', '1'],
+      env: { ...(process.env as Record<string, string>), REDIS_URL: fixture.handle().url, LOG_LEVEL: 'warn' },
+      cwd: ROOT,
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const client = new Client({ name: 'desktop', version: '1.0.0' });
+    await client.connect(transport);
+    const gatewayPid = transport.pid!;
+    cleanups.push(onProcessEnd(() => process.kill(gatewayPid, 'SIGKILL')));
+
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('op_nondestructive');
+    // The worker process may still be starting: the call waits for it.
+    const first = await client.callTool({ name: 'op_nondestructive', arguments: { to: 'desk@example.com' } }, undefined, {
+      timeout: 60_000,
+    });
+    const again = await client.callTool({ name: 'op_nondestructive', arguments: { to: 'desk@example.com' } });
+    expect([textOf(first), outcomeOf(first), outcomeOf(again)]).toEqual(['sent to desk@example.com', 'executed', 'replayed']);
+    // One receipt, the stdio config's tenant's, in the run of this gateway process.
+    expect(await fixture.connect().keys(`${prefix}:rcpt:*`)).toEqual([
+      expect.stringMatching(new RegExp(`^${prefix}:rcpt:\\{desk\\|stdio%3A`)),
+    ]);
+
+    const huge = { to: 'huge@example.com', note: 'x'.repeat(10 * 1024 * 1024) };
+    await expect(client.callTool({ name: 'op_nondestructive', arguments: huge })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(
+        /The arguments of op_nondestructive are \d+ bytes, more than this gateway takes \(1048576\); nothing was run/,
+      ),
+    });
+    expect(readJournal(journal).filter((e) => e.args?.to === 'huge@example.com')).toEqual([]);
+    const upstreamPid = readJournal(journal)[0]!.pid;
+
+    await client.close();
+    await waitUntil(
+      async () => [alive(gatewayPid), alive(upstreamPid)],
+      (running) => !running[0] && !running[1],
+      20_000,
+      `the gateway (${gatewayPid}) and its worker's upstream (${upstreamPid}) to exit; stderr: ${stderr}`,
+    );
+    expect(stderr).not.toMatch(/"level":50/);
+  }, 90_000);
+});
