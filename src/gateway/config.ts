@@ -74,6 +74,8 @@ export interface GatewayConfig {
   readonly redis: string | undefined;
   /** The receipts' key prefix; default the library's. */
   readonly prefix: string | undefined;
+  /** The secret of the arguments' digest (HMAC-SHA256); without one, plain SHA-256. */
+  readonly digestSecret: string | undefined;
   readonly queue: { readonly name: string; readonly prefix: string | undefined };
   readonly upstreams: readonly UpstreamConfig[];
   /** Which tools wait for approval unless a tool's own setting says otherwise. */
@@ -108,6 +110,7 @@ export const tenantRule: OptionRule = rule(
 const TOP = {
   redis: rule('a redis:// or rediss:// URL', (v) => typeof v === 'string' && /^rediss?:\/\//.test(v)),
   prefix: nonBlankString,
+  digestSecret: rule('a secret', () => true),
   queue: rule('an object', isObject),
   upstreams: required(rule('an object naming each upstream MCP server', isObject)),
   approval: oneOf('destructive', 'never'),
@@ -185,6 +188,7 @@ export function parseGatewayConfig(
     source: owner,
     redis: given.redis as string | undefined,
     prefix: given.prefix as string | undefined,
+    digestSecret: given.digestSecret === undefined ? undefined : secretValue(given.digestSecret, { owner, option: 'digestSecret' }, env),
     queue: { name: queue.name ?? DEFAULT_GATEWAY_QUEUE, prefix: queue.prefix },
     upstreams: checkUpstreams(given.upstreams, { owner, option: 'upstreams' }, where.baseDir ?? process.cwd(), env),
     approval: (given.approval as 'destructive' | 'never' | undefined) ?? 'destructive',

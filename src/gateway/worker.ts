@@ -7,6 +7,7 @@
  */
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
+import { hmacSha256Digest } from '../core/identity.js';
 import { withToolReceipts } from '../bullmq/processor.js';
 import type { McpToolDefinition } from '../mcp/tools.js';
 import { mcpTools } from '../mcp/tools.js';
@@ -45,6 +46,7 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
       maxResultChars: config.maxResultChars,
       logger,
       ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
+      ...(config.digestSecret === undefined ? {} : { digest: hmacSha256Digest(config.digestSecret) }),
       ...(config.worker.leaseMs === undefined ? {} : { leaseMs: config.worker.leaseMs }),
     });
     const worker = new Worker(config.queue.name, processor, {
