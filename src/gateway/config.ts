@@ -20,7 +20,6 @@ import {
   stringList,
   wholeNumber,
   type OptionRule,
-  type OptionSite,
 } from '../core/options.js';
 import { checkLimits, type Limit } from '../limits/definitions.js';
 import { isLoopbackHost, parseAllowedHost } from '../http/hosts.js';

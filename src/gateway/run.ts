@@ -5,8 +5,8 @@
  */
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config.js';
-import { startGatewayFront } from './front.js';
-import { superviseWorkers, type WorkerCommand, type WorkerPool } from './supervisor.js';
+import { startGatewayFront, type GatewayFront } from './front.js';
+import { superviseWorkers, type WorkerCommand } from './supervisor.js';
 import { startGatewayWorker } from './worker.js';
 
 /** What one gateway process runs. */
@@ -37,10 +37,16 @@ export async function runGateway(run: GatewayRun): Promise<void> {
     await worker.close();
     return;
   }
-  const front = await startGatewayFront(config, run.redisUrl, run.transport, logger);
-  let pool: WorkerPool | undefined;
+  // The workers start beside the front (they connect to the same upstreams); a front that cannot start stops them.
+  const pool = run.workers > 0 ? superviseWorkers(run.workers, run.workerCommand, logger) : undefined;
+  let front: GatewayFront;
   try {
-    if (run.workers > 0) pool = superviseWorkers(run.workers, run.workerCommand, logger);
+    front = await startGatewayFront(config, run.redisUrl, run.transport, logger);
+  } catch (error) {
+    await pool?.stop();
+    throw error;
+  }
+  try {
     const workers = run.workers === 0 ? 'no worker processes (run them with --worker)' : `${run.workers} worker process(es)`;
     run.say(
       `tool-receipts gateway on ${front.url}: ${front.tools} tool(s) from ${upstreamNames(config)}, queue ${config.queue.name}, ${workers}. Stop it with Ctrl-C.`,

@@ -8,18 +8,16 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { journalPath, readJournal } from '../mcp/support.js';
+import { readJournal } from '../mcp/support.js';
 import { useRedis } from '../support/redis-fixture.js';
 import {
   FAST_WORKER,
-  fixtureUpstream,
   gatewayClient,
-  isolation,
+  fixtureGateway,
   killGateways,
   outcomeOf,
   startGateway,
   textOf,
-  writeConfig,
   type GatewayProcess,
 } from './support.js';
 
@@ -34,12 +32,7 @@ afterAll(killGateways);
 
 describe('worker processes SIGKILLed at random under 200 calls from 4 clients', () => {
   it('answers every call, and the upstream receives none twice', async () => {
-    const journal = journalPath();
-    const { prefix, queue } = isolation();
-    const config = writeConfig({
-      prefix,
-      queue: { name: queue },
-      upstreams: { mail: fixtureUpstream(journal) },
+    const { journal, config } = fixtureGateway({
       http: { port: 0, tokens: Object.entries(TOKENS).map(([tenant, token]) => ({ tenant, token })) },
       worker: { ...FAST_WORKER, concurrency: 4 },
     });
@@ -82,7 +75,7 @@ describe('worker processes SIGKILLed at random under 200 calls from 4 clients', 
             const to = `c${c}-n${next++}@example.com`;
             try {
               const result = (await client.callTool(
-                { name: 'op_nondestructive', arguments: { to, holdMs: 100 + Math.floor(Math.random() * 200) } },
+                { name: 'op_nondestructive', arguments: { to, holdMs: 50 + Math.floor(Math.random() * 150) } },
                 undefined,
                 { timeout: 90_000 },
               )) as CallToolResult;

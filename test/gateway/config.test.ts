@@ -15,7 +15,7 @@ import { parseGatewayConfig } from '../../src/gateway/config.js';
 import { Capture } from '../cli/support.js';
 import { journalPath } from '../mcp/support.js';
 import { useRedis } from '../support/redis-fixture.js';
-import { fixtureUpstream, isolation, startGateway, writeConfig } from './support.js';
+import { fixtureUpstream, fixtureGateway, startGateway, writeConfig } from './support.js';
 
 const fixture = useRedis();
 const UPSTREAM = { command: 'node', args: ['server.js'] };
@@ -142,11 +142,8 @@ describe('a gateway config', () => {
   });
 
   it('stops a real start, naming the tool, when a tool setting names a tool the upstream does not list', async () => {
-    const { prefix, queue } = isolation();
     const journal = journalPath();
-    const config = writeConfig({
-      prefix,
-      queue: { name: queue },
+    const { config } = fixtureGateway({
       upstreams: { mail: { ...fixtureUpstream(journal), tools: { send_fax: { approval: true } } } },
       http: { port: 0 },
     });

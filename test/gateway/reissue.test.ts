@@ -9,24 +9,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { journaled, journalPath, readJournal } from '../mcp/support.js';
+import { journaled, readJournal } from '../mcp/support.js';
 import { freePort } from '../support/ports.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import {
-  FAST_WORKER,
-  fixtureUpstream,
-  gatewayClient,
-  isolation,
-  outcomeOf,
-  startGateway,
-  textOf,
-  writeConfig,
-  type GatewayProcess,
-} from './support.js';
+import { gatewayClient, fixtureGateway, outcomeOf, startGateway, textOf, type GatewayProcess } from './support.js';
 
 const fixture = useRedis();
 const TOKEN = 'reissue-token-0123456789';
-const journal = journalPath();
+let journal: string;
 let config: string;
 let front: GatewayProcess;
 let worker: GatewayProcess;
@@ -37,15 +27,7 @@ const started: GatewayProcess[] = [];
 const callsTo = (to: string) => readJournal(journal).filter((e) => e.args?.to === to);
 
 beforeAll(async () => {
-  const { prefix, queue } = isolation();
-  const port = await freePort();
-  config = writeConfig({
-    prefix,
-    queue: { name: queue },
-    upstreams: { mail: fixtureUpstream(journal) },
-    http: { port, tokens: [{ tenant: 'acme', token: TOKEN }] },
-    worker: FAST_WORKER,
-  });
+  ({ journal, config } = fixtureGateway({ http: { port: await freePort(), tokens: [{ tenant: 'acme', token: TOKEN }] } }));
   [worker, front] = await Promise.all([
     startGateway(config, ['--worker'], fixture.handle().url),
     startGateway(config, ['--front-only'], fixture.handle().url),

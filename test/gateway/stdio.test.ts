@@ -9,35 +9,18 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { journalPath, readJournal } from '../mcp/support.js';
+import { alive, readJournal } from '../mcp/support.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import { CLI_MAIN, FAST_WORKER, fixtureUpstream, isolation, outcomeOf, ROOT, textOf, writeConfig } from './support.js';
+import { CLI_MAIN, fixtureGateway, outcomeOf, ROOT, textOf } from './support.js';
 
 const fixture = useRedis();
 const cleanups: Array<() => void> = [];
 afterAll(() => cleanups.forEach((cleanup) => cleanup()));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('the gateway over stdio, with the worker process it starts', () => {
   it('runs a call once, replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
-    const journal = journalPath();
-    const { prefix, queue } = isolation();
-    const config = writeConfig({
-      prefix,
-      queue: { name: queue },
-      upstreams: { mail: fixtureUpstream(journal) },
-      stdio: { tenant: 'desk' },
-      worker: FAST_WORKER,
-    });
+    const { journal, prefix, config } = fixtureGateway({ stdio: { tenant: 'desk' } });
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: ['--import', 'tsx', CLI_MAIN, 'gateway', '--config', config, '--stdio', '--workers', '1'],

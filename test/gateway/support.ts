@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult, ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import { onProcessEnd } from '../support/cleanup.js';
-import { SERVER_SCRIPT } from '../mcp/support.js';
+import { journalPath, SERVER_SCRIPT } from '../mcp/support.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
@@ -144,8 +144,30 @@ export const textOf = (result: object): string =>
 /** The outcome the gateway put in a result's `_meta`. */
 export const outcomeOf = (result: object): unknown => (result as CallToolResult)._meta?.['bullmq-tool-receipts/outcome'];
 
-/** A prefix, queue name and config base no other test shares. */
-export function isolation(): { prefix: string; queue: string } {
+/** A gateway of its own for a test: a fresh journal, receipts prefix and queue, and its config file. */
+export interface FixtureGateway {
+  readonly journal: string;
+  readonly prefix: string;
+  readonly queue: string;
+  readonly config: string;
+}
+
+/**
+ * Writes a config fronting the fixture server (stdio, journaling to a fresh
+ * file) under a prefix and queue no other test shares, with fast worker
+ * timings; `settings` adds to it or replaces its keys.
+ */
+export function fixtureGateway(settings: Record<string, unknown> = {}): FixtureGateway {
   const id = randomBytes(4).toString('hex');
-  return { prefix: `gw${id}`, queue: `gateway-${id}` };
+  const journal = journalPath();
+  const prefix = `gw${id}`;
+  const queue = `gateway-${id}`;
+  const config = writeConfig({
+    prefix,
+    queue: { name: queue },
+    upstreams: { mail: fixtureUpstream(journal) },
+    worker: FAST_WORKER,
+    ...settings,
+  });
+  return { journal, prefix, queue, config };
 }

@@ -176,7 +176,8 @@ export async function mcpTarget(kind: TransportKind): Promise<McpTarget> {
   };
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this pid is running. */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
