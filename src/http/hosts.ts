@@ -9,12 +9,9 @@
 import type { IncomingMessage } from 'node:http';
 import { isIPv6 } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { InvalidOptionsError } from '../core/options.js';
 
 /** Makes the error for an allowed-host entry that is not a host; each listener refuses under its own code. */
 export type HostRefusal = (message: string) => Error;
-
-const refuseAsOption: HostRefusal = (message) => new InvalidOptionsError('allowedHosts', undefined, message);
 
 /** A host as a listener compares it: the name lowercased (an IPv6 address bracketed and compressed), and the port if one was written. */
 export interface HostName {
@@ -71,11 +68,10 @@ export function isLoopbackHost(host: string): boolean {
 /**
  * Reads one configured host: a name or address, with or without a port
  * (without, it matches any port). An IPv6 address may be written with or
- * without its brackets. Throws the error `refuse` makes (by default
- * `options.invalid`) for anything that is not one (a URL, a wildcard, a
- * trailing dot, an empty string).
+ * without its brackets. Throws the error `refuse` makes for anything that
+ * is not one (a URL, a wildcard, a trailing dot, an empty string).
  */
-export function parseAllowedHost(entry: string, refuse: HostRefusal = refuseAsOption): HostName {
+export function parseAllowedHost(entry: string, refuse: HostRefusal): HostName {
   const text = typeof entry === 'string' ? entry.trim() : '';
   const parsed = isIPv6(text) ? parseHost(`[${text}]`) : parseHost(text);
   if (parsed === undefined) {
@@ -90,10 +86,11 @@ export function parseAllowedHost(entry: string, refuse: HostRefusal = refuseAsOp
 export class HostAllowList {
   private readonly entries: readonly HostName[];
 
-  /** Throws the error `refuse` makes (by default `options.invalid`) for an entry that is not a host. */
-  constructor(allowed: readonly string[] = [], refuse: HostRefusal = refuseAsOption) {
-    if (!Array.isArray(allowed)) throw refuse('allowedHosts must be a list of host names');
-    this.entries = allowed.map((entry) => parseAllowedHost(entry, refuse));
+  /** Loopback and `allowed` (none when left out); throws the error `refuse` makes for an entry that is not a host. */
+  constructor(allowed: readonly string[] | undefined, refuse: HostRefusal) {
+    const entries = allowed ?? [];
+    if (!Array.isArray(entries)) throw refuse('allowedHosts must be a list of host names');
+    this.entries = entries.map((entry) => parseAllowedHost(entry, refuse));
   }
 
   /** Whether a parsed `Host` is loopback or configured (by name alone, or by name and that port). */

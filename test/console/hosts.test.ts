@@ -216,7 +216,7 @@ describe('the Host header, read strictly', () => {
     );
     expect(parseHost('[0:0::1]:80')).toEqual({ name: '[::1]', port: 80 });
     expect(isLoopbackName('127.0.0.1') && isLoopbackName('[::1]') && isLoopbackName('localhost')).toBe(true);
-    expect(parseAllowedHost('fd00::5')).toEqual({ name: '[fd00::5]', port: undefined });
+    expect(parseAllowedHost('fd00::5', (message) => new Error(message))).toEqual({ name: '[fd00::5]', port: undefined });
     for (const bad of ['', '*', 'http://ops.example.com', 'ops.example.com/', 'ops.example.com.', 'ops example', '*.example.com']) {
       expect(() => createConsoleHandler({ redis: fixture.connect(), allowedHosts: [bad] })).toThrow(ConsoleOptionsError);
     }

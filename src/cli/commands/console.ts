@@ -152,13 +152,7 @@ Options:
       .map((q) => q.trim())
       .filter((q) => q !== '');
     const allowedHosts = stringListOption(values, 'allowed-host');
-    for (const name of allowedHosts) {
-      try {
-        parseAllowedHost(name);
-      } catch (err) {
-        throw new CliUsageError(`--allowed-host: ${(err as Error).message}`, 'console');
-      }
-    }
+    for (const name of allowedHosts) parseAllowedHost(name, (message) => new CliUsageError(`--allowed-host: ${message}`, 'console'));
     return {
       host,
       port,
