@@ -22,7 +22,7 @@ import { runCli } from '../../src/cli/cli.js';
 import { Capture } from '../cli/support.js';
 import { readJournal } from '../mcp/support.js';
 import { useRedis } from '../support/redis-fixture.js';
-import { gatewayClient, fixtureGateway, outcomeOf, startGateway, textOf, type GatewayProcess } from './support.js';
+import { fixtureGateway, gatewayClient, killGateways, outcomeOf, startGateway, textOf } from './support.js';
 
 const fixture = useRedis();
 const ACME = 'acme-token-0123456789abcdef';
@@ -45,8 +45,6 @@ const {
   limits: [{ name: 'safe-mails', per: 'tenant', max: 1, windowMs: 3_600_000, tools: ['op_idempotent_safe'] }],
   approvals: { elicit: true, waitMs: 2000 },
 });
-let front: GatewayProcess;
-let worker: GatewayProcess;
 let url: string;
 let acme: Client;
 let globex: Client;
@@ -95,7 +93,7 @@ async function addedJobs(): Promise<number> {
 
 beforeAll(async () => {
   const env = { GLOBEX_GATEWAY_TOKEN: GLOBEX };
-  [front, worker] = await Promise.all([
+  const [front] = await Promise.all([
     startGateway(config, ['--front-only'], fixture.handle().url, env),
     startGateway(config, ['--worker'], fixture.handle().url, env),
   ]);
@@ -105,7 +103,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([acme?.close(), globex?.close()].map((p) => p?.catch(() => undefined)));
-  await Promise.all([front?.kill(), worker?.kill()]);
+  await killGateways();
 });
 
 describe('tenants', () => {

@@ -12,7 +12,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { journaled, readJournal } from '../mcp/support.js';
 import { freePort } from '../support/ports.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import { gatewayClient, fixtureGateway, outcomeOf, startGateway, textOf, type GatewayProcess } from './support.js';
+import { fixtureGateway, gatewayClient, killGateways, outcomeOf, startGateway, textOf, type GatewayProcess } from './support.js';
 
 const fixture = useRedis();
 const TOKEN = 'reissue-token-0123456789';
@@ -21,7 +21,6 @@ let config: string;
 let front: GatewayProcess;
 let worker: GatewayProcess;
 let client: Client;
-const started: GatewayProcess[] = [];
 
 /** The journal's entries for calls to this address. */
 const callsTo = (to: string) => readJournal(journal).filter((e) => e.args?.to === to);
@@ -32,13 +31,12 @@ beforeAll(async () => {
     startGateway(config, ['--worker'], fixture.handle().url),
     startGateway(config, ['--front-only'], fixture.handle().url),
   ]);
-  started.push(worker, front);
   ({ client } = await gatewayClient(front.url!, { token: TOKEN }));
 }, 90_000);
 
 afterAll(async () => {
   await client?.close().catch(() => undefined);
-  await Promise.all(started.map((p) => p.kill()));
+  await killGateways();
 });
 
 describe('the same call sent twice', () => {
@@ -98,7 +96,6 @@ describe('a call whose answer was cut off by the front dying', () => {
     await journaled(journal, (e) => e.phase === 'received' && e.args?.to === 'cut@example.com');
     await front.kill();
     front = await startGateway(config, ['--front-only'], fixture.handle().url);
-    started.push(front);
     // The upstream is still holding the first call: the re-issue waits for it, then gets its result.
     const again = await client.callTool({ name: 'op_nondestructive', arguments: args }, undefined, { timeout: 30_000 });
     abandoned.abort();
@@ -125,7 +122,6 @@ describe('a call whose answer was cut off by the front dying', () => {
       startGateway(config, ['--front-only'], fixture.handle().url),
       startGateway(config, ['--worker'], fixture.handle().url),
     ]);
-    started.push(front, worker);
     const again = await client.callTool({ name: 'op_nondestructive', arguments: args }, undefined, { timeout: 30_000 });
     abandoned.abort();
     await first;

@@ -1,6 +1,6 @@
 /**
  * The gateway for real in its tests: `tool-receipts gateway` processes (a
- * front, worker processes) forked from the CLI's entry point, a config file
+ * front, worker processes) started from the CLI's entry point, a config file
  * fronting the MCP fixture server (test/fixtures/mcp/server.ts, spawned over
  * stdio by each gateway process, journaling every call it receives), and MCP
  * SDK clients talking to the front over Streamable HTTP.
@@ -35,13 +35,13 @@ export function writeConfig(config: unknown): string {
   return file;
 }
 
-/** Every process {@link startGateway} forked, from the moment it was forked. */
-const forked = new Set<ChildProcess>();
+/** Every process {@link startGateway} started, from its spawn until it exits. */
+const running = new Set<ChildProcess>();
 
 /** SIGKILLs every gateway process still running, ready or still starting, and waits until each has exited. */
 export async function killGateways(): Promise<void> {
   await Promise.all(
-    [...forked].map(
+    [...running].map(
       (child) =>
         new Promise<void>((resolve) => {
           if (child.exitCode !== null || child.signalCode !== null) return resolve();
@@ -52,17 +52,12 @@ export async function killGateways(): Promise<void> {
   );
 }
 
-/** A gateway process and what it printed. */
+/** A gateway process. */
 export interface GatewayProcess {
-  readonly child: ChildProcess;
   /** The front's endpoint (fronts only). */
   readonly url: string | undefined;
-  /** Everything it wrote to stdout and stderr so far. */
-  output(): string;
   /** SIGKILL, and wait until it has exited. */
   kill(): Promise<void>;
-  /** SIGTERM, and wait until it has exited (SIGKILL after 15 s). */
-  stop(): Promise<void>;
 }
 
 /** The line a gateway process prints once it is ready: the front with its URL, or a worker. */
@@ -85,10 +80,10 @@ export async function startGateway(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const unregister = onProcessEnd(() => child.kill('SIGKILL'));
-  forked.add(child);
+  running.add(child);
   child.once('exit', () => {
     unregister();
-    forked.delete(child);
+    running.delete(child);
   });
   let output = '';
   let stdout = '';
@@ -112,13 +107,11 @@ export async function startGateway(
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
   });
-  const end = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    const late = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
-    clearTimeout(late);
   };
-  return { child, url, output: () => output, kill: () => end('SIGKILL'), stop: () => end('SIGTERM') };
+  return { url, kill };
 }
 
 /** An MCP client of the front, with a bearer token when given. */
