@@ -1,7 +1,8 @@
 /**
  * The gateway as a desktop MCP client runs it: spawned over stdio
  * (`tool-receipts gateway --config … --stdio`), with the worker process it
- * starts itself (`--workers 1`). Its stdout carries nothing but MCP; a call
+ * starts itself (`--workers 1`), in front of two upstreams whose tools it
+ * lists under their names. Its stdout carries nothing but MCP; a call
  * runs once and replays; a 10 MB argument is refused with an MCP error and
  * nothing is enqueued; when the client closes stdin, the gateway and its
  * worker (and the worker's upstream) all exit.
@@ -9,18 +10,20 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { alive, readJournal } from '../mcp/support.js';
+import { alive, journalPath, readJournal } from '../mcp/support.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import { CLI_MAIN, fixtureGateway, outcomeOf, ROOT, textOf } from './support.js';
+import { CLI_MAIN, fixtureGateway, fixtureUpstream, outcomeOf, ROOT, textOf } from './support.js';
 
 const fixture = useRedis();
 const cleanups: Array<() => void> = [];
 afterAll(() => cleanups.forEach((cleanup) => cleanup()));
 
 describe('the gateway over stdio, with the worker process it starts', () => {
-  it('runs a call once, replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
-    const { journal, prefix, config } = fixtureGateway({ stdio: { tenant: 'desk' } });
+  it('lists two upstreams’ tools under their names, runs a call once and replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
+    // Two upstreams (the fixture server twice, each with its journal): their tools are listed under their names.
+    const post = journalPath();
+    const { journal, prefix, config } = fixtureGateway({ stdio: { tenant: 'desk' } }, { post: fixtureUpstream(post) });
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: ['--import', 'tsx', CLI_MAIN, 'gateway', '--config', config, '--stdio', '--workers', '1'],
@@ -35,27 +38,33 @@ describe('the gateway over stdio, with the worker process it starts', () => {
     const gatewayPid = transport.pid!;
     cleanups.push(onProcessEnd(() => process.kill(gatewayPid, 'SIGKILL')));
 
-    expect((await client.listTools()).tools.map((t) => t.name)).toContain('op_nondestructive');
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['mail_op_nondestructive', 'post_op_nondestructive']));
+    expect(names).not.toContain('op_nondestructive');
     // The worker process may still be starting: the call waits for it.
-    const first = await client.callTool({ name: 'op_nondestructive', arguments: { to: 'desk@example.com' } }, undefined, {
+    const first = await client.callTool({ name: 'post_op_nondestructive', arguments: { to: 'desk@example.com' } }, undefined, {
       timeout: 60_000,
     });
-    const again = await client.callTool({ name: 'op_nondestructive', arguments: { to: 'desk@example.com' } });
+    const again = await client.callTool({ name: 'post_op_nondestructive', arguments: { to: 'desk@example.com' } });
     expect([textOf(first), outcomeOf(first), outcomeOf(again)]).toEqual(['sent to desk@example.com', 'executed', 'replayed']);
+    expect([readJournal(post).filter((e) => e.phase === 'sent'), readJournal(journal)]).toEqual([
+      [expect.objectContaining({ tool: 'op_nondestructive' })],
+      [],
+    ]);
     // One receipt, the stdio config's tenant's, in the run of this gateway process.
     expect(await fixture.connect().keys(`${prefix}:rcpt:*`)).toEqual([
       expect.stringMatching(new RegExp(`^${prefix}:rcpt:\\{desk\\|stdio%3A`)),
     ]);
 
     const huge = { to: 'huge@example.com', note: 'x'.repeat(10 * 1024 * 1024) };
-    await expect(client.callTool({ name: 'op_nondestructive', arguments: huge })).rejects.toMatchObject({
+    await expect(client.callTool({ name: 'mail_op_nondestructive', arguments: huge })).rejects.toMatchObject({
       code: -32602,
       message: expect.stringMatching(
-        /The arguments of op_nondestructive are \d+ bytes, more than this gateway takes \(1048576\); nothing was run/,
+        /The arguments of mail_op_nondestructive are \d+ bytes, more than this gateway takes \(1048576\); nothing was run/,
       ),
     });
-    expect(readJournal(journal).filter((e) => e.args?.to === 'huge@example.com')).toEqual([]);
-    const upstreamPid = readJournal(journal)[0]!.pid;
+    expect(readJournal(journal)).toEqual([]);
+    const upstreamPid = readJournal(post)[0]!.pid;
 
     await client.close();
     await waitUntil(

@@ -146,21 +146,17 @@ export interface FixtureGateway {
 }
 
 /**
- * Writes a config fronting the fixture server (stdio, journaling to a fresh
- * file) under a prefix and queue no other test shares, with fast worker
- * timings; `settings` adds to it or replaces its keys.
+ * Writes a config fronting the fixture server as the upstream `mail` (stdio,
+ * journaling to a fresh file), and any `more` upstreams, under a prefix and
+ * queue no other test shares, with fast worker timings; `settings` adds to
+ * it or replaces its keys.
  */
-export function fixtureGateway(settings: Record<string, unknown> = {}): FixtureGateway {
+export function fixtureGateway(settings: Record<string, unknown> = {}, more: Record<string, unknown> = {}): FixtureGateway {
   const id = randomBytes(4).toString('hex');
   const journal = journalPath();
   const prefix = `gw${id}`;
   const queue = `gateway-${id}`;
-  const config = writeConfig({
-    prefix,
-    queue: { name: queue },
-    upstreams: { mail: fixtureUpstream(journal) },
-    worker: FAST_WORKER,
-    ...settings,
-  });
+  const upstreams = { mail: fixtureUpstream(journal), ...more };
+  const config = writeConfig({ prefix, queue: { name: queue }, upstreams, worker: FAST_WORKER, ...settings });
   return { journal, prefix, queue, config };
 }
