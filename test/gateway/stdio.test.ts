@@ -1,8 +1,8 @@
 /**
  * The gateway as a desktop MCP client runs it: spawned over stdio
  * (`tool-receipts gateway --config … --stdio`), with the worker process it
- * starts itself (`--workers 1`), in front of two upstreams whose tools it
- * lists under their names. Its stdout carries nothing but MCP; a call
+ * starts itself (`--workers 1`), in front of two upstreams (over stdio and
+ * over Streamable HTTP) whose tools it lists under their names. Its stdout carries nothing but MCP; a call
  * runs once and replays; a 10 MB argument is refused with an MCP error and
  * nothing is enqueued; when the client closes stdin, the gateway and its
  * worker (and the worker's upstream) all exit.
@@ -10,20 +10,22 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { alive, journalPath, readJournal } from '../mcp/support.js';
+import { alive, journalPath, readJournal, startHttpServer } from '../mcp/support.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
-import { CLI_MAIN, fixtureGateway, fixtureUpstream, outcomeOf, ROOT, textOf } from './support.js';
+import { CLI_MAIN, fixtureGateway, outcomeOf, ROOT, textOf } from './support.js';
 
 const fixture = useRedis();
 const cleanups: Array<() => void> = [];
 afterAll(() => cleanups.forEach((cleanup) => cleanup()));
 
 describe('the gateway over stdio, with the worker process it starts', () => {
-  it('lists two upstreams’ tools under their names, runs a call once and replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
-    // Two upstreams (the fixture server twice, each with its journal): their tools are listed under their names.
+  it('lists two upstreams’ tools (stdio and HTTP) under their names, runs a call once and replays it, refuses a 10 MB argument, and is gone with its worker when the client closes', async () => {
+    // Two upstreams, the fixture server over stdio and over Streamable HTTP, each with its journal.
     const post = journalPath();
-    const { journal, prefix, config } = fixtureGateway({ stdio: { tenant: 'desk' } }, { post: fixtureUpstream(post) });
+    const remote = await startHttpServer(post);
+    cleanups.push(() => void remote.kill());
+    const { journal, prefix, config } = fixtureGateway({ stdio: { tenant: 'desk' } }, { post: { url: remote.url.href } });
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: ['--import', 'tsx', CLI_MAIN, 'gateway', '--config', config, '--stdio', '--workers', '1'],
@@ -64,7 +66,9 @@ describe('the gateway over stdio, with the worker process it starts', () => {
       ),
     });
     expect(readJournal(journal)).toEqual([]);
-    const upstreamPid = readJournal(post)[0]!.pid;
+    // The stdio upstream is the worker's child: it goes when the worker goes.
+    await client.callTool({ name: 'mail_op_readonly', arguments: { to: 'pid@example.com' } });
+    const upstreamPid = readJournal(journal)[0]!.pid;
 
     await client.close();
     await waitUntil(
