@@ -118,6 +118,6 @@ export async function startGatewayFront(
  * and at least 64 MiB. A message past it ends the session (the SDK's stdio
  * transport closes), and with it the gateway process.
  */
-export function stdioReadCap(maxRequestBytes: number): number {
+function stdioReadCap(maxRequestBytes: number): number {
   return Math.max(8 * maxRequestBytes, 64 * 1024 * 1024);
 }
