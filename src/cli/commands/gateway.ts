@@ -13,6 +13,9 @@ import { checkedUrl, cliConnection, DEFAULT_REDIS_URL } from '../connect.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';
 
+/** How long a stopping gateway process waits for its running calls and connections to close before it exits anyway. */
+export const GATEWAY_STOP_GRACE_MS = 30_000;
+
 /** Arguments of {@link gatewayCommand}. */
 export interface GatewayArgs {
   readonly config: string;
@@ -69,6 +72,9 @@ async function serve({ out, args, env = {} }: OfflineCommandContext<GatewayArgs>
     if (process.send !== undefined) process.once('disconnect', () => resolve());
     if (args.stdio && args.role === 'front') process.stdin.once('close', () => resolve());
   });
+  // Told to stop, the process lets running calls finish for a while, then exits whatever still waits (a Redis
+  // that is gone, a call that does not end): their jobs are taken over as after a crash.
+  void stopped.then(() => setTimeout(() => process.exit(process.exitCode ?? 0), GATEWAY_STOP_GRACE_MS).unref());
   await gateway.runGateway({
     config,
     redisUrl: url,
