@@ -1,0 +1,402 @@
+/**
+ * The canonical encoding of a state: bytes that two states share exactly
+ * when they behave alike from here on, so the checker keeps one of them.
+ * Three things are forgotten on the way: which worker is which (workers
+ * run one program, so they are sorted by their own bytes), the values of
+ * minted ids (epochs, tokens and reservation ids are renumbered in the
+ * order they were minted, which is all a script compares), and whatever
+ * no move can read again (the rows and ghost facts of a lifetime nothing
+ * names any more, a binding of a reservation nothing holds).
+ * `decodeState(encodeState(s).bytes)` is that canonical state.
+ */
+import type { Effect, Ending, JobStatus, Pc, ProtocolState, ReceiptStatus, Worker } from './state.js';
+
+const STATUSES: readonly ReceiptStatus[] = ['absent', 'awaiting', 'approved', 'denied', 'running', 'completed', 'failed'];
+const EFFECTS: readonly Effect[] = ['opaque', 'resumable', 'transactional'];
+const DECIDERS = ['none', 'approver', 'expiry'] as const;
+const JOBS: readonly JobStatus[] = ['waiting', 'active', 'done'];
+const TXNS = ['none', 'inserted', 'blocked', 'dead'] as const;
+const ENDINGS: readonly Ending[] = ['none', 'done', 'wait', 'ambiguous', 'denied', 'refused', 'retry', 'notRun', 'corrupt'];
+export const PCS: readonly Pc[] = [
+  'idle',
+  'gate',
+  'reserve',
+  'settleExpired',
+  'commitExpired',
+  'releaseExpired',
+  'boundOn',
+  'claim',
+  'releaseLost',
+  'reclaim',
+  'flag',
+  'reconcileBegin',
+  'readOutcome',
+  'reconcileSettle',
+  'releaseShare',
+  'bind',
+  'commitShare',
+  'releaseUnused',
+  'readSteps',
+  'effect',
+  'stepEffect',
+  'recordStep',
+  'txInsert',
+  'txCommit',
+  'complete',
+  'fail',
+  'outcomeUnknown',
+  'unbindShare',
+  'giveBackShare',
+];
+const code = <T>(table: readonly T[], value: T): number => table.indexOf(value);
+/** A byte for "none of these" (a revoked binding, a reservation id no lifetime can name again). */
+const NOTHING = 255;
+
+/** An order-keeping renaming of a few ids to 1, 2, 3...; 0 stays 0. */
+class Renaming {
+  private ids: number[] = [];
+  add(id: number): void {
+    if (id > 0 && !this.ids.includes(id)) this.ids.push(id);
+  }
+  seal(): this {
+    this.ids.sort((a, b) => a - b);
+    return this;
+  }
+  has(id: number): boolean {
+    return this.ids.includes(id);
+  }
+  of(id: number): number {
+    return id <= 0 ? 0 : this.ids.indexOf(id) + 1;
+  }
+}
+
+/**
+ * One growing buffer every encoding writes into (the checker encodes
+ * millions of states, and a buffer made per state was most of its time).
+ */
+class Bytes {
+  buffer = new Uint8Array(1024);
+  length = 0;
+  push(value: number): void {
+    if (value < 0 || value > 255 || !Number.isInteger(value)) throw new RangeError(`a state field of ${value} does not fit a byte`);
+    if (this.length === this.buffer.length) {
+      const grown = new Uint8Array(this.buffer.length * 2);
+      grown.set(this.buffer);
+      this.buffer = grown;
+    }
+    this.buffer[this.length++] = value;
+  }
+}
+
+const scratch = new Bytes();
+
+/** The canonical bytes of `s`, and `order[j]`: the index in `s.workers` of the worker encoded j-th. */
+export interface Encoded {
+  readonly bytes: Uint8Array;
+  readonly order: readonly number[];
+}
+
+function namings(s: ProtocolState): { epochs: Renaming[]; reservations: Renaming } {
+  const epochs = s.receipts.map((r, call) => {
+    const ids = new Renaming();
+    ids.add(r.epoch);
+    ids.add(r.token);
+    ids.add(r.approvalEpoch);
+    ids.add(s.forms[call]!);
+    for (const w of s.workers) {
+      if (w.call !== call) continue;
+      ids.add(w.epoch);
+      ids.add(w.seenEpoch);
+      ids.add(w.token);
+    }
+    for (const res of s.limit.reservations) if (res.call === call) ids.add(res.lifetime);
+    return ids.seal();
+  });
+  const reservations = new Renaming();
+  for (const res of s.limit.reservations) reservations.add(res.id);
+  for (const r of s.receipts) reservations.add(r.limitHolder);
+  for (const w of s.workers) {
+    reservations.add(w.reservation);
+    reservations.add(w.settling);
+    for (const id of w.expired) reservations.add(id);
+  }
+  return { epochs, reservations: reservations.seal() };
+}
+
+const NO_IDS = new Renaming();
+
+function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): number[] {
+  const ids = w.call >= 0 ? epochs[w.call]! : NO_IDS;
+  const bytes = [
+    code(PCS, w.pc),
+    w.call + 1,
+    +w.stopped,
+    +w.lockLost,
+    w.attempt,
+    ids.of(w.epoch),
+    code(STATUSES, w.seenStatus),
+    w.seenAttempts,
+    ids.of(w.seenEpoch),
+    ids.of(w.token),
+    w.reconciles,
+    w.verdict + 1,
+    reservations.of(w.reservation),
+    +w.refused,
+    +w.refusedByOwn,
+    reservations.of(w.settling),
+    +w.reserveAgain,
+    w.rounds,
+    +w.shareBound,
+    code(TXNS, w.txn),
+    +w.stepKnown,
+    +w.fencedOut,
+    w.carried,
+    code(ENDINGS, w.ending),
+    w.expired.length,
+  ];
+  for (const id of w.expired) bytes.push(reservations.of(id));
+  return bytes;
+}
+
+function compareBytes(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+/**
+ * Writes the canonical bytes of `s` into the shared scratch buffer and
+ * answers how many, with the worker order: valid until the next encoding.
+ * The checker fingerprints them there and copies only a new state's.
+ */
+export function encodeInScratch(s: ProtocolState): {
+  readonly buffer: Uint8Array;
+  readonly length: number;
+  readonly order: readonly number[];
+} {
+  const { epochs, reservations } = namings(s);
+  const out = scratch;
+  out.length = 0;
+  const b = s.budgets;
+  out.push(b.kills);
+  out.push(b.stops);
+  out.push(b.expiries);
+  out.push(b.lostReplies);
+  out.push(b.resolves);
+  out.push(b.decisions);
+  out.push(b.failures);
+  out.push(s.receipts.length);
+  for (let call = 0; call < s.receipts.length; call++) {
+    const r = s.receipts[call]!;
+    const ids = epochs[call]!;
+    out.push(code(STATUSES, r.status));
+    out.push(r.attempts);
+    out.push(ids.of(r.epoch));
+    out.push(code(EFFECTS, r.effect));
+    out.push(r.lease);
+    out.push(+r.ambiguous);
+    out.push(r.result);
+    out.push(+r.neverStarted);
+    out.push(ids.of(r.token));
+    out.push(r.reconciles);
+    out.push(r.reconcileLease);
+    out.push(+r.step);
+    out.push(ids.of(r.approvalEpoch));
+    out.push(r.approvalLeft);
+    out.push(code(DECIDERS, r.decidedBy));
+    out.push(reservations.of(r.limitHolder));
+    out.push(code(JOBS, s.jobs[call]!));
+    out.push(ids.of(s.forms[call]!));
+    out.push(s.approves[call]!);
+    out.push(s.runs[call]!);
+    const rows = s.rows[call]!.filter((row) => ids.has(row.epoch)).sort((x, y) => x.epoch - y.epoch);
+    out.push(rows.length);
+    for (const row of rows) {
+      out.push(ids.of(row.epoch));
+      out.push(+(row.state === 'committed'));
+      out.push(row.attempt);
+    }
+    const ghosts = s.ghosts.filter((g) => g.call === call && ids.has(g.epoch)).sort((x, y) => x.epoch - y.epoch);
+    out.push(ghosts.length);
+    for (const g of ghosts) {
+      out.push(ids.of(g.epoch));
+      out.push(g.effects);
+      out.push(g.commits);
+      out.push(+g.toldNotRun);
+      out.push(g.completedWith);
+      out.push(g.flaggedAttempt);
+      out.push(+g.executed);
+      out.push(g.decision + 1);
+    }
+  }
+  out.push(s.limit.used);
+  out.push(s.limit.pending);
+  const held = [...s.limit.reservations].sort((x, y) => x.id - y.id);
+  out.push(held.length);
+  for (const res of held) {
+    const lifetime = res.lifetime < 0 ? NOTHING : epochs[res.call]!.of(res.lifetime);
+    for (const n of [reservations.of(res.id), res.call, lifetime, +(res.state === 'committed'), res.deadline]) out.push(n);
+  }
+  const bindings = [...s.limit.bindings].filter(([id]) => reservations.has(id)).sort((x, y) => x[0] - y[0]);
+  out.push(bindings.length);
+  for (const [id, value] of bindings) {
+    out.push(reservations.of(id));
+    out.push(value < 0 ? NOTHING : value);
+  }
+  const workers = s.workers.map((w, i) => ({ i, bytes: workerBytes(w, epochs, reservations) }));
+  workers.sort((x, y) => compareBytes(x.bytes, y.bytes));
+  out.push(workers.length);
+  for (const w of workers) for (const n of w.bytes) out.push(n);
+  return { buffer: out.buffer, length: out.length, order: workers.map((w) => w.i) };
+}
+
+/** The canonical bytes of `s` (see the file's header), a copy of their own. */
+export function encodeState(s: ProtocolState): Encoded {
+  const { buffer, length, order } = encodeInScratch(s);
+  return { bytes: buffer.slice(0, length), order };
+}
+
+/** Reads bytes {@link encodeState} wrote back into a state (the canonical one). */
+export function decodeState(bytes: Uint8Array): ProtocolState {
+  let at = 0;
+  const next = (): number => bytes[at++]!;
+  const take = (n: number): number[] => Array.from({ length: n }, next);
+  const [kills, stops, expiries, lostReplies, resolves, decisions, failures] = take(7) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const s: ProtocolState = {
+    receipts: [],
+    rows: [],
+    limit: { used: 0, pending: 0, reservations: [], bindings: new Map() },
+    jobs: [],
+    workers: [],
+    forms: [],
+    budgets: { kills, stops, expiries, lostReplies, resolves, decisions, failures },
+    nextId: [],
+    nextReservation: 1,
+    ghosts: [],
+    approves: [],
+    runs: [],
+  };
+  const calls = next();
+  let maxReservation = 0;
+  const seenReservation = (id: number) => (maxReservation = Math.max(maxReservation, id));
+  for (let call = 0; call < calls; call++) {
+    const [status, attempts, epoch, effect, lease, ambiguous, result] = take(7) as number[];
+    const [neverStarted, token, reconciles, reconcileLease, step, approvalEpoch] = take(6) as number[];
+    const [approvalLeft, decidedBy, limitHolder] = take(3) as number[];
+    const [job, form, approves, runs] = take(4) as number[];
+    s.receipts.push({
+      status: STATUSES[status!]!,
+      attempts: attempts!,
+      epoch: epoch!,
+      effect: EFFECTS[effect!]!,
+      lease: lease!,
+      ambiguous: ambiguous === 1,
+      result: result!,
+      neverStarted: neverStarted === 1,
+      token: token!,
+      reconciles: reconciles!,
+      reconcileLease: reconcileLease!,
+      step: step === 1,
+      approvalEpoch: approvalEpoch!,
+      approvalLeft: approvalLeft!,
+      decidedBy: DECIDERS[decidedBy!]!,
+      limitHolder: limitHolder!,
+    });
+    seenReservation(limitHolder!);
+    s.jobs.push(JOBS[job!]!);
+    s.forms.push(form!);
+    s.approves.push(approves!);
+    s.runs.push(runs!);
+    let maxId = Math.max(epoch!, token!, approvalEpoch!, form!);
+    const rows = next();
+    s.rows.push(
+      Array.from({ length: rows }, () => {
+        const [rowEpoch, committed, attempt] = take(3) as [number, number, number];
+        maxId = Math.max(maxId, rowEpoch);
+        return { epoch: rowEpoch, state: committed === 1 ? ('committed' as const) : ('open' as const), attempt };
+      }),
+    );
+    const ghosts = next();
+    for (let g = 0; g < ghosts; g++) {
+      const [gEpoch, effects, commits, toldNotRun, completedWith, flaggedAttempt, executed, decision] = take(8) as number[];
+      maxId = Math.max(maxId, gEpoch!);
+      s.ghosts.push({
+        call,
+        epoch: gEpoch!,
+        effects: effects!,
+        commits: commits!,
+        toldNotRun: toldNotRun === 1,
+        completedWith: completedWith!,
+        flaggedAttempt: flaggedAttempt!,
+        executed: executed === 1,
+        decision: decision! - 1,
+      });
+    }
+    s.nextId.push(maxId + 1);
+  }
+  s.limit.used = next();
+  s.limit.pending = next();
+  const held = next();
+  for (let i = 0; i < held; i++) {
+    const [id, call, lifetime, committed, deadline] = take(5) as [number, number, number, number, number];
+    seenReservation(id);
+    s.limit.reservations.push({
+      id,
+      call,
+      lifetime: lifetime === NOTHING ? -id : lifetime,
+      state: committed === 1 ? 'committed' : 'pending',
+      deadline,
+    });
+    if (lifetime !== NOTHING) s.nextId[call] = Math.max(s.nextId[call]!, lifetime + 1);
+  }
+  const bindings = next();
+  for (let i = 0; i < bindings; i++) {
+    const id = next();
+    const value = next();
+    s.limit.bindings.set(id, value === NOTHING ? -1 : value);
+  }
+  const workers = next();
+  for (let i = 0; i < workers; i++) {
+    const f = take(25);
+    const expired = take(f[24]!);
+    const w: Worker = {
+      pc: PCS[f[0]!]!,
+      call: f[1]! - 1,
+      stopped: f[2] === 1,
+      lockLost: f[3] === 1,
+      attempt: f[4]!,
+      epoch: f[5]!,
+      seenStatus: STATUSES[f[6]!]!,
+      seenAttempts: f[7]!,
+      seenEpoch: f[8]!,
+      token: f[9]!,
+      reconciles: f[10]!,
+      verdict: f[11]! - 1,
+      reservation: f[12]!,
+      refused: f[13] === 1,
+      refusedByOwn: f[14] === 1,
+      settling: f[15]!,
+      reserveAgain: f[16] === 1,
+      rounds: f[17]!,
+      shareBound: f[18] === 1,
+      txn: TXNS[f[19]!]!,
+      stepKnown: f[20] === 1,
+      fencedOut: f[21] === 1,
+      carried: f[22]!,
+      ending: ENDINGS[f[23]!]!,
+      expired,
+    };
+    for (const id of [w.reservation, w.settling, ...expired]) seenReservation(id);
+    if (w.call >= 0) s.nextId[w.call] = Math.max(s.nextId[w.call]!, w.epoch + 1, w.seenEpoch + 1, w.token + 1);
+    s.workers.push(w);
+  }
+  s.nextReservation = maxReservation + 1;
+  return s;
+}

@@ -1,0 +1,79 @@
+/**
+ * The scenarios `npm run protocol-check` explores, each a set of workers
+ * and calls, the faults one path may hold, and the depth (in moves) the
+ * search goes to by default; and the smaller depths the test suite runs.
+ * Together they cover every script and wrapper step the model has.
+ */
+import type { Budgets, CallSpec, Scenario } from './model/state.js';
+
+const NO_FAULTS: Budgets = { kills: 0, stops: 0, expiries: 0, lostReplies: 0, resolves: 0, decisions: 0, failures: 0 };
+const TICKS = { lease: 2, approval: 2, reservation: 2, reconcile: 2 };
+
+const call = (effect: CallSpec['effect'], extra: Partial<CallSpec> = {}): CallSpec => ({
+  effect,
+  approval: false,
+  limited: false,
+  ...extra,
+});
+
+/** A scenario, and how deep the default check and the test suite's quick check explore it. */
+export interface CheckedScenario {
+  readonly scenario: Scenario;
+  readonly depth: number;
+  readonly quickDepth: number;
+}
+
+export const SCENARIOS: readonly CheckedScenario[] = [
+  {
+    // The receipts alone: an opaque and a resumable call, three workers, every fault once.
+    scenario: {
+      name: 'receipts',
+      workers: 3,
+      calls: [call('opaque'), call('resumable')],
+      limitMax: 0,
+      ticks: TICKS,
+      budgets: { ...NO_FAULTS, kills: 1, stops: 1, expiries: 1, lostReplies: 1, resolves: 1, failures: 1 },
+    },
+    depth: 22,
+    quickDepth: 12,
+  },
+  {
+    // A transactional call settled from its outcome row: stalls inside the open transaction, kills, rollbacks.
+    scenario: {
+      name: 'transactional',
+      workers: 3,
+      calls: [call('transactional')],
+      limitMax: 0,
+      ticks: TICKS,
+      budgets: { ...NO_FAULTS, kills: 1, stops: 2, expiries: 1, lostReplies: 1, failures: 1 },
+    },
+    depth: 26,
+    quickDepth: 14,
+  },
+  {
+    // A call a person approves: two racing decisions, an expiry, a worker killed or stopped around the claim.
+    scenario: {
+      name: 'approvals',
+      workers: 2,
+      calls: [call('opaque', { approval: true })],
+      limitMax: 0,
+      ticks: TICKS,
+      budgets: { ...NO_FAULTS, kills: 1, stops: 1, expiries: 1, decisions: 2, lostReplies: 1 },
+    },
+    depth: 26,
+    quickDepth: 14,
+  },
+  {
+    // Two calls under a limit of one: reserve, bind, commit, give back, settle, under kills and stops.
+    scenario: {
+      name: 'limits',
+      workers: 3,
+      calls: [call('opaque', { limited: true }), call('resumable', { limited: true })],
+      limitMax: 1,
+      ticks: TICKS,
+      budgets: { ...NO_FAULTS, kills: 1, stops: 1, failures: 1 },
+    },
+    depth: 22,
+    quickDepth: 12,
+  },
+];
