@@ -9,7 +9,7 @@
  */
 import type { ModelContext } from './hooks.js';
 import { decideChecked } from './invariants.js';
-import { dropOpenRow } from './outcome-rows.js';
+import { dropOpenRow, endSession, idleInTransaction } from './outcome-rows.js';
 import { isFlagged, resolve } from './receipt-scripts.js';
 import { absentReceipt, cloneState, idleWorker, OPERATOR_RESULT, type ProtocolState } from './state.js';
 import { beat, beats, firstStep, stepChoices, stepWorker } from './worker.js';
@@ -70,7 +70,7 @@ export function enabledActions(s: ProtocolState, ctx: ModelContext): Action[] {
   const b = s.budgets;
   let idleSeen = false;
   s.workers.forEach((w, wi) => {
-    const choices = stepChoices(s, wi);
+    const choices = stepChoices(s, ctx, wi);
     for (let choice = 0; choice < 3; choice++) if (choices & (1 << choice)) actions.push({ kind: 'step', who: wi, choice });
     if (beats(s, wi)) actions.push({ kind: 'heartbeat', who: wi, choice: 0 });
     if (w.pc === 'idle' && !w.stopped) {
@@ -84,7 +84,7 @@ export function enabledActions(s: ProtocolState, ctx: ModelContext): Action[] {
     if (!w.stopped && b.stops > 0) actions.push({ kind: 'stop', who: wi, choice: 0 });
     if (w.stopped && !w.lockLost) actions.push({ kind: 'lockLapse', who: wi, choice: 0 });
     if (w.stopped) actions.push({ kind: 'resume', who: wi, choice: 0 });
-    if (w.stopped && w.txn === 'inserted') actions.push({ kind: 'idleTimeout', who: wi, choice: 0 });
+    if (w.stopped && idleInTransaction(w)) actions.push({ kind: 'idleTimeout', who: wi, choice: 0 });
   });
   if (clockRuns(s)) actions.push({ kind: 'tick', who: 0, choice: 0 });
   for (let call = 0; call < s.receipts.length; call++) {
@@ -147,8 +147,7 @@ export function applyAction(s: ProtocolState, ctx: ModelContext, action: Action)
       w!.stopped = false;
       return { next };
     case 'idleTimeout':
-      dropOpenRow(next, w!.call, w!.epoch);
-      w!.txn = 'dead';
+      endSession(next, who);
       return { next };
     case 'tick':
       tick(next);

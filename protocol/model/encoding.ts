@@ -9,13 +9,13 @@
  * names any more, a binding of a reservation nothing holds).
  * `decodeState(encodeState(s).bytes)` is that canonical state.
  */
-import type { Effect, Ending, JobStatus, Pc, ProtocolState, ReceiptStatus, Worker } from './state.js';
+import type { Effect, Ending, JobStatus, Pc, ProtocolState, ReceiptStatus, Txn, Worker } from './state.js';
 
 const STATUSES: readonly ReceiptStatus[] = ['absent', 'awaiting', 'approved', 'denied', 'running', 'completed', 'failed'];
 const EFFECTS: readonly Effect[] = ['opaque', 'resumable', 'transactional'];
 const DECIDERS = ['none', 'approver', 'expiry'] as const;
 const JOBS: readonly JobStatus[] = ['waiting', 'active', 'done'];
-const TXNS = ['none', 'inserted', 'blocked', 'dead'] as const;
+const TXNS: readonly Txn[] = ['none', 'shared', 'inserted', 'blocked', 'queued', 'exclusive', 'dead'];
 const ENDINGS: readonly Ending[] = ['none', 'done', 'wait', 'ambiguous', 'denied', 'refused', 'retry', 'notRun', 'corrupt'];
 export const PCS: readonly Pc[] = [
   'idle',
@@ -30,6 +30,8 @@ export const PCS: readonly Pc[] = [
   'reclaim',
   'flag',
   'reconcileBegin',
+  'sweepLifetime',
+  'lockLifetime',
   'readOutcome',
   'reconcileSettle',
   'releaseShare',
@@ -40,6 +42,8 @@ export const PCS: readonly Pc[] = [
   'effect',
   'stepEffect',
   'recordStep',
+  'txBegin',
+  'txConfirm',
   'txInsert',
   'txCommit',
   'complete',
@@ -48,7 +52,13 @@ export const PCS: readonly Pc[] = [
   'unbindShare',
   'giveBackShare',
 ];
-const code = <T>(table: readonly T[], value: T): number => table.indexOf(value);
+/** Each table's values to their codes, looked up once per field of every state encoded. */
+const codes = new Map<readonly unknown[], Map<unknown, number>>();
+function code<T>(table: readonly T[], value: T): number {
+  let byValue = codes.get(table);
+  if (byValue === undefined) codes.set(table, (byValue = new Map(table.map((v, i) => [v, i]))));
+  return byValue.get(value)!;
+}
 /** A byte for "none of these" (a revoked binding, a reservation id no lifetime can name again). */
 const NOTHING = 255;
 
@@ -152,6 +162,7 @@ function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): num
     +w.fencedOut,
     w.carried,
     code(ENDINGS, w.ending),
+    +w.afterUnknown,
     w.expired.length,
   ];
   for (const id of w.expired) bytes.push(reservations.of(id));
@@ -226,6 +237,7 @@ export function encodeInScratch(s: ProtocolState): {
       out.push(g.flaggedAttempt);
       out.push(+g.executed);
       out.push(g.decision + 1);
+      out.push(g.judged);
     }
   }
   out.push(s.limit.used);
@@ -325,7 +337,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
     );
     const ghosts = next();
     for (let g = 0; g < ghosts; g++) {
-      const [gEpoch, effects, commits, toldNotRun, completedWith, flaggedAttempt, executed, decision] = take(8) as number[];
+      const [gEpoch, effects, commits, toldNotRun, completedWith, flaggedAttempt, executed, decision, judged] = take(9) as number[];
       maxId = Math.max(maxId, gEpoch!);
       s.ghosts.push({
         call,
@@ -337,6 +349,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
         flaggedAttempt: flaggedAttempt!,
         executed: executed === 1,
         decision: decision! - 1,
+        judged: judged!,
       });
     }
     s.nextId.push(maxId + 1);
@@ -364,8 +377,8 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
   }
   const workers = next();
   for (let i = 0; i < workers; i++) {
-    const f = take(25);
-    const expired = take(f[24]!);
+    const f = take(26);
+    const expired = take(f[25]!);
     const w: Worker = {
       pc: PCS[f[0]!]!,
       call: f[1]! - 1,
@@ -391,6 +404,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
       fencedOut: f[21] === 1,
       carried: f[22]!,
       ending: ENDINGS[f[23]!]!,
+      afterUnknown: f[24] === 1,
       expired,
     };
     for (const id of [w.reservation, w.settling, ...expired]) seenReservation(id);

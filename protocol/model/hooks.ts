@@ -5,28 +5,28 @@
  * right one with one entry replaced.
  */
 import { decideApproval, type DecisionAnswer } from './approval-scripts.js';
-import { committedAttempt, dropOpenRow, rowHeldOpen } from './outcome-rows.js';
-import { complete, reclaim, type Observed, type ScriptContext } from './receipt-scripts.js';
-import { resultOf, type Effect, type ProtocolState, type ReceiptStatus, type Scenario } from './state.js';
+import { complete, type Observed, type ScriptContext } from './receipt-scripts.js';
+import type { Effect, ProtocolState, Scenario } from './state.js';
 
 export interface ProtocolHooks {
   readonly complete: (s: ProtocolState, call: number, attempt: number, epoch: number, result: number) => Observed;
-  readonly reclaim: (
-    s: ProtocolState,
-    ctx: ScriptContext,
-    call: number,
-    seen: { status: ReceiptStatus; attempts: number; epoch: number },
-    requested: Effect,
-    token: number,
-  ) => Observed;
+  /**
+   * Whether a lapsed attempt may be taken over: the one rule both the claim's
+   * decision (core/decision.ts, effectForClaim) and reclaim-3.lua
+   * (effectIsOpaque) apply, so the model keeps it in one place.
+   */
+  readonly mayTakeOver: (recorded: Effect, requested: Effect) => boolean;
   readonly decideApproval: (s: ProtocolState, call: number, epoch: number, approve: boolean) => DecisionAnswer;
   /**
-   * A takeover's read of the outcome row of a lapsed transactional
-   * attempt's lifetime: the committed result, or -1 when nothing committed.
+   * How a takeover settles a lapsed transactional attempt: `lifetime-lock`
+   * (issue 41): attempts hold the lifetime's lock shared and confirm their
+   * fence before their row; the takeover ends the sessions holding it, takes
+   * it exclusively, reads what committed and records its verdict under it; a
+   * contended insert is an unknown outcome settled from the row.
+   * `committed-rows-only` (before): the takeover reads committed rows, no
+   * lock, no confirm, and a contended insert counts as never started.
    */
-  readonly readOutcome: (s: ProtocolState, call: number, epoch: number) => number;
-  /** What the wrapper makes of an insert that waited past `lock_timeout`: an infrastructure retry, or a tool that never started. */
-  readonly contended: 'infrastructure' | 'neverStarted';
+  readonly takeover: 'lifetime-lock' | 'committed-rows-only';
   /**
    * The lifetime a call's reservation is made under: a redelivery that names
    * the same lifetime finds its own reservation (`fresh`: a new one always).
@@ -34,27 +34,12 @@ export interface ProtocolHooks {
   readonly reservationLifetime: (s: ProtocolState, call: number) => number | 'fresh';
 }
 
-/**
- * The takeover of issue 41: a transaction still holding the lifetime's row
- * is ended first (its backend terminated, found by pid and transaction id),
- * then the verdict is read from what committed.
- */
-export function readOutcomeEndingStalled(s: ProtocolState, call: number, epoch: number): number {
-  if (rowHeldOpen(s, call, epoch)) {
-    for (const w of s.workers) if (w.call === call && w.epoch === epoch && w.txn === 'inserted') w.txn = 'dead';
-    dropOpenRow(s, call, epoch);
-  }
-  const attempt = committedAttempt(s, call, epoch);
-  return attempt === 0 ? -1 : resultOf(attempt);
-}
-
 /** The protocol as issue 41 fixes it. */
 export const PROTOCOL_HOOKS: ProtocolHooks = {
   complete,
-  reclaim,
+  mayTakeOver: (recorded, requested) => recorded === 'resumable' && requested === 'resumable',
   decideApproval,
-  readOutcome: readOutcomeEndingStalled,
-  contended: 'infrastructure',
+  takeover: 'lifetime-lock',
   reservationLifetime: (s, call) => s.receipts[call]!.epoch,
 };
 

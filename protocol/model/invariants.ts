@@ -12,7 +12,6 @@ export function checkState(s: ProtocolState, ctx: ModelContext): string | undefi
   for (const g of s.ghosts) {
     if (g.effects > 1) return `call ${g.call}'s opaque effect ran ${g.effects} times in one lifetime`;
     if (g.commits > 1) return `call ${g.call}'s transactional write committed ${g.commits} times in one lifetime`;
-    if (g.toldNotRun && g.commits > 0) return `call ${g.call}: the model was told nothing ran, but its transactional write committed`;
     const r = s.receipts[g.call]!;
     if (r.epoch !== g.epoch) continue;
     if (g.completedWith !== 0 && (r.status !== 'completed' || r.result !== g.completedWith)) {

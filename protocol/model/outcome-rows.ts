@@ -1,12 +1,15 @@
 /**
- * The transactional outcome rows on PostgreSQL, as the model sees them: one
- * row per lifetime of a call, unique on (receipt key, epoch), inserted first
- * in the attempt's transaction (src/transactional/run.ts). An uncommitted
- * row is invisible to reads and makes another insert wait; a commit makes
- * it visible, and a rollback, a killed connection or a terminated backend
- * takes it away.
+ * PostgreSQL as the transactional tools meet it: one outcome row per
+ * lifetime of a call, unique on (receipt key, epoch), inserted first in the
+ * attempt's transaction (src/transactional/run.ts); and the lifetime's
+ * advisory lock (src/transactional/takeover.ts), which every attempt holds
+ * shared from its first statement and a takeover takes exclusively once it
+ * has ended the sessions holding it. An uncommitted row is invisible to
+ * reads and makes another insert wait; a commit makes it visible; a
+ * rollback, a killed connection or a terminated backend takes it away, and
+ * the locks with it. Each worker's side of this is its `txn`.
  */
-import type { OutcomeRow, ProtocolState } from './state.js';
+import type { OutcomeRow, ProtocolState, Worker } from './state.js';
 
 const rowOf = (s: ProtocolState, call: number, epoch: number): OutcomeRow | undefined => s.rows[call]!.find((row) => row.epoch === epoch);
 
@@ -38,3 +41,39 @@ export function committedAttempt(s: ProtocolState, call: number, epoch: number):
   const row = rowOf(s, call, epoch);
   return row?.state === 'committed' ? row.attempt : 0;
 }
+
+/** An attempt's transaction that holds the lifetime's lock shared (and may hold its row). */
+const holdsShared = (w: Worker): boolean => w.txn === 'shared' || w.txn === 'inserted' || w.txn === 'blocked';
+
+const ofLifetime = (w: Worker, call: number, epoch: number): boolean => w.call === call && w.epoch === epoch;
+
+/** Whether an attempt's transaction of the lifetime holds its lock shared. */
+export function sharedHeld(s: ProtocolState, call: number, epoch: number): boolean {
+  return s.workers.some((w) => ofLifetime(w, call, epoch) && holdsShared(w));
+}
+
+/** Whether a takeover holds the lifetime's lock exclusively, or waits for it (then a shared try-lock fails too). */
+export function takeoverHolds(s: ProtocolState, call: number, epoch: number): boolean {
+  return s.workers.some((w) => ofLifetime(w, call, epoch) && (w.txn === 'queued' || w.txn === 'exclusive'));
+}
+
+/**
+ * The session of worker `wi` ends (its backend terminated, or the server's
+ * idle-in-transaction timeout): its transaction rolls back, its row and
+ * locks go, and its next statement fails.
+ */
+export function endSession(s: ProtocolState, wi: number): void {
+  const w = s.workers[wi]!;
+  if (w.txn === 'inserted') dropOpenRow(s, w.call, w.epoch);
+  w.txn = 'dead';
+}
+
+/** A takeover's sweep (holdLifetime): every session holding the lifetime's lock shared is ended. */
+export function endSharedHolders(s: ProtocolState, call: number, epoch: number): void {
+  s.workers.forEach((w, wi) => {
+    if (ofLifetime(w, call, epoch) && holdsShared(w)) endSession(s, wi);
+  });
+}
+
+/** A session a stopped process leaves idle inside its transaction, which the server may end. */
+export const idleInTransaction = (w: Worker): boolean => w.txn === 'shared' || w.txn === 'inserted' || w.txn === 'exclusive';

@@ -49,9 +49,10 @@ export const isFlagged = (r: Receipt): boolean => r.status === 'running' && r.am
 export const effectIsOpaque = (r: Receipt, requested: Effect): boolean => r.effect !== 'resumable' || requested === 'opaque';
 const leaseExpired = (r: Receipt): boolean => r.status === 'running' && r.lease === 0;
 
-/** What the scripts need of the scenario, and the hooks a seeded defect replaces. */
+/** What the scripts need: the scenario, and the takeover rule (a seeded defect replaces it). */
 export interface ScriptContext {
   readonly scenario: Scenario;
+  readonly hooks: { readonly mayTakeOver: (recorded: Effect, requested: Effect) => boolean };
 }
 
 /** lua/includes/start-attempt.lua: attempt n + 1 of the same lifetime. */
@@ -106,7 +107,7 @@ export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect
   return observe(r, 0);
 }
 
-/** reclaim-3.lua: attempt n + 1, compare-and-set on what the caller saw. */
+/** reclaim-3.lua: attempt n + 1, compare-and-set on what the caller saw (the takeover rule: see ProtocolHooks.mayTakeOver). */
 export function reclaim(
   s: ProtocolState,
   ctx: ScriptContext,
@@ -118,7 +119,7 @@ export function reclaim(
   const r = s.receipts[call]!;
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   const stillAt = r.status === seen.status && r.attempts === seen.attempts && r.epoch === seen.epoch;
-  const wins = stillAt && (r.status === 'failed' || (leaseExpired(r) && !isFlagged(r) && !effectIsOpaque(r, requested)));
+  const wins = stillAt && (r.status === 'failed' || (leaseExpired(r) && !isFlagged(r) && ctx.hooks.mayTakeOver(r.effect, requested)));
   if (!wins) return observe(r, 0);
   startAttempt(r, ctx, token);
   return observe(r, 1);

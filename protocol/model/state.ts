@@ -128,6 +128,8 @@ export type Pc =
   | 'reclaim'
   | 'flag'
   | 'reconcileBegin'
+  | 'sweepLifetime'
+  | 'lockLifetime'
   | 'readOutcome'
   | 'reconcileSettle'
   | 'releaseShare'
@@ -138,6 +140,8 @@ export type Pc =
   | 'effect'
   | 'stepEffect'
   | 'recordStep'
+  | 'txBegin'
+  | 'txConfirm'
   | 'txInsert'
   | 'txCommit'
   | 'complete'
@@ -153,6 +157,9 @@ export type Pc =
  * `retry`: failed, to be delivered again).
  */
 export type Ending = 'none' | 'done' | 'wait' | 'ambiguous' | 'denied' | 'refused' | 'retry' | 'notRun' | 'corrupt';
+
+/** A worker's PostgreSQL transaction (see {@link Worker.txn}). */
+export type Txn = 'none' | 'shared' | 'inserted' | 'blocked' | 'queued' | 'exclusive' | 'dead';
 
 export interface Worker {
   pc: Pc;
@@ -188,7 +195,13 @@ export interface Worker {
   rounds: number;
   /** Its reservation was bound to its attempt. */
   shareBound: boolean;
-  txn: 'none' | 'inserted' | 'blocked' | 'dead';
+  /**
+   * Its PostgreSQL transaction (see outcome-rows.ts): an attempt's holds the
+   * lifetime's lock `shared`, then its row (`inserted`), or waits on
+   * another's row (`blocked`); a takeover's waits for the lock exclusively
+   * (`queued`), then holds it (`exclusive`); `dead` once its session was ended.
+   */
+  txn: Txn;
   /** The step was recorded when this attempt read the steps. */
   stepKnown: boolean;
   /** A heartbeat was fenced out: the tool's signal is aborted, and nothing it does settles the receipt. */
@@ -196,6 +209,8 @@ export interface Worker {
   /** The result to complete with or report (a lost race's replay, a reconcile's answer), 0 none. */
   carried: number;
   ending: Ending;
+  /** This turn at the call already claimed it again after an unknown outcome (it does so once). */
+  afterUnknown: boolean;
 }
 
 /** What really happened to one lifetime of a call: the facts the invariants judge. */
@@ -216,6 +231,8 @@ export interface LifetimeGhost {
   executed: boolean;
   /** A person approved (1) or denied (-1) this approval lifetime; 0 not decided. */
   decision: number;
+  /** The last attempt a takeover's recorded verdict judged (it must never commit after that), 0 none. */
+  judged: number;
 }
 
 export interface ProtocolState {
@@ -286,6 +303,7 @@ export function idleWorker(): Worker {
     fencedOut: false,
     carried: 0,
     ending: 'none',
+    afterUnknown: false,
   };
 }
 
@@ -339,7 +357,18 @@ export function mintId(s: ProtocolState, call: number): number {
 export function ghostOf(s: ProtocolState, call: number, epoch: number): LifetimeGhost {
   let ghost = s.ghosts.find((g) => g.call === call && g.epoch === epoch);
   if (ghost === undefined) {
-    ghost = { call, epoch, effects: 0, commits: 0, toldNotRun: false, completedWith: 0, flaggedAttempt: 0, executed: false, decision: 0 };
+    ghost = {
+      call,
+      epoch,
+      effects: 0,
+      commits: 0,
+      toldNotRun: false,
+      completedWith: 0,
+      flaggedAttempt: 0,
+      executed: false,
+      decision: 0,
+      judged: 0,
+    };
     s.ghosts.push(ghost);
   }
   return ghost;

@@ -2,17 +2,15 @@
  * The worker program from an execute decision to the settle: the limit's
  * bind and commit (src/limits/call-limits.ts), the tool run with its
  * effect (opaque: one effect; resumable: one recorded step; transactional:
- * its outcome row in a PostgreSQL transaction, src/bullmq/
- * transactional-call.ts), the complete or the failure settle
+ * worker-transaction.ts), the complete or the failure settle
  * (src/bullmq/run-call.ts, settle-call.ts) and a never-started attempt's
  * share given back. Fenced writes are checked as they happen: one whose
  * writer does not hold the fence must change nothing.
  */
 import type { ModelContext } from './hooks.js';
 import { limitBind, limitCommit, limitRelease, limitUnbind } from './limit-scripts.js';
-import { commitRow, dropOpenRow, insertRow, rowHeldOpen } from './outcome-rows.js';
 import { CORRUPT, fail, holdsFence, outcomeUnknown, recordStep, type Observed } from './receipt-scripts.js';
-import { ghostOf, resultOf, type ProtocolState, type Receipt } from './state.js';
+import { ghostOf, idleWorker, resultOf, type ProtocolState, type Receipt } from './state.js';
 import { endWith, finish, refuse } from './worker-ending.js';
 
 type Step = (s: ProtocolState, ctx: ModelContext, wi: number, choice: number) => string | undefined;
@@ -59,7 +57,7 @@ export function execute(s: ProtocolState, ctx: ModelContext, wi: number, attempt
 function startTool(s: ProtocolState, ctx: ModelContext, wi: number): undefined {
   const w = s.workers[wi]!;
   const effect = ctx.scenario.calls[w.call]!.effect;
-  w.pc = effect === 'opaque' ? 'effect' : effect === 'transactional' ? 'txInsert' : w.attempt > 1 ? 'readSteps' : 'stepEffect';
+  w.pc = effect === 'opaque' ? 'effect' : effect === 'transactional' ? 'txBegin' : w.attempt > 1 ? 'readSteps' : 'stepEffect';
   return undefined;
 }
 
@@ -158,54 +156,6 @@ const recordStepStep: Step = (s, _ctx, wi) => {
   return violation;
 };
 
-/**
- * The transactional attempt's insert: its row taken, a committed row (a
- * lost race: the winner's result is replayed), or another transaction's
- * row, which it waits on. While waiting: choice 0 goes on once that
- * transaction ended, choice 1 is `lock_timeout` (contended).
- */
-const txInsert: Step = (s, ctx, wi, choice) => {
-  const w = s.workers[wi]!;
-  if (w.txn === 'blocked' && choice === 1) {
-    w.txn = 'none';
-    w.pc = ctx.hooks.contended === 'infrastructure' ? 'outcomeUnknown' : 'fail';
-    return undefined;
-  }
-  const answer = insertRow(s, w.call, w.epoch, w.attempt);
-  if (answer === 'blocked') {
-    w.txn = 'blocked';
-    return undefined;
-  }
-  if (answer === 'lost_race') {
-    w.txn = 'none';
-    w.carried = resultOf(s.rows[w.call]!.find((row) => row.epoch === w.epoch)!.attempt);
-    w.pc = 'complete';
-    return undefined;
-  }
-  w.txn = 'inserted';
-  w.pc = 'txCommit';
-  return undefined;
-};
-
-/** Choice 0: COMMIT (it fails on a terminated backend); choice 1: the tool throws and the transaction rolls back. */
-const txCommit: Step = (s, _ctx, wi, choice) => {
-  const w = s.workers[wi]!;
-  if (w.txn === 'dead' || choice === 1) {
-    if (choice === 1) s.budgets.failures -= 1;
-    if (w.txn === 'inserted') dropOpenRow(s, w.call, w.epoch);
-    w.txn = 'none';
-    w.pc = 'fail';
-    return undefined;
-  }
-  commitRow(s, w.call, w.epoch);
-  ghostOf(s, w.call, w.epoch).commits += 1;
-  ranTool(s, wi, false);
-  w.txn = 'none';
-  if (w.fencedOut) return finish(s, wi, 'retry');
-  w.pc = 'complete';
-  return undefined;
-};
-
 const completeStep: Step = (s, ctx, wi) => {
   const w = s.workers[wi]!;
   const result = w.carried !== 0 ? w.carried : resultOf(w.attempt);
@@ -231,18 +181,40 @@ const failStep: Step = (s, ctx, wi, choice) => {
     w.pc = 'unbindShare';
     return violation;
   }
-  finish(s, wi, ending);
-  return violation;
+  const told = finish(s, wi, ending);
+  return violation ?? told;
 };
 
-/** markOutcomeUnknown: an opaque call is then ambiguous; a transactional one (contended) retries, settled from its row later. */
+/**
+ * markOutcomeUnknown (run-call.ts's outcomeUnknown): an opaque call is then
+ * ambiguous; a transactional one (a contended insert, a takeover holding its
+ * lifetime) is claimed again at once, once, and its claim settles it from
+ * the outcome row; a second unknown outcome retries the job.
+ */
 const outcomeUnknownStep: Step = (s, ctx, wi) => {
   const w = s.workers[wi]!;
   const { seen, violation } = fencedWrite(s, wi, () => outcomeUnknown(s, w.call, w.attempt, w.epoch));
-  const opaque = ctx.scenario.calls[w.call]!.effect === 'opaque';
-  finish(s, wi, seen.code === 1 && opaque ? 'ambiguous' : 'retry');
+  const spec = ctx.scenario.calls[w.call]!;
+  if (seen.code !== 1) finish(s, wi, 'retry');
+  else if (spec.effect === 'opaque') finish(s, wi, 'ambiguous');
+  else if (w.afterUnknown) finish(s, wi, 'retry');
+  else claimAgain(s, ctx, wi);
   return violation;
 };
+
+/** The call's path from its start again in this delivery (the gate, the reserve, the claim), after an unknown outcome. */
+function claimAgain(s: ProtocolState, ctx: ModelContext, wi: number): void {
+  const w = s.workers[wi]!;
+  const spec = ctx.scenario.calls[w.call]!;
+  s.workers[wi] = {
+    ...idleWorker(),
+    call: w.call,
+    stopped: w.stopped,
+    lockLost: w.lockLost,
+    afterUnknown: true,
+    pc: spec.approval ? 'gate' : spec.limited ? 'reserve' : 'claim',
+  };
+}
 
 const unbindShare: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
@@ -263,12 +235,6 @@ const releaseShare: Step = (s, _ctx, wi) => {
   return finish(s, wi, w.ending);
 };
 
-/** Whether the transactional insert of worker `wi` would wait on another transaction's row now. */
-export const insertWaits = (s: ProtocolState, wi: number): boolean => {
-  const w = s.workers[wi]!;
-  return rowHeldOpen(s, w.call, w.epoch);
-};
-
 /** The attempt side's steps, by the pc that takes them. */
 export const ATTEMPT_STEPS = {
   bind,
@@ -278,8 +244,6 @@ export const ATTEMPT_STEPS = {
   effect,
   stepEffect,
   recordStep: recordStepStep,
-  txInsert,
-  txCommit,
   complete: completeStep,
   fail: failStep,
   outcomeUnknown: outcomeUnknownStep,

@@ -4,15 +4,15 @@
  * approval gate (src/bullmq/approval-step.ts), the limit's reserve and the
  * settles it makes on the way (src/limits/call-limits.ts,
  * limit-store.ts), the claim's rounds (src/redis/receipts/transitions/
- * claim.ts), a lost reply's release (lost-claims.ts), and the takeover of a
- * lapsed transactional attempt from its outcome row (src/bullmq/
- * settle-expired.ts). Each step returns a violation found on the way, or
- * undefined.
+ * claim.ts), a lost reply's release (lost-claims.ts), and the start of a
+ * lapsed transactional attempt's takeover (src/bullmq/settle-expired.ts;
+ * the rest is in worker-transaction.ts). Each step returns a violation
+ * found on the way, or undefined.
  */
 import { approvalGate } from './approval-scripts.js';
 import type { ModelContext } from './hooks.js';
 import { limitCommit, limitRelease, limitReserve, limitSettle } from './limit-scripts.js';
-import { CORRUPT, claim, flagAmbiguous, reconcileBegin, reconcileSettle, releaseLostClaim, type Observed } from './receipt-scripts.js';
+import { CORRUPT, claim, flagAmbiguous, reclaim, reconcileBegin, releaseLostClaim, type Observed } from './receipt-scripts.js';
 import { mintId, type ProtocolState } from './state.js';
 import { execute } from './worker-attempt.js';
 import { endWith, othersFillLimit, park, refuse } from './worker-ending.js';
@@ -120,7 +120,7 @@ const reclaimStep: Step = (s, ctx, wi, choice) => {
   const spec = ctx.scenario.calls[w.call]!;
   w.token = mintId(s, w.call);
   const seen = { status: w.seenStatus, attempts: w.seenAttempts, epoch: w.seenEpoch };
-  const won = ctx.hooks.reclaim(s, ctx, w.call, seen, spec.effect, w.token);
+  const won = reclaim(s, ctx, w.call, seen, spec.effect, w.token);
   if (choice === 1) {
     s.budgets.lostReplies -= 1;
     w.attempt = seen.attempts + 1;
@@ -149,30 +149,8 @@ const reconcileBeginStep: Step = (s, ctx, wi) => {
     return undefined;
   }
   w.reconciles = begun.reconciles;
-  w.pc = 'readOutcome';
+  w.pc = ctx.hooks.takeover === 'lifetime-lock' ? 'sweepLifetime' : 'readOutcome';
   return undefined;
-};
-
-const readOutcome: Step = (s, ctx, wi) => {
-  const w = s.workers[wi]!;
-  w.verdict = ctx.hooks.readOutcome(s, w.call, w.epoch);
-  w.pc = 'reconcileSettle';
-  return undefined;
-};
-
-const reconcileSettleStep: Step = (s, ctx, wi) => {
-  const w = s.workers[wi]!;
-  const seen = reconcileSettle(s, ctx, w.call, w.attempt, w.epoch, w.reconciles, w.verdict);
-  if (seen.code === CORRUPT) return endWith(s, ctx, wi, 'corrupt');
-  if (seen.code === 0) {
-    w.pc = 'claim';
-    return undefined;
-  }
-  if (w.verdict > 0) {
-    w.carried = w.verdict;
-    return endWith(s, ctx, wi, 'done');
-  }
-  return execute(s, ctx, wi, seen.attempts, seen.epoch);
 };
 
 /**
@@ -202,7 +180,7 @@ export function decide(s: ProtocolState, ctx: ModelContext, wi: number, seen: Ob
       break;
   }
   if (!seen.ambiguous && !seen.expired) return park(s, ctx, wi, 'lease');
-  if (!seen.ambiguous && seen.effect === 'resumable' && spec.effect === 'resumable') {
+  if (!seen.ambiguous && ctx.hooks.mayTakeOver(seen.effect, spec.effect)) {
     w.pc = 'reclaim';
     return undefined;
   }
@@ -229,6 +207,4 @@ export const CLAIM_STEPS = {
   reclaim: reclaimStep,
   flag,
   reconcileBegin: reconcileBeginStep,
-  readOutcome,
-  reconcileSettle: reconcileSettleStep,
 } as const;

@@ -27,14 +27,20 @@ function holds(s: ProtocolState, call: number, holder: Holder): boolean {
  * or goes back to waiting; a worker whose job lock was lost while it was
  * stopped changes neither the job nor what the model is told.
  */
-export function finish(s: ProtocolState, wi: number, ending: Ending): undefined {
+export function finish(s: ProtocolState, wi: number, ending: Ending): string | undefined {
   const w = s.workers[wi]!;
+  let violation: string | undefined;
   if (!w.lockLost) {
     s.jobs[w.call] = ending === 'wait' || ending === 'retry' ? 'waiting' : 'done';
-    if (ending === 'notRun') ghostOf(s, w.call, w.epoch).toldNotRun = true;
+    if (ending === 'notRun') {
+      ghostOf(s, w.call, w.epoch).toldNotRun = true;
+      // "Nothing ran" is said only when the database proves it: no row of the lifetime, committed or still open.
+      const row = s.rows[w.call]!.find((r) => r.epoch === w.epoch);
+      if (row !== undefined) violation = `call ${w.call}: the model was told nothing ran while its outcome row was ${row.state}`;
+    }
   }
   s.workers[wi] = { ...idleWorker(), stopped: w.stopped };
-  return undefined;
+  return violation;
 }
 
 /** Parks the job because `holder` holds the call; a violation when nothing does. */
@@ -49,7 +55,7 @@ export function park(s: ProtocolState, ctx: ModelContext, wi: number, holder: Ho
  * Ends the turn, first giving back a reservation no attempt was bound to
  * (pc `releaseShare`, then {@link finish}).
  */
-export function endWith(s: ProtocolState, ctx: ModelContext, wi: number, ending: Ending): undefined {
+export function endWith(s: ProtocolState, _ctx: ModelContext, wi: number, ending: Ending): string | undefined {
   const w = s.workers[wi]!;
   if (w.reservation !== 0 && !w.shareBound) {
     w.ending = ending;

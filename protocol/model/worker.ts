@@ -8,18 +8,19 @@
 import type { ModelContext } from './hooks.js';
 import { heartbeat, holdsFence } from './receipt-scripts.js';
 import type { Pc, ProtocolState } from './state.js';
-import { ATTEMPT_STEPS, fencedWrite, insertWaits } from './worker-attempt.js';
+import { ATTEMPT_STEPS, fencedWrite } from './worker-attempt.js';
 import { CLAIM_STEPS } from './worker-claim.js';
+import { TRANSACTION_STEPS, transactionWaits } from './worker-transaction.js';
 
 type Step = (s: ProtocolState, ctx: ModelContext, wi: number, choice: number) => string | undefined;
 
-const STEPS: Record<Exclude<Pc, 'idle'>, Step> = { ...CLAIM_STEPS, ...ATTEMPT_STEPS };
+const STEPS: Record<Exclude<Pc, 'idle'>, Step> = { ...CLAIM_STEPS, ...ATTEMPT_STEPS, ...TRANSACTION_STEPS };
 
 /** Where the tool is running, so the lease keeper beats. */
-const TOOL_RUNNING = new Set<Pc>(['effect', 'stepEffect', 'recordStep', 'txInsert', 'txCommit']);
+const TOOL_RUNNING = new Set<Pc>(['effect', 'stepEffect', 'recordStep', 'txBegin', 'txConfirm', 'txInsert', 'txCommit']);
 
 /** The choices worker `wi` has now, one bit each (0: it cannot step: idle, stopped, or waiting on a lock). */
-export function stepChoices(s: ProtocolState, wi: number): number {
+export function stepChoices(s: ProtocolState, ctx: ModelContext, wi: number): number {
   const w = s.workers[wi]!;
   if (w.pc === 'idle' || w.stopped) return 0;
   const b = s.budgets;
@@ -35,7 +36,10 @@ export function stepChoices(s: ProtocolState, wi: number): number {
       if (w.fencedOut) return 0b11;
       return b.failures > 0 ? 0b11 : 0b1;
     case 'txInsert':
-      if (w.txn === 'blocked') return (insertWaits(s, wi) ? 0 : 0b1) | 0b10;
+      if (w.txn === 'blocked') return (transactionWaits(s, ctx, wi) ? 0 : 0b1) | 0b10;
+      return 0b1;
+    case 'readOutcome':
+      if (w.txn === 'queued') return transactionWaits(s, ctx, wi) ? 0b10 : 0b1;
       return 0b1;
     case 'txCommit':
       return b.failures > 0 && w.txn !== 'dead' ? 0b11 : 0b1;
