@@ -4,6 +4,7 @@
  * search goes to by default; and the smaller depths the test suite runs.
  * Together they cover every script and wrapper step the model has.
  */
+import type { SeededDefect } from './model/defects.js';
 import type { Budgets, CallSpec, Scenario } from './model/state.js';
 
 const NO_FAULTS: Budgets = { kills: 0, stops: 0, expiries: 0, lostReplies: 0, resolves: 0, decisions: 0, failures: 0 };
@@ -84,3 +85,12 @@ export function narrowed(name: string, budgets: Partial<Budgets>): Scenario {
   if (found === undefined) throw new Error(`no scenario is named ${JSON.stringify(name)}`);
   return { ...found.scenario, name: `${name} (${Object.keys(budgets).join(', ')})`, budgets: { ...NO_FAULTS, ...budgets } };
 }
+
+/** Where each seeded defect is looked for: a default scenario with only the faults it needs, so the search is quick. */
+export const DEFECT_SCENARIOS: Record<SeededDefect, Scenario> = {
+  'the epoch checked before the status in an approval decision': narrowed('approvals', { decisions: 2 }),
+  'a takeover that decides while a stalled transaction can still commit': narrowed('transactional', { stops: 1 }),
+  'a limit reservation that a redelivery cannot recognise': narrowed('limits', { kills: 1 }),
+  'a complete that does not check the epoch': narrowed('receipts', { stops: 1, expiries: 1 }),
+  'a reclaim that does not flag an opaque receipt ambiguous': narrowed('receipts', { kills: 1 }),
+};

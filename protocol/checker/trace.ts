@@ -21,6 +21,8 @@ export interface TraceStep {
 
 export interface Trace {
   readonly steps: readonly TraceStep[];
+  /** The moves as made on the state as it grows (workers by their own index): a path to walk again elsewhere. */
+  readonly actions: readonly Action[];
   /** The violation the last step reaches, as the replay finds it again. */
   readonly violation: string | undefined;
 }
@@ -37,7 +39,8 @@ const CHOICES: Record<string, readonly string[]> = {
   fail: [' (the job retries)', ' (last attempt: the model is told)'],
 };
 
-function describe(s: ProtocolState, action: Action): string {
+/** A move in words, with worker names as `w<index + 1>` of `s`. */
+export function describeMove(s: ProtocolState, action: Action): string {
   const w = `w${action.who + 1}`;
   switch (action.kind) {
     case 'step': {
@@ -119,13 +122,15 @@ export function replay(ctx: ModelContext, moves: readonly number[]): Trace {
   let state = initialState(ctx.scenario);
   let before = summary(state);
   const steps: TraceStep[] = [];
+  const actions: Action[] = [];
   let violation: string | undefined;
   for (const move of moves) {
     const { bytes, order } = encodeState(state);
     const canonical = enabledActions(decodeState(bytes), ctx)[move];
     if (canonical === undefined) throw new Error(`the trace does not replay: no move ${move} at step ${steps.length + 1}`);
     const action = WORKER_MOVES.has(canonical.kind) ? { ...canonical, who: order[canonical.who]! } : canonical;
-    const text = describe(state, action);
+    const text = describeMove(state, action);
+    actions.push(action);
     const applied = applyAction(state, ctx, action);
     state = applied.next;
     violation = applied.violation ?? checkState(state, ctx);
@@ -134,7 +139,7 @@ export function replay(ctx: ModelContext, moves: readonly number[]): Trace {
     steps.push({ move: text, changed });
     before = after;
   }
-  return { steps, violation };
+  return { steps, actions, violation };
 }
 
 /** A trace as text: each step numbered, with what it changed indented below it. */

@@ -131,11 +131,13 @@ const lockLifetime: Step = (s, _ctx, wi) => {
 /**
  * Choice 0, once no attempt holds the lock shared: the lock is granted and
  * the committed row read. Choice 1, while one still does: `lock_timeout`;
- * nothing was decided, and the job retries.
+ * nothing was decided, and the job retries (as when the takeover's own
+ * session was ended meanwhile).
  */
 const readOutcome: Step = (s, ctx, wi, choice) => {
   const w = s.workers[wi]!;
-  if (choice === 1) {
+  if (choice === 1 || w.txn === 'dead') {
+    // Nothing was decided: the lock not had in time, or the session ended under the takeover; the job retries.
     w.txn = 'none';
     return endWith(s, ctx, wi, 'retry');
   }

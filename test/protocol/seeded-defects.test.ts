@@ -8,44 +8,24 @@ import { describe, expect, it } from 'vitest';
 import { explore } from '../../protocol/checker/explore.js';
 import { formatTrace, replay } from '../../protocol/checker/trace.js';
 import { SEEDED_DEFECTS, type SeededDefect } from '../../protocol/model/defects.js';
-import type { Scenario } from '../../protocol/model/state.js';
-import { narrowed } from '../../protocol/scenarios.js';
+import { DEFECT_SCENARIOS } from '../../protocol/scenarios.js';
 
-/**
- * The scenario each defect is looked for in (a default scenario with only
- * the faults the defect needs, so the search is quick), and what the
- * violation it leads to says.
- */
-const EXPECTED: Record<SeededDefect, { scenario: Scenario; violation: RegExp }> = {
-  'the epoch checked before the status in an approval decision': {
-    scenario: narrowed('approvals', { decisions: 2 }),
-    violation: /late decision .* refused as stale_lifetime, not refused as not pending/,
-  },
-  'a takeover that decides while a stalled transaction can still commit': {
-    scenario: narrowed('transactional', { stops: 1 }),
-    violation: /committed after a takeover had decided|told nothing ran while its outcome row/,
-  },
-  'a limit reservation that a redelivery cannot recognise': {
-    scenario: narrowed('limits', { kills: 1 }),
-    violation: /refused by the limit although only its own reservation filled it/,
-  },
-  'a complete that does not check the epoch': {
-    scenario: narrowed('receipts', { stops: 1, expiries: 1 }),
-    violation: /fenced-out writer .* changed/,
-  },
-  'a reclaim that does not flag an opaque receipt ambiguous': {
-    scenario: narrowed('receipts', { kills: 1 }),
-    violation: /opaque effect ran 2 times/,
-  },
+/** What the violation each defect leads to says. */
+const EXPECTED: Record<SeededDefect, RegExp> = {
+  'the epoch checked before the status in an approval decision': /late decision .* refused as stale_lifetime, not refused as not pending/,
+  'a takeover that decides while a stalled transaction can still commit':
+    /committed after a takeover had decided|told nothing ran while its outcome row/,
+  'a limit reservation that a redelivery cannot recognise': /refused by the limit although only its own reservation filled it/,
+  'a complete that does not check the epoch': /fenced-out writer .* changed/,
+  'a reclaim that does not flag an opaque receipt ambiguous': /opaque effect ran 2 times/,
 };
 
 describe('seeded defects', () => {
   for (const [name, hooks] of Object.entries(SEEDED_DEFECTS) as [SeededDefect, (typeof SEEDED_DEFECTS)[SeededDefect]][]) {
     it(`finds "${name}" with a trace of at most 30 steps`, () => {
-      const expected = EXPECTED[name];
-      const ctx = { scenario: expected.scenario, hooks };
+      const ctx = { scenario: DEFECT_SCENARIOS[name], hooks };
       const result = explore(ctx, { depth: 30 });
-      expect(result.violation?.message).toMatch(expected.violation);
+      expect(result.violation?.message).toMatch(EXPECTED[name]);
       const trace = replay(ctx, result.violation!.moves);
       expect(trace.steps.length).toBeLessThanOrEqual(30);
       expect(trace.steps.length).toBe(result.violation!.moves.length);

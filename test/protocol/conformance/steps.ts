@@ -1,0 +1,341 @@
+/**
+ * Each move of the model, made for real: the script (or PostgreSQL
+ * statement) the move stands for, sent with the arguments the wrapper would
+ * send, its answer compared with the answer the model's transition gives
+ * from the same state. A move with no real part (a stop, a tool's effect)
+ * sends nothing. Throws {@link Divergence} when the two disagree.
+ */
+import { parseClaimObservation, parseObservation, type Observation } from '../../../src/redis/receipts/channel.js';
+import type { Action } from '../../../protocol/model/actions.js';
+import { approvalGate } from '../../../protocol/model/approval-scripts.js';
+import type { ModelContext } from '../../../protocol/model/hooks.js';
+import { limitBind, limitCommit, limitRelease, limitReserve, limitSettle, limitUnbind } from '../../../protocol/model/limit-scripts.js';
+import * as receipts from '../../../protocol/model/receipt-scripts.js';
+import { cloneState, OPERATOR_RESULT, type ProtocolState } from '../../../protocol/model/state.js';
+import { LIMIT_NAME, RealSide, RETENTION_MS } from './real-side.js';
+import { Divergence, expectSame } from './divergence.js';
+import { realTransaction } from './transactions.js';
+
+const LEASE = (side: RealSide, ctx: ModelContext) => side.deadlineMs(ctx.scenario.ticks.lease);
+
+/** An observation reply compared with the model's, in the model's terms. */
+function compareObservation(
+  side: RealSide,
+  what: string,
+  call: number,
+  reply: unknown[] | { error: string },
+  model: receipts.Observed,
+  claim = false,
+) {
+  if ('error' in reply) return expectSame(what, 'corrupt', model.code === receipts.CORRUPT ? 'corrupt' : model);
+  const seen: Observation = claim ? parseClaimObservation('claim', reply) : parseObservation(what, reply);
+  expectSame(
+    what,
+    {
+      code: seen.code,
+      status: seen.status ?? 'absent',
+      attempts: seen.attempts,
+      expired: seen.leaseExpired,
+      ambiguous: seen.ambiguousMs !== null,
+      epoch: side.modelId(call, seen.epoch) ?? `unknown epoch ${seen.epoch}`,
+      result: seen.status === 'completed' ? RealSide.resultOf(seen.resultText === '' ? null : seen.resultText) : 0,
+    },
+    {
+      code: model.code,
+      status: model.status,
+      attempts: model.attempts,
+      expired: model.expired,
+      ambiguous: model.ambiguous,
+      epoch: model.epoch,
+      result: model.status === 'completed' ? (model.result === 0 ? -1 : model.result) : 0,
+    },
+  );
+}
+
+/** The real id of the reservation the model reserves under `lifetime` (or mints). */
+function reservationName(side: RealSide, call: number, lifetime: number | 'fresh'): string | undefined {
+  return lifetime === 'fresh' ? undefined : `c${call}-${side.real(call, lifetime) || 'none'}`;
+}
+
+/**
+ * Makes worker `wi`'s step for real; `pre` is the model's state before it
+ * (the model's transitions are run again on copies of it for their answers).
+ */
+export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolState, wi: number, choice: number): Promise<void> {
+  const w = pre.workers[wi]!;
+  const call = w.call;
+  const spec = ctx.scenario.calls[call]!;
+  const model = cloneState(pre);
+  const owner = `w${wi}`;
+  const transition = side.transitionKeys(call);
+  const epoch = side.real(call, w.epoch);
+  switch (w.pc) {
+    case 'gate': {
+      const token = pre.nextId[call]!;
+      const answer = approvalGate(model, ctx, call, spec.effect, token);
+      const effect = spec.effect === 'resumable' ? 'resumable' : 'opaque';
+      const args = [
+        '1',
+        side.real(call, token),
+        side.tenant,
+        side.run,
+        side.tool,
+        `args${call}`,
+        effect,
+        '',
+        side.deadlineMs(ctx.scenario.ticks.approval),
+      ];
+      const reply = await side.script('approval-gate', side.approvalKeys(call), [...args, '', RETENTION_MS, '', '2']);
+      if ('error' in reply) return expectSame('approval-gate', reply.error, answer);
+      return expectSame('approval-gate', { answer: reply[0], created: reply[8] === 1 }, { answer: answer.answer, created: answer.created });
+    }
+    case 'reserve': {
+      const lifetime = ctx.hooks.reservationLifetime(pre, call);
+      const answer = limitReserve(model, ctx, call, lifetime);
+      const id = answer.granted ? side.realReservation(answer.id, reservationName(side, call, lifetime)) : `refused-${pre.nextReservation}`;
+      const args = [
+        id,
+        1,
+        ctx.scenario.limitMax,
+        side.windowMs,
+        side.deadlineMs(ctx.scenario.ticks.reservation),
+        side.receiptKey(call),
+        side.bindingsKey(),
+      ];
+      const reply = await side.script('limit-reserve', side.limitKeys(), [...args, LIMIT_NAME, 16]);
+      if ('error' in reply) throw new Divergence(`limit-reserve: ${reply.error}`);
+      const expired: number[] = [];
+      for (let i = 0; i < Number(reply[7]); i++) expired.push(side.modelReservation(String(reply[8 + 2 * i])) ?? -1);
+      return expectSame('limit-reserve', { granted: reply[0] === 1, expired }, { granted: answer.granted, expired: answer.expired });
+    }
+    case 'settleExpired': {
+      const id = w.expired[0]!;
+      const reply = await side.script('limit-settle', [side.bindingsKey()], [side.realReservation(id), RETENTION_MS]);
+      return expectSame('limit-settle', 'error' in reply ? reply : reply[0], limitSettle(model, id));
+    }
+    case 'commitExpired':
+    case 'commitShare': {
+      const id = w.pc === 'commitShare' ? w.reservation : w.settling;
+      const reply = await side.script('limit-commit', side.limitKeys(), [side.realReservation(id)]);
+      return expectSame('limit-commit', 'error' in reply ? reply : reply[0], limitCommit(model, id));
+    }
+    case 'releaseExpired':
+    case 'releaseShare':
+    case 'releaseUnused':
+    case 'giveBackShare': {
+      const id = w.pc === 'releaseExpired' ? w.settling : w.reservation;
+      const reply = await side.script('limit-release', side.limitKeys(), [side.realReservation(id)]);
+      return expectSame('limit-release', 'error' in reply ? reply : reply[0], limitRelease(model, id));
+    }
+    case 'bind': {
+      if (w.refused) return await boundOn(side, pre, call);
+      const reply = await side.script(
+        'limit-bind',
+        [side.receiptKey(call), side.bindingsKey()],
+        [side.realReservation(w.reservation), side.bindingField, RETENTION_MS],
+      );
+      const code = limitBind(model, call, w.reservation);
+      return expectSame('limit-bind', 'error' in reply ? receipts.CORRUPT : reply[0], code);
+    }
+    case 'unbindShare': {
+      const reply = await side.script(
+        'limit-unbind',
+        [side.receiptKey(call), side.bindingsKey()],
+        [side.realReservation(w.reservation), side.bindingField, RETENTION_MS],
+      );
+      return expectSame('limit-unbind', 'error' in reply ? receipts.CORRUPT : reply[0], limitUnbind(model, call, w.reservation));
+    }
+    case 'boundOn':
+      return await boundOn(side, pre, call);
+    case 'claim': {
+      const token = pre.nextId[call]!;
+      const seen = receipts.claim(model, ctx, call, spec.effect, token);
+      const [receipt, index, breaker, count] = side.callKeys(call);
+      const args = [LEASE(side, ctx), RETENTION_MS, owner, spec.effect, side.tenant, side.run, side.tool, `args${call}`, side.removedField];
+      const reply = await side.script(
+        'claim',
+        [receipt, index, breaker, count],
+        [...args, side.rejectionsField, side.real(call, token), '', 2],
+      );
+      return compareObservation(side, 'claim', call, reply, seen, true);
+    }
+    case 'reclaim': {
+      const token = pre.nextId[call]!;
+      const seenBefore = { status: w.seenStatus, attempts: w.seenAttempts, epoch: w.seenEpoch };
+      const seen = receipts.reclaim(model, ctx, call, seenBefore, spec.effect, token);
+      const args = [
+        w.seenStatus,
+        w.seenAttempts,
+        LEASE(side, ctx),
+        RETENTION_MS,
+        owner,
+        side.real(call, w.seenEpoch),
+        spec.effect,
+        '',
+        side.real(call, token),
+      ];
+      return compareObservation(side, 'reclaim', call, await side.script('reclaim', transition, args), seen);
+    }
+    case 'releaseLost': {
+      const seen = receipts.releaseLostClaim(model, call, w.attempt, w.epoch, w.token);
+      const args = [w.attempt, epoch, owner, side.real(call, w.token), 'the reply was lost', RETENTION_MS];
+      return compareObservation(side, 'release-lost-claim', call, await side.script('release-lost-claim', transition, args), seen);
+    }
+    case 'flag': {
+      const seen = receipts.flagAmbiguous(model, call, w.seenAttempts, w.seenEpoch, spec.effect);
+      const args = [w.seenAttempts, RETENTION_MS, side.real(call, w.seenEpoch), spec.effect];
+      return compareObservation(side, 'flag-ambiguous', call, await side.script('flag-ambiguous', transition, args), seen);
+    }
+    case 'reconcileBegin': {
+      const begun = receipts.reconcileBegin(model, ctx, call, w.attempt, w.epoch);
+      const args = [w.attempt, side.deadlineMs(ctx.scenario.ticks.reconcile), owner, RETENTION_MS, '', epoch];
+      const reply = await side.script('reconcile-begin', transition, args);
+      const real = 'error' in reply ? { code: receipts.CORRUPT, n: 0 } : { code: reply[0], n: reply[0] === 1 ? reply[1] : 0 };
+      return expectSame('reconcile-begin', real, { code: begun.code, n: begun.reconciles });
+    }
+    case 'reconcileSettle': {
+      const seen = receipts.reconcileSettle(model, ctx, call, w.attempt, w.epoch, w.reconciles, w.verdict);
+      const verdict =
+        w.verdict > 0 ? ['completed', owner, RealSide.resultText(w.verdict), 0] : ['not_started', owner, '', LEASE(side, ctx)];
+      const args = [w.attempt, w.reconciles, ...verdict, RETENTION_MS, '', epoch, 'settled from PostgreSQL'];
+      const reply = await side.script('reconcile-settle', transition, args);
+      await realTransaction.release(side, wi);
+      const real = 'error' in reply ? receipts.CORRUPT : reply[0];
+      return expectSame('reconcile-settle', real, seen.code === receipts.CORRUPT ? receipts.CORRUPT : seen.code);
+    }
+    case 'readSteps': {
+      const step = await side.redis.hget(side.receiptKey(call), 'step:s');
+      return expectSame('the recorded steps', step !== null, pre.receipts[call]!.step);
+    }
+    case 'recordStep': {
+      const seen = receipts.recordStep(model, call, w.attempt, w.epoch);
+      return compareObservation(
+        side,
+        'record-step',
+        call,
+        await side.script('record-step', transition, [w.attempt, 'step:s', '1', RETENTION_MS, epoch]),
+        seen,
+      );
+    }
+    case 'complete': {
+      const result = w.carried !== 0 ? w.carried : w.attempt;
+      const seen = ctx.hooks.complete(model, call, w.attempt, w.epoch, result);
+      const [receipt, index, breaker, count] = side.callKeys(call);
+      const args = [w.attempt, RealSide.resultText(result), RETENTION_MS, side.rejectionsField, epoch];
+      return compareObservation(side, 'complete', call, await side.script('complete', [receipt, index, breaker, count], args), seen);
+    }
+    case 'fail': {
+      const seen = receipts.fail(model, call, w.attempt, w.epoch, true);
+      const args = [w.attempt, 'never started', 'neverStarted', RETENTION_MS, epoch];
+      return compareObservation(side, 'fail', call, await side.script('fail', transition, args), seen);
+    }
+    case 'outcomeUnknown': {
+      await realTransaction.release(side, wi);
+      const seen = receipts.outcomeUnknown(model, call, w.attempt, w.epoch);
+      return compareObservation(
+        side,
+        'outcome-unknown',
+        call,
+        await side.script('outcome-unknown', transition, [w.attempt, 'unknown', RETENTION_MS, epoch]),
+        seen,
+      );
+    }
+    case 'txBegin':
+    case 'txConfirm':
+    case 'txInsert':
+    case 'txCommit':
+    case 'sweepLifetime':
+    case 'lockLifetime':
+    case 'readOutcome':
+      return await realTransaction.step(side, ctx, pre, model, wi, choice);
+    case 'effect':
+    case 'stepEffect':
+    case 'idle':
+      return;
+  }
+}
+
+/** The wrapper's one read of the receipt when a limit refused: its status and whether its lifetime is counted. */
+async function boundOn(side: RealSide, pre: ProtocolState, call: number): Promise<void> {
+  const [status, holder] = await side.redis.hmget(side.receiptKey(call), 'status', side.bindingField);
+  const r = pre.receipts[call]!;
+  const modelStatus = r.status === 'absent' ? null : r.status === 'awaiting' ? 'awaiting_approval' : r.status;
+  expectSame(
+    'the receipt as a refused call reads it',
+    { status, counted: holder !== null },
+    { status: modelStatus, counted: r.limitHolder !== 0 },
+  );
+}
+
+/** Makes a move other than a worker's step for real (a tick is the walk's: see walk.ts). */
+export async function realMove(side: RealSide, ctx: ModelContext, pre: ProtocolState, action: Action): Promise<void> {
+  const model = cloneState(pre);
+  switch (action.kind) {
+    case 'step':
+      return await realStep(side, ctx, pre, action.who, action.choice);
+    case 'heartbeat': {
+      const w = pre.workers[action.who]!;
+      const seen = receipts.heartbeat(model, ctx, w.call, w.attempt, w.epoch);
+      const args = [w.attempt, LEASE(side, ctx), RETENTION_MS, side.real(w.call, w.epoch)];
+      return compareObservation(side, 'heartbeat', w.call, await side.script('heartbeat', side.transitionKeys(w.call), args), seen);
+    }
+    case 'kill':
+      return await realTransaction.kill(side, action.who);
+    case 'idleTimeout':
+      return await realTransaction.endSession(side, action.who);
+    case 'expire':
+      await side.redis.del(side.receiptKey(action.who));
+      return;
+    case 'approverRead': {
+      const real = await side.redis.hget(side.receiptKey(action.who), 'epoch');
+      return expectSame('the approval form', side.modelId(action.who, real ?? ''), pre.receipts[action.who]!.epoch);
+    }
+    case 'decide': {
+      const call = action.who;
+      const answer = ctx.hooks.decideApproval(model, call, pre.forms[call]!, action.choice === 1);
+      const args = [
+        side.real(call, pre.forms[call]!),
+        `args${call}`,
+        action.choice === 1 ? 'approve' : 'deny',
+        'approver',
+        '',
+        'code',
+        RETENTION_MS,
+      ];
+      const reply = await side.script('decide-approval', side.approvalKeys(call), args);
+      if ('error' in reply) throw new Divergence(`decide-approval: ${reply.error}`);
+      const real = reply[0] === 'ok' ? { kind: 'ok', what: reply[1] } : { kind: 'refused', what: reply[1], by: by(reply[3]) };
+      const expected = answer.kind === 'ok' ? { kind: 'ok', what: answer.decision } : { kind: 'refused', what: answer.why, by: answer.by };
+      return expectSame('decide-approval', real, expected);
+    }
+    case 'resolve': {
+      const call = action.who;
+      const r = pre.receipts[call]!;
+      const ran = pre.ghosts.some((g) => g.call === call && g.epoch === r.epoch && g.executed);
+      const seen = receipts.resolve(model, call, r.attempts, r.epoch, ran ? 'completed' : 'failed', OPERATOR_RESULT);
+      const args = [
+        r.attempts,
+        ran ? 'completed' : 'failed',
+        ran ? RealSide.resultText(OPERATOR_RESULT) : 'not sent',
+        RETENTION_MS,
+        side.real(call, r.epoch),
+      ];
+      return compareObservation(
+        side,
+        'resolve',
+        call,
+        await side.script('resolve', side.transitionKeys(call), [...args, 'operator', '']),
+        seen,
+      );
+    }
+    case 'deliver':
+    case 'stop':
+    case 'resume':
+    case 'lockLapse':
+    case 'tick':
+      return;
+  }
+}
+
+const by = (text: unknown): string =>
+  text === 'expiry' ? 'expiry' : text === '' || text === null || text === undefined ? 'none' : 'approver';
