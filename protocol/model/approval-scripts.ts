@@ -51,16 +51,16 @@ export type DecisionAnswer =
   | { readonly kind: 'refused'; readonly why: 'not_pending' | 'stale_lifetime' | 'expired'; readonly by: 'none' | 'approver' | 'expiry' };
 
 /**
- * decide-approval-3.lua as issue 41 fixes it: a receipt that no longer
- * awaits approval in the lifetime the decision names is refused as not
- * pending, naming who decided; an epoch never approved is still refused as
- * another lifetime.
+ * decide-approval-3.lua as issue 41 fixed it: the lifetime a decision may
+ * name is the receipt's epoch or, once an approved call started (the claim
+ * mints a new epoch), the approval's; a decision about a lifetime somebody
+ * already decided is refused as not pending, naming who, and one about a
+ * lifetime the receipt never had as another lifetime.
  */
 export function decideApproval(s: ProtocolState, call: number, epoch: number, approve: boolean): DecisionAnswer {
   const r = s.receipts[call]!;
   if (r.status === 'absent') return { kind: 'refused', why: 'not_pending', by: 'none' };
-  if (r.status !== 'awaiting' && r.approvalEpoch === epoch) return { kind: 'refused', why: 'not_pending', by: r.decidedBy };
-  if (r.epoch !== epoch) return { kind: 'refused', why: 'stale_lifetime', by: r.decidedBy };
+  if (r.epoch !== epoch && r.approvalEpoch !== epoch) return { kind: 'refused', why: 'stale_lifetime', by: r.decidedBy };
   if (r.status !== 'awaiting') return { kind: 'refused', why: 'not_pending', by: r.decidedBy };
   return writeDecision(s, call, approve);
 }

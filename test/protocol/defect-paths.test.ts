@@ -29,12 +29,7 @@ const PATH_TICK_MS = 1_000;
  * fix lands. Such a test checks that this very divergence happens, and
  * fails once the fix has landed, to be taken off this list.
  */
-const PENDING: Partial<Record<SeededDefect, { why: string; divergence: RegExp }>> = {
-  'the epoch checked before the status in an approval decision': {
-    why: 'pending issue 41 item 2: decide-approval-3.lua on main still compares the epoch before the status',
-    divergence: /decide-approval: the real system answered \{"kind":"refused","what":"stale_lifetime"/,
-  },
-};
+const PENDING: Partial<Record<SeededDefect, { why: string; divergence: RegExp }>> = {};
 
 describe('the seeded defects’ paths on the real scripts', () => {
   let observer: pg.Client | undefined;
