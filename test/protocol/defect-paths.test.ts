@@ -15,13 +15,11 @@ import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
 import { defectPath } from './conformance/paths.js';
-import { RealSide } from './conformance/real-side.js';
+import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
 import { walkPath } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
-/** Long ticks: a fixed path must not be made to tick early by a slow step. */
-const PATH_TICK_MS = 1_000;
 
 /**
  * Paths the real scripts of main do not yet walk as the model (which has

@@ -17,7 +17,7 @@ import { packageScripts, ScriptLibrary } from '../../src/redis/scripts/scripts.j
 import { useRedis } from '../support/redis-fixture.js';
 import { Divergence } from './conformance/divergence.js';
 import { defectPath } from './conformance/paths.js';
-import { RealSide } from './conformance/real-side.js';
+import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
 import { walkPath } from './conformance/walk.js';
 
 const fixture = useRedis();
@@ -48,7 +48,7 @@ describe('a fence check deleted from the real Lua', () => {
   const ctx = { scenario, hooks: PROTOCOL_HOOKS };
 
   async function walkWith(scripts: ScriptLibrary): Promise<string[]> {
-    const side = new RealSide(fixture.connect(), scripts, fixture.handle().prefix, undefined, undefined, scenario, 1_000);
+    const side = new RealSide(fixture.connect(), scripts, fixture.handle().prefix, undefined, undefined, scenario, PATH_TICK_MS);
     const log: string[] = [];
     try {
       await walkPath(side, ctx, defectPath(name), log);

@@ -1,19 +1,22 @@
 /**
  * The narrow windows the checker finds, as paths the conformance walk can
- * take: the path on which a seeded-defect model breaks (the shortest the
- * checker finds), as moves to make again on the correct model and the real
- * scripts.
+ * take: the shortest path on which a model (a seeded-defect one, or the
+ * protocol in a scenario with a known finding) breaks, as moves to make
+ * again on the correct model and the real scripts.
  */
 import type { Action } from '../../../protocol/model/actions.js';
 import { explore } from '../../../protocol/checker/explore.js';
 import { replay } from '../../../protocol/checker/trace.js';
 import { SEEDED_DEFECTS, type SeededDefect } from '../../../protocol/model/defects.js';
+import type { ModelContext } from '../../../protocol/model/hooks.js';
 import { DEFECT_SCENARIOS } from '../../../protocol/scenarios.js';
 
-/** The shortest path on which the model with seeded defect `name` breaks; throws when the checker finds none. */
-export function defectPath(name: SeededDefect): Action[] {
-  const ctx = { scenario: DEFECT_SCENARIOS[name], hooks: SEEDED_DEFECTS[name] };
+/** The shortest path on which `ctx`'s model breaks an invariant; throws when the checker finds none within 30 moves. */
+export function brokenPath(ctx: ModelContext): Action[] {
   const found = explore(ctx, { depth: 30 });
-  if (found.violation === undefined) throw new Error(`the checker found no path that breaks "${name}"`);
+  if (found.violation === undefined) throw new Error(`the checker found no violation in ${ctx.scenario.name}`);
   return [...replay(ctx, found.violation.moves).actions];
 }
+
+/** The shortest path on which the model with seeded defect `name` breaks. */
+export const defectPath = (name: SeededDefect): Action[] => brokenPath({ scenario: DEFECT_SCENARIOS[name], hooks: SEEDED_DEFECTS[name] });

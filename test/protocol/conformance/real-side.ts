@@ -27,6 +27,8 @@ import type { Scenario } from '../../../protocol/model/state.js';
  * a tick (the walk sees to it) finds it passed exactly when the model does.
  */
 export const TICK_MS = 400;
+/** A tick for a walk along a fixed path, which cannot let the clock tick early when a slow step puts it behind. */
+export const PATH_TICK_MS = 2_000;
 export const RETENTION_MS = 600_000;
 export const LIMIT_NAME = 'calls';
 

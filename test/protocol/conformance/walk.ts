@@ -136,6 +136,18 @@ async function compareState(side: RealSide, ctx: ModelContext, s: ProtocolState)
   }
 }
 
+/** Moves with nothing real to make: the servers are as they were, so there is nothing new to compare. */
+const MODEL_ONLY = new Set<Action['kind']>(['deliver', 'stop', 'resume', 'lockLapse']);
+
+/** Makes `action` for real and in the model, and compares what the servers then hold with the model's state. */
+async function move(side: RealSide, ctx: ModelContext, state: ProtocolState, action: Action, log: string[]): Promise<ProtocolState> {
+  log.push(describeMove(state, action));
+  await realMove(side, ctx, state, action);
+  const next = applyAction(state, ctx, action).next;
+  if (!MODEL_ONLY.has(action.kind)) await compareState(side, ctx, next);
+  return next;
+}
+
 /** The clock ticks: the real one to the next whole tick, the model's too (when anything in it still counts down). */
 async function tick(side: RealSide, ctx: ModelContext, s: ProtocolState, log: string[]): Promise<ProtocolState> {
   await side.untilTick(side.tick + 1);
@@ -164,10 +176,7 @@ export async function walk(side: RealSide, ctx: ModelContext, picks: readonly nu
       state = await tick(side, ctx, state, log);
       continue;
     }
-    log.push(describeMove(state, action));
-    await realMove(side, ctx, state, action);
-    state = applyAction(state, ctx, action).next;
-    await compareState(side, ctx, state);
+    state = await move(side, ctx, state, action, log);
   }
 }
 
@@ -191,10 +200,7 @@ export async function walkPath(side: RealSide, ctx: ModelContext, path: readonly
     if ((await side.intoTick()) > side.tickBudgetMs) throw new Error('the walk fell behind the clock; give it longer ticks');
     const action = enabledActions(state, ctx).find((a) => a.kind === wanted.kind && a.who === wanted.who && a.choice === wanted.choice);
     if (action === undefined) return made;
-    log.push(describeMove(state, action));
-    await realMove(side, ctx, state, action);
-    state = applyAction(state, ctx, action).next;
-    await compareState(side, ctx, state);
+    state = await move(side, ctx, state, action, log);
     made++;
   }
   return made;

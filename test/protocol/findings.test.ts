@@ -1,0 +1,65 @@
+/**
+ * The checker's known findings (protocol/findings.ts) stay found, and the
+ * real scripts and PostgreSQL reach them too: each finding's path, walked
+ * move by move on a real redis-server and PostgreSQL, agrees with the
+ * model all the way to the move that breaks the promise. When a finding is
+ * fixed, its test here fails: take it off the list, and its exclusion out
+ * of the default scenarios.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { explore } from '../../protocol/checker/explore.js';
+import { replay } from '../../protocol/checker/trace.js';
+import { KNOWN_FINDINGS } from '../../protocol/findings.js';
+import { PROTOCOL_HOOKS } from '../../protocol/model/hooks.js';
+import { packageScripts } from '../../src/redis/scripts/scripts.js';
+import { postgresSkipReason } from '../support/postgres.js';
+import { useRedis } from '../support/redis-fixture.js';
+import { useOutcomeDatabase } from './conformance/database.js';
+import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
+import { walkPath } from './conformance/walk.js';
+
+const fixture = useRedis();
+const database = useOutcomeDatabase();
+
+describe('the known findings', () => {
+  let observer: pg.Client | undefined;
+  beforeAll(async () => {
+    observer = await database.observer();
+  });
+  afterAll(async () => {
+    await observer?.end();
+  });
+
+  for (const finding of KNOWN_FINDINGS) {
+    const ctx = { scenario: finding.scenario, hooks: PROTOCOL_HOOKS };
+    const needsPostgres = finding.scenario.calls.some((c) => c.effect === 'transactional');
+    it.skipIf(needsPostgres && postgresSkipReason() !== undefined)(
+      `"${finding.name}" is found, and the real system reaches it`,
+      async () => {
+        const found = explore(ctx, { depth: 30 });
+        expect(found.violation?.message).toMatch(finding.violation);
+        const trace = replay(ctx, found.violation!.moves);
+        expect(trace.violation).toBe(found.violation!.message);
+        const side = new RealSide(
+          fixture.connect(),
+          packageScripts(),
+          fixture.handle().prefix,
+          database.url(),
+          observer,
+          finding.scenario,
+          1_000,
+        );
+        const log: string[] = [];
+        try {
+          expect(await walkPath(side, ctx, trace.actions, log)).toBe(trace.actions.length);
+        } catch (error) {
+          throw new Error(`${(error as Error).message}\nthe moves:\n  ${log.join('\n  ')}`, { cause: error });
+        } finally {
+          await side.closeAll();
+        }
+      },
+      120_000,
+    );
+  }
+});
