@@ -26,7 +26,12 @@ export const KNOWN_FINDINGS: readonly KnownFinding[] = [
       'the approval gate (approval-gate-3.lua) and the claim (claim-4.lua) are two scripts: when the receipt expires ' +
       'between them (a redelivery whose gate found it running, then a stall past its retention), the claim creates a ' +
       'new lifetime without asking for approval, and the call runs again on the one approval it had',
-    scenario: { ...narrowed('approvals', { kills: 1, expiries: 1, decisions: 1 }), name: 'approvals with receipt expiry' },
+    scenario: {
+      ...narrowed('approvals', { kills: 1, expiries: 1, decisions: 1 }),
+      name: 'approvals with receipt expiry',
+      workers: 2,
+      calls: [{ effect: 'opaque', approval: true, limited: false }],
+    },
     violation: /ran 2 times on 1 approvals/,
   },
   {

@@ -35,8 +35,8 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       ticks: TICKS,
       budgets: { ...NO_FAULTS, kills: 1, stops: 1, expiries: 1, lostReplies: 1, resolves: 1, failures: 1 },
     },
-    depth: 22,
-    quickDepth: 9,
+    depth: 19,
+    quickDepth: 8,
   },
   {
     // A transactional call settled from its outcome row: stalls inside the open transaction, kills, rollbacks.
@@ -50,22 +50,22 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       // Left out: a known finding (protocol/findings.ts).
       takeoverSessionsKept: true,
     },
-    depth: 26,
-    quickDepth: 11,
+    depth: 24,
+    quickDepth: 10,
   },
   {
     // A call a person approves: two racing decisions, an expiry, a worker killed or stopped around the claim.
     scenario: {
       name: 'approvals',
-      workers: 2,
-      calls: [call('opaque', { approval: true })],
+      workers: 3,
+      calls: [call('opaque', { approval: true }), call('resumable', { approval: true })],
       limitMax: 0,
       ticks: TICKS,
       // No receipt expiry: it leads to a known finding (protocol/findings.ts).
-      budgets: { ...NO_FAULTS, kills: 1, stops: 1, decisions: 2, lostReplies: 1 },
+      budgets: { ...NO_FAULTS, kills: 1, stops: 1, decisions: 3, lostReplies: 1 },
     },
-    depth: 26,
-    quickDepth: 12,
+    depth: 20,
+    quickDepth: 10,
   },
   {
     // Two calls under a limit of one: reserve, bind, commit, give back, settle, under kills and stops.
@@ -77,7 +77,7 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       ticks: TICKS,
       budgets: { ...NO_FAULTS, kills: 1, stops: 1, failures: 1 },
     },
-    depth: 22,
+    depth: 18,
     quickDepth: 9,
   },
 ];

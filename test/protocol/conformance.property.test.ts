@@ -16,11 +16,11 @@ import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
 import { RealSide } from './conformance/real-side.js';
-import { walk } from './conformance/walk.js';
+import { covered, walk } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
-const NUM_RUNS = Number(process.env.FC_RUNS ?? 4);
+const NUM_RUNS = Number(process.env.FC_RUNS ?? 6);
 const POSTGRES_SKIP = postgresSkipReason();
 
 describe('the protocol model against the real scripts and PostgreSQL', () => {
@@ -30,6 +30,13 @@ describe('the protocol model against the real scripts and PostgreSQL', () => {
   });
   afterAll(async () => {
     await observer?.end();
+    if (process.env.PROTOCOL_COVERAGE)
+      console.log(
+        [...covered]
+          .sort()
+          .map(([kind, n]) => `${kind}: ${n}`)
+          .join('\n'),
+      );
   });
 
   for (const { scenario } of SCENARIOS) {
@@ -42,7 +49,7 @@ describe('the protocol model against the real scripts and PostgreSQL', () => {
         const ctx = { scenario, hooks: PROTOCOL_HOOKS };
         try {
           await fc.assert(
-            fc.asyncProperty(fc.array(fc.nat(), { minLength: 30, maxLength: 50 }), async (picks) => {
+            fc.asyncProperty(fc.array(fc.nat(), { minLength: 40, maxLength: 60 }), async (picks) => {
               const side = new RealSide(redis, packageScripts(), fixture.handle().prefix, database.url(), observer, scenario);
               const log: string[] = [];
               try {

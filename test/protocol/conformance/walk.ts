@@ -139,8 +139,17 @@ async function compareState(side: RealSide, ctx: ModelContext, s: ProtocolState)
 /** Moves with nothing real to make: the servers are as they were, so there is nothing new to compare. */
 const MODEL_ONLY = new Set<Action['kind']>(['deliver', 'stop', 'resume', 'lockLapse']);
 
+/**
+ * The moves the walks of this process made, by kind (a worker's step by the
+ * place it stepped from): `PROTOCOL_COVERAGE=1` prints them after the
+ * conformance test, to see which transitions random walks reach.
+ */
+export const covered = new Map<string, number>();
+
 /** Makes `action` for real and in the model, and compares what the servers then hold with the model's state. */
 async function move(side: RealSide, ctx: ModelContext, state: ProtocolState, action: Action, log: string[]): Promise<ProtocolState> {
+  const kind = action.kind === 'step' ? `step ${state.workers[action.who]!.pc}` : action.kind;
+  covered.set(kind, (covered.get(kind) ?? 0) + 1);
   log.push(describeMove(state, action));
   await realMove(side, ctx, state, action);
   const next = applyAction(state, ctx, action).next;
@@ -160,6 +169,15 @@ async function tick(side: RealSide, ctx: ModelContext, s: ProtocolState, log: st
 }
 
 /**
+ * The moves to pick from, a worker's step three times over: faults and the
+ * clock are there to interrupt calls, and a walk mostly of faults would
+ * rarely take a call as far as its takeover or its settle.
+ */
+function weighted(actions: readonly Action[]): Action[] {
+  return actions.flatMap((a) => (a.kind === 'step' ? [a, a, a] : [a]));
+}
+
+/**
  * Walks the model along `picks` (each picks one of the moves allowed then,
  * modulo their number), making every move for real; `log` gets each move in
  * words. Throws {@link Divergence} at the first disagreement.
@@ -169,7 +187,7 @@ export async function walk(side: RealSide, ctx: ModelContext, picks: readonly nu
   await side.startClock();
   for (const pick of picks) {
     if ((await side.intoTick()) > side.tickBudgetMs) state = await tick(side, ctx, state, log);
-    const actions = enabledActions(state, ctx);
+    const actions = weighted(enabledActions(state, ctx));
     if (actions.length === 0) return;
     const action: Action = actions[pick % actions.length]!;
     if (action.kind === 'tick') {
