@@ -7,60 +7,11 @@
  * order they were minted, which is all a script compares), and whatever
  * no move can read again (the rows and ghost facts of a lifetime nothing
  * names any more, a binding of a reservation nothing holds).
- * `decodeState(encodeState(s).bytes)` is that canonical state.
+ * `decodeState(encodeState(s).bytes)` (decoding.ts) is that canonical state.
  */
-import type { Effect, Ending, JobStatus, Pc, ProtocolState, ReceiptStatus, Txn, Worker } from './state.js';
-
-const STATUSES: readonly ReceiptStatus[] = ['absent', 'awaiting', 'approved', 'denied', 'running', 'completed', 'failed'];
-const EFFECTS: readonly Effect[] = ['opaque', 'resumable', 'transactional'];
-const DECIDERS = ['none', 'approver', 'expiry'] as const;
-const JOBS: readonly JobStatus[] = ['waiting', 'active', 'done'];
-const TXNS: readonly Txn[] = ['none', 'shared', 'inserted', 'blocked', 'queued', 'exclusive', 'dead'];
-const ENDINGS: readonly Ending[] = ['none', 'done', 'wait', 'ambiguous', 'denied', 'refused', 'retry', 'notRun', 'corrupt'];
-export const PCS: readonly Pc[] = [
-  'idle',
-  'gate',
-  'reserve',
-  'settleExpired',
-  'commitExpired',
-  'releaseExpired',
-  'boundOn',
-  'claim',
-  'releaseLost',
-  'reclaim',
-  'flag',
-  'reconcileBegin',
-  'sweepLifetime',
-  'lockLifetime',
-  'readOutcome',
-  'reconcileSettle',
-  'releaseShare',
-  'bind',
-  'commitShare',
-  'releaseUnused',
-  'readSteps',
-  'effect',
-  'stepEffect',
-  'recordStep',
-  'txBegin',
-  'txConfirm',
-  'txInsert',
-  'txCommit',
-  'complete',
-  'fail',
-  'outcomeUnknown',
-  'unbindShare',
-  'giveBackShare',
-];
-/** Each table's values to their codes, looked up once per field of every state encoded. */
-const codes = new Map<readonly unknown[], Map<unknown, number>>();
-function code<T>(table: readonly T[], value: T): number {
-  let byValue = codes.get(table);
-  if (byValue === undefined) codes.set(table, (byValue = new Map(table.map((v, i) => [v, i]))));
-  return byValue.get(value)!;
-}
-/** A byte for "none of these" (a revoked binding, a reservation id no lifetime can name again). */
-const NOTHING = 255;
+import { DECIDER_CODE, EFFECT_CODE, ENDING_CODE, JOB_CODE, NOTHING, PC_CODE, STATUS_CODE, TXN_CODE } from './codes.js';
+import { decodeState } from './decoding.js';
+import type { ProtocolState, Worker } from './state.js';
 
 /** An order-keeping renaming of a few ids to 1, 2, 3...; 0 stays 0. */
 class Renaming {
@@ -138,13 +89,13 @@ const NO_IDS = new Renaming();
 function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): number[] {
   const ids = w.call >= 0 ? epochs[w.call]! : NO_IDS;
   const bytes = [
-    code(PCS, w.pc),
+    PC_CODE[w.pc],
     w.call + 1,
     +w.stopped,
     +w.lockLost,
     w.attempt,
     ids.of(w.epoch),
-    code(STATUSES, w.seenStatus),
+    STATUS_CODE[w.seenStatus],
     w.seenAttempts,
     ids.of(w.seenEpoch),
     ids.of(w.token),
@@ -157,11 +108,11 @@ function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): num
     +w.reserveAgain,
     w.rounds,
     +w.shareBound,
-    code(TXNS, w.txn),
+    TXN_CODE[w.txn],
     +w.stepKnown,
     +w.fencedOut,
     w.carried,
-    code(ENDINGS, w.ending),
+    ENDING_CODE[w.ending],
     +w.afterUnknown,
     w.expired.length,
   ];
@@ -199,10 +150,10 @@ export function encodeInScratch(s: ProtocolState): {
   for (let call = 0; call < s.receipts.length; call++) {
     const r = s.receipts[call]!;
     const ids = epochs[call]!;
-    out.push(code(STATUSES, r.status));
+    out.push(STATUS_CODE[r.status]);
     out.push(r.attempts);
     out.push(ids.of(r.epoch));
-    out.push(code(EFFECTS, r.effect));
+    out.push(EFFECT_CODE[r.effect]);
     out.push(r.lease);
     out.push(+r.ambiguous);
     out.push(r.result);
@@ -213,9 +164,9 @@ export function encodeInScratch(s: ProtocolState): {
     out.push(+r.step);
     out.push(ids.of(r.approvalEpoch));
     out.push(r.approvalLeft);
-    out.push(code(DECIDERS, r.decidedBy));
+    out.push(DECIDER_CODE[r.decidedBy]);
     out.push(reservations.of(r.limitHolder));
-    out.push(code(JOBS, s.jobs[call]!));
+    out.push(JOB_CODE[s.jobs[call]!]);
     out.push(ids.of(s.forms[call]!));
     out.push(s.approves[call]!);
     out.push(s.runs[call]!);
@@ -267,150 +218,4 @@ export function encodeState(s: ProtocolState): Encoded {
   return { bytes: buffer.slice(0, length), order };
 }
 
-/** Reads bytes {@link encodeState} wrote back into a state (the canonical one). */
-export function decodeState(bytes: Uint8Array): ProtocolState {
-  let at = 0;
-  const next = (): number => bytes[at++]!;
-  const take = (n: number): number[] => Array.from({ length: n }, next);
-  const [kills, stops, expiries, lostReplies, resolves, decisions, failures] = take(7) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const s: ProtocolState = {
-    receipts: [],
-    rows: [],
-    limit: { used: 0, pending: 0, reservations: [], bindings: new Map() },
-    jobs: [],
-    workers: [],
-    forms: [],
-    budgets: { kills, stops, expiries, lostReplies, resolves, decisions, failures },
-    nextId: [],
-    nextReservation: 1,
-    ghosts: [],
-    approves: [],
-    runs: [],
-  };
-  const calls = next();
-  let maxReservation = 0;
-  const seenReservation = (id: number) => (maxReservation = Math.max(maxReservation, id));
-  for (let call = 0; call < calls; call++) {
-    const [status, attempts, epoch, effect, lease, ambiguous, result] = take(7) as number[];
-    const [neverStarted, token, reconciles, reconcileLease, step, approvalEpoch] = take(6) as number[];
-    const [approvalLeft, decidedBy, limitHolder] = take(3) as number[];
-    const [job, form, approves, runs] = take(4) as number[];
-    s.receipts.push({
-      status: STATUSES[status!]!,
-      attempts: attempts!,
-      epoch: epoch!,
-      effect: EFFECTS[effect!]!,
-      lease: lease!,
-      ambiguous: ambiguous === 1,
-      result: result!,
-      neverStarted: neverStarted === 1,
-      token: token!,
-      reconciles: reconciles!,
-      reconcileLease: reconcileLease!,
-      step: step === 1,
-      approvalEpoch: approvalEpoch!,
-      approvalLeft: approvalLeft!,
-      decidedBy: DECIDERS[decidedBy!]!,
-      limitHolder: limitHolder!,
-    });
-    seenReservation(limitHolder!);
-    s.jobs.push(JOBS[job!]!);
-    s.forms.push(form!);
-    s.approves.push(approves!);
-    s.runs.push(runs!);
-    let maxId = Math.max(epoch!, token!, approvalEpoch!, form!);
-    const rows = next();
-    s.rows.push(
-      Array.from({ length: rows }, () => {
-        const [rowEpoch, committed, attempt] = take(3) as [number, number, number];
-        maxId = Math.max(maxId, rowEpoch);
-        return { epoch: rowEpoch, state: committed === 1 ? ('committed' as const) : ('open' as const), attempt };
-      }),
-    );
-    const ghosts = next();
-    for (let g = 0; g < ghosts; g++) {
-      const [gEpoch, effects, commits, toldNotRun, completedWith, flaggedAttempt, executed, decision, judged] = take(9) as number[];
-      maxId = Math.max(maxId, gEpoch!);
-      s.ghosts.push({
-        call,
-        epoch: gEpoch!,
-        effects: effects!,
-        commits: commits!,
-        toldNotRun: toldNotRun === 1,
-        completedWith: completedWith!,
-        flaggedAttempt: flaggedAttempt!,
-        executed: executed === 1,
-        decision: decision! - 1,
-        judged: judged!,
-      });
-    }
-    s.nextId.push(maxId + 1);
-  }
-  s.limit.used = next();
-  s.limit.pending = next();
-  const held = next();
-  for (let i = 0; i < held; i++) {
-    const [id, call, lifetime, committed, deadline] = take(5) as [number, number, number, number, number];
-    seenReservation(id);
-    s.limit.reservations.push({
-      id,
-      call,
-      lifetime: lifetime === NOTHING ? -id : lifetime,
-      state: committed === 1 ? 'committed' : 'pending',
-      deadline,
-    });
-    if (lifetime !== NOTHING) s.nextId[call] = Math.max(s.nextId[call]!, lifetime + 1);
-  }
-  const bindings = next();
-  for (let i = 0; i < bindings; i++) {
-    const id = next();
-    const value = next();
-    s.limit.bindings.set(id, value === NOTHING ? -1 : value);
-  }
-  const workers = next();
-  for (let i = 0; i < workers; i++) {
-    const f = take(26);
-    const expired = take(f[25]!);
-    const w: Worker = {
-      pc: PCS[f[0]!]!,
-      call: f[1]! - 1,
-      stopped: f[2] === 1,
-      lockLost: f[3] === 1,
-      attempt: f[4]!,
-      epoch: f[5]!,
-      seenStatus: STATUSES[f[6]!]!,
-      seenAttempts: f[7]!,
-      seenEpoch: f[8]!,
-      token: f[9]!,
-      reconciles: f[10]!,
-      verdict: f[11]! - 1,
-      reservation: f[12]!,
-      refused: f[13] === 1,
-      refusedByOwn: f[14] === 1,
-      settling: f[15]!,
-      reserveAgain: f[16] === 1,
-      rounds: f[17]!,
-      shareBound: f[18] === 1,
-      txn: TXNS[f[19]!]!,
-      stepKnown: f[20] === 1,
-      fencedOut: f[21] === 1,
-      carried: f[22]!,
-      ending: ENDINGS[f[23]!]!,
-      afterUnknown: f[24] === 1,
-      expired,
-    };
-    for (const id of [w.reservation, w.settling, ...expired]) seenReservation(id);
-    if (w.call >= 0) s.nextId[w.call] = Math.max(s.nextId[w.call]!, w.epoch + 1, w.seenEpoch + 1, w.token + 1);
-    s.workers.push(w);
-  }
-  s.nextReservation = maxReservation + 1;
-  return s;
-}
+export { decodeState };

@@ -7,6 +7,8 @@
  * Time is counted in ticks of the Redis server's clock, and every deadline
  * is stored as the ticks left until it passes (0 = passed), so two states
  * that differ only in when they happened are one state.
+ * Over 300 lines: every field of the state, each with what it stands for,
+ * kept in one place, and the few functions that make and copy a state.
  */
 
 /** What a tool declares about its effect, as the receipt records it. */

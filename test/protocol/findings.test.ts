@@ -48,7 +48,7 @@ describe('the known findings', () => {
           database.url(),
           observer,
           finding.scenario,
-          1_000,
+          PATH_TICK_MS,
         );
         const log: string[] = [];
         try {

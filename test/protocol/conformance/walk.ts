@@ -14,7 +14,7 @@ import { initialState, type ProtocolState, type Receipt } from '../../../protoco
 import { describeMove } from '../../../protocol/checker/trace.js';
 import { Divergence, expectSame } from './divergence.js';
 import { RealSide } from './real-side.js';
-import { realMove } from './steps.js';
+import { realMove } from './moves.js';
 
 const STATUS: Record<string, Receipt['status']> = {
   running: 'running',
