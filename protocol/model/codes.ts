@@ -28,6 +28,8 @@ export const PCS: readonly Pc[] = [
   'lockLifetime',
   'readOutcome',
   'reconcileSettle',
+  'settleShare',
+  'commitHeld',
   'releaseShare',
   'bind',
   'commitShare',
@@ -57,5 +59,5 @@ export const JOB_CODE = codesOf(JOBS);
 export const TXN_CODE = codesOf(TXNS);
 export const ENDING_CODE = codesOf(ENDINGS);
 export const PC_CODE = codesOf(PCS);
-/** A byte for "none of these" (a revoked binding, a reservation id no lifetime can name again). */
+/** A byte for "none of these" (a revoked binding). */
 export const NOTHING = 255;

@@ -66,8 +66,12 @@ function readWorker(r: Reader): Worker {
     ending: ENDINGS[r.byte()]!,
     afterUnknown: r.flag(),
     expired: [],
+    expiredCalls: [],
   };
-  for (let n = r.byte(); n > 0; n--) w.expired.push(r.byte());
+  for (let n = r.byte(); n > 0; n--) {
+    w.expired.push(r.byte());
+    w.expiredCalls.push(r.byte());
+  }
   return w;
 }
 
@@ -77,7 +81,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
   const s: ProtocolState = {
     receipts: [],
     rows: [],
-    limit: { used: 0, pending: 0, reservations: [], bindings: new Map() },
+    limit: { used: 0, pending: 0, reservations: [], pendingFor: [], bindings: new Map() },
     jobs: [],
     workers: [],
     forms: [],
@@ -137,18 +141,10 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
   s.limit.pending = r.byte();
   for (let n = r.byte(); n > 0; n--) {
     const id = r.byte();
-    const call = r.byte();
-    const lifetime = r.byte();
     maxReservation = Math.max(maxReservation, id);
-    s.limit.reservations.push({
-      id,
-      call,
-      lifetime: lifetime === NOTHING ? -id : lifetime,
-      state: r.flag() ? 'committed' : 'pending',
-      deadline: r.byte(),
-    });
-    if (lifetime !== NOTHING) s.nextId[call] = Math.max(s.nextId[call]!, lifetime + 1);
+    s.limit.reservations.push({ id, call: r.byte(), state: r.flag() ? 'committed' : 'pending', deadline: r.byte() });
   }
+  s.limit.pendingFor = s.receipts.map(() => r.byte());
   for (let n = r.byte(); n > 0; n--) {
     const id = r.byte();
     const value = r.byte();

@@ -32,7 +32,7 @@ function completeWithoutEpoch(s: ProtocolState, call: number, attempt: number, _
 export const SEEDED_DEFECTS = {
   'the epoch checked before the status in an approval decision': { ...PROTOCOL_HOOKS, decideApproval: decideEpochFirst },
   'a takeover that decides while a stalled transaction can still commit': { ...PROTOCOL_HOOKS, takeover: 'committed-rows-only' },
-  'a limit reservation that a redelivery cannot recognise': { ...PROTOCOL_HOOKS, reservationLifetime: () => 'fresh' },
+  'a limit reservation that a redelivery cannot recognise': { ...PROTOCOL_HOOKS, reusesOwnReservation: false },
   'a complete that does not check the epoch': { ...PROTOCOL_HOOKS, complete: completeWithoutEpoch },
   // The claim takes a lapsed opaque attempt over (a reclaim) instead of flagging it ambiguous.
   'a reclaim that does not flag an opaque receipt ambiguous': { ...PROTOCOL_HOOKS, mayTakeOver: () => true },

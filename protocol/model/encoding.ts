@@ -70,11 +70,11 @@ function namings(s: ProtocolState): { epochs: Renaming[]; reservations: Renaming
       ids.add(w.seenEpoch);
       ids.add(w.token);
     }
-    for (const res of s.limit.reservations) if (res.call === call) ids.add(res.lifetime);
     return ids.seal();
   });
   const reservations = new Renaming();
   for (const res of s.limit.reservations) reservations.add(res.id);
+  for (const id of s.limit.pendingFor) reservations.add(id);
   for (const r of s.receipts) reservations.add(r.limitHolder);
   for (const w of s.workers) {
     reservations.add(w.reservation);
@@ -116,7 +116,7 @@ function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): num
     +w.afterUnknown,
     w.expired.length,
   ];
-  for (const id of w.expired) bytes.push(reservations.of(id));
+  for (let i = 0; i < w.expired.length; i++) bytes.push(reservations.of(w.expired[i]!), w.expiredCalls[i]!);
   return bytes;
 }
 
@@ -196,9 +196,9 @@ export function encodeInScratch(s: ProtocolState): {
   const held = [...s.limit.reservations].sort((x, y) => x.id - y.id);
   out.push(held.length);
   for (const res of held) {
-    const lifetime = res.lifetime < 0 ? NOTHING : epochs[res.call]!.of(res.lifetime);
-    for (const n of [reservations.of(res.id), res.call, lifetime, +(res.state === 'committed'), res.deadline]) out.push(n);
+    for (const n of [reservations.of(res.id), res.call, +(res.state === 'committed'), res.deadline]) out.push(n);
   }
+  for (const id of s.limit.pendingFor) out.push(reservations.of(id));
   const bindings = [...s.limit.bindings].filter(([id]) => reservations.has(id)).sort((x, y) => x[0] - y[0]);
   out.push(bindings.length);
   for (const [id, value] of bindings) {

@@ -27,11 +27,8 @@ export interface ProtocolHooks {
    * lock, no confirm, and a contended insert counts as never started.
    */
   readonly takeover: 'lifetime-lock' | 'committed-rows-only';
-  /**
-   * The lifetime a call's reservation is made under: a redelivery that names
-   * the same lifetime finds its own reservation (`fresh`: a new one always).
-   */
-  readonly reservationLifetime: (s: ProtocolState, call: number) => number | 'fresh';
+  /** A reserve grants the receipt's own pending reservation again (issue 41), instead of a new one. */
+  readonly reusesOwnReservation: boolean;
 }
 
 /** The protocol as issue 41 fixes it. */
@@ -40,7 +37,7 @@ export const PROTOCOL_HOOKS: ProtocolHooks = {
   mayTakeOver: (recorded, requested) => recorded === 'resumable' && requested === 'resumable',
   decideApproval,
   takeover: 'lifetime-lock',
-  reservationLifetime: (s, call) => s.receipts[call]!.epoch,
+  reusesOwnReservation: true,
 };
 
 /** Everything a transition needs besides the state. */

@@ -2,7 +2,7 @@
  * The limit scripts of lua/ as transitions of the model, for one limit of
  * `max` calls in one window (the window never resets within the bound):
  * reserve on the limit's slot, bind and unbind on the run's, settle on the
- * run's, commit and release on the limit's (docs/limits.md walks through
+ * run's (with the receipt), commit and release on the limit's (docs/limits.md walks through
  * the protocol). Ids are small numbers standing for the reservation ids.
  */
 import type { ProtocolState, Reservation } from './state.js';
@@ -15,7 +15,11 @@ export const REVOKED = -1;
 export interface ReserveAnswer {
   readonly granted: boolean;
   readonly id: number;
+  /** The receipt's own pending reservation was granted again (a redelivery's). */
+  readonly reused: boolean;
   readonly expired: readonly number[];
+  /** The call each expired reservation is for (its receipt key, in the real reply). */
+  readonly expiredCalls: readonly number[];
 }
 
 /** Pending reservations whose deadline has passed, oldest id first (the model's stand-in for the due order). */
@@ -27,20 +31,32 @@ function expiredReservations(s: ProtocolState): number[] {
 }
 
 /**
- * limit-reserve-3.lua for the call's reservation under `lifetime` (its id
- * names the call and the lifetime; `fresh` is an id never seen before): one
- * already recorded is granted again, and nothing is written for it.
+ * limit-reserve-3.lua: the receipt's own pending reservation when it has one
+ * (`reuse`: as main has it; a redelivery finds its own share), its
+ * deadline pushed out to a whole bound from now; else a new one, when it
+ * fits. The caller's id is always a new one, so the resend of one id is not modelled.
  */
-export function limitReserve(s: ProtocolState, ctx: ScriptContext, call: number, lifetime: number | 'fresh'): ReserveAnswer {
+export function limitReserve(s: ProtocolState, ctx: ScriptContext, call: number, reuse: boolean): ReserveAnswer {
   const expired = expiredReservations(s);
-  const known = lifetime === 'fresh' ? undefined : s.limit.reservations.find((r) => r.call === call && r.lifetime === lifetime);
-  if (known !== undefined) return { granted: true, id: known.id, expired };
-  if (s.limit.used + s.limit.pending + 1 > ctx.scenario.limitMax) return { granted: false, id: 0, expired };
+  const expiredCalls = expired.map((id) => recordOf(s, id)!.call);
+  const own = reuse ? s.limit.pendingFor[call]! : 0;
+  const bound = ctx.scenario.ticks.reservation;
+  if (own !== 0) {
+    const record = recordOf(s, own)!;
+    record.deadline = Math.max(record.deadline, bound);
+    return { granted: true, id: own, reused: true, expired, expiredCalls };
+  }
+  if (s.limit.used + s.limit.pending + 1 > ctx.scenario.limitMax) return { granted: false, id: 0, reused: false, expired, expiredCalls };
   const id = s.nextReservation++;
-  const named = lifetime === 'fresh' ? -id : lifetime;
-  s.limit.reservations.push({ id, call, lifetime: named, state: 'pending', deadline: ctx.scenario.ticks.reservation });
+  s.limit.reservations.push({ id, call, state: 'pending', deadline: bound });
+  s.limit.pendingFor[call] = id;
   s.limit.pending += 1;
-  return { granted: true, id, expired };
+  return { granted: true, id, reused: false, expired, expiredCalls };
+}
+
+/** forgetPending in lua/includes/limit-state.lua: the receipt's pending reservation is pending no more. */
+function forgetPending(s: ProtocolState, record: Reservation): void {
+  if (s.limit.pendingFor[record.call] === record.id) s.limit.pendingFor[record.call] = 0;
 }
 
 const recordOf = (s: ProtocolState, id: number): Reservation | undefined => s.limit.reservations.find((r) => r.id === id);
@@ -50,6 +66,7 @@ export function limitCommit(s: ProtocolState, id: number): number {
   const record = recordOf(s, id);
   if (record === undefined) return 0;
   if (record.state === 'committed') return 2;
+  forgetPending(s, record);
   record.state = 'committed';
   record.deadline = 0;
   s.limit.pending -= 1;
@@ -63,6 +80,7 @@ export function limitRelease(s: ProtocolState, id: number): number {
   if (record === undefined) return 0;
   s.limit.reservations = s.limit.reservations.filter((r) => r.id !== id);
   if (record.state === 'pending') {
+    forgetPending(s, record);
     s.limit.pending -= 1;
     return 1;
   }
@@ -70,11 +88,22 @@ export function limitRelease(s: ProtocolState, id: number): number {
   return 2;
 }
 
-/** limit-settle-1.lua: 1 bound (commit it), 0 revoked now, 2 revoked already (give it back either way). */
-export function limitSettle(s: ProtocolState, id: number): number {
+/**
+ * limit-settle-2.lua, for a reservation of `call`'s receipt its holder will
+ * not bind: 1 bound (commit it), also when bound here because the receipt
+ * has a running attempt no reservation counts yet (claimed, its worker dead
+ * before its bind); 0 revoked now, 2 revoked already (give it back).
+ */
+export function limitSettle(s: ProtocolState, id: number, call: number): number {
   const value = s.limit.bindings.get(id);
   if (value === REVOKED) return 2;
   if (value !== undefined) return 1;
+  const r = s.receipts[call]!;
+  if (r.status === 'running' && r.limitHolder === 0) {
+    r.limitHolder = id;
+    s.limit.bindings.set(id, call);
+    return 1;
+  }
   s.limit.bindings.set(id, REVOKED);
   return 0;
 }

@@ -104,8 +104,6 @@ export interface OutcomeRow {
 export interface Reservation {
   readonly id: number;
   readonly call: number;
-  /** The lifetime its id names (an epoch of the call, 0 for none yet); negative for an id nothing can name again. */
-  readonly lifetime: number;
   state: 'pending' | 'committed';
   /** Ticks until its deadline (pending only). */
   deadline: number;
@@ -116,6 +114,8 @@ export interface LimitCount {
   used: number;
   pending: number;
   reservations: Reservation[];
+  /** Per call, its receipt's pending reservation (`p:<receipt key>`), which a redelivery reuses; 0 none. */
+  pendingFor: number[];
   /** Reservation id to what became of it on the run's side: the call it is bound to, or -1 revoked. */
   bindings: Map<number, number>;
 }
@@ -140,6 +140,8 @@ export type Pc =
   | 'lockLifetime'
   | 'readOutcome'
   | 'reconcileSettle'
+  | 'settleShare'
+  | 'commitHeld'
   | 'releaseShare'
   | 'bind'
   | 'commitShare'
@@ -194,8 +196,9 @@ export interface Worker {
   refused: boolean;
   /** The limit refused it while only the call's own reservation kept the window full. */
   refusedByOwn: boolean;
-  /** Expired reservations its reserve reported, still to settle; `settling` is the one in hand. */
+  /** Expired reservations its reserve reported, still to settle, and the call each is for; `settling` is the one in hand. */
   expired: number[];
+  expiredCalls: number[];
   settling: number;
   /** A settle of this round of the reserve gave a share back (then the reserve is asked again). */
   reserveAgain: boolean;
@@ -302,6 +305,7 @@ export function idleWorker(): Worker {
     refused: false,
     refusedByOwn: false,
     expired: [],
+    expiredCalls: [],
     settling: 0,
     reserveAgain: false,
     rounds: 0,
@@ -320,7 +324,7 @@ export function initialState(scenario: Scenario): ProtocolState {
   return {
     receipts: scenario.calls.map(absentReceipt),
     rows: scenario.calls.map(() => []),
-    limit: { used: 0, pending: 0, reservations: [], bindings: new Map() },
+    limit: { used: 0, pending: 0, reservations: [], pendingFor: scenario.calls.map(() => 0), bindings: new Map() },
     jobs: scenario.calls.map(() => 'waiting'),
     workers: Array.from({ length: scenario.workers }, idleWorker),
     forms: scenario.calls.map(() => 0),
@@ -342,10 +346,11 @@ export function cloneState(s: ProtocolState): ProtocolState {
       used: s.limit.used,
       pending: s.limit.pending,
       reservations: s.limit.reservations.map((r) => ({ ...r })),
+      pendingFor: [...s.limit.pendingFor],
       bindings: new Map(s.limit.bindings),
     },
     jobs: [...s.jobs],
-    workers: s.workers.map((w) => ({ ...w, expired: [...w.expired] })),
+    workers: s.workers.map((w) => ({ ...w, expired: [...w.expired], expiredCalls: [...w.expiredCalls] })),
     forms: [...s.forms],
     budgets: { ...s.budgets },
     nextId: [...s.nextId],

@@ -8,7 +8,7 @@
  * writer does not hold the fence must change nothing.
  */
 import type { ModelContext } from './hooks.js';
-import { limitBind, limitCommit, limitRelease, limitUnbind } from './limit-scripts.js';
+import { limitBind, limitCommit, limitRelease, limitSettle, limitUnbind } from './limit-scripts.js';
 import { CORRUPT, fail, holdsFence, outcomeUnknown, recordStep, type Observed } from './receipt-scripts.js';
 import { ghostOf, idleWorker, resultOf, type ProtocolState, type Receipt } from './state.js';
 import { endWith, finish, refuse } from './worker-ending.js';
@@ -76,8 +76,14 @@ const bind: Step = (s, ctx, wi) => {
   if (code === 1) {
     w.shareBound = true;
     w.pc = 'commitShare';
+  } else if (code === 2 && s.receipts[w.call]!.limitHolder === w.reservation) {
+    // Counted by this very reservation (an earlier delivery bound it): committed, and not this delivery's to give back.
+    w.pc = 'commitHeld';
+  } else if (code === 3) {
+    // Nothing running: settled on the run's side (another delivery may hold it), and the attempt runs.
+    w.pc = 'settleShare';
   } else {
-    // Revoked (0): not to run; settled as never started, then reserve again. Counted already (2) or nothing running (3): run.
+    // Revoked (0): not to run; settled as never started, then reserve again. Counted by another (2): run.
     if (code === 0) w.ending = 'retry';
     w.pc = 'releaseUnused';
   }
@@ -229,10 +235,29 @@ const giveBackShare: Step = (s, _ctx, wi) => {
   return finish(s, wi, w.ending);
 };
 
-const releaseShare: Step = (s, _ctx, wi) => {
+/** LimitStore.settle: limit-settle-2.lua on the run's side, then the commit or the give-back it calls for. */
+const settleShare: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
-  limitRelease(s, w.reservation);
+  w.pc = limitSettle(s, w.reservation, w.call) === 1 ? 'commitHeld' : 'releaseShare';
+  return undefined;
+};
+
+/** After a settle or a share counted already: the turn ends as it was to, or (no ending yet) the tool runs. */
+function afterShare(s: ProtocolState, ctx: ModelContext, wi: number): string | undefined {
+  const w = s.workers[wi]!;
+  w.reservation = 0;
+  if (w.ending === 'none') return startTool(s, ctx, wi);
   return finish(s, wi, w.ending);
+}
+
+const commitHeld: Step = (s, ctx, wi) => {
+  limitCommit(s, s.workers[wi]!.reservation);
+  return afterShare(s, ctx, wi);
+};
+
+const releaseShare: Step = (s, ctx, wi) => {
+  limitRelease(s, s.workers[wi]!.reservation);
+  return afterShare(s, ctx, wi);
 };
 
 /** The attempt side's steps, by the pc that takes them. */
@@ -249,5 +274,7 @@ export const ATTEMPT_STEPS = {
   outcomeUnknown: outcomeUnknownStep,
   unbindShare,
   giveBackShare,
+  settleShare,
+  commitHeld,
   releaseShare,
 } as const;

@@ -38,10 +38,11 @@ const gate: Step = (s, ctx, wi) => {
 /** The reserve (LimitStore.reserve): at most three rounds, each settling the expired reservations it met. */
 const reserve: Step = (s, ctx, wi) => {
   const w = s.workers[wi]!;
-  const answer = limitReserve(s, ctx, w.call, ctx.hooks.reservationLifetime(s, w.call));
+  const answer = limitReserve(s, ctx, w.call, ctx.hooks.reusesOwnReservation);
   w.rounds += 1;
   w.reserveAgain = false;
   w.expired = [...answer.expired];
+  w.expiredCalls = [...answer.expiredCalls];
   if (answer.granted) w.reservation = answer.id;
   else w.refusedByOwn = !othersFillLimit(s, ctx, w.call);
   return afterSettles(s, ctx, wi);
@@ -63,7 +64,7 @@ function afterSettles(s: ProtocolState, ctx: ModelContext, wi: number): undefine
 const settleExpired: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
   w.settling = w.expired.shift()!;
-  w.pc = limitSettle(s, w.settling) === 1 ? 'commitExpired' : 'releaseExpired';
+  w.pc = limitSettle(s, w.settling, w.expiredCalls.shift()!) === 1 ? 'commitExpired' : 'releaseExpired';
   return undefined;
 };
 

@@ -52,14 +52,15 @@ export function park(s: ProtocolState, ctx: ModelContext, wi: number, holder: Ho
 }
 
 /**
- * Ends the turn, first giving back a reservation no attempt was bound to
- * (pc `releaseShare`, then {@link finish}).
+ * Ends the turn, first settling a reservation this delivery did not bind
+ * (pc `settleShare`: it may be another delivery's too, so it is kept when
+ * an attempt of the receipt needs it, else given back), then {@link finish}.
  */
 export function endWith(s: ProtocolState, _ctx: ModelContext, wi: number, ending: Ending): string | undefined {
   const w = s.workers[wi]!;
   if (w.reservation !== 0 && !w.shareBound) {
     w.ending = ending;
-    w.pc = 'releaseShare';
+    w.pc = 'settleShare';
     return undefined;
   }
   return finish(s, wi, ending);

@@ -56,11 +56,8 @@ function renamed(s: ProtocolState, id: (n: number) => number, reservation: (n: n
   copy.forms = copy.forms.map(ep);
   copy.rows = copy.rows.map((rows) => rows.map((row) => ({ ...row, epoch: ep(row.epoch) })));
   copy.ghosts = copy.ghosts.map((g) => ({ ...g, epoch: ep(g.epoch) }));
-  copy.limit.reservations = copy.limit.reservations.map((r) => ({
-    ...r,
-    id: res(r.id),
-    lifetime: r.lifetime < 0 ? -res(r.id) : ep(r.lifetime),
-  }));
+  copy.limit.reservations = copy.limit.reservations.map((r) => ({ ...r, id: res(r.id) }));
+  copy.limit.pendingFor = copy.limit.pendingFor.map(res);
   copy.limit.bindings = new Map([...copy.limit.bindings].map(([key, value]) => [res(key), value]));
   for (const w of copy.workers) {
     w.epoch = ep(w.epoch);

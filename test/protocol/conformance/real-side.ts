@@ -89,6 +89,10 @@ export class RealSide {
   receiptKey(call: number): string {
     return this.callKeys(call)[0];
   }
+  /** The call whose receipt key this is; -1 for none of the scenario's. */
+  callOf(receiptKey: string): number {
+    return this.scenario.calls.findIndex((_, call) => this.receiptKey(call) === receiptKey);
+  }
   /** The three keys of a transition: receipt, run index, counting set. */
   transitionKeys(call: number): [string, string, string] {
     const [receipt, index, , count] = this.callKeys(call);
@@ -126,11 +130,12 @@ export class RealSide {
   modelId(call: number, token: string): number | undefined {
     return token === '' ? 0 : this.idsBack[call]!.get(token);
   }
-  /** The real id of reservation `id`: `named` when the wrapper names it (by call and lifetime), else random. */
-  realReservation(id: number, named?: string): string {
+  /** The real id of reservation `id`; `minted` (the id the reserve granted) when it is seen for the first time. */
+  realReservation(id: number, minted?: string): string {
     let real = this.reservations.get(id);
     if (real === undefined) {
-      real = named ?? randomBytes(9).toString('base64url');
+      if (minted === undefined) throw new Error(`reservation ${id} of the model has no real id`);
+      real = minted;
       this.reservations.set(id, real);
       this.reservationsBack.set(real, id);
     }

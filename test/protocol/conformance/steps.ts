@@ -6,6 +6,7 @@
  * tool's effect) sends nothing. Throws {@link Divergence} when the two
  * disagree. The other moves are in moves.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { parseClaimObservation, parseObservation, type Observation } from '../../../src/redis/receipts/channel.js';
 import { approvalGate } from '../../../protocol/model/approval-scripts.js';
 import type { ModelContext } from '../../../protocol/model/hooks.js';
@@ -52,11 +53,6 @@ export function compareObservation(
   );
 }
 
-/** The real id of the reservation the model reserves under `lifetime` (or mints). */
-function reservationName(side: RealSide, call: number, lifetime: number | 'fresh'): string | undefined {
-  return lifetime === 'fresh' ? undefined : `c${call}-${side.real(call, lifetime) || 'none'}`;
-}
-
 /**
  * Makes worker `wi`'s step for real; `pre` is the model's state before it
  * (the model's transitions are run again on copies of it for their answers).
@@ -90,32 +86,40 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       return expectSame('approval-gate', { answer: reply[0], created: reply[8] === 1 }, { answer: answer.answer, created: answer.created });
     }
     case 'reserve': {
-      const lifetime = ctx.hooks.reservationLifetime(pre, call);
-      const answer = limitReserve(model, ctx, call, lifetime);
-      const id = answer.granted ? side.realReservation(answer.id, reservationName(side, call, lifetime)) : `refused-${pre.nextReservation}`;
-      const args = [
-        id,
-        1,
-        ctx.scenario.limitMax,
-        side.windowMs,
-        side.deadlineMs(ctx.scenario.ticks.reservation),
-        side.receiptKey(call),
-        side.bindingsKey(),
-      ];
-      const reply = await side.script('limit-reserve', side.limitKeys(), [...args, LIMIT_NAME, 16]);
+      const answer = limitReserve(model, ctx, call, ctx.hooks.reusesOwnReservation);
+      // A new id each time, as the store mints one; the script answers the receipt's own pending one instead, when it has one.
+      const fresh = randomBytes(9).toString('base64url');
+      const args = [fresh, 1, ctx.scenario.limitMax, side.windowMs, side.deadlineMs(ctx.scenario.ticks.reservation), side.receiptKey(call)];
+      const reply = await side.script('limit-reserve', side.limitKeys(), [...args, side.bindingsKey(), LIMIT_NAME, 16]);
       if ('error' in reply) throw new Divergence(`limit-reserve: ${reply.error}`);
+      const granted = reply[0] === 1;
+      if (granted && !answer.reused) side.realReservation(answer.id, String(reply[7]));
       const expired: number[] = [];
-      for (let i = 0; i < Number(reply[7]); i++) expired.push(side.modelReservation(String(reply[8 + 2 * i])) ?? -1);
-      return expectSame('limit-reserve', { granted: reply[0] === 1, expired }, { granted: answer.granted, expired: answer.expired });
+      const expiredCalls: number[] = [];
+      for (let i = 0; i < Number(reply[11]); i++) {
+        expired.push(side.modelReservation(String(reply[12 + 3 * i])) ?? -1);
+        expiredCalls.push(side.callOf(String(reply[14 + 3 * i])));
+      }
+      // The expired ones as id:call pairs, in no order (the model cannot know the order of their deadlines' milliseconds).
+      const pairs = (ids: readonly number[], calls: readonly number[]) => ids.map((id, i) => `${id}:${calls[i]}`).sort();
+      const realId = granted ? (side.modelReservation(String(reply[7])) ?? -1) : 0;
+      return expectSame(
+        'limit-reserve',
+        { granted, reused: reply[8] === 1, id: realId, expired: pairs(expired, expiredCalls) },
+        { granted: answer.granted, reused: answer.reused, id: answer.id, expired: pairs(answer.expired, answer.expiredCalls) },
+      );
     }
-    case 'settleExpired': {
-      const id = w.expired[0]!;
-      const reply = await side.script('limit-settle', [side.bindingsKey()], [side.realReservation(id), RETENTION_MS]);
-      return expectSame('limit-settle', 'error' in reply ? reply : reply[0], limitSettle(model, id));
+    case 'settleExpired':
+    case 'settleShare': {
+      const [id, holder] = w.pc === 'settleShare' ? [w.reservation, call] : [w.expired[0]!, w.expiredCalls[0]!];
+      const keys = [side.bindingsKey(), side.receiptKey(holder)];
+      const reply = await side.script('limit-settle', keys, [side.realReservation(id), RETENTION_MS, side.bindingField]);
+      return expectSame('limit-settle', 'error' in reply ? reply : reply[0], limitSettle(model, id, holder));
     }
     case 'commitExpired':
-    case 'commitShare': {
-      const id = w.pc === 'commitShare' ? w.reservation : w.settling;
+    case 'commitShare':
+    case 'commitHeld': {
+      const id = w.pc === 'commitExpired' ? w.settling : w.reservation;
       const reply = await side.script('limit-commit', side.limitKeys(), [side.realReservation(id)]);
       return expectSame('limit-commit', 'error' in reply ? reply : reply[0], limitCommit(model, id));
     }

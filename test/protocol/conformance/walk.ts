@@ -95,19 +95,21 @@ async function realLimit(side: RealSide, calls: number): Promise<unknown> {
     .map(([field, text]) => {
       const real = field.slice(2);
       const [, , mark, receiptKey] = text.split(' ');
-      const call = Array.from({ length: calls }, (_, c) => c).find((c) => side.receiptKey(c) === receiptKey) ?? -1;
+      const call = side.callOf(receiptKey ?? '');
       const pending = mark === 'p';
       return { id: side.modelReservation(real) ?? -1, call, pending, deadline: pending ? side.ticksLeft(due.get(real) ?? 0) : 0 };
     })
     .sort((a, b) => a.id - b.id);
   const bindings = Object.entries(await side.redis.hgetall(side.bindingsKey()))
-    .map(([real, value]) => [side.modelReservation(real) ?? -1, value === 'revoked' ? REVOKED : callOf(side, calls, value)])
+    .map(([real, value]) => [side.modelReservation(real) ?? -1, value === 'revoked' ? REVOKED : side.callOf(value)])
     .sort((a, b) => a[0]! - b[0]!);
-  return { used: Number(state['used'] ?? 0), pending: Number(state['pending'] ?? 0), reservations, bindings };
+  // The receipt's pending reservation, p:<receipt key> (one a redelivery reuses).
+  const pendingFor = Array.from({ length: calls }, (_, call) => {
+    const id = state[`p:${side.receiptKey(call)}`];
+    return id === undefined ? 0 : (side.modelReservation(id) ?? -1);
+  });
+  return { used: Number(state['used'] ?? 0), pending: Number(state['pending'] ?? 0), reservations, pendingFor, bindings };
 }
-
-const callOf = (side: RealSide, calls: number, receiptKey: string): number =>
-  Array.from({ length: calls }, (_, c) => c).find((c) => side.receiptKey(c) === receiptKey) ?? -1;
 
 function modelLimit(s: ProtocolState): unknown {
   return {
@@ -116,6 +118,7 @@ function modelLimit(s: ProtocolState): unknown {
     reservations: s.limit.reservations
       .map((r) => ({ id: r.id, call: r.call, pending: r.state === 'pending', deadline: r.state === 'pending' ? r.deadline : 0 }))
       .sort((a, b) => a.id - b.id),
+    pendingFor: s.limit.pendingFor,
     bindings: [...s.limit.bindings].sort((a, b) => a[0] - b[0]),
   };
 }
