@@ -18,7 +18,7 @@ import { formatTrace, replay } from './checker/trace.js';
 import { SEEDED_DEFECTS, type SeededDefect } from './model/defects.js';
 import { PROTOCOL_HOOKS, type ProtocolHooks } from './model/hooks.js';
 import { KNOWN_FINDINGS } from './findings.js';
-import { SCENARIOS } from './scenarios.js';
+import { DEFECT_SCENARIOS, SCENARIOS, type CheckedScenario } from './scenarios.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,7 +54,11 @@ function hooksOf(defect: string | undefined): ProtocolHooks {
 }
 
 const hooks = hooksOf(values.defect);
-const chosen = SCENARIOS.filter((s) => values.scenario === undefined || values.scenario.includes(s.scenario.name));
+// A seeded defect is looked for where the test suite looks for it (a scenario with the faults it needs), to depth 30.
+const chosen: readonly CheckedScenario[] =
+  values.defect !== undefined && values.scenario === undefined
+    ? [{ scenario: DEFECT_SCENARIOS[values.defect as SeededDefect], depth: 30, quickDepth: 30 }]
+    : SCENARIOS.filter((s) => values.scenario === undefined || values.scenario.includes(s.scenario.name));
 if (chosen.length === 0) {
   console.error(`no scenario matches; the scenarios are: ${SCENARIOS.map((s) => s.scenario.name).join(', ')}`);
   process.exit(2);
@@ -69,7 +73,7 @@ for (const { scenario, depth: defaultDepth, quickDepth } of chosen) {
   const depth = values.depth !== undefined ? Number(values.depth) : values.quick ? quickDepth : defaultDepth;
   const ctx = { scenario, hooks };
   const shape = `${scenario.workers} workers, ${scenario.calls.length} call${scenario.calls.length === 1 ? '' : 's'}`;
-  process.stdout.write(`  ${scenario.name.padEnd(14)} ${shape}, depth ${depth}: `);
+  process.stdout.write(`  ${scenario.name.padEnd(13)} ${shape}, depth ${depth}: `);
   const result = explore(ctx, { depth });
   states += result.states;
   const reach = result.exhausted ? `every reachable state (depth ${result.depth})` : `depth ${result.depth}`;

@@ -50,7 +50,7 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       // Left out: a known finding (protocol/findings.ts).
       takeoverSessionsKept: true,
     },
-    depth: 24,
+    depth: 22,
     quickDepth: 10,
   },
   {
@@ -64,7 +64,7 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       // No receipt expiry: it leads to a known finding (protocol/findings.ts).
       budgets: { ...NO_FAULTS, kills: 1, stops: 1, decisions: 3, lostReplies: 1 },
     },
-    depth: 20,
+    depth: 18,
     quickDepth: 10,
   },
   {
@@ -77,7 +77,7 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       ticks: TICKS,
       budgets: { ...NO_FAULTS, kills: 1, stops: 1, failures: 1 },
     },
-    depth: 18,
+    depth: 19,
     quickDepth: 9,
   },
 ];
