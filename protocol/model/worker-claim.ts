@@ -98,16 +98,26 @@ const claimStep: Step = (s, ctx, wi, choice) => {
   const spec = ctx.scenario.calls[w.call]!;
   w.token = mintId(s, w.call);
   const seen = claim(s, ctx, w.call, spec.effect, w.token);
-  if (choice === 1) {
+  return answered(s, ctx, wi, seen, choice === 1 ? { attempt: 1, epoch: w.token } : undefined);
+};
+
+/**
+ * What a claim or a takeover answered: the attempt it started runs, or the
+ * claim's rounds decide from what it saw; when the reply was lost (`lost`:
+ * the attempt it may have started), that attempt is released instead.
+ */
+function answered(s: ProtocolState, ctx: ModelContext, wi: number, seen: Observed, lost?: { attempt: number; epoch: number }) {
+  const w = s.workers[wi]!;
+  if (lost !== undefined) {
     s.budgets.lostReplies -= 1;
-    w.attempt = 1;
-    w.epoch = w.token;
+    w.attempt = lost.attempt;
+    w.epoch = lost.epoch;
     w.pc = 'releaseLost';
     return undefined;
   }
   if (seen.code === 1) return execute(s, ctx, wi, seen.attempts, seen.epoch);
   return decide(s, ctx, wi, seen);
-};
+}
 
 const releaseLost: Step = (s, ctx, wi) => {
   const w = s.workers[wi]!;
@@ -122,15 +132,7 @@ const reclaimStep: Step = (s, ctx, wi, choice) => {
   w.token = mintId(s, w.call);
   const seen = { status: w.seenStatus, attempts: w.seenAttempts, epoch: w.seenEpoch };
   const won = reclaim(s, ctx, w.call, seen, spec.effect, w.token);
-  if (choice === 1) {
-    s.budgets.lostReplies -= 1;
-    w.attempt = seen.attempts + 1;
-    w.epoch = seen.epoch;
-    w.pc = 'releaseLost';
-    return undefined;
-  }
-  if (won.code === 1) return execute(s, ctx, wi, won.attempts, won.epoch);
-  return decide(s, ctx, wi, won);
+  return answered(s, ctx, wi, won, choice === 1 ? { attempt: seen.attempts + 1, epoch: seen.epoch } : undefined);
 };
 
 const flag: Step = (s, ctx, wi) => {

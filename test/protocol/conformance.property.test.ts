@@ -7,8 +7,7 @@
  * that reached it. FC_SEED reproduces a run, FC_RUNS runs more paths.
  */
 import fc from 'fast-check';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, describe, it } from 'vitest';
 import { PROTOCOL_HOOKS } from '../../protocol/model/hooks.js';
 import { SCENARIOS } from '../../protocol/scenarios.js';
 import { packageScripts } from '../../src/redis/scripts/scripts.js';
@@ -24,12 +23,7 @@ const NUM_RUNS = Number(process.env.FC_RUNS ?? 6);
 const POSTGRES_SKIP = postgresSkipReason();
 
 describe('the protocol model against the real scripts and PostgreSQL', () => {
-  let observer: pg.Client | undefined;
-  beforeAll(async () => {
-    observer = await database.observer();
-  });
-  afterAll(async () => {
-    await observer?.end();
+  afterAll(() => {
     if (process.env.PROTOCOL_COVERAGE)
       console.log(
         [...covered]
@@ -50,7 +44,7 @@ describe('the protocol model against the real scripts and PostgreSQL', () => {
         try {
           await fc.assert(
             fc.asyncProperty(fc.array(fc.nat(), { minLength: 40, maxLength: 60 }), async (picks) => {
-              const side = new RealSide(redis, packageScripts(), fixture.handle().prefix, database.url(), observer, scenario);
+              const side = new RealSide(redis, packageScripts(), fixture.handle().prefix, database.url(), database.observer(), scenario);
               const log: string[] = [];
               try {
                 await walk(side, ctx, picks, log);

@@ -5,8 +5,7 @@
  * on the correct model, every move made on a real redis-server and
  * PostgreSQL and compared (test/protocol/conformance/).
  */
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROTOCOL_HOOKS } from '../../protocol/model/hooks.js';
 import { SEEDED_DEFECTS, type SeededDefect } from '../../protocol/model/defects.js';
 import { DEFECT_SCENARIOS } from '../../protocol/scenarios.js';
@@ -30,14 +29,6 @@ const database = useOutcomeDatabase();
 const PENDING: Partial<Record<SeededDefect, { why: string; divergence: RegExp }>> = {};
 
 describe('the seeded defects’ paths on the real scripts', () => {
-  let observer: pg.Client | undefined;
-  beforeAll(async () => {
-    observer = await database.observer();
-  });
-  afterAll(async () => {
-    await observer?.end();
-  });
-
   for (const name of Object.keys(SEEDED_DEFECTS) as SeededDefect[]) {
     const scenario = DEFECT_SCENARIOS[name];
     const needsPostgres = scenario.calls.some((c) => c.effect === 'transactional');
@@ -45,7 +36,15 @@ describe('the seeded defects’ paths on the real scripts', () => {
     const walk = async () => {
       const path = defectPath(name);
       const redis = fixture.connect();
-      const side = new RealSide(redis, packageScripts(), fixture.handle().prefix, database.url(), observer, scenario, PATH_TICK_MS);
+      const side = new RealSide(
+        redis,
+        packageScripts(),
+        fixture.handle().prefix,
+        database.url(),
+        database.observer(),
+        scenario,
+        PATH_TICK_MS,
+      );
       const log: string[] = [];
       try {
         const made = await walkPath(side, { scenario, hooks: PROTOCOL_HOOKS }, path, log);

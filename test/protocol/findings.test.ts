@@ -6,8 +6,7 @@
  * fixed, its test here fails: take it off the list, and its exclusion out
  * of the default scenarios.
  */
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { explore } from '../../protocol/checker/explore.js';
 import { replay } from '../../protocol/checker/trace.js';
 import { KNOWN_FINDINGS } from '../../protocol/findings.js';
@@ -23,14 +22,6 @@ const fixture = useRedis();
 const database = useOutcomeDatabase();
 
 describe('the known findings', () => {
-  let observer: pg.Client | undefined;
-  beforeAll(async () => {
-    observer = await database.observer();
-  });
-  afterAll(async () => {
-    await observer?.end();
-  });
-
   for (const finding of KNOWN_FINDINGS) {
     const ctx = { scenario: finding.scenario, hooks: PROTOCOL_HOOKS };
     const needsPostgres = finding.scenario.calls.some((c) => c.effect === 'transactional');
@@ -46,7 +37,7 @@ describe('the known findings', () => {
           packageScripts(),
           fixture.handle().prefix,
           database.url(),
-          observer,
+          database.observer(),
           finding.scenario,
           PATH_TICK_MS,
         );

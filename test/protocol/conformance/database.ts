@@ -12,12 +12,13 @@ import { postgresSkipReason, startPostgres, type PostgresHandle } from '../../su
 export interface OutcomeDatabase {
   /** The server's URL; undefined when none runs. */
   url(): string | undefined;
-  /** A new connection for reading what committed (the caller ends it); undefined when no server runs. */
-  observer(): Promise<pg.Client | undefined>;
+  /** The file's connection for reading what committed and ending sessions; undefined when no server runs. */
+  observer(): pg.Client | undefined;
 }
 
 export function useOutcomeDatabase(): OutcomeDatabase {
   let handle: PostgresHandle | undefined;
+  let observer: pg.Client | undefined;
   beforeAll(async () => {
     if (postgresSkipReason() !== undefined) return;
     handle = await startPostgres();
@@ -27,18 +28,13 @@ export function useOutcomeDatabase(): OutcomeDatabase {
     } finally {
       await pool.end();
     }
+    observer = new pg.Client({ connectionString: handle.url });
+    observer.on('error', () => undefined);
+    await observer.connect();
   });
   afterAll(async () => {
+    await observer?.end();
     await handle?.stop();
   });
-  return {
-    url: () => handle?.url,
-    async observer() {
-      if (handle === undefined) return undefined;
-      const client = new pg.Client({ connectionString: handle.url });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    },
-  };
+  return { url: () => handle?.url, observer: () => observer };
 }

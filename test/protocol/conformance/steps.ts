@@ -120,16 +120,14 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
     case 'commitShare':
     case 'commitHeld': {
       const id = w.pc === 'commitExpired' ? w.settling : w.reservation;
-      const reply = await side.script('limit-commit', side.limitKeys(), [side.realReservation(id)]);
-      return expectSame('limit-commit', 'error' in reply ? reply : reply[0], limitCommit(model, id));
+      return await onReservation(side, 'limit-commit', id, limitCommit(model, id));
     }
     case 'releaseExpired':
     case 'releaseShare':
     case 'releaseUnused':
     case 'giveBackShare': {
       const id = w.pc === 'releaseExpired' ? w.settling : w.reservation;
-      const reply = await side.script('limit-release', side.limitKeys(), [side.realReservation(id)]);
-      return expectSame('limit-release', 'error' in reply ? reply : reply[0], limitRelease(model, id));
+      return await onReservation(side, 'limit-release', id, limitRelease(model, id));
     }
     case 'bind': {
       if (w.refused) return await boundOn(side, pre, call);
@@ -257,6 +255,12 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
     case 'idle':
       return;
   }
+}
+
+/** A limit script on one reservation (its commit or its give-back), its code compared with the model's. */
+async function onReservation(side: RealSide, script: 'limit-commit' | 'limit-release', id: number, model: number): Promise<void> {
+  const reply = await side.script(script, side.limitKeys(), [side.realReservation(id)]);
+  expectSame(script, 'error' in reply ? reply : reply[0], model);
 }
 
 /** The wrapper's one read of the receipt when a limit refused: its status and whether its lifetime is counted. */

@@ -51,24 +51,21 @@ const committedRead = (side: RealSide, call: number, epoch: number) =>
     side.real(call, epoch),
   ]);
 
-async function rollBack(side: RealSide, wi: number): Promise<void> {
+/** Ends worker `wi`'s transaction with `how` (a session already ended just fails it) and closes its session. */
+async function endTransaction(side: RealSide, wi: number, how: 'COMMIT' | 'ROLLBACK'): Promise<void> {
   const session = side.sessions[wi];
   if (session === undefined) return;
-  await RealSide.statement(session, 'ROLLBACK');
-  const pid = session.pid;
+  await RealSide.statement(session, how);
   await side.close(wi);
-  await gone(side, pid);
+  await gone(side, session.pid);
 }
+
+const rollBack = (side: RealSide, wi: number): Promise<void> => endTransaction(side, wi, 'ROLLBACK');
 
 export const realTransaction = {
   /** Ends worker `wi`'s transaction as its step ends it (COMMIT of a takeover, or nothing left). */
   async release(side: RealSide, wi: number): Promise<void> {
-    const session = side.sessions[wi];
-    if (session === undefined) return;
-    await RealSide.statement(session, 'COMMIT');
-    const pid = session.pid;
-    await side.close(wi);
-    await gone(side, pid);
+    await endTransaction(side, wi, 'COMMIT');
   },
 
   /** The process is killed: its connection closes, and the server rolls its transaction back. */
