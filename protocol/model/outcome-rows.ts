@@ -68,10 +68,14 @@ export function endSession(s: ProtocolState, wi: number): void {
   w.txn = 'dead';
 }
 
-/** A takeover's sweep (holdLifetime): every session holding the lifetime's lock shared is ended. */
-export function endSharedHolders(s: ProtocolState, call: number, epoch: number): void {
+/**
+ * A takeover's sweep (holdLifetime): every session holding the lifetime's
+ * lock is ended, in either mode: the attempts holding it shared, and an
+ * earlier takeover holding it exclusively (stalled past its reconcile lease).
+ */
+export function endLockHolders(s: ProtocolState, call: number, epoch: number): void {
   s.workers.forEach((w, wi) => {
-    if (ofLifetime(w, call, epoch) && holdsShared(w)) endSession(s, wi);
+    if (ofLifetime(w, call, epoch) && (holdsShared(w) || w.txn === 'exclusive')) endSession(s, wi);
   });
 }
 

@@ -12,7 +12,7 @@ import type { ModelContext } from './hooks.js';
 import {
   commitRow,
   committedAttempt,
-  endSharedHolders,
+  endLockHolders,
   insertRow,
   rowHeldOpen,
   sharedHeld,
@@ -112,10 +112,10 @@ const txCommit: Step = (s, _ctx, wi, choice) => {
   return late;
 };
 
-/** The takeover's sweep: every session holding the lifetime's lock shared is ended (pg_terminate_backend). */
+/** The takeover's sweep: every session holding the lifetime's lock, in either mode, is ended (pg_terminate_backend). */
 const sweepLifetime: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
-  endSharedHolders(s, w.call, w.epoch);
+  endLockHolders(s, w.call, w.epoch);
   w.pc = 'lockLifetime';
   return undefined;
 };

@@ -10,7 +10,7 @@ import { heartbeat } from '../../../protocol/model/receipt-scripts.js';
 import type { ModelContext } from '../../../protocol/model/hooks.js';
 import type { ProtocolState } from '../../../protocol/model/state.js';
 import { RealSide, RETENTION_MS, type Outcome, type Session } from './real-side.js';
-import { committedAttempt, insertRow, takeoverHolds } from '../../../protocol/model/outcome-rows.js';
+import { committedAttempt, endLockHolders, insertRow, takeoverHolds } from '../../../protocol/model/outcome-rows.js';
 import { cloneState } from '../../../protocol/model/state.js';
 import { Divergence, expectSame } from './divergence.js';
 
@@ -136,10 +136,11 @@ export const realTransaction = {
           [space, key],
         );
         if (!swept.ok) throw new Divergence(`the sweep failed: ${swept.message}`);
-        const holders = pre.workers.filter(
-          (v) => v.call === call && v.epoch === w.epoch && ['shared', 'inserted', 'blocked'].includes(v.txn),
-        );
-        expectSame('the sessions the sweep ended', swept.rows.length, holders.length);
+        // The model's sweep, on a copy: the sessions it ends are those that were not ended before.
+        const after = cloneState(pre);
+        endLockHolders(after, call, w.epoch);
+        const ended = after.workers.filter((v, i) => v.txn === 'dead' && pre.workers[i]!.txn !== 'dead').length;
+        expectSame('the sessions the sweep ended', swept.rows.length, ended);
         for (const row of swept.rows) await gone(side, Number(row['pid']));
         return;
       }
