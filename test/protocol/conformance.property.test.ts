@@ -15,7 +15,7 @@ import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
 import { RealSide } from './conformance/real-side.js';
-import { covered, walk } from './conformance/walk.js';
+import { covered, FellBehind, walk } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
@@ -49,6 +49,8 @@ describe('the protocol model against the real scripts and PostgreSQL', () => {
               try {
                 await walk(side, ctx, picks, log);
               } catch (error) {
+                // A machine too busy to keep the walk inside its ticks gives no verdict: this path is skipped, not failed.
+                if (error instanceof FellBehind) return fc.pre(false);
                 throw new Error(`${(error as Error).message}\nthe moves that led there:\n  ${log.join('\n  ')}`, { cause: error });
               } finally {
                 await side.closeAll();

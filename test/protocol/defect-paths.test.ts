@@ -15,7 +15,7 @@ import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
 import { defectPath } from './conformance/paths.js';
 import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
-import { walkPath } from './conformance/walk.js';
+import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
@@ -35,26 +35,19 @@ describe('the seeded defects’ paths on the real scripts', () => {
     const pending = PENDING[name];
     const walk = async () => {
       const path = defectPath(name);
-      const redis = fixture.connect();
-      const side = new RealSide(
-        redis,
-        packageScripts(),
-        fixture.handle().prefix,
-        database.url(),
-        database.observer(),
-        scenario,
-        PATH_TICK_MS,
-      );
-      const log: string[] = [];
-      try {
-        const made = await walkPath(side, { scenario, hooks: PROTOCOL_HOOKS }, path, log);
-        // The correct model may leave the broken one's path early, but never before its first moves.
-        expect(made).toBeGreaterThan(path.length / 2);
-      } catch (error) {
-        throw new Error(`${(error as Error).message}\nthe moves:\n  ${log.join('\n  ')}`, { cause: error });
-      } finally {
-        await side.closeAll();
-      }
+      const sideOf = () =>
+        new RealSide(
+          fixture.connect(),
+          packageScripts(),
+          fixture.handle().prefix,
+          database.url(),
+          database.observer(),
+          scenario,
+          PATH_TICK_MS,
+        );
+      const { made } = await walkFixedPath(sideOf, { scenario, hooks: PROTOCOL_HOOKS }, path);
+      // The correct model may leave the broken one's path early, but never before its first moves.
+      expect(made).toBeGreaterThan(path.length / 2);
     };
     it.skipIf(needsPostgres && postgresSkipReason() !== undefined)(
       pending === undefined ? `walks the path that breaks "${name}" as the model does` : `"${name}": ${pending.why}`,

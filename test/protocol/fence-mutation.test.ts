@@ -18,7 +18,7 @@ import { useRedis } from '../support/redis-fixture.js';
 import { Divergence } from './conformance/divergence.js';
 import { defectPath } from './conformance/paths.js';
 import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
-import { walkPath } from './conformance/walk.js';
+import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
 const copies: string[] = [];
@@ -48,14 +48,8 @@ describe('a fence check deleted from the real Lua', () => {
   const ctx = { scenario, hooks: PROTOCOL_HOOKS };
 
   async function walkWith(scripts: ScriptLibrary): Promise<string[]> {
-    const side = new RealSide(fixture.connect(), scripts, fixture.handle().prefix, undefined, undefined, scenario, PATH_TICK_MS);
-    const log: string[] = [];
-    try {
-      await walkPath(side, ctx, defectPath(name), log);
-      return log;
-    } finally {
-      await side.closeAll();
-    }
+    const sideOf = () => new RealSide(fixture.connect(), scripts, fixture.handle().prefix, undefined, undefined, scenario, PATH_TICK_MS);
+    return (await walkFixedPath(sideOf, ctx, defectPath(name))).log;
   }
 
   it('makes the conformance walk fail at the stale complete', async () => {

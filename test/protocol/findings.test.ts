@@ -16,7 +16,7 @@ import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
 import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
-import { walkPath } from './conformance/walk.js';
+import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
@@ -32,23 +32,17 @@ describe('the known findings', () => {
         expect(found.violation?.message).toMatch(finding.violation);
         const trace = replay(ctx, found.violation!.moves);
         expect(trace.violation).toBe(found.violation!.message);
-        const side = new RealSide(
-          fixture.connect(),
-          packageScripts(),
-          fixture.handle().prefix,
-          database.url(),
-          database.observer(),
-          finding.scenario,
-          PATH_TICK_MS,
-        );
-        const log: string[] = [];
-        try {
-          expect(await walkPath(side, ctx, trace.actions, log)).toBe(trace.actions.length);
-        } catch (error) {
-          throw new Error(`${(error as Error).message}\nthe moves:\n  ${log.join('\n  ')}`, { cause: error });
-        } finally {
-          await side.closeAll();
-        }
+        const sideOf = () =>
+          new RealSide(
+            fixture.connect(),
+            packageScripts(),
+            fixture.handle().prefix,
+            database.url(),
+            database.observer(),
+            finding.scenario,
+            PATH_TICK_MS,
+          );
+        expect((await walkFixedPath(sideOf, ctx, trace.actions)).made).toBe(trace.actions.length);
       },
       120_000,
     );

@@ -152,7 +152,7 @@ export class RealSide {
 
   /** Past this far into a tick, a step could reach the tick's second half: the walk lets the clock tick first. */
   get tickBudgetMs(): number {
-    return this.tickMs / 2 - 60;
+    return this.tickMs / 2 - Math.max(60, this.tickMs / 4);
   }
 
   /** The result text a model result id stands for. */
@@ -215,8 +215,18 @@ export class RealSide {
       const message = error instanceof Error ? error.message : String(error);
       if (message.includes('TRC_CORRUPT') || message.includes('TRC_VERSION')) return { error: message };
       throw error;
+    } finally {
+      // Done past the tick's first half, the script may have read a later tick's time than the model's.
+      if ((await this.intoTick()) >= this.tickMs / 2) this.late = true;
     }
   }
+
+  /**
+   * A script of the walk finished past the first half of its tick (the
+   * machine stalled the walk): what it saw of a deadline may be a tick
+   * later than the model's, so the walk cannot be compared from there on.
+   */
+  late = false;
 
   /** Opens worker `wi`'s session for a new transaction. */
   async open(wi: number): Promise<Session> {
