@@ -9,7 +9,7 @@
  */
 import type { ModelContext } from './hooks.js';
 import { decideChecked } from './invariants.js';
-import { dropOpenRow, endSession, idleInTransaction } from './outcome-rows.js';
+import { dropOpenRow, endSession, holdsExclusive, idleInTransaction } from './outcome-rows.js';
 import { isFlagged, resolve } from './receipt-scripts.js';
 import { absentReceipt, cloneState, idleWorker, OPERATOR_RESULT, type ProtocolState } from './state.js';
 import { beat, beats, firstStep, stepChoices, stepWorker } from './worker.js';
@@ -84,8 +84,8 @@ export function enabledActions(s: ProtocolState, ctx: ModelContext): Action[] {
     if (!w.stopped && b.stops > 0) actions.push({ kind: 'stop', who: wi, choice: 0 });
     if (w.stopped && !w.lockLost) actions.push({ kind: 'lockLapse', who: wi, choice: 0 });
     if (w.stopped) actions.push({ kind: 'resume', who: wi, choice: 0 });
-    const spared = w.txn === 'exclusive' && ctx.scenario.takeoverSessionsKept === true;
-    if (w.stopped && idleInTransaction(w) && !spared) actions.push({ kind: 'idleTimeout', who: wi, choice: 0 });
+    const spared = holdsExclusive(s, w) && ctx.scenario.takeoverSessionsKept === true;
+    if (w.stopped && idleInTransaction(s, w) && !spared) actions.push({ kind: 'idleTimeout', who: wi, choice: 0 });
   });
   if (clockRuns(s)) actions.push({ kind: 'tick', who: 0, choice: 0 });
   for (let call = 0; call < s.receipts.length; call++) {

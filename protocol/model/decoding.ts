@@ -65,6 +65,7 @@ function readWorker(r: Reader): Worker {
     carried: r.byte(),
     ending: ENDINGS[r.byte()]!,
     afterUnknown: r.flag(),
+    ticket: r.byte(),
     expired: [],
     expiredCalls: [],
   };
@@ -96,6 +97,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
     },
     nextId: [],
     nextReservation: 1,
+    nextTicket: 1,
     ghosts: [],
     approves: [],
     runs: [],
@@ -155,6 +157,7 @@ export function decodeState(bytes: Uint8Array): ProtocolState {
     maxReservation = Math.max(maxReservation, w.reservation, w.settling, ...w.expired);
     if (w.call >= 0) s.nextId[w.call] = Math.max(s.nextId[w.call]!, w.epoch + 1, w.seenEpoch + 1, w.token + 1);
     s.workers.push(w);
+    s.nextTicket = Math.max(s.nextTicket, w.ticket + 1);
   }
   s.nextReservation = maxReservation + 1;
   return s;

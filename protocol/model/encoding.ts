@@ -57,7 +57,7 @@ export interface Encoded {
   readonly order: readonly number[];
 }
 
-function namings(s: ProtocolState): { epochs: Renaming[]; reservations: Renaming } {
+function namings(s: ProtocolState): { epochs: Renaming[]; reservations: Renaming; tickets: Renaming } {
   const epochs = s.receipts.map((r, call) => {
     const ids = new Renaming();
     ids.add(r.epoch);
@@ -81,12 +81,14 @@ function namings(s: ProtocolState): { epochs: Renaming[]; reservations: Renaming
     reservations.add(w.settling);
     for (const id of w.expired) reservations.add(id);
   }
-  return { epochs, reservations: reservations.seal() };
+  const tickets = new Renaming();
+  for (const w of s.workers) tickets.add(w.ticket);
+  return { epochs, reservations: reservations.seal(), tickets: tickets.seal() };
 }
 
 const NO_IDS = new Renaming();
 
-function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): number[] {
+function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming, tickets: Renaming): number[] {
   const ids = w.call >= 0 ? epochs[w.call]! : NO_IDS;
   const bytes = [
     PC_CODE[w.pc],
@@ -114,6 +116,7 @@ function workerBytes(w: Worker, epochs: Renaming[], reservations: Renaming): num
     w.carried,
     ENDING_CODE[w.ending],
     +w.afterUnknown,
+    tickets.of(w.ticket),
     w.expired.length,
   ];
   for (let i = 0; i < w.expired.length; i++) bytes.push(reservations.of(w.expired[i]!), w.expiredCalls[i]!);
@@ -135,7 +138,7 @@ export function encodeInScratch(s: ProtocolState): {
   readonly length: number;
   readonly order: readonly number[];
 } {
-  const { epochs, reservations } = namings(s);
+  const { epochs, reservations, tickets } = namings(s);
   const out = scratch;
   out.length = 0;
   const b = s.budgets;
@@ -205,7 +208,7 @@ export function encodeInScratch(s: ProtocolState): {
     out.push(reservations.of(id));
     out.push(value < 0 ? NOTHING : value);
   }
-  const workers = s.workers.map((w, i) => ({ i, bytes: workerBytes(w, epochs, reservations) }));
+  const workers = s.workers.map((w, i) => ({ i, bytes: workerBytes(w, epochs, reservations, tickets) }));
   workers.sort((x, y) => compareBytes(x.bytes, y.bytes));
   out.push(workers.length);
   for (const w of workers) for (const n of w.bytes) out.push(n);

@@ -47,11 +47,6 @@ const holdsShared = (w: Worker): boolean => w.txn === 'shared' || w.txn === 'ins
 
 const ofLifetime = (w: Worker, call: number, epoch: number): boolean => w.call === call && w.epoch === epoch;
 
-/** Whether an attempt's transaction of the lifetime holds its lock shared. */
-export function sharedHeld(s: ProtocolState, call: number, epoch: number): boolean {
-  return s.workers.some((w) => ofLifetime(w, call, epoch) && holdsShared(w));
-}
-
 /** Whether a takeover holds the lifetime's lock exclusively, or waits for it (then a shared try-lock fails too). */
 export function takeoverHolds(s: ProtocolState, call: number, epoch: number): boolean {
   return s.workers.some((w) => ofLifetime(w, call, epoch) && (w.txn === 'queued' || w.txn === 'exclusive'));
@@ -69,15 +64,29 @@ export function endSession(s: ProtocolState, wi: number): void {
 }
 
 /**
+ * Whether takeover `w` holds the lifetime's lock exclusively: it read under
+ * it, or its request is granted already, as PostgreSQL grants it the moment
+ * no session holds the lock and no earlier request waits.
+ */
+export function holdsExclusive(s: ProtocolState, w: Worker): boolean {
+  if (w.txn === 'exclusive') return true;
+  if (w.txn !== 'queued') return false;
+  return !s.workers.some(
+    (v) =>
+      v !== w && ofLifetime(v, w.call, w.epoch) && (holdsShared(v) || v.txn === 'exclusive' || (v.txn === 'queued' && v.ticket < w.ticket)),
+  );
+}
+
+/**
  * A takeover's sweep (holdLifetime): every session holding the lifetime's
  * lock is ended, in either mode: the attempts holding it shared, and an
  * earlier takeover holding it exclusively (stalled past its reconcile lease).
  */
 export function endLockHolders(s: ProtocolState, call: number, epoch: number): void {
-  s.workers.forEach((w, wi) => {
-    if (ofLifetime(w, call, epoch) && (holdsShared(w) || w.txn === 'exclusive')) endSession(s, wi);
-  });
+  const holders = s.workers.flatMap((w, wi) => (ofLifetime(w, call, epoch) && (holdsShared(w) || holdsExclusive(s, w)) ? [wi] : []));
+  for (const wi of holders) endSession(s, wi);
 }
 
-/** A session a stopped process leaves idle inside its transaction, which the server may end. */
-export const idleInTransaction = (w: Worker): boolean => w.txn === 'shared' || w.txn === 'inserted' || w.txn === 'exclusive';
+/** A session a stopped process leaves idle inside its transaction (its statements done), which the server may end. */
+export const idleInTransaction = (s: ProtocolState, w: Worker): boolean =>
+  w.txn === 'shared' || w.txn === 'inserted' || holdsExclusive(s, w);

@@ -209,8 +209,10 @@ export interface Worker {
   /**
    * Its PostgreSQL transaction (see outcome-rows.ts): an attempt's holds the
    * lifetime's lock `shared`, then its row (`inserted`), or waits on
-   * another's row (`blocked`); a takeover's waits for the lock exclusively
-   * (`queued`), then holds it (`exclusive`); `dead` once its session was ended.
+   * another's row (`blocked`); a takeover's asked for the lock exclusively
+   * (`queued`: granted as soon as nobody holds it and no earlier request
+   * waits, see holdsExclusive), then reads under it (`exclusive`); `dead`
+   * once its session was ended.
    */
   txn: Txn;
   /** The step was recorded when this attempt read the steps. */
@@ -222,6 +224,8 @@ export interface Worker {
   ending: Ending;
   /** This turn at the call already claimed it again after an unknown outcome (it does so once). */
   afterUnknown: boolean;
+  /** When its takeover asked for the lifetime's lock exclusively (a smaller one asked first, and is granted first), 0 none. */
+  ticket: number;
 }
 
 /** What really happened to one lifetime of a call: the facts the invariants judge. */
@@ -259,6 +263,8 @@ export interface ProtocolState {
   /** Next id to mint per call (epochs and tokens), and for reservations. */
   nextId: number[];
   nextReservation: number;
+  /** Next ticket of a request for a lifetime's lock. */
+  nextTicket: number;
   ghosts: LifetimeGhost[];
   /** Per call: approve decisions written, and lifetimes in which the call ran its tool. */
   approves: number[];
@@ -316,6 +322,7 @@ export function idleWorker(): Worker {
     carried: 0,
     ending: 'none',
     afterUnknown: false,
+    ticket: 0,
   };
 }
 
@@ -331,6 +338,7 @@ export function initialState(scenario: Scenario): ProtocolState {
     budgets: { ...scenario.budgets },
     nextId: scenario.calls.map(() => 1),
     nextReservation: 1,
+    nextTicket: 1,
     ghosts: [],
     approves: scenario.calls.map(() => 0),
     runs: scenario.calls.map(() => 0),
@@ -355,6 +363,7 @@ export function cloneState(s: ProtocolState): ProtocolState {
     budgets: { ...s.budgets },
     nextId: [...s.nextId],
     nextReservation: s.nextReservation,
+    nextTicket: s.nextTicket,
     ghosts: s.ghosts.map((g) => ({ ...g })),
     approves: [...s.approves],
     runs: [...s.runs],

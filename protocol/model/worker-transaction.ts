@@ -15,7 +15,7 @@ import {
   endLockHolders,
   insertRow,
   rowHeldOpen,
-  sharedHeld,
+  holdsExclusive,
   takeoverHolds,
   dropOpenRow,
 } from './outcome-rows.js';
@@ -124,6 +124,7 @@ const sweepLifetime: Step = (s, _ctx, wi) => {
 const lockLifetime: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
   w.txn = 'queued';
+  w.ticket = s.nextTicket++;
   w.pc = 'readOutcome';
   return undefined;
 };
@@ -141,7 +142,10 @@ const readOutcome: Step = (s, ctx, wi, choice) => {
     w.txn = 'none';
     return endWith(s, ctx, wi, 'retry');
   }
-  if (lockedLifetimes(ctx) && w.txn === 'queued') w.txn = 'exclusive';
+  if (lockedLifetimes(ctx) && w.txn === 'queued') {
+    w.txn = 'exclusive';
+    w.ticket = 0;
+  }
   const attempt = committedAttempt(s, w.call, w.epoch);
   w.verdict = attempt === 0 ? -1 : resultOf(attempt);
   w.pc = 'reconcileSettle';
@@ -172,7 +176,7 @@ const reconcileSettleStep: Step = (s, ctx, wi) => {
 /** Whether worker `wi`'s takeover waits for attempts still holding the lifetime's lock, or its insert on another's row. */
 export function transactionWaits(s: ProtocolState, ctx: ModelContext, wi: number): boolean {
   const w = s.workers[wi]!;
-  if (w.pc === 'readOutcome') return lockedLifetimes(ctx) && w.txn === 'queued' && sharedHeld(s, w.call, w.epoch);
+  if (w.pc === 'readOutcome') return lockedLifetimes(ctx) && w.txn === 'queued' && !holdsExclusive(s, w);
   return w.pc === 'txInsert' && w.txn === 'blocked' && rowHeldOpen(s, w.call, w.epoch);
 }
 

@@ -69,6 +69,8 @@ function renamed(s: ProtocolState, id: (n: number) => number, reservation: (n: n
   }
   copy.nextId = copy.nextId.map(id);
   copy.nextReservation = reservation(copy.nextReservation);
+  for (const w of copy.workers) if (w.ticket > 0) w.ticket = id(w.ticket);
+  copy.nextTicket = id(copy.nextTicket);
   return copy;
 }
 

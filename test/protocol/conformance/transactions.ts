@@ -201,8 +201,15 @@ async function readOutcome(side: RealSide, ctx: ModelContext, pre: ProtocolState
   const session = sessionOf(side, wi);
   const pending = session.pending!;
   session.pending = undefined;
-  if (choice === 1 || w.txn === 'dead') {
-    if (choice === 1) await side.observer!.query('SELECT pg_cancel_backend($1)', [session.pid]);
+  if (w.txn === 'dead') {
+    // Its session was ended (after the lock was granted, or while it waited): whatever the lock statement said, nothing more runs on it.
+    await settledWithin(pending, GOES_THROUGH_MS);
+    expectSame('a read on the ended session', (await RealSide.statement(session, 'SELECT 1')).ok, false);
+    return await rollBack(side, wi);
+  }
+  if (choice === 1) {
+    // lock_timeout: the request still waits, and is cancelled.
+    await side.observer!.query('SELECT pg_cancel_backend($1)', [session.pid]);
     expectSame('the lock given up', (await goesThrough('the lock given up', pending)).ok, false);
     return await rollBack(side, wi);
   }
