@@ -9,12 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { PROTOCOL_HOOKS } from '../../protocol/model/hooks.js';
 import { SEEDED_DEFECTS, type SeededDefect } from '../../protocol/model/defects.js';
 import { DEFECT_SCENARIOS } from '../../protocol/scenarios.js';
-import { packageScripts } from '../../src/redis/scripts/scripts.js';
 import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
-import { defectPath } from './conformance/paths.js';
-import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
+import { defectPath, pathSides } from './conformance/paths.js';
 import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
@@ -35,17 +33,7 @@ describe('the seeded defects’ paths on the real scripts', () => {
     const pending = PENDING[name];
     const walk = async () => {
       const path = defectPath(name);
-      const sideOf = () =>
-        new RealSide(
-          fixture.connect(),
-          packageScripts(),
-          fixture.handle().prefix,
-          database.url(),
-          database.observer(),
-          scenario,
-          PATH_TICK_MS,
-        );
-      const { made } = await walkFixedPath(sideOf, { scenario, hooks: PROTOCOL_HOOKS }, path);
+      const { made } = await walkFixedPath(pathSides(fixture, database, scenario), { scenario, hooks: PROTOCOL_HOOKS }, path);
       // The correct model may leave the broken one's path early, but never before its first moves.
       expect(made).toBeGreaterThan(path.length / 2);
     };

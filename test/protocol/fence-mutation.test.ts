@@ -16,8 +16,7 @@ import { DEFECT_SCENARIOS } from '../../protocol/scenarios.js';
 import { packageScripts, ScriptLibrary } from '../../src/redis/scripts/scripts.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { Divergence } from './conformance/divergence.js';
-import { defectPath } from './conformance/paths.js';
-import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
+import { defectPath, pathSides } from './conformance/paths.js';
 import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
@@ -48,8 +47,7 @@ describe('a fence check deleted from the real Lua', () => {
   const ctx = { scenario, hooks: PROTOCOL_HOOKS };
 
   async function walkWith(scripts: ScriptLibrary): Promise<string[]> {
-    const sideOf = () => new RealSide(fixture.connect(), scripts, fixture.handle().prefix, undefined, undefined, scenario, PATH_TICK_MS);
-    return (await walkFixedPath(sideOf, ctx, defectPath(name))).log;
+    return (await walkFixedPath(pathSides(fixture, undefined, scenario, scripts), ctx, defectPath(name))).log;
   }
 
   it('makes the conformance walk fail at the stale complete', async () => {

@@ -11,11 +11,10 @@ import { explore } from '../../protocol/checker/explore.js';
 import { replay } from '../../protocol/checker/trace.js';
 import { KNOWN_FINDINGS } from '../../protocol/findings.js';
 import { PROTOCOL_HOOKS } from '../../protocol/model/hooks.js';
-import { packageScripts } from '../../src/redis/scripts/scripts.js';
 import { postgresSkipReason } from '../support/postgres.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { useOutcomeDatabase } from './conformance/database.js';
-import { PATH_TICK_MS, RealSide } from './conformance/real-side.js';
+import { pathSides } from './conformance/paths.js';
 import { walkFixedPath } from './conformance/walk.js';
 
 const fixture = useRedis();
@@ -32,17 +31,7 @@ describe('the known findings', () => {
         expect(found.violation?.message).toMatch(finding.violation);
         const trace = replay(ctx, found.violation!.moves);
         expect(trace.violation).toBe(found.violation!.message);
-        const sideOf = () =>
-          new RealSide(
-            fixture.connect(),
-            packageScripts(),
-            fixture.handle().prefix,
-            database.url(),
-            database.observer(),
-            finding.scenario,
-            PATH_TICK_MS,
-          );
-        expect((await walkFixedPath(sideOf, ctx, trace.actions)).made).toBe(trace.actions.length);
+        expect((await walkFixedPath(pathSides(fixture, database, finding.scenario), ctx, trace.actions)).made).toBe(trace.actions.length);
       },
       120_000,
     );

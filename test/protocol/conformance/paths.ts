@@ -5,6 +5,11 @@
  * again on the correct model and the real scripts.
  */
 import type { Action } from '../../../protocol/model/actions.js';
+import type { Scenario } from '../../../protocol/model/state.js';
+import { packageScripts, type ScriptLibrary } from '../../../src/redis/scripts/scripts.js';
+import type { RedisFixture } from '../../support/redis-fixture.js';
+import type { OutcomeDatabase } from './database.js';
+import { PATH_TICK_MS, RealSide } from './real-side.js';
 import { explore } from '../../../protocol/checker/explore.js';
 import { replay } from '../../../protocol/checker/trace.js';
 import { SEEDED_DEFECTS, type SeededDefect } from '../../../protocol/model/defects.js';
@@ -20,3 +25,18 @@ export function brokenPath(ctx: ModelContext): Action[] {
 
 /** The shortest path on which the model with seeded defect `name` breaks. */
 export const defectPath = (name: SeededDefect): Action[] => brokenPath({ scenario: DEFECT_SCENARIOS[name], hooks: SEEDED_DEFECTS[name] });
+
+/**
+ * A maker of fresh real sides for walking a fixed path of `scenario`: the
+ * file's redis-server (and PostgreSQL, when given), with the long ticks a
+ * fixed path needs, and the package's scripts unless told others.
+ */
+export function pathSides(
+  fixture: RedisFixture,
+  database: OutcomeDatabase | undefined,
+  scenario: Scenario,
+  scripts: ScriptLibrary = packageScripts(),
+): () => RealSide {
+  return () =>
+    new RealSide(fixture.connect(), scripts, fixture.handle().prefix, database?.url(), database?.observer(), scenario, PATH_TICK_MS);
+}
