@@ -121,10 +121,20 @@ export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
   onLimit: oneOf('refuse', 'wait'),
 };
 
+/**
+ * The limits this process made by checking a definition: frozen, so one is
+ * never checked again wherever it is handed on (a `defineLimit` given to a
+ * tool, then to the processor).
+ */
+const CHECKED = new WeakSet<Limit>();
+/** The checked list of each `limits` array an entry point was given, so its schema's check and its use parse it once. */
+const CHECKED_LISTS = new WeakMap<readonly unknown[], { readonly given: readonly unknown[]; readonly limits: Limit[] }>();
+
 function checked(owner: string, definition: unknown, at: string): Limit {
+  if (CHECKED.has(definition as Limit)) return definition as Limit;
   const d = checkOptions<LimitDefinition>(owner, definition, LIMIT_DEFINITION_SCHEMA, at);
   const cost = d.cost === undefined ? undefined : (args: unknown) => d.cost!(args);
-  return Object.freeze({
+  const limit: Limit = Object.freeze({
     name: d.name,
     per: d.per,
     max: d.max,
@@ -133,6 +143,8 @@ function checked(owner: string, definition: unknown, at: string): Limit {
     tools: d.tools === undefined ? undefined : Object.freeze([...d.tools]),
     onLimit: d.onLimit ?? 'refuse',
   });
+  CHECKED.add(limit);
+  return limit;
 }
 
 /**
@@ -143,9 +155,15 @@ function checked(owner: string, definition: unknown, at: string): Limit {
  * (a negative, NaN, fractional or zero `max`; a `windowMs` of 0 or over
  * {@link MAX_LIMIT_WINDOW_MS}; an unknown `per`; a `cost` that is not a
  * function; an empty `tools`), an unknown field, and two limits of one name.
+ * An array checked once (by an entry point's schema) answers from then on
+ * with the same list, parsed no second time; so does a limit checked before
+ * (`defineLimit`'s).
  */
 export function checkLimits(value: unknown, site: OptionSite): Limit[] {
   if (!Array.isArray(value)) throw refuseOption(site, 'an array of limits', value, true);
+  const known = CHECKED_LISTS.get(value);
+  // The same array, unchanged since (a caller may have edited it in between): the same list.
+  if (known !== undefined && known.given.length === value.length && known.given.every((d, i) => d === value[i])) return known.limits;
   const limits = value.map((definition: unknown, i) => checked(site.owner, definition, `${site.option}[${i}]`));
   const first = new Map<string, number>();
   limits.forEach((limit, i) => {
@@ -159,6 +177,7 @@ export function checkLimits(value: unknown, site: OptionSite): Limit[] {
     }
     first.set(limit.name, i);
   });
+  CHECKED_LISTS.set(value, { given: [...value], limits });
   return limits;
 }
 
