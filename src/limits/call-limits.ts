@@ -7,7 +7,7 @@
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { InvalidOptionsError } from '../core/options.js';
 import { receiptRedisKey } from '../redis/keys.js';
-import { checkLimits, costOf, LimitCostError, limitsOfTool, type Limit } from './definitions.js';
+import { assertOneCountPerName, checkLimits, costOf, LimitCostError, limitsOfTool, type Limit } from './definitions.js';
 import type { LimitReservation, ReserveResult } from './answers.js';
 import type { LimitStore } from './limit-store.js';
 import { limitRefusalText } from './window.js';
@@ -38,7 +38,7 @@ export class WorkerLimits {
   ) {
     const site = { owner: 'withToolReceipts', option: 'limits' };
     const shared = given === undefined ? [] : checkLimits(given, site);
-    const named = new Map<string, string>(shared.map((limit, i) => [limit.name, `limits[${i}]`]));
+    const named = shared.map((limit, i) => ({ limit, at: `limits[${i}]` }));
     tools.forEach((tool, t) => {
       if (tool.limits === undefined) return;
       const option = `tools[${t}].limits`;
@@ -51,18 +51,11 @@ export class WorkerLimits {
             `\`${option}[${i}].tools\` is set, but a tool's own limits count that tool only; leave it out, or give the limit to withToolReceipts`,
           );
         }
-        const earlier = named.get(limit.name);
-        if (earlier !== undefined) {
-          throw new InvalidOptionsError(
-            site.owner,
-            `${option}[${i}].name`,
-            `\`${option}[${i}].name\` is ${JSON.stringify(limit.name)}, the name of \`${earlier}\` too; each limit needs its own name, which keys its count (to share one count between tools, give it to withToolReceipts with \`tools\`)`,
-          );
-        }
-        named.set(limit.name, `${option}[${i}]`);
+        named.push({ limit, at: `${option}[${i}]` });
       });
       this.byTool.set(tool.name, [...limitsOfTool(shared, tool.name), ...own]);
     });
+    assertOneCountPerName(site.owner, named, ' (to share one count between tools, give it to withToolReceipts with `tools`)');
     for (const tool of tools) if (!this.byTool.has(tool.name)) this.byTool.set(tool.name, limitsOfTool(shared, tool.name));
     this.all = [...shared, ...[...this.byTool.values()].flat().filter((l) => !shared.includes(l))];
   }

@@ -165,20 +165,33 @@ export function checkLimits(value: unknown, site: OptionSite): Limit[] {
   // The same array, unchanged since (a caller may have edited it in between): the same list.
   if (known !== undefined && known.given.length === value.length && known.given.every((d, i) => d === value[i])) return known.limits;
   const limits = value.map((definition: unknown, i) => checked(site.owner, definition, `${site.option}[${i}]`));
-  const first = new Map<string, number>();
-  limits.forEach((limit, i) => {
+  assertOneCountPerName(
+    site.owner,
+    limits.map((limit, i) => ({ limit, at: `${site.option}[${i}]` })),
+  );
+  CHECKED_LISTS.set(value, { given: [...value], limits });
+  return limits;
+}
+
+/**
+ * Refuses two limits of one name among `given` (each with where it was
+ * given, `limits[1]` or `tools[2].limits[0]`), with `options.invalid`
+ * naming the later one: one name is one count. `hint` says how to share a
+ * count instead, where the list spans several tools.
+ */
+export function assertOneCountPerName(owner: string, given: readonly { limit: Limit; at: string }[], hint = ''): void {
+  const first = new Map<string, string>();
+  for (const { limit, at } of given) {
     const earlier = first.get(limit.name);
     if (earlier !== undefined) {
       throw new InvalidOptionsError(
-        site.owner,
-        `${site.option}[${i}].name`,
-        `\`${site.option}[${i}].name\` is ${JSON.stringify(limit.name)}, the name of \`${site.option}[${earlier}]\` too; each limit needs its own name, which keys its count`,
+        owner,
+        `${at}.name`,
+        `\`${at}.name\` is ${JSON.stringify(limit.name)}, the name of \`${earlier}\` too; each limit needs its own name, which keys its count${hint}`,
       );
     }
-    first.set(limit.name, i);
-  });
-  CHECKED_LISTS.set(value, { given: [...value], limits });
-  return limits;
+    first.set(limit.name, at);
+  }
 }
 
 /** The rule of a `limits` option, for an entry point's schema (see {@link checkLimits}). */
