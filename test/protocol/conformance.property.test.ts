@@ -19,7 +19,7 @@ import { covered, FellBehind, walk } from './conformance/walk.js';
 
 const fixture = useRedis();
 const database = useOutcomeDatabase();
-const NUM_RUNS = Number(process.env.FC_RUNS ?? 6);
+const NUM_RUNS = Number(process.env.FC_RUNS ?? 3);
 const POSTGRES_SKIP = postgresSkipReason();
 
 describe('the protocol model against the real scripts and PostgreSQL', () => {
