@@ -21,6 +21,7 @@ import {
   wholeNumber,
   type OptionRule,
 } from '../core/options.js';
+import { leaseOption } from '../redis/options.js';
 import { checkLimits, type Limit } from '../limits/definitions.js';
 import { isLoopbackHost, parseAllowedHost } from '../http/hosts.js';
 import { MIN_TOKEN_LENGTH } from '../http/tokens.js';
@@ -177,7 +178,7 @@ export function parseGatewayConfig(
     {
       concurrency: wholeNumber(1, 'jobs', 1000),
       attempts: wholeNumber(1, 'attempts', 100),
-      leaseMs: wholeNumber(100, 'ms', MAX_TIMER_MS),
+      leaseMs: leaseOption,
       lockDurationMs: wholeNumber(100, 'ms', MAX_TIMER_MS),
       stalledIntervalMs: wholeNumber(100, 'ms', MAX_TIMER_MS),
     },

@@ -7,6 +7,7 @@
 import { booleanOption, MAX_TIMER_MS, nonBlankString, rule, wholeNumber, type OptionRule } from '../core/options.js';
 import { checkedConnection } from './connection/connection.js';
 import { durabilityOption } from './durability/durability.js';
+import { InvalidReceiptInputError } from './errors.js';
 import { isValidKeyPrefix } from './keys.js';
 
 /**
@@ -23,6 +24,21 @@ export const prefixOption: OptionRule = rule(
 
 /** `leaseMs`: a lease a heartbeat timer can keep (Node fires a longer timer at once). */
 export const leaseOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_MS);
+
+/**
+ * A lease one call of a store was given (a claim's, a heartbeat's, a
+ * takeover's), held to {@link leaseOption}, the keyspace's one lease rule:
+ * a lease the option would refuse is no better for being passed per call.
+ * Refused as receipt input (`receipt.invalid_input`), before anything is sent.
+ */
+export function checkedLeaseMs(value: unknown): number {
+  try {
+    leaseOption.check(value, { owner: 'the store call', option: 'leaseMs' });
+  } catch (refusal) {
+    throw new InvalidReceiptInputError((refusal as Error).message);
+  }
+  return value as number;
+}
 
 /** `retentionMs`: how long settled receipts (and breaker counters) are kept. */
 export const retentionOption: OptionRule = wholeNumber(1, 'ms');

@@ -42,6 +42,9 @@ export function storeSettings(options: { prefix?: string; retentionMs?: number }
  */
 export type ReceiptLayout = 2 | 4;
 
+/** The layout new receipts are written in when `receiptLayout` is not given: the one every release reads. */
+export const DEFAULT_RECEIPT_LAYOUT: ReceiptLayout = 2;
+
 /** What a receipts keyspace is made of, every default filled in; frozen, and read by each of its parts. */
 export interface KeyspaceSettings {
   readonly prefix: string;
@@ -87,7 +90,7 @@ export function keyspaceSettings(options: KeyspaceSettingsInput): KeyspaceSettin
     commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
     durability: options.durability === undefined ? undefined : filledDurability(options.durability),
     groupCommit: options.groupCommit !== false,
-    receiptLayout: options.receiptLayout ?? 2,
+    receiptLayout: options.receiptLayout ?? DEFAULT_RECEIPT_LAYOUT,
     maxFailures: options.maxFailures ?? MAX_TOOL_FAILURES,
     maxRejections: options.maxRejections ?? MAX_TOOL_REJECTIONS,
   });

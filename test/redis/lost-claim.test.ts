@@ -104,12 +104,7 @@ describe.skipIf(!faultTestsSupported())('a takeover whose reply was lost', () =>
     }
     const settings = keyspaceSettings({ prefix: store.prefix, retentionMs: RETENTION, owner: 'w1', groupCommit: false });
     const channel = new FreezingChannel(redis, settings, 'the test');
-    const request = claimRequest(
-      key,
-      callRedisKeys(store.prefix, key),
-      { effect: 'opaque' },
-      { leaseMs: 10_000, retentionMs: RETENTION, owner: 'w1' },
-    );
+    const request = claimRequest(key, callRedisKeys(store.prefix, key), { effect: 'opaque' }, { ...settings, leaseMs: 10_000 });
     const error = await runClaim(channel, request, false, Promise.resolve()).catch((e: unknown) => e);
     try {
       expect(error).toBeInstanceOf(RedisTimeoutError);

@@ -8,6 +8,7 @@ import type { EffectResumability } from '../../../core/decision.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../../../core/identity.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { positiveInt } from '../../settings.js';
+import { checkedLeaseMs } from '../../options.js';
 import { type ReceiptsChannel, toStoredJson } from '../channel.js';
 import { STEP_FIELD_PREFIX } from '../reads/record.js';
 import type { HeartbeatResult } from '../store-types.js';
@@ -19,7 +20,7 @@ export async function heartbeat(
   fence: AttemptFence,
   leaseMs?: number,
 ): Promise<HeartbeatResult> {
-  const lease = positiveInt(leaseMs ?? ch.settings.leaseMs, 'leaseMs');
+  const lease = checkedLeaseMs(leaseMs ?? ch.settings.leaseMs);
   const seen = await ch.fenced('heartbeat', 'heartbeat', ch.transitionKeys(key), fence, [lease, ch.settings.retentionMs]);
   if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError('heartbeat', seen);
   return { leaseUntilMs: seen.leaseUntilMs, contested: seen.code === 2 };

@@ -13,7 +13,8 @@ import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import { breakerField } from '../../keys.js';
-import { positiveInt, type ReceiptLayout } from '../../settings.js';
+import type { KeyspaceSettings } from '../../settings.js';
+import { checkedLeaseMs } from '../../options.js';
 import {
   type ClaimObservation,
   fromStoredJson,
@@ -31,12 +32,12 @@ export function claimRequest(
   key: ToolCallReceiptKey,
   keys: readonly [string, string, string, string],
   options: ClaimOptions,
-  defaults: { readonly leaseMs: number; readonly retentionMs: number; readonly owner: string; readonly receiptLayout?: ReceiptLayout },
+  defaults: Pick<KeyspaceSettings, 'leaseMs' | 'retentionMs' | 'owner' | 'receiptLayout'>,
 ): ClaimRequest {
   if (options.effect !== 'resumable' && options.effect !== 'opaque' && options.effect !== 'transactional') {
     throw new InvalidReceiptInputError(`effect must be 'resumable', 'opaque' or 'transactional', got ${String(options.effect)}`);
   }
-  const leaseMs = positiveInt(options.leaseMs ?? defaults.leaseMs, 'leaseMs');
+  const leaseMs = checkedLeaseMs(options.leaseMs ?? defaults.leaseMs);
   const owner = options.owner ?? defaults.owner;
   const job = options.job ? attemptJobText(options.job) : '';
   // The epoch a receipt this claim creates gets (unguessable, so no stale fence can name it),
@@ -56,7 +57,7 @@ export function claimRequest(
     token,
     job,
     // The layout a receipt this claim creates is written in (claim-4.lua's ARGV[13]).
-    defaults.receiptLayout ?? 2,
+    defaults.receiptLayout,
   ];
   return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
 }

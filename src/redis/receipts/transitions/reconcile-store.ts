@@ -12,7 +12,7 @@ import type { AttemptJob, ReconcileVerdict } from '../reads/record.js';
 import { attemptJobText } from './claim.js';
 import { durabilityOption, type DurabilityOptions } from '../../durability/durability.js';
 import type { OptionsSchema } from '../../../core/options.js';
-import { commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
+import { checkedLeaseMs, commandTimeoutOption, connectionOption, prefixOption, retentionOption } from '../../options.js';
 import { positiveInt } from '../../settings.js';
 import { ReceiptsChannel, toStoredJson } from '../channel.js';
 
@@ -127,7 +127,7 @@ export class ReconcileStore {
   ): Promise<ReconcileStart> {
     const args = [
       positiveInt(lost.attempt, 'attempt'),
-      positiveInt(leaseMs, 'leaseMs'),
+      checkedLeaseMs(leaseMs),
       worker,
       this.retentionMs,
       options.again ? '1' : '',
@@ -164,7 +164,7 @@ export class ReconcileStore {
         : verdict.verdict === 'unknown'
           ? (verdict.note ?? '')
           : '';
-    const leaseMs = verdict.verdict === 'not_started' && verdict.leaseMs !== undefined ? positiveInt(verdict.leaseMs, 'leaseMs') : 0;
+    const leaseMs = verdict.verdict === 'not_started' && verdict.leaseMs !== undefined ? checkedLeaseMs(verdict.leaseMs) : 0;
     const job = verdict.verdict === 'not_started' && verdict.job ? attemptJobText(verdict.job) : '';
     const keys = this.keys(key);
     const mark = this.durability?.mark(keys[0]);
@@ -214,7 +214,7 @@ export class ReconcileStore {
     const reply = await this.call('reclaim-keyed', keys, [
       positiveInt(options.lost.attempt, 'attempt'),
       positiveInt(options.keyWindowMs, 'keyWindowMs'),
-      positiveInt(options.leaseMs, 'leaseMs'),
+      checkedLeaseMs(options.leaseMs),
       this.retentionMs,
       options.owner,
       options.job ? attemptJobText(options.job) : '',
