@@ -20,7 +20,7 @@ export async function heartbeat(
   fence: AttemptFence,
   leaseMs?: number,
 ): Promise<HeartbeatResult> {
-  const lease = checkedLeaseMs(leaseMs ?? ch.settings.leaseMs);
+  const lease = leaseMs === undefined ? ch.settings.leaseMs : checkedLeaseMs(leaseMs);
   const seen = await ch.fenced('heartbeat', 'heartbeat', ch.transitionKeys(key), fence, [lease, ch.settings.retentionMs]);
   if (seen.leaseUntilMs === null) throw new UnexpectedScriptReplyError('heartbeat', seen);
   return { leaseUntilMs: seen.leaseUntilMs, contested: seen.code === 2 };

@@ -37,7 +37,8 @@ export function claimRequest(
   if (options.effect !== 'resumable' && options.effect !== 'opaque' && options.effect !== 'transactional') {
     throw new InvalidReceiptInputError(`effect must be 'resumable', 'opaque' or 'transactional', got ${String(options.effect)}`);
   }
-  const leaseMs = checkedLeaseMs(options.leaseMs ?? defaults.leaseMs);
+  // The keyspace's lease was checked with its options; only a lease given per call is checked here.
+  const leaseMs = options.leaseMs === undefined ? defaults.leaseMs : checkedLeaseMs(options.leaseMs);
   const owner = options.owner ?? defaults.owner;
   const job = options.job ? attemptJobText(options.job) : '';
   // The epoch a receipt this claim creates gets (unguessable, so no stale fence can name it),
