@@ -71,6 +71,7 @@ export async function spawnWorkerProcess(fixture: string, env: Record<string, st
     if (sig === 'SIGKILL') await exited;
   };
 
-  await waitFor((m) => m.type === 'ready', 30_000);
+  // Generous: eight workers starting at once on a loaded 2-core machine each compile their sources first.
+  await waitFor((m) => m.type === 'ready', 120_000);
   return { child, messages, waitFor, signal };
 }
