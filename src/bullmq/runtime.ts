@@ -63,7 +63,7 @@ export interface CallRuntime {
   /** Whether a tool runs without a receipt: read-only, and not made destructive by the deployment. */
   runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */
-  prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): Promise<PreparedCall>;
+  prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): PreparedCall | Promise<PreparedCall>;
   /** Turns a tool's return value into what the model sees (and the receipt stores). */
   shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
   /** The worker's limits; `undefined` when it has none. */

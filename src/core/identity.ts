@@ -80,7 +80,17 @@ export function hmacSha256Digest(secret: string | Buffer): DigestFn {
  * Throws what `canonicalJson` throws.
  */
 export async function toolCallArgsHash(args: unknown, digest: DigestFn = sha256Digest): Promise<string> {
-  return await digest(canonicalJson(args));
+  return await argsDigest(args, digest);
+}
+
+/**
+ * {@link toolCallArgsHash} as `digest` gives it: the text at once from a
+ * synchronous digest (the default), so a caller on the call path awaits
+ * nothing it does not have to.
+ * @internal
+ */
+export function argsDigest(args: unknown, digest: DigestFn): string | Promise<string> {
+  return digest(canonicalJson(args));
 }
 
 /**

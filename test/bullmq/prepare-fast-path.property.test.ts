@@ -27,6 +27,12 @@ const tools: AnyToolDefinition[] = [
     z.preprocess((v) => v, z.object({ limit: z.number().optional(), tags: z.array(z.string()).optional() })),
   ),
   tool('nullable', z.object({ q: z.string(), page: z.number().nullable().optional(), when: z.union([z.string(), z.number()]).optional() })),
+  // The user's own checks, one of them asynchronous: such a schema is parsed with zod's async parse, never its sync one.
+  tool('refined', z.object({ q: z.string().refine((q) => q.length % 2 === 0), page: z.number().int().min(0).optional() })),
+  tool(
+    'checked_async',
+    z.object({ q: z.string(), path: z.string().optional() }).refine(async (v) => (await Promise.resolve(v.q)) !== 'forbidden'),
+  ),
 ];
 const options: InputRepairOptions = { isDestructive: (t) => t.destructive };
 const prepare = inputPreparer(options, tools);
@@ -78,6 +84,25 @@ describe("the wrapper's fast path for a call's input", () => {
     const prepared = await prepare({ id: 'toolu_1', name: 'search', input }, tools[0]!, abort);
     expect(prepared).toMatchObject({ ok: true, args: { query: 'q', tags: ['a'] } });
     expect(prepared.ok && prepared.rawInput).toBe(input);
+  });
+
+  it("parses an input as sent whatever the schema's own checks are, an asynchronous one included", async () => {
+    const byName = (name: string) => tools.find((t) => t.name === name)!;
+    expect(await prepare({ id: 'toolu_1', name: 'refined', input: { q: 'ab', page: 2 } }, byName('refined'), abort)).toEqual({
+      ok: true,
+      rawInput: { q: 'ab', page: 2 },
+      args: { q: 'ab', page: 2 },
+    });
+    expect(await prepare({ id: 'toolu_1', name: 'checked_async', input: { q: 'fine' } }, byName('checked_async'), abort)).toEqual({
+      ok: true,
+      rawInput: { q: 'fine' },
+      args: { q: 'fine' },
+    });
+    expect(
+      await prepare({ id: 'toolu_1', name: 'checked_async', input: { q: 'forbidden' } }, byName('checked_async'), abort),
+    ).toMatchObject({
+      ok: false,
+    });
   });
 
   it('still renames an alias and decodes a double-encoded value the schema proves', async () => {

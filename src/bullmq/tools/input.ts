@@ -5,7 +5,7 @@
  * from the input as sent.
  */
 import type { z } from 'zod';
-import { toolCallArgsHash, type ToolCallReceiptKey } from '../../core/identity.js';
+import { argsDigest, type ToolCallReceiptKey } from '../../core/identity.js';
 import type { ToolCall } from '../../core/job-data.js';
 import type { CallRuntime, JobScope, PreparedCall } from '../runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
@@ -45,14 +45,17 @@ const AS_SENT_TYPES: ReadonlySet<string> = new Set([
   'nonoptional',
 ]);
 
-/** Whether every schema in `schema`'s tree is of a type whose valid input repair leaves as sent. */
-function validAsSent(schema: z.ZodType): boolean {
+/** A zod schema's definition, as far as the checks below read it. */
+type SchemaDef = Record<string, unknown> & { readonly type: string; readonly checks?: readonly unknown[] };
+
+/** Whether every schema in `schema`'s tree satisfies `test` (a schema met twice is tested once). */
+function everySchema(schema: z.ZodType, test: (def: SchemaDef) => boolean): boolean {
   const seen = new Set<unknown>();
   const visit = (node: unknown): boolean => {
     if (seen.has(node)) return true;
     seen.add(node);
-    const def = (node as { _zod: { def: Record<string, unknown> & { type: string } } })._zod.def;
-    if (!AS_SENT_TYPES.has(def.type)) return false;
+    const def = (node as { _zod: { def: SchemaDef } })._zod.def;
+    if (!test(def)) return false;
     for (const value of Object.values(def)) {
       const children = Array.isArray(value) ? value : isSchema(value) ? [value] : isPlain(value) ? Object.values(value) : [];
       if (!children.every((child) => !isSchema(child) || visit(child))) return false;
@@ -61,6 +64,21 @@ function validAsSent(schema: z.ZodType): boolean {
   };
   return visit(schema);
 }
+
+/** Whether every schema in `schema`'s tree is of a type whose valid input repair leaves as sent. */
+const validAsSent = (schema: z.ZodType): boolean => everySchema(schema, (def) => AS_SENT_TYPES.has(def.type));
+
+/**
+ * Whether a schema valid as sent (see {@link validAsSent}) parses without
+ * awaiting: none of its checks is the user's own function (`refine`,
+ * `superRefine`, `check`), the only place such a tree can return a promise.
+ * zod's synchronous parse then gives what its asynchronous one would, without
+ * the promises the latter makes for every call.
+ */
+const parsesSynchronously = (schema: z.ZodType): boolean =>
+  everySchema(schema, (def) =>
+    (def.checks ?? []).every((check) => (check as { _zod: { def: { check: string } } })._zod.def.check !== 'custom'),
+  );
 
 const isSchema = (value: unknown): boolean => typeof value === 'object' && value !== null && '_zod' in value;
 const isPlain = (value: unknown): value is Record<string, unknown> =>
@@ -77,16 +95,33 @@ const isPlain = (value: unknown): value is Record<string, unknown> =>
 export function inputPreparer(
   options: InputRepairOptions,
   tools: Iterable<AnyToolDefinition>,
-): (call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }) => Promise<PreparedCall> {
-  const asSent = new Set<AnyToolDefinition>();
-  for (const tool of tools) if (Object.keys(tool.aliases ?? {}).length === 0 && validAsSent(tool.input)) asSent.add(tool);
-  return async (call, tool, abort) => {
-    if (call.input !== undefined && asSent.has(tool)) {
+): (call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }) => PreparedCall | Promise<PreparedCall> {
+  // How each tool's input is parsed as sent, decided once: not at all (the long way), or with zod's sync or async parse.
+  const asSent = new Map<AnyToolDefinition, 'sync' | 'async'>();
+  for (const tool of tools) {
+    if (Object.keys(tool.aliases ?? {}).length > 0 || !validAsSent(tool.input)) continue;
+    asSent.set(tool, parsesSynchronously(tool.input) ? 'sync' : 'async');
+  }
+  const parsedAsSent = (call: ToolCall, parsed: z.ZodSafeParseResult<unknown>): PreparedCall | undefined =>
+    parsed.success ? { ok: true, rawInput: call.input, args: parsed.data } : undefined;
+  const viaAsyncParse = async (call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }) => {
+    try {
+      const prepared = parsedAsSent(call, await tool.input.safeParseAsync(call.input));
+      if (prepared) return prepared;
+    } catch {
+      // A schema that throws is reported the long way, as an issue of the input.
+    }
+    return repairInput(call, tool, options, abort);
+  };
+  return (call, tool, abort) => {
+    const parse = call.input === undefined ? undefined : asSent.get(tool);
+    if (parse === 'async') return viaAsyncParse(call, tool, abort);
+    if (parse === 'sync') {
       try {
-        const parsed = await tool.input.safeParseAsync(call.input);
-        if (parsed.success) return { ok: true, rawInput: call.input, args: parsed.data };
+        const prepared = parsedAsSent(call, tool.input.safeParse(call.input));
+        if (prepared) return prepared;
       } catch {
-        // A schema that throws is reported the long way, as an issue of the input.
+        // As above: a schema that throws is reported the long way.
       }
     }
     return repairInput(call, tool, options, abort);
@@ -106,9 +141,12 @@ export type StagedCall =
 export async function stageCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<StagedCall> {
   const tool = rt.tools.get(call.name);
   if (!tool) return { kind: 'unknownTool' };
-  const prepared = await rt.prepare(call, tool, scope.abort);
+  // Awaited only when they are promises: a call whose input parses as sent, with the default digest, awaits nothing here.
+  const preparing = rt.prepare(call, tool, scope.abort);
+  const prepared = preparing instanceof Promise ? await preparing : preparing;
   if (!prepared.ok) return { kind: 'rejected', tool, prepared };
   const { tenantId, runId } = scope.data;
-  const key = { tenantId, runId, toolName: tool.name, argsHash: await toolCallArgsHash(prepared.rawInput, rt.digest) };
+  const digested = argsDigest(prepared.rawInput, rt.digest);
+  const key = { tenantId, runId, toolName: tool.name, argsHash: typeof digested === 'string' ? digested : await digested };
   return { kind: 'ready', tool, args: prepared.args, key };
 }

@@ -103,14 +103,16 @@ export class GroupCommit {
     });
   }
 
-  private async tracked<T>(reply: Promise<T>): Promise<T> {
+  /** Counts `reply` in flight until it settles; returns it as it is (no async function per call: every claim and complete comes here). */
+  private tracked<T>(reply: Promise<T>): Promise<T> {
     this.inFlight++;
-    try {
-      return await reply;
-    } finally {
-      this.inFlight--;
-    }
+    reply.then(this.landed, this.landed);
+    return reply;
   }
+
+  private readonly landed = (): void => {
+    this.inFlight--;
+  };
 
   private flush(): void {
     this.flushScheduled = false;

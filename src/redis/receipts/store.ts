@@ -249,10 +249,16 @@ export class ReceiptStore {
   }
 
   /** Durability checked and the run registered: what comes before any claim that may create a receipt. */
-  private async beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
-    await this.channel.durability?.ready();
+  private beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
     // the registration goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
+    // On one node without durability (most claims) there is nothing to wait for first: no async function is entered.
+    if (this.channel.durability === undefined && !this.clustered) return Promise.resolve({ registered: this.registerRun(request.key) });
+    return this.beforeClaimAwaited(request);
+  }
+
+  private async beforeClaimAwaited(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
+    await this.channel.durability?.ready();
     const registered = this.registerRun(request.key);
     if (this.clustered) await registered;
     return { registered };
