@@ -85,13 +85,18 @@ function settleVerdict(s: ProtocolState, call: number, outcome: 'completed' | 'f
   }
 }
 
+/** claim-4.lua's code 3: no receipt, and the call needs approval; nothing written, the caller passes the gate again. */
+export const APPROVAL_NEEDED = 3;
+
 /**
  * claim-4.lua: create the receipt (a new lifetime under `token`), start an
  * approved one, or observe what is there. An awaiting or denied receipt is
- * refused as corrupt (only the approval scripts move it).
+ * refused as corrupt (only the approval scripts move it). A call that
+ * `needsApproval` never creates a lifetime: {@link APPROVAL_NEEDED}.
  */
-export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect: Effect, token: number): Observed {
+export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect: Effect, token: number, needsApproval: boolean): Observed {
   const r = s.receipts[call]!;
+  if (r.status === 'absent' && needsApproval) return observe(r, APPROVAL_NEEDED);
   if (r.status === 'absent' || r.status === 'approved') {
     if (r.status === 'absent') r.effect = effect;
     else r.approvalEpoch = r.epoch;

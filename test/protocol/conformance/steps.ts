@@ -151,13 +151,14 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       return await boundOn(side, pre, call);
     case 'claim': {
       const token = pre.nextId[call]!;
-      const seen = receipts.claim(model, ctx, call, spec.effect, token);
+      const needsApproval = spec.approval && ctx.hooks.claimAsksApproval;
+      const seen = receipts.claim(model, ctx, call, spec.effect, token, needsApproval);
       const [receipt, index, breaker, count] = side.callKeys(call);
       const args = [LEASE(side, ctx), RETENTION_MS, owner, spec.effect, side.tenant, side.run, side.tool, `args${call}`, side.removedField];
       const reply = await side.script(
         'claim',
         [receipt, index, breaker, count],
-        [...args, side.rejectionsField, side.real(call, token), '', 2],
+        [...args, side.rejectionsField, side.real(call, token), '', 2, needsApproval ? '1' : '0'],
       );
       return compareObservation(side, 'claim', call, reply, seen, true);
     }
