@@ -36,6 +36,12 @@ export interface ProtocolHooks {
    * false: the claim creates one nobody approved (a fixed finding, findings.ts).
    */
   readonly claimAsksApproval: boolean;
+  /**
+   * A takeover's verdict is refused when the judged attempt's lease was
+   * renewed after the takeover began (reconcile-settle-3.lua's ARGV[11]);
+   * false: only a lease live now refuses it (a fixed finding, findings.ts).
+   */
+  readonly verdictSinceBegun: boolean;
 }
 
 /** The protocol as issue 41 fixes it. */
@@ -46,6 +52,7 @@ export const PROTOCOL_HOOKS: ProtocolHooks = {
   takeover: 'lifetime-lock',
   reusesOwnReservation: true,
   claimAsksApproval: true,
+  verdictSinceBegun: true,
 };
 
 /** Everything a transition needs besides the state. */

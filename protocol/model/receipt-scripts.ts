@@ -61,6 +61,7 @@ function startAttempt(r: Receipt, ctx: ScriptContext, token: number): void {
   r.status = 'running';
   r.lease = ctx.scenario.ticks.lease;
   r.ambiguous = false;
+  r.renewed = false;
   if (token !== 0) r.token = token;
 }
 
@@ -105,6 +106,7 @@ export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect
     r.epoch = token;
     r.lease = ctx.scenario.ticks.lease;
     r.ambiguous = false;
+    r.renewed = false;
     r.result = 0;
     return observe(r, 1);
   }
@@ -149,6 +151,7 @@ export function heartbeat(s: ProtocolState, ctx: ScriptContext, call: number, at
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = ctx.scenario.ticks.lease;
+  r.renewed = true;
   return observe(r, isFlagged(r) ? 2 : 1);
 }
 
@@ -183,6 +186,8 @@ export function outcomeUnknown(s: ProtocolState, call: number, attempt: number, 
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = 0;
+  // lease_until_ms = now: later than a reconcile's begin (a step after it, in the model).
+  r.renewed = true;
   if (r.effect !== 'resumable' && r.effect !== 'transactional') {
     r.ambiguous = true;
     const ghost = ghostOf(s, call, r.epoch);
@@ -225,13 +230,16 @@ export function reconcileBegin(s: ProtocolState, ctx: ScriptContext, call: numbe
   if (r.reconcileLease > 0) return { code: 2, reconciles: 0 };
   r.reconciles += 1;
   r.reconcileLease = ctx.scenario.ticks.reconcile;
+  r.renewed = false;
   return { code: 1, reconciles: r.reconciles };
 }
 
 /**
  * reconcile-settle-3.lua with the verdict read from the outcome row:
  * `verdict` is the committed result, or -1 for not started (then attempt
- * n + 1 starts, owned by the reconciler). 1 recorded, 0 fenced out.
+ * n + 1 starts, owned by the reconciler). 1 recorded, 0 fenced out (also
+ * when the lease was renewed since the reconcile began and `sinceBegun`:
+ * the caller passed its begin's time).
  */
 export function reconcileSettle(
   s: ProtocolState,
@@ -241,10 +249,11 @@ export function reconcileSettle(
   epoch: number,
   reconciles: number,
   verdict: number,
+  sinceBegun: boolean,
 ): Observed {
   const r = s.receipts[call]!;
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
-  if (!holdsFence(r, attempt, epoch) || r.reconciles !== reconciles || r.lease > 0) return observe(r, 0);
+  if (!holdsFence(r, attempt, epoch) || r.reconciles !== reconciles || r.lease > 0 || (sinceBegun && r.renewed)) return observe(r, 0);
   r.reconcileLease = 0;
   if (verdict > 0) settleVerdict(s, call, 'completed', verdict, false);
   else startAttempt(r, ctx, 0);

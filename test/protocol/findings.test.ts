@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { explore } from '../../protocol/checker/explore.js';
 import { describeMove, replay } from '../../protocol/checker/trace.js';
 import { applyAction, enabledActions, type Action } from '../../protocol/model/actions.js';
+import { encodeState } from '../../protocol/model/encoding.js';
 import { checkState } from '../../protocol/model/invariants.js';
 import type { ModelContext } from '../../protocol/model/hooks.js';
 import { initialState } from '../../protocol/model/state.js';
@@ -29,16 +30,21 @@ import { walkFixedPath } from './conformance/walk.js';
 const fixture = useRedis();
 const database = useOutcomeDatabase();
 
-/** The moves of `path` made on `ctx`'s model while it allows them, in words, and the first violation on the way. */
+/**
+ * The moves of `path` made on `ctx`'s model while it allows them: each in
+ * words and with the state it leads to (its canonical bytes), and the first
+ * violation on the way.
+ */
 function follow(ctx: ModelContext, path: readonly Action[]): { moves: string[]; violation: string | undefined } {
   let state = initialState(ctx.scenario);
   const moves: string[] = [];
   for (const wanted of path) {
     const action = enabledActions(state, ctx).find((a) => a.kind === wanted.kind && a.who === wanted.who && a.choice === wanted.choice);
     if (action === undefined) break;
-    moves.push(describeMove(state, action));
+    const words = describeMove(state, action);
     const applied = applyAction(state, ctx, action);
     state = applied.next;
+    moves.push(`${words} => ${Buffer.from(encodeState(state).bytes).toString('hex')}`);
     const violation = applied.violation ?? checkState(state, ctx);
     if (violation !== undefined) return { moves, violation };
   }
@@ -48,22 +54,24 @@ function follow(ctx: ModelContext, path: readonly Action[]): { moves: string[]; 
 const needsPostgres = (scenario: Scenario) =>
   scenario.calls.some((c) => c.effect === 'transactional') && postgresSkipReason() !== undefined;
 
-describe('the known findings', () => {
-  for (const finding of KNOWN_FINDINGS) {
-    const ctx = { scenario: finding.scenario, hooks: PROTOCOL_HOOKS };
-    it.skipIf(needsPostgres(finding.scenario))(
-      `"${finding.name}" is found, and the real system reaches it`,
-      async () => {
-        const found = explore(ctx, { depth: 30 });
-        expect(found.violation?.message).toMatch(finding.violation);
-        const trace = replay(ctx, found.violation!.moves);
-        expect(trace.violation).toBe(found.violation!.message);
-        expect((await walkFixedPath(pathSides(fixture, database, finding.scenario), ctx, trace.actions)).made).toBe(trace.actions.length);
-      },
-      120_000,
-    );
-  }
-});
+// None stands now; a suite with no test fails, so it is made only when one does.
+if (KNOWN_FINDINGS.length > 0)
+  describe('the known findings', () => {
+    for (const finding of KNOWN_FINDINGS) {
+      const ctx = { scenario: finding.scenario, hooks: PROTOCOL_HOOKS };
+      it.skipIf(needsPostgres(finding.scenario))(
+        `"${finding.name}" is found, and the real system reaches it`,
+        async () => {
+          const found = explore(ctx, { depth: 30 });
+          expect(found.violation?.message).toMatch(finding.violation);
+          const trace = replay(ctx, found.violation!.moves);
+          expect(trace.violation).toBe(found.violation!.message);
+          expect((await walkFixedPath(pathSides(fixture, database, finding.scenario), ctx, trace.actions)).made).toBe(trace.actions.length);
+        },
+        120_000,
+      );
+    }
+  });
 
 describe('the fixed findings', () => {
   for (const finding of FIXED_FINDINGS) {
@@ -80,7 +88,7 @@ describe('the fixed findings', () => {
         const broken = follow(undone, path);
         const kept = follow(fixed, path);
         expect(broken.violation).toMatch(finding.violation);
-        // The fixed model takes another step where the undone one breaks, and breaks nothing on the way.
+        // The fixed model moves elsewhere where the undone one breaks, and breaks nothing on the way.
         expect(kept.violation).toBeUndefined();
         const parted = kept.moves.findIndex((move, i) => move !== broken.moves[i]);
         expect(parted).toBeGreaterThan(path.length / 2);
