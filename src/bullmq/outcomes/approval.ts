@@ -9,7 +9,7 @@ import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, typ
 import type { ApprovalOptions, ApprovalRule } from '../../approvals/types.js';
 import { receiptRedisKey } from '../../redis/keys.js';
 import type { ApprovalRuntime, ReadyCall, ToolApproval } from '../runtime.js';
-import { receiptEffectOf } from '../../core/tool-effect.js';
+import { recordedEffectOf } from '../../core/tool-effect.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import { throwIfInterrupted } from '../call/interruption.js';
 import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
@@ -69,7 +69,7 @@ export async function passApprovalGate(x: ReadyCall): Promise<GatePassed> {
     {
       key,
       needed,
-      effect: receiptEffectOf(tool),
+      effect: recordedEffectOf(tool),
       timeoutMs: approval.timeoutMs,
       shown: needed ? shownText(approval.redact, args) : '',
       job: scope.attemptJob,

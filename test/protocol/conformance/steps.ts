@@ -69,7 +69,6 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
     case 'gate': {
       const token = pre.nextId[call]!;
       const answer = approvalGate(model, ctx, call, spec.effect, token);
-      const effect = spec.effect === 'resumable' ? 'resumable' : 'opaque';
       const args = [
         '1',
         side.real(call, token),
@@ -77,7 +76,7 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
         side.run,
         side.tool,
         `args${call}`,
-        effect,
+        spec.effect,
         '',
         side.deadlineMs(ctx.scenario.ticks.approval),
       ];
