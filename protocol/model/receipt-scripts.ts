@@ -55,6 +55,13 @@ export interface ScriptContext {
   readonly hooks: { readonly mayTakeOver: (recorded: Effect, requested: Effect) => boolean };
 }
 
+/**
+ * Whether a renewal of `r`'s lease is kept in `renewed`: only a
+ * transactional call is reconciled in the model, so only its renewals can
+ * refuse a verdict (kept for no other, which would only split states).
+ */
+const reconciled = (r: Receipt): boolean => r.effect === 'transactional';
+
 /** lua/includes/start-attempt.lua: attempt n + 1 of the same lifetime. */
 function startAttempt(r: Receipt, ctx: ScriptContext, token: number): void {
   r.attempts += 1;
@@ -151,7 +158,7 @@ export function heartbeat(s: ProtocolState, ctx: ScriptContext, call: number, at
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = ctx.scenario.ticks.lease;
-  r.renewed = true;
+  r.renewed = reconciled(r);
   return observe(r, isFlagged(r) ? 2 : 1);
 }
 
@@ -187,7 +194,7 @@ export function outcomeUnknown(s: ProtocolState, call: number, attempt: number, 
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = 0;
   // lease_until_ms = now: later than a reconcile's begin (a step after it, in the model).
-  r.renewed = true;
+  r.renewed = reconciled(r);
   if (r.effect !== 'resumable' && r.effect !== 'transactional') {
     r.ambiguous = true;
     const ghost = ghostOf(s, call, r.epoch);
