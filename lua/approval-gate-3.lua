@@ -11,7 +11,9 @@
   ARGV[1]  '1' when this call needs approval, '0' when its rule says no
   ARGV[2]  epoch for a new lifetime (a fresh random token)
   ARGV[3]  tenant    ARGV[4] run    ARGV[5] tool    ARGV[6] args hash
-  ARGV[7]  effect: 'resumable' | 'opaque'
+  ARGV[7]  effect: 'resumable' | 'opaque' | 'transactional' (as a claim records
+           it; the claim that starts an approved call keeps it, see
+           includes/approval.lua)
   ARGV[8]  reason ('' = none)
   ARGV[9]  how long the approval may take, ms (positive integer)
   ARGV[10] what an approver is shown, as JSON ('' = nothing stored)

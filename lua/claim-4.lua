@@ -25,6 +25,10 @@
            layout 4 (no tenant, run, tool, args_hash fields: the key names
            them), '2' or absent for this release's default (2, or 3 for
            'transactional'); a receipt that exists keeps its own layout
+  ARGV[14] '1' when this call needs a person's approval (its tool's rule
+           asked for one, see includes/approval.lua): a claim that would
+           create a brand-new lifetime refuses instead (code 3), as that
+           lifetime was never approved; '0', '' or absent = no approval needed
 
   Returns an observation followed by the breaker state:
     { code, status, attempts, lease_expired (0|1), lease_remaining_ms,
@@ -50,6 +54,11 @@
            says); nothing was written.
   code  2  tool removed: no receipt exists (or it is approved) and the breaker has removed the
            tool for the run; nothing claimed, nothing written (status '').
+  code  3  approval needed: no receipt exists, the tool is not removed, and
+           ARGV[14] is '1' (the receipt the approval gate answered for is
+           gone: it expired between the gate and this claim). Nothing
+           written (status ''); the caller passes the approval gate again,
+           which asks a person about a new lifetime.
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
            receipt hash is malformed (see includes/observe-receipt.lua);
            nothing written.

@@ -21,6 +21,11 @@
   ARGV[10] completed / not_started: a note for the history entry, saying what
            settled it ('settled from PostgreSQL: …' for a transactional
            call); '' or absent = none
+  ARGV[11] when this reconcile began: the now_ms its reconcile-begin-3.lua
+           answered. A judged attempt whose lease_until_ms is later was
+           alive after the reconcile began (a heartbeat, a transactional
+           attempt's confirm, an outcome-unknown), so what the reconcile read
+           may be stale: the verdict is refused. '' or absent = not checked
 
   Every verdict sets reconciled = ARGV[3], reconciled_ms = TIME,
   reconciled_by = ARGV[4], reconciled_attempt = ARGV[1], ends the
@@ -49,7 +54,8 @@
            ambiguous_ms '' unless unknown)
   code  0  fenced out: not running at ARGV[1] of epoch ARGV[9], another reconcile began
            since (reconciles differs), or the judged attempt's lease is live
-           again (it heartbeated: it was paused, not lost). Nothing written.
+           again or was renewed after ARGV[11] (it heartbeated: it was paused,
+           not lost). Nothing written.
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
         newer release wrote (see includes/observe-receipt.lua); nothing written.
 ]]
@@ -58,8 +64,11 @@
 --- @include "open-transition"
 
 local reconciles = tonumber(rcall('HGET', KEYS[1], 'reconciles')) or 0
--- A lost attempt that heartbeated since (it was paused, not dead) owns the call again: the verdict is dropped.
-if not holdsFence(receipt, ARGV[1], ARGV[9]) or reconciles ~= tonumber(ARGV[2]) or receipt.leaseUntil > now then
+-- A lost attempt that heartbeated since (it was paused, not dead) owns the call again, or did after the reconcile
+-- began (its lease lapsed again since): the verdict is dropped, as what the reconcile read may be stale.
+local begun = tonumber(ARGV[11])
+if not holdsFence(receipt, ARGV[1], ARGV[9]) or reconciles ~= tonumber(ARGV[2]) or receipt.leaseUntil > now
+  or (begun and receipt.leaseUntil > begun) then
   return { 0, receipt.attempts, 0, '' }
 end
 

@@ -39,7 +39,8 @@ export const SCENARIOS: readonly CheckedScenario[] = [
     quickDepth: 8,
   },
   {
-    // A transactional call settled from its outcome row: stalls inside the open transaction, kills, rollbacks.
+    // A transactional call settled from its outcome row: stalls inside the open transaction (the takeover's too, past
+    // PostgreSQL's idle timeout), kills, rollbacks.
     scenario: {
       name: 'transactional',
       workers: 3,
@@ -47,22 +48,20 @@ export const SCENARIOS: readonly CheckedScenario[] = [
       limitMax: 0,
       ticks: TICKS,
       budgets: { ...NO_FAULTS, kills: 1, stops: 2, expiries: 1, lostReplies: 1, failures: 1 },
-      // Left out: a known finding (protocol/findings.ts).
-      takeoverSessionsKept: true,
     },
     depth: 22,
     quickDepth: 10,
   },
   {
-    // A call a person approves: two racing decisions, an expiry, a worker killed or stopped around the claim.
+    // A call a person approves: two racing decisions, an expiry, a worker killed or stopped around the claim, the
+    // receipt expiring (between the gate and the claim too).
     scenario: {
       name: 'approvals',
       workers: 3,
       calls: [call('opaque', { approval: true }), call('resumable', { approval: true })],
       limitMax: 0,
       ticks: TICKS,
-      // No receipt expiry: it leads to a known finding (protocol/findings.ts).
-      budgets: { ...NO_FAULTS, kills: 1, stops: 1, decisions: 3, lostReplies: 1 },
+      budgets: { ...NO_FAULTS, kills: 1, stops: 1, expiries: 1, decisions: 3, lostReplies: 1 },
     },
     depth: 18,
     quickDepth: 10,

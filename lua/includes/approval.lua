@@ -36,9 +36,12 @@
     running, attempts 1, lease, owner, started_ms, epoch = the claim's new
     epoch (args[11], so a claim whose reply is lost releases exactly it; the
     approved epoch is kept as approval_epoch), job:1, schema =
-    RECEIPT_SCHEMA (from here on an ordinary receipt), or LEAN_SCHEMA for
-    a receipt of layout 4 (it has no key fields to read as layout 2). Returns
-    claim-4.lua's code-1 reply, before the breaker state.
+    createdSchema(effect, layout) as a claim creating the receipt writes it
+    (from here on an ordinary receipt): LEAN_SCHEMA for a receipt of layout
+    4 (it has no key fields to read as layout 2), STATE_SCHEMA for a
+    'transactional' call (a release reading only layout 2 would take it for
+    opaque), else RECEIPT_SCHEMA. Returns claim-4.lua's code-1 reply, before
+    the breaker state.
 ]]
 --- @include "int-text"
 --- @include "ttl"
@@ -61,16 +64,16 @@ local function startApprovedLifetime(receiptKey, indexKey, countKey, receipt, ar
   local ttl = lease + tonumber(args[2])
   local leaseUntil = now + lease
   local nowText = intText(now)
+  local effect = receipt.effect
+  if effect == '' then effect = args[4] end
   local fields = { 'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
     'updated_ms', nowText, 'started_ms', nowText, 'approval_epoch', receipt.epoch, 'epoch', args[11],
-    'schema', receipt.schema == LEAN_TEXT and LEAN_SCHEMA or RECEIPT_SCHEMA }
+    'schema', createdSchema(effect, receipt.schema) }
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
   end
   redis.call('HSET', receiptKey, unpack(fields))
-  local effect = receipt.effect
-  if effect == '' then effect = args[4] end
   redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, receiptKey)
   keepCounted(receiptKey, indexKey, countKey, { status = 'running', effect = effect, leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
   return { 1, 'running', 1, 0, lease, effect, '', '', now, leaseUntil, args[11] }

@@ -5,9 +5,10 @@
   returns), so the plain claim and a settle that carries the next call's
   claim (complete-claim-5.lua) decide by one piece of code.
 
-  args  the claim's arguments as claim-4.lua takes them in ARGV[1..13]
+  args  the claim's arguments as claim-4.lua takes them in ARGV[1..14]
         (lease, retention, owner, effect, tenant, run, tool, args hash,
-        removal field, rejections field, epoch, job, layout)
+        removal field, rejections field, epoch, job, layout, approval
+        needed; a carried claim passes thirteen: no approval needed)
   now   the server clock (serverNow) of the calling script
 
   Returns claim-4.lua's reply: the observation followed by the breaker state,
@@ -71,7 +72,10 @@ local function claimReceipt(receiptKey, indexKey, breakerKey, countKey, args, no
   local rejections = tonumber(breaker[2]) or 0
 
   local reply
-  if receipt.status == '' and removal == '' then
+  if receipt.status == '' and removal == '' and args[14] == '1' then
+    -- A call that needs approval never starts a lifetime nobody approved: the gate asks again.
+    reply = observation(3, receipt, now)
+  elseif receipt.status == '' and removal == '' then
     reply = createReceipt(receiptKey, indexKey, countKey, args, now)
     if reply.err then return reply end
   else

@@ -23,8 +23,8 @@ export function approvalGate(s: ProtocolState, ctx: ScriptContext, call: number,
     case 'absent':
       r.status = 'awaiting';
       r.attempts = 0;
-      // The gate records what the decisions see: resumable, or else opaque (src/bullmq/approval-step.ts).
-      r.effect = effect === 'resumable' ? 'resumable' : 'opaque';
+      // The gate records the effect a claim records (src/bullmq/outcomes/approval.ts), transactional too.
+      r.effect = effect;
       r.epoch = token;
       r.approvalEpoch = token;
       r.approvalLeft = ctx.scenario.ticks.approval;

@@ -1,8 +1,9 @@
 /**
- * The few places where the protocol's fixes of issue 41 live, or where a
- * seeded defect (defects.ts) breaks the model: each a function the worker
- * program calls instead of the transition itself, so a broken model is the
- * right one with one entry replaced.
+ * The few places where the protocol's fixes (of issue 41, and of the
+ * checker's findings) live, or where a seeded defect (defects.ts) breaks
+ * the model: each a function or switch the worker program reads instead of
+ * the transition itself, so a broken model is the right one with one entry
+ * replaced.
  */
 import { decideApproval, type DecisionAnswer } from './approval-scripts.js';
 import { complete, type Observed, type ScriptContext } from './receipt-scripts.js';
@@ -29,6 +30,18 @@ export interface ProtocolHooks {
   readonly takeover: 'lifetime-lock' | 'committed-rows-only';
   /** A reserve grants the receipt's own pending reservation again (issue 41), instead of a new one. */
   readonly reusesOwnReservation: boolean;
+  /**
+   * The claim of a call that needs approval refuses to create a lifetime
+   * (claim-4.lua's ARGV[14], code 3) and the wrapper passes the gate again;
+   * false: the claim creates one nobody approved (a fixed finding, findings.ts).
+   */
+  readonly claimAsksApproval: boolean;
+  /**
+   * A takeover's verdict is refused when the judged attempt's lease was
+   * renewed after the takeover began (reconcile-settle-3.lua's ARGV[11]);
+   * false: only a lease live now refuses it (a fixed finding, findings.ts).
+   */
+  readonly verdictSinceBegun: boolean;
 }
 
 /** The protocol as issue 41 fixes it. */
@@ -38,6 +51,8 @@ export const PROTOCOL_HOOKS: ProtocolHooks = {
   decideApproval,
   takeover: 'lifetime-lock',
   reusesOwnReservation: true,
+  claimAsksApproval: true,
+  verdictSinceBegun: true,
 };
 
 /** Everything a transition needs besides the state. */

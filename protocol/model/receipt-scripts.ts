@@ -55,12 +55,20 @@ export interface ScriptContext {
   readonly hooks: { readonly mayTakeOver: (recorded: Effect, requested: Effect) => boolean };
 }
 
+/**
+ * Whether a renewal of `r`'s lease is kept in `renewed`: only a
+ * transactional call is reconciled in the model, so only its renewals can
+ * refuse a verdict (kept for no other, which would only split states).
+ */
+const reconciled = (r: Receipt): boolean => r.effect === 'transactional';
+
 /** lua/includes/start-attempt.lua: attempt n + 1 of the same lifetime. */
 function startAttempt(r: Receipt, ctx: ScriptContext, token: number): void {
   r.attempts += 1;
   r.status = 'running';
   r.lease = ctx.scenario.ticks.lease;
   r.ambiguous = false;
+  r.renewed = false;
   if (token !== 0) r.token = token;
 }
 
@@ -85,13 +93,18 @@ function settleVerdict(s: ProtocolState, call: number, outcome: 'completed' | 'f
   }
 }
 
+/** claim-4.lua's code 3: no receipt, and the call needs approval; nothing written, the caller passes the gate again. */
+export const APPROVAL_NEEDED = 3;
+
 /**
  * claim-4.lua: create the receipt (a new lifetime under `token`), start an
  * approved one, or observe what is there. An awaiting or denied receipt is
- * refused as corrupt (only the approval scripts move it).
+ * refused as corrupt (only the approval scripts move it). A call that
+ * `needsApproval` never creates a lifetime: {@link APPROVAL_NEEDED}.
  */
-export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect: Effect, token: number): Observed {
+export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect: Effect, token: number, needsApproval: boolean): Observed {
   const r = s.receipts[call]!;
+  if (r.status === 'absent' && needsApproval) return observe(r, APPROVAL_NEEDED);
   if (r.status === 'absent' || r.status === 'approved') {
     if (r.status === 'absent') r.effect = effect;
     else r.approvalEpoch = r.epoch;
@@ -100,6 +113,7 @@ export function claim(s: ProtocolState, ctx: ScriptContext, call: number, effect
     r.epoch = token;
     r.lease = ctx.scenario.ticks.lease;
     r.ambiguous = false;
+    r.renewed = false;
     r.result = 0;
     return observe(r, 1);
   }
@@ -144,6 +158,7 @@ export function heartbeat(s: ProtocolState, ctx: ScriptContext, call: number, at
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = ctx.scenario.ticks.lease;
+  r.renewed = reconciled(r);
   return observe(r, isFlagged(r) ? 2 : 1);
 }
 
@@ -178,6 +193,8 @@ export function outcomeUnknown(s: ProtocolState, call: number, attempt: number, 
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
   if (!holdsFence(r, attempt, epoch)) return observe(r, 0);
   r.lease = 0;
+  // lease_until_ms = now: later than a reconcile's begin (a step after it, in the model).
+  r.renewed = reconciled(r);
   if (r.effect !== 'resumable' && r.effect !== 'transactional') {
     r.ambiguous = true;
     const ghost = ghostOf(s, call, r.epoch);
@@ -220,13 +237,16 @@ export function reconcileBegin(s: ProtocolState, ctx: ScriptContext, call: numbe
   if (r.reconcileLease > 0) return { code: 2, reconciles: 0 };
   r.reconciles += 1;
   r.reconcileLease = ctx.scenario.ticks.reconcile;
+  r.renewed = false;
   return { code: 1, reconciles: r.reconciles };
 }
 
 /**
  * reconcile-settle-3.lua with the verdict read from the outcome row:
  * `verdict` is the committed result, or -1 for not started (then attempt
- * n + 1 starts, owned by the reconciler). 1 recorded, 0 fenced out.
+ * n + 1 starts, owned by the reconciler). 1 recorded, 0 fenced out (also
+ * when the lease was renewed since the reconcile began and `sinceBegun`:
+ * the caller passed its begin's time).
  */
 export function reconcileSettle(
   s: ProtocolState,
@@ -236,10 +256,11 @@ export function reconcileSettle(
   epoch: number,
   reconciles: number,
   verdict: number,
+  sinceBegun: boolean,
 ): Observed {
   const r = s.receipts[call]!;
   if (!ORDINARY.has(r.status)) return observe(r, CORRUPT);
-  if (!holdsFence(r, attempt, epoch) || r.reconciles !== reconciles || r.lease > 0) return observe(r, 0);
+  if (!holdsFence(r, attempt, epoch) || r.reconciles !== reconciles || r.lease > 0 || (sinceBegun && r.renewed)) return observe(r, 0);
   r.reconcileLease = 0;
   if (verdict > 0) settleVerdict(s, call, 'completed', verdict, false);
   else startAttempt(r, ctx, 0);

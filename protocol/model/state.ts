@@ -90,6 +90,12 @@ export interface Receipt {
   decidedBy: 'none' | 'approver' | 'expiry';
   /** The reservation id its field `limit:<name>` holds, 0 none. */
   limitHolder: number;
+  /**
+   * The attempt's lease was renewed (a heartbeat, a confirm, an
+   * outcome-unknown) since the last reconcile began: `lease_until_ms` later
+   * than that begin's now, which reconcile-settle-3.lua compares.
+   */
+  renewed: boolean;
 }
 
 /** An outcome row of one lifetime of a transactional call, on PostgreSQL. */
@@ -290,6 +296,7 @@ export function absentReceipt(): Receipt {
     approvalLeft: 0,
     decidedBy: 'none',
     limitHolder: 0,
+    renewed: false,
   };
 }
 

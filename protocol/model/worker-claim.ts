@@ -12,17 +12,26 @@
 import { approvalGate } from './approval-scripts.js';
 import type { ModelContext } from './hooks.js';
 import { limitCommit, limitRelease, limitReserve, limitSettle } from './limit-scripts.js';
-import { CORRUPT, claim, flagAmbiguous, reclaim, reconcileBegin, releaseLostClaim, type Observed } from './receipt-scripts.js';
+import {
+  APPROVAL_NEEDED,
+  CORRUPT,
+  claim,
+  flagAmbiguous,
+  reclaim,
+  reconcileBegin,
+  releaseLostClaim,
+  type Observed,
+} from './receipt-scripts.js';
 import { mintId, type ProtocolState } from './state.js';
 import { execute } from './worker-attempt.js';
 import { endWith, othersFillLimit, park, refuse } from './worker-ending.js';
 
 type Step = (s: ProtocolState, ctx: ModelContext, wi: number, choice: number) => string | undefined;
 
-/** The step after the gate: the reserve for a limited call, else the claim. */
+/** The step after the gate: the reserve for a limited call (unless a gate passed again finds its share held), else the claim. */
 function afterGate(s: ProtocolState, ctx: ModelContext, wi: number): undefined {
   const w = s.workers[wi]!;
-  w.pc = ctx.scenario.calls[w.call]!.limited ? 'reserve' : 'claim';
+  w.pc = ctx.scenario.calls[w.call]!.limited && w.reservation === 0 ? 'reserve' : 'claim';
   return undefined;
 }
 
@@ -97,7 +106,7 @@ const claimStep: Step = (s, ctx, wi, choice) => {
   const w = s.workers[wi]!;
   const spec = ctx.scenario.calls[w.call]!;
   w.token = mintId(s, w.call);
-  const seen = claim(s, ctx, w.call, spec.effect, w.token);
+  const seen = claim(s, ctx, w.call, spec.effect, w.token, spec.approval && ctx.hooks.claimAsksApproval);
   return answered(s, ctx, wi, seen, choice === 1 ? { attempt: 1, epoch: w.token } : undefined);
 };
 
@@ -116,6 +125,11 @@ function answered(s: ProtocolState, ctx: ModelContext, wi: number, seen: Observe
     return undefined;
   }
   if (seen.code === 1) return execute(s, ctx, wi, seen.attempts, seen.epoch);
+  if (seen.code === APPROVAL_NEEDED) {
+    // The receipt the gate answered for is gone: the gate asks about a new lifetime (call-run.ts, ToolCallRun.run).
+    w.pc = 'gate';
+    return undefined;
+  }
   return decide(s, ctx, wi, seen);
 }
 

@@ -155,7 +155,7 @@ const readOutcome: Step = (s, ctx, wi, choice) => {
 /** The verdict recorded (reconcile-settle-3.lua) while the lock is held; then the lock goes with the transaction. */
 const reconcileSettleStep: Step = (s, ctx, wi) => {
   const w = s.workers[wi]!;
-  const seen = reconcileSettle(s, ctx, w.call, w.attempt, w.epoch, w.reconciles, w.verdict);
+  const seen = reconcileSettle(s, ctx, w.call, w.attempt, w.epoch, w.reconciles, w.verdict, ctx.hooks.verdictSinceBegun);
   if (seen.code === 1) ghostOf(s, w.call, w.epoch).judged = w.attempt;
   // A session ended meanwhile (the worker was stopped past the idle timeout): its COMMIT fails, and the claim throws.
   const sessionLost = w.txn === 'dead';

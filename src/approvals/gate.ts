@@ -3,6 +3,7 @@
  * rule passes before its claim (`lua/approval-gate-3.lua`), the rule and the
  * redact hook applied, and the sentence the model reads after a denial.
  */
+import type { ReceiptEffect } from '../core/decision.js';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import { UnexpectedScriptReplyError } from '../redis/errors.js';
 import type { ReceiptsChannel } from '../redis/receipts/channel.js';
@@ -65,7 +66,8 @@ export interface GateRequest {
   readonly key: ToolCallReceiptKey;
   /** Set when the call needs approval. */
   readonly needed: { readonly reason?: string } | undefined;
-  readonly effect: 'resumable' | 'opaque';
+  /** The effect the receipt records (`transactional` too, so a started call is settled from its outcome row). */
+  readonly effect: ReceiptEffect;
   readonly timeoutMs: number;
   /** JSON text of what the approver is shown, `''` for nothing. */
   readonly shown: string;

@@ -201,14 +201,15 @@ export function attemptJobOf(job: Job): AttemptJob | undefined {
 /**
  * How each tool's calls are claimed, worked out once: the effect a claim
  * records, and whether the tool settles its own expired attempts. A call's
- * options add its job; the lease and the owner are the keyspace's.
+ * options add its job, and whether its approval gate asked a person; the
+ * lease and the owner are the keyspace's.
  */
 function claimOptionsOf(tools: readonly AnyToolDefinition[]): CallRuntime['claimOptions'] {
   const byTool = new Map(tools.map((tool) => [tool, { effect: recordedEffectOf(tool), settles: settlesExpired(tool) }]));
-  return (tool, scope): ClaimOptions => {
+  return (tool, scope, needsApproval = false): ClaimOptions => {
     const { effect, settles } = byTool.get(tool) ?? { effect: recordedEffectOf(tool), settles: settlesExpired(tool) };
     // One literal, no spreads: it is built for every claimed call.
-    return { effect, job: scope.attemptJob, settlesExpired: settles };
+    return { effect, job: scope.attemptJob, settlesExpired: settles, needsApproval };
   };
 }
 

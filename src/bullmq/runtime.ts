@@ -72,9 +72,10 @@ export interface CallRuntime {
    * The options a call of `tool` is claimed with, in `scope`'s job: its
    * effect and whether it settles its own expired attempts, worked out once
    * per tool when the processor is made; the lease and owner are the
-   * keyspace's.
+   * keyspace's. `needsApproval`: the call's approval gate asked a person
+   * about it (see `ClaimOptions.needsApproval`).
    */
-  claimOptions(tool: AnyToolDefinition, scope: JobScope): ClaimOptions;
+  claimOptions(tool: AnyToolDefinition, scope: JobScope, needsApproval?: boolean): ClaimOptions;
 }
 
 /**

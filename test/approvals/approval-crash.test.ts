@@ -27,11 +27,12 @@ const APPROVAL = { APPROVAL_TOOLS: 'send_email' };
 const run = promisify(execFile);
 const approveOnce = fileURLToPath(new URL('../fixtures/approve-once.ts', import.meta.url));
 
-async function pendingOf(l: Lane): Promise<PendingApproval> {
+/** Waits until a call is listed as pending (another lifetime than `before`, when given), and returns it. */
+async function pendingOf(l: Lane, before?: string): Promise<PendingApproval> {
   const until = Date.now() + STEP_TIMEOUT_MS;
   for (;;) {
     const [pending] = await listPendingApprovals({ redis: l.redis, prefix: l.prefix });
-    if (pending) return pending;
+    if (pending && pending.epoch !== before) return pending;
     if (Date.now() > until) throw new Error('no call became pending');
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -56,6 +57,32 @@ describe('a worker SIGKILLed around an approved call', () => {
     expect(outbox.map((e) => [e.tool, e.attempt, e.pid])).toEqual([['send_email', 1, takeover.child.pid]]);
     expect(duplicateEffects(outbox)).toEqual([]);
     expect(await l.receipt(pending.tenantId, pending.runId)).toMatchObject({ status: 'completed', attempts: 1 });
+  });
+
+  it('the receipt expires between the gate and the claim: the claim starts nothing, and the call runs only once approved again', async () => {
+    const l = await lane();
+    // The job lock outlives the stall, so the stalled delivery itself goes on to its claim.
+    const worker = await l.spawn({ ...APPROVAL, CRASH_AT: 'pause-after-approval', PAUSE_MS: '3000', LOCK_MS: '15000' });
+    const job = await l.add(emailJob(), RETRYING);
+    const first = await pendingOf(l);
+    await approveCall({ redis: l.redis, prefix: l.prefix, ...first, actor: 'ana', queue: l.queue });
+    await worker.waitFor(reached('pause-after-approval'), STEP_TIMEOUT_MS);
+    // Stalled after its gate found the call approved: the receipt's retention passes meanwhile.
+    await l.redis.pexpire(first.receiptKey, 1);
+    for (let tries = 0; (await l.redis.exists(first.receiptKey)) === 1 && tries < 100; tries++) await new Promise((r) => setTimeout(r, 10));
+    expect(await l.redis.exists(first.receiptKey)).toBe(0);
+
+    // The claim refuses a lifetime nobody approved; the gate asks again, and nothing runs meanwhile.
+    const second = await pendingOf(l, first.epoch);
+    expect(second.receiptKey).toBe(first.receiptKey);
+    expect(await l.redis.hget(second.receiptKey, 'status')).toBe('awaiting_approval');
+    expect(await outboxOf(l)).toEqual([]);
+
+    await approveCall({ redis: l.redis, prefix: l.prefix, ...second, actor: 'bo', queue: l.queue });
+    const done = await expectCompleted(l, job);
+    expect((done.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['executed']);
+    expect((await outboxOf(l)).map((e) => e.tool)).toEqual(['send_email']);
+    expect(await l.redis.hget(second.receiptKey, 'approval_by')).toBe('bo');
   });
 
   it('mid-call: the opaque call becomes ambiguous and is never run again', async () => {

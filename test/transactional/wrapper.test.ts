@@ -11,6 +11,7 @@ import { z } from 'zod';
 import pg from 'pg';
 import { defineTool, reconcileAmbiguous, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { pgDatabase } from '../../src/transactional/index.js';
+import { approveCall, listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
 import { outcomeRows, ticketsOf, usePostgres } from './fixture.js';
 import { dataPool, recordCallTool } from './tools.js';
@@ -79,6 +80,33 @@ describe('a transactional call', () => {
     const record = await l.receipt(data.tenantId, data.runId);
     expect(record).toMatchObject({ status: 'failed', tier: 'neverStarted', effect: 'transactional' });
     expect(await outcomeRows(postgres.admin(), record.redisKey)).toEqual([]);
+    await pool.end();
+  });
+});
+
+describe('a transactional call that needs approval', () => {
+  it('approved, runs once, and its receipt records it as transactional (layout 3), as a claimed one does', async () => {
+    const l = await lane();
+    const pool = dataPool(postgres.handle().url);
+    const { processor } = l.worker({ tools: [defineTool({ ...recordCallTool(pool), approval: 'always' })] });
+    await processor.ready();
+    const name = `${label()}-approved`;
+    const data = jobData([call('record_call', { label: name }, 'toolu_approved')]);
+    const job = await l.add(data);
+    let pending: PendingApproval | undefined;
+    for (let tries = 0; pending === undefined && tries < 200; tries++) {
+      [pending] = await listPendingApprovals({ redis: l.redis, prefix: l.prefix });
+      if (pending === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    // Asked as what it is: a lapsed attempt of it is settled from its outcome row, never called ambiguous.
+    expect(await l.redis.hmget(pending!.receiptKey, 'status', 'effect')).toEqual(['awaiting_approval', 'transactional']);
+    await approveCall({ redis: l.redis, prefix: l.prefix, ...pending!, actor: 'ana', queue: l.queue });
+    const done = await l.settle(job);
+    expect((done.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['executed']);
+    expect(await ticketsOf(postgres.admin(), name)).toEqual([1]);
+    const record = await l.receipt(data.tenantId, data.runId);
+    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: 3 });
+    expect(await outcomeRows(postgres.admin(), record.redisKey)).toHaveLength(1);
     await pool.end();
   });
 });

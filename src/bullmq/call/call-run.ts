@@ -19,7 +19,7 @@ import type { PrefetchedClaim, SettleResult } from '../../redis/receipts/store.j
 import { unrecoverable } from '../errors.js';
 import type { FencedOutEvent } from '../events.js';
 import { ambiguousOutcome } from '../outcomes/ambiguity.js';
-import { passApprovalGate } from '../outcomes/approval.js';
+import { passApprovalGate, type GatePassed } from '../outcomes/approval.js';
 import { settleExpired, type CallClaim } from '../outcomes/expired.js';
 import { abandoned, fencedOutFailure, outcomeUnknown, settleFailure, settleInterrupted, takeoverOf } from '../outcomes/failure.js';
 import { infrastructureFailure, isInfrastructureError } from '../outcomes/infrastructure.js';
@@ -33,6 +33,9 @@ import type { NextCall } from '../turn/claims-ahead.js';
 import { ExecutionContext, LazyAbort, LeaseKeeper } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { interruptionOf, throwIfInterrupted } from './interruption.js';
+
+/** Gates passed again after claims that found no receipt before giving up (each means the receipt vanished once more). */
+const MAX_APPROVAL_GATES = 3;
 
 /**
  * How a call is linked to its neighbours in a sequential stretch of a turn:
@@ -73,6 +76,8 @@ export class ToolCallRun implements CallAttempt {
   fence!: AttemptFence;
   attempt = 0;
   limited: LimitedCall | undefined;
+  /** Its approval gate asked a person about this call: its claim never starts a lifetime nobody approved. */
+  private needsApproval = false;
 
   constructor(
     readonly rt: CallRuntime,
@@ -100,7 +105,22 @@ export class ToolCallRun implements CallAttempt {
     if (this.scope.abort.aborted) throwIfInterrupted(this.scope.job.id ?? '', this.scope.abort);
     const gated = await this.passGates();
     if (gated !== undefined) return gated;
-    return await this.act(await this.claim());
+    let claim = await this.claim();
+    // The receipt the gate answered for was gone at the claim (it expired between them): the lifetime the
+    // claim would have started was never approved, so the gate asks a person about it (and parks the job).
+    for (let gates = 1; claim.approvalNeeded; gates++) {
+      if (gates > MAX_APPROVAL_GATES) {
+        await this.limited?.release();
+        throw new UnexpectedScriptReplyError(
+          'claim',
+          `the receipt of ${claim.redisKey} was gone at ${gates} claims after its approval gate`,
+        );
+      }
+      const denied = await this.passApproval();
+      if (denied !== undefined) return denied;
+      claim = await this.claim();
+    }
+    return await this.act(claim);
   }
 
   /** Claims the call again at once, in this delivery (see `CallAttempt.claimAgain`). */
@@ -141,17 +161,37 @@ export class ToolCallRun implements CallAttempt {
    */
   private async passGates(): Promise<ToolResultBlock | undefined> {
     if (this.rt.approvals?.of(this.tool)) {
-      const denied = await passApprovalGate(this);
-      if (denied) {
-        this.facts.answered('denied', 'denied');
-        return denied;
-      }
+      const denied = await this.passApproval();
+      if (denied !== undefined) return denied;
     }
     if (this.rt.limits === undefined) return undefined;
     const gate = await limitCall(this.rt.limits, this.key, this.args);
     if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(this, gate);
     this.limited = gate.kind === 'claim' ? gate.call : undefined;
     return undefined;
+  }
+
+  /**
+   * The approval gate: the block of a denied call, or `undefined` when the
+   * claim goes on (then whether a person was asked about the call is kept
+   * for the claim). Passed again after a claim that found no receipt: the
+   * call's limit shares then go back when it stops here (denied, or parked).
+   */
+  private async passApproval(): Promise<ToolResultBlock | undefined> {
+    let passed: GatePassed;
+    try {
+      passed = await passApprovalGate(this);
+    } catch (error) {
+      await this.limited?.release();
+      throw error;
+    }
+    if (passed.kind === 'claim') {
+      this.needsApproval = passed.needsApproval;
+      return undefined;
+    }
+    await this.limited?.release();
+    this.facts.answered('denied', 'denied');
+    return passed.block;
   }
 
   /**
@@ -178,7 +218,7 @@ export class ToolCallRun implements CallAttempt {
 
   private async sendClaim(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
     const { rt, scope, tool, key } = this;
-    const options = rt.claimOptions(tool, scope);
+    const options = rt.claimOptions(tool, scope, this.needsApproval);
     let claim: CallClaim = await rt.keyspace.receipts.claim(key, options, ahead);
     if (options.settlesExpired && claim.decision.kind === 'ambiguous' && claim.lostFence) claim = await settleExpired(this, claim, options);
     // A job that meets the call ambiguous is noted on the receipt, so it can be retried once the call is settled.

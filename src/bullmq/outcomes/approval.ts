@@ -9,7 +9,7 @@ import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, typ
 import type { ApprovalOptions, ApprovalRule } from '../../approvals/types.js';
 import { receiptRedisKey } from '../../redis/keys.js';
 import type { ApprovalRuntime, ReadyCall, ToolApproval } from '../runtime.js';
-import { receiptEffectOf } from '../../core/tool-effect.js';
+import { recordedEffectOf } from '../../core/tool-effect.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import { throwIfInterrupted } from '../call/interruption.js';
 import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
@@ -42,23 +42,34 @@ export function toolApproval(tool: AnyToolDefinition, defaults: ApprovalOptions)
 }
 
 /**
- * Passes the gate for one call. Returns the block for a denied call,
- * `undefined` when the claim goes on, and for a call awaiting a decision
- * parks the job until the approval expires (a decision promotes it sooner)
- * and throws DelayedError, without using one of the job's attempts.
+ * What the gate lets a call do: end with the block of a denied call, or go
+ * on to its claim; `needsApproval` when a person was asked about this call
+ * (its claim then never starts a lifetime nobody approved: see
+ * `ClaimOptions.needsApproval`).
  */
-export async function passApprovalGate(x: ReadyCall): Promise<ToolResultBlock | undefined> {
+export type GatePassed =
+  { readonly kind: 'denied'; readonly block: ToolResultBlock } | { readonly kind: 'claim'; readonly needsApproval: boolean };
+
+const CLAIM_FREELY: GatePassed = { kind: 'claim', needsApproval: false };
+
+/**
+ * Passes the gate for one call. Returns the block for a denied call, or
+ * that the claim goes on; for a call awaiting a decision it parks the job
+ * until the approval expires (a decision promotes it sooner) and throws
+ * DelayedError, without using one of the job's attempts.
+ */
+export async function passApprovalGate(x: ReadyCall): Promise<GatePassed> {
   const { rt, scope, call, tool, key, args, facts } = x;
   const approvals = rt.approvals;
   const approval = approvals?.of(tool);
-  if (approvals === undefined || approval === undefined) return undefined;
+  if (approvals === undefined || approval === undefined) return CLAIM_FREELY;
   const { tenantId, runId } = scope.data;
   const needed = approvalNeeded(approval.rule, args, { tenantId, runId, toolName: tool.name, callId: call.id });
   const answer = await approvals.gate.pass(
     {
       key,
       needed,
-      effect: receiptEffectOf(tool),
+      effect: recordedEffectOf(tool),
       timeoutMs: approval.timeoutMs,
       shown: needed ? shownText(approval.redact, args) : '',
       job: scope.attemptJob,
@@ -72,13 +83,13 @@ export async function passApprovalGate(x: ReadyCall): Promise<ToolResultBlock | 
   if (answer.kind === 'approved' || answer.kind === 'denied') await note(clearAwaitingApproval(scope.job, call.id));
   switch (answer.kind) {
     case 'claim':
-      return undefined;
+      return { kind: 'claim', needsApproval: needed !== undefined };
     case 'approved':
       event('approved');
-      return undefined;
+      return { kind: 'claim', needsApproval: needed !== undefined };
     case 'denied':
       event(answer.expired ? 'expired' : 'denied', answer.actor);
-      return toolResultBlock(call, 'denied', { content: deniedText(tool.name, answer), is_error: true });
+      return { kind: 'denied', block: toolResultBlock(call, 'denied', { content: deniedText(tool.name, answer), is_error: true }) };
     case 'await': {
       if (answer.created) event('requested');
       throwIfInterrupted(scope.job.id ?? '', scope.abort);

@@ -197,7 +197,7 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
     try {
       const owner = await rt.keyspace.reconciles.settle(
         key,
-        { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner },
+        { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner, begunMs: start.nowMs },
         toRecord,
       );
       return { toRecord, owner };

@@ -125,7 +125,7 @@ export async function reconcileAmbiguous(
           ? { verdict: 'not_started' }
           : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
     try {
-      await reconciles.settle(record.key, { ...lost, reconciles: start.reconciles, worker: owner }, verdict);
+      await reconciles.settle(record.key, { ...lost, reconciles: start.reconciles, worker: owner, begunMs: start.nowMs }, verdict);
     } catch (error) {
       log.warn({ receiptKey: record.redisKey, error: (error as Error).message }, 'reconcile sweep: verdict not recorded');
       skip('it moved on');

@@ -277,8 +277,9 @@ export interface ClaimObservation extends Observation {
 /**
  * Parses the claim script's reply: the observation fields, then
  * `removal` (text, `''` when none) and `rejections` (a non-negative integer).
- * Codes are 0 (exists), 1 (created) and 2 (tool removed, no receipt); code 1
- * and 2 only ever come with the state they imply.
+ * Codes are 0 (exists), 1 (created), 2 (tool removed, no receipt) and 3
+ * (approval needed, no receipt); codes 1 to 3 only ever come with the state
+ * they imply.
  */
 export function parseClaimObservation(script: string, reply: unknown): ClaimObservation {
   if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS + 2) throw new UnexpectedScriptReplyError(script, reply);
@@ -293,7 +294,9 @@ export function parseClaimObservation(script: string, reply: unknown): ClaimObse
       ? observed.status !== null
       : observed.code === 1
         ? observed.status === 'running' && removalText === '' && observed.epoch !== ''
-        : observed.code === 2 && observed.status === null && removalText !== '';
+        : observed.code === 2
+          ? observed.status === null && removalText !== ''
+          : observed.code === 3 && observed.status === null && removalText === '';
   if (!consistent) throw new UnexpectedScriptReplyError(script, reply);
   return observed;
 }

@@ -27,6 +27,13 @@ export interface ClaimOptions {
    * caller flags it with `ReceiptStore.flagAmbiguous` if it cannot settle it.
    */
   settlesExpired?: boolean;
+  /**
+   * This call needs a person's approval (its approval gate said so): a
+   * claim that would create a brand-new lifetime (no receipt: the one the
+   * gate answered for expired since) creates nothing and answers with
+   * {@link ClaimResult.approvalNeeded}, so the caller passes the gate again.
+   */
+  needsApproval?: boolean;
 }
 
 /** What a claim decided, and what it saw. */
@@ -80,6 +87,14 @@ export interface ClaimResult {
    * removed.
    */
   readonly toolRemoval?: string;
+  /**
+   * Set when the claim was made with {@link ClaimOptions.needsApproval} and
+   * found no receipt: as with {@link toolRemoval} and a decision of
+   * `execute`, the store has created and written nothing, `attempt` is
+   * unset, and the caller must not run the tool: the lifetime it would have
+   * started was never approved. Pass the approval gate again.
+   */
+  readonly approvalNeeded?: true;
   /**
    * The tool's streak of consecutive rejections in the run, as the claim read
    * it (0 when none). {@link ReceiptStore.complete} resets a non-zero streak.
@@ -162,6 +177,8 @@ export interface ClaimRequest {
    * reply is lost can release exactly the attempt it started.
    */
   readonly token: string;
+  /** {@link ClaimOptions.needsApproval}: claim-4.lua's ARGV[14], sent by a claim of its own (never carried in another write). */
+  readonly needsApproval: boolean;
 }
 
 /** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */

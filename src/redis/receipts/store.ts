@@ -16,7 +16,13 @@ import type { DurabilityOptions } from '../durability/durability.js';
 import { runScript } from '../scripts/scripts.js';
 import { checkFence, type Observation, ReceiptsChannel, toStoredJson } from './channel.js';
 import { claimRequest, runClaim } from './transitions/claim.js';
-import { checkPrefetched, claimTogether, completeAndClaimNext, type PrefetchedClaim } from './transitions/claims-ahead.js';
+import {
+  checkPrefetched,
+  claimTogether,
+  completeAndClaimNext,
+  refuseCarriedApproval,
+  type PrefetchedClaim,
+} from './transitions/claims-ahead.js';
 import { flagAmbiguous, heartbeat, markOutcomeUnknown, recordStep } from './transitions/attempt-writes.js';
 import { resolveReceipt } from './transitions/resolve.js';
 import { ReceiptQueries } from './reads/read-side.js';
@@ -143,10 +149,12 @@ export class ReceiptStore {
    * The same script reads the tool's circuit-breaker state in the run (the
    * `<prefix>:brk:{<tenant>|<run>}` hash a `BreakerStore` with this prefix
    * keeps). When the tool is removed and the decision is `execute`, nothing is
-   * created or taken over: see {@link ClaimResult.toolRemoval}.
+   * created or taken over: see {@link ClaimResult.toolRemoval}. A claim with
+   * `needsApproval` that finds no receipt creates nothing either: see
+   * {@link ClaimResult.approvalNeeded}.
    *
    * `ahead` is the claim {@link completeAndClaim} already made for this very
-   * call (same key, effect, lease and owner, else `InvalidReceiptInputError`):
+   * call (same key, effect, lease and owner, and not `needsApproval`, else `InvalidReceiptInputError`):
    * the claim then decides from that answer, exactly as from its own claim
    * script, and sends only what the decision still needs (a takeover, or
    * flagging an ambiguous attempt). Use each prefetched claim once.
@@ -206,6 +214,7 @@ export class ReceiptStore {
     const text = toStoredJson(result, 'the result');
     const keys = this.channel.callKeys(key);
     const request = this.claimRequestOf(next.key, next.options);
+    refuseCarriedApproval(request);
     if (request.keys[1] !== keys[1]) {
       throw new InvalidReceiptInputError(`completeAndClaim: the next call must belong to the same run as ${keys[0]}`);
     }
@@ -228,6 +237,7 @@ export class ReceiptStore {
     calls: readonly { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions }[],
   ): Promise<(PrefetchedClaim | null)[]> {
     const requests = calls.map((c) => this.claimRequestOf(c.key, c.options));
+    requests.forEach(refuseCarriedApproval);
     if (requests.some((r) => r.keys[1] !== requests[0]?.keys[1])) {
       throw new InvalidReceiptInputError('claimGroup: every call must belong to the same run');
     }

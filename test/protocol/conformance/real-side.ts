@@ -56,6 +56,8 @@ export class RealSide {
   private readonly reservations = new Map<number, string>();
   private readonly reservationsBack = new Map<string, number>();
   readonly sessions: (Session | undefined)[];
+  /** Per worker: the server's time its last reconcile-begin that began answered (the verdict carries it). */
+  readonly begunMs: (number | undefined)[] = [];
   /** The server's time (ms) at tick 0, and the ticks passed since. */
   base = 0;
   tick = 0;

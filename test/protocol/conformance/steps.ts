@@ -69,7 +69,6 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
     case 'gate': {
       const token = pre.nextId[call]!;
       const answer = approvalGate(model, ctx, call, spec.effect, token);
-      const effect = spec.effect === 'resumable' ? 'resumable' : 'opaque';
       const args = [
         '1',
         side.real(call, token),
@@ -77,7 +76,7 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
         side.run,
         side.tool,
         `args${call}`,
-        effect,
+        spec.effect,
         '',
         side.deadlineMs(ctx.scenario.ticks.approval),
       ];
@@ -151,13 +150,14 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       return await boundOn(side, pre, call);
     case 'claim': {
       const token = pre.nextId[call]!;
-      const seen = receipts.claim(model, ctx, call, spec.effect, token);
+      const needsApproval = spec.approval && ctx.hooks.claimAsksApproval;
+      const seen = receipts.claim(model, ctx, call, spec.effect, token, needsApproval);
       const [receipt, index, breaker, count] = side.callKeys(call);
       const args = [LEASE(side, ctx), RETENTION_MS, owner, spec.effect, side.tenant, side.run, side.tool, `args${call}`, side.removedField];
       const reply = await side.script(
         'claim',
         [receipt, index, breaker, count],
-        [...args, side.rejectionsField, side.real(call, token), '', 2],
+        [...args, side.rejectionsField, side.real(call, token), '', 2, needsApproval ? '1' : '0'],
       );
       return compareObservation(side, 'claim', call, reply, seen, true);
     }
@@ -192,14 +192,18 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       const begun = receipts.reconcileBegin(model, ctx, call, w.attempt, w.epoch);
       const args = [w.attempt, side.deadlineMs(ctx.scenario.ticks.reconcile), owner, RETENTION_MS, '', epoch];
       const reply = await side.script('reconcile-begin', transition, args);
+      // The time it began, which its verdict carries (reconcile-settle-3.lua's ARGV[11]).
+      if (!('error' in reply) && reply[0] === 1) side.begunMs[wi] = Number(reply[3]);
       const real = 'error' in reply ? { code: receipts.CORRUPT, n: 0 } : { code: reply[0], n: reply[0] === 1 ? reply[1] : 0 };
       return expectSame('reconcile-begin', real, { code: begun.code, n: begun.reconciles });
     }
     case 'reconcileSettle': {
-      const seen = receipts.reconcileSettle(model, ctx, call, w.attempt, w.epoch, w.reconciles, w.verdict);
+      const sinceBegun = ctx.hooks.verdictSinceBegun;
+      const seen = receipts.reconcileSettle(model, ctx, call, w.attempt, w.epoch, w.reconciles, w.verdict, sinceBegun);
       const verdict =
         w.verdict > 0 ? ['completed', owner, RealSide.resultText(w.verdict), 0] : ['not_started', owner, '', LEASE(side, ctx)];
-      const args = [w.attempt, w.reconciles, ...verdict, RETENTION_MS, '', epoch, 'settled from PostgreSQL'];
+      const begun = sinceBegun ? (side.begunMs[wi] ?? '') : '';
+      const args = [w.attempt, w.reconciles, ...verdict, RETENTION_MS, '', epoch, 'settled from PostgreSQL', begun];
       const reply = await side.script('reconcile-settle', transition, args);
       await realTransaction.release(side, wi);
       const real = 'error' in reply ? receipts.CORRUPT : reply[0];

@@ -79,6 +79,8 @@ async function realReceipt(side: RealSide, call: number): Promise<Record<string,
     approvalLeft: ticks('approval_expires_ms'),
     decidedBy: by,
     limitHolder: h[side.bindingField] === undefined ? 0 : (side.modelReservation(h[side.bindingField]!) ?? -1),
+    // Not a stored field: reconcile-settle-3.lua compares lease_until_ms with its begin's time (its answer is compared).
+    renewed: false,
   };
   return receiptView(receipt);
 }

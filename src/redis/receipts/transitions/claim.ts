@@ -60,7 +60,7 @@ export function claimRequest(
     // The layout a receipt this claim creates is written in (claim-4.lua's ARGV[13]).
     defaults.receiptLayout,
   ];
-  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token };
+  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token, needsApproval: options.needsApproval === true };
 }
 
 /** The stored form of an {@link AttemptJob} (`job:<attempt>`). */
@@ -173,7 +173,8 @@ export async function runClaim(
         const reply = await releasingLostClaims(
           ch,
           async () => {
-            const sent = await ch.call('claim', request.keys, request.args);
+            // A call that needs approval adds claim-4.lua's ARGV[14]; the thirteen others are every claim's.
+            const sent = await ch.call('claim', request.keys, request.needsApproval ? [...request.args, '1'] : request.args);
             await registered;
             return sent;
           },
@@ -191,11 +192,13 @@ export async function runClaim(
         const result = executing({ kind: 'absent' }, claimed, effectForClaim(null, request.effect, false), redisKey, breaker);
         return acknowledged ? result : durableClaim(ch, request, result, mark);
       }
-      if (claimed.code === 2) {
-        // Tool removed and no receipt: the script wrote nothing, and neither does the store.
+      if (claimed.code === 2 || claimed.code === 3) {
+        // Tool removed, or a lifetime nobody approved, and no receipt: the script wrote nothing, and neither does the store.
         const state: ReceiptState = { kind: 'absent' };
         const effect = effectForClaim(null, request.effect, false);
-        return { decision: decideToolCallReceipt({ state, effect }), state, effect, redisKey, ...breaker };
+        const decision = decideToolCallReceipt({ state, effect });
+        if (claimed.code === 3) return { decision, state, effect, redisKey, approvalNeeded: true, ...breaker };
+        return { decision, state, effect, redisKey, ...breaker };
       }
     }
     const state = toReceiptState(seen);

@@ -81,6 +81,7 @@ export function prefetched(request: ClaimRequest, observation: ClaimObservation)
 
 /** Refuses a prefetched claim made for another call, or with other options than this claim's. */
 export function checkPrefetched(request: ClaimRequest, ahead: PrefetchedClaim): void {
+  refuseCarriedApproval(request);
   if (
     ahead.redisKey !== request.keys[0] ||
     ahead.effect !== request.effect ||
@@ -90,6 +91,17 @@ export function checkPrefetched(request: ClaimRequest, ahead: PrefetchedClaim): 
     throw new InvalidReceiptInputError(
       `the prefetched claim of ${ahead.redisKey} does not match this claim of ${request.keys[0]}: pass the same call with the same effect, lease and owner`,
     );
+  }
+}
+
+/**
+ * A claim carried in another write (or prefetched) never refuses a lifetime
+ * nobody approved (complete-claim-5.lua and claim-group-N.lua pass claim-4.lua's
+ * first thirteen arguments), so a call that needs approval claims on its own.
+ */
+export function refuseCarriedApproval(request: ClaimRequest): void {
+  if (request.needsApproval) {
+    throw new InvalidReceiptInputError(`the claim of ${request.keys[0]} needs approval: claim it on its own, not carried in another write`);
   }
 }
 

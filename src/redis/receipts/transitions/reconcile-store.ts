@@ -48,6 +48,13 @@ export interface ReconcileFence extends AttemptFence {
   readonly reconciles: number;
   /** Worker id recorded as `reconciled_by` (and owner of a not_started re-run). */
   readonly worker: string;
+  /**
+   * When the reconcile began (`nowMs` of its {@link ReconcileStore.begin}):
+   * the verdict is refused when the judged attempt's lease was renewed after
+   * that (it was alive after the reconcile began, so what it read may be
+   * stale). Not checked when absent.
+   */
+  readonly begunMs?: number;
 }
 
 /** How a {@link ReconcileStore} talks to Redis: the same connection, prefix, retention and durability as the receipt store. */
@@ -154,8 +161,9 @@ export class ReconcileStore {
    * `reconcile-settle-3.lua`). Returns the fence of the attempt that now
    * owns the call: the new one for `not_started` with a lease, the judged one
    * otherwise. Throws
-   * {@link FencedOutError} when the receipt moved on or another reconcile
-   * began since; then nothing was written.
+   * {@link FencedOutError} when the receipt moved on, another reconcile
+   * began since, or the judged attempt's lease was renewed after
+   * `fence.begunMs`; then nothing was written.
    */
   async settle(key: ToolCallReceiptKey, fence: ReconcileFence, verdict: VerdictToRecord): Promise<AttemptFence> {
     const payload =
@@ -179,6 +187,7 @@ export class ReconcileStore {
       job,
       fence.epoch,
       verdict.verdict === 'unknown' ? '' : (verdict.note ?? ''),
+      fence.begunMs ?? '',
     ]);
     const [code, attempts] = ints('reconcile-settle', reply, 2) as [number, number];
     if (code !== 1) {
