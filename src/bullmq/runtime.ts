@@ -121,7 +121,7 @@ export interface CarriedCall {
 
 /** A call staged to claim: its tool, its arguments and its receipt key, as the branches before its claim read it. */
 export interface ReadyCall {
-  readonly rt: CallRuntime;
+  readonly runtime: CallRuntime;
   readonly scope: JobScope;
   readonly call: ToolCall;
   readonly tool: AnyToolDefinition;

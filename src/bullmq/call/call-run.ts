@@ -53,11 +53,11 @@ export interface CallLinks {
  * model, or throws what BullMQ should see (DelayedError to come back later,
  * UnrecoverableError to stop, any other error to retry the job).
  */
-export async function runToolCall(rt: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = {}): Promise<ToolResultBlock> {
+export async function runToolCall(runtime: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = {}): Promise<ToolResultBlock> {
   const { tenantId, runId } = scope.data;
-  const facts = rt.facts.start({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
+  const facts = runtime.facts.start({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
   try {
-    const result = await new ToolCallRun(rt, scope, call, facts, links).run();
+    const result = await new ToolCallRun(runtime, scope, call, facts, links).run();
     facts.ended({ result });
     return result;
   } catch (error) {
@@ -80,7 +80,7 @@ export class ToolCallRun implements CallAttempt {
   private needsApproval = false;
 
   constructor(
-    readonly rt: CallRuntime,
+    readonly runtime: CallRuntime,
     readonly scope: JobScope,
     readonly call: ToolCall,
     readonly facts: CallFacts,
@@ -97,9 +97,9 @@ export class ToolCallRun implements CallAttempt {
   async run(): Promise<ToolResultBlock> {
     const refused = await this.stage();
     if (refused !== undefined) return refused;
-    if (this.rt.runsWithoutReceipt(this.tool)) {
+    if (this.runtime.runsWithoutReceipt(this.tool)) {
       this.facts.decided({ decision: 'direct', attempt: undefined });
-      return await runReadOnlyCall(this.rt, this);
+      return await runReadOnlyCall(this.runtime, this);
     }
     // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
     if (this.scope.abort.aborted) throwIfInterrupted(this.scope.job.id ?? '', this.scope.abort);
@@ -125,17 +125,17 @@ export class ToolCallRun implements CallAttempt {
 
   /** Claims the call again at once, in this delivery (see `CallAttempt.claimAgain`). */
   claimAgain(): Promise<ToolResultBlock> {
-    return new ToolCallRun(this.rt, this.scope, this.call, this.facts, { next: this.links.next }, true).run();
+    return new ToolCallRun(this.runtime, this.scope, this.call, this.facts, { next: this.links.next }, true).run();
   }
 
   /** Looks the tool up and prepares the input (the call before may have done it); the answer of a call that will not run. */
   private async stage(): Promise<ToolResultBlock | undefined> {
-    const { rt, scope, call, facts } = this;
-    const staged = await (this.links.self?.stage() ?? stageCall(rt, scope, call));
+    const { runtime, scope, call, facts } = this;
+    const staged = await (this.links.self?.stage() ?? stageCall(runtime, scope, call));
     if (staged.kind === 'unknownTool') {
       facts.answered('reject', 'rejected');
       return block(call, 'rejected', {
-        content: `Unknown tool "${call.name}". Nothing was run. Available tools: ${[...rt.tools.keys()].join(', ')}.`,
+        content: `Unknown tool "${call.name}". Nothing was run. Available tools: ${[...runtime.tools.keys()].join(', ')}.`,
         is_error: true,
       });
     }
@@ -143,7 +143,7 @@ export class ToolCallRun implements CallAttempt {
     if (staged.kind === 'rejected') {
       let content = staged.prepared.message;
       if (staged.prepared.countsAsRejection) {
-        const streak = await rt.keyspace.breaker.recordRejection(scope.data.tenantId, scope.data.runId, staged.tool.name);
+        const streak = await runtime.keyspace.breaker.recordRejection(scope.data.tenantId, scope.data.runId, staged.tool.name);
         if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
       }
       facts.answered('reject', 'rejected');
@@ -160,12 +160,12 @@ export class ToolCallRun implements CallAttempt {
    * limit counts reserves its share (refused or parked when it does not fit).
    */
   private async passGates(): Promise<ToolResultBlock | undefined> {
-    if (this.rt.approvals?.of(this.tool)) {
+    if (this.runtime.approvals?.of(this.tool)) {
       const denied = await this.passApproval();
       if (denied !== undefined) return denied;
     }
-    if (this.rt.limits === undefined) return undefined;
-    const gate = await limitCall(this.rt.limits, this.key, this.args);
+    if (this.runtime.limits === undefined) return undefined;
+    const gate = await limitCall(this.runtime.limits, this.key, this.args);
     if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(this, gate);
     this.limited = gate.kind === 'claim' ? gate.call : undefined;
     return undefined;
@@ -217,20 +217,20 @@ export class ToolCallRun implements CallAttempt {
   }
 
   private async sendClaim(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
-    const { rt, scope, tool, key } = this;
-    const options = rt.claimOptions(tool, scope, this.needsApproval);
-    let claim: CallClaim = await rt.keyspace.receipts.claim(key, options, ahead);
+    const { runtime, scope, tool, key } = this;
+    const options = runtime.claimOptions(tool, scope, this.needsApproval);
+    let claim: CallClaim = await runtime.keyspace.receipts.claim(key, options, ahead);
     if (options.settlesExpired && claim.decision.kind === 'ambiguous' && claim.lostFence) claim = await settleExpired(this, claim, options);
     // A job that meets the call ambiguous is noted on the receipt, so it can be retried once the call is settled.
     if (claim.decision.kind === 'ambiguous' && scope.attemptJob) {
-      await rt.keyspace.reconciles.noteJob(key, scope.attemptJob).catch((error: unknown) => this.facts.jobNotNoted(error));
+      await runtime.keyspace.reconciles.noteJob(key, scope.attemptJob).catch((error: unknown) => this.facts.jobNotNoted(error));
     }
     return claim;
   }
 
   /** Acts on the claim's decision: replay, wait, ambiguous, or execute. */
   private async act(claim: CallClaim): Promise<ToolResultBlock> {
-    const { rt, scope, call, facts } = this;
+    const { runtime, scope, call, facts } = this;
     facts.claimed(claim.reconciled);
     const decision = claim.decision;
     const verdict = await this.limited?.afterClaim(decision.kind === 'execute' && claim.toolRemoval === undefined);
@@ -255,8 +255,8 @@ export class ToolCallRun implements CallAttempt {
         return block(call, 'replayed', recordedResult(claim.result));
       case 'wait': {
         // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
-        const remaining = claim.leaseRemainingMs ?? rt.keyspace.settings.leaseMs;
-        const delay = Math.min(remaining, rt.maxWaitMs) + Math.floor(Math.random() * rt.waitJitterMs);
+        const remaining = claim.leaseRemainingMs ?? runtime.keyspace.settings.leaseMs;
+        const delay = Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs);
         // A job cancelled meanwhile is not parked to come back: it stops here.
         if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
         facts.answered('wait', 'waited');
@@ -265,7 +265,7 @@ export class ToolCallRun implements CallAttempt {
         throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
       }
       case 'ambiguous':
-        return ambiguousOutcome(rt.onAmbiguous, call, facts, decision.reason);
+        return ambiguousOutcome(runtime.onAmbiguous, call, facts, decision.reason);
       case 'execute':
         // An execute decision without a removal always comes with the fence of the attempt the claim started.
         if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
@@ -288,7 +288,7 @@ export class ToolCallRun implements CallAttempt {
    * the tool reads `ctx.signal`.
    */
   private async execute(): Promise<ToolResultBlock> {
-    const { rt, scope, call, tool, key, attempt, fence, facts } = this;
+    const { runtime, scope, call, tool, key, attempt, fence, facts } = this;
     const abort = new LazyAbort(scope.abort);
     let fencedDuring: FencedOutEvent['during'] | undefined;
     const fencedOut = (during: FencedOutEvent['during'], error: FencedOutError) => {
@@ -297,9 +297,9 @@ export class ToolCallRun implements CallAttempt {
       facts.fencedOut(during, attempt, error.observed);
       abort.abort(error);
     };
-    const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await rt.keyspace.receipts.steps(key) : {};
+    const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await runtime.keyspace.receipts.steps(key) : {};
     const ctx = new ExecutionContext({
-      receipt: { store: rt.keyspace.receipts, fence },
+      receipt: { store: runtime.keyspace.receipts, fence },
       attempt,
       key,
       abort,
@@ -312,7 +312,7 @@ export class ToolCallRun implements CallAttempt {
       recordedSteps,
       onFencedOut: (error) => fencedOut('step', error),
     });
-    const keeper = new LeaseKeeper(rt.keyspace.receipts, key, fence, rt.keyspace.settings.leaseMs, facts, (error) =>
+    const keeper = new LeaseKeeper(runtime.keyspace.receipts, key, fence, runtime.keyspace.settings.leaseMs, facts, (error) =>
       fencedOut('heartbeat', error),
     ).start();
 
@@ -345,16 +345,18 @@ export class ToolCallRun implements CallAttempt {
    * another attempt's commit replays the winner's result.
    */
   private async complete(value: unknown, replayed: boolean, onFencedOut: (error: FencedOutError) => void): Promise<ToolResultBlock> {
-    const { rt, key, fence, facts, attempt } = this;
-    const result = await rt.shape(value, this.call, this.tool, this.scope.data);
+    const { runtime, key, fence, facts, attempt } = this;
+    const result = await runtime.shape(value, this.call, this.tool, this.scope.data);
     const next = this.links.next;
     let settled: SettleResult;
     try {
       const carried = await next?.claimToCarry();
       if (next === undefined || carried === undefined) {
-        settled = await facts.roundTrip('complete', () => rt.keyspace.receipts.complete(key, fence, result));
+        settled = await facts.roundTrip('complete', () => runtime.keyspace.receipts.complete(key, fence, result));
       } else {
-        const both = await facts.roundTrip('completeAndClaim', () => rt.keyspace.receipts.completeAndClaim(key, fence, result, carried));
+        const both = await facts.roundTrip('completeAndClaim', () =>
+          runtime.keyspace.receipts.completeAndClaim(key, fence, result, carried),
+        );
         next.carried(both.ahead);
         settled = both.settled;
       }
@@ -384,7 +386,7 @@ export class ToolCallRun implements CallAttempt {
       if (error instanceof NeverStartedError) return await settleInterrupted(this, error, onFencedOut);
       if (error instanceof OutcomeUnknownError) {
         // Left as a crash would leave it, at once (fenced: an attempt that was taken over writes nothing).
-        await this.rt.keyspace.receipts.markOutcomeUnknown(this.key, this.fence, error.message).catch(() => undefined);
+        await this.runtime.keyspace.receipts.markOutcomeUnknown(this.key, this.fence, error.message).catch(() => undefined);
         this.facts.outcomeUnknown(error);
         throw interruptionOf(scope.job.id ?? '', scope.abort) ?? error;
       }

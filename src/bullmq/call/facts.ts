@@ -484,14 +484,14 @@ class CallEvents {
     return { tenantId, runId, tool, callId, jobId, receiptKey };
   }
 
-  decided(facts: CallFacts, d: ObservedDecision): void {
+  decided(facts: CallFacts, observed: ObservedDecision): void {
     // A read-only call runs without a receipt: no claim, so no decision event.
-    if (d.decision === 'direct') return;
+    if (observed.decision === 'direct') return;
     this.#emit('decision', () => ({
       ...this.#base(facts),
-      decision: d.decision as ReceiptDecision['kind'],
-      attempt: d.attempt,
-      ...(d.reconciled ? { reconciled: d.reconciled } : {}),
+      decision: observed.decision as ReceiptDecision['kind'],
+      attempt: observed.attempt,
+      ...(observed.reconciled ? { reconciled: observed.reconciled } : {}),
     }));
   }
 

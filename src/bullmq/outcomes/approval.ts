@@ -58,9 +58,9 @@ const CLAIM_FREELY: GatePassed = { kind: 'claim', needsApproval: false };
  * until the approval expires (a decision promotes it sooner) and throws
  * DelayedError, without using one of the job's attempts.
  */
-export async function passApprovalGate(x: ReadyCall): Promise<GatePassed> {
-  const { rt, scope, call, tool, key, args, facts } = x;
-  const approvals = rt.approvals;
+export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> {
+  const { runtime, scope, call, tool, key, args, facts } = callRun;
+  const approvals = runtime.approvals;
   const approval = approvals?.of(tool);
   if (approvals === undefined || approval === undefined) return CLAIM_FREELY;
   const { tenantId, runId } = scope.data;
@@ -76,7 +76,7 @@ export async function passApprovalGate(x: ReadyCall): Promise<GatePassed> {
     },
     (error) => facts.approvalIndexNotUpdated(error),
   );
-  const receiptKey = receiptRedisKey(rt.keyspace.receipts.prefix, key);
+  const receiptKey = receiptRedisKey(runtime.keyspace.receipts.prefix, key);
   const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => facts.approval(state, actor, receiptKey);
   // The job's progress note for the agent's client: a failure to write it only leaves the client waiting longer.
   const note = (write: Promise<void>) => write.catch((error: unknown) => facts.approvalNotNoted(error));

@@ -46,7 +46,7 @@ export interface SettleRuntime {
 
 /** One call's claim, with the job it belongs to. */
 export interface SettleScope {
-  readonly rt: SettleRuntime;
+  readonly runtime: SettleRuntime;
   /** `abort.signal` is read only when a reconcile runs: most claims never make one. */
   readonly scope: {
     readonly job: Job;
@@ -74,44 +74,44 @@ export const reconcileLeaseMs = (tool: AnyToolDefinition, leaseMs: number): numb
  * transactional call's outcome row) and claim again, for a few rounds while
  * the receipt moves on under it. Returns the claim the call acts on.
  */
-export async function settleExpired(x: SettleScope, first: ClaimResult, options: ClaimOptions): Promise<CallClaim> {
-  const { rt, tool, key } = x;
+export async function settleExpired(callRun: SettleScope, first: ClaimResult, options: ClaimOptions): Promise<CallClaim> {
+  const { runtime, tool, key } = callRun;
   const job = options.job;
   for (let round = 0; round < MAX_ROUNDS; round++) {
-    const claim = round === 0 ? first : await rt.keyspace.receipts.claim(key, options);
+    const claim = round === 0 ? first : await runtime.keyspace.receipts.claim(key, options);
     if (claim.decision.kind !== 'ambiguous' || !claim.lostFence) return claim;
     const lost = claim.lostFence;
     // A removed tool is never run again; it is left ambiguous for a person.
     if (tool.effect === 'keyed' && claim.toolRemoval === undefined) {
-      const rerun = await rt.keyspace.reconciles.reclaimKeyed(key, {
+      const rerun = await runtime.keyspace.reconciles.reclaimKeyed(key, {
         lost,
         keyWindowMs: tool.keyWindowMs ?? 0,
-        leaseMs: rt.keyspace.settings.leaseMs,
-        owner: rt.keyspace.settings.owner,
+        leaseMs: runtime.keyspace.settings.leaseMs,
+        owner: runtime.keyspace.settings.owner,
         ...(job ? { job } : {}),
       });
       if (rerun.kind === 'movedOn') continue;
       if (rerun.kind === 'busy') return waiting(claim, rerun);
       if (rerun.kind === 'reclaimed') {
         const { attempt } = rerun.fence;
-        x.facts.keyedRerun(claim.redisKey, attempt, tool.keyWindowMs);
+        callRun.facts.keyedRerun(claim.redisKey, attempt, tool.keyWindowMs);
         return { ...claim, decision: { kind: 'execute', attempt }, attempt, fence: rerun.fence, keyedRerun: true };
       }
     }
     // A transactional call is settled from its outcome row even when its tool was removed: that reads, never runs.
     if ((tool.reconcile !== undefined && claim.toolRemoval === undefined) || tool.effect === 'transactional') {
-      const settled = await reconcileLost(x, claim, lost);
+      const settled = await reconcileLost(callRun, claim, lost);
       if (settled === 'movedOn') continue;
       return settled;
     }
-    const ambiguousMs = await rt.keyspace.receipts.flagAmbiguous(key, lost, receiptEffectOf(tool));
+    const ambiguousMs = await runtime.keyspace.receipts.flagAmbiguous(key, lost, receiptEffectOf(tool));
     if (ambiguousMs === null) continue;
     return { ...claim, ambiguousMs };
   }
-  const last = await rt.keyspace.receipts.claim(key, options);
+  const last = await runtime.keyspace.receipts.claim(key, options);
   // The receipt kept moving under every round: a transactional call comes back later rather than end ambiguous.
   if (tool.effect === 'transactional' && last.decision.kind === 'ambiguous') {
-    return waiting(last, { remainingMs: rt.keyspace.settings.leaseMs, nowMs: last.serverNowMs ?? Date.now() });
+    return waiting(last, { remainingMs: runtime.keyspace.settings.leaseMs, nowMs: last.serverNowMs ?? Date.now() });
   }
   return last;
 }
@@ -147,15 +147,15 @@ export function lostAttemptContext(lost: {
 }
 
 /** Ask the tool about the lost attempt under the reconcile lease, record its verdict, and act on it. */
-async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: AttemptFence): Promise<CallClaim | 'movedOn'> {
+async function reconcileLost(callRun: SettleScope, claim: ClaimResult, lostFence: AttemptFence): Promise<CallClaim | 'movedOn'> {
   const lost = lostFence.attempt;
-  const { rt, tool, key } = x;
+  const { runtime, tool, key } = callRun;
   const timeoutMs = reconcileTimeoutOf(tool);
-  const start = await rt.keyspace.reconciles.begin(
+  const start = await runtime.keyspace.reconciles.begin(
     key,
     lostFence,
-    reconcileLeaseMs(tool, rt.keyspace.settings.leaseMs),
-    rt.keyspace.settings.owner,
+    reconcileLeaseMs(tool, runtime.keyspace.settings.leaseMs),
+    runtime.keyspace.settings.owner,
   );
   switch (start.kind) {
     case 'movedOn':
@@ -175,35 +175,35 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
 
   const startedAt = performance.now();
   const context = lostAttemptContext({
-    ...x.scope,
+    ...callRun.scope,
     key,
     attempt: lost,
     attemptStartedMs: start.attemptStartedMs,
-    call: x.call,
-    logger: x.facts.logger(),
+    call: callRun.call,
+    logger: callRun.facts.logger(),
   });
   // A removed tool's call is not started again here: the receipt is failed (never started) instead.
-  const leaseMs = claim.toolRemoval === undefined ? { leaseMs: rt.keyspace.settings.leaseMs } : {};
-  const job = x.scope.attemptJob;
+  const leaseMs = claim.toolRemoval === undefined ? { leaseMs: runtime.keyspace.settings.leaseMs } : {};
+  const job = callRun.scope.attemptJob;
   /** Records the verdict under the reconcile's fence; 'movedOn' when another attempt or reconcile came first. */
   const recordVerdict = async (answer: ReconcileAnswer, historyNote?: string) => {
     const noted = historyNote === undefined ? {} : { note: historyNote };
     const toRecord: VerdictToRecord =
       answer.status === 'completed'
-        ? { verdict: 'completed', result: await rt.shape(answer.result, x.call, tool, x.scope.data), ...noted }
+        ? { verdict: 'completed', result: await runtime.shape(answer.result, callRun.call, tool, callRun.scope.data), ...noted }
         : answer.status === 'not_started'
           ? { verdict: 'not_started', ...leaseMs, ...(job ? { job } : {}), ...noted }
           : { verdict: 'unknown', note: answer.reason ?? 'the tool could not tell' };
     try {
-      const owner = await rt.keyspace.reconciles.settle(
+      const owner = await runtime.keyspace.reconciles.settle(
         key,
-        { ...lostFence, reconciles: start.reconciles, worker: rt.keyspace.settings.owner, begunMs: start.nowMs },
+        { ...lostFence, reconciles: start.reconciles, worker: runtime.keyspace.settings.owner, begunMs: start.nowMs },
         toRecord,
       );
       return { toRecord, owner };
     } catch (error) {
       if (!(error instanceof FencedOutError)) throw error;
-      x.facts.reconcileFencedOut(lost, toRecord.verdict);
+      callRun.facts.reconcileFencedOut(lost, toRecord.verdict);
       return 'movedOn' as const;
     }
   };
@@ -212,12 +212,12 @@ async function reconcileLost(x: SettleScope, claim: ClaimResult, lostFence: Atte
   const recorded =
     tool.effect === 'transactional'
       ? await settleFromOutcomeRow(tool, claim.redisKey, lostFence, recordVerdict)
-      : await recordVerdict(await askReconcile(tool, x.args, context, x.scope.abort.signal, timeoutMs));
+      : await recordVerdict(await askReconcile(tool, callRun.args, context, callRun.scope.abort.signal, timeoutMs));
   if (recorded === 'movedOn') return 'movedOn';
   const { toRecord, owner } = recorded;
 
   const note = toRecord.verdict === 'unknown' ? toRecord.note : undefined;
-  x.facts.reconciled(claim.redisKey, lost, toRecord.verdict, note, Math.round(performance.now() - startedAt));
+  callRun.facts.reconciled(claim.redisKey, lost, toRecord.verdict, note, Math.round(performance.now() - startedAt));
   switch (toRecord.verdict) {
     case 'completed':
       return { ...claim, decision: { kind: 'replay' }, result: toRecord.result, reconciled: 'completed' };

@@ -27,12 +27,12 @@ export const settlesExpired = (tool: CallAttempt['tool']): boolean =>
  * job's next delivery claims again and finds the attempt that took over
  * (wait) or its result (replay).
  */
-export function fencedOutFailure(x: CallAttempt, during: FencedOutEvent['during'], cause?: unknown): Error {
+export function fencedOutFailure(callRun: CallAttempt, during: FencedOutEvent['during'], cause?: unknown): Error {
   return new ToolCallFailedError(
-    x.tool.name,
-    x.call.id,
+    callRun.tool.name,
+    callRun.call.id,
     'neutral',
-    `attempt ${x.attempt} of tool call ${x.call.id} was fenced out during ${during}; another attempt owns it`,
+    `attempt ${callRun.attempt} of tool call ${callRun.call.id} was fenced out during ${during}; another attempt owns it`,
     { cause },
   );
 }
@@ -41,10 +41,10 @@ export function fencedOutFailure(x: CallAttempt, during: FencedOutEvent['during'
  * Read the receipt once (no write, so a lease left to lapse is not renewed)
  * and report whether another attempt owns it now.
  */
-export async function takeoverOf(x: CallAttempt): Promise<FencedOutError | undefined> {
-  const now = await x.rt.keyspace.receipts.inspect(x.key).catch(() => null);
-  if (!now || (now.status === 'running' && now.attempts === x.fence.attempt && now.epoch === x.fence.epoch)) return undefined;
-  return new FencedOutError(now.redisKey, x.fence, { status: now.status, attempts: now.attempts, epoch: now.epoch }, 'abort');
+export async function takeoverOf(callRun: CallAttempt): Promise<FencedOutError | undefined> {
+  const now = await callRun.runtime.keyspace.receipts.inspect(callRun.key).catch(() => null);
+  if (!now || (now.status === 'running' && now.attempts === callRun.fence.attempt && now.epoch === callRun.fence.epoch)) return undefined;
+  return new FencedOutError(now.redisKey, callRun.fence, { status: now.status, attempts: now.attempts, epoch: now.epoch }, 'abort');
 }
 
 /**
@@ -56,9 +56,9 @@ export async function takeoverOf(x: CallAttempt): Promise<FencedOutError | undef
  * job ends with: the interruption (see `interruptionOf`), never a failure of
  * the tool, so a cancelled job is not retried and the breaker counts nothing.
  */
-export function abandoned(x: CallAttempt, reason: unknown, cause: unknown): Error {
-  x.facts.aborted(reason, x.attempt, cause);
-  return interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? (cause instanceof Error ? cause : new Error(errorText(cause)));
+export function abandoned(callRun: CallAttempt, reason: unknown, cause: unknown): Error {
+  callRun.facts.aborted(reason, callRun.attempt, cause);
+  return interruptionOf(callRun.scope.job.id ?? '', callRun.scope.abort) ?? (cause instanceof Error ? cause : new Error(errorText(cause)));
 }
 
 /**
@@ -68,21 +68,21 @@ export function abandoned(x: CallAttempt, reason: unknown, cause: unknown): Erro
  * the job ends with the interruption. The breaker does not count it: the
  * tool did not fail, it was stopped.
  */
-export async function settleInterrupted(x: CallAttempt, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<never> {
+export async function settleInterrupted(callRun: CallAttempt, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<never> {
   const message = errorText(error);
   try {
-    const settled = await x.facts.roundTrip('fail', () =>
-      x.rt.keyspace.receipts.fail(x.key, x.fence, { error: message, tier: 'neverStarted' }),
+    const settled = await callRun.facts.roundTrip('fail', () =>
+      callRun.runtime.keyspace.receipts.fail(callRun.key, callRun.fence, { error: message, tier: 'neverStarted' }),
     );
-    x.facts.lateSettleOf(settled, 'failed', x.attempt);
-    await x.limited?.neverStarted();
-    x.facts.settled('failed', { tier: 'neverStarted', error }, x.attempt);
+    callRun.facts.lateSettleOf(settled, 'failed', callRun.attempt);
+    await callRun.limited?.neverStarted();
+    callRun.facts.settled('failed', { tier: 'neverStarted', error }, callRun.attempt);
   } catch (failError) {
     if (failError instanceof FencedOutError) onFencedOut(failError);
     // Not written (fenced out, or Redis did not answer): the lease lapses as for any interrupted attempt.
   }
-  x.facts.answered('execute', 'failed', x.attempt, { error: message, tier: 'neverStarted' });
-  throw interruptionOf(x.scope.job.id ?? '', x.scope.abort) ?? error;
+  callRun.facts.answered('execute', 'failed', callRun.attempt, { error: message, tier: 'neverStarted' });
+  throw interruptionOf(callRun.scope.job.id ?? '', callRun.scope.abort) ?? error;
 }
 
 /**
@@ -95,36 +95,40 @@ export async function settleInterrupted(x: CallAttempt, error: unknown, onFenced
  * left; any other failure, and the last attempt, is an error result for the
  * model.
  */
-export async function settleFailure(x: CallAttempt, error: unknown, onFencedOut: (e: FencedOutError) => void): Promise<ToolResultBlock> {
-  const { rt, scope, call, tool, key, attempt } = x;
+export async function settleFailure(
+  callRun: CallAttempt,
+  error: unknown,
+  onFencedOut: (e: FencedOutError) => void,
+): Promise<ToolResultBlock> {
+  const { runtime, scope, call, tool, key, attempt } = callRun;
   const { tenantId, runId } = scope.data;
   const tier = failureTier(failureFactsOf(error), { idempotent: tool.idempotent });
   const message = errorText(error);
   let settled: SettleResult;
   try {
-    settled = await x.facts.roundTrip('fail', () => rt.keyspace.receipts.fail(key, x.fence, { error: message, tier }));
+    settled = await callRun.facts.roundTrip('fail', () => runtime.keyspace.receipts.fail(key, callRun.fence, { error: message, tier }));
   } catch (failError) {
     if (!(failError instanceof FencedOutError)) throw failError;
     onFencedOut(failError);
-    throw fencedOutFailure(x, 'fail', failError);
+    throw fencedOutFailure(callRun, 'fail', failError);
   }
-  x.facts.lateSettleOf(settled, 'failed', x.attempt);
-  if (tier === 'neverStarted') await x.limited?.neverStarted();
+  callRun.facts.lateSettleOf(settled, 'failed', callRun.attempt);
+  if (tier === 'neverStarted') await callRun.limited?.neverStarted();
   // A refusal counts as a rejection (a streak that the tool's next success ends), any other failure as a failure;
   // a service that could not be reached is not the tool's failure, and counts as neither.
   const refused = error instanceof ToolRefusedError;
   const breaker = isUnreachableService(error)
     ? { removed: false }
     : refused
-      ? await rt.keyspace.breaker.recordRejection(tenantId, runId, tool.name, {
+      ? await runtime.keyspace.breaker.recordRejection(tenantId, runId, tool.name, {
           reason: `${tool.name} was removed after repeated refusals.`,
         })
-      : await rt.keyspace.breaker.recordFailure(tenantId, runId, tool.name, {
+      : await runtime.keyspace.breaker.recordFailure(tenantId, runId, tool.name, {
           removeNow: tier === 'destructive',
           reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
         });
-  x.facts.settled('failed', { tier, error }, attempt);
-  x.facts.answered('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
+  callRun.facts.settled('failed', { tier, error }, attempt);
+  callRun.facts.answered('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
   if (refused) {
     return block(call, 'rejected', {
       content: breaker.removed ? `${asSentence(message)} ${REJECTION_REMOVAL_SUFFIX}` : message,
@@ -149,30 +153,31 @@ export async function settleFailure(x: CallAttempt, error: unknown, onFencedOut:
  * delivery takes it over from its recorded steps.
  */
 export async function outcomeUnknown(
-  x: CallAttempt,
+  callRun: CallAttempt,
   error: OutcomeUnknownError,
   onFencedOut: (e: FencedOutError) => void,
 ): Promise<ToolResultBlock> {
-  const { rt, call, tool, key, attempt, facts } = x;
+  const { runtime, call, tool, key, attempt, facts } = callRun;
   try {
-    await rt.keyspace.receipts.markOutcomeUnknown(key, x.fence, error.message);
+    await runtime.keyspace.receipts.markOutcomeUnknown(key, callRun.fence, error.message);
   } catch (markError) {
     if (!(markError instanceof FencedOutError)) throw markError;
     onFencedOut(markError);
-    throw fencedOutFailure(x, 'fail', markError);
+    throw fencedOutFailure(callRun, 'fail', markError);
   }
   facts.outcomeUnknown(error);
   // A transactional call is settled from its outcome row by the next claim, never left ambiguous.
-  if (tool.effect === 'transactional' && x.afterUnknownOutcome) throw error;
+  if (tool.effect === 'transactional' && callRun.afterUnknownOutcome) throw error;
   const opaque = receiptEffectOf(tool) === 'opaque';
-  if (opaque && settlesExpired(tool) && !x.afterUnknownOutcome) {
+  if (opaque && settlesExpired(tool) && !callRun.afterUnknownOutcome) {
     // The tool can settle this itself: claim again now, and the claim reconciles it (or re-runs a
     // keyed call) in this delivery. Only once: a second unknown outcome is left ambiguous.
     facts.settlingUnknown(attempt, error.message);
-    return await x.claimAgain();
+    return await callRun.claimAgain();
   }
   facts.answered('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
-  if (opaque) return ambiguousOutcome(rt.onAmbiguous, call, facts, `${tool.name} reported that its outcome is unknown: ${error.message}`);
+  if (opaque)
+    return ambiguousOutcome(runtime.onAmbiguous, call, facts, `${tool.name} reported that its outcome is unknown: ${error.message}`);
   throw new ToolCallFailedError(
     tool.name,
     call.id,

@@ -53,12 +53,14 @@ export const isInfrastructureError = (error: unknown): boolean => infrastructure
  * its recorded steps, an opaque one is ambiguous), nothing is counted by the
  * breaker, and the job retries with the infrastructure error itself.
  */
-export async function infrastructureFailure(x: CallAttempt, error: unknown): Promise<never> {
+export async function infrastructureFailure(callRun: CallAttempt, error: unknown): Promise<never> {
   const cause = infrastructureErrorIn(error) ?? error;
   const text = errorText(cause);
-  x.facts.cutOff(x.attempt, cause);
+  callRun.facts.cutOff(callRun.attempt, cause);
   // Best effort: when Redis cannot take this either, the lease lapses instead, to the same end.
-  await x.rt.keyspace.receipts.markOutcomeUnknown(x.key, x.fence, `interrupted by infrastructure: ${text}`).catch(() => undefined);
+  await callRun.runtime.keyspace.receipts
+    .markOutcomeUnknown(callRun.key, callRun.fence, `interrupted by infrastructure: ${text}`)
+    .catch(() => undefined);
   throw cause;
 }
 

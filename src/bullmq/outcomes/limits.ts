@@ -16,8 +16,11 @@ import { toolResultBlock as block, type ToolResultBlock } from '../../core/job-d
  * receipt), or whose cost could not be counted: the rejected result, or,
  * for a limit that waits, the job parked until the window resets.
  */
-export async function overLimit(x: ReadyCall, gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>): Promise<ToolResultBlock> {
-  const { call, facts } = x;
+export async function overLimit(
+  callRun: ReadyCall,
+  gate: Extract<LimitGate, { kind: 'refused' | 'invalid_cost' }>,
+): Promise<ToolResultBlock> {
+  const { call, facts } = callRun;
   if (gate.kind === 'invalid_cost') {
     facts.limitCostNotCounted(gate.error.limit, gate.error.message);
     facts.answered('reject', 'rejected');
@@ -25,17 +28,17 @@ export async function overLimit(x: ReadyCall, gate: Extract<LimitGate, { kind: '
     const content = `This call was not run: its cost under the limit "${gate.error.limit}" could not be counted.`;
     return block(call, 'rejected', { content, is_error: true });
   }
-  return await refused(x, gate.refusal);
+  return await refused(callRun, gate.refusal);
 }
 
-async function refused(x: ReadyCall, refusal: LimitRefusal): Promise<ToolResultBlock> {
-  const { rt, scope, call, facts } = x;
+async function refused(callRun: ReadyCall, refusal: LimitRefusal): Promise<ToolResultBlock> {
+  const { runtime, scope, call, facts } = callRun;
   facts.overLimit(refusal.limit, refusal.onLimit, refusal.retryAtMs);
   if (refusal.onLimit === 'refuse') {
     facts.answered('reject', 'rejected');
     return block(call, 'rejected', { content: refusal.text, is_error: true });
   }
-  const delay = Math.max(0, refusal.retryAtMs - refusal.nowMs) + Math.floor(Math.random() * rt.waitJitterMs);
+  const delay = Math.max(0, refusal.retryAtMs - refusal.nowMs) + Math.floor(Math.random() * runtime.waitJitterMs);
   await park(scope, refusal.nowMs, delay);
   facts.answered('wait', 'waited');
   throw new DelayedError(`tool call ${call.id} waits ${delay} ms for the limit "${refusal.limit}" to reset`);
@@ -54,15 +57,15 @@ async function park(scope: JobScope, nowMs: number, delayMs: number): Promise<vo
  * reserve again.
  */
 export async function notRunUnderLimit(
-  x: ReadyCall,
+  callRun: ReadyCall,
   claim: ClaimResult,
   verdict: Extract<LimitVerdict, { run: false }>,
 ): Promise<ToolResultBlock> {
-  const { rt, scope, call, key, facts } = x;
+  const { runtime, scope, call, key, facts } = callRun;
   const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
-  if (claim.fence) await rt.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
-  if ('refusal' in verdict) return await refused(x, verdict.refusal);
-  const delay = Math.floor(Math.random() * rt.waitJitterMs);
+  if (claim.fence) await runtime.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+  if ('refusal' in verdict) return await refused(callRun, verdict.refusal);
+  const delay = Math.floor(Math.random() * runtime.waitJitterMs);
   await park(scope, claim.serverNowMs ?? Date.now(), delay);
   facts.answered('wait', 'waited');
   throw new DelayedError(`tool call ${call.id}: ${why}`);

@@ -43,9 +43,13 @@ export interface TransactionalValue {
  * this attempt did not commit, but that one might have, so nothing may say
  * the call never ran.
  */
-export async function runTransactionalAttempt(x: CallAttempt, ctx: ToolContext, confirm: () => Promise<void>): Promise<TransactionalValue> {
-  const { tool, args, fence } = x;
-  const attempt = { receiptKey: x.facts.receiptKey ?? '', epoch: fence.epoch, attempt: fence.attempt, confirm };
+export async function runTransactionalAttempt(
+  callRun: CallAttempt,
+  ctx: ToolContext,
+  confirm: () => Promise<void>,
+): Promise<TransactionalValue> {
+  const { tool, args, fence } = callRun;
+  const attempt = { receiptKey: callRun.facts.receiptKey ?? '', epoch: fence.epoch, attempt: fence.attempt, confirm };
   // A transactional tool's execute takes a TransactionalToolContext (see defineTool); the definition's type forgets it.
   const context = (tx: unknown): TransactionalToolContext<unknown> => ({ ...contextFields(ctx), tx });
   const body = async (tx: unknown) => tool.execute(args, context(tx) as unknown as ToolContext);

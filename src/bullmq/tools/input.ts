@@ -138,15 +138,15 @@ export type StagedCall =
  * Looks the call's tool up, prepares its input and derives its receipt key.
  * Writes nothing: a rejection is recorded by the call when it runs.
  */
-export async function stageCall(rt: CallRuntime, scope: JobScope, call: ToolCall): Promise<StagedCall> {
-  const tool = rt.tools.get(call.name);
+export async function stageCall(runtime: CallRuntime, scope: JobScope, call: ToolCall): Promise<StagedCall> {
+  const tool = runtime.tools.get(call.name);
   if (!tool) return { kind: 'unknownTool' };
   // Awaited only when they are promises: a call whose input parses as sent, with the default digest, awaits nothing here.
-  const preparing = rt.prepare(call, tool, scope.abort);
+  const preparing = runtime.prepare(call, tool, scope.abort);
   const prepared = preparing instanceof Promise ? await preparing : preparing;
   if (!prepared.ok) return { kind: 'rejected', tool, prepared };
   const { tenantId, runId } = scope.data;
-  const digested = argsDigest(prepared.rawInput, rt.digest);
+  const digested = argsDigest(prepared.rawInput, runtime.digest);
   const key = { tenantId, runId, toolName: tool.name, argsHash: typeof digested === 'string' ? digested : await digested };
   return { kind: 'ready', tool, args: prepared.args, key };
 }

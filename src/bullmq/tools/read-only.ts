@@ -50,11 +50,11 @@ function readOnlyFailureTier(error: unknown): FailureTier {
  * job like an idempotent tool's (see {@link readOnlyFailureTier}), without
  * the run's circuit breaker, which only counts calls that hold receipts.
  */
-export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<ToolResultBlock> {
-  const { scope, call, tool } = d;
+export async function runReadOnlyCall(runtime: CallRuntime, direct: DirectCall): Promise<ToolResultBlock> {
+  const { scope, call, tool } = direct;
   const ctx = new ExecutionContext({
     receipt: null,
-    key: d.key,
+    key: direct.key,
     attempt: scope.job.attemptsMade + 1,
     abort: scope.abort,
     tenantId: scope.data.tenantId,
@@ -62,24 +62,24 @@ export async function runReadOnlyCall(rt: CallRuntime, d: DirectCall): Promise<T
     sessionId: scope.data.sessionId,
     callId: call.id,
     job: scope.job,
-    logger: d.facts,
+    logger: direct.facts,
     recordedSteps: {},
     onFencedOut: () => undefined,
   });
   let value: unknown;
   try {
-    value = await d.facts.runTool(async () => tool.execute(d.args, ctx));
+    value = await direct.facts.runTool(async () => tool.execute(direct.args, ctx));
   } catch (error) {
     const tier = readOnlyFailureTier(error);
     const message = errorText(error);
-    d.facts.answered('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
-    d.facts.settled('failed', { tier, error });
+    direct.facts.answered('direct', error instanceof ToolRefusedError ? 'rejected' : 'failed', undefined, { error: message, tier });
+    direct.facts.settled('failed', { tier, error });
     if (error instanceof ToolRefusedError) return toolResultBlock(call, 'rejected', { content: message, is_error: true });
     const content = failureContent(tool.name, message, tier);
     if (retriesJob(scope.job, tier, error)) throw new ToolCallFailedError(tool.name, call.id, tier, content, { cause: error });
     return toolResultBlock(call, 'failed', { content, is_error: true });
   }
-  const result = await rt.shape(value, call, tool, scope.data);
-  d.facts.answered('direct', 'executed');
+  const result = await runtime.shape(value, call, tool, scope.data);
+  direct.facts.answered('direct', 'executed');
   return toolResultBlock(call, 'executed', result);
 }

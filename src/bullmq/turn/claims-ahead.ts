@@ -33,14 +33,14 @@ export class NextCall implements CarriedCall {
   private group: ClaimGroup | undefined;
 
   constructor(
-    private readonly rt: CallRuntime,
+    private readonly runtime: CallRuntime,
     private readonly scope: JobScope,
     readonly call: ToolCall,
   ) {}
 
   /** The call staged; staged on first use only, so a call is prepared once. */
   stage(): Promise<StagedCall> {
-    return (this.staging ??= stageCall(this.rt, this.scope, this.call));
+    return (this.staging ??= stageCall(this.runtime, this.scope, this.call));
   }
 
   /**
@@ -54,12 +54,12 @@ export class NextCall implements CarriedCall {
     // error (the staging is kept) when it runs, as it would have without a claim carried for it.
     const staged = await this.stage().catch(() => undefined);
     if (staged === undefined) return undefined;
-    if (staged.kind !== 'ready' || this.rt.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
+    if (staged.kind !== 'ready' || this.runtime.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
     // A call a limit counts reserves its share before its claim, so it claims for itself.
-    if (this.rt.limits?.covers(staged.tool.name)) return undefined;
+    if (this.runtime.limits?.covers(staged.tool.name)) return undefined;
     // A call of a tool with an approval rule passes its gate before any claim.
-    if (this.rt.approvals?.of(staged.tool)) return undefined;
-    return { key: staged.key, options: this.rt.claimOptions(staged.tool, this.scope) };
+    if (this.runtime.approvals?.of(staged.tool)) return undefined;
+    return { key: staged.key, options: this.runtime.claimOptions(staged.tool, this.scope) };
   }
 
   /** Makes this call take its claim from its side-by-side group's. */
@@ -104,7 +104,7 @@ export class NextCall implements CarriedCall {
   async release(why: string): Promise<void> {
     const ahead = this.takeClaim();
     if (!ahead?.fence) return;
-    await this.rt.keyspace.receipts.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+    await this.runtime.keyspace.receipts.fail(ahead.key, ahead.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
   }
 }
 
@@ -116,7 +116,7 @@ export class ClaimGroup {
   private sending: Promise<void> | undefined;
 
   constructor(
-    private readonly rt: CallRuntime,
+    private readonly runtime: CallRuntime,
     private readonly members: readonly {
       readonly call: NextCall;
       readonly claim: { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions };
@@ -128,7 +128,7 @@ export class ClaimGroup {
   }
 
   claim(): Promise<void> {
-    this.sending ??= this.rt.keyspace.receipts.claimGroup(this.members.map((m) => m.claim)).then((answers) => {
+    this.sending ??= this.runtime.keyspace.receipts.claimGroup(this.members.map((m) => m.claim)).then((answers) => {
       for (const [i, answer] of answers.entries()) this.members[i]!.call.carried(answer);
     });
     return this.sending;
@@ -138,11 +138,11 @@ export class ClaimGroup {
    * Stages `calls` (a side-by-side group, each staged once) and, when two or
    * more of them would claim now, makes them claim together.
    */
-  static async form(rt: CallRuntime, calls: readonly NextCall[]): Promise<void> {
+  static async form(runtime: CallRuntime, calls: readonly NextCall[]): Promise<void> {
     const claims = await Promise.all(calls.map((call) => call.claimToCarry()));
     const members = calls.flatMap((call, i) => (claims[i] === undefined ? [] : [{ call, claim: claims[i] }]));
     if (members.length < 2) return;
-    const group = new ClaimGroup(rt, members);
+    const group = new ClaimGroup(runtime, members);
     for (const member of members) member.call.joinGroup(group);
   }
 }

@@ -13,8 +13,8 @@ import { errorText } from '../tools/failure-text.js';
 import { ClaimGroup, NextCall } from './claims-ahead.js';
 
 /** Whether a call may run side by side with its neighbours: the job says so, or its tool does. */
-const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
-  data.parallel === true || rt.tools.get(call.name)?.parallel === true;
+const runsSideBySide = (runtime: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
+  data.parallel === true || runtime.tools.get(call.name)?.parallel === true;
 
 /**
  * Run a job's calls in order, appending each block to `results` as it ends.
@@ -27,12 +27,12 @@ const runsSideBySide = (rt: CallRuntime, data: ToolJobData, call: ToolCall): boo
  * turn; `results` then holds the blocks of the calls that ended, in call
  * order, for the caller to keep.
  */
-export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
+export async function runTurn(runtime: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
   const { calls } = scope.data;
   const groupEnd = (start: number): number => {
     let end = start + 1;
-    if (runsSideBySide(rt, scope.data, calls[start]!)) {
-      while (end < calls.length && runsSideBySide(rt, scope.data, calls[end]!)) end++;
+    if (runsSideBySide(runtime, scope.data, calls[start]!)) {
+      while (end < calls.length && runsSideBySide(runtime, scope.data, calls[end]!)) end++;
     }
     return end;
   };
@@ -44,10 +44,10 @@ export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolRes
     try {
       if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
       if (end - start === 1) {
-        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(rt, scope, calls[end]!) : undefined;
-        results.push(await runToolCall(rt, scope, calls[start]!, { self, next }));
+        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(runtime, scope, calls[end]!) : undefined;
+        results.push(await runToolCall(runtime, scope, calls[start]!, { self, next }));
       } else {
-        await runSideBySide(rt, scope, calls.slice(start, end), results);
+        await runSideBySide(runtime, scope, calls.slice(start, end), results);
       }
     } catch (error) {
       for (const unrun of [self, next]) await unrun?.release(`the job stopped before call ${unrun.call.id} started: ${errorText(error)}`);
@@ -71,7 +71,7 @@ export async function runTurn(rt: CallRuntime, scope: JobScope, results: ToolRes
  * Parking is deferred because a parked job's BullMQ lock is no longer
  * renewed: the calls still running would be aborted as if the lock were lost.
  */
-async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[], results: ToolResultBlock[]): Promise<void> {
+async function runSideBySide(runtime: CallRuntime, scope: JobScope, calls: ToolCall[], results: ToolResultBlock[]): Promise<void> {
   let due: { serverNowMs: number; delayMs: number } | undefined;
   const deferred: JobScope = {
     ...scope,
@@ -80,9 +80,9 @@ async function runSideBySide(rt: CallRuntime, scope: JobScope, calls: ToolCall[]
     },
   };
   // Claimed together, in one round trip, when two or more of them would claim now.
-  const members = calls.map((call) => new NextCall(rt, scope, call));
-  await ClaimGroup.form(rt, members);
-  const ended = await Promise.allSettled(calls.map((call, i) => runToolCall(rt, deferred, call, { self: members[i] })));
+  const members = calls.map((call) => new NextCall(runtime, scope, call));
+  await ClaimGroup.form(runtime, members);
+  const ended = await Promise.allSettled(calls.map((call, i) => runToolCall(runtime, deferred, call, { self: members[i] })));
   // A call that stopped before taking its claim (the job was interrupted) never started its effect.
   for (const member of members) await member.release(`the job stopped before call ${member.call.id} started`);
   let failure: { error: unknown } | undefined;
