@@ -51,38 +51,42 @@ const FIELDS: Record<string, FieldCase> = {
     usable: (v) => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'string' && t.trim() !== ''),
   },
   onLimit: { required: false, good: fc.constantFrom('refuse', 'wait'), usable: (v) => v === 'refuse' || v === 'wait' },
+  // A bucket's own rules (its burst, bounded by its window) are test/limits/kinds.property.test.ts's.
+  kind: { required: false, good: fc.constantFrom('fixed', 'sliding'), usable: (v) => v === 'fixed' || v === 'sliding' },
 };
 
 /** Values wrong for most fields, mixed with anything at all. */
-const junk: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(
-    Number.NaN,
-    Infinity,
-    -1,
-    0,
-    1.5,
-    2 ** 53,
-    MAX_LIMIT_WINDOW_MS + 1,
-    '',
-    ' ',
-    'x:y',
-    '-a',
-    'a'.repeat(65),
-    'minute',
-    'tenants',
-    null,
-    true,
-    [],
-    [''],
-    {},
-    () => 1,
-    5n,
-  ),
-  fc.integer({ min: -5, max: 5 }),
-  fc.double(),
-  fc.string({ maxLength: 6 }),
-  fc.anything({ maxDepth: 1 }),
-);
+const junk: fc.Arbitrary<unknown> = fc
+  .oneof(
+    fc.constantFrom<unknown>(
+      Number.NaN,
+      Infinity,
+      -1,
+      0,
+      1.5,
+      2 ** 53,
+      MAX_LIMIT_WINDOW_MS + 1,
+      '',
+      ' ',
+      'x:y',
+      '-a',
+      'a'.repeat(65),
+      'minute',
+      'tenants',
+      null,
+      true,
+      [],
+      [''],
+      {},
+      () => 1,
+      5n,
+    ),
+    fc.integer({ min: -5, max: 5 }),
+    fc.double(),
+    fc.string({ maxLength: 6 }),
+    fc.anything({ maxDepth: 1 }),
+  )
+  .filter((v) => v !== 'bucket');
 
 type Spoil =
   | { kind: 'none' }
@@ -172,6 +176,7 @@ describe('limit definitions', () => {
             max: given['max'],
             windowMs: given['windowMs'],
             onLimit: given['onLimit'] ?? 'refuse',
+            kind: given['kind'] ?? 'fixed',
           });
           expect(limit.tools).toEqual(given['tools']);
           expect(limit.cost === undefined).toBe(given['cost'] === undefined);
