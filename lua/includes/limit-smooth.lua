@@ -3,8 +3,9 @@
   includes/limit-state.lua reads. Defines askedWindow(kind, len, max, burst),
   viewWindow(stateKey, doneKey, s, now), forgetDropped(stateKey, doneKey,
   ids), capOf(s), fitsNow(s, now, amount),
-  retryAt(stateKey, dueKey, doneKey, s, now, amount, boundMs) and
-  commitNow(stateKey, doneKey, s, now, id, amount). They touch only the keys
+  retryAt(stateKey, dueKey, doneKey, s, now, amount, boundMs),
+  commitNow(stateKey, doneKey, s, now, id, amount), bucketAhead(s, now) and
+  bucketTime(s, units). They touch only the keys
   they are given, which the calling script takes from its KEYS.
 
   Both count a pending reservation as taken now, for as long as it is
@@ -28,6 +29,12 @@
 
   askedWindow(kind, len, max, burst)  the `asked` of openLimit, from a
     script's ARGV (kind nil or '' is 'fixed').
+
+  bucketAhead(s, now)  how far a bucket's tat is ahead of now, in 1/max ms
+    (0 when it is not): what its committed units still hold.
+
+  bucketTime(s, units)  the first whole ms by which the bucket has paid
+    back all but `units` (1/max ms) of what it is ahead.
 
   viewWindow(stateKey, doneKey, s, now)  sets s.used (what committed units
     hold now), s.resetsAt (when they are all free: a fixed window's reset,

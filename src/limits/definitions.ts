@@ -21,28 +21,15 @@ import {
   type OptionsSchema,
   type OptionSite,
 } from '../core/options.js';
+import { windowOf, type LimitKind } from './kinds.js';
+
+export { MAX_BUCKET_SPAN, type LimitKind } from './kinds.js';
 
 /** Whose calls one count covers: each tenant's, each run's, or everyone's. */
 export type LimitScope = 'tenant' | 'run' | 'global';
 
 /** What a call over the limit does: answer the model with a sentence, or wait until the window allows it. */
 export type OnLimit = 'refuse' | 'wait';
-
-/**
- * How a limit's window moves: `fixed` resets all at once at every multiple
- * of `windowMs` (up to twice `max` can run close together across a reset);
- * `sliding` never lets any stretch of `windowMs` hold more than `max`;
- * `bucket` is a token bucket (GCRA): up to `burst` at once, then one unit
- * every `windowMs / max`. docs/limits.md compares them.
- */
-export type LimitKind = 'fixed' | 'sliding' | 'bucket';
-
-/**
- * The most `burst × windowMs` may be for a token bucket: its time is kept
- * exactly, in units of `1/max` ms, as whole numbers a Lua script can add
- * without rounding.
- */
-export const MAX_BUCKET_SPAN = 2 ** 52;
 
 /** The longest window a limit may have: 366 days (its keys are kept about two windows). */
 export const MAX_LIMIT_WINDOW_MS = 366 * 86_400_000;
@@ -97,7 +84,7 @@ export interface LimitDefinition<Args = unknown> {
   /**
    * For `kind: 'bucket'` only: how much may be spent at once from a full
    * bucket, a whole number from 1; default `max`. `burst × windowMs` is at
-   * most {@link MAX_BUCKET_SPAN}.
+   * most 2^52 (`MAX_BUCKET_SPAN`).
    */
   burst?: number | undefined;
   /**
@@ -161,43 +148,6 @@ export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
   burst: wholeNumber(1),
   concurrency: wholeNumber(1),
 };
-
-/**
- * The rules between fields, after each field passed its own: a window's
- * `max` and `windowMs` are required; `concurrency` takes no window; `burst`
- * belongs to a bucket, whose `burst × windowMs` is bounded. Throws
- * `options.invalid` naming the field at fault (`limits[0].concurrency`).
- */
-function windowOf(owner: string, d: LimitDefinition, at: string): { kind: LimitKind; burst: number | undefined } {
-  const field = (name: string) => `${at}.${name}`;
-  const refuse = (name: string, why: string) => new InvalidOptionsError(owner, field(name), `\`${field(name)}\` ${why}`);
-  if (d.concurrency !== undefined) {
-    const windowed = (['max', 'windowMs', 'kind', 'burst'] as const).filter((name) => d[name] !== undefined);
-    if (windowed.length > 0) {
-      throw refuse(
-        'concurrency',
-        `caps calls in flight, not calls per window: give it without ${windowed.map((n) => `\`${n}\``).join(', ')} (two limits of two names for both)`,
-      );
-    }
-    throw refuse('concurrency', 'is an in-flight cap, which this release does not count yet; use a window (`max`, `windowMs`)');
-  }
-  if (d.max === undefined) throw refuse('max', 'is required');
-  if (d.windowMs === undefined) throw refuse('windowMs', 'is required');
-  const kind = d.kind ?? 'fixed';
-  if (kind !== 'bucket') {
-    if (d.burst !== undefined)
-      throw refuse('burst', `is a token bucket's (\`kind: 'bucket'\`); this limit's kind is ${JSON.stringify(kind)}`);
-    return { kind, burst: undefined };
-  }
-  const burst = d.burst ?? d.max;
-  if (burst * d.windowMs > MAX_BUCKET_SPAN) {
-    throw refuse(
-      d.burst === undefined ? 'max' : 'burst',
-      `times \`windowMs\` is ${burst * d.windowMs}, over 2^52: a bucket counts time exactly in 1/max ms; use a shorter window with a smaller ${d.burst === undefined ? 'max' : 'burst'}`,
-    );
-  }
-  return { kind, burst };
-}
 
 /**
  * The limits this process made by checking a definition: frozen, so one is
