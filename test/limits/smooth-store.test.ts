@@ -4,8 +4,10 @@
  * its last `windowMs` (and a pending share as taken now), a token bucket
  * grants its burst and then one unit every `windowMs / max`; each says when
  * a refused call may fit, a pending share given back frees its unit, and a
- * change of kind starts a new count.
+ * change of kind starts a new count; random reserves, commits and releases
+ * answer as a model of each kind says.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import { defineLimit, LimitStore, type LimitDefinition, type LimitReservation, type ReserveResult } from '../../src/limits/index.js';
@@ -154,4 +156,74 @@ describe('a token bucket', () => {
     const sliding = defineLimit({ ...definition, kind: 'sliding', burst: undefined });
     expect(await store.usage(sliding, key)).toMatchObject({ kind: 'sliding', committed: 0, left: 2 });
   });
+});
+
+describe('each kind against its model', () => {
+  type Op = { kind: 'reserve'; amount: number } | { kind: 'commit' | 'release'; pick: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('reserve' as const), amount: fc.integer({ min: 1, max: 6 }) }),
+    fc.record({ kind: fc.constantFrom('commit' as const, 'release' as const), pick: fc.nat() }),
+  );
+  // Windows so long that nothing leaves a sliding window, and a bucket refills nothing, while a case runs.
+  const YEAR = 365 * 86_400_000;
+
+  it.each(['sliding', 'bucket'] as const)(
+    '%s: every answer and the final count are what the model says, for random reserves, commits and releases',
+    async (kind) => {
+      const store = limits();
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 15 }), fc.array(op, { minLength: 1, maxLength: 25 }), async (cap, ops) => {
+          const key = freshKey();
+          // A bucket of `cap` at once, refilling one unit a year; a sliding window of `cap` a year.
+          const shares = defineLimit(
+            kind === 'bucket'
+              ? { name: 'shares', per: 'tenant', max: 1, windowMs: YEAR, kind, burst: cap }
+              : { name: 'shares', per: 'tenant', max: cap, windowMs: YEAR, kind },
+          );
+          const made: { reservation: LimitReservation; state: 'pending' | 'committed' | 'gone' }[] = [];
+          // What a bucket paid out stays paid (a committed share given back is not returned to it).
+          let paidOut = 0;
+          const sum = (state: 'pending' | 'committed') =>
+            made.filter((m) => m.state === state).reduce((n, m) => n + m.reservation.amount, 0);
+          const committed = () => (kind === 'bucket' ? paidOut : sum('committed'));
+          for (const [i, step] of ops.entries()) {
+            if (step.kind === 'reserve') {
+              const fits = step.amount <= cap && committed() + sum('pending') + step.amount <= cap;
+              const result = await store.reserve(shares, callOf(key, i), step.amount);
+              expect(result.granted).toBe(fits);
+              if (result.granted) made.push({ reservation: result.reservation, state: 'pending' });
+              else
+                expect(result.why).toBe(
+                  step.amount > cap ? 'exceeds_max' : sum('pending') > 0 && committed() + step.amount <= cap ? 'held' : 'full',
+                );
+              continue;
+            }
+            if (made.length === 0) continue;
+            const target = made[step.pick % made.length]!;
+            if (step.kind === 'commit') {
+              const expected = { pending: 'committed', committed: 'already_committed', gone: 'unknown' }[target.state];
+              expect(await store.commit(target.reservation)).toBe(expected);
+              if (target.state === 'pending') {
+                target.state = 'committed';
+                paidOut += target.reservation.amount;
+              }
+            } else {
+              const expected = target.state === 'gone' ? 'unknown' : target.state;
+              expect(await store.release(target.reservation)).toBe(expected);
+              target.state = 'gone';
+            }
+          }
+          expect(await store.usage(shares, key)).toMatchObject({
+            kind,
+            capacity: cap,
+            committed: committed(),
+            pending: sum('pending'),
+            left: cap - committed() - sum('pending'),
+          });
+        }),
+        { numRuns: 30 },
+      );
+    },
+    120_000,
+  );
 });
