@@ -218,7 +218,6 @@ function refusalOf(refused: readonly { limit: Limit; amount: number; answer: Ext
     limit: limit.name,
     text: limitRefusalText({
       ...limit,
-      burst: limit.burst,
       limit: limit.name,
       amount,
       why: answer.why,

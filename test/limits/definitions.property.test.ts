@@ -289,6 +289,16 @@ describe('fixed windows', () => {
     expect(limitRefusalText({ ...facts, why: 'exceeds_max', amount: 120 })).toBe(
       'This call was not run: it would use 120 of the limit "emails", which allows at most 100 per tenant every 1 h, so it can never fit.',
     );
+    // The other kinds name when the call may fit, in their own words.
+    expect(limitRefusalText({ ...facts, why: 'full', kind: 'sliding' })).toBe(
+      'This call was not run: the limit "emails" (at most 100 per tenant in any 1 h) has no room for it before 2030-01-01T13:00:00.000Z.',
+    );
+    expect(limitRefusalText({ ...facts, why: 'full', kind: 'bucket', burst: 10 })).toBe(
+      'This call was not run: the limit "emails" (100 per tenant every 1 h, at most 10 at once) has no room for it before 2030-01-01T13:00:00.000Z.',
+    );
+    expect(limitRefusalText({ ...facts, why: 'held', kind: 'sliding', freesAtMs: Date.UTC(2030, 0, 1, 12, 0, 30) })).toBe(
+      'This call was not run: the limit "emails" (at most 100 per tenant in any 1 h) is taken by calls that have not started yet; if they do not run, their shares come back by 2030-01-01T12:00:30.000Z.',
+    );
   });
 });
 
