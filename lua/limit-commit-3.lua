@@ -1,6 +1,9 @@
 --[[
   limit-commit: count a pending reservation as used: its call executed (the
-  reservation was bound to the attempt that ran it).
+  reservation was bound to the attempt that ran it). A sliding window or a
+  bucket counts it from now, on the server clock (see
+  includes/limit-smooth.lua): the wrapper commits those when the attempt
+  ends.
 
   KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
   KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset)
@@ -12,8 +15,10 @@
   Returns { code }
     code 1  committed: no longer due (nor the receipt's pending one); when reserved in the stored window,
             its amount moved from pending to used and its record is kept
-            (state c, listed in KEYS[3] under the window's gen) so that a
-            give-back (limit-release-3.lua) can still take it out of used.
+            (state c, listed in KEYS[3] under the window's gen, or the
+            time of the commit for the other kinds) so that a give-back
+            (limit-release-3.lua) can still take it out of used; a bucket's
+            tat moves on, and the keys are kept (see keepLimit).
             A reservation of an earlier window is only dropped: that
             window's count is over.
     code 2  already committed; nothing written.
@@ -22,7 +27,7 @@
   error 'TRC_CORRUPT <key>: <why>' as includes/limit-state.lua's
   openReservation answers it (nothing written, no time judged).
 ]]
---- @include "limit-state"
+--- @include "limit-smooth"
 
 local s, record, answered = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
 if answered then return answered end
@@ -30,7 +35,13 @@ if record.state == 'c' then return { 2 } end
 
 redis.call('ZREM', KEYS[2], ARGV[1])
 forgetPending(KEYS[1], ARGV[1], record)
-if record.gen == s.gen then
+if record.gen == s.gen and s.kind ~= 'fixed' then
+  local now = serverNow()
+  commitNow(KEYS[1], KEYS[3], s, now, ARGV[1], record.amount)
+  saveLimit(KEYS[1], s, KEYS[3])
+  redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings))
+  keepLimit(KEYS[1], KEYS[2], KEYS[3], s, now)
+elseif record.gen == s.gen then
   redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings),
     'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))
   redis.call('ZADD', KEYS[3], intText(record.gen), ARGV[1])

@@ -16,7 +16,9 @@
             deleted (and the receipt's p:<receipt key> when it names it); when reserved in the stored window, pending shrank by
             its amount.
     code 2  a committed reservation given back: its record deleted; when
-            committed in the stored window, used shrank by its amount.
+            committed in the stored window, used shrank by its amount
+            (a bucket's tat stays: a committed unit is not given back to a
+            bucket, see includes/limit-smooth.lua).
     code 0  unknown: given back already, or its window's records are gone
             (that window's count is over); nothing written.
   error 'TRC_CORRUPT <key>: <why>' as includes/limit-state.lua's
@@ -35,5 +37,5 @@ if record.state == 'p' then
   return { 1 }
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
-if record.gen == s.gen then redis.call('HSET', KEYS[1], 'used', intText(s.used - record.amount)) end
+if record.gen == s.gen and s.kind ~= 'bucket' then redis.call('HSET', KEYS[1], 'used', intText(s.used - record.amount)) end
 return { 2 }

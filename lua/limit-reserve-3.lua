@@ -1,7 +1,8 @@
 --[[
   limit-reserve: reserve `amount` of one limit's window for one call, when
   it fits, and report the pending reservations whose deadline has passed
-  (for the caller to settle: see limit-settle-2.lua).
+  (for the caller to settle: see limit-settle-2.lua). The window is fixed,
+  sliding or a token bucket (see includes/limit-smooth.lua).
 
   KEYS[1]  limit state    <prefix>:lim:<scope>:{<tag>}:<name>       (hash)
   KEYS[2]  pending        <prefix>:lim:<scope>:{<tag>}:<name>:due   (zset, score = deadline ms)
@@ -11,17 +12,19 @@
   ARGV[1]  reservation id (random, minted by the caller; no spaces), used
            when the receipt has no pending reservation of its own
   ARGV[2]  amount: a whole number >= 1 (1 for a count, the call's cost for a budget)
-  ARGV[3]  max: the most the window holds, a whole number >= 1
+  ARGV[3]  max: the most the window holds (a bucket: units per window), a whole number >= 1
   ARGV[4]  window length in ms (whole number >= 1)
   ARGV[5]  bound in ms: how long the reservation waits for its claim
   ARGV[6]  the receipt key the reservation is for
   ARGV[7]  the bindings hash of that receipt's run  <prefix>:lbd:{<tenant>|<run>}
   ARGV[8]  the limit's name (kept in the state for readers)
   ARGV[9]  the most expired reservations to report
+  ARGV[10] the kind: fixed (also when absent), sliding or bucket
+  ARGV[11] a bucket's burst, a whole number >= 1 ('' for the other kinds)
 
   Returns { code, now_ms, window_start_ms, resets_at_ms, used, pending,
-            deadline_ms, id, reused, frees_at_ms, kept_until_ms, n,
-            id1, bindings1, receipt1, ..., idn, bindingsn, receiptn }
+            deadline_ms, id, reused, retry_at_ms, kept_until_ms, held,
+            next_free_ms, n, id1, bindings1, receipt1, ..., idn, bindingsn, receiptn }
     code 1  granted: the record r:<id> (pending) is written with
             p:<ARGV[6]> = id, the id is due at deadline_ms = now + ARGV[5],
             pending grew by the amount; reused 0. When the receipt already
@@ -33,41 +36,48 @@
             A reservation id already recorded is answered granted again with
             its deadline (0 when committed) and nothing is written for it:
             a reserve sent twice reserves once.
-    code 0  full: used + pending + amount > max; nothing reserved
-            (deadline_ms 0). The window allows it again at resets_at_ms at
-            the latest; frees_at_ms, when not 0, is earlier: the deadline by
-            which enough pending reservations are given back if their calls
-            do not run (see freesAt in includes/limit-state.lua).
-    code 2  exceeds: amount > max; no window will ever hold it.
+    code 0  full: it does not fit beside what is used and pending;
+            nothing reserved (deadline_ms 0). retry_at_ms: when it may fit
+            at the earliest (a fixed window's reset at the latest); held 1
+            when that is the deadline by which enough pending reservations
+            are given back if their calls do not run (see retryAt in
+            includes/limit-smooth.lua), else 0.
+    code 2  exceeds: amount > max (a bucket: > burst); it will never fit.
     id       the reservation granted ('' unless code 1).
     kept_until_ms  how long the keys are kept now (see keepLimit): the
              caller lists the count in its prefix's index until then.
-    used     committed in the current window; pending: amounts of the live
-             reservations of the current window (expired ones included until
-             they are settled), after this call.
+    used     what committed units hold now (a fixed window: committed in
+             it; sliding: committed in the last window length; a bucket: not
+             yet paid back, in whole units); pending: amounts of the live
+             reservations (expired ones included until they are settled),
+             after this call. resets_at_ms: when what is committed is all
+             free; next_free_ms: when the next unit of it frees (0: none).
     n        expired pending reservations reported, at most ARGV[9]: each
              its id, its run's bindings hash and its receipt key.
   Every answer stores the current window (a new one starts used and
   pending at 0), max and name, drops records committed in earlier windows
-  (100 at most) and due entries whose record is gone, and keeps the keys
+  (100 at most), or out of a sliding window or bucket's length, and due
+  entries whose record is gone, and keeps the keys
   (see keepLimit). The expired reservations are read before this call's
   own (whose deadline is in the future).
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type or the
   state does not parse; nothing written.
   Time comes only from TIME.
 ]]
---- @include "limit-state"
+--- @include "limit-smooth"
 
-local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[4]))
+local asked = askedWindow(ARGV[10], ARGV[4], ARGV[3], ARGV[11])
+local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], asked)
 if corrupt then return corrupt end
-local id, amount, max = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local id, amount = ARGV[1], tonumber(ARGV[2])
 
 local existing, bad = limitRecord(KEYS[1], id)
 if bad then return bad end
 local expired, orphans, broken = expiredReservations(KEYS[1], KEYS[2], now, tonumber(ARGV[9]))
 if broken then return broken end
 if #orphans > 0 then redis.call('ZREM', KEYS[2], unpack(orphans)) end
-local code, deadline, reused, frees = 0, 0, 0, 0
+local dropped = viewWindow(KEYS[1], KEYS[3], s, now)
+local code, deadline, reused, retry, held = 0, 0, 0, 0, 0
 local own = not existing and pendingFor(KEYS[1], s, ARGV[6])
 if existing then
   code = 1
@@ -76,24 +86,28 @@ elseif own then
   code, reused, id = 1, 1, own
   deadline = math.max(tonumber(redis.call('ZSCORE', KEYS[2], own)) or 0, now + tonumber(ARGV[5]))
   redis.call('ZADD', KEYS[2], intText(deadline), own)
-elseif amount > max then
+elseif amount > capOf(s) then
   code = 2
-elseif s.used + s.pending + amount <= max then
+elseif fitsNow(s, now, amount) then
   code = 1
   deadline = now + tonumber(ARGV[5])
   redis.call('HSET', KEYS[1], 'r:' .. id, recordText(s.gen, amount, 'p', ARGV[6], ARGV[7]), 'p:' .. ARGV[6], id)
   redis.call('ZADD', KEYS[2], intText(deadline), id)
   s.pending = s.pending + amount
 else
-  frees = freesAt(KEYS[1], KEYS[2], s, now, amount, max) or 0
+  local onlyHeld
+  retry, onlyHeld = retryAt(KEYS[1], KEYS[2], KEYS[3], s, now, amount, tonumber(ARGV[5]))
+  if onlyHeld then held = 1 end
 end
 if code ~= 1 then id = '' end
 
-saveLimit(KEYS[1], s)
+forgetDropped(KEYS[1], KEYS[3], dropped)
+saveLimit(KEYS[1], s, KEYS[3])
 redis.call('HSET', KEYS[1], 'max', ARGV[3], 'name', ARGV[8])
 pruneCommitted(KEYS[1], KEYS[3], s)
 local keptUntil = keepLimit(KEYS[1], KEYS[2], KEYS[3], s, now)
 
-local reply = { code, now, s.start, s.resetsAt, s.used, s.pending, deadline, id, reused, frees, keptUntil, #expired / 3 }
+local reply = { code, now, s.start, s.resetsAt, s.used, s.pending, deadline, id, reused, retry, keptUntil, held,
+  s.nextFree or 0, #expired / 3 }
 for i = 1, #expired do reply[#reply + 1] = expired[i] end
 return reply

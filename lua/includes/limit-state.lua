@@ -1,10 +1,10 @@
 --[[
   limit-state: defines wholeFields(stateKey, fields, names),
-  openLimit(stateKey, dueKey, doneKey, windowLen, now),
-  openLimitNow(stateKey, dueKey, doneKey, windowLen), limitRecord(stateKey,
+  openLimit(stateKey, dueKey, doneKey, asked, now),
+  openLimitNow(stateKey, dueKey, doneKey, asked), limitRecord(stateKey,
   id), openReservation(stateKey, dueKey, doneKey, id), recordText(gen,
   amount, state, receiptKey, bindingsKey),
-  saveLimit(stateKey, s), pruneCommitted(stateKey, doneKey, s),
+  saveLimit(stateKey, s, doneKey), pruneCommitted(stateKey, doneKey, s),
   keepLimit(stateKey, dueKey, doneKey, s, now),
   expiredReservations(stateKey, dueKey, now, most),
   pendingFor(stateKey, s, receiptKey), forgetPending(stateKey, id, record),
@@ -16,39 +16,47 @@
 
   One limit's count for one tenant, run or the whole fleet is three keys of
   one hash tag:
-    state   hash  gen, window_ms, window_len, used, pending, max, name,
-                  reset_ms, r:<id> = the record of reservation <id>, and
+    state   hash  gen, kind, window_ms, window_len, used, pending, max,
+                  burst, tat_ms, tat_rem, name, reset_ms,
+                  r:<id> = the record of reservation <id>, and
                   p:<receipt key> = the id of the receipt's pending
                   reservation (at most one: a redelivery of the call finds
                   and reuses it instead of reserving a second share)
     due     zset  the pending reservations, scored by their deadline (ms)
     done    zset  the committed reservations, scored by their window's gen
+                  (kind fixed) or by when they were committed (ms; the
+                  other kinds: see includes/limit-smooth.lua)
 
-  A window is fixed on the server clock: it starts at a multiple of its
-  length (now - now % window_len) and resets at start + window_len. `gen`
-  counts windows: it grows by one whenever the window a script is told
-  (by the clock, or a new window length) is not the one stored, and then
-  used and pending start again at 0. A record carries the gen it was
-  reserved in; it counts towards used or pending only while that gen is
-  the stored one.
+  A fixed window (kind 'fixed', the default of a state that names none) is
+  fixed on the server clock: it starts at a multiple of its length (now -
+  now % window_len) and resets at start + window_len. `gen` counts windows:
+  it grows by one whenever the window a script is told (by the clock, a new
+  window length, or another kind; for a bucket another max or burst too) is
+  not the one stored, and then used and pending start again at 0 (and a
+  bucket's tat at 0). A record carries the gen it was reserved in; it counts
+  towards used or pending only while that gen is the stored one. Sliding
+  windows and buckets keep one gen until their definition changes.
 
   wholeFields(stateKey, fields, names)  true, or nil and the corrupt reply
     naming the first of `names` whose value in `fields` (an HMGET reply) is
     there and not a whole number >= 0.
 
-  openLimit(stateKey, dueKey, doneKey, windowLen, now)  the state as read,
+  openLimit(stateKey, dueKey, doneKey, asked, now)  the state as read,
     moved to the current window (in the table only: saveLimit writes it), as
-    { gen, start, len, resetsAt, used, pending, max, rolled (true when moved) },
-    or nil and the corrupt reply when a key has the wrong type or a counter
-    is not a whole number. windowLen nil keeps the stored window (release
-    and commit judge no time).
+    { gen, kind, start, len, resetsAt, used, pending, max, burst, tatMs,
+    tatRem, rolled (true when moved), clearDone (true when the committed
+    list starts anew) }, or nil and the corrupt reply when a key has the
+    wrong type or a counter is not a whole number. `asked` is the
+    definition as { kind, len, max, burst }; nil keeps the stored window and
+    kind (release and commit judge no window). For a sliding window or a
+    bucket, start is now - len (resetsAt is set by includes/limit-smooth.lua).
 
   limitRecord(stateKey, id)  the record of reservation `id` as
     { gen, amount, state ('p' pending | 'c' committed), receipt, bindings },
     false when there is none, or nil and the corrupt reply when it does not
     parse.
 
-  openLimitNow(stateKey, dueKey, doneKey, windowLen)  the opening of a
+  openLimitNow(stateKey, dueKey, doneKey, asked)  the opening of a
     script that judges the window by the clock: openLimit at the server's
     time now (TIME), returned as `s, now, corrupt`.
 
@@ -61,7 +69,9 @@
   recordText(...)  a record as stored: '<gen> <amount> <p|c> <receipt key>
     <bindings key>' (the keys hold no spaces: every component is encoded).
 
-  saveLimit(stateKey, s)  writes gen, window_ms, window_len, used, pending.
+  saveLimit(stateKey, s, doneKey)  writes gen, kind, window_ms, window_len,
+    used, pending, tat_ms, tat_rem and burst; when s.clearDone, first deletes
+    every committed record listed in doneKey, and doneKey.
 
   pruneCommitted(stateKey, doneKey, s)  deletes up to 100 records committed
     in earlier windows (nothing can give them back into a window that is over).
@@ -118,20 +128,30 @@ local function wholeFields(stateKey, fields, names)
   return true, nil
 end
 
-local function openLimit(stateKey, dueKey, doneKey, windowLen, now)
+local function openLimit(stateKey, dueKey, doneKey, asked, now)
   local bad = wrongType(stateKey, 'hash') or wrongType(dueKey, 'zset') or wrongType(doneKey, 'zset')
   if bad then return nil, bad end
-  local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max' }
+  local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem' }
   local f = redis.call('HMGET', stateKey, unpack(names))
   local ok, corrupt = wholeFields(stateKey, f, names)
   if not ok then return nil, corrupt end
+  local kind = redis.call('HGET', stateKey, 'kind') or 'fixed'
   local s = { gen = tonumber(f[1]) or 0, start = tonumber(f[2]), len = tonumber(f[3]),
-    used = tonumber(f[4]) or 0, pending = tonumber(f[5]) or 0, max = tonumber(f[6]), rolled = false }
-  if windowLen then
-    local start = now - (now % windowLen)
-    if s.start ~= start or s.len ~= windowLen then
-      s.gen, s.start, s.len, s.used, s.pending, s.rolled = s.gen + 1, start, windowLen, 0, 0, true
+    used = tonumber(f[4]) or 0, pending = tonumber(f[5]) or 0, max = tonumber(f[6]), burst = tonumber(f[7]),
+    tatMs = tonumber(f[8]) or 0, tatRem = tonumber(f[9]) or 0, kind = kind, rolled = false, clearDone = false }
+  if asked then
+    local start = now - asked.len
+    if asked.kind == 'fixed' then start = now - (now % asked.len) end
+    local moved = s.len ~= asked.len or s.kind ~= asked.kind
+    if asked.kind == 'fixed' then moved = moved or s.start ~= start end
+    -- A bucket's time is kept in 1/max ms: another max or burst is another bucket.
+    if asked.kind == 'bucket' then moved = moved or s.max ~= asked.max or s.burst ~= asked.burst end
+    if moved then
+      -- Committed records are listed by window gen (fixed) or by time (the others): another kind starts the list anew.
+      s.clearDone = s.kind ~= asked.kind or asked.kind ~= 'fixed'
+      s.gen, s.len, s.used, s.pending, s.tatMs, s.tatRem, s.rolled = s.gen + 1, asked.len, 0, 0, 0, 0, true
     end
+    s.start, s.kind, s.max, s.burst = start, asked.kind, asked.max, asked.burst
   end
   if s.start and s.len then s.resetsAt = s.start + s.len end
   return s, nil
@@ -145,9 +165,9 @@ local function limitRecord(stateKey, id)
   return { gen = tonumber(gen), amount = tonumber(amount), state = state, receipt = receipt, bindings = bindings }, nil
 end
 
-local function openLimitNow(stateKey, dueKey, doneKey, windowLen)
+local function openLimitNow(stateKey, dueKey, doneKey, asked)
   local now = serverNow()
-  local s, corrupt = openLimit(stateKey, dueKey, doneKey, windowLen, now)
+  local s, corrupt = openLimit(stateKey, dueKey, doneKey, asked, now)
   return s, now, corrupt
 end
 
@@ -164,9 +184,22 @@ local function recordText(gen, amount, state, receiptKey, bindingsKey)
   return intText(gen) .. ' ' .. intText(amount) .. ' ' .. state .. ' ' .. receiptKey .. ' ' .. bindingsKey
 end
 
-local function saveLimit(stateKey, s)
+local function saveLimit(stateKey, s, doneKey)
+  if s.clearDone then
+    local ids = redis.call('ZRANGE', doneKey, 0, -1)
+    -- In slices: unpack of a very long list would overflow Lua's stack.
+    for from = 1, #ids, 1000 do
+      local fields = {}
+      for i = from, math.min(from + 999, #ids) do fields[#fields + 1] = 'r:' .. ids[i] end
+      redis.call('HDEL', stateKey, unpack(fields))
+    end
+    redis.call('DEL', doneKey)
+    s.clearDone = false
+  end
   redis.call('HSET', stateKey, 'gen', intText(s.gen), 'window_ms', intText(s.start), 'window_len', intText(s.len),
-    'used', intText(s.used), 'pending', intText(s.pending))
+    'used', intText(s.used), 'pending', intText(s.pending), 'kind', s.kind, 'tat_ms', intText(s.tatMs),
+    'tat_rem', intText(s.tatRem))
+  if s.burst then redis.call('HSET', stateKey, 'burst', intText(s.burst)) end
 end
 
 local function pruneCommitted(stateKey, doneKey, s)

@@ -23,6 +23,8 @@ export interface LimitReservation {
   readonly reused: boolean;
   /** The limit's name. */
   readonly limit: string;
+  /** How the limit's window moves: a `sliding` or `bucket` reservation is committed when its attempt ends (docs/limits.md). */
+  readonly kind: Limit['kind'];
   readonly keys: LimitKeys;
   /** The receipt (Redis key) of the call it pays for. */
   readonly receiptKey: string;
@@ -95,14 +97,29 @@ export interface LimitUsage {
   /** The limit's name. */
   readonly limit: string;
   readonly per: Limit['per'];
+  /** How its window moves: `fixed`, `sliding` or `bucket`. */
+  readonly kind: Limit['kind'];
   readonly max: number;
+  /** The most that may be used at once: `max`, or a bucket's `burst`. */
+  readonly capacity: number;
   readonly windowMs: number;
   /** The server clock when it was read (ms). */
   readonly nowMs: number;
+  /** A fixed window's first ms; for the other kinds, `nowMs - windowMs`. */
   readonly windowStartMs: number;
-  /** When the window resets and its count starts again at 0. */
+  /**
+   * When what is committed is all free again, if nothing more is taken: a
+   * fixed window's reset (its count starts again at 0); for a sliding
+   * window, when the last unit committed leaves it; for a bucket, when it
+   * has refilled. `nowMs` when nothing committed is held.
+   */
   readonly resetsAtMs: number;
-  /** Counted as used: reservations whose attempts executed. */
+  /** When the next committed unit frees by time alone, on the server clock; `null` when none is held. */
+  readonly nextFreeAtMs: number | null;
+  /**
+   * Counted as used: reservations whose attempts executed (in a sliding
+   * window, in its last `windowMs`; in a bucket, the units not yet refilled).
+   */
   readonly committed: number;
   /** Held by live reservations (whose calls may be about to execute, or may be given back). */
   readonly pending: number;
@@ -115,7 +132,7 @@ export interface LimitUsage {
   readonly overdue: number;
   /** `committed + pending`: what a new call must fit beside. */
   readonly used: number;
-  /** `max - used`, at least 0. */
+  /** `capacity - used`, at least 0. */
   readonly left: number;
   /** When an operator last reset this window, or `null`. */
   readonly resetAtMs: number | null;
@@ -133,6 +150,7 @@ export interface WindowCounts {
   readonly nowMs: number;
   readonly windowStartMs: number;
   readonly resetsAtMs: number;
+  readonly nextFreeAtMs: number | null;
   readonly committed: number;
   readonly pending: number;
   readonly overdue: number;
@@ -142,14 +160,17 @@ export interface WindowCounts {
 /** {@link LimitUsage} of `limit` from a window's counts. */
 export function usageOf(limit: Limit, counts: WindowCounts): LimitUsage {
   const used = counts.committed + counts.pending;
+  const capacity = limit.burst ?? limit.max;
   return {
     limit: limit.name,
     per: limit.per,
+    kind: limit.kind,
     max: limit.max,
+    capacity,
     windowMs: limit.windowMs,
     ...counts,
     used,
-    left: Math.max(0, limit.max - used),
+    left: Math.max(0, capacity - used),
   };
 }
 
@@ -177,8 +198,10 @@ export interface ReserveReply {
   readonly id: string;
   readonly reused: boolean;
   readonly deadlineMs: number;
-  /** For a full window: the deadline that frees enough held shares, or `null` when only the reset does. */
-  readonly freesAtMs: number | null;
+  /** For a call that did not fit: when it may, at the earliest (0 otherwise). */
+  readonly retryAtMs: number;
+  /** For a call that did not fit: whether only pending shares stand in its way at {@link retryAtMs}. */
+  readonly held: boolean;
   /** Until when the count's keys are kept. */
   readonly keptUntilMs: number;
   readonly usage: LimitUsage;
@@ -188,12 +211,14 @@ export interface ReserveReply {
 /** limit-reserve-3.lua's reply. */
 export function parseReserve(reply: readonly unknown[], limit: Limit): ReserveReply {
   const [code, nowMs, windowStartMs, resetsAtMs, committed, pending, deadlineMs] = numbers('limit-reserve', reply, 0, 7) as number[];
-  const [reused, freesAtMs, keptUntilMs, n] = numbers('limit-reserve', reply, 8, 4) as number[];
-  if (![0, 1, 2].includes(code!) || ![0, 1].includes(reused!)) throw new UnexpectedScriptReplyError('limit-reserve', reply);
+  const [reused, retryAtMs, keptUntilMs, held, nextFreeMs, n] = numbers('limit-reserve', reply, 8, 6) as number[];
+  if (![0, 1, 2].includes(code!) || ![0, 1].includes(reused!) || ![0, 1].includes(held!))
+    throw new UnexpectedScriptReplyError('limit-reserve', reply);
   const usage = usageOf(limit, {
     nowMs: nowMs!,
     windowStartMs: windowStartMs!,
     resetsAtMs: resetsAtMs!,
+    nextFreeAtMs: nextFreeMs! > 0 ? nextFreeMs! : null,
     committed: committed!,
     pending: pending!,
     overdue: 0,
@@ -204,26 +229,33 @@ export function parseReserve(reply: readonly unknown[], limit: Limit): ReserveRe
     id: String(reply[7]),
     reused: reused === 1,
     deadlineMs: deadlineMs!,
-    freesAtMs: freesAtMs! > 0 ? freesAtMs! : null,
+    retryAtMs: retryAtMs!,
+    held: held === 1,
     keptUntilMs: keptUntilMs!,
     usage,
-    expired: expiredAt('limit-reserve', reply, 12, n!),
+    expired: expiredAt('limit-reserve', reply, 14, n!),
   };
 }
 
 /** limit-usage-3.lua's reply. */
 export function parseUsage(reply: readonly unknown[], limit: Limit): { usage: LimitUsage; expired: Expired[] } {
-  const [nowMs, windowStartMs, resetsAtMs, committed, pending, overdue, resetMs, n] = numbers('limit-usage', reply, 0, 8) as number[];
+  const [nowMs, windowStartMs, resetsAtMs, committed, pending, overdue, resetMs, nextFreeMs, n] = numbers(
+    'limit-usage',
+    reply,
+    0,
+    9,
+  ) as number[];
   const usage = usageOf(limit, {
     nowMs: nowMs!,
     windowStartMs: windowStartMs!,
     resetsAtMs: resetsAtMs!,
+    nextFreeAtMs: nextFreeMs! > 0 ? nextFreeMs! : null,
     committed: committed!,
     pending: pending!,
     overdue: overdue!,
     resetAtMs: resetMs! < 0 ? null : resetMs!,
   });
-  return { usage, expired: expiredAt('limit-usage', reply, 8, n!) };
+  return { usage, expired: expiredAt('limit-usage', reply, 9, n!) };
 }
 
 /** limit-reset-3.lua's reply. */
@@ -234,6 +266,7 @@ export function parseReset(reply: readonly unknown[], limit: Limit): { usedBefor
     nowMs: nowMs!,
     windowStartMs: windowStartMs!,
     resetsAtMs: resetsAtMs!,
+    nextFreeAtMs: null,
     committed: 0,
     pending: pending!,
     overdue: 0,

@@ -109,6 +109,8 @@ export type LimitVerdict =
 export class LimitedCall {
   private bound: LimitReservation[] = [];
   private commits: Promise<unknown> = Promise.resolve();
+  /** Counted by an earlier delivery's bind, of a kind committed when the attempt ends. */
+  private countedAtEnd: LimitReservation[] = [];
 
   constructor(
     private readonly store: LimitStore,
@@ -156,9 +158,13 @@ export class LimitedCall {
       await Promise.all([this.neverStarted(), ...putBack(), ...countedBySelf.map((r) => this.store.commit(r).catch(() => undefined))]);
       return { run: false, revoked: true };
     }
-    // Committed while the tool runs: a commit lost here is finished by the next settle (the reservation is bound).
+    // A fixed window's share is committed while the tool runs: a commit lost here is finished by the next settle
+    // (the reservation is bound). A sliding window's or a bucket's counts from its commit, which must not come
+    // before the execution it counts: those are committed when the attempt ends (settled), and meanwhile count as
+    // pending, that is as taken now.
+    this.countedAtEnd = countedBySelf.filter(committedAtEnd);
     this.commits = Promise.all([
-      ...[...this.bound, ...countedBySelf].map((r) => this.store.commit(r).catch(() => undefined)),
+      ...[...this.bound, ...countedBySelf].filter((r) => !committedAtEnd(r)).map((r) => this.store.commit(r).catch(() => undefined)),
       ...putBack(),
     ]);
     return { run: true };
@@ -177,11 +183,22 @@ export class LimitedCall {
     await Promise.all(this.granted.map((r) => this.store.settle(r).catch(() => undefined)));
   }
 
-  /** Waits for the commits started at the bind, so a job does not end with writes in flight. */
+  /**
+   * The attempt ended (after its receipt was settled, whatever it settled as):
+   * commits what counts from the attempt's end (a sliding window's or a
+   * bucket's shares not given back), and waits for the commits started at
+   * the bind, so a job does not end with writes in flight.
+   */
   async settled(): Promise<void> {
     await this.commits;
+    const atEnd = [...this.bound.filter(committedAtEnd), ...this.countedAtEnd];
+    this.countedAtEnd = [];
+    await Promise.all(atEnd.map((r) => this.store.commit(r).catch(() => undefined)));
   }
 }
+
+/** Whether a reservation is committed when its attempt ends (a sliding window or a bucket) rather than at its bind. */
+const committedAtEnd = (reservation: LimitReservation): boolean => reservation.kind !== 'fixed';
 
 /** What {@link limitCall} answers. */
 export type LimitGate =
@@ -204,7 +221,8 @@ function refusalOf(refused: readonly { limit: Limit; amount: number; answer: Ext
       limit: limit.name,
       amount,
       why: answer.why,
-      resetsAtMs: answer.usage.resetsAtMs,
+      // A fixed window names its reset; the other kinds when the call may fit.
+      resetsAtMs: limit.kind === 'fixed' || answer.retryAtMs === null ? answer.usage.resetsAtMs : answer.retryAtMs,
       ...(answer.why === 'held' && answer.retryAtMs !== null ? { freesAtMs: answer.retryAtMs } : {}),
     }),
     retryAtMs: answer.retryAtMs ?? answer.usage.resetsAtMs,

@@ -1,8 +1,9 @@
 /**
  * Limits as a team declares them, next to its tools: how many calls (or how
- * much of a cost) a tenant, a run or the whole fleet may spend per fixed
- * window, and what a call that does not fit does. Pure: checking the
- * definitions, picking the limits of a tool, and a call's cost.
+ * much of a cost) a tenant, a run or the whole fleet may spend per window
+ * (fixed, sliding, or a token bucket), and what a call that does not fit
+ * does. Pure: checking the definitions, picking the limits of a tool, and a
+ * call's cost.
  */
 import { ToolReceiptsError } from '../core/errors.js';
 import {
@@ -20,6 +21,9 @@ import {
   type OptionsSchema,
   type OptionSite,
 } from '../core/options.js';
+import { windowOf, type LimitKind } from './kinds.js';
+
+export { MAX_BUCKET_SPAN, type LimitKind } from './kinds.js';
 
 /** Whose calls one count covers: each tenant's, each run's, or everyone's. */
 export type LimitScope = 'tenant' | 'run' | 'global';
@@ -75,6 +79,21 @@ export interface LimitDefinition<Args = unknown> {
   tools?: readonly string[] | undefined;
   /** What a call that does not fit does. Default `'refuse'`. */
   onLimit?: OnLimit | undefined;
+  /** How the window moves; default `'fixed'` (see {@link LimitKind}). */
+  kind?: LimitKind | undefined;
+  /**
+   * For `kind: 'bucket'` only: how much may be spent at once from a full
+   * bucket, a whole number from 1; default `max`. `burst × windowMs` is at
+   * most 2^52 (`MAX_BUCKET_SPAN`).
+   */
+  burst?: number | undefined;
+  /**
+   * An in-flight cap (at most this many executions at once), which this
+   * release does not count yet: a definition that gives it is refused with
+   * `options.invalid` naming it, and so is one that gives it with a window
+   * (`max`, `windowMs`, `kind` or `burst`), or as anything but a whole number from 1.
+   */
+  concurrency?: number | undefined;
 }
 
 /**
@@ -92,6 +111,11 @@ export interface Limit<Args = unknown> extends LimitDefinition<Args> {
   /** `undefined` for every tool. */
   readonly tools: readonly string[] | undefined;
   readonly onLimit: OnLimit;
+  readonly kind: LimitKind;
+  /** A bucket's burst (`max` when not given); `undefined` for the other kinds. */
+  readonly burst: number | undefined;
+  /** Always `undefined`: a limit with an in-flight cap is refused (see {@link LimitDefinition.concurrency}). */
+  readonly concurrency: undefined;
 }
 
 /** What a limit's name may be: letters, digits, `_ . -`, starting with a letter or digit, at most 64. */
@@ -114,11 +138,15 @@ const toolsRule: OptionRule = {
 export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
   name: nameRule,
   per: required(oneOf('tenant', 'run', 'global')),
-  max: required(wholeNumber(1)),
-  windowMs: required(wholeNumber(1, 'ms', MAX_LIMIT_WINDOW_MS)),
+  // Required unless `concurrency` is given: checked with the fields together (see windowOf).
+  max: wholeNumber(1),
+  windowMs: wholeNumber(1, 'ms', MAX_LIMIT_WINDOW_MS),
   cost: functionOption("a function from the call's arguments to a whole number, or left out to count calls"),
   tools: toolsRule,
   onLimit: oneOf('refuse', 'wait'),
+  kind: oneOf('fixed', 'sliding', 'bucket'),
+  burst: wholeNumber(1),
+  concurrency: wholeNumber(1),
 };
 
 /**
@@ -133,15 +161,21 @@ const CHECKED_LISTS = new WeakMap<readonly unknown[], { readonly given: readonly
 function checked(owner: string, definition: unknown, at: string): Limit {
   if (CHECKED.has(definition as Limit)) return definition as Limit;
   const d = checkOptions<LimitDefinition>(owner, definition, LIMIT_DEFINITION_SCHEMA, at);
-  const cost = d.cost === undefined ? undefined : (args: unknown) => d.cost!(args);
+  // Each field is read once here (a getter may count its reads: test/limits/parse-once.test.ts).
+  const fields = { ...d };
+  const { kind, burst } = windowOf(owner, fields, at);
+  const cost = fields.cost === undefined ? undefined : (args: unknown) => fields.cost!(args);
   const limit: Limit = Object.freeze({
-    name: d.name,
-    per: d.per,
-    max: d.max,
-    windowMs: d.windowMs,
+    name: fields.name,
+    per: fields.per,
+    max: fields.max,
+    windowMs: fields.windowMs,
     cost,
-    tools: d.tools === undefined ? undefined : Object.freeze([...d.tools]),
-    onLimit: d.onLimit ?? 'refuse',
+    tools: fields.tools === undefined ? undefined : Object.freeze([...fields.tools]),
+    onLimit: fields.onLimit ?? 'refuse',
+    kind,
+    burst,
+    concurrency: undefined,
   });
   CHECKED.add(limit);
   return limit;
@@ -153,8 +187,10 @@ function checked(owner: string, definition: unknown, at: string): Limit {
  * `options.invalid` naming the field (`limits[1].windowMs`): anything but an
  * array, a definition that is not an object, a field its rule refuses
  * (a negative, NaN, fractional or zero `max`; a `windowMs` of 0 or over
- * {@link MAX_LIMIT_WINDOW_MS}; an unknown `per`; a `cost` that is not a
- * function; an empty `tools`), an unknown field, and two limits of one name.
+ * {@link MAX_LIMIT_WINDOW_MS}; an unknown `per` or `kind`; a `cost` that is
+ * not a function; an empty `tools`; a `burst` on a limit that is not a
+ * bucket; a `concurrency`, 0 or fractional, given with a window, or given at
+ * all in this release), an unknown field, and two limits of one name.
  * An array checked once (by an entry point's schema) answers from then on
  * with the same list, parsed no second time; so does a limit checked before
  * (`defineLimit`'s).

@@ -12,10 +12,12 @@ export {
   LIMIT_NAME,
   LimitCostError,
   limitsOfTool,
+  MAX_BUCKET_SPAN,
   MAX_LIMIT_WINDOW_MS,
   type Limit,
   type LimitCost,
   type LimitDefinition,
+  type LimitKind,
   type LimitScope,
   type OnLimit,
 } from './definitions.js';

@@ -2,11 +2,11 @@
  * Every limit count under a prefix, found through the prefix's index of
  * counts (`./limit-index.ts`) and read on the server clock: what operators list (`tool-receipts
  * limits`, the console's counts page) without the limits' definitions, which
- * live in the workers' code. Each count's state hash keeps the `max` and
- * window length its last reserve or reset was given.
+ * live in the workers' code. Each count's state hash keeps the `max`,
+ * window length, kind and burst its last reserve or reset was given.
  */
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
-import { defineLimit, type Limit } from './definitions.js';
+import { defineLimit, type Limit, type LimitKind } from './definitions.js';
 import { parseLimitRedisKey, type ParsedLimitKey } from './keys.js';
 import { LIMIT_INDEX_READ } from './limit-index.js';
 import type { LimitStore } from './limit-store.js';
@@ -28,11 +28,18 @@ export interface LimitCountFilter {
 
 /** The limit a count's state hash says it was last counted under, or `undefined` for a state that does not read as one. */
 async function storedLimit(redis: RedisConnection, redisKey: string, parsed: ParsedLimitKey): Promise<Limit | undefined> {
-  const reply = (await receiptsConnection(redis).command('HMGET', [redisKey, 'window_len', 'max'], redisKey)) as unknown[];
-  const [windowMs, max] = reply.map(Number);
-  if (!Number.isSafeInteger(windowMs) || !Number.isSafeInteger(max) || windowMs! < 1 || max! < 1) return undefined;
+  const fields = [redisKey, 'window_len', 'max', 'kind', 'burst'];
+  const [windowMs, max, kind, burst] = (await receiptsConnection(redis).command('HMGET', fields, redisKey)) as unknown[];
   try {
-    return defineLimit({ name: parsed.name, per: parsed.per, max: max!, windowMs: windowMs! });
+    // A state of an earlier release names no kind: its window is fixed. defineLimit refuses what does not read.
+    return defineLimit({
+      name: parsed.name,
+      per: parsed.per,
+      max: Number(max),
+      windowMs: Number(windowMs),
+      kind: (kind ?? 'fixed') as LimitKind,
+      burst: kind === 'bucket' && burst !== null && burst !== undefined ? Number(burst) : undefined,
+    });
   } catch {
     return undefined;
   }
@@ -62,5 +69,6 @@ export async function listLimitCounts(store: LimitStore, redis: RedisConnection,
 
 /** The limit `count` was last counted under: to reset it, say. */
 export function limitOfCount(count: LimitCount): Limit {
-  return defineLimit({ name: count.name, per: count.per, max: count.usage.max, windowMs: count.usage.windowMs });
+  const { kind, max, capacity, windowMs } = count.usage;
+  return defineLimit({ name: count.name, per: count.per, max, windowMs, kind, burst: kind === 'bucket' ? capacity : undefined });
 }

@@ -148,7 +148,18 @@ export class LimitStore {
     const id = randomBytes(12).toString('base64url');
     const settled: SettledReservation[] = [];
     for (let round = 1; ; round++) {
-      const args = [id, amount, limit.max, limit.windowMs, this.reservationMs, receiptKey, bindingsKey, limit.name, EXPIRED_PER_CALL];
+      const args = [
+        id,
+        amount,
+        limit.max,
+        limit.windowMs,
+        this.reservationMs,
+        receiptKey,
+        bindingsKey,
+        limit.name,
+        EXPIRED_PER_CALL,
+        ...kindArgs(limit),
+      ];
       const reply = parseReserve(await this.call('limit-reserve', keyList(keys), args), limit);
       await this.index.keep(keys.state, reply.keptUntilMs, reply.usage.nowMs, limit.windowMs);
       const now = await this.settleAll(limit, keys, reply.expired, 'skip failures');
@@ -158,6 +169,7 @@ export class LimitStore {
           id: reply.id,
           reused: reply.reused,
           limit: limit.name,
+          kind: limit.kind,
           keys,
           receiptKey,
           bindingsKey,
@@ -172,9 +184,7 @@ export class LimitStore {
       const givenBack = now.some((s) => s.outcome === 'given_back');
       if (reply.code === 2 || round >= RESERVE_ROUNDS || !givenBack) {
         if (reply.code === 2) return { granted: false, why: 'exceeds_max', usage: reply.usage, retryAtMs: null, settled };
-        const held = reply.freesAtMs !== null && reply.freesAtMs < reply.usage.resetsAtMs;
-        const retryAtMs = held ? reply.freesAtMs! : reply.usage.resetsAtMs;
-        return { granted: false, why: held ? 'held' : 'full', usage: reply.usage, retryAtMs, settled };
+        return { granted: false, why: reply.held ? 'held' : 'full', usage: reply.usage, retryAtMs: reply.retryAtMs, settled };
       }
     }
   }
@@ -258,7 +268,7 @@ export class LimitStore {
     const keys = this.keysOf(limit, subject);
     const settled: SettledReservation[] = [];
     for (let round = 0; round < SETTLE_ROUNDS; round++) {
-      const { expired } = parseUsage(await this.call('limit-usage', keyList(keys), [limit.windowMs, EXPIRED_PER_CALL]), limit);
+      const { expired } = parseUsage(await this.call('limit-usage', keyList(keys), usageArgs(limit, EXPIRED_PER_CALL)), limit);
       settled.push(...(await this.settleAll(limit, keys, expired)));
       if (expired.length < EXPIRED_PER_CALL) break;
     }
@@ -267,7 +277,7 @@ export class LimitStore {
 
   /** `limit`'s count for `subject` in the current window, on the server clock. */
   async usage(limit: Limit, subject: LimitSubject): Promise<LimitUsage> {
-    return parseUsage(await this.call('limit-usage', keyList(this.keysOf(limit, subject)), [limit.windowMs, 0]), limit).usage;
+    return parseUsage(await this.call('limit-usage', keyList(this.keysOf(limit, subject)), usageArgs(limit, 0)), limit).usage;
   }
 
   /**
@@ -278,7 +288,8 @@ export class LimitStore {
    */
   async reset(limit: Limit, subject: LimitSubject, by: LimitResetBy): Promise<{ usedBefore: number; usage: LimitUsage; auditId: string }> {
     const keys = this.keysOf(limit, subject);
-    const { usedBefore, usage } = parseReset(await this.call('limit-reset', keyList(keys), [limit.windowMs, limit.max, limit.name]), limit);
+    const args = [limit.windowMs, limit.max, limit.name, ...kindArgs(limit)];
+    const { usedBefore, usage } = parseReset(await this.call('limit-reset', keyList(keys), args), limit);
     const auditId = await this.audit.append({
       actor: by.actor,
       source: by.source,
@@ -347,4 +358,7 @@ export class LimitStore {
 }
 
 const keyList = (keys: LimitKeys): [string, string, string] => [keys.state, keys.due, keys.done];
+/** How the window moves, as the scripts that judge it take it: the kind, and a bucket's burst ('' for the others). */
+const kindArgs = (limit: Limit): [string, string | number] => [limit.kind, limit.burst ?? ''];
+const usageArgs = (limit: Limit, expired: number) => [limit.windowMs, expired, limit.kind, limit.max, limit.burst ?? ''];
 const bindArgs = (r: LimitReservation): (string | number)[] => [r.id, r.bindingField, r.bindingsKeepMs];

@@ -1,16 +1,16 @@
 /**
  * The window math of a limit, pure: fixed windows on one clock (the Redis
  * server's, as `lua/includes/limit-state.lua` computes them), and the
- * sentence a model reads when a call does not fit.
+ * sentence a model reads when a call does not fit. Sliding windows and token
+ * buckets are judged only on the server (`lua/includes/limit-smooth.lua`).
  *
- * Fixed, not sliding: a fixed window resets all at once at a moment known in
- * advance, so a refused call can be told exactly when it may run again (and
- * a waiting job parked until then); it needs one counter per window, where a
- * sliding window must remember every counted call to know when each drops
- * out. What it gives up: up to twice `max` can run close together across a
- * reset (`max` at the end of one window, `max` at the start of the next).
+ * A fixed window resets all at once at a moment known in advance and needs
+ * one counter per window; what it gives up: up to twice `max` can run close
+ * together across a reset (`max` at the end of one window, `max` at the
+ * start of the next). The other kinds do not, at the cost of a record per
+ * counted call kept for a window (sliding) or of bursts (bucket).
  */
-import type { LimitScope } from './definitions.js';
+import type { LimitKind, LimitScope } from './definitions.js';
 
 /** One fixed window of a limit, on the server clock. */
 export interface LimitWindow {
@@ -69,6 +69,13 @@ export interface LimitRefusalFacts {
   readonly resetsAtMs: number;
   /** For `held`: when enough of those shares come back at the latest, on the server clock (ms). */
   readonly freesAtMs?: number;
+  /**
+   * How the window moves; default `fixed`. For a sliding window or a
+   * bucket, {@link resetsAtMs} is when the call may fit at the earliest.
+   */
+  readonly kind?: LimitKind;
+  /** A bucket's burst. */
+  readonly burst?: number;
 }
 
 const SCOPE_TEXT: Readonly<Record<LimitScope, string>> = { tenant: 'per tenant', run: 'per run', global: 'for all tenants' };
@@ -81,14 +88,24 @@ const SCOPE_TEXT: Readonly<Record<LimitScope, string>> = { tenant: 'per tenant',
  * model's.
  */
 export function limitRefusalText(facts: LimitRefusalFacts): string {
-  const allows = `at most ${facts.max} ${SCOPE_TEXT[facts.per]} every ${durationText(facts.windowMs)}`;
+  const kind = facts.kind ?? 'fixed';
+  const scope = SCOPE_TEXT[facts.per];
+  const window = durationText(facts.windowMs);
+  const allows =
+    kind === 'sliding'
+      ? `at most ${facts.max} ${scope} in any ${window}`
+      : kind === 'bucket'
+        ? `${facts.max} ${scope} every ${window}, at most ${facts.burst ?? facts.max} at once`
+        : `at most ${facts.max} ${scope} every ${window}`;
   if (facts.why === 'exceeds_max') {
     return `This call was not run: it would use ${facts.amount} of the limit "${facts.limit}", which allows ${allows}, so it can never fit.`;
   }
   const resets = new Date(facts.resetsAtMs).toISOString();
   if (facts.why === 'held' && facts.freesAtMs !== undefined) {
     const frees = new Date(facts.freesAtMs).toISOString();
-    return `This call was not run: the limit "${facts.limit}" (${allows}) is taken by calls that have not started yet; if they do not run, their shares come back by ${frees} (the window resets at ${resets}).`;
+    const after = kind === 'fixed' ? ` (the window resets at ${resets})` : '';
+    return `This call was not run: the limit "${facts.limit}" (${allows}) is taken by calls that have not started yet; if they do not run, their shares come back by ${frees}${after}.`;
   }
+  if (kind !== 'fixed') return `This call was not run: the limit "${facts.limit}" (${allows}) has no room for it before ${resets}.`;
   return `This call was not run: the limit "${facts.limit}" (${allows}) is used up until it resets at ${resets}.`;
 }

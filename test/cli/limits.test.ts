@@ -49,9 +49,9 @@ describe('tool-receipts limits', () => {
     ]);
     const table = new Capture();
     await limitsCommand({ ...ctx, out: table, args: argsOf(['--tenant', 'acme']) });
-    expect(table.text).toMatch(/^LIMIT\s+PER\s+WHOSE\s+USED\s+LEFT\s+MAX\s+RESETS/);
-    expect(table.text).toMatch(/emails\s+tenant\s+acme\s+3\s+2\s+5/);
-    expect(table.text).toMatch(/steps\s+run\s+acme \/ run-1\s+1\s+1\s+2/);
+    expect(table.text).toMatch(/^LIMIT\s+PER\s+WHOSE\s+KIND\s+USED\s+LEFT\s+MAX\s+NEXT FREE\s+ALL FREE/);
+    expect(table.text).toMatch(/emails\s+tenant\s+acme\s+fixed\s+3\s+2\s+5/);
+    expect(table.text).toMatch(/steps\s+run\s+acme \/ run-1\s+fixed\s+1\s+1\s+2/);
     expect(table.text).not.toContain('globex');
 
     const reset = new Capture();
@@ -73,6 +73,40 @@ describe('tool-receipts limits', () => {
     expect(missing.text).toContain('No count of limit emails for tenant initech');
     expect(() => argsOf(['--reset'])).toThrow(/--reset needs --limit/);
     expect(() => argsOf(['--run', 'r'])).toThrow(/--run and --by go with --reset/);
+  });
+
+  it('shows a sliding window and a bucket with their kind, what is left, and when the next unit frees; resets a bucket', async () => {
+    const redis = fixture.connect();
+    const prefix = `${fixture.handle().prefix}kinds`;
+    const store = new LimitStore({ redis, prefix });
+    const browse = defineLimit({ name: 'browse', per: 'tenant', max: 4, windowMs: 60_000, kind: 'sliding' });
+    const search = defineLimit({ name: 'search', per: 'tenant', max: 2, windowMs: 60_000, kind: 'bucket', burst: 3 });
+    const callOf = (i: number) => ({ tenantId: 'acme', runId: 'run-1', toolName: 'browse', argsHash: `h${i}` });
+    for (const limit of [browse, search]) {
+      for (let i = 0; i < 2; i++) {
+        const r = await store.reserve(limit, callOf(i));
+        if (r.granted) await store.commit(r.reservation);
+      }
+    }
+    const ctx = { store: fixture.store({ prefix }), redis, out: new Capture() };
+    await limitsCommand({ ...ctx, args: argsOf(['--json']) });
+    const [slid, bucket] = JSON.parse(ctx.out.text) as LimitCount[];
+    expect(slid!.usage).toMatchObject({ kind: 'sliding', used: 2, left: 2, max: 4 });
+    expect(bucket!.usage).toMatchObject({ kind: 'bucket', capacity: 3, used: 2, left: 1, max: 2 });
+    // A sliding window's first unit leaves it a minute after its commit; a bucket's next unit refills in 30 s.
+    expect(slid!.usage.nextFreeAtMs! - slid!.usage.nowMs).toBeGreaterThan(55_000);
+    expect(slid!.usage.nextFreeAtMs! - slid!.usage.nowMs).toBeLessThanOrEqual(60_000);
+    expect(bucket!.usage.nextFreeAtMs! - bucket!.usage.nowMs).toBeGreaterThan(25_000);
+    expect(bucket!.usage.nextFreeAtMs! - bucket!.usage.nowMs).toBeLessThanOrEqual(30_000);
+
+    const table = new Capture();
+    await limitsCommand({ ...ctx, out: table, args: argsOf([]) });
+    expect(table.text).toMatch(/browse\s+tenant\s+acme\s+sliding\s+2\s+2\s+4\s+\S+ \(in /);
+    expect(table.text).toMatch(/search\s+tenant\s+acme\s+bucket\/3\s+2\s+1\s+2\s+\S+ \(in /);
+    const reset = new Capture();
+    await limitsCommand({ ...ctx, out: reset, args: argsOf(['--reset', '--limit', 'search', '--tenant', 'acme', '--by', 'ops']) });
+    expect(reset.text).toMatch(/^Reset limit search for acme: it had used 2 of 2; 3 left until /);
+    expect(await store.usage(search, { tenantId: 'acme' })).toMatchObject({ used: 0, left: 3 });
   });
 
   it('runs as the real CLI', async () => {

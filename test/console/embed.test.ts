@@ -53,14 +53,20 @@ describe('createConsoleHandler', () => {
     const prefix = `${fixture.handle().prefix}lim`;
     const limits = new LimitStore({ redis, prefix });
     const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: 3_600_000 });
-    for (const i of [1, 2]) {
-      const r = await limits.reserve(emails, { tenantId: 'acme', runId: 'run-1', toolName: 'send_email', argsHash: `h${i}` });
-      if (r.granted) await limits.commit(r.reservation);
+    const browse = defineLimit({ name: 'browse', per: 'tenant', max: 4, windowMs: 60_000, kind: 'sliding' });
+    const search = defineLimit({ name: 'search', per: 'tenant', max: 2, windowMs: 60_000, kind: 'bucket', burst: 3 });
+    for (const limit of [emails, browse, search]) {
+      for (const i of [1, 2]) {
+        const r = await limits.reserve(limit, { tenantId: 'acme', runId: 'run-1', toolName: 'send_email', argsHash: `h${i}` });
+        if (r.granted) await limits.commit(r.reservation);
+      }
     }
     const origin = await mount(createConsoleHandler({ redis, prefix, basePath: `${BASE}/` }), false);
     const page = await (await fetch(`${origin}${BASE}/counts`)).text();
     expect(page).toContain('<h2>Limits</h2>');
-    expect(page).toMatch(/<tr><td>emails<\/td><td>tenant<\/td><td>acme<\/td><td>2<\/td><td>3<\/td><td>5<\/td>/);
+    expect(page).toMatch(/<tr><td>emails<\/td><td>tenant<\/td><td>acme<\/td><td>fixed<\/td><td>2<\/td><td>3<\/td><td>5<\/td>/);
+    expect(page).toMatch(/<tr><td>browse<\/td><td>tenant<\/td><td>acme<\/td><td>sliding<\/td><td>2<\/td><td>2<\/td><td>4<\/td>/);
+    expect(page).toMatch(/<tr><td>search<\/td><td>tenant<\/td><td>acme<\/td><td>bucket \(burst 3\)<\/td><td>2<\/td><td>1<\/td><td>2<\/td>/);
   });
 
   for (const strip of [false, true]) {

@@ -51,38 +51,42 @@ const FIELDS: Record<string, FieldCase> = {
     usable: (v) => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'string' && t.trim() !== ''),
   },
   onLimit: { required: false, good: fc.constantFrom('refuse', 'wait'), usable: (v) => v === 'refuse' || v === 'wait' },
+  // A bucket's own rules (its burst, bounded by its window) are test/limits/kinds.property.test.ts's.
+  kind: { required: false, good: fc.constantFrom('fixed', 'sliding'), usable: (v) => v === 'fixed' || v === 'sliding' },
 };
 
 /** Values wrong for most fields, mixed with anything at all. */
-const junk: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(
-    Number.NaN,
-    Infinity,
-    -1,
-    0,
-    1.5,
-    2 ** 53,
-    MAX_LIMIT_WINDOW_MS + 1,
-    '',
-    ' ',
-    'x:y',
-    '-a',
-    'a'.repeat(65),
-    'minute',
-    'tenants',
-    null,
-    true,
-    [],
-    [''],
-    {},
-    () => 1,
-    5n,
-  ),
-  fc.integer({ min: -5, max: 5 }),
-  fc.double(),
-  fc.string({ maxLength: 6 }),
-  fc.anything({ maxDepth: 1 }),
-);
+const junk: fc.Arbitrary<unknown> = fc
+  .oneof(
+    fc.constantFrom<unknown>(
+      Number.NaN,
+      Infinity,
+      -1,
+      0,
+      1.5,
+      2 ** 53,
+      MAX_LIMIT_WINDOW_MS + 1,
+      '',
+      ' ',
+      'x:y',
+      '-a',
+      'a'.repeat(65),
+      'minute',
+      'tenants',
+      null,
+      true,
+      [],
+      [''],
+      {},
+      () => 1,
+      5n,
+    ),
+    fc.integer({ min: -5, max: 5 }),
+    fc.double(),
+    fc.string({ maxLength: 6 }),
+    fc.anything({ maxDepth: 1 }),
+  )
+  .filter((v) => v !== 'bucket');
 
 type Spoil =
   | { kind: 'none' }
@@ -172,6 +176,7 @@ describe('limit definitions', () => {
             max: given['max'],
             windowMs: given['windowMs'],
             onLimit: given['onLimit'] ?? 'refuse',
+            kind: given['kind'] ?? 'fixed',
           });
           expect(limit.tools).toEqual(given['tools']);
           expect(limit.cost === undefined).toBe(given['cost'] === undefined);
@@ -283,6 +288,16 @@ describe('fixed windows', () => {
     );
     expect(limitRefusalText({ ...facts, why: 'exceeds_max', amount: 120 })).toBe(
       'This call was not run: it would use 120 of the limit "emails", which allows at most 100 per tenant every 1 h, so it can never fit.',
+    );
+    // The other kinds name when the call may fit, in their own words.
+    expect(limitRefusalText({ ...facts, why: 'full', kind: 'sliding' })).toBe(
+      'This call was not run: the limit "emails" (at most 100 per tenant in any 1 h) has no room for it before 2030-01-01T13:00:00.000Z.',
+    );
+    expect(limitRefusalText({ ...facts, why: 'full', kind: 'bucket', burst: 10 })).toBe(
+      'This call was not run: the limit "emails" (100 per tenant every 1 h, at most 10 at once) has no room for it before 2030-01-01T13:00:00.000Z.',
+    );
+    expect(limitRefusalText({ ...facts, why: 'held', kind: 'sliding', freesAtMs: Date.UTC(2030, 0, 1, 12, 0, 30) })).toBe(
+      'This call was not run: the limit "emails" (at most 100 per tenant in any 1 h) is taken by calls that have not started yet; if they do not run, their shares come back by 2030-01-01T12:00:30.000Z.',
     );
   });
 });

@@ -3,7 +3,8 @@
  * limit is refused with a sentence (the job completes) or waits on the
  * server clock without using an attempt; replays, waits for a live attempt
  * and refusals do not count; a never-started attempt gives its share back; an ambiguous one
- * keeps it; a takeover of a resumable call is counted once; budgets stop the
+ * keeps it (for each kind of window: a bucket gets back a share of an attempt
+ * that never started because the wrapper commits it only when the attempt ends); a takeover of a resumable call is counted once; budgets stop the
  * call that would exceed them and none before; a reservation no claim took
  * is given back after its bound; bad definitions are `options.invalid`.
  */
@@ -134,10 +135,14 @@ describe('withToolReceipts({ limits })', () => {
     expect(usage.committed).toBeLessThanOrEqual(1);
   });
 
-  it('gives back the share of an attempt that never started, so its retry fits a limit of 1', async () => {
+  // A sliding window's and a bucket's share is committed when the attempt ends: a never-started one gives back a share
+  // still pending (a bucket would keep a committed one), and an ambiguous one commits it.
+  const kinds = [{ kind: 'fixed' as const }, { kind: 'sliding' as const }, { kind: 'bucket' as const, burst: 1 }];
+
+  it.each(kinds)('gives back the share of an attempt that never started, so its retry fits a limit of 1 ($kind)', async (window) => {
     const l = await lane();
     const t = emailTool({ fail: (_to, attempt) => (attempt === 1 ? new NeverStartedError('the provider was down') : undefined) });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR, ...window });
     l.worker({ tools: [t.tool], logger: silent, limits: [once] });
     const data = jobData([call('send_email', { to: 'a' })]);
     const job = await l.run(data, RETRYING);
@@ -146,10 +151,10 @@ describe('withToolReceipts({ limits })', () => {
     expect(await new LimitStore({ redis: l.redis, prefix: l.prefix }).usage(once, data)).toMatchObject({ committed: 1, pending: 0 });
   });
 
-  it('keeps the share of an ambiguous call (it may have cost)', async () => {
+  it.each(kinds)('keeps the share of an ambiguous call (it may have cost) ($kind)', async (window) => {
     const l = await lane();
     const t = emailTool({ fail: () => new OutcomeUnknownError('the connection dropped mid-send') });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR, ...window });
     l.worker({ tools: [t.tool], logger: silent, limits: [once], onAmbiguous: 'report' });
     const data = jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })]);
     const job = await l.run(data);

@@ -26,6 +26,9 @@ export interface LimitsArgs {
   readonly json: boolean;
 }
 
+/** How a count's window moves: `fixed`, `sliding`, or `bucket/<burst>`. */
+const kindText = (c: LimitCount) => (c.usage.kind === 'bucket' ? `bucket/${c.usage.capacity}` : c.usage.kind);
+
 const subjectText = (c: LimitCount) =>
   c.per === 'global' ? '(all)' : c.per === 'tenant' ? token(c.tenantId!) : `${token(c.tenantId!)} / ${token(c.runId!)}`;
 
@@ -71,12 +74,15 @@ export async function limitsCommand({ store, redis, out, args }: CommandContext<
     token(c.name),
     c.per,
     subjectText(c),
+    kindText(c),
     String(c.usage.used),
     String(c.usage.left),
     String(c.usage.max),
+    c.usage.nextFreeAtMs === null ? '-' : when(c.usage.nextFreeAtMs, c.usage.nowMs),
     when(c.usage.resetsAtMs, c.usage.nowMs),
   ]);
-  for (const line of table(['LIMIT', 'PER', 'WHOSE', 'USED', 'LEFT', 'MAX', 'RESETS'], rows)) writeLine(out, line);
+  const head = ['LIMIT', 'PER', 'WHOSE', 'KIND', 'USED', 'LEFT', 'MAX', 'NEXT FREE', 'ALL FREE'];
+  for (const line of table(head, rows)) writeLine(out, line);
 }
 
 /** The `limits` command. */
@@ -88,10 +94,13 @@ export const limitsSpec: CommandSpec<LimitsArgs> = {
        tool-receipts limits --reset --limit <name> [--tenant <id> [--run <id>]] [--by <name>] [--json]
 
 Lists every limit count under the prefix: the limit, whose count it is (a
-tenant, a run, or the whole fleet), what its current window has used
-(committed, and held by reservations whose calls may be about to run; one
-past its give-back bound is not counted), what is left, its max, and when the
-window resets, all on the Redis server's clock. A count exists once a call
+tenant, a run, or the whole fleet), its kind (fixed, sliding, or bucket/<burst>),
+what its current window has used (committed, and held by reservations whose
+calls may be about to run; one past its give-back bound is not counted),
+what is left (of max, or a bucket's burst), its max, when the next committed
+unit frees (NEXT FREE: a fixed window's reset, a sliding window's oldest unit
+leaving it, a bucket's next unit refilled) and when all are free (ALL FREE: a
+fixed window's reset), all on the Redis server's clock. A count exists once a call
 was counted against it; its max and window are the ones the workers last
 counted it under. The counts are read from the prefix's index of counts (at
 most 1,000), never by walking the keyspace.

@@ -32,9 +32,9 @@ function limitsTable(limits: readonly LimitCount[]): Html {
       : c.per === 'tenant'
         ? html`${c.tenantId}`
         : html`${c.tenantId} / ${c.runId}`;
-  return html`<h2>Limits</h2><p class="muted">What each limit's current window has used (committed, and held by reservations whose calls may be about to run) and has left, on the server clock.</p>
-<div class="table-wrap"><table><thead><tr><th>Limit</th><th>Per</th><th>Whose</th><th>Used</th><th>Left</th><th>Max</th><th class="hide-narrow">Resets</th></tr></thead><tbody>
-${limits.slice(0, LIMITS_SHOWN).map((c) => html`<tr><td>${c.name}</td><td>${c.per}</td><td>${whose(c)}</td><td>${n(c.usage.used)}</td><td>${n(c.usage.left)}</td><td>${n(c.usage.max)}</td><td class="hide-narrow">${time(c.usage.resetsAtMs, c.usage.nowMs)}</td></tr>`)}</tbody></table></div>
+  return html`<h2>Limits</h2><p class="muted">What each limit's current window has used (committed, and held by reservations whose calls may be about to run) and has left, when its next committed unit frees and when all are free, on the server clock.</p>
+<div class="table-wrap"><table><thead><tr><th>Limit</th><th>Per</th><th>Whose</th><th>Kind</th><th>Used</th><th>Left</th><th>Max</th><th class="hide-narrow">Next free</th><th class="hide-narrow">All free</th></tr></thead><tbody>
+${limits.slice(0, LIMITS_SHOWN).map((c) => html`<tr><td>${c.name}</td><td>${c.per}</td><td>${whose(c)}</td><td>${c.usage.kind === 'bucket' ? `bucket (burst ${n(c.usage.capacity)})` : c.usage.kind}</td><td>${n(c.usage.used)}</td><td>${n(c.usage.left)}</td><td>${n(c.usage.max)}</td><td class="hide-narrow">${c.usage.nextFreeAtMs === null ? html`<span class="muted">-</span>` : time(c.usage.nextFreeAtMs, c.usage.nowMs)}</td><td class="hide-narrow">${time(c.usage.resetsAtMs, c.usage.nowMs)}</td></tr>`)}</tbody></table></div>
 ${limits.length > LIMITS_SHOWN ? html`<p class="muted">Showing ${LIMITS_SHOWN} of ${n(limits.length)} counts; tool-receipts limits lists them all.</p>` : html``}`;
 }
 

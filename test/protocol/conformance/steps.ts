@@ -95,9 +95,9 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       if (granted && !answer.reused) side.realReservation(answer.id, String(reply[7]));
       const expired: number[] = [];
       const expiredCalls: number[] = [];
-      for (let i = 0; i < Number(reply[11]); i++) {
-        expired.push(side.modelReservation(String(reply[12 + 3 * i])) ?? -1);
-        expiredCalls.push(side.callOf(String(reply[14 + 3 * i])));
+      for (let i = 0; i < Number(reply[13]); i++) {
+        expired.push(side.modelReservation(String(reply[14 + 3 * i])) ?? -1);
+        expiredCalls.push(side.callOf(String(reply[16 + 3 * i])));
       }
       // The expired ones as id:call pairs, in no order (the model cannot know the order of their deadlines' milliseconds).
       const pairs = (ids: readonly number[], calls: readonly number[]) => ids.map((id, i) => `${id}:${calls[i]}`).sort();

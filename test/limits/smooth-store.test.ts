@@ -1,0 +1,229 @@
+/**
+ * The two windows that do not reset all at once, through the limit store on
+ * a real Redis and its clock: a sliding window counts what was committed in
+ * its last `windowMs` (and a pending share as taken now), a token bucket
+ * grants its burst and then one unit every `windowMs / max`; each says when
+ * a refused call may fit, a pending share given back frees its unit, and a
+ * change of kind starts a new count; random reserves, commits and releases
+ * answer as a model of each kind says.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import { defineLimit, LimitStore, type LimitDefinition, type LimitReservation, type ReserveResult } from '../../src/limits/index.js';
+import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+
+function limits(): LimitStore {
+  return new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, reservationMs: 60_000 });
+}
+
+function granted(result: ReserveResult): LimitReservation {
+  if (!result.granted) throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
+  return result.reservation;
+}
+
+/** A refusal of a call that may fit later: when (`retryAtMs`) is known. */
+function refused(result: ReserveResult): Extract<ReserveResult, { granted: false }> & { retryAtMs: number } {
+  if (result.granted || result.retryAtMs === null) throw new Error(`expected a refusal with a time, got ${JSON.stringify(result)}`);
+  return { ...result, retryAtMs: result.retryAtMs };
+}
+
+/** A call of the same tenant as `key` in its own run. */
+const callOf = (key: ToolCallReceiptKey, n: number): ToolCallReceiptKey => ({ ...key, runId: `${key.runId}-${n}`, argsHash: `h${n}` });
+
+/** Commits `reservation` between two reads of the server clock: its stamp is within them. */
+async function commitBetween(store: LimitStore, reservation: LimitReservation, key: ToolCallReceiptKey, limit: LimitDefinition) {
+  const before = (await store.usage(defineLimit(limit), key)).nowMs;
+  expect(await store.commit(reservation)).toBe('committed');
+  const after = (await store.usage(defineLimit(limit), key)).nowMs;
+  return { before, after };
+}
+
+describe('a sliding window', () => {
+  const definition: LimitDefinition = { name: 'calls', per: 'tenant', max: 2, windowMs: 2000, kind: 'sliding' };
+  const calls = defineLimit(definition);
+
+  it('counts what was committed in its last windowMs, and a pending share as taken now', async () => {
+    const store = limits();
+    const key = freshKey();
+    const first = granted(await store.reserve(calls, callOf(key, 0)));
+    expect(await store.usage(calls, key)).toMatchObject({ kind: 'sliding', pending: 1, committed: 0, left: 1, nextFreeAtMs: null });
+    const a = await commitBetween(store, first, key, definition);
+    // The second a good while later, so that the first leaves the window well before it.
+    await waitUntil(
+      () => store.usage(calls, key),
+      (u) => u.nowMs >= a.after + 800,
+      10_000,
+      'a later moment',
+    );
+    const b = await commitBetween(store, granted(await store.reserve(calls, callOf(key, 1))), key, definition);
+
+    // Full: the call may fit when the first committed share leaves the window, windowMs after its commit.
+    const over = refused(await store.reserve(calls, callOf(key, 2)));
+    expect(over.why).toBe('full');
+    expect(over.retryAtMs).toBeGreaterThanOrEqual(a.before + 2000);
+    expect(over.retryAtMs).toBeLessThanOrEqual(a.after + 2000);
+    const usage = await store.usage(calls, key);
+    expect(usage).toMatchObject({ committed: 2, used: 2, left: 0, nextFreeAtMs: over.retryAtMs });
+    expect(usage.resetsAtMs).toBeGreaterThanOrEqual(b.before + 2000);
+    expect(usage.resetsAtMs).toBeLessThanOrEqual(b.after + 2000);
+
+    // Not a moment before: a call then finds it full still; then the second share is still in the window.
+    expect(refused(await store.reserve(calls, callOf(key, 2))).retryAtMs).toBe(over.retryAtMs);
+    await waitUntil(
+      () => store.usage(calls, key),
+      (u) => u.nowMs >= over.retryAtMs,
+      10_000,
+      'the first share to leave',
+    );
+    const third = granted(await store.reserve(calls, callOf(key, 2)));
+    // Full again: the second share leaves the window before the pending one's deadline (a minute) could free it.
+    const still = refused(await store.reserve(calls, callOf(key, 3)));
+    expect(still).toMatchObject({ why: 'full', retryAtMs: usage.resetsAtMs });
+    // A pending share given back frees its unit at once.
+    expect(await store.release(third)).toBe('pending');
+    granted(await store.reserve(calls, callOf(key, 3)));
+  });
+
+  it('gives a committed share back (its call never started), and refuses a call larger than max', async () => {
+    const store = limits();
+    const key = freshKey();
+    const shares = [granted(await store.reserve(calls, callOf(key, 0))), granted(await store.reserve(calls, callOf(key, 1)))];
+    for (const share of shares) expect(await store.commit(share)).toBe('committed');
+    refused(await store.reserve(calls, callOf(key, 2)));
+    expect(await store.release(shares[0]!)).toBe('committed');
+    expect(await store.usage(calls, key)).toMatchObject({ committed: 1, left: 1 });
+    granted(await store.reserve(calls, callOf(key, 2)));
+    expect(await store.reserve(calls, callOf(key, 3), 3)).toMatchObject({ granted: false, why: 'exceeds_max', retryAtMs: null });
+  });
+});
+
+describe('a token bucket', () => {
+  // One unit every 1000 ms, up to 3 at once.
+  const definition: LimitDefinition = { name: 'calls', per: 'tenant', max: 2, windowMs: 2000, kind: 'bucket', burst: 3 };
+  const calls = defineLimit(definition);
+
+  it('grants its burst at once, then one unit every windowMs / max, and says when', async () => {
+    const store = limits();
+    const key = freshKey();
+    expect(await store.usage(calls, key)).toMatchObject({ kind: 'bucket', capacity: 3, used: 0, left: 3, nextFreeAtMs: null });
+    const stamps = [];
+    for (let i = 0; i < 3; i++)
+      stamps.push(await commitBetween(store, granted(await store.reserve(calls, callOf(key, i))), key, definition));
+    const over = refused(await store.reserve(calls, callOf(key, 3)));
+    expect(over.why).toBe('full');
+    // Three units paid back from the first commit on, at 1000 ms each; one must be: 1000 ms after the first.
+    expect(over.retryAtMs).toBeGreaterThanOrEqual(stamps[0]!.before + 1000);
+    expect(over.retryAtMs).toBeLessThanOrEqual(stamps[2]!.after + 1000);
+    const usage = await store.usage(calls, key);
+    expect(usage).toMatchObject({ committed: 3, used: 3, left: 0, nextFreeAtMs: over.retryAtMs });
+    expect(usage.resetsAtMs).toBeGreaterThanOrEqual(stamps[0]!.before + 3000);
+
+    await waitUntil(
+      () => store.usage(calls, key),
+      (u) => u.nowMs >= over.retryAtMs,
+      10_000,
+      'the next unit',
+    );
+    const next = granted(await store.reserve(calls, callOf(key, 3)));
+    const again = refused(await store.reserve(calls, callOf(key, 4)));
+    // The next one is a whole unit later (the share just granted counts as taken now).
+    expect(again.retryAtMs).toBeGreaterThanOrEqual(over.retryAtMs + 1000 - 1);
+    // A pending share given back is a unit back; a committed one is not (a bucket never takes back what it paid out).
+    expect(await store.release(next)).toBe('pending');
+    const retaken = granted(await store.reserve(calls, callOf(key, 4)));
+    expect(await store.commit(retaken)).toBe('committed');
+    expect(await store.release(retaken)).toBe('committed');
+    expect(refused(await store.reserve(calls, callOf(key, 5))).why).toBe('full');
+    expect(await store.reserve(calls, callOf(key, 6), 4)).toMatchObject({ granted: false, why: 'exceeds_max', retryAtMs: null });
+  });
+
+  it('is full again after an operator reset, and a change of kind starts a new count', async () => {
+    const store = limits();
+    const key = freshKey();
+    for (let i = 0; i < 3; i++) await store.commit(granted(await store.reserve(calls, callOf(key, i))));
+    refused(await store.reserve(calls, callOf(key, 3)));
+    const { usedBefore, usage } = await store.reset(calls, key, { actor: 'test', source: 'test' });
+    expect(usedBefore).toBe(3);
+    expect(usage).toMatchObject({ used: 0, left: 3 });
+    granted(await store.reserve(calls, callOf(key, 3)));
+
+    const fixed = defineLimit({ ...definition, kind: 'fixed', burst: undefined, windowMs: 3_600_000 });
+    await store.commit(granted(await store.reserve(fixed, callOf(key, 4))));
+    expect(await store.usage(fixed, key)).toMatchObject({ kind: 'fixed', committed: 1, left: 1 });
+    const sliding = defineLimit({ ...definition, kind: 'sliding', burst: undefined });
+    expect(await store.usage(sliding, key)).toMatchObject({ kind: 'sliding', committed: 0, left: 2 });
+  });
+});
+
+describe('each kind against its model', () => {
+  type Op = { kind: 'reserve'; amount: number } | { kind: 'commit' | 'release'; pick: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ kind: fc.constant('reserve' as const), amount: fc.integer({ min: 1, max: 6 }) }),
+    fc.record({ kind: fc.constantFrom('commit' as const, 'release' as const), pick: fc.nat() }),
+  );
+  // Windows so long that nothing leaves a sliding window, and a bucket refills nothing, while a case runs.
+  const YEAR = 365 * 86_400_000;
+
+  it.each(['sliding', 'bucket'] as const)(
+    '%s: every answer and the final count are what the model says, for random reserves, commits and releases',
+    async (kind) => {
+      const store = limits();
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 15 }), fc.array(op, { minLength: 1, maxLength: 25 }), async (cap, ops) => {
+          const key = freshKey();
+          // A bucket of `cap` at once, refilling one unit a year; a sliding window of `cap` a year.
+          const shares = defineLimit(
+            kind === 'bucket'
+              ? { name: 'shares', per: 'tenant', max: 1, windowMs: YEAR, kind, burst: cap }
+              : { name: 'shares', per: 'tenant', max: cap, windowMs: YEAR, kind },
+          );
+          const made: { reservation: LimitReservation; state: 'pending' | 'committed' | 'gone' }[] = [];
+          // What a bucket paid out stays paid (a committed share given back is not returned to it).
+          let paidOut = 0;
+          const sum = (state: 'pending' | 'committed') =>
+            made.filter((m) => m.state === state).reduce((n, m) => n + m.reservation.amount, 0);
+          const committed = () => (kind === 'bucket' ? paidOut : sum('committed'));
+          for (const [i, step] of ops.entries()) {
+            if (step.kind === 'reserve') {
+              const fits = step.amount <= cap && committed() + sum('pending') + step.amount <= cap;
+              const result = await store.reserve(shares, callOf(key, i), step.amount);
+              expect(result.granted).toBe(fits);
+              if (result.granted) made.push({ reservation: result.reservation, state: 'pending' });
+              else
+                expect(result.why).toBe(
+                  step.amount > cap ? 'exceeds_max' : sum('pending') > 0 && committed() + step.amount <= cap ? 'held' : 'full',
+                );
+              continue;
+            }
+            if (made.length === 0) continue;
+            const target = made[step.pick % made.length]!;
+            if (step.kind === 'commit') {
+              const expected = { pending: 'committed', committed: 'already_committed', gone: 'unknown' }[target.state];
+              expect(await store.commit(target.reservation)).toBe(expected);
+              if (target.state === 'pending') {
+                target.state = 'committed';
+                paidOut += target.reservation.amount;
+              }
+            } else {
+              const expected = target.state === 'gone' ? 'unknown' : target.state;
+              expect(await store.release(target.reservation)).toBe(expected);
+              target.state = 'gone';
+            }
+          }
+          expect(await store.usage(shares, key)).toMatchObject({
+            kind,
+            capacity: cap,
+            committed: committed(),
+            pending: sum('pending'),
+            left: cap - committed() - sum('pending'),
+          });
+        }),
+        { numRuns: 30 },
+      );
+    },
+    120_000,
+  );
+});
