@@ -9,7 +9,7 @@
  * (the directory is handed to it and the binaries run through `runuser`).
  * Without binaries, {@link postgresSkipReason} says why the tests are skipped.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -58,13 +58,19 @@ export function postgresSkipReason(): string | undefined {
   return undefined;
 }
 
-/** Runs a server binary, as the postgres user when this process is root. */
-function run(bin: string, args: readonly string[]): void {
+/**
+ * Runs a server binary, as the postgres user when this process is root. Not
+ * synchronously: initdb or a stop on a loaded machine can take long enough
+ * that a blocked test worker misses the answers of its own test runner.
+ */
+async function run(bin: string, args: readonly string[]): Promise<void> {
   const [command, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, [...args]];
-  const result = spawnSync(command, argv as string[], { encoding: 'utf8', timeout: 120_000 });
-  if (result.status !== 0) {
-    throw new Error(`${path.basename(bin)} failed (${result.status ?? result.signal}): ${result.stderr || result.stdout}`);
-  }
+  await new Promise<void>((resolve, reject) => {
+    execFile(command, argv as string[], { encoding: 'utf8', timeout: 120_000 }, (error, stdout, stderr) => {
+      if (error === null) return resolve();
+      reject(new Error(`${path.basename(bin)} failed (${error.code ?? error.signal}): ${stderr || stdout}`));
+    });
+  });
 }
 
 /** Starts a new PostgreSQL cluster on a free port; stop it with {@link PostgresHandle.stop}. */
@@ -83,7 +89,7 @@ export async function startPostgres(): Promise<PostgresHandle> {
     if (started) {
       started = false;
       try {
-        run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
+        await run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'fast', '-w', 'stop']);
       } catch {
         // already gone
       }
@@ -91,7 +97,7 @@ export async function startPostgres(): Promise<PostgresHandle> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    run(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+    await run(path.join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
     let lastError: unknown;
     for (let attempt = 0; attempt < 5; attempt++) {
       const port = await freePort();
@@ -99,11 +105,11 @@ export async function startPostgres(): Promise<PostgresHandle> {
       try {
         const start = () =>
           run(path.join(bin, 'pg_ctl'), ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', '-t', '60', 'start']);
-        start();
+        await start();
         started = true;
         const crashAndRestart = async () => {
-          run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
-          start();
+          await run(path.join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', '-w', 'stop']);
+          await start();
         };
         return { url: `postgres://postgres@${LOOPBACK}:${port}/postgres`, port, stop, crashAndRestart };
       } catch (error) {
