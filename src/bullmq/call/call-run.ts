@@ -99,7 +99,7 @@ export class ToolCallRun implements CallAttempt {
     if (refused !== undefined) return refused;
     if (this.runtime.runsWithoutReceipt(this.tool)) {
       this.facts.decided({ decision: 'direct', attempt: undefined });
-      return await runReadOnlyCall(this.runtime, this);
+      return await runReadOnlyCall(this);
     }
     // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
     if (this.scope.abort.aborted) throwIfInterrupted(this.scope.job.id ?? '', this.scope.abort);

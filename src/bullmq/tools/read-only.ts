@@ -2,7 +2,6 @@
  * Read-only calls, run without a receipt: validated and run as often as they
  * are delivered.
  */
-import type { ToolCallReceiptKey } from '../../core/identity.js';
 import {
   DestructiveRanError,
   failureTier,
@@ -12,24 +11,10 @@ import {
   type FailureTier,
 } from '../../core/tiers.js';
 import { ExecutionContext } from '../call/execution.js';
-import type { AnyToolDefinition } from './define-tool.js';
 import { ToolCallFailedError } from '../errors.js';
 import { errorText, failureContent, retriesJob } from './failure-text.js';
-import { toolResultBlock, type ToolCall, type ToolResultBlock } from '../../core/job-data.js';
-import type { CallFacts } from '../call/facts.js';
-import type { CallRuntime, JobScope } from '../runtime.js';
-
-/** One read-only call: what {@link runReadOnlyCall} needs besides the runtime. */
-export interface DirectCall {
-  readonly scope: JobScope;
-  readonly call: ToolCall;
-  readonly tool: AnyToolDefinition;
-  /** The identity the call would have; only `ctx.idempotencyKey` derives from it. */
-  readonly key: ToolCallReceiptKey;
-  readonly args: unknown;
-  /** Where the call's facts go. */
-  readonly facts: CallFacts;
-}
+import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
+import type { ReadyCall } from '../runtime.js';
 
 /**
  * The tier of a read-only tool's failure. It changed nothing, so running it
@@ -50,8 +35,8 @@ function readOnlyFailureTier(error: unknown): FailureTier {
  * job like an idempotent tool's (see {@link readOnlyFailureTier}), without
  * the run's circuit breaker, which only counts calls that hold receipts.
  */
-export async function runReadOnlyCall(runtime: CallRuntime, direct: DirectCall): Promise<ToolResultBlock> {
-  const { scope, call, tool } = direct;
+export async function runReadOnlyCall(direct: ReadyCall): Promise<ToolResultBlock> {
+  const { runtime, scope, call, tool } = direct;
   const ctx = new ExecutionContext({
     receipt: null,
     key: direct.key,
