@@ -14,7 +14,7 @@ import { ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.
 import type { DurabilityOptions } from '../../src/redis/durability/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
-import { startPrimaryWithReplica, waitCaughtUp, withNode } from '../support/redis-cluster.js';
+import { cutOffReplica, reconnectReplica, startPrimaryWithReplica, withNode } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { openSingle, type OpenedClient } from '../support/redis-clients.js';
@@ -22,15 +22,6 @@ import { openSingle, type OpenedClient } from '../support/redis-clients.js';
 const skip = sentinelSkipReason();
 // Generous: the replica's acknowledgement must come in time on a loaded machine; cut off, each write waits this long.
 const DURABLE: DurabilityOptions = { replicas: 1, timeoutMs: 1500 };
-
-async function cutOff(replica: LocalRedis, master: LocalRedis): Promise<void> {
-  await replica.pause();
-  await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
-}
-async function reconnect(replica: LocalRedis, master: LocalRedis): Promise<void> {
-  await replica.resume();
-  await waitCaughtUp(master, replica);
-}
 
 describe.skipIf(skip !== undefined)('approvals and limits with durability, one primary and one replica', () => {
   let primary: LocalRedis;
@@ -68,7 +59,7 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
     const gate = new ApprovalGate(keyspace().channel);
     const first = await pending(gate);
     const second = await pending(gate);
-    await cutOff(replica, primary);
+    await cutOffReplica(replica, primary);
     try {
       const gated = await gate
         .pass({ key: freshKey(), needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined }, () => undefined)
@@ -79,7 +70,7 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
       expect(refused).toBeInstanceOf(ReceiptNotDurableError);
       expect(refused).toMatchObject({ code: 'durability.not_acknowledged', write: 'approvalDecision' });
     } finally {
-      await reconnect(replica, primary);
+      await reconnectReplica(replica, primary);
     }
     // The primary kept what it wrote: asked again, the call names the decision it holds; the replica has it now.
     await expect(approveCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'bo' })).rejects.toMatchObject({
@@ -98,13 +89,13 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
     const key = freshKey();
     const reserved = await store.reserve(once, key);
     if (!reserved.granted) throw new Error('expected a grant');
-    await cutOff(replica, primary);
+    await cutOffReplica(replica, primary);
     try {
       const refused = await store.commit(reserved.reservation).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ReceiptNotDurableError);
       expect(refused).toMatchObject({ code: 'durability.not_acknowledged', write: 'limit' });
     } finally {
-      await reconnect(replica, primary);
+      await reconnectReplica(replica, primary);
     }
     expect(await store.commit(reserved.reservation)).toBe('already_committed');
     const next = await store.reserve(once, { ...key, argsHash: `${key.argsHash}-2` });

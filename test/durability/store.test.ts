@@ -20,22 +20,19 @@ import { DurabilityWaiter, hasWaitAof, type DurabilityOptions } from '../../src/
 import { receiptsConnection } from '../../src/redis/connection/connection.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
-import { startPrimaryWithReplica, waitCaughtUp, startRedisCluster, withNode, type RedisClusterHandle } from '../support/redis-cluster.js';
+import {
+  cutOffReplica,
+  reconnectReplica,
+  startPrimaryWithReplica,
+  startRedisCluster,
+  withNode,
+  type RedisClusterHandle,
+} from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { clientKindUnderTest, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
 
 const skip = sentinelSkipReason();
-
-/** SIGSTOP the replica and have its master drop the link, so nothing more reaches it until {@link reconnect}. */
-async function cutOff(replica: LocalRedis, master: LocalRedis): Promise<void> {
-  await replica.pause();
-  await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
-}
-async function reconnect(replica: LocalRedis, master: LocalRedis): Promise<void> {
-  await replica.resume();
-  await waitCaughtUp(master, replica);
-}
 
 describe.skipIf(skip !== undefined)('durability on one primary with one replica', () => {
   let primary: LocalRedis;
@@ -85,7 +82,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
   it('settles an unacknowledged claim as never started and throws; the next claim runs attempt 2', async () => {
     const s = store({ replicas: 1, timeoutMs: 200 });
     const key = freshKey();
-    await cutOff(replica, primary);
+    await cutOffReplica(replica, primary);
     try {
       const error = await s.claim(key, { effect: 'opaque' }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ReceiptNotDurableError);
@@ -93,7 +90,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
       const record = await s.inspect(key);
       expect(record).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     } finally {
-      await reconnect(replica, primary);
+      await reconnectReplica(replica, primary);
     }
     const again = await s.claim(key, { effect: 'opaque' });
     expect(again.decision).toEqual({ kind: 'execute', attempt: 2 });
@@ -103,11 +100,11 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     const s = store({ replicas: 1, timeoutMs: 200 });
     const key = freshKey();
     const claim = await s.claim(key, { effect: 'opaque' });
-    await cutOff(replica, primary);
+    await cutOffReplica(replica, primary);
     try {
       await expect(s.complete(key, claim.fence!, 'done')).rejects.toMatchObject({ code: 'durability.not_acknowledged', write: 'complete' });
     } finally {
-      await reconnect(replica, primary);
+      await reconnectReplica(replica, primary);
     }
     const retry = await s.claim(key, { effect: 'opaque' });
     expect(retry).toMatchObject({ decision: { kind: 'replay' }, result: 'done' });
@@ -125,7 +122,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
     for (const key of keys) expect(await withNode(replica, (a) => a.hget(s.redisKey(key), 'status'))).toBe('completed');
 
     const refused = Array.from({ length: 12 }, () => freshKey());
-    await cutOff(replica, primary);
+    await cutOffReplica(replica, primary);
     try {
       const outcomes = await Promise.allSettled(refused.map((key) => s.claim(key, { effect: 'opaque' })));
       for (const outcome of outcomes) {
@@ -135,7 +132,7 @@ describe.skipIf(skip !== undefined)('durability on one primary with one replica'
       // Each attempt was settled as never started, so its effect never runs.
       for (const key of refused) expect(await s.inspect(key)).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     } finally {
-      await reconnect(replica, primary);
+      await reconnectReplica(replica, primary);
     }
   });
 
@@ -190,7 +187,7 @@ describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per 
     const store = new ReceiptStore({ redis: client.client, prefix: cluster.prefix, durability: { replicas: 1, timeoutMs: 300 } });
     const onFirst = await keyOnMaster(0);
     const onSecond = await keyOnMaster(1);
-    await cutOff(cluster.replicas[0]!, cluster.nodes[0]!);
+    await cutOffReplica(cluster.replicas[0]!, cluster.nodes[0]!);
     try {
       // The first master's replica is gone: its run cannot be claimed; the second master's can.
       await expect(store.claim(onFirst, { effect: 'opaque' })).rejects.toBeInstanceOf(ReceiptNotDurableError);
@@ -199,7 +196,7 @@ describe.skipIf(skip !== undefined)('durability on a Cluster with a replica per 
       expect(second.decision).toEqual({ kind: 'execute', attempt: 1 });
       await store.complete(onSecond, second.fence!, 'sent');
     } finally {
-      await reconnect(cluster.replicas[0]!, cluster.nodes[0]!);
+      await reconnectReplica(cluster.replicas[0]!, cluster.nodes[0]!);
     }
     expect((await store.claim(onFirst, { effect: 'opaque' })).decision).toEqual({ kind: 'execute', attempt: 2 });
   });

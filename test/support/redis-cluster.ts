@@ -88,6 +88,18 @@ export async function waitCaughtUp(master: LocalRedis, replica: LocalRedis, time
   }
 }
 
+/** SIGSTOP the replica and have its master drop the link, so nothing more reaches it until {@link reconnectReplica}. */
+export async function cutOffReplica(replica: LocalRedis, master: LocalRedis): Promise<void> {
+  await replica.pause();
+  await withNode(master, (admin) => admin.call('CLIENT', 'KILL', 'TYPE', 'replica'));
+}
+
+/** Resumes a replica {@link cutOffReplica} cut off, and waits until it has caught up with its master. */
+export async function reconnectReplica(replica: LocalRedis, master: LocalRedis): Promise<void> {
+  await replica.resume();
+  await waitCaughtUp(master, replica);
+}
+
 /**
  * A primary (started with `options`, plus {@link NO_SYNC_DELAY}) and one
  * replica of it, caught up: for the durability tests on a single server.
