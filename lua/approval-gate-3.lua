@@ -21,7 +21,9 @@
   ARGV[12] the BullMQ job as JSON {"queue","prefix","id"} ('' = none)
   ARGV[13] the layout a receipt this gate creates is written in: '4' for
            layout 4 (no tenant, run, tool, args_hash fields: the key names
-           them), '2' or absent for layout 3 with those fields (see
+           them), '5' for the compact layout (as 4, listed in the run index
+           by its compact member, see includes/count-score.lua), '2' or
+           absent for layout 3 with those fields (see
            includes/approval.lua); the fields go first, as a claim writes them
 
   Returns { answer, epoch, requested_ms, expires_ms, by, note, denied_reason, now_ms, created }
@@ -62,16 +64,17 @@ if a.status == '' then
   if ARGV[1] ~= '1' then return { 'claim', '', '', '', '', '', '', now, 0 } end
   local expires = now + tonumber(ARGV[9])
   local nowText = intText(now)
-  -- Layout 4 leaves out the first eight values, the names its key holds.
+  -- Layouts 4 and 5 leave out the first eight values, the names its key holds.
+  local schema = createdSchema('transactional', ARGV[13])
   local fields = { 'tenant', ARGV[3], 'run', ARGV[4], 'tool', ARGV[5], 'args_hash', ARGV[6], 'status', 'awaiting_approval',
     'attempts', '0', 'effect', ARGV[7], 'epoch', ARGV[2], 'created_ms', nowText, 'updated_ms', nowText,
     'approval_reason', ARGV[8], 'approval_requested_ms', nowText, 'approval_expires_ms', intText(expires),
-    'schema', ARGV[13] == LEAN_TEXT and LEAN_SCHEMA or STATE_SCHEMA }
+    'schema', schema }
   if ARGV[10] ~= '' then fields[#fields + 1] = 'approval_shown'; fields[#fields + 1] = ARGV[10] end
   if ARGV[12] ~= '' then fields[#fields + 1] = 'approval_job'; fields[#fields + 1] = ARGV[12] end
-  redis.call('HSET', KEYS[1], unpack(fields, ARGV[13] == LEAN_TEXT and 9 or 1))
+  redis.call('HSET', KEYS[1], unpack(fields, schema >= LEAN_SCHEMA and 9 or 1))
   redis.call('PEXPIRE', KEYS[1], intText(expires - now + retention))
-  redis.call('ZADD', KEYS[2], nowText, KEYS[1])
+  redis.call('ZADD', KEYS[2], nowText, indexMember(KEYS[1], isCompact(schema)))
   keepRunKeyAtLeast(KEYS[2], expires - now + retention)
   appendHistory(KEYS[1], { at = now, what = 'approval.requested', by = ARGV[5], attempt = 0, note = clipText(ARGV[8], 1000) })
   a.epoch, a.expiresMs = ARGV[2], expires

@@ -42,10 +42,10 @@
 --- @include "approval"
 
 -- Whether `given` (a raw digest, as a caller names it) is the digest of the receipt `a` =
--- approvalFields(key): its args_hash field, or in layout 4 the key's last part, which holds the
+-- approvalFields(key): its args_hash field, or in layouts 4 and 5 the key's last part, which holds the
 -- digest percent-encoded (as src/redis/keys.ts encodes it), so `given` is encoded so too first.
 local function sameArgsHash(key, a, given)
-  if a.schema ~= LEAN_TEXT then return a.argsHash == given end
+  if a.schema ~= LEAN_TEXT and a.schema ~= COMPACT_TEXT then return a.argsHash == given end
   local encoded = string.gsub(given, '[^A-Za-z0-9._~%-]', function(c) return string.format('%%%02X', string.byte(c)) end)
   return string.match(key, ':([^:]*)$') == encoded
 end

@@ -6,7 +6,7 @@
   approved call (includes/claim.lua).
 
   States (status field), all written with schema = STATE_SCHEMA (3), or
-  LEAN_SCHEMA (4) when the keyspace writes layout 4 (see
+  LEAN_SCHEMA (4) or COMPACT_SCHEMA (5) when the keyspace writes that layout (see
   includes/observe-receipt.lua), so a release that does not know them
   refuses the receipt as written by a newer release instead of misreading it:
     awaiting_approval  created by the gate; nothing has run
@@ -37,8 +37,8 @@
     epoch (args[11], so a claim whose reply is lost releases exactly it; the
     approved epoch is kept as approval_epoch), job:1, schema =
     createdSchema(effect, layout) as a claim creating the receipt writes it
-    (from here on an ordinary receipt): LEAN_SCHEMA for a receipt of layout
-    4 (it has no key fields to read as layout 2), STATE_SCHEMA for a
+    (from here on an ordinary receipt): LEAN_SCHEMA or COMPACT_SCHEMA for a
+    receipt of layout 4 or 5 (it has no key fields to read as layout 2), STATE_SCHEMA for a
     'transactional' call (a release reading only layout 2 would take it for
     opaque), else RECEIPT_SCHEMA. Returns claim-4.lua's code-1 reply, before
     the breaker state.
@@ -66,15 +66,16 @@ local function startApprovedLifetime(receiptKey, indexKey, countKey, receipt, ar
   local nowText = intText(now)
   local effect = receipt.effect
   if effect == '' then effect = args[4] end
+  local schema = createdSchema(effect, receipt.schema)
   local fields = { 'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
     'updated_ms', nowText, 'started_ms', nowText, 'approval_epoch', receipt.epoch, 'epoch', args[11],
-    'schema', createdSchema(effect, receipt.schema) }
+    'schema', schema }
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
   end
   redis.call('HSET', receiptKey, unpack(fields))
-  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, receiptKey)
-  keepCounted(receiptKey, indexKey, countKey, { status = 'running', effect = effect, leaseUntil = leaseUntil, ambiguous = '' }, now, ttl)
+  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, indexMember(receiptKey, isCompact(schema)))
+  keepCounted(receiptKey, indexKey, countKey, { status = 'running', effect = effect, leaseUntil = leaseUntil, ambiguous = '', schema = schema }, now, ttl)
   return { 1, 'running', 1, 0, lease, effect, '', '', now, leaseUntil, args[11] }
 end

@@ -34,27 +34,31 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
   local leaseUntil = now + lease
   -- Each value as text, formatted once (see includes/int-text.lua).
   local nowText, ttlText = intText(now), intText(ttl)
-  local listed = redis.pcall('ZADD', indexKey, 'NX', nowText, receiptKey)
+  local schema = createdSchema(args[4], args[13])
+  -- The compact layout names the receipt by one short member in both run sets (includes/count-score.lua), made once.
+  local member = isCompact(schema) and countMember(receiptKey, true) or nil
+  local entry = member or receiptKey
+  local listed = redis.pcall('ZADD', indexKey, 'NX', nowText, entry)
   if type(listed) == 'table' and listed.err then return refusedWrite(indexKey, 'zset', listed) end
-  local refused = countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '' }, now, ttl, true)
+  local refused = countReceipt(countKey, receiptKey, { status = 'running', effect = args[4], leaseUntil = leaseUntil, ambiguous = '', member = member }, now, ttl, true)
   if refused then
-    if listed == 1 then redis.call('ZREM', indexKey, receiptKey) end
+    if listed == 1 then redis.call('ZREM', indexKey, entry) end
     return refused
   end
-  if listed == 0 then redis.call('ZADD', indexKey, nowText, receiptKey) end
-  -- One HSET for all of it: each redis.call costs a script about a microsecond. Layout 4 leaves
-  -- out the first eight values, the names its key holds (see includes/observe-receipt.lua); one
-  -- table either way, as a table grown after it is made costs the server a resize.
+  if listed == 0 then redis.call('ZADD', indexKey, nowText, entry) end
+  -- One HSET for all of it: each redis.call costs a script about a microsecond. Layouts 4 and 5
+  -- leave out the first eight values, the names its key holds (see includes/observe-receipt.lua);
+  -- one table either way, as a table grown after it is made costs the server a resize.
   local fields = {
     'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
     'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
     'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
-    'schema', createdSchema(args[4], args[13]) }
+    'schema', schema }
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
   end
-  redis.call('HSET', receiptKey, unpack(fields, args[13] == LEAN_TEXT and 9 or 1))
+  redis.call('HSET', receiptKey, unpack(fields, schema >= LEAN_SCHEMA and 9 or 1))
   redis.call('PEXPIRE', receiptKey, ttlText)
   keepRunKeyAtLeast(indexKey, ttl)
   keepRunKeyAtLeast(countKey, ttl)

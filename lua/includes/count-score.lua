@@ -1,9 +1,11 @@
 --[[
   count-score: defines countBand(status, effect), countScore(band, ms),
-  countExpiry(score) and countMember(key): the layout of a run's counting set
+  countExpiry(score), countMember(key, compact) and indexMember(key,
+  compact): the layout of a run's counting set
   (<prefix>:cnt:{<tenant>|<run>}), a sorted set with up to two members per
   receipt, named by the receipt key's part after the hash tag
-  (<tool>:<argsHash>):
+  (<tool>:<argsHash>), or by its compact member for a receipt of the compact
+  layout (see countMember):
     <member>    score band * 1e13 + the server time the receipt expires (ms)
     ?<member>   only while the receipt is running and either reported
                 ambiguous (ambiguous_ms set) or opaque: score 9 * 1e13 + the
@@ -20,7 +22,18 @@
     Writes format band * 1e13 + ms with intText (includes/int-text.lua):
     the same digits, exact for integers this small, and cheaper than %.0f.
   countExpiry(score)  the ms part of a score (text or number).
-  countMember(key)  the member naming receipt `key`.
+  countMember(key, compact)  the member naming receipt `key` in the
+    counting set: its part after the hash tag; with `compact` true (a
+    receipt of the compact layout, 5) its compact member, the same part with
+    an args hash of 64 lowercase hex digits written as the 43 base64url
+    characters of its 32 bytes after '=' in place of ':'
+    (<tool>=<base64url>), so that with a tool name of up to 20 encoded
+    characters it stays within the server's default zset-max-listpack-value
+    (64 bytes) and the set stays a listpack. A digest of another shape keeps
+    its part as it is. src/redis/keys.ts holds the same rule (callMember) and
+    its inverse; test/redis/compact-members.test.ts checks the two agree.
+  indexMember(key, compact)  the member naming receipt `key` in the run
+    index: the whole key, or with `compact` true countMember(key, true).
 ]]
 -- If-chains, not table lookups: a table literal per call costs a claim more
 -- than the compares.
@@ -43,9 +56,36 @@ local function countExpiry(score)
   return tonumber(score) % 1e13
 end
 
-local function countMember(key)
+local BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+
+-- 64 hex digits as the 43 base64url characters of their 32 bytes: 24 bits (6
+-- digits, 4 characters) at a time, then the last 16 bits as 3 characters.
+local function hexToBase64url(hex)
+  local byte, sub, char, floor = string.byte, string.sub, string.char, math.floor
+  local out = {}
+  for i = 1, 55, 6 do
+    local v = tonumber(sub(hex, i, i + 5), 16)
+    out[#out + 1] = char(byte(BASE64URL, floor(v / 262144) + 1), byte(BASE64URL, floor(v / 4096) % 64 + 1),
+      byte(BASE64URL, floor(v / 64) % 64 + 1), byte(BASE64URL, v % 64 + 1))
+  end
+  local v = tonumber(sub(hex, 61, 64), 16) * 4
+  out[#out + 1] = char(byte(BASE64URL, floor(v / 4096) + 1), byte(BASE64URL, floor(v / 64) % 64 + 1), byte(BASE64URL, v % 64 + 1))
+  return table.concat(out)
+end
+
+local function countMember(key, compact)
   -- A plain find, not a pattern: the first '}:' ends the hash tag.
   local at = string.find(key, '}:', 1, true)
   if at == nil or at + 2 > #key then return key end
-  return string.sub(key, at + 2)
+  local part = string.sub(key, at + 2)
+  if not compact then return part end
+  -- The tool part holds no ':' (it is percent-encoded), so the first one ends it.
+  local colon = string.find(part, ':', 1, true)
+  if colon == nil or #part - colon ~= 64 or string.find(part, '[^0-9a-f]', colon + 1) then return part end
+  return string.sub(part, 1, colon - 1) .. '=' .. hexToBase64url(string.sub(part, colon + 1))
+end
+
+local function indexMember(key, compact)
+  if compact then return countMember(key, true) end
+  return key
 end

@@ -7,7 +7,9 @@
   `tool-receipts stats` reads counts instead of receipts.
 
   countReceipt takes the receipt's fields as the calling script left them
-  (status, effect, leaseUntil, ambiguous); recountReceipt reads them back.
+  (status, effect, leaseUntil, ambiguous, and schema, which decides its
+  member: countMember in includes/count-score.lua; or member, when the
+  caller has made it already); recountReceipt reads them back.
   With `unchecked` true (the caller has not read the set's TYPE, and makes
   the set's first write of the script through it) the write goes through
   redis.pcall and, on a set of the wrong type, nothing is written and it
@@ -32,7 +34,7 @@
 --- @include "int-text"
 
 local function countReceipt(countKey, key, receipt, now, knownTtl, unchecked)
-  local member = countMember(key)
+  local member = receipt.member or countMember(key, isCompact(receipt.schema))
   local band = countBand(receipt.status, receipt.effect)
   local ttl = knownTtl or redis.call('PTTL', key)
   if band == nil or ttl == -2 then

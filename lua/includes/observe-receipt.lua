@@ -36,17 +36,29 @@
   LEAN_TEXT  layout 4 as text ('4'): what the `schema` field of such a
     receipt (as read, or approvalFields) and a script's layout argument hold.
 
-  NEWEST_SCHEMA  the newest layout these scripts read (4).
+  COMPACT_SCHEMA  layout 5, the compact one: layout 4, listed in the run
+    index and the counting set by its compact member (countMember and
+    indexMember in includes/count-score.lua) instead of its whole key, and
+    with a long result kept in parts (RESULT_PART_BYTES each, see
+    includes/settle.lua) so the hash stays within the server's default
+    hash-max-listpack-value. Written only when the keyspace asks for it (the
+    claim's layout argument is COMPACT_TEXT, '5').
+
+  NEWEST_SCHEMA  the newest layout these scripts read (5).
+
+  isCompact(schema)  whether a layout (a `schema` field as read, text or
+    nil, or a number createdSchema gave) is the compact one.
 
   createdSchema(effect, layout)  the layout a claim creating a receipt of
-    `effect` writes: LEAN_SCHEMA when `layout` is LEAN_TEXT; else
+    `effect` writes: COMPACT_SCHEMA when `layout` is COMPACT_TEXT;
+    LEAN_SCHEMA when `layout` is LEAN_TEXT; else
     STATE_SCHEMA for 'transactional' (a release reading only layout 2 would
     take it for opaque and call a lapsed attempt ambiguous, where this
     release settles it from the PostgreSQL outcome row); else RECEIPT_SCHEMA.
 
   keptSchema(receipt)  the layout a next attempt writes: the receipt's own
     when newer than RECEIPT_SCHEMA (a layout is never lowered, and never
-    raised to 4: a layout-2 receipt stays 2 whatever the keyspace asks), else
+    raised to 4 or 5: a layout-2 receipt stays 2 whatever the keyspace asks), else
     RECEIPT_SCHEMA.
 
   schemaVersion(text)  the layout of a `schema` field as read: 1 for nil
@@ -80,8 +92,8 @@
     hash exists with a status other than running,
     completed or failed (a missing status included) or with attempts that
     are not a whole number >= 1. With `approved` true (the claim), an
-    approved receipt (includes/approval.lua) of layout STATE_SCHEMA or
-    LEAN_SCHEMA is returned as read. So a corrupt receipt is never taken
+    approved receipt (includes/approval.lua) of layout STATE_SCHEMA,
+    LEAN_SCHEMA or COMPACT_SCHEMA is returned as read. So a corrupt receipt is never taken
     for an absent one, and nothing is written.
 
   openReceiptHash(receiptKey)  openReceipt for a script that does not touch
@@ -89,8 +101,9 @@
 
   receiptFields(key)  HMGET of the observed fields of `key`, through
     redis.pcall: a key of the wrong type gives a table with `err` instead of
-    raising, so a caller can answer it as corrupt. receiptOf(fields) makes
-    the receipt table of such a reply.
+    raising, so a caller can answer it as corrupt. receiptOf(fields, key)
+    makes the receipt table of such a reply, the parts of a result kept in
+    parts joined (one more HMGET, only for such a result).
 
   readReceipt(key)  receiptOf(receiptFields(key)) (a wrong type reads as no
     receipt; callers that must refuse it use openReceiptHash), as
@@ -98,7 +111,10 @@
       attempts    number, 0 when absent
       leaseUntil  lease_until_ms as a number, 0 when absent
       effect      '' when absent
-      result      stored result text, '' when absent
+      result      stored result text, '' when absent (joined from its
+                  parts when kept so)
+      resultParts how many parts the stored result is kept in, 0 when one
+                  field holds it (or there is none)
       ambiguous   ambiguous_ms as stored, '' when unset
       epoch       the lifetime's epoch, minted by the claim that created it
                   ('' when absent: a receipt written before epochs existed)
@@ -118,35 +134,50 @@
       epoch }
     for `receipt` as read, or as the caller has updated it after a write.
 ]]
-local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT = 2, 3, 4, 4, '4'
+local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, COMPACT_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT, COMPACT_TEXT = 2, 3, 4, 5, 5, '4', '5'
+
+local function isCompact(schema)
+  return schema == COMPACT_TEXT or schema == COMPACT_SCHEMA
+end
 
 local function createdSchema(effect, layout)
+  if layout == COMPACT_TEXT then return COMPACT_SCHEMA end
   if layout == LEAN_TEXT then return LEAN_SCHEMA end
   if effect == 'transactional' then return STATE_SCHEMA end
   return RECEIPT_SCHEMA
 end
 
 local function receiptFields(key)
-  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema')
+  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema', 'result_parts')
 end
 
-local function receiptOf(f)
+local function receiptOf(f, key)
+  local result, parts = f[5] or '', tonumber(f[9]) or 0
+  if parts > 1 and key then
+    -- A result kept in parts (includes/settle.lua): part 1 in `result`, the rest in result.2 … result.<n>.
+    local names = {}
+    for i = 2, parts do names[i - 1] = 'result.' .. i end
+    local rest = redis.call('HMGET', key, unpack(names))
+    for i = 1, #rest do rest[i] = rest[i] or '' end
+    result = result .. table.concat(rest)
+  end
   return {
     status = f[1] or '',
     attempts = tonumber(f[2]) or 0,
     leaseUntil = tonumber(f[3]) or 0,
     effect = f[4] or '',
-    result = f[5] or '',
+    result = result,
     ambiguous = f[6] or '',
     epoch = f[7] or '',
     schema = f[8] or nil,
+    resultParts = parts,
   }
 end
 
 local function readReceipt(key)
   local f = receiptFields(key)
   if f.err then return receiptOf({}) end
-  return receiptOf(f)
+  return receiptOf(f, key)
 end
 
 local function corruptReply(key, why)
@@ -190,9 +221,11 @@ local function openReceiptHash(receiptKey, approved)
   -- The read itself reports a wrong type, so the usual case pays for no TYPE.
   local f = receiptFields(receiptKey)
   if f.err then return nil, wrongType(receiptKey, 'hash') or corruptReply(receiptKey, f.err) end
-  local receipt = receiptOf(f)
+  local receipt = receiptOf(f, receiptKey)
   -- A claim (`approved` true) starts an approved call; see includes/approval.lua.
-  if approved and receipt.status == 'approved' and (receipt.schema == '3' or receipt.schema == LEAN_TEXT) then return receipt, nil end
+  if approved and receipt.status == 'approved' and (receipt.schema == '3' or receipt.schema == LEAN_TEXT or receipt.schema == COMPACT_TEXT) then
+    return receipt, nil
+  end
   local newer = receipt.schema and newerSchemaReply(receiptKey, receipt.schema)
   if newer then return nil, newer end
   if receipt.status == '' then

@@ -13,10 +13,17 @@
   the receipt: each redis.call costs a script about a microsecond.
 
   outcome  { status = 'completed', result = <JSON text, '' = no result> }:
-           result stored, or deleted when '';
+           result stored, or deleted when ''; for a receipt of the compact
+           layout (isCompact, includes/observe-receipt.lua) a result longer
+           than RESULT_PART_BYTES (64, the server's default
+           hash-max-listpack-value) and at most RESULT_MAX_PARTS (32) parts
+           long is kept in parts cut on UTF-8 character boundaries: part 1
+           in `result`, the rest in result.2 … result.<n>, and result_parts
+           = n, so the hash stays a listpack (receiptOf joins them); a
+           longer one is kept whole (it is most of the receipt's size then);
            { status = 'failed', error = <text>, tier = <tier, '' or nil =
            none> }: error and tier stored (tier deleted when none), result
-           deleted.
+           (and its parts) deleted.
   verdict  nil for the attempt's own settle; for a verdict, its history
            entry (includes/history.lua), appended.
 
@@ -42,15 +49,50 @@
   when it appended.
 ]]
 --- @include "int-text"
+--- @include "observe-receipt"
 --- @include "history"
 --- @include "ttl"
 --- @include "count"
+
+local RESULT_PART_BYTES, RESULT_MAX_PARTS = 64, 32
+
+-- The parts a compact receipt keeps `text` in, or nil when it is kept whole (short enough, or too long).
+local function resultParts(text)
+  if #text <= RESULT_PART_BYTES or #text > RESULT_PART_BYTES * RESULT_MAX_PARTS then return nil end
+  local parts, from = {}, 1
+  while from <= #text do
+    local to = from + RESULT_PART_BYTES - 1
+    -- Never cut inside a character: back up while the next byte continues one (10xxxxxx), so each part reads as text.
+    while to > from and to < #text and string.byte(text, to + 1) >= 128 and string.byte(text, to + 1) < 192 do to = to - 1 end
+    parts[#parts + 1] = string.sub(text, from, to)
+    from = to + 1
+  end
+  if #parts > RESULT_MAX_PARTS then return nil end
+  return parts
+end
+
+-- Writes `result` into the HSET list `set` (n values so far) and the fields it leaves behind into `drop`; returns n.
+local function storeResult(set, n, drop, receipt, result)
+  local parts = result ~= '' and isCompact(receipt.schema) and resultParts(result) or nil
+  if result == '' then drop[#drop + 1] = 'result'
+  elseif parts == nil then set[n + 1], set[n + 2], n = 'result', result, n + 2
+  else
+    set[n + 1], set[n + 2], set[n + 3], set[n + 4], n = 'result', parts[1], 'result_parts', intText(#parts), n + 4
+    for i = 2, #parts do set[n + 1], set[n + 2], n = 'result.' .. i, parts[i], n + 2 end
+  end
+  -- Parts an earlier settle kept that this one does not (a verdict settling over a late result, say).
+  local kept = parts and #parts or 0
+  local had = receipt.resultParts or 0
+  if had > 0 and kept == 0 then drop[#drop + 1] = 'result_parts' end
+  for i = math.max(kept, 1) + 1, had do drop[#drop + 1] = 'result.' .. i end
+  return n
+end
 
 local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome, extra, verdict)
   local result = ''
   if outcome.status == 'completed' then result = outcome.result end
   -- Counted first, through pcall: the counting set's write is the one that may refuse, before any other write.
-  local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous }, now, ttl, true)
+  local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous, schema = receipt.schema }, now, ttl, true)
   if refused then return nil, refused end
   local code = 1
   local nowText, ttlText = intText(now), intText(ttl)
@@ -70,11 +112,11 @@ local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome
     n = n + #extra
   end
   if outcome.status == 'completed' then
-    if result == '' then drop[2] = 'result' else set[n + 1], set[n + 2] = 'result', result end
+    n = storeResult(set, n, drop, receipt, result)
   else
     set[n + 1], set[n + 2], n = 'error', outcome.error, n + 2
-    drop[2] = 'result'
-    if outcome.tier == nil or outcome.tier == '' then drop[3] = 'tier' else set[n + 1], set[n + 2] = 'tier', outcome.tier end
+    storeResult(set, n, drop, receipt, '')
+    if outcome.tier == nil or outcome.tier == '' then drop[#drop + 1] = 'tier' else set[n + 1], set[n + 2] = 'tier', outcome.tier end
   end
   redis.call('HSET', key, unpack(set))
   redis.call('HDEL', key, unpack(drop))

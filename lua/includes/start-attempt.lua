@@ -41,6 +41,6 @@ local function startAttempt(receiptKey, indexKey, countKey, receipt, now, lease,
   for i = 1, #(extra or {}) do fields[#fields + 1] = extra[i] end
   redis.call('HSET', receiptKey, unpack(fields))
   redis.call('HDEL', receiptKey, 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
-  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, receiptKey)
+  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, indexMember(receiptKey, isCompact(receipt.schema)))
   keepCounted(receiptKey, indexKey, countKey, receipt, now, lease + retention)
 end

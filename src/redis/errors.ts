@@ -103,9 +103,12 @@ export class CorruptReceiptError extends ToolReceiptsError {
  * receipt stays readable beside it during a rolling deploy. Layout 4
  * ({@link LEAN_RECEIPT_SCHEMA}) is layout 3 without the fields its key
  * already names, written only where a keyspace opts in (`receiptLayout: 4`).
+ * Layout 5 ({@link COMPACT_RECEIPT_SCHEMA}) is layout 4 listed by a short
+ * member and with a long result kept in parts, so it stays compact at the
+ * server's default listpack limits.
  * The scripts hold the same numbers (`lua/includes/observe-receipt.lua`).
  */
-export const RECEIPT_SCHEMA_VERSION = 4;
+export const RECEIPT_SCHEMA_VERSION = 5;
 
 /**
  * The layout (4) a keyspace with `receiptLayout: 4` creates receipts in:
@@ -113,6 +116,17 @@ export const RECEIPT_SCHEMA_VERSION = 4;
  * `args_hash`; readers of this release take them from the receipt's key.
  */
 export const LEAN_RECEIPT_SCHEMA = 4;
+
+/**
+ * The compact layout (5) a keyspace with `receiptLayout: 5` creates receipts
+ * in: layout 4, named in its run's index and counting set by a short member
+ * (the call's part of its key, a hex digest written as base64url) instead of
+ * its whole key, and with a result longer than 64 bytes (up to 2 KiB) kept
+ * in parts of at most 64 bytes (`result`, `result.2` … and `result_parts`),
+ * so that its hash and its run's sorted sets stay listpacks at the server's
+ * default limits. Readers of this release join the parts.
+ */
+export const COMPACT_RECEIPT_SCHEMA = 5;
 
 /**
  * The layout a claim that creates an ordinary receipt writes (2): one the

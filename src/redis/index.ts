@@ -60,6 +60,7 @@ export {
   ReceiptVersionError,
   ORDINARY_RECEIPT_SCHEMA,
   LEAN_RECEIPT_SCHEMA,
+  COMPACT_RECEIPT_SCHEMA,
   RECEIPT_SCHEMA_VERSION,
   ContestedReceiptError,
   type AttemptFence,

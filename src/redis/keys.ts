@@ -3,7 +3,7 @@
  *
  * ```text
  * <prefix>:rcpt:{<tenant>|<run>}:<tool>:<argsHash>   hash: one receipt
- * <prefix>:run:{<tenant>|<run>}                      sorted set: the run's receipt keys, scored by creation time (ms)
+ * <prefix>:run:{<tenant>|<run>}                      sorted set: the run's receipts (keys, or compact members), scored by creation time (ms)
  * <prefix>:brk:{<tenant>|<run>}                      hash: the run's per-tool failure / rejection counters
  * <prefix>:cnt:{<tenant>|<run>}                      sorted set: the run's counting set (lua/includes/count.lua)
  * <prefix>:runs:{runs-<n>}                           sorted set: runs registered in shard n, scored by registration time
@@ -170,6 +170,45 @@ export type CallKeys = [receipt: string, runIndex: string, breaker: string, coun
 export function callRedisKeys(prefix: string, key: ToolCallReceiptKey): CallKeys {
   const tag = runHashTag(key.tenantId, key.runId);
   return [receiptKeyIn(prefix, tag, key), runKey(prefix, 'run', tag), runKey(prefix, 'brk', tag), runKey(prefix, 'cnt', tag)];
+}
+
+const LOWER_HEX_DIGEST = /^[0-9a-f]{64}$/;
+
+/**
+ * The member naming a receipt in its run's counting set, and in the compact
+ * layout (5) in its run index too, from the receipt key's part after the hash
+ * tag (`<encoded tool>:<encoded args hash>`): that part as it is, or with
+ * `compact` true and an args hash of 64 lowercase hex digits (the default
+ * digests' form) `<encoded tool>=<the hash's 32 bytes as base64url>`, 43
+ * characters instead of 64, so with a tool name of up to 20 encoded
+ * characters the member fits the server's default zset-max-listpack-value
+ * (64 bytes) and the run's sets stay listpacks. `lua/includes/count-score.lua`
+ * (countMember) makes the same member; {@link callPartOfMember} undoes it.
+ */
+export function callMember(callPart: string, compact: boolean): string {
+  const colon = callPart.indexOf(':');
+  if (!compact || colon < 0) return callPart;
+  const digest = callPart.slice(colon + 1);
+  if (!LOWER_HEX_DIGEST.test(digest)) return callPart;
+  return `${callPart.slice(0, colon)}=${Buffer.from(digest, 'hex').toString('base64url')}`;
+}
+
+/** The receipt key's part after the hash tag that a member of {@link callMember} names (either form). */
+export function callPartOfMember(member: string): string {
+  const equals = member.indexOf('=');
+  if (equals < 0) return member;
+  return `${member.slice(0, equals)}:${Buffer.from(member.slice(equals + 1), 'base64url').toString('hex')}`;
+}
+
+/**
+ * The receipt key an entry of the run index `runIndexKey` names: the entry
+ * itself when it is a whole key (layouts 1 to 4 list receipts so), else the
+ * key its compact member ({@link callMember}) stands for.
+ */
+export function receiptKeyOfRunEntry(runIndexKey: string, entry: string): string {
+  if (entry.includes('{')) return entry;
+  const at = runIndexKey.lastIndexOf(':run:{');
+  return `${runIndexKey.slice(0, at)}:rcpt:${runIndexKey.slice(at + 5)}:${callPartOfMember(entry)}`;
 }
 
 /** Shards of the run registry per prefix. Fixed: every process of a fleet must agree on it. */

@@ -7,7 +7,7 @@
  * entries, so no receipt is read and no SCAN runs: the cost grows with the
  * number of registered runs (like `stats`), not with the size of the keyspace.
  */
-import { decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
+import { callPartOfMember, decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
 import type { RedisConnection } from '../connection/connection.js';
 import { scriptPerRun, serverTimeMs } from './counts.js';
 import type { RegisteredRun, RunRegistry } from './registry.js';
@@ -93,7 +93,8 @@ export async function listAmbiguousEntries(
         return; // a hand-written registry member that no store wrote
       }
       for (let j = 1; j + 1 < r.length; j += 2) {
-        const member = String(r[j]);
+        // A compact receipt's member writes its digest as base64url (includes/count-score.lua): read back as the key's part.
+        const member = callPartOfMember(String(r[j]));
         const sinceMs = Number(r[j + 1]);
         if (toolPart !== undefined && !member.startsWith(toolPart)) continue;
         if (filter.minAgeMs !== undefined && nowMs - sinceMs < filter.minAgeMs) continue;

@@ -9,7 +9,7 @@
 import { receiptsConnection, scanKeys, type RedisConnection } from '../connection/connection.js';
 import { zrange } from '../connection/clients/commands.js';
 import type { ReceiptStatus } from '../errors.js';
-import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from '../keys.js';
+import { parseRunIndexRedisKey, receiptCountRedisKey, receiptKeyOfRunEntry, runIndexScanPattern } from '../keys.js';
 import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './counts.js';
 import type { RunRegistry } from './registry.js';
 import { forEachBounded } from '../connection/bounded.js';
@@ -30,15 +30,16 @@ function parseTally(reply: unknown): RunTally {
   return { nowMs: Number(r[0]), ambiguous: Number(r[2]), oldestAmbiguousSinceMs: Number(r[3]), pairs };
 }
 
-/** Each run index's members, in order. */
+/** The receipt keys each run index lists, in order, each once (a compact receipt is listed by its member: receiptKeyOfRunEntry). */
 async function runMembers(redis: RedisConnection, indexKeys: readonly string[]): Promise<string[][]> {
   const connection = receiptsConnection(redis);
-  if (connection.isCluster) return Promise.all(indexKeys.map((k) => zrange(connection, k, 0, -1)));
-  const replies = await connection.batch(indexKeys.map((k) => ({ command: 'ZRANGE', args: [k, 0, -1], key: k })));
-  return replies.map(([error, members]) => {
-    if (error) throw error;
-    return members as string[];
-  });
+  const entries = connection.isCluster
+    ? await Promise.all(indexKeys.map((k) => zrange(connection, k, 0, -1)))
+    : (await connection.batch(indexKeys.map((k) => ({ command: 'ZRANGE', args: [k, 0, -1], key: k })))).map(([error, members]) => {
+        if (error) throw error;
+        return members as string[];
+      });
+  return entries.map((members, i) => [...new Set(members.map((entry) => receiptKeyOfRunEntry(indexKeys[i] as string, entry)))]);
 }
 
 /** How many batches of runs a walk keeps in flight. */

@@ -4,8 +4,8 @@
  */
 import { receiptsConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../../connection/connection.js';
 import { zrangeWithScores } from '../../connection/clients/commands.js';
-import { isReceiptRedisKey, receiptScanPattern } from '../../keys.js';
-import { CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from '../../errors.js';
+import { isReceiptRedisKey, receiptKeyOfRunEntry, receiptScanPattern } from '../../keys.js';
+import { COMPACT_RECEIPT_SCHEMA, CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from '../../errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './record.js';
 import { runScript, scriptEntry } from '../../scripts/scripts.js';
 
@@ -62,9 +62,9 @@ export class ReceiptReader {
   }
 
   /** Runs a read or index script; a corrupt key becomes a typed error. */
-  private async script(name: string, keys: readonly string[]): Promise<unknown> {
+  private async script(name: string, keys: readonly string[], args: readonly string[] = []): Promise<unknown> {
     try {
-      return await runScript(this.redis, name, keys, []);
+      return await runScript(this.redis, name, keys, args);
     } catch (error) {
       throw corruptReceiptErrorOf(error, keys[0] ?? '');
     }
@@ -144,15 +144,22 @@ export class ReceiptReader {
     }
     const members = pairs.map(([member]) => member);
     const scores = pairs.map(([, score]) => score);
-    const records = await this.inspectMany(members);
+    // A compact receipt is listed by its member, not its key (receiptKeyOfRunEntry).
+    const keys = members.map((member) => receiptKeyOfRunEntry(indexKey, member));
+    const records = await this.inspectMany(keys);
     const found: ReceiptRecord[] = [];
-    const stale: string[] = [];
+    const seen = new Set<string>();
+    const stale: number[] = [];
     records.forEach((record, i) => {
-      if (record) found.push(record);
-      if (!record || record.createdMs !== scores[i]) stale.push(members[i] as string);
+      // An earlier lifetime of another layout may have left a second entry for the same receipt: listed once.
+      if (record && !seen.has(record.redisKey)) found.push(record);
+      if (record) seen.add(record.redisKey);
+      if (!record || record.createdMs !== scores[i] || !listsItsLayout(record, members[i] as string)) stale.push(i);
     });
     let removed = 0;
-    for (const member of stale) if (Number(await this.script('prune-index', [indexKey, member])) === 1) removed++;
+    for (const i of stale) {
+      if (Number(await this.script('prune-index', [indexKey, keys[i] as string], [members[i] as string])) === 1) removed++;
+    }
     found.sort((a, b) => a.createdMs - b.createdMs || (a.redisKey < b.redisKey ? -1 : a.redisKey > b.redisKey ? 1 : 0));
     return { receipts: found, total: count ? Math.max(found.length, entries - removed) : found.length };
   }
@@ -192,4 +199,9 @@ export class ReceiptReader {
     }
     return { receipts: found, receiptsSeen: visited.size };
   }
+}
+
+/** Whether `entry` is the run-index entry `record`'s layout lists it by: its compact member in layout 5, its key before. */
+function listsItsLayout(record: ReceiptRecord, entry: string): boolean {
+  return (record.schema === COMPACT_RECEIPT_SCHEMA) !== entry.includes('{');
 }

@@ -277,7 +277,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const historySeq = optionalInt(fields, HISTORY_SEQ_FIELD) ?? 0;
   const verdict = fields.get('reconciled') ?? '';
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
-  const resultText = fields.get('result');
+  const resultText = storedResult(fields);
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
   const key = receiptCallOf(redisKey, {
     tenant: fields.get('tenant'),
@@ -327,6 +327,20 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     readAtMs: nowMs,
   };
   return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
+}
+
+/**
+ * A receipt's stored result text: its `result` field, followed by the parts
+ * `result.2` … `result.<n>` when `result_parts` says the compact layout kept
+ * it in n parts (`lua/includes/settle.lua`); `undefined` when there is none.
+ */
+function storedResult(fields: ReadonlyMap<string, string>): string | undefined {
+  const first = fields.get('result');
+  const parts = Number(fields.get('result_parts') ?? 0);
+  if (first === undefined || !Number.isSafeInteger(parts) || parts < 2) return first;
+  let text = first;
+  for (let i = 2; i <= parts; i++) text += fields.get(`result.${i}`) ?? '';
+  return text;
 }
 
 /** A receipt's recorded effect; anything but the known ones reads as opaque, the conservative one. */
