@@ -34,6 +34,8 @@
     its inverse; test/redis/compact-members.test.ts checks the two agree.
   indexMember(key, compact)  the member naming receipt `key` in the run
     index: the whole key, or with `compact` true countMember(key, true).
+  hexToBase64url(hex)  64 hex digits as the 43 characters of their 32 bytes
+    in BASE64URL, the base64url alphabet (unpadded).
 ]]
 -- If-chains, not table lookups: a table literal per call costs a claim more
 -- than the compares.
@@ -58,8 +60,7 @@ end
 
 local BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
 
--- 64 hex digits as the 43 base64url characters of their 32 bytes: 24 bits (6
--- digits, 4 characters) at a time, then the last 16 bits as 3 characters.
+-- 24 bits (6 digits, 4 characters) at a time, then the last 16 bits as 3 characters.
 local function hexToBase64url(hex)
   local byte, sub, char, floor = string.byte, string.sub, string.char, math.floor
   local out = {}

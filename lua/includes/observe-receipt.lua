@@ -176,7 +176,7 @@ end
 
 local function readReceipt(key)
   local f = receiptFields(key)
-  if f.err then return receiptOf({}) end
+  if f.err then return receiptOf({}, key) end
   return receiptOf(f, key)
 end
 

@@ -39,6 +39,14 @@
   `receipt` (status, result, leaseUntil) for the caller's reply. It touches
   only the keys it is given, which the calling script takes from its KEYS.
 
+  storeResult(set, n, drop, receipt, result)  adds the fields `result` is
+    kept in (resultParts(result) for a compact receipt, see `outcome`) to
+    the HSET list `set`, which holds n values so far, and the fields it
+    leaves behind (no result, or parts an earlier settle kept that this one
+    does not, as receipt.resultParts says) to the HDEL list `drop`; returns
+    the new n. resultParts(text) is the list of parts of at most
+    RESULT_PART_BYTES, or nil when `text` is kept whole.
+
   Also defines noteRefusedSettle(key, receipt, attempt, epoch, status,
   errorText, now), for a complete or fail whose fence was refused: when the
   receipt is in the caller's lifetime (same epoch) and a verdict settled the
@@ -56,7 +64,6 @@
 
 local RESULT_PART_BYTES, RESULT_MAX_PARTS = 64, 32
 
--- The parts a compact receipt keeps `text` in, or nil when it is kept whole (short enough, or too long).
 local function resultParts(text)
   if #text <= RESULT_PART_BYTES or #text > RESULT_PART_BYTES * RESULT_MAX_PARTS then return nil end
   local parts, from = {}, 1
@@ -71,7 +78,6 @@ local function resultParts(text)
   return parts
 end
 
--- Writes `result` into the HSET list `set` (n values so far) and the fields it leaves behind into `drop`; returns n.
 local function storeResult(set, n, drop, receipt, result)
   local parts = result ~= '' and isCompact(receipt.schema) and resultParts(result) or nil
   if result == '' then drop[#drop + 1] = 'result'

@@ -216,7 +216,15 @@ async function scenario(layout: ReceiptLayout, tag: string, id: string) {
   const setEncoding = layout === 5 ? 'listpack' : 'skiplist';
   expect(await redis.object('ENCODING', store.runIndexKey(tenantId, runId))).toBe(setEncoding);
   expect(await redis.object('ENCODING', receiptCountRedisKey(prefix, tenantId, runId))).toBe(setEncoding);
-  reads.push(listed, await store.stats({ tenantId }), await store.stats({ tenantId, scan: true }), journalFromReceipts(listed));
+  reads.push(
+    listed,
+    await store.stats({ tenantId }),
+    await store.stats({ tenantId, scan: true }),
+    // The resume journal's entries (their order follows creation times, which tie differently in each store).
+    Object.values(journalFromReceipts(listed)).map((entries: { tool: string; result?: unknown }[]) =>
+      entries.map((entry) => JSON.stringify([entry.tool, entry.result])).sort(),
+    ),
+  );
   const shown = await shownNames(
     store,
     listed.find((r) => r.key.toolName === done!.toolName)!,
@@ -231,15 +239,18 @@ describe('receipt layouts 4 and 5', () => {
   it.each([
     [4, LEAN_RECEIPT_SCHEMA],
     [5, COMPACT_RECEIPT_SCHEMA],
-  ] as const)('layout %i: every operation writes no key fields, and every read gives what the same calls give in layout 2', async (layout, schema) => {
-    const id = freshKey().runId;
-    const [other, ordinary] = await Promise.all([scenario(layout, `l${layout}`, id), scenario(2, 'l2', id)]);
-    expect(other.reads).toEqual(ordinary.reads);
-    expect(new Set(other.listed.map((r) => r.schema))).toEqual(new Set([schema]));
-    expect(new Set(ordinary.listed.map((r) => r.schema))).toEqual(new Set([ORDINARY_RECEIPT_SCHEMA, 3]));
-    // The names came back decoded, awkward characters and all.
-    expect(other.listed[0]!.key.tenantId).toMatch(/^acme \{eu\}\|/);
-  });
+  ] as const)(
+    'layout %i: every operation writes no key fields, and every read gives what the same calls give in layout 2',
+    async (layout, schema) => {
+      const id = freshKey().runId;
+      const [other, ordinary] = await Promise.all([scenario(layout, `l${layout}`, id), scenario(2, 'l2', id)]);
+      expect(other.reads).toEqual(ordinary.reads);
+      expect(new Set(other.listed.map((r) => r.schema))).toEqual(new Set([schema]));
+      expect(new Set(ordinary.listed.map((r) => r.schema))).toEqual(new Set([ORDINARY_RECEIPT_SCHEMA, 3]));
+      // The names came back decoded, awkward characters and all.
+      expect(other.listed[0]!.key.tenantId).toMatch(/^acme \{eu\}\|/);
+    },
+  );
 
   it.each([4, 5] as const)(
     'layout %i: a mixed run is listed and counted right, and each receipt keeps its own layout whichever store meets it next',
@@ -266,7 +277,10 @@ describe('receipt layouts 4 and 5', () => {
       const brief = fixture.store({ prefix, retentionMs: 50 });
       const again = key('again');
       await brief.fail(again, await claimFence(brief, again, { effect: 'opaque', leaseMs: 60 }), { error: 'x' });
-      await waitUntil(() => brief.inspect(again), (record) => record === null);
+      await waitUntil(
+        () => brief.inspect(again),
+        (record) => record === null,
+      );
       await lean.complete(again, await claimFence(lean, again, { effect: 'opaque' }), 'third');
       const indexKey = lean.runIndexKey(base.tenantId, base.runId);
       const entriesBefore = await fixture.connect().zcard(indexKey);

@@ -8,7 +8,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { LEAN_RECEIPT_SCHEMA, ORDINARY_RECEIPT_SCHEMA, RECEIPT_SCHEMA_VERSION, ReceiptVersionError } from '../../src/redis/errors.js';
+import {
+  COMPACT_RECEIPT_SCHEMA,
+  LEAN_RECEIPT_SCHEMA,
+  ORDINARY_RECEIPT_SCHEMA,
+  RECEIPT_SCHEMA_VERSION,
+  ReceiptVersionError,
+} from '../../src/redis/errors.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { ReconcileStore } from '../../src/redis/receipts/transitions/reconcile-store.js';
 import { ambiguousCommand } from '../../src/cli/commands/ambiguous.js';
@@ -27,11 +33,15 @@ describe('the layout a receipt carries', () => {
   it('the scripts and the TypeScript readers know the same layout', () => {
     const include = readFileSync(new URL('../../lua/includes/observe-receipt.lua', import.meta.url), 'utf8');
     const layouts =
-      /^local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT = (\d+), (\d+), (\d+), (\d+), '(\d+)'$/m.exec(include);
+      /^local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, COMPACT_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT, COMPACT_TEXT = (\d+), (\d+), (\d+), (\d+), (\d+), '(\d+)', '(\d+)'$/m.exec(
+        include,
+      );
     expect(Number(layouts?.[1])).toBe(ORDINARY_RECEIPT_SCHEMA);
-    expect(Number(layouts?.[4])).toBe(RECEIPT_SCHEMA_VERSION);
+    expect(Number(layouts?.[5])).toBe(RECEIPT_SCHEMA_VERSION);
     expect(Number(layouts?.[3])).toBe(LEAN_RECEIPT_SCHEMA);
-    expect(layouts?.[5]).toBe(layouts?.[3]);
+    expect(Number(layouts?.[4])).toBe(COMPACT_RECEIPT_SCHEMA);
+    expect(layouts?.[6]).toBe(layouts?.[3]);
+    expect(layouts?.[7]).toBe(layouts?.[4]);
     expect(ORDINARY_RECEIPT_SCHEMA).toBe(2);
     expect(RECEIPT_SCHEMA_VERSION).toBeGreaterThan(ORDINARY_RECEIPT_SCHEMA);
   });
