@@ -23,8 +23,11 @@
            ('' or absent = none), stored as field job:1
   ARGV[13] the layout a receipt this claim creates is written in: '4' for
            layout 4 (no tenant, run, tool, args_hash fields: the key names
-           them), '2' or absent for this release's default (2, or 3 for
-           'transactional'); a receipt that exists keeps its own layout
+           them), '5:<member>' (or '5') for the compact layout, <member>
+           being the receipt's compact member as countMember(KEYS[1], true)
+           makes it (includes/count-score.lua; given, so the claim need not
+           make it), '2' or absent for layout 2 (3 for 'transactional'); a
+           receipt that exists keeps its own layout
   ARGV[14] '1' when this call needs a person's approval (its tool's rule
            asked for one, see includes/approval.lua): a claim that would
            create a brand-new lifetime refuses instead (code 3), as that

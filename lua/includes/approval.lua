@@ -74,8 +74,14 @@ local function startApprovedLifetime(receiptKey, indexKey, countKey, receipt, ar
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
   end
+  -- A compact receipt keeps its member at hand while it runs (index_member, includes/claim.lua).
+  local member = isCompact(schema) and countMember(receiptKey, true) or nil
+  if member then
+    fields[#fields + 1] = 'index_member'
+    fields[#fields + 1] = member
+  end
   redis.call('HSET', receiptKey, unpack(fields))
-  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, indexMember(receiptKey, isCompact(schema)))
-  keepCounted(receiptKey, indexKey, countKey, { status = 'running', effect = effect, leaseUntil = leaseUntil, ambiguous = '', schema = schema }, now, ttl)
+  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, member or receiptKey)
+  keepCounted(receiptKey, indexKey, countKey, { status = 'running', effect = effect, leaseUntil = leaseUntil, ambiguous = '', member = member }, now, ttl)
   return { 1, 'running', 1, 0, lease, effect, '', '', now, leaseUntil, args[11] }
 end

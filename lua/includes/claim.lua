@@ -34,9 +34,12 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
   local leaseUntil = now + lease
   -- Each value as text, formatted once (see includes/int-text.lua).
   local nowText, ttlText = intText(now), intText(ttl)
-  local schema = createdSchema(args[4], args[13])
-  -- The compact layout names the receipt by one short member in both run sets (includes/count-score.lua), made once.
-  local member = isCompact(schema) and countMember(receiptKey, true) or nil
+  local layout, member = args[13], nil
+  -- The compact layout names the receipt by one short member in both run sets (includes/count-score.lua):
+  -- the caller's, or made here once. The receipt keeps it while it runs (index_member), for its settle.
+  if layout and string.sub(layout, 1, 2) == COMPACT_TEXT .. ':' then layout, member = COMPACT_TEXT, string.sub(layout, 3) end
+  local schema = createdSchema(args[4], layout)
+  if isCompact(schema) and (member == nil or member == '') then member = countMember(receiptKey, true) end
   local entry = member or receiptKey
   local listed = redis.pcall('ZADD', indexKey, 'NX', nowText, entry)
   if type(listed) == 'table' and listed.err then return refusedWrite(indexKey, 'zset', listed) end
@@ -57,6 +60,10 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
+  end
+  if member then
+    fields[#fields + 1] = 'index_member'
+    fields[#fields + 1] = member
   end
   redis.call('HSET', receiptKey, unpack(fields, schema >= LEAN_SCHEMA and 9 or 1))
   redis.call('PEXPIRE', receiptKey, ttlText)

@@ -115,6 +115,11 @@
                   parts when kept so)
       resultParts how many parts the stored result is kept in, 0 when one
                   field holds it (or there is none)
+      member      index_member as stored: a running compact receipt's
+                  member in its run's sets (countMember in
+                  includes/count-score.lua), kept from its claim to its
+                  settle so no transition between makes it again; nil
+                  when absent
       ambiguous   ambiguous_ms as stored, '' when unset
       epoch       the lifetime's epoch, minted by the claim that created it
                   ('' when absent: a receipt written before epochs existed)
@@ -148,7 +153,7 @@ local function createdSchema(effect, layout)
 end
 
 local function receiptFields(key)
-  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema', 'result_parts')
+  return redis.pcall('HMGET', key, 'status', 'attempts', 'lease_until_ms', 'effect', 'result', 'ambiguous_ms', 'epoch', 'schema', 'result_parts', 'index_member')
 end
 
 local function receiptOf(f, key)
@@ -171,6 +176,7 @@ local function receiptOf(f, key)
     epoch = f[7] or '',
     schema = f[8] or nil,
     resultParts = parts,
+    member = f[10] or nil,
   }
 end
 

@@ -98,12 +98,13 @@ local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome
   local result = ''
   if outcome.status == 'completed' then result = outcome.result end
   -- Counted first, through pcall: the counting set's write is the one that may refuse, before any other write.
-  local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous, schema = receipt.schema }, now, ttl, true)
+  local refused = countReceipt(countKey, key, { status = outcome.status, effect = receipt.effect, leaseUntil = 0, ambiguous = receipt.ambiguous, schema = receipt.schema, member = receipt.member }, now, ttl, true)
   if refused then return nil, refused end
   local code = 1
   local nowText, ttlText = intText(now), intText(ttl)
   local set, n = { 'completed_ms', nowText, 'updated_ms', nowText }, 4
-  local drop = { 'lease_until_ms' }
+  -- A settled receipt no longer needs its member at hand (index_member, see includes/claim.lua).
+  local drop = { 'lease_until_ms', 'index_member' }
   if verdict == nil and receipt.ambiguous ~= '' then
     set[5], set[6], set[7], set[8], n = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts, 8
     code = 2

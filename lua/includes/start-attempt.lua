@@ -34,6 +34,13 @@ local function startAttempt(receiptKey, indexKey, countKey, receipt, now, lease,
   receipt.status, receipt.leaseUntil, receipt.ambiguous, receipt.result = 'running', now + lease, '', ''
   local fields = { 'status', 'running', 'lease_until_ms', intText(receipt.leaseUntil), 'owner', owner,
     'updated_ms', nowText, 'started_ms', nowText, 'schema', keptSchema(receipt) }
+  local compact = isCompact(receipt.schema)
+  if compact and not receipt.member then
+    -- Running again, a compact receipt keeps its member at hand until it settles (index_member, includes/claim.lua).
+    receipt.member = countMember(receiptKey, true)
+    fields[#fields + 1] = 'index_member'
+    fields[#fields + 1] = receipt.member
+  end
   if job and job ~= '' then
     fields[#fields + 1] = 'job:' .. intText(receipt.attempts)
     fields[#fields + 1] = job
@@ -41,6 +48,6 @@ local function startAttempt(receiptKey, indexKey, countKey, receipt, now, lease,
   for i = 1, #(extra or {}) do fields[#fields + 1] = extra[i] end
   redis.call('HSET', receiptKey, unpack(fields))
   redis.call('HDEL', receiptKey, 'error', 'tier', 'completed_ms', 'ambiguous_ms', 'resolved_ms', 'late_heartbeat_ms')
-  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, indexMember(receiptKey, isCompact(receipt.schema)))
+  redis.call('ZADD', indexKey, tonumber(redis.call('HGET', receiptKey, 'created_ms')) or now, compact and receipt.member or receiptKey)
   keepCounted(receiptKey, indexKey, countKey, receipt, now, lease + retention)
 end

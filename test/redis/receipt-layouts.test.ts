@@ -28,7 +28,7 @@ import {
   type ReceiptRecord,
 } from '../../src/redis/index.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
-import { receiptCountRedisKey } from '../../src/redis/keys.js';
+import { callMember, receiptCountRedisKey } from '../../src/redis/keys.js';
 import { Capture } from '../cli/support.js';
 import { claimFence, freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
@@ -272,6 +272,11 @@ describe('receipt layouts 4 and 5', () => {
       expect(await storedFields(lean, old)).toEqual({ schema: '2', keyFields: [...KEY_FIELDS] });
       expect(await storedFields(lean, fresh)).toEqual({ schema: String(layout), keyFields: [] });
       expect(await storedFields(lean, open)).toEqual({ schema: String(layout), keyFields: [] });
+      // A running compact receipt keeps its member at hand for its settle; a settled one does not.
+      const heldMember = async (call: ToolCallReceiptKey) => (await fixture.connect().hgetall(lean.redisKey(call)))['index_member'];
+      const openPart = lean.redisKey(open).slice(lean.redisKey(open).indexOf('}:') + 2);
+      expect(await heldMember(open)).toBe(layout === 5 ? callMember(openPart, true) : undefined);
+      expect(await heldMember(fresh)).toBeUndefined();
 
       // A call whose layout-2 lifetime expired, run again in a new layout: its index holds an entry of each form.
       const brief = fixture.store({ prefix, retentionMs: 50 });
