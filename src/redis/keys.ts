@@ -201,6 +201,15 @@ export function callPartOfMember(member: string): string {
 }
 
 /**
+ * The entry a run index lists the receipt under `receiptKey` by when the
+ * receipt has layout `layout`: its compact member ({@link callMember}) in
+ * layout 5, the key itself before.
+ */
+export function runIndexEntry(receiptKey: string, layout: number): string {
+  return layout === 5 ? callMember(receiptKey.slice(receiptKey.indexOf('}:') + 2), true) : receiptKey;
+}
+
+/**
  * The receipt key an entry of the run index `runIndexKey` names: the entry
  * itself when it is a whole key (layouts 1 to 4 list receipts so), else the
  * key its compact member ({@link callMember}) stands for.

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { startConsoleServer, type ConsoleServer } from '../../src/console/index.js';
 import { RUN_PAGE_SIZE } from '../../src/console/pages/run.js';
-import { claimFence, freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
+import { claimFence, freshKey, runIndexEntryOf, useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const servers: ConsoleServer[] = [];
@@ -102,7 +102,7 @@ describe('the run page of a run longer than a page', () => {
     const page2 = await keeper.listRunPage(base.tenantId, base.runId, { offset: 2, limit: 2 });
     expect(page2.receipts.map((r) => r.key.toolName)).toEqual(['c']);
     expect(page2.total).toBe(3);
-    expect(await redis.zrange(index, 0, -1)).toEqual(keys.map((k) => keeper.redisKey(k)));
+    expect(await redis.zrange(index, 0, -1)).toEqual(await Promise.all(keys.map((k) => runIndexEntryOf(redis, keeper, k))));
     // The default listing is unchanged: the whole run.
     expect((await keeper.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['a', 'b', 'c']);
     expect((await keeper.listRun(base.tenantId, base.runId, { offset: 1, limit: 5 })).map((r) => r.key.toolName)).toEqual(['b', 'c']);

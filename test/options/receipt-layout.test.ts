@@ -32,9 +32,9 @@ describe('receiptLayout', () => {
     });
   });
 
-  it('takes 2 and 4, and the claims of the store or the worker made with it write that layout', async () => {
+  it('takes 2, 4 and 5, and the claims of the store or the worker made with it write that layout', async () => {
     const base = { redis: redis.connect(), prefix: redis.handle().prefix };
-    for (const receiptLayout of [2, 4] as const) {
+    for (const receiptLayout of [2, 4, 5] as const) {
       for (const store of [
         new ReceiptStore({ ...base, receiptLayout }),
         withToolReceipts({ ...base, tools: [tool], receiptLayout }).store,
@@ -47,6 +47,7 @@ describe('receiptLayout', () => {
     const key = freshKey();
     const byDefault = new ReceiptStore(base);
     await byDefault.claim(key, { effect: 'opaque' });
-    expect(await redis.connect().hget(byDefault.redisKey(key), 'schema')).toBe('2');
+    // The compact layout (5) is the default: see docs/upgrading.md for a fleet still running the release before it.
+    expect(await redis.connect().hget(byDefault.redisKey(key), 'schema')).toBe('5');
   });
 });

@@ -256,7 +256,7 @@ describe('receipt layouts 4 and 5', () => {
     'layout %i: a mixed run is listed and counted right, and each receipt keeps its own layout whichever store meets it next',
     async (layout) => {
       const prefix = `${fixture.handle().prefix}mixed${layout}:`;
-      const ordinary = fixture.store({ prefix });
+      const ordinary = fixture.store({ prefix, receiptLayout: 2 });
       const lean = fixture.store({ prefix, receiptLayout: layout });
       const base = awkwardKey('mail', 'a');
       const key = (argsHash: string) => ({ ...base, argsHash });
@@ -279,7 +279,7 @@ describe('receipt layouts 4 and 5', () => {
       expect(await heldMember(fresh)).toBeUndefined();
 
       // A call whose layout-2 lifetime expired, run again in a new layout: its index holds an entry of each form.
-      const brief = fixture.store({ prefix, retentionMs: 50 });
+      const brief = fixture.store({ prefix, retentionMs: 50, receiptLayout: 2 });
       const again = key('again');
       await brief.fail(again, await claimFence(brief, again, { effect: 'opaque', leaseMs: 60 }), { error: 'x' });
       await waitUntil(

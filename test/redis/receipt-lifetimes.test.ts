@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ContestedReceiptError, CorruptReceiptError, FencedOutError } from '../../src/redis/errors.js';
-import { claimFence, freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
+import { claimFence, freshKey, runIndexEntryOf, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 const LEASE = 150;
@@ -139,14 +139,16 @@ describe('the run index across lifetimes', () => {
     await claimFence(keeper, recurring, { effect: 'opaque' });
     const index = keeper.runIndexKey(base.tenantId, base.runId);
     // The claim itself scores the entry by the new lifetime, before any listing repairs anything.
-    expect(Number(await redis.zscore(index, keeper.redisKey(recurring)))).toBe((await keeper.inspect(recurring))!.createdMs);
+    expect(Number(await redis.zscore(index, await runIndexEntryOf(redis, keeper, recurring)))).toBe(
+      (await keeper.inspect(recurring))!.createdMs,
+    );
     const listed = await keeper.listRun(base.tenantId, base.runId);
     expect(listed.map((r) => r.key.toolName)).toEqual(['steady', 'recurring']);
     const scores = await redis.zrange(index, 0, -1, 'WITHSCORES');
     expect(scores).toEqual([
-      keeper.redisKey(steady),
+      await runIndexEntryOf(redis, keeper, steady),
       String(listed[0]!.createdMs),
-      keeper.redisKey(recurring),
+      await runIndexEntryOf(redis, keeper, recurring),
       String(listed[1]!.createdMs),
     ]);
     await keeper.complete(steady, steadyFence, 'ok');
@@ -161,9 +163,10 @@ describe('the run index across lifetimes', () => {
     await claimFence(store, a, { effect: 'opaque' });
     await claimFence(store, b, { effect: 'opaque' });
     const index = store.runIndexKey(base.tenantId, base.runId);
-    await redis.zadd(index, 1, store.redisKey(b)); // as ZADD NX would have kept an old lifetime's score
+    const entryOfB = await runIndexEntryOf(redis, store, b);
+    await redis.zadd(index, 1, entryOfB); // as ZADD NX would have kept an old lifetime's score
     expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['a', 'b']);
-    expect(Number(await redis.zscore(index, store.redisKey(b)))).toBe((await store.inspect(b))!.createdMs);
+    expect(Number(await redis.zscore(index, entryOfB))).toBe((await store.inspect(b))!.createdMs);
   });
 });
 

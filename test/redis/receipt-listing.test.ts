@@ -2,7 +2,7 @@
  * Reading receipts back: one, a whole run, and every ambiguous one.
  */
 import { describe, expect, it } from 'vitest';
-import { claimFence, freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
+import { claimFence, freshKey, runIndexEntryOf, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
@@ -40,32 +40,33 @@ describe('inspect', () => {
     expect('result' in record!).toBe(false);
   });
 
-  it('stores no raw arguments: only the four key parts and bookkeeping', async () => {
-    const store = fixture.store();
-    const redis = fixture.connect();
-    const key = freshKey();
-    await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), { ok: 1 });
-    const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
-    expect(fields).toEqual(
-      [
-        'args_hash',
-        'attempts',
-        'completed_ms',
-        'created_ms',
-        'effect',
-        'epoch',
-        'owner',
-        'result',
-        'run',
-        'schema',
-        'started_ms',
-        'status',
-        'tenant',
-        'tool',
-        'updated_ms',
-      ].sort(),
-    );
-  });
+  it.each([2, 5] as const)(
+    'stores no raw arguments, in layout %i: only bookkeeping, and the four key parts in layout 2',
+    async (receiptLayout) => {
+      const store = fixture.store({ receiptLayout });
+      const redis = fixture.connect();
+      const key = freshKey();
+      await store.complete(key, await claimFence(store, key, { effect: 'opaque' }), { ok: 1 });
+      const fields = Object.keys(await redis.hgetall(store.redisKey(key))).sort();
+      const keyParts = receiptLayout === 2 ? ['args_hash', 'run', 'tenant', 'tool'] : [];
+      expect(fields).toEqual(
+        [
+          ...keyParts,
+          'attempts',
+          'completed_ms',
+          'created_ms',
+          'effect',
+          'epoch',
+          'owner',
+          'result',
+          'schema',
+          'started_ms',
+          'status',
+          'updated_ms',
+        ].sort(),
+      );
+    },
+  );
 });
 
 describe('listRun', () => {
@@ -106,7 +107,7 @@ describe('listRun', () => {
     );
     expect(await redis.zcard(store.runIndexKey(base.tenantId, base.runId))).toBe(2);
     expect((await store.listRun(base.tenantId, base.runId)).map((r) => r.key.toolName)).toEqual(['long']);
-    expect(await redis.zrange(store.runIndexKey(base.tenantId, base.runId), 0, -1)).toEqual([store.redisKey(long)]);
+    expect(await redis.zrange(store.runIndexKey(base.tenantId, base.runId), 0, -1)).toEqual([await runIndexEntryOf(redis, keeper, long)]);
   });
 });
 

@@ -17,6 +17,7 @@
  */
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
+import { receiptKeyOfRunEntry } from '../../src/redis/keys.js';
 import { describe, expect, it } from 'vitest';
 import type { EffectResumability } from '../../src/core/decision.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
@@ -24,7 +25,7 @@ import { ContestedReceiptError, FencedOutError, NotAmbiguousError, type AttemptF
 import { isAmbiguousRecord } from '../../src/redis/receipts/reads/record.js';
 import type { ReceiptStats } from '../../src/redis/runs/counts.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
-import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { freshKey, runIndexEntryOf, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
@@ -380,7 +381,9 @@ async function checkInvariants(m: Model, real: Real, withListing = false): Promi
   const index = real.stores[0]!.runIndexKey(real.keys[0]!.tenantId, real.keys[0]!.runId);
   const t0 = await nowOf(real.redis);
   // Read before listRun, which repairs what it finds: the transitions alone must keep the scores right.
-  const scoresBefore = await Promise.all(real.keys.map((k) => real.redis.zscore(index, real.stores[0]!.redisKey(k))));
+  const scoresBefore = await Promise.all(
+    real.keys.map(async (k) => real.redis.zscore(index, await runIndexEntryOf(real.redis, real.stores[0]!, k))),
+  );
   const records = await Promise.all(real.keys.map((k) => real.stores[0]!.inspect(k)));
   const listed = withListing ? await real.stores[0]!.listRun(real.keys[0]!.tenantId, real.keys[0]!.runId) : [];
   const t1 = await nowOf(real.redis);
@@ -427,7 +430,7 @@ async function checkInvariants(m: Model, real: Real, withListing = false): Promi
   }
   const scores = await real.redis.zrange(index, 0, -1, 'WITHSCORES');
   for (let i = 0; i < scores.length; i += 2) {
-    const r = listed.find((x) => x.redisKey === scores[i]);
+    const r = listed.find((x) => x.redisKey === receiptKeyOfRunEntry(index, scores[i]!));
     if (r) expect(Number(scores[i + 1]), 'index score').toBe(r.createdMs);
   }
   await expectCountsAsScanned(real.stores[0]!, real.keys[0]!.tenantId);

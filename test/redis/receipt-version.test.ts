@@ -46,13 +46,16 @@ describe('the layout a receipt carries', () => {
     expect(RECEIPT_SCHEMA_VERSION).toBeGreaterThan(ORDINARY_RECEIPT_SCHEMA);
   });
 
-  it('a claim that creates a receipt writes it, and a read reports it', async () => {
-    const store = fixture.store();
+  it.each([
+    ['by default', undefined, COMPACT_RECEIPT_SCHEMA],
+    ['with receiptLayout: 2', 2, ORDINARY_RECEIPT_SCHEMA],
+  ] as const)('a claim that creates a receipt writes its layout (%s), and a read reports it', async (_, receiptLayout, schema) => {
+    const store = fixture.store(receiptLayout === undefined ? {} : { receiptLayout });
     const redis = fixture.connect();
     const key = freshKey();
     await store.claim(key, { effect: 'opaque' });
-    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(ORDINARY_RECEIPT_SCHEMA));
-    expect(await store.inspect(key)).toMatchObject({ status: 'running', schema: ORDINARY_RECEIPT_SCHEMA });
+    expect(await redis.hget(store.redisKey(key), 'schema')).toBe(String(schema));
+    expect(await store.inspect(key)).toMatchObject({ status: 'running', schema });
   });
 
   it('a receipt in the newest layout is read and settled, and a takeover keeps its layout instead of lowering it', async () => {

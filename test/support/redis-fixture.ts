@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { AttemptFence } from '../../src/redis/errors.js';
+import { runIndexEntry } from '../../src/redis/keys.js';
 import { ReceiptStore, type ClaimOptions, type ClaimResult, type ReceiptStoreOptions } from '../../src/redis/receipts/store.js';
 import type { RedisConnection } from '../../src/redis/connection/connection.js';
 import { clientKindUnderTest, openSingle, type OpenedClient } from './redis-clients.js';
@@ -118,3 +119,13 @@ export const claimDecision = (claim: ClaimResult) => ({
   rejectionStreak: claim.rejectionStreak,
   waits: claim.leaseRemainingMs !== undefined && claim.leaseRemainingMs > 0 && claim.decision.kind === 'wait',
 });
+
+/**
+ * The entry `store`'s run index lists `key` by: the compact member of a
+ * layout-5 receipt, the receipt key of an earlier layout (read from the
+ * receipt's `schema` field; see `runIndexEntry`).
+ */
+export async function runIndexEntryOf(redis: Redis, store: ReceiptStore, key: ToolCallReceiptKey): Promise<string> {
+  const schema = await redis.hget(store.redisKey(key), 'schema');
+  return runIndexEntry(store.redisKey(key), Number(schema ?? 1));
+}

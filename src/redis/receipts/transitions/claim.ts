@@ -12,7 +12,7 @@ import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
 import { COMPACT_RECEIPT_SCHEMA, InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { breakerField, callMember } from '../../keys.js';
+import { breakerField, runIndexEntry } from '../../keys.js';
 import type { KeyspaceSettings } from '../../settings.js';
 import { checkedLeaseMs } from '../../options.js';
 import {
@@ -59,14 +59,9 @@ export function claimRequest(
     job,
     // The layout a receipt this claim creates is written in (claim-4.lua's ARGV[13]); the compact one with the
     // receipt's member in its run's sets, made here where it costs a fraction of what the script would pay.
-    defaults.receiptLayout === COMPACT_RECEIPT_SCHEMA ? `${COMPACT_RECEIPT_SCHEMA}:${compactMemberOf(keys[0])}` : defaults.receiptLayout,
+    defaults.receiptLayout === COMPACT_RECEIPT_SCHEMA ? `${COMPACT_RECEIPT_SCHEMA}:${runIndexEntry(keys[0], COMPACT_RECEIPT_SCHEMA)}` : defaults.receiptLayout,
   ];
   return { key, keys, args, effect: options.effect, leaseMs, owner, job, token, needsApproval: options.needsApproval === true };
-}
-
-/** The compact member (`callMember`) of the receipt under `receiptKey`: its part after the hash tag, shortened. */
-function compactMemberOf(receiptKey: string): string {
-  return callMember(receiptKey.slice(receiptKey.indexOf('}:') + 2), true);
 }
 
 /** The stored form of an {@link AttemptJob} (`job:<attempt>`). */
