@@ -12,6 +12,7 @@ import pg from 'pg';
 import { defineTool, reconcileAmbiguous, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { pgDatabase } from '../../src/transactional/index.js';
 import { approveCall, listPendingApprovals, type PendingApproval } from '../../src/approvals/index.js';
+import { COMPACT_RECEIPT_SCHEMA } from '../../src/redis/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
 import { outcomeRows, ticketsOf, usePostgres } from './fixture.js';
 import { dataPool, recordCallTool } from './tools.js';
@@ -58,8 +59,8 @@ describe('a transactional call', () => {
     ]);
     expect(await ticketsOf(postgres.admin(), name)).toEqual([1]);
     const record = await l.receipt(data.tenantId, data.runId);
-    // Layout 3: a release that reads only layout 2 refuses it rather than take it for opaque.
-    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: 3 });
+    // Layout 5 by default (3 with receiptLayout: 2): a release that reads only layout 2 refuses it rather than take it for opaque.
+    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: COMPACT_RECEIPT_SCHEMA });
     const rows = await outcomeRows(postgres.admin(), record.redisKey);
     expect(rows).toEqual([{ epoch: record.epoch, attempt: 1, result: JSON.stringify({ label: name, writtenBy: 1 }) }]);
     await pool.end();
@@ -85,7 +86,7 @@ describe('a transactional call', () => {
 });
 
 describe('a transactional call that needs approval', () => {
-  it('approved, runs once, and its receipt records it as transactional (layout 3), as a claimed one does', async () => {
+  it('approved, runs once, and its receipt records it as transactional (in the default compact layout, which includes what layout 3 means), as a claimed one does', async () => {
     const l = await lane();
     const pool = dataPool(postgres.handle().url);
     const { processor } = l.worker({ tools: [defineTool({ ...recordCallTool(pool), approval: 'always' })] });
@@ -105,7 +106,7 @@ describe('a transactional call that needs approval', () => {
     expect((done.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['executed']);
     expect(await ticketsOf(postgres.admin(), name)).toEqual([1]);
     const record = await l.receipt(data.tenantId, data.runId);
-    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: 3 });
+    expect(record).toMatchObject({ status: 'completed', attempts: 1, effect: 'transactional', schema: COMPACT_RECEIPT_SCHEMA });
     expect(await outcomeRows(postgres.admin(), record.redisKey)).toHaveLength(1);
     await pool.end();
   });
@@ -121,7 +122,7 @@ describe('a transactional receipt whose attempt reports its outcome unknown (a l
       return (await l.store.inspect(key))!;
     };
     const transactional = await claimed('transactional', 'a'.repeat(64));
-    expect(transactional).toMatchObject({ status: 'running', effect: 'transactional', leaseExpired: true, ambiguousMs: null, schema: 3 });
+    expect(transactional).toMatchObject({ status: 'running', effect: 'transactional', leaseExpired: true, ambiguousMs: null, schema: COMPACT_RECEIPT_SCHEMA });
     const opaque = await claimed('opaque', 'b'.repeat(64));
     expect(opaque).toMatchObject({ status: 'running', effect: 'opaque', leaseExpired: true, ambiguousMs: expect.any(Number) });
     expect((await l.store.listAmbiguous()).map((r) => r.redisKey)).toEqual([opaque.redisKey]);
