@@ -4,6 +4,7 @@
  * what receipts under a prefix cost now, measured on a sample of them.
  * Advice only, never a safety finding: memory is what a managed Redis bills,
  * not what at-most-once rests on. Reads only.
+ * A little over 300 lines: the measuring and the sentences that report it are read together.
  */
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
@@ -30,17 +31,11 @@ export interface ReceiptMemorySample {
   /** Distinct runs they belong to. */
   readonly runs: number;
   /**
-   * Mean bytes per receipt (`MEMORY USAGE`): its hash, plus its run's index
-   * and counting set divided by the receipts the index holds; `undefined`
-   * when `MEMORY USAGE` was refused.
+   * Mean bytes per receipt (`MEMORY USAGE`): `perReceipt` is its hash plus
+   * its shares of its run's index and counting set (each divided by the
+   * receipts the index holds); `undefined` when `MEMORY USAGE` was refused.
    */
-  readonly meanBytes?: number;
-  /** The hash alone, mean bytes. */
-  readonly meanHashBytes?: number;
-  /** The receipt's share of its run index, mean bytes. */
-  readonly meanRunIndexBytes?: number;
-  /** The receipt's share of its run's counting set, mean bytes. */
-  readonly meanCountingSetBytes?: number;
+  readonly bytes?: { readonly perReceipt: number; readonly hash: number; readonly runIndex: number; readonly countingSet: number };
   /** How many sampled receipt hashes had each encoding (`listpack`, `hashtable`). */
   readonly hashEncodings: Readonly<Record<string, number>>;
   /** How many of their runs' indexes had each encoding (`listpack`, `skiplist`). */
@@ -213,14 +208,14 @@ async function measureReceipts(node: ReceiptsNode, keys: readonly string[]): Pro
   }
   if (measured === 0) return undefined;
   const mean = (total: number) => Math.round(total / measured);
-  const bytes = bytesKnown
-    ? {
-        meanBytes: mean(totals.hash + totals.index + totals.count),
-        meanHashBytes: mean(totals.hash),
-        meanRunIndexBytes: mean(totals.index),
-        meanCountingSetBytes: mean(totals.count),
-      }
-    : {};
+  const bytes = bytesKnown && {
+    bytes: {
+      perReceipt: mean(totals.hash + totals.index + totals.count),
+      hash: mean(totals.hash),
+      runIndex: mean(totals.index),
+      countingSet: mean(totals.count),
+    },
+  };
   return { receipts: measured, runs: shares.size, ...bytes, hashEncodings, runIndexEncodings, countingSetEncodings, layouts };
 }
 
@@ -273,10 +268,10 @@ export function memoryNotes(prefix: string, limits: ListpackLimits | undefined, 
     return notes;
   }
   const bytes =
-    sample.meanBytes === undefined
+    sample.bytes === undefined
       ? 'MEMORY USAGE is refused, so their bytes cannot be measured'
-      : `${sample.meanBytes} bytes each on average (hash ${sample.meanHashBytes}, share of the run index ${sample.meanRunIndexBytes}, ` +
-        `of the counting set ${sample.meanCountingSetBytes})`;
+      : `${sample.bytes.perReceipt} bytes each on average (hash ${sample.bytes.hash}, share of the run index ${sample.bytes.runIndex}, ` +
+        `of the counting set ${sample.bytes.countingSet})`;
   notes.push({
     topic: 'receipts',
     message:
