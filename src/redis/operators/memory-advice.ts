@@ -264,7 +264,10 @@ export function memoryNotes(prefix: string, limits: ListpackLimits | undefined, 
     });
   }
   if (sample === undefined) {
-    notes.push({ topic: 'receipts', message: `no receipts under the prefix ${prefix} on this server: nothing to measure, the limits are the advice` });
+    notes.push({
+      topic: 'receipts',
+      message: `no receipts under the prefix ${prefix} on this server: nothing to measure, the limits are the advice`,
+    });
     return notes;
   }
   const bytes =
