@@ -1,9 +1,9 @@
 /**
  * The doctor's memory advice against real servers: receipts of layout 2 at
  * the server's default listpack limits (hashtables and skiplists), the same
- * after the limits are raised (listpacks), a server with no receipts, and one
- * whose CONFIG is renamed away (the advice cannot tell). The advice never
- * touches the safety verdict.
+ * after the limits are raised (listpacks), a server with no receipts, one
+ * whose CONFIG is renamed away or denied by an ACL (the advice cannot tell),
+ * and a user who may not SCAN. The advice never touches the safety verdict.
  */
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -150,6 +150,33 @@ describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
     expect(parsed.worst).toBe(safety.worst);
     expect(parsed.findings).toEqual(safety.findings);
     expect(parsed.memory.servers[0]?.limits).toBeUndefined();
+  });
+
+  it('keeps the verdict when the server will not answer the advice (an ACL without SCAN), and says so', async () => {
+    const { s, redis } = await server();
+    await redis.call('ACL', 'SETUSER', 'noscan', 'on', '>secret', '~*', '&*', '+@all', '-scan');
+    const url = s.url.replace('redis://', 'redis://noscan:secret@');
+    const limited = new Redis(url, { maxRetriesPerRequest: 1 });
+    clients.push(limited);
+    await expect(adviseOnMemory(limited)).rejects.toThrow(/scan/i);
+    const safety = await checkRedisForReceipts(limited);
+    const run = await cli(url, []);
+    expect(run.code).toBe(safety.atRisk ? 1 : 0);
+    expect(run.out).toContain('Receipts are at risk');
+    expect(run.out).toMatch(/Memory \(advice, not a safety finding\): cannot tell, the server did not answer: .*scan/i);
+    const json = JSON.parse((await cli(url, ['--json'])).out) as { atRisk: boolean; memory: { error?: string } };
+    expect(json.atRisk).toBe(safety.atRisk);
+    expect(json.memory.error).toMatch(/scan/i);
+
+    // CONFIG denied by an ACL, as a managed service does: the limits cannot be told, the receipts are still measured.
+    await settle(redis, 'trc', 1, 2);
+    await redis.call('ACL', 'SETUSER', 'noconfig', 'on', '>secret', '~*', '&*', '+@all', '-config');
+    const noConfig = new Redis(s.url.replace('redis://', 'redis://noconfig:secret@'), { maxRetriesPerRequest: 1 });
+    clients.push(noConfig);
+    const advice = only(await adviseOnMemory(noConfig));
+    expect(advice.limits).toBeUndefined();
+    expect(note(advice, 'limits')).toContain('cannot tell');
+    expect(advice.sample?.receipts).toBe(2);
   });
 
   it('refuses options it cannot use', async () => {

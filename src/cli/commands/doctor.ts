@@ -24,12 +24,15 @@ const STATUS_LABEL: Record<RedisFinding['status'], string> = { safe: 'safe', 'at
 /**
  * Prints one line per finding (worst first) and a verdict, then the memory
  * advice for the store's prefix; with `json`, the report as JSON with the
- * advice under `memory`. Returns exit code 1 when receipts are at risk, else
+ * advice under `memory` (`{ error }` when the server would not answer it). Returns exit code 1 when receipts are at risk, else
  * 0 (the memory advice never changes it).
  */
 export async function doctorCommand({ redis, store, out, args }: CommandContext<DoctorArgs> & { redis: RedisConnection }): Promise<number> {
   const report = await checkRedisForReceipts(redis, args.durability ? { durability: args.durability } : {});
-  const memory = await adviseOnMemory(redis, { prefix: store.prefix });
+  // Advice only: a server that will not answer it (an ACL without SCAN, a command timing out) costs the advice, not the verdict.
+  const memory = await adviseOnMemory(redis, { prefix: store.prefix }).catch((error: unknown) => ({
+    error: error instanceof Error ? error.message : String(error),
+  }));
   if (args.json) {
     writeJson(out, { ...report, memory });
     return report.atRisk ? 1 : 0;
@@ -59,8 +62,12 @@ export async function doctorCommand({ redis, store, out, args }: CommandContext<
 }
 
 /** The memory advice after the verdict: one line per topic, in the findings' table style. */
-function writeMemoryAdvice(out: Output, memory: MemoryReport): void {
+function writeMemoryAdvice(out: Output, memory: MemoryReport | { error: string }): void {
   writeLine(out);
+  if ('error' in memory) {
+    writeLine(out, `Memory (advice, not a safety finding): cannot tell, the server did not answer: ${terminalText(memory.error)}`);
+    return;
+  }
   writeLine(out, 'Memory (advice, not a safety finding):');
   const clustered = memory.servers.some((server) => server.node !== undefined);
   const rows = memory.servers.flatMap((server) =>
