@@ -5,8 +5,8 @@
  * whose CONFIG is renamed away or denied by an ACL (the advice cannot tell),
  * and a user who may not SCAN. The advice never touches the safety verdict.
  */
-import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis, type Cluster } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { toolCallArgsHash } from '../../src/core/identity.js';
 import { checkRedisForReceipts } from '../../src/redis/index.js';
@@ -16,12 +16,25 @@ import { Capture } from '../cli/support.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
+import { startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 
 const skip = sentinelSkipReason(); // needs servers this process starts with its own flags
 
 /** A result of about 300 bytes of JSON: over the default 64-byte hash-max-listpack-value. */
 const RESULT = { ok: true, body: 'x'.repeat(280) };
 
+/** Settles `runs` × `perRun` receipts of layout 2 under `prefix`, each with {@link RESULT}. */
+async function settle(redis: Redis | Cluster, prefix: string, runs: number, perRun: number): Promise<void> {
+  const store = new ReceiptStore({ redis, prefix, owner: 'test', receiptLayout: 2 });
+  for (let run = 0; run < runs; run++) {
+    for (let call = 0; call < perRun; call++) {
+      const key = { tenantId: 't', runId: `run-${run}`, toolName: 'send_email', argsHash: await toolCallArgsHash({ run, call }) };
+      const claim = await store.claim(key, { effect: 'opaque' });
+      if (claim.fence === undefined) throw new Error(`unexpected ${claim.decision.kind}`);
+      await store.complete(key, claim.fence, RESULT);
+    }
+  }
+}
 describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
   const started: LocalRedis[] = [];
   const clients: Redis[] = [];
@@ -36,18 +49,6 @@ describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
     const redis = new Redis(s.url, { maxRetriesPerRequest: 1 });
     clients.push(redis);
     return { s, redis };
-  }
-  /** Settles `runs` × `perRun` receipts of layout 2 under `prefix`, each with {@link RESULT}. */
-  async function settle(redis: Redis, prefix: string, runs: number, perRun: number): Promise<void> {
-    const store = new ReceiptStore({ redis, prefix, owner: 'test', receiptLayout: 2 });
-    for (let run = 0; run < runs; run++) {
-      for (let call = 0; call < perRun; call++) {
-        const key = { tenantId: 't', runId: `run-${run}`, toolName: 'send_email', argsHash: await toolCallArgsHash({ run, call }) };
-        const claim = await store.claim(key, { effect: 'opaque' });
-        if (claim.fence === undefined) throw new Error(`unexpected ${claim.decision.kind}`);
-        await store.complete(key, claim.fence, RESULT);
-      }
-    }
   }
   async function cli(url: string, args: string[]): Promise<{ code: number; out: string }> {
     const stdout = new Capture();
@@ -183,5 +184,26 @@ describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
     const { redis } = await server();
     await expect(adviseOnMemory(redis, { prefix: 'a b' })).rejects.toMatchObject({ code: 'options.invalid' });
     await expect(adviseOnMemory(redis, { samples: 0 })).rejects.toMatchObject({ code: 'options.invalid' });
+  });
+});
+
+describe.skipIf(skip !== undefined)("the doctor's memory advice on a Cluster", () => {
+  let cluster: RedisClusterHandle;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  it('advises per master, naming it, and samples the receipts each one holds', async () => {
+    const redis = cluster.connect();
+    const prefix = `${cluster.prefix}:mem`;
+    await settle(redis, prefix, 9, 2);
+    const report = await adviseOnMemory(redis, { prefix });
+    expect(report.servers).toHaveLength(3);
+    expect(new Set(report.servers.map((server) => server.node)).size).toBe(3);
+    expect(report.servers.every((server) => server.limits?.hashValue === 64)).toBe(true);
+    expect(report.servers.reduce((sum, server) => sum + (server.sample?.receipts ?? 0), 0)).toBe(18);
   });
 });
