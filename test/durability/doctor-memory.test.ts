@@ -3,7 +3,8 @@
  * the server's default listpack limits (hashtables and skiplists), the same
  * after the limits are raised (listpacks), a server with no receipts, one
  * whose CONFIG is renamed away or denied by an ACL (the advice cannot tell),
- * and a user who may not SCAN. The advice never touches the safety verdict.
+ * a user who may not SCAN, and a Cluster (one advice per master). The advice
+ * never touches the safety verdict.
  */
 import { Redis, type Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +36,7 @@ async function settle(redis: Redis | Cluster, prefix: string, runs: number, perR
     }
   }
 }
+
 describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
   const started: LocalRedis[] = [];
   const clients: Redis[] = [];
