@@ -159,10 +159,10 @@ function receiptKeyParts(key: string): ReturnType<typeof receiptRedisKeyParts> {
 const tally = (counts: Record<string, number>, name: string) => void (counts[name] = (counts[name] ?? 0) + 1);
 
 async function measureReceipts(node: ReceiptsNode, keys: readonly string[]): Promise<ReceiptMemorySample | undefined> {
-  // undefined: MEMORY USAGE refused (an ACL), or the key is gone.
+  // undefined: MEMORY USAGE refused (an ACL); 0: the key is gone (it expired since SCAN saw it).
   const usage = async (key: string) => {
     const bytes = await refusable(() => node.command('MEMORY', ['USAGE', key, 'SAMPLES', '0']));
-    return typeof bytes === 'number' ? bytes : undefined;
+    return bytes === undefined ? undefined : typeof bytes === 'number' ? bytes : 0;
   };
   // undefined: the key is gone (it expired since SCAN saw it).
   const encoding = async (key: string) => {
