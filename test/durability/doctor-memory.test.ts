@@ -180,6 +180,15 @@ describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
     expect(advice.limits).toBeUndefined();
     expect(note(advice, 'limits')).toContain('cannot tell');
     expect(advice.sample?.receipts).toBe(2);
+
+    // MEMORY denied: the encodings are still counted, the bytes are said to be unmeasurable.
+    await redis.call('ACL', 'SETUSER', 'nomemory', 'on', '>secret', '~*', '&*', '+@all', '-memory');
+    const noMemory = new Redis(s.url.replace('redis://', 'redis://nomemory:secret@'), { maxRetriesPerRequest: 1 });
+    clients.push(noMemory);
+    const unmeasured = only(await adviseOnMemory(noMemory));
+    expect(unmeasured.sample).toMatchObject({ receipts: 2, hashEncodings: { hashtable: 2 } });
+    expect(unmeasured.sample?.bytes).toBeUndefined();
+    expect(note(unmeasured, 'receipts')).toContain('MEMORY USAGE is refused');
   });
 
   it('refuses options it cannot use', async () => {
