@@ -3,19 +3,21 @@
  *
  * Settles BENCH_MEMORY_RECEIPTS (default 20,000) receipts in BENCH_MEMORY_RUNS
  * (default 2,000) runs through the real ReceiptStore (claim, then complete with
- * a result of about 300 bytes of JSON), and as many records through the peer
- * (Powertools' `makeIdempotent` over Redis, bench/peer.ts) with the same
- * results, each side on a fresh prefix of one throwaway Redis, and divides the
- * `used_memory` each side added by the number of calls: receipts, run indexes,
- * counting sets and the run registry included. Prints the ratio against the
- * goal (≤ 2×), then where a receipt's bytes go (MEMORY USAGE and encoding of
- * one receipt hash, of a run index and a counting set per receipt, of the
- * registry per run).
+ * a small result of about 40 bytes of JSON, and again with a realistic one of
+ * about 300), and as many records through the peer (Powertools'
+ * `makeIdempotent` over Redis, bench/peer.ts) with the same results, each side
+ * on a fresh prefix of one throwaway Redis, and divides the `used_memory` each
+ * side added by the number of calls: receipts, run indexes, counting sets and
+ * the run registry included.
  *
- * Each result size again with receiptLayout: 4 (receipts without the fields
- * that repeat their key). Then all of it on the same server with its listpack limits raised
- * (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory): the layout
- * unchanged, its hashes and sorted sets kept compact.
+ * Each receipt layout of LAYOUTS (BENCH_MEMORY_LAYOUTS=2,4 picks some), at
+ * the server's default listpack limits and again with them raised
+ * (LISTPACK_SETTINGS in bench/support.ts, docs/redis.md#memory). Prints one
+ * table row per layout × limits × result (ours, the peer, the ratio against
+ * the goal of ≤ 2×, the encodings of the receipt hashes, run indexes and
+ * counting sets), then where a receipt's bytes go (the doctor's own memory
+ * sample, bench/memory-report.ts). A layout this release does not write is
+ * shown as refused.
  *
  * Starts its own redis-server (or uses REDIS_URL; then other clients' writes
  * land in the delta too, so prefer a server of its own).
@@ -26,6 +28,7 @@ import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
 import type { ReceiptLayout } from '../src/redis/settings.js';
 import { startRedis } from '../test/support/redis.js';
+import { breakdownOf, memoryTables, peerRecordOf, type MemoryRow } from './memory-report.js';
 import { peerIdempotent } from './peer.js';
 import { applySettings, LISTPACK_SETTINGS, realisticResult, redisVersion, serverSettings, throughput, unlinkMatching } from './support.js';
 
@@ -36,6 +39,24 @@ const RETENTION_MS = 86_400_000;
 const LEASE_MS = 30_000;
 const GOAL = 2;
 
+/** The receipt layouts measured: the default, the one without the fields its key names, the compact one. */
+const LAYOUTS = [2, 4, 5] as const;
+
+/** LAYOUTS, or the ones BENCH_MEMORY_LAYOUTS names (`2,4`). */
+function layoutsToMeasure(): readonly (typeof LAYOUTS)[number][] {
+  const asked = process.env['BENCH_MEMORY_LAYOUTS'];
+  if (asked === undefined || asked === '') return LAYOUTS;
+  const chosen = asked.split(',').map((text) => LAYOUTS.find((layout) => String(layout) === text.trim()));
+  if (chosen.some((layout) => layout === undefined)) throw new Error(`BENCH_MEMORY_LAYOUTS: ${asked}; known: ${LAYOUTS.join(',')}`);
+  return chosen as (typeof LAYOUTS)[number][];
+}
+
+/** The two result sizes: the queue bench's small one and an email API's answer. */
+const RESULTS: readonly { readonly name: string; readonly of: (i: number) => unknown }[] = [
+  { name: 'small', of: (i) => ({ ok: true, messageId: `msg-${String(i).padStart(10, '0')}` }) },
+  { name: 'realistic', of: realisticResult },
+];
+
 /** One call of the bench: call i of run i % RUNS. */
 function callOf(i: number) {
   return {
@@ -44,6 +65,11 @@ function callOf(i: number) {
     toolName: 'send_email',
     input: { to: `user${i}@example.com`, n: i },
   };
+}
+
+async function keyOf(i: number) {
+  const call = callOf(i);
+  return { tenantId: call.tenantId, runId: call.runId, toolName: call.toolName, argsHash: await toolCallArgsHash(call.input) };
 }
 
 async function usedMemory(redis: Redis): Promise<number> {
@@ -68,32 +94,41 @@ async function bytesPerCall(redis: Redis, fill: () => Promise<void>): Promise<nu
   return ((await usedMemory(redis)) - before) / RECEIPTS;
 }
 
-const memoryUsage = async (redis: Redis, key: string) => Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
-
-/** What one side of one result size added, and the keys to break it down. */
-interface SizeRun {
-  readonly label: string;
-  readonly resultBytes: number;
-  readonly ours: number;
-  readonly theirs: number;
-  readonly breakdown: readonly string[];
-}
-
-async function measureSize(
-  redis: Redis,
-  prefix: string,
-  label: string,
-  resultOf: (i: number) => unknown,
-  receiptLayout: ReceiptLayout = 2,
-): Promise<SizeRun> {
-  const store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench', receiptLayout });
+/** The peer's bytes per record for one result size, and one record's breakdown. */
+async function measurePeer(redis: Redis, prefix: string, resultOf: (i: number) => unknown): Promise<{ peer: number; peerRecord: string }> {
   const peer = peerIdempotent(redis, `${prefix}:peer`, { retentionSeconds: RETENTION_MS / 1000, leaseMs: LEASE_MS }, (call) =>
     resultOf((call.input as { n: number }).n),
   );
-  const keyOf = async (i: number) => {
-    const call = callOf(i);
-    return { tenantId: call.tenantId, runId: call.runId, toolName: call.toolName, argsHash: await toolCallArgsHash(call.input) };
-  };
+  const bytes = await bytesPerCall(redis, async () => {
+    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
+      const call = callOf(i);
+      await peer({ tenantId: call.tenantId, runId: call.runId, name: call.toolName, input: call.input });
+    });
+  });
+  return { peer: bytes, peerRecord: await peerRecordOf(redis, `${prefix}:peer*`) };
+}
+
+/** Our bytes per receipt in `layout` and their breakdown, or why the store refused the layout. */
+async function measureOurs(
+  redis: Redis,
+  prefix: string,
+  layout: (typeof LAYOUTS)[number],
+  resultOf: (i: number) => unknown,
+): Promise<Pick<MemoryRow, 'ours' | 'breakdown' | 'refused'>> {
+  let store: ReceiptStore;
+  try {
+    // A layout this release does not write yet is refused here (options.invalid), before anything is written.
+    store = new ReceiptStore({
+      redis,
+      prefix,
+      leaseMs: LEASE_MS,
+      retentionMs: RETENTION_MS,
+      owner: 'bench',
+      receiptLayout: layout as ReceiptLayout,
+    });
+  } catch (refusal) {
+    return { refused: (refusal as { code?: string }).code ?? String(refusal) };
+  }
   const ours = await bytesPerCall(redis, async () => {
     await throughput(RECEIPTS, CONCURRENCY, async (i) => {
       const key = await keyOf(i);
@@ -103,45 +138,31 @@ async function measureSize(
     });
   });
   const sample = callOf(42);
-  const receiptKey = store.redisKey(await keyOf(42));
-  const indexKey = runIndexRedisKey(prefix, sample.tenantId, sample.runId);
-  const countKey = receiptCountRedisKey(prefix, sample.tenantId, sample.runId);
-  const perRun = RECEIPTS / RUNS;
-  const encoding = async (key: string) => String(await redis.call('OBJECT', 'ENCODING', key));
-  const registry: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:runs:*`, 'COUNT', 1000);
-    cursor = next;
-    registry.push(...keys);
-  } while (cursor !== '0');
-  let registryBytes = 0;
-  for (const key of registry) registryBytes += await memoryUsage(redis, key);
-  const breakdown = [
-    `receipt hash             ${String(await memoryUsage(redis, receiptKey)).padStart(6)} B  ${await encoding(receiptKey)}, ` +
-      `${await redis.hlen(receiptKey)} fields`,
-    `run index per receipt    ${((await memoryUsage(redis, indexKey)) / perRun).toFixed(0).padStart(6)} B  ${await encoding(indexKey)}, ` +
-      `member ${receiptKey.length} bytes`,
-    `counting set per receipt ${((await memoryUsage(redis, countKey)) / perRun).toFixed(0).padStart(6)} B  ${await encoding(countKey)}, ` +
-      `${await redis.zcard(countKey)} members for ${perRun} receipts`,
-    `registry per receipt     ${(registryBytes / RECEIPTS).toFixed(0).padStart(6)} B  ${registry.length} shard(s)`,
-  ];
-  const theirs = await bytesPerCall(redis, async () => {
-    await throughput(RECEIPTS, CONCURRENCY, async (i) => {
-      const call = callOf(i);
-      await peer({ tenantId: call.tenantId, runId: call.runId, name: call.toolName, input: call.input });
-    });
-  });
+  const breakdown = await breakdownOf(
+    redis,
+    prefix,
+    {
+      receipt: store.redisKey(await keyOf(42)),
+      runIndex: runIndexRedisKey(prefix, sample.tenantId, sample.runId),
+      countingSet: receiptCountRedisKey(prefix, sample.tenantId, sample.runId),
+    },
+    RECEIPTS,
+  );
+  return { ours, breakdown };
+}
 
-  const [, peerKeys] = await redis.scan('0', 'MATCH', `${prefix}:peer*`, 'COUNT', 1000);
-  const peerKey = peerKeys[0];
-  if (peerKey !== undefined) {
-    breakdown.push(
-      `peer record              ${String(await memoryUsage(redis, peerKey)).padStart(6)} B  ${await encoding(peerKey)}, ` +
-        `${await redis.strlen(peerKey)} bytes of value`,
-    );
+/** Every layout × result size under the server's current limits, named `limits`. */
+async function measureAll(redis: Redis, prefix: string, limits: string): Promise<MemoryRow[]> {
+  const rows: MemoryRow[] = [];
+  for (const result of RESULTS) {
+    const resultBytes = JSON.stringify(result.of(42)).length;
+    const peer = await measurePeer(redis, `${prefix}:${limits}-${result.name}`, result.of);
+    for (const layout of layoutsToMeasure()) {
+      const ours = await measureOurs(redis, `${prefix}:${limits}-${result.name}-${layout}`, layout, result.of);
+      rows.push({ layout, limits, result: result.name, resultBytes, ...peer, ...ours });
+    }
   }
-  return { label, resultBytes: JSON.stringify(resultOf(42)).length, ours, theirs, breakdown };
+  return rows;
 }
 
 async function main(): Promise<void> {
@@ -155,45 +176,31 @@ async function main(): Promise<void> {
       { tenantId: 'warm', runId: 'warm', toolName: 'send_email', argsHash: await toolCallArgsHash({}) },
       { effect: 'opaque' },
     );
-    const small = (i: number) => ({ ok: true, messageId: `msg-${String(i).padStart(10, '0')}` });
-    const runs = [
-      await measureSize(redis, `${handle.prefix}:real`, 'realistic result', realisticResult),
-      await measureSize(redis, `${handle.prefix}:small`, "small result (the queue bench's)", small),
-      await measureSize(redis, `${handle.prefix}:real-4`, 'realistic result, receiptLayout: 4', realisticResult, 4),
-      await measureSize(redis, `${handle.prefix}:small-4`, 'small result, receiptLayout: 4', small, 4),
-    ];
-    // The same layout on a server whose listpack limits a deployment raised (docs/redis.md#memory); a server
+    const rows = await measureAll(redis, handle.prefix, 'default');
+    // The same on a server whose listpack limits a deployment raised (docs/redis.md#memory); a server
     // that refuses CONFIG SET (a managed one, REDIS_URL) is measured with its own settings only.
     const own = await serverSettings(redis, Object.keys(LISTPACK_SETTINGS));
-    const tuned = Object.entries(LISTPACK_SETTINGS)
+    const raised = Object.entries(LISTPACK_SETTINGS)
       .map(([name, value]) => `${name} ${value}`)
       .join(', ');
+    let refusedRaise: string | undefined;
     try {
       await applySettings(redis, LISTPACK_SETTINGS);
-      runs.push(await measureSize(redis, `${handle.prefix}:real-lp`, `realistic result, server set to ${tuned}`, realisticResult));
-      runs.push(await measureSize(redis, `${handle.prefix}:small-lp`, `small result, server set to ${tuned}`, small));
-      runs.push(
-        await measureSize(redis, `${handle.prefix}:real-lp-4`, `realistic result, receiptLayout: 4, server set so`, realisticResult, 4),
-      );
-      runs.push(await measureSize(redis, `${handle.prefix}:small-lp-4`, `small result, receiptLayout: 4, server set so`, small, 4));
+      rows.push(...(await measureAll(redis, handle.prefix, 'raised')));
     } catch (err) {
-      console.log(`  (no pass with raised listpack limits: CONFIG SET was refused: ${String(err)})`);
+      refusedRaise = String(err);
     } finally {
       await applySettings(redis, own).catch(() => undefined);
     }
     console.log(
-      `memory bench — redis ${await redisVersion(redis)}, ${RECEIPTS} calls settled in ${RUNS} runs each side, ` +
-        `each side on a fresh prefix; used_memory delta / calls (receipt, run index, counting set, registry included)`,
+      `memory bench — redis ${await redisVersion(redis)}, ${RECEIPTS} calls settled in ${RUNS} runs each side, each side on a fresh ` +
+        'prefix; bytes = used_memory delta / calls (receipt, run index, counting set, registry included); limits default = ' +
+        `${Object.entries(own)
+          .map(([name, value]) => `${name} ${value}`)
+          .join(', ')}, raised = ${raised}`,
     );
-    for (const run of runs) {
-      const ratio = run.ours / run.theirs;
-      console.log(
-        `  ${run.label}, ${run.resultBytes} bytes of JSON: ours ${run.ours.toFixed(0)} B per receipt, ` +
-          `peer ${run.theirs.toFixed(0)} B per record; ours / peer ${ratio.toFixed(2)}× ` +
-          `(goal ≤ ${GOAL}×: ${ratio <= GOAL ? 'met' : 'missed'}; ≤ ${(run.theirs * GOAL).toFixed(0)} B would meet it)`,
-      );
-      for (const line of run.breakdown) console.log(`    ${line}`);
-    }
+    if (refusedRaise !== undefined) console.log(`  (no pass with raised listpack limits: CONFIG SET was refused: ${refusedRaise})`);
+    for (const line of memoryTables(rows, GOAL)) console.log(line === '' ? '' : `  ${line}`);
   } finally {
     if (!handle.controllable) await unlinkMatching(redis, `${handle.prefix}:*`);
     redis.disconnect();

@@ -136,3 +136,13 @@ export {
   type RedisFinding,
   type RedisReport,
 } from './operators/doctor.js';
+export {
+  adviseOnMemory,
+  DEFAULT_MEMORY_SAMPLES,
+  type ListpackLimits,
+  type MemoryAdvice,
+  type MemoryAdviceOptions,
+  type MemoryNote,
+  type MemoryReport,
+  type ReceiptMemorySample,
+} from './operators/memory-advice.js';
