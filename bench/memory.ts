@@ -117,15 +117,8 @@ async function measureOurs(
 ): Promise<Pick<MemoryRow, 'ours' | 'breakdown' | 'refused'>> {
   let store: ReceiptStore;
   try {
-    // A layout this release does not write yet is refused here (options.invalid), before anything is written.
-    store = new ReceiptStore({
-      redis,
-      prefix,
-      leaseMs: LEASE_MS,
-      retentionMs: RETENTION_MS,
-      owner: 'bench',
-      receiptLayout: layout as ReceiptLayout,
-    });
+    // A layout a build does not write is refused here (options.invalid), before anything is written.
+    store = new ReceiptStore({ redis, prefix, leaseMs: LEASE_MS, retentionMs: RETENTION_MS, owner: 'bench', receiptLayout: layout });
   } catch (refusal) {
     return { refused: (refusal as { code?: string }).code ?? String(refusal) };
   }
