@@ -26,7 +26,6 @@ import { Redis } from 'ioredis';
 import { toolCallArgsHash } from '../src/core/identity.js';
 import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
-import type { ReceiptLayout } from '../src/redis/settings.js';
 import { startRedis } from '../test/support/redis.js';
 import { breakdownOf, memoryTables, peerRecordOf, type MemoryRow } from './memory-report.js';
 import { peerIdempotent } from './peer.js';

@@ -50,7 +50,10 @@ export const commandTimeoutOption: OptionRule = wholeNumber(1, 'ms', MAX_TIMER_M
 export const ownerOption: OptionRule = nonBlankString;
 
 /** `receiptLayout`: the layout new receipts are written in, `2`, `4` or `5` (see `ReceiptLayout`). */
-export const receiptLayoutOption: OptionRule = rule('2, 4 or 5 (the receipt layout new receipts are written in)', (v) => v === 2 || v === 4 || v === 5);
+export const receiptLayoutOption: OptionRule = rule(
+  '2, 4 or 5 (the receipt layout new receipts are written in)',
+  (v) => v === 2 || v === 4 || v === 5,
+);
 
 /**
  * The rules of the options a receipts keyspace's calls are made with (but

@@ -122,7 +122,13 @@ describe('a transactional receipt whose attempt reports its outcome unknown (a l
       return (await l.store.inspect(key))!;
     };
     const transactional = await claimed('transactional', 'a'.repeat(64));
-    expect(transactional).toMatchObject({ status: 'running', effect: 'transactional', leaseExpired: true, ambiguousMs: null, schema: COMPACT_RECEIPT_SCHEMA });
+    expect(transactional).toMatchObject({
+      status: 'running',
+      effect: 'transactional',
+      leaseExpired: true,
+      ambiguousMs: null,
+      schema: COMPACT_RECEIPT_SCHEMA,
+    });
     const opaque = await claimed('opaque', 'b'.repeat(64));
     expect(opaque).toMatchObject({ status: 'running', effect: 'opaque', leaseExpired: true, ambiguousMs: expect.any(Number) });
     expect((await l.store.listAmbiguous()).map((r) => r.redisKey)).toEqual([opaque.redisKey]);

@@ -59,7 +59,9 @@ export function claimRequest(
     job,
     // The layout a receipt this claim creates is written in (claim-4.lua's ARGV[13]); the compact one with the
     // receipt's member in its run's sets, made here where it costs a fraction of what the script would pay.
-    defaults.receiptLayout === COMPACT_RECEIPT_SCHEMA ? `${COMPACT_RECEIPT_SCHEMA}:${runIndexEntry(keys[0], COMPACT_RECEIPT_SCHEMA)}` : defaults.receiptLayout,
+    defaults.receiptLayout === COMPACT_RECEIPT_SCHEMA
+      ? `${COMPACT_RECEIPT_SCHEMA}:${runIndexEntry(keys[0], COMPACT_RECEIPT_SCHEMA)}`
+      : defaults.receiptLayout,
   ];
   return { key, keys, args, effect: options.effect, leaseMs, owner, job, token, needsApproval: options.needsApproval === true };
 }
