@@ -30,8 +30,9 @@
     (<tool>=<base64url>), so that with a tool name of up to 20 encoded
     characters it stays within the server's default zset-max-listpack-value
     (64 bytes) and the set stays a listpack. A digest of another shape keeps
-    its part as it is. src/redis/keys.ts holds the same rule (callMember) and
-    its inverse; test/redis/compact-members.test.ts checks the two agree.
+    its part as it is. src/redis/keys.ts holds the same rule (callMember),
+    src/redis/key-parts.ts its inverse (callPartOfMember);
+    test/redis/compact-members.test.ts checks they agree.
   indexMember(key, compact)  the member naming receipt `key` in the run
     index: the whole key, or with `compact` true countMember(key, true).
   hexToBase64url(hex)  64 hex digits as the 43 characters of their 32 bytes

@@ -1,6 +1,7 @@
 /** Reading approvals back: one receipt's approval state, and the calls awaiting approval under a prefix. */
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
-import { DEFAULT_KEY_PREFIX, receiptCallOf } from '../redis/keys.js';
+import { DEFAULT_KEY_PREFIX } from '../redis/keys.js';
+import { receiptCallOf } from '../redis/key-parts.js';
 import { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { keyspaceSettings } from '../redis/settings.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';

@@ -8,7 +8,8 @@
  * unambiguously.
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { receiptRedisKey, receiptRedisKeyParts } from '../redis/keys.js';
+import { receiptRedisKey } from '../redis/keys.js';
+import { receiptRedisKeyParts } from '../redis/key-parts.js';
 import { InvalidReceiptKeyError } from './errors.js';
 
 /** A receipt key taken apart: the prefix it lives under and the call it names. */

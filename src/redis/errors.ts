@@ -117,16 +117,8 @@ export const RECEIPT_SCHEMA_VERSION = 5;
  */
 export const LEAN_RECEIPT_SCHEMA = 4;
 
-/**
- * The compact layout (5) a keyspace with `receiptLayout: 5` creates receipts
- * in: layout 4, named in its run's index and counting set by a short member
- * (the call's part of its key, a hex digest written as base64url) instead of
- * its whole key, and with a result longer than 64 bytes (up to 2 KiB) kept
- * in parts of at most 64 bytes (`result`, `result.2` … and `result_parts`),
- * so that its hash and its run's sorted sets stay listpacks at the server's
- * default limits. Readers of this release join the parts.
- */
-export const COMPACT_RECEIPT_SCHEMA = 5;
+// The compact layout's number lives with the key layout it changes (the run index's members).
+export { COMPACT_RECEIPT_SCHEMA } from './keys.js';
 
 /**
  * The layout a claim that creates an ordinary receipt writes (2): one the

@@ -172,6 +172,17 @@ export function callRedisKeys(prefix: string, key: ToolCallReceiptKey): CallKeys
   return [receiptKeyIn(prefix, tag, key), runKey(prefix, 'run', tag), runKey(prefix, 'brk', tag), runKey(prefix, 'cnt', tag)];
 }
 
+/**
+ * The compact layout (5) a keyspace with `receiptLayout: 5` creates receipts
+ * in: layout 4, named in its run's index and counting set by a short member
+ * (the call's part of its key, a hex digest written as base64url) instead of
+ * its whole key, and with a result longer than 64 bytes (up to 2 KiB) kept
+ * in parts of at most 64 bytes (`result`, `result.2` … and `result_parts`),
+ * so that its hash and its run's sorted sets stay listpacks at the server's
+ * default limits. Readers of this release join the parts.
+ */
+export const COMPACT_RECEIPT_SCHEMA = 5;
+
 const LOWER_HEX_DIGEST = /^[0-9a-f]{64}$/;
 
 /**
@@ -193,31 +204,13 @@ export function callMember(callPart: string, compact: boolean): string {
   return `${callPart.slice(0, colon)}=${Buffer.from(digest, 'hex').toString('base64url')}`;
 }
 
-/** The receipt key's part after the hash tag that a member of {@link callMember} names (either form). */
-export function callPartOfMember(member: string): string {
-  const equals = member.indexOf('=');
-  if (equals < 0) return member;
-  return `${member.slice(0, equals)}:${Buffer.from(member.slice(equals + 1), 'base64url').toString('hex')}`;
-}
-
 /**
  * The entry a run index lists the receipt under `receiptKey` by when the
  * receipt has layout `layout`: its compact member ({@link callMember}) in
  * layout 5, the key itself before.
  */
 export function runIndexEntry(receiptKey: string, layout: number): string {
-  return layout === 5 ? callMember(receiptKey.slice(receiptKey.indexOf('}:') + 2), true) : receiptKey;
-}
-
-/**
- * The receipt key an entry of the run index `runIndexKey` names: the entry
- * itself when it is a whole key (layouts 1 to 4 list receipts so), else the
- * key its compact member ({@link callMember}) stands for.
- */
-export function receiptKeyOfRunEntry(runIndexKey: string, entry: string): string {
-  if (entry.includes('{')) return entry;
-  const at = runIndexKey.lastIndexOf(':run:{');
-  return `${runIndexKey.slice(0, at)}:rcpt:${runIndexKey.slice(at + 5)}:${callPartOfMember(entry)}`;
+  return layout === COMPACT_RECEIPT_SCHEMA ? callMember(receiptKey.slice(receiptKey.indexOf('}:') + 2), true) : receiptKey;
 }
 
 /** Shards of the run registry per prefix. Fixed: every process of a fleet must agree on it. */
@@ -288,63 +281,6 @@ export function parseRunIndexRedisKey(prefix: string, redisKey: string): { tenan
 /** SCAN pattern matching every receipt under `prefix` (the prefix holds no glob characters). */
 export function receiptScanPattern(prefix: string): string {
   return `${prefix}:rcpt:*`;
-}
-
-const RECEIPT_KEY_SHAPE = /^([A-Za-z0-9._~:/-]+):rcpt:\{([^{}:|]*)\|([^{}:|]*)\}:([^{}:|]*):([^{}:|]*)$/;
-
-/**
- * A receipt key taken apart: the prefix it lives under and the call it
- * names, each component decoded (a prefix holds no braces, so the run's hash
- * tag is the key's only one); `undefined` when `redisKey` does not have a
- * receipt key's shape. Throws a `RangeError` for a component that is not
- * percent-encoded. A layout-4 receipt stores none of the call's names, so
- * its readers take them from here.
- */
-export function receiptRedisKeyParts(redisKey: string): { prefix: string; key: ToolCallReceiptKey } | undefined {
-  const match = RECEIPT_KEY_SHAPE.exec(redisKey);
-  if (!match) return undefined;
-  const [, prefix, tenant, run, tool, hash] = match as unknown as [string, string, string, string, string, string];
-  return {
-    prefix,
-    key: {
-      tenantId: decodeKeyComponent(tenant),
-      runId: decodeKeyComponent(run),
-      toolName: decodeKeyComponent(tool),
-      argsHash: decodeKeyComponent(hash),
-    },
-  };
-}
-
-/** The names of a call as a receipt's hash may store them (layout 4 stores none). */
-export interface StoredCallNames {
-  readonly tenant?: string | undefined;
-  readonly run?: string | undefined;
-  readonly tool?: string | undefined;
-  readonly args_hash?: string | undefined;
-}
-
-/**
- * The call a receipt is for: each name as its hash stores it, or, where the
- * hash stores none (layout 4), decoded from its key ({@link receiptRedisKeyParts});
- * `''` for a name neither gives.
- */
-export function receiptCallOf(redisKey: string, stored: StoredCallNames): ToolCallReceiptKey {
-  const { tenant, run, tool, args_hash: argsHash } = stored;
-  if (tenant !== undefined && run !== undefined && tool !== undefined && argsHash !== undefined) {
-    return { tenantId: tenant, runId: run, toolName: tool, argsHash };
-  }
-  let named: ToolCallReceiptKey | undefined;
-  try {
-    named = receiptRedisKeyParts(redisKey)?.key;
-  } catch {
-    // A key that is not one the store writes names nothing: the stored names (or '') stand.
-  }
-  return {
-    tenantId: tenant ?? named?.tenantId ?? '',
-    runId: run ?? named?.runId ?? '',
-    toolName: tool ?? named?.toolName ?? '',
-    argsHash: argsHash ?? named?.argsHash ?? '',
-  };
 }
 
 /**

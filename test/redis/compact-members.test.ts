@@ -2,7 +2,7 @@
  * The compact layout's members: `callMember` (src/redis/keys.ts) and
  * countMember (lua/includes/count-score.lua) must make the same member from
  * the same key, or a run's index would name a receipt one way in Node and
- * another in Lua; `callPartOfMember` must undo either form, and
+ * another in Lua; `callPartOfMember` (src/redis/key-parts.ts) must undo either form, and
  * `receiptKeyOfRunEntry` must give back the key of every entry a run index
  * can hold. Checked on random names against the real script on a real server.
  */
@@ -10,7 +10,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sha256Digest } from '../../src/core/identity.js';
-import { callMember, callPartOfMember, receiptKeyOfRunEntry, receiptRedisKey, runIndexRedisKey } from '../../src/redis/keys.js';
+import { callMember, receiptRedisKey, runIndexRedisKey } from '../../src/redis/keys.js';
+import { callPartOfMember, receiptKeyOfRunEntry } from '../../src/redis/key-parts.js';
 import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();

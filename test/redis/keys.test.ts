@@ -2,19 +2,18 @@ import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  receiptCountRedisKey,
-  receiptCountRedisKeyOfTag,
-  InvalidKeyPrefixError,
   breakerRedisKey,
   decodeKeyComponent,
   encodeKeyComponent,
+  InvalidKeyPrefixError,
   isReceiptRedisKey,
-  receiptCallOf,
+  receiptCountRedisKey,
+  receiptCountRedisKeyOfTag,
   receiptRedisKey,
-  receiptRedisKeyParts,
   runIndexRedisKey,
   validateKeyPrefix,
 } from '../../src/redis/keys.js';
+import { receiptCallOf, receiptRedisKeyParts } from '../../src/redis/key-parts.js';
 
 const RESERVED = /[{}:|%\s\p{Cc}]/u;
 // Any JavaScript string: reserved characters, unpaired surrogates, any code point.

@@ -17,7 +17,7 @@
  */
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { receiptKeyOfRunEntry } from '../../src/redis/keys.js';
+import { receiptKeyOfRunEntry } from '../../src/redis/key-parts.js';
 import { describe, expect, it } from 'vitest';
 import type { EffectResumability } from '../../src/core/decision.js';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';

@@ -9,7 +9,8 @@
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
 import { configGet, isReplyError } from '../connection/clients/commands.js';
-import { DEFAULT_KEY_PREFIX, receiptCountRedisKey, receiptRedisKeyParts, receiptScanPattern, runIndexRedisKey } from '../keys.js';
+import { DEFAULT_KEY_PREFIX, receiptCountRedisKey, receiptScanPattern, runIndexRedisKey } from '../keys.js';
+import { receiptRedisKeyParts } from '../key-parts.js';
 import { prefixOption } from '../options.js';
 
 /** The server settings that decide whether a hash or sorted set is kept as one compact listpack. */

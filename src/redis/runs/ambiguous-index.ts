@@ -7,7 +7,8 @@
  * entries, so no receipt is read and no SCAN runs: the cost grows with the
  * number of registered runs (like `stats`), not with the size of the keyspace.
  */
-import { callPartOfMember, decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
+import { decodeKeyComponent, encodeKeyComponent, receiptCountRedisKeyOfTag } from '../keys.js';
+import { callPartOfMember } from '../key-parts.js';
 import type { RedisConnection } from '../connection/connection.js';
 import { scriptPerRun, serverTimeMs } from './counts.js';
 import type { RegisteredRun, RunRegistry } from './registry.js';

@@ -9,7 +9,8 @@
 import { receiptsConnection, scanKeys, type RedisConnection } from '../connection/connection.js';
 import { zrange } from '../connection/clients/commands.js';
 import type { ReceiptStatus } from '../errors.js';
-import { parseRunIndexRedisKey, receiptCountRedisKey, receiptKeyOfRunEntry, runIndexScanPattern } from '../keys.js';
+import { parseRunIndexRedisKey, receiptCountRedisKey, runIndexScanPattern } from '../keys.js';
+import { receiptKeyOfRunEntry } from '../key-parts.js';
 import { scriptPerRun, serverTimeMs, StatsTotals, type ReceiptCount, type ReceiptStats, type RunTally } from './counts.js';
 import type { RunRegistry } from './registry.js';
 import { forEachBounded } from '../connection/bounded.js';

@@ -4,7 +4,8 @@
  */
 import { receiptsConnection, scanKeys, type ReceiptsConnection, type RedisConnection } from '../../connection/connection.js';
 import { zrangeWithScores } from '../../connection/clients/commands.js';
-import { isReceiptRedisKey, receiptKeyOfRunEntry, receiptScanPattern } from '../../keys.js';
+import { isReceiptRedisKey, receiptScanPattern } from '../../keys.js';
+import { receiptKeyOfRunEntry } from '../../key-parts.js';
 import { COMPACT_RECEIPT_SCHEMA, CorruptReceiptError, corruptReceiptErrorOf, ReceiptVersionError } from '../../errors.js';
 import { isAmbiguousRecord, parseInspectReply, type ReceiptHistoryEntry, type ReceiptRecord } from './record.js';
 import { runScript, scriptEntry } from '../../scripts/scripts.js';

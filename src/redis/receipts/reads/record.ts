@@ -14,7 +14,7 @@ import {
   type ApprovalStatus,
   type ReceiptRecordStatus,
 } from '../../errors.js';
-import { receiptCallOf } from '../../keys.js';
+import { receiptCallOf } from '../../key-parts.js';
 import { fromStoredJson } from '../channel.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 

@@ -11,8 +11,8 @@ import { decideToolCallReceipt, effectForClaim, type EffectResumability, type Re
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
-import { COMPACT_RECEIPT_SCHEMA, InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
-import { breakerField, runIndexEntry } from '../../keys.js';
+import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
+import { breakerField, COMPACT_RECEIPT_SCHEMA, runIndexEntry } from '../../keys.js';
 import type { KeyspaceSettings } from '../../settings.js';
 import { checkedLeaseMs } from '../../options.js';
 import {
