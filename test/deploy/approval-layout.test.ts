@@ -34,7 +34,8 @@ afterAll(async () => {
 it('the previous release refuses awaiting, approved and denied receipts, writing nothing, and reads a started one', async () => {
   const old = (await import(pathToFileURL(release.redisEntry).href)) as RedisModule;
   const prefix = `${server.prefix}appr`;
-  const gate = new ApprovalGate(ReceiptsKeyspace.open({ redis, prefix, retentionMs: 60_000 }).channel);
+  // Layout 2's approval states (3): the layout this release writes beside an earlier one (docs/upgrading.md).
+  const gate = new ApprovalGate(ReceiptsKeyspace.open({ redis, prefix, retentionMs: 60_000, receiptLayout: 2 }).channel);
   const oldStore = new old.ReceiptStore({ redis, prefix });
   const store = new ReceiptStore({ redis, prefix });
   const keyOf = async (n: number) => ({ tenantId: 'acme', runId: 'run-1', toolName: 'refund', argsHash: await toolCallArgsHash({ n }) });

@@ -201,8 +201,8 @@ it('workers: layout 4 written, the previous release replays it, and with the set
     expect(await layoutOf('c@x.test')).toEqual({ schema: null, keyFields: 4 });
     await oldWorker.close();
 
-    // The setting turned off: this release still replays layout 4, and new receipts are layout 2.
-    start(current);
+    // Back to layout 2 (the setting this release runs with beside an earlier one): it still replays layout 4.
+    start(current, { receiptLayout: 2 });
     expect(await run(turn('a', 'a@x.test', 'b@x.test', 'd@x.test'))).toEqual(['replayed', 'replayed', 'executed']);
     expect(await layoutOf('d@x.test')).toEqual({ schema: '2', keyFields: 4 });
     expect(await layoutOf('a@x.test')).toEqual({ schema: '4', keyFields: 0 });

@@ -20,7 +20,11 @@ import { waitUntil } from './redis-fixture.js';
 import { startRedis, type RedisHandle } from './redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process.js';
 
-/** A kind of worker: the previous release, or this checkout with the default layout or `receiptLayout: 4`. */
+/**
+ * A kind of worker: the previous release, or this checkout with
+ * `receiptLayout: 2` (how docs/upgrading.md deploys it beside an earlier
+ * release: the layout every release reads) or `receiptLayout: 4`.
+ */
 export type WorkerKind = 'previous' | 'current' | 'current-4';
 type RedisModule = typeof import('../../src/redis/index.js');
 
@@ -172,7 +176,7 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
       LIB_ENTRY: kind === 'previous' ? release.entry : CURRENT_ENTRY,
       ...(freezes.includes('post_message') ? { FREEZE_POST: '1' } : {}),
       ...(freezes.includes('create_ticket') ? { FREEZE_TICKET: '1' } : {}),
-      ...(kind === 'current-4' ? { RECEIPT_LAYOUT: '4' } : {}),
+      ...(kind === 'current-4' ? { RECEIPT_LAYOUT: '4' } : kind === 'current' ? { RECEIPT_LAYOUT: '2' } : {}),
     });
     const entry = { kind, worker };
     spawned.push(entry);
