@@ -114,8 +114,8 @@ export function resolveArgs(record: ReceiptRecord, verdict: Resolution): string[
     record.redisKey,
     '--attempts',
     String(record.attempts),
-    '--epoch',
-    record.epoch,
+    // One argument: an epoch may start with '-', which as an argument of its own reads as an option.
+    `--epoch=${record.epoch}`,
     ...(verdict.outcome === 'completed'
       ? ['--completed', '--result', JSON.stringify(verdict.result)]
       : ['--failed', '--error', verdict.error]),
@@ -243,11 +243,12 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
   /**
    * Waits until every job enqueued so far has completed or failed, but those
    * of a turn holding one of the calls in `held` (a frozen worker's, and its
-   * redelivered twin, which waits for it).
+   * redelivered twin, which waits for it); `'frozen'` holds the calls live
+   * workers froze in by then.
    */
-  const drain = async (what: string, held: readonly string[] = []) => {
+  const drain = async (what: string, held: readonly string[] | 'frozen' = []) => {
     await waitUntil(
-      async () => unfinished(await finished(), held),
+      async () => unfinished(await finished(), held === 'frozen' ? frozenCalls() : held),
       (left) => left.length === 0,
       DRAIN_TIMEOUT_MS,
       what,
