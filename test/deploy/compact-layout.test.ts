@@ -157,7 +157,7 @@ it('step 1: the earlier release beside this one with receiptLayout: 2, under SIG
   } finally {
     await deploy.close();
   }
-}, 120_000);
+}, 240_000);
 
 it('step 2 and its rollback: receiptLayout: 2 beside layout 5 under SIGKILLs, then 2 again: nothing twice, each receipt keeps its layout, this release reads all', async () => {
   const { release, server } = made;
@@ -276,7 +276,7 @@ it('step 2 and its rollback: receiptLayout: 2 beside layout 5 under SIGKILLs, th
   } finally {
     await deploy.close();
   }
-}, 120_000);
+}, 240_000);
 
 it('the earlier release refuses layout-5 receipts typed, its store, CLI and worker, and writes nothing; this release replays them', async () => {
   const { release, server } = made;
@@ -372,7 +372,7 @@ it('the earlier release refuses layout-5 receipts typed, its store, CLI and work
   } finally {
     await deploy.close();
   }
-}, 90_000);
+}, 120_000);
 
 // Not yet true, and tracked here so it is seen when it becomes true: the earlier release reads a run's index
 // members as receipt keys, so on a run holding layout-5 receipts (whose members are short, not keys) its

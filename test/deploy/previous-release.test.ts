@@ -43,7 +43,9 @@ describe.each(releases)('release $name', ({ commit, inHistory }) => {
         expect(readFileSync(path.join(packed.root, file), 'utf8'), file).toBe(readFileSync(path.join(built.root, file), 'utf8'));
       const code = (root: string) => filesUnder(root, 'dist').filter((file) => file.endsWith('.js'));
       expect(code(packed.root)).toEqual(code(built.root));
-      expect(readFileSync(path.join(packed.root, 'package.json'), 'utf8')).toBe(readFileSync(path.join(built.root, 'package.json'), 'utf8'));
+      expect(readFileSync(path.join(packed.root, 'package.json'), 'utf8')).toBe(
+        readFileSync(path.join(built.root, 'package.json'), 'utf8'),
+      );
     },
     180_000,
   );

@@ -1,5 +1,5 @@
 /**
- * The rolling-deploy harness shared by test/deploy/rolling-deploy*.test.ts: a
+ * The rolling-deploy harness shared by the deploy tests in test/deploy/: a
  * fleet of worker processes (test/fixtures/deploy-worker.ts) of an earlier
  * release and of this checkout, in any receipt layout, on one Redis, key
  * prefix and queue; slots replaced one by one with SIGKILLs; the turns they
