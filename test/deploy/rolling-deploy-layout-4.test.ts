@@ -19,21 +19,10 @@ import type { Job } from 'bullmq';
 import { expect, it } from 'vitest';
 import { duplicateEffects, readOutbox } from '../../examples/outbox-tools.js';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
-import { toolCallArgsHash } from '../../src/core/index.js';
 import type { ReceiptRecord } from '../../src/redis/index.js';
 import { spawnCli } from '../cli/support.js';
-import { waitUntil } from '../support/redis-fixture.js';
-import {
-  core,
-  deployFleet,
-  previousCli,
-  resolveArgs,
-  STEP_TIMEOUT_MS,
-  useReleaseAndRedis,
-  verdictOf,
-  type Turn,
-  type WorkerKind,
-} from '../support/rolling-deploy.js';
+import { layoutSteps } from '../support/layout-steps.js';
+import { core, deployFleet, previousCli, resolveArgs, useReleaseAndRedis, verdictOf, type Turn } from '../support/rolling-deploy.js';
 
 const KEY_FIELDS = ['tenant', 'run', 'tool', 'args_hash'];
 const EMPTY_CALL = { tenantId: '', runId: '', toolName: '', argsHash: '' };
@@ -75,26 +64,8 @@ it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the pr
   const cli = (args: readonly string[]) => spawnCli([...args, '--prefix', prefix], server.url);
   const oldCli = (args: readonly string[]) => previousCli(release, server, args, prefix);
 
-  /** Each receipt's layout as stored (its `schema` field, '1' without one), found by SCAN, not by a store. */
-  const layouts = async () => {
-    const found = new Map<string, string>();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:rcpt:{*`, 'COUNT', 1000);
-      cursor = next;
-      for (const key of keys) found.set(key, (await redis.hget(key, 'schema')) ?? '1');
-    } while (cursor !== '0');
-    return found;
-  };
-  const batchOf = (redisKey: string) => /\|run-([a-z])-\d\}/.exec(redisKey)?.[1] ?? '?';
+  const { settled, expectKept, callOf, rollTo, expectTakenOver: takenOver } = layoutSteps(deploy, prefix);
   const keyFieldsOf = async (redisKey: string) => (await redis.hkeys(redisKey)).filter((f) => KEY_FIELDS.includes(f));
-  /** The turn holding a call, and the call's receipt key. */
-  const callOf = async (callId: string) => {
-    const data = [...turns.values()].find((t) => t.calls.some((c) => c.id === callId))!;
-    const call = data.calls.find((c) => c.id === callId)!;
-    const key = { tenantId: data.tenantId, runId: data.runId, toolName: call.name, argsHash: await toolCallArgsHash(call.input) };
-    return { data, key, redisKey: store.redisKey(key) };
-  };
   /** Checks that every call of each (finished) job was replayed. */
   const everyCallReplayed = async (jobs: readonly Job[]) => {
     for (const job of jobs) {
@@ -103,44 +74,10 @@ it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the pr
       expect(outcomes, `job ${done.id} (${done.failedReason ?? 'completed'})`).toEqual(done.data.calls.map(() => 'replayed'));
     }
   };
-  /**
-   * Waits until a default-layout or layout-4 worker has taken over a frozen
-   * create_ticket call (its recorded steps kept, its last one run), and checks
-   * that the receipt kept its layout: `layout`, with its names only in layout 2.
-   */
-  const expectTakenOver = async (
-    call: Awaited<ReturnType<typeof callOf>>,
-    idempotencyKey: string,
-    layout: number,
-    [before, after]: readonly [WorkerKind, WorkerKind],
-  ) => {
-    const record = await waitUntil(
-      () => store.inspect(call.key),
-      (r) => r?.status === 'completed',
-      STEP_TIMEOUT_MS,
-      `a ${after} worker to take the frozen ticket over`,
-    );
-    expect(record).toMatchObject({ key: call.key, attempts: 2, schema: layout });
-    expect(await keyFieldsOf(call.redisKey)).toHaveLength(layout === 4 ? 0 : KEY_FIELDS.length);
-    const parts = (await readOutbox(redis, prefix)).filter((e) => e.idempotencyKey === idempotencyKey);
-    expect(parts.map((e) => [e.part, (e as { release?: string }).release])).toEqual([
-      ['reserve', before],
-      ['create', before],
-      ['notify', after],
-    ]);
-  };
-  /** Layouts read after each step; each must keep every receipt of the one before. */
-  const steps: { step: string; layouts: Map<string, string> }[] = [];
-  const settled = async (step: string) => {
-    steps.push({ step, layouts: await layouts() });
-  };
-  /** Rolls the fleet over to `kind`, one SIGKILLed worker at a time while jobs flow; the slots in `last` go last. */
-  const rollTo = async (kind: WorkerKind, last: readonly number[] = []) => {
-    const order = [...fleet.keys()].filter((slot) => !last.includes(slot)).concat(last);
-    for (const slot of order) {
-      await flowing(`jobs to flow before slot ${slot} turns ${kind}`);
-      await replace(slot, kind);
-    }
+  /** A frozen create_ticket call taken over (see layoutSteps), its receipt `layout` with its names only in layout 2. */
+  const expectTakenOver = async (...args: Parameters<typeof takenOver>) => {
+    await takenOver(...args);
+    expect(await keyFieldsOf(args[0].redisKey)).toHaveLength(args[2] === 4 ? 0 : KEY_FIELDS.length);
   };
 
   try {
@@ -152,9 +89,9 @@ it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the pr
     await flowing('batch a to flow before a SIGKILL');
     await replace((defaultSlot + 1) % fleet.length, 'current');
     await drain('the default-layout fleet to finish batch a', [defaultTicket.said.callId]);
-    await settled('default layout');
+    const defaultLayouts = await settled('default layout');
     const oldTicket = await callOf(defaultTicket.said.callId);
-    expect(steps.at(-1)!.layouts.get(oldTicket.redisKey)).toBe('2');
+    expect(defaultLayouts.get(oldTicket.redisKey)).toBe('2');
 
     // 2. receiptLayout: 4 switched on by a rolling restart while turns flow: each worker SIGKILLed mid-work and
     // replaced by one with the setting, so for a while both kinds take the queue; the frozen one goes last, and a
@@ -171,11 +108,11 @@ it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the pr
     const lostPost = await deploy.frozen('current-4', 'post_message');
     const lostTicket = await deploy.frozen('current-4', 'create_ticket');
     await drain('every turn but the frozen ones to finish in layout 4', [lostPost.said.callId, lostTicket.said.callId]);
-    await settled('layout 4 on');
+    const layout4Layouts = await settled('layout 4 on');
     const ticket = await callOf(lostTicket.said.callId);
     const post = await callOf(lostPost.said.callId);
-    expect(steps.at(-1)!.layouts.get(ticket.redisKey)).toBe('4');
-    expect(steps.at(-1)!.layouts.get(post.redisKey)).toBe('4');
+    expect(layout4Layouts.get(ticket.redisKey)).toBe('4');
+    expect(layout4Layouts.get(post.redisKey)).toBe('4');
     await everyCallReplayed(aReplays);
 
     // 3. The rollback, first step: the setting turned off by a rolling restart under load, the worker frozen in
@@ -276,18 +213,7 @@ it('layout 4 switched on and off by rolling restarts under SIGKILLs, then the pr
     // Each receipt kept its layout from one step to the next, whichever worker wrote it after; each batch's
     // receipts have the layouts the workers that could create them write; and layout 4 alone drops the names.
     const heldKeys = new Set((await Promise.all([oldTicket, post, ticket].map((held) => deploy.receiptKeys(held.data)))).flat());
-    let before = new Map<string, string>();
-    for (const { step, layouts: seen } of steps) {
-      for (const [key, layout] of before) expect(seen.get(key), `${key} at ${step}`).toBe(layout);
-      for (const [key, layout] of seen) {
-        if (before.has(key)) continue;
-        expect(STEP_LAYOUTS[step], `${key}, first read at ${step}`).toContain(layout);
-        const only = BATCH_LAYOUTS[batchOf(key)];
-        if (only && !heldKeys.has(key)) expect(only, key).toContain(layout);
-      }
-      before = seen;
-    }
-    const final = before;
+    const final = expectKept({ steps: STEP_LAYOUTS, batches: BATCH_LAYOUTS, held: heldKeys });
     expect(new Set(final.values())).toEqual(new Set(['1', '2', '4']));
     for (const [key, layout] of final) expect(await keyFieldsOf(key), key).toHaveLength(layout === '4' ? 0 : KEY_FIELDS.length);
 

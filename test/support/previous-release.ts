@@ -1,8 +1,10 @@
 /**
- * The previous release of this package, as a directory a worker process or a
- * CLI can run from, for the rolling-deploy test: `dist/`, `lua/` and
+ * An earlier release of this package, as a directory a worker process or a
+ * CLI can run from, for the rolling-deploy tests: `dist/`, `lua/` and
  * `package.json` of that release, with this checkout's `node_modules` linked
- * in (the same bullmq, ioredis and zod a user's app would give it).
+ * in (the same bullmq, ioredis and zod a user's app would give it). Two are
+ * kept: {@link PREVIOUS_RELEASE_COMMIT}, the one most deploy tests run, and
+ * {@link PRE_COMPACT_RELEASE_COMMIT}, the last before the compact layout.
  *
  * Where it comes from, first match wins:
  * 1. The repository's history holds the release's commit: `git archive` of
@@ -27,11 +29,19 @@ import { fileURLToPath } from 'node:url';
 
 /** The commit main stood on when rolling deploys were first tested: the release a deploy replaces. */
 export const PREVIOUS_RELEASE_COMMIT = '522c766cc54ade167b503909a7c36dd50652065a';
+/**
+ * The last commit before receipt layout 5 (the compact one): it reads layouts
+ * up to 4 and refuses a layout-5 receipt with `receipt.version`; the release a
+ * fleet moving to layout 5 starts from.
+ */
+export const PRE_COMPACT_RELEASE_COMMIT = '867854b542a5c0edd75cb897aa4c54a3780b3969';
+/** Every release kept packed in `test/fixtures/previous-release/`. */
+export const PACKED_RELEASE_COMMITS = [PREVIOUS_RELEASE_COMMIT, PRE_COMPACT_RELEASE_COMMIT] as const;
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const tarball = fileURLToPath(
-  new URL(`../fixtures/previous-release/bullmq-tool-receipts-${PREVIOUS_RELEASE_COMMIT.slice(0, 7)}.tgz`, import.meta.url),
-);
+/** The packed release of a commit (see the folder's README). */
+export const tarballOf = (commit: string) =>
+  fileURLToPath(new URL(`../fixtures/previous-release/bullmq-tool-receipts-${commit.slice(0, 7)}.tgz`, import.meta.url));
 const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 /** Written last into a finished copy. */
 const MARKER = '.previous-release.json';
@@ -79,8 +89,8 @@ async function fromHistory(dir: string, commit: string): Promise<void> {
 }
 
 /** The packed release, unpacked. */
-async function fromTarball(dir: string): Promise<void> {
-  await sh('tar', ['-xzf', tarball, '-C', dir, '--strip-components=1'], dir);
+async function fromTarball(dir: string, commit: string): Promise<void> {
+  await sh('tar', ['-xzf', tarballOf(commit), '-C', dir, '--strip-components=1'], dir);
   await symlink(await realpath(path.join(repoRoot, 'node_modules')), path.join(dir, 'node_modules'), 'dir');
 }
 
@@ -111,11 +121,19 @@ async function relinkModules(root: string): Promise<void> {
 }
 
 /**
- * The previous release, made on first use and reused after: from `from`
- * when given, else as the file's comment says.
+ * The previous release ({@link PREVIOUS_RELEASE_COMMIT}), made on first use
+ * and reused after: from `from` when given, else as the file's comment says.
  */
-export async function previousRelease(from?: PreviousRelease['from']): Promise<PreviousRelease> {
-  const commit = PREVIOUS_RELEASE_COMMIT;
+export function previousRelease(from?: PreviousRelease['from']): Promise<PreviousRelease> {
+  return releaseAt(PREVIOUS_RELEASE_COMMIT, from);
+}
+
+/**
+ * The release at `commit` (one of {@link PACKED_RELEASE_COMMITS}, so a
+ * checkout without the history has its tarball), made on first use and
+ * reused after: from `from` when given, else as the file's comment says.
+ */
+export async function releaseAt(commit: string, from?: PreviousRelease['from']): Promise<PreviousRelease> {
   const asked = from ?? process.env['PREVIOUS_RELEASE_FROM'];
   if (asked !== undefined && asked !== 'history' && asked !== 'tarball') {
     throw new Error(`PREVIOUS_RELEASE_FROM is ${JSON.stringify(asked)}; use history or tarball`);
@@ -131,7 +149,7 @@ export async function previousRelease(from?: PreviousRelease['from']): Promise<P
   await mkdir(partial, { recursive: true });
   try {
     if (source === 'history') await fromHistory(partial, commit);
-    else await fromTarball(partial);
+    else await fromTarball(partial, commit);
     if (!existsSync(path.join(partial, 'dist', 'index.js')) || !existsSync(path.join(partial, 'lua', 'claim-4.lua'))) {
       throw new Error(`the previous release made in ${partial} has no dist/index.js or lua/claim-4.lua`);
     }

@@ -1,7 +1,7 @@
 /**
- * The rolling-deploy harness shared by test/deploy/rolling-deploy*.test.ts: a
- * fleet of worker processes (test/fixtures/deploy-worker.ts) of the previous
- * release and of this checkout, in either receipt layout, on one Redis, key
+ * The rolling-deploy harness shared by the deploy tests in test/deploy/: a
+ * fleet of worker processes (test/fixtures/deploy-worker.ts) of an earlier
+ * release and of this checkout, in any receipt layout, on one Redis, key
  * prefix and queue; slots replaced one by one with SIGKILLs; the turns they
  * take; and the previous release's CLI, as an operator on a host not yet
  * upgraded would run it.
@@ -15,17 +15,18 @@ import type { OutboxEntry } from '../../examples/outbox-tools.js';
 import { idempotencyKeyFor, type ToolJobResult } from '../../src/bullmq/index.js';
 import { toolCallArgsHash } from '../../src/core/index.js';
 import { ReceiptStore, type ReceiptRecord, type Resolution } from '../../src/redis/index.js';
-import { previousRelease, type PreviousRelease } from './previous-release.js';
+import { PREVIOUS_RELEASE_COMMIT, releaseAt, type PreviousRelease } from './previous-release.js';
 import { waitUntil } from './redis-fixture.js';
 import { startRedis, type RedisHandle } from './redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process.js';
 
 /**
- * A kind of worker: the previous release, or this checkout with
- * `receiptLayout: 2` (how docs/upgrading.md deploys it beside an earlier
- * release: the layout every release reads) or `receiptLayout: 4`.
+ * A kind of worker: the earlier release the fleet was deployed with, or this
+ * checkout: `current` as docs/upgrading.md deploys it beside an earlier
+ * release (`receiptLayout: 2`, the layout every release reads), or with
+ * `receiptLayout` set to the number after the dash.
  */
-export type WorkerKind = 'previous' | 'current' | 'current-4';
+export type WorkerKind = 'previous' | 'current' | 'current-2' | 'current-4' | 'current-5';
 type RedisModule = typeof import('../../src/redis/index.js');
 
 const CURRENT_ENTRY = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
@@ -61,13 +62,17 @@ export const core = (record: object) =>
   JSON.parse(JSON.stringify(Object.fromEntries(CORE_FIELDS.map((f) => [f, (record as Record<string, unknown>)[f]]))));
 
 /**
- * Registers a test file's hooks: the previous release (made once per machine)
- * and a redis-server of the file's own, stopped after. Read both in a test.
+ * Registers a test file's hooks: the earlier release at `commit` (the
+ * previous release unless given; made once per machine) and a redis-server
+ * of the file's own, stopped after. Read both in a test.
  */
-export function useReleaseAndRedis(): { readonly release: PreviousRelease; readonly server: RedisHandle } {
+export function useReleaseAndRedis(commit = PREVIOUS_RELEASE_COMMIT): {
+  readonly release: PreviousRelease;
+  readonly server: RedisHandle;
+} {
   const made = {} as { release: PreviousRelease; server: RedisHandle };
   beforeAll(async () => {
-    [made.release, made.server] = await Promise.all([previousRelease(), startRedis()]);
+    [made.release, made.server] = await Promise.all([releaseAt(commit), startRedis()]);
   }, 180_000);
   afterAll(async () => {
     await made.server?.stop();
@@ -110,8 +115,8 @@ export function resolveArgs(record: ReceiptRecord, verdict: Resolution): string[
     record.redisKey,
     '--attempts',
     String(record.attempts),
-    '--epoch',
-    record.epoch,
+    // One argument: an epoch may start with '-', which as an argument of its own reads as an option.
+    `--epoch=${record.epoch}`,
     ...(verdict.outcome === 'completed'
       ? ['--completed', '--result', JSON.stringify(verdict.result)]
       : ['--failed', '--error', verdict.error]),
@@ -176,7 +181,11 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
       LIB_ENTRY: kind === 'previous' ? release.entry : CURRENT_ENTRY,
       ...(freezes.includes('post_message') ? { FREEZE_POST: '1' } : {}),
       ...(freezes.includes('create_ticket') ? { FREEZE_TICKET: '1' } : {}),
-      ...(kind === 'current-4' ? { RECEIPT_LAYOUT: '4' } : kind === 'current' ? { RECEIPT_LAYOUT: '2' } : {}),
+      ...(kind === 'current'
+        ? { RECEIPT_LAYOUT: '2' }
+        : kind.startsWith('current-')
+          ? { RECEIPT_LAYOUT: kind.slice('current-'.length) }
+          : {}),
     });
     const entry = { kind, worker };
     spawned.push(entry);
@@ -239,11 +248,12 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
   /**
    * Waits until every job enqueued so far has completed or failed, but those
    * of a turn holding one of the calls in `held` (a frozen worker's, and its
-   * redelivered twin, which waits for it).
+   * redelivered twin, which waits for it); `'frozen'` holds the calls live
+   * workers froze in by then.
    */
-  const drain = async (what: string, held: readonly string[] = []) => {
+  const drain = async (what: string, held: readonly string[] | 'frozen' = []) => {
     await waitUntil(
-      async () => unfinished(await finished(), held),
+      async () => unfinished(await finished(), held === 'frozen' ? frozenCalls() : held),
       (left) => left.length === 0,
       DRAIN_TIMEOUT_MS,
       what,
@@ -332,3 +342,5 @@ export async function deployFleet({ release, server, prefix, freeze = {} }: Flee
     },
   };
 }
+/** A fleet {@link deployFleet} made. */
+export type Fleet = Awaited<ReturnType<typeof deployFleet>>;
