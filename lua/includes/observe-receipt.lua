@@ -46,6 +46,10 @@
 
   NEWEST_SCHEMA  the newest layout these scripts read (5).
 
+  RESULT_PART_BYTES, RESULT_MAX_PARTS  the largest part of a result kept in
+    parts (64 bytes, the server's default hash-max-listpack-value), and the
+    most parts (32): see includes/settle.lua. receiptOf reads no more.
+
   isCompact(schema)  whether a layout (a `schema` field as read, text or
     nil, or a number createdSchema gave) is the compact one.
 
@@ -141,6 +145,8 @@
 ]]
 local RECEIPT_SCHEMA, STATE_SCHEMA, LEAN_SCHEMA, COMPACT_SCHEMA, NEWEST_SCHEMA, LEAN_TEXT, COMPACT_TEXT = 2, 3, 4, 5, 5, '4', '5'
 
+local RESULT_PART_BYTES, RESULT_MAX_PARTS = 64, 32
+
 local function isCompact(schema)
   return schema == COMPACT_TEXT or schema == COMPACT_SCHEMA
 end
@@ -158,7 +164,8 @@ end
 
 local function receiptOf(f, key)
   local result, parts = f[5] or '', tonumber(f[9]) or 0
-  if parts > 1 and key then
+  -- No more parts than a settle writes: a hand-edited count must not make every read loop on.
+  if parts > 1 and parts <= RESULT_MAX_PARTS and key then
     -- A result kept in parts (includes/settle.lua): part 1 in `result`, the rest in result.2 … result.<n>.
     local names = {}
     for i = 2, parts do names[i - 1] = 'result.' .. i end

@@ -62,8 +62,6 @@
 --- @include "ttl"
 --- @include "count"
 
-local RESULT_PART_BYTES, RESULT_MAX_PARTS = 64, 32
-
 local function resultParts(text)
   if #text <= RESULT_PART_BYTES or #text > RESULT_PART_BYTES * RESULT_MAX_PARTS then return nil end
   local parts, from = {}, 1

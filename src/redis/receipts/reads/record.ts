@@ -329,6 +329,9 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   return resultText === undefined ? record : { ...record, result: fromStoredJson(resultText) };
 }
 
+/** The most parts the compact layout keeps a result in (RESULT_MAX_PARTS, lua/includes/observe-receipt.lua). */
+const RESULT_MAX_PARTS = 32;
+
 /**
  * A receipt's stored result text: its `result` field, followed by the parts
  * `result.2` … `result.<n>` when `result_parts` says the compact layout kept
@@ -337,7 +340,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
 function storedResult(fields: ReadonlyMap<string, string>): string | undefined {
   const first = fields.get('result');
   const parts = Number(fields.get('result_parts') ?? 0);
-  if (first === undefined || !Number.isSafeInteger(parts) || parts < 2) return first;
+  // No more parts than a settle writes (32): a hand-edited count must not make a read loop on.
+  if (first === undefined || !Number.isSafeInteger(parts) || parts < 2 || parts > RESULT_MAX_PARTS) return first;
   let text = first;
   for (let i = 2; i <= parts; i++) text += fields.get(`result.${i}`) ?? '';
   return text;
