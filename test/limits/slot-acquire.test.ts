@@ -32,9 +32,20 @@ async function acquire(
   redis: Redis,
   keys: [string, string, string],
   receipt: string,
-  options: { k: number; leaseMs?: number; onLimit?: string },
+  options: { k: number; leaseMs?: number; onLimit?: string; token?: string; adopt?: boolean },
 ) {
-  const args = [receipt, options.k, options.leaseMs ?? 60_000, options.onLimit ?? 'wait', `job-${receipt}`, 60_000, 'browse'];
+  const token = options.token ?? `token-${receipt}`;
+  const args = [
+    receipt,
+    options.k,
+    options.leaseMs ?? 60_000,
+    options.onLimit ?? 'wait',
+    `job-${receipt}`,
+    60_000,
+    'browse',
+    token,
+    options.adopt ? '1' : '0',
+  ];
   const [code, nowMs, , held, position, retryAtMs] = (await runScript(redis, 'limit-slot-acquire', keys, args)) as number[];
   return { granted: code === 1, nowMs: nowMs!, held: held!, position: position!, retryAtMs: retryAtMs! } satisfies Answer;
 }
