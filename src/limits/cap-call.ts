@@ -168,20 +168,21 @@ export class HeldSlots {
   /**
    * Renews every slot this delivery holds, sent with a heartbeat of its
    * attempt. `false` when one is no longer held (its lease passed, or
-   * another delivery adopted it), or when the renewals have failed long
-   * enough that a lease may pass before the next: the attempt is then to
-   * stop, so the server never frees a slot whose holder may still run.
+   * another delivery adopted it), or when this renewal was sent with less
+   * than a third of a lease surely left (renewals failed or came late, so a
+   * lease may pass before the next): the attempt is then asked to stop. It
+   * renews all the same while the server still holds its slots, so a tool
+   * that does not stop at once stays counted as long as it can be.
    */
   async renew(): Promise<boolean> {
     const own = this.slots.filter((slot) => slot.own);
     if (own.length === 0) return true;
     const sentAtMs = performance.now();
-    // A third of a lease left, and not renewed: the next beat may come after the lease passed.
-    if (sentAtMs > this.heldUntil - this.leaseMs / 3) return false;
+    const late = sentAtMs > this.heldUntil - this.leaseMs / 3;
     const answers = await Promise.allSettled(own.map((slot) => this.store.renew(slot.request, this.leaseMs)));
     if (answers.some((a) => a.status === 'fulfilled' && !a.value)) return false;
     if (answers.every((a) => a.status === 'fulfilled')) this.heldUntil = sentAtMs + this.leaseMs;
-    return true;
+    return !late;
   }
 
   /**

@@ -7,8 +7,8 @@
  */
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 import type { CapUsage } from './cap-store.js';
-import { parseLimitRedisKey, type ParsedLimitKey } from './keys.js';
-import type { LimitCountFilter } from './limit-counts.js';
+import type { ParsedLimitKey } from './keys.js';
+import { indexedCounts, type LimitCountFilter } from './limit-counts.js';
 import type { LimitStore } from './limit-store.js';
 
 /** One in-flight cap an operator sees: whose it is, and its slots now. */
@@ -24,15 +24,9 @@ export interface CapCount extends ParsedLimitKey {
  */
 export async function listCapCounts(store: LimitStore, redis: RedisConnection, filter: LimitCountFilter = {}): Promise<CapCount[]> {
   const caps: CapCount[] = [];
-  for (const redisKey of await store.index.list()) {
-    const parsed = parseLimitRedisKey(store.prefix, redisKey);
-    if (parsed === undefined) continue;
-    if (filter.tenantId !== undefined && parsed.tenantId !== filter.tenantId) continue;
-    if (filter.limit !== undefined && parsed.name !== filter.limit) continue;
+  for (const { parsed, redisKey } of await indexedCounts(store, filter)) {
     const kind = await receiptsConnection(redis).command('HGET', [redisKey, 'kind'], redisKey);
-    if (kind !== 'cap') continue;
-    caps.push({ ...parsed, redisKey, cap: await store.caps.usage(parsed, parsed) });
+    if (kind === 'cap') caps.push({ ...parsed, redisKey, cap: await store.caps.usage(parsed, parsed) });
   }
-  const order = (c: CapCount) => [c.name, c.tenantId ?? '', c.runId ?? ''].join('\u0000');
-  return caps.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  return caps;
 }

@@ -56,7 +56,18 @@ export class WorkerLimits {
     const every = [...shared, ...[...this.byTool.values()].flat().filter((l) => !shared.includes(l))];
     this.all = every.filter((l): l is Limit => !isCap(l));
     this.caps = every.filter(isCap);
+    // Split once here: the call path asks for each call.
+    for (const [tool, limits] of this.byTool) {
+      this.windowsByTool.set(
+        tool,
+        limits.filter((l): l is Limit => !isCap(l)),
+      );
+      this.capsByTool.set(tool, limits.filter(isCap));
+    }
   }
+
+  private readonly windowsByTool = new Map<string, readonly Limit[]>();
+  private readonly capsByTool = new Map<string, readonly InFlightCap[]>();
 
   /** Every window limit, once each, in the order given. */
   readonly all: readonly Limit[];
@@ -65,12 +76,12 @@ export class WorkerLimits {
 
   /** The window limits that count the calls of `toolName`. */
   of(toolName: string): readonly Limit[] {
-    return (this.byTool.get(toolName) ?? []).filter((l): l is Limit => !isCap(l));
+    return this.windowsByTool.get(toolName) ?? [];
   }
 
   /** The in-flight caps that hold a slot for each execution of `toolName`. */
   capsOf(toolName: string): readonly InFlightCap[] {
-    return (this.byTool.get(toolName) ?? []).filter(isCap);
+    return this.capsByTool.get(toolName) ?? [];
   }
 
   /** Whether any limit or cap counts the calls of `toolName` (such a call is never claimed ahead: it passes its gate first). */
