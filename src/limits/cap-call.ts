@@ -145,6 +145,7 @@ export class HeldSlots {
     }
     const missing = this.slots.filter((slot) => !slot.own);
     if (missing.length === 0) return { run: true };
+    const heldAlready = missing.length < this.slots.length;
     const askedAtMs = performance.now();
     const placeMs = placeMsOf(this.leaseMs);
     const answers = await Promise.allSettled(
@@ -153,7 +154,8 @@ export class HeldSlots {
     answers.forEach((answer, i) => {
       if (answer.status === 'fulfilled' && answer.value.kind === 'granted') missing[i]!.own = true;
     });
-    this.heldUntil = Math.min(this.heldUntil, askedAtMs + this.leaseMs);
+    // Surely held until the earliest lease: those held already, and those taken now.
+    this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;
     const full = answers.flatMap((a, i) =>
       a.status === 'fulfilled' && a.value.kind === 'full' ? [{ cap: missing[i]!.request.cap, answer: a.value }] : [],
     );
