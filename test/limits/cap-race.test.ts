@@ -13,10 +13,10 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
 import type { InFlightCapDefinition } from '../../src/limits/index.js';
-import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { raceClusterSkipReason, useRaceCluster } from '../support/race-cluster.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
 
@@ -137,33 +137,14 @@ describe('an in-flight cap of 3 per tenant, eight worker processes racing on one
   }, 300_000);
 });
 
-const skipReason = clusterSkipReason();
-if (skipReason) console.warn(`[redis harness] skipping the cap race on a Cluster: ${skipReason}`);
+const skipReason = raceClusterSkipReason('the cap race');
 
 describe.skipIf(skipReason !== undefined)('an in-flight cap of 3 per tenant, on a three-master Redis Cluster', () => {
-  let cluster: RedisClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const race = useRaceCluster();
 
   it('never runs more than 3 at once, and with wait runs every call once, workers SIGKILLed at random', async () => {
-    const redis = cluster.connect();
-    const seen = await capRace(
-      {
-        connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
-        prefix: cluster.prefix,
-        redis,
-        bull: cluster.connect({ maxRetriesPerRequest: null }),
-        // BullMQ on a cluster needs its own hash tag in the prefix, so a queue's keys share a slot.
-        bullPrefix: `{${cluster.prefix}-bull}`,
-        tenant: `tenant-${randomBytes(3).toString('hex')}`,
-        runs: Array.from({ length: 8 }, (_, i) => `run-${i}`),
-      },
-      'wait',
-    );
+    const runs = Array.from({ length: 8 }, (_, i) => `run-${i}`);
+    const seen = await capRace({ ...race.connections(), tenant: `tenant-${randomBytes(3).toString('hex')}`, runs }, 'wait');
     console.log(`cap race (Cluster, wait): ${seen.ran} ran, most in flight ${seen.max}`);
     expect(seen).toMatchObject({ ran: CALLS, refused: 0 });
   }, 360_000);
