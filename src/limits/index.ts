@@ -58,6 +58,7 @@ export {
   type ToolLimits,
 } from './call-limits.js';
 export { limitOfCount, listLimitCounts, type LimitCount, type LimitCountFilter } from './limit-counts.js';
+export { listCapCounts, type CapCount } from './cap-counts.js';
 export { LimitIndex, LIMIT_INDEX_READ } from './limit-index.js';
 export { CapSlotLostError, isCap, type InFlightCap, type InFlightCapDefinition } from './caps.js';
 export { CapStore, type CapUsage, type SlotAnswer, type SlotRequest } from './cap-store.js';
