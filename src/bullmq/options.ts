@@ -27,7 +27,7 @@ import type { DigestFn, sha256Digest } from '../core/identity.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
 import type { ReceiptLayout } from '../redis/settings.js';
 import type { Reshaper } from '../repair/reshaper.js';
-import type { LimitDefinition } from '../limits/definitions.js';
+import type { AnyLimitDefinition } from '../limits/definitions.js';
 import type { ApprovalOptions } from '../approvals/types.js';
 import type { AnyToolDefinition } from './tools/define-tool.js';
 import type { ToolReceiptsEvents } from './events.js';
@@ -206,7 +206,7 @@ export interface ToolReceiptsOptions extends ResultShapingOptions, ApprovalOptio
    * tool's own limits go on `defineTool({ limits })`. Checked here, once:
    * `options.invalid` names the field of one that cannot work.
    */
-  readonly limits?: readonly LimitDefinition[] | undefined;
+  readonly limits?: readonly AnyLimitDefinition[] | undefined;
   /**
    * How long a limit's reservation waits for its claim before it may be
    * given back (a worker died between the two). Default 30 s; see

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
 import { countPendingApprovals } from '../approvals/read.js';
 import { countReceiptsByTenant } from '../redis/runs/counts.js';
+import { listCapCounts } from '../limits/cap-counts.js';
 import { listLimitCounts } from '../limits/limit-counts.js';
 import { LimitStore } from '../limits/limit-store.js';
 import { readReceipt } from '../operator/read-receipt.js';
@@ -151,9 +152,10 @@ export function pageRoutes(deps: {
       const tenants = [...counted.byTenant.values()]
         .sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? ''))
         .slice(0, shown);
-      const limits = await listLimitCounts(new LimitStore({ redis, prefix: store.prefix }), redis);
+      const limitStore = new LimitStore({ redis, prefix: store.prefix });
+      const limits = await listLimitCounts(limitStore, redis);
       const pending = await countPendingApprovals({ redis, prefix: store.prefix });
-      send(res, 200, countsPageView(ctx, all, tenants, shown, limits, pending));
+      send(res, 200, countsPageView(ctx, all, tenants, shown, limits, pending, await listCapCounts(limitStore, redis)));
     },
     '/audit': async ({ ctx, query, res }) => {
       const before = query.get('before') ?? undefined;

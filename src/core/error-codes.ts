@@ -60,6 +60,7 @@ export const TOOL_RECEIPTS_ERROR_CODES = [
   'tool_result.ref_conflict',
   // Limits (`/limits`).
   'limit.invalid_cost',
+  'limit.slot_lost',
   // Approvals (`/approvals`).
   'approval.not_pending',
   'approval.stale_lifetime',

@@ -22,7 +22,7 @@ import {
   type OptionRule,
 } from '../core/options.js';
 import { leaseOption } from '../redis/options.js';
-import { checkLimits, type Limit } from '../limits/definitions.js';
+import { checkLimits, type AnyLimit } from '../limits/definitions.js';
 import { isLoopbackHost, parseAllowedHost } from '../http/hosts.js';
 import { MIN_TOKEN_LENGTH } from '../http/tokens.js';
 import { normalizedOrigin } from '../http/origin.js';
@@ -81,7 +81,7 @@ export interface GatewayConfig {
   /** Which tools wait for approval unless a tool's own setting says otherwise. */
   readonly approval: 'destructive' | 'never';
   readonly approvals: GatewayApprovals;
-  readonly limits: readonly Limit[];
+  readonly limits: readonly AnyLimit[];
   readonly http: HttpFrontConfig | undefined;
   readonly stdio: { readonly tenant: string };
   readonly worker: GatewayWorkerConfig;

@@ -5,74 +5,14 @@
  * everything else. docs/limits.md says what is counted and why.
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
-import { InvalidOptionsError } from '../core/options.js';
 import { receiptRedisKey } from '../redis/keys.js';
-import { assertOneCountPerName, checkLimits, costOf, LimitCostError, limitsOfTool, type Limit } from './definitions.js';
+import { costOf, LimitCostError, type Limit } from './definitions.js';
+import type { WorkerLimits } from './worker-limits.js';
 import type { LimitReservation, ReserveResult } from './answers.js';
 import type { LimitStore } from './limit-store.js';
 import { limitRefusalText } from './window.js';
 
-/** A limit given on a tool (`defineTool({ limits })`), before the wrapper checked it. */
-export interface ToolLimits {
-  readonly name: string;
-  readonly limits?: readonly unknown[];
-}
-
-/**
- * Every limit of a worker, checked once when its processor is made: the
- * wrapper's own (`withToolReceipts({ limits })`, each for the tools it
- * names, or all) and each tool's (`defineTool({ limits })`, for that tool).
- */
-export class WorkerLimits {
-  private readonly byTool = new Map<string, Limit[]>();
-
-  /**
-   * Throws `options.invalid` naming the field (`limits[1].max`,
-   * `tools[2].limits[0].per`) for a definition that cannot work, a `tools`
-   * on a tool's own limit, and two limits of one name (one name is one count).
-   */
-  constructor(
-    readonly store: LimitStore,
-    given: unknown,
-    tools: readonly ToolLimits[],
-  ) {
-    const site = { owner: 'withToolReceipts', option: 'limits' };
-    const shared = given === undefined ? [] : checkLimits(given, site);
-    const named = shared.map((limit, i) => ({ limit, at: `limits[${i}]` }));
-    tools.forEach((tool, t) => {
-      if (tool.limits === undefined) return;
-      const option = `tools[${t}].limits`;
-      const own = checkLimits(tool.limits, { owner: site.owner, option });
-      own.forEach((limit, i) => {
-        if (limit.tools !== undefined) {
-          throw new InvalidOptionsError(
-            site.owner,
-            `${option}[${i}].tools`,
-            `\`${option}[${i}].tools\` is set, but a tool's own limits count that tool only; leave it out, or give the limit to withToolReceipts`,
-          );
-        }
-        named.push({ limit, at: `${option}[${i}]` });
-      });
-      this.byTool.set(tool.name, [...limitsOfTool(shared, tool.name), ...own]);
-    });
-    assertOneCountPerName(site.owner, named, ' (to share one count between tools, give it to withToolReceipts with `tools`)');
-    for (const tool of tools) if (!this.byTool.has(tool.name)) this.byTool.set(tool.name, limitsOfTool(shared, tool.name));
-    this.all = [...shared, ...[...this.byTool.values()].flat().filter((l) => !shared.includes(l))];
-  }
-
-  /** Every limit, once each, in the order given. */
-  readonly all: readonly Limit[];
-
-  /** The limits that count the calls of `toolName`. */
-  of(toolName: string): readonly Limit[] {
-    return this.byTool.get(toolName) ?? [];
-  }
-
-  /** Whether any limit counts the calls of `toolName` (such a call is never claimed ahead: it reserves first). */
-  covers(toolName: string): boolean {
-    return this.of(toolName).length > 0;
-  }
-}
+export { WorkerLimits, type ToolLimits } from './worker-limits.js';
 
 /** Why a call is not run under its limits, and what it does instead. */
 export interface LimitRefusal {

@@ -1,8 +1,9 @@
 /**
  * Limits as a team declares them, next to its tools: how many calls (or how
  * much of a cost) a tenant, a run or the whole fleet may spend per window
- * (fixed, sliding, or a token bucket), and what a call that does not fit
- * does. Pure: checking the definitions, picking the limits of a tool, and a
+ * (fixed, sliding, or a token bucket), or how many may be in flight at once
+ * (an in-flight cap, `./caps.ts`), and what a call that does not fit does.
+ * Pure: checking the definitions, picking the limits of a tool, and a
  * call's cost.
  */
 import { ToolReceiptsError } from '../core/errors.js';
@@ -21,15 +22,15 @@ import {
   type OptionsSchema,
   type OptionSite,
 } from '../core/options.js';
-import { windowOf, type LimitKind } from './kinds.js';
+import type { InFlightCap, InFlightCapDefinition } from './caps.js';
+import { capOf, windowOf, type LimitKind, type LimitScope, type OnLimit } from './kinds.js';
 
-export { MAX_BUCKET_SPAN, type LimitKind } from './kinds.js';
+export { MAX_BUCKET_SPAN, type LimitKind, type LimitScope, type OnLimit } from './kinds.js';
 
-/** Whose calls one count covers: each tenant's, each run's, or everyone's. */
-export type LimitScope = 'tenant' | 'run' | 'global';
-
-/** What a call over the limit does: answer the model with a sentence, or wait until the window allows it. */
-export type OnLimit = 'refuse' | 'wait';
+/** A limit or an in-flight cap, as given in `limits: [...]`. */
+export type AnyLimitDefinition<Args = unknown> = LimitDefinition<Args> | InFlightCapDefinition;
+/** A checked limit or in-flight cap (`isCap` tells them apart). */
+export type AnyLimit = Limit | InFlightCap;
 
 /** The longest window a limit may have: 366 days (its keys are kept about two windows). */
 export const MAX_LIMIT_WINDOW_MS = 366 * 86_400_000;
@@ -88,12 +89,11 @@ export interface LimitDefinition<Args = unknown> {
    */
   burst?: number | undefined;
   /**
-   * An in-flight cap (at most this many executions at once), which this
-   * release does not count yet: a definition that gives it is refused with
-   * `options.invalid` naming it, and so is one that gives it with a window
-   * (`max`, `windowMs`, `kind` or `burst`), or as anything but a whole number from 1.
+   * Not on a window: a definition with `concurrency` is an in-flight cap
+   * ({@link InFlightCapDefinition}), and one that gives it with a window
+   * (`max`, `windowMs`, `kind` or `burst`) is refused naming it.
    */
-  concurrency?: number | undefined;
+  concurrency?: undefined;
 }
 
 /**
@@ -114,7 +114,7 @@ export interface Limit<Args = unknown> extends LimitDefinition<Args> {
   readonly kind: LimitKind;
   /** A bucket's burst (`max` when not given); `undefined` for the other kinds. */
   readonly burst: number | undefined;
-  /** Always `undefined`: a limit with an in-flight cap is refused (see {@link LimitDefinition.concurrency}). */
+  /** Always `undefined`: a window (an in-flight cap is an `InFlightCap`). */
   readonly concurrency: undefined;
 }
 
@@ -134,8 +134,8 @@ const toolsRule: OptionRule = {
   },
 };
 
-/** The rule of each {@link LimitDefinition} field. */
-export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
+/** The rule of each field of a limit or an in-flight cap. */
+export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<Omit<LimitDefinition, 'concurrency'> & { concurrency?: number }> = {
   name: nameRule,
   per: required(oneOf('tenant', 'run', 'global')),
   // Required unless `concurrency` is given: checked with the fields together (see windowOf).
@@ -154,15 +154,24 @@ export const LIMIT_DEFINITION_SCHEMA: OptionsSchema<LimitDefinition> = {
  * never checked again wherever it is handed on (a `defineLimit` given to a
  * tool, then to the processor).
  */
-const CHECKED = new WeakSet<Limit>();
+const CHECKED = new WeakSet<AnyLimit>();
 /** The checked list of each `limits` array an entry point was given, so its schema's check and its use parse it once. */
-const CHECKED_LISTS = new WeakMap<readonly unknown[], { readonly given: readonly unknown[]; readonly limits: Limit[] }>();
+const CHECKED_LISTS = new WeakMap<readonly unknown[], { readonly given: readonly unknown[]; readonly limits: AnyLimit[] }>();
 
-function checked(owner: string, definition: unknown, at: string): Limit {
-  if (CHECKED.has(definition as Limit)) return definition as Limit;
-  const d = checkOptions<LimitDefinition>(owner, definition, LIMIT_DEFINITION_SCHEMA, at);
+function checked(owner: string, definition: unknown, at: string): AnyLimit {
+  if (CHECKED.has(definition as AnyLimit)) return definition as AnyLimit;
+  const d = checkOptions<Omit<LimitDefinition, 'concurrency'> & { concurrency?: number }>(owner, definition, LIMIT_DEFINITION_SCHEMA, at);
   // Each field is read once here (a getter may count its reads: test/limits/parse-once.test.ts).
   const fields = { ...d };
+  const tools = fields.tools === undefined ? undefined : Object.freeze([...fields.tools]);
+  const concurrency = capOf(owner, fields, at);
+  if (concurrency !== undefined) {
+    if (fields.cost !== undefined)
+      throw new InvalidOptionsError(owner, `${at}.cost`, `\`${at}.cost\` is a window's: an in-flight cap counts calls in flight, one each`);
+    const cap: InFlightCap = Object.freeze({ name: fields.name, per: fields.per, concurrency, tools, onLimit: fields.onLimit ?? 'refuse' });
+    CHECKED.add(cap);
+    return cap;
+  }
   const { kind, burst } = windowOf(owner, fields, at);
   const cost = fields.cost === undefined ? undefined : (args: unknown) => fields.cost!(args);
   const limit: Limit = Object.freeze({
@@ -171,7 +180,7 @@ function checked(owner: string, definition: unknown, at: string): Limit {
     max: fields.max,
     windowMs: fields.windowMs,
     cost,
-    tools: fields.tools === undefined ? undefined : Object.freeze([...fields.tools]),
+    tools,
     onLimit: fields.onLimit ?? 'refuse',
     kind,
     burst,
@@ -189,13 +198,13 @@ function checked(owner: string, definition: unknown, at: string): Limit {
  * (a negative, NaN, fractional or zero `max`; a `windowMs` of 0 or over
  * {@link MAX_LIMIT_WINDOW_MS}; an unknown `per` or `kind`; a `cost` that is
  * not a function; an empty `tools`; a `burst` on a limit that is not a
- * bucket; a `concurrency`, 0 or fractional, given with a window, or given at
- * all in this release), an unknown field, and two limits of one name.
+ * bucket; a `concurrency` 0 or fractional, or given with a window or a
+ * `cost`), an unknown field, and two limits of one name.
  * An array checked once (by an entry point's schema) answers from then on
  * with the same list, parsed no second time; so does a limit checked before
  * (`defineLimit`'s).
  */
-export function checkLimits(value: unknown, site: OptionSite): Limit[] {
+export function checkLimits(value: unknown, site: OptionSite): AnyLimit[] {
   if (!Array.isArray(value)) throw refuseOption(site, 'an array of limits', value, true);
   const known = CHECKED_LISTS.get(value);
   // The same array, unchanged since (a caller may have edited it in between): the same list.
@@ -215,7 +224,7 @@ export function checkLimits(value: unknown, site: OptionSite): Limit[] {
  * naming the later one: one name is one count. `hint` says how to share a
  * count instead, where the list spans several tools.
  */
-export function assertOneCountPerName(owner: string, given: readonly { limit: Limit; at: string }[], hint = ''): void {
+export function assertOneCountPerName(owner: string, given: readonly { limit: AnyLimit; at: string }[], hint = ''): void {
   const first = new Map<string, string>();
   for (const { limit, at } of given) {
     const earlier = first.get(limit.name);
@@ -240,12 +249,14 @@ export const limitsOption: OptionRule = { check: (value, site) => void checkLimi
  * parameter; the limit keeps it, so on a tool whose input is something else
  * (`defineTool({ input, limits: [limit] })`) it does not compile.
  */
-export function defineLimit<Args = unknown>(definition: LimitDefinition<Args>): Limit<Args> {
-  return checked('defineLimit', definition, 'limit') as Limit<Args>;
+export function defineLimit(definition: InFlightCapDefinition): InFlightCap;
+export function defineLimit<Args = unknown>(definition: LimitDefinition<Args>): Limit<Args>;
+export function defineLimit(definition: AnyLimitDefinition): AnyLimit {
+  return checked('defineLimit', definition, 'limit');
 }
 
 /** The limits among `limits` that cover the tool `toolName`, in their order. */
-export function limitsOfTool(limits: readonly Limit[], toolName: string): Limit[] {
+export function limitsOfTool<L extends AnyLimit>(limits: readonly L[], toolName: string): L[] {
   return limits.filter((limit) => limit.tools === undefined || limit.tools.includes(toolName));
 }
 

@@ -14,6 +14,8 @@ export {
   limitsOfTool,
   MAX_BUCKET_SPAN,
   MAX_LIMIT_WINDOW_MS,
+  type AnyLimit,
+  type AnyLimitDefinition,
   type Limit,
   type LimitCost,
   type LimitDefinition,
@@ -26,6 +28,8 @@ export {
   limitBindingField,
   limitBindingsRedisKey,
   limitRedisKeys,
+  capRedisKeys,
+  type CapKeys,
   limitScanPattern,
   limitIndexRedisKey,
   parseLimitRedisKey,
@@ -54,4 +58,8 @@ export {
   type ToolLimits,
 } from './call-limits.js';
 export { limitOfCount, listLimitCounts, type LimitCount, type LimitCountFilter } from './limit-counts.js';
+export { listCapCounts, type CapCount } from './cap-counts.js';
 export { LimitIndex, LIMIT_INDEX_READ } from './limit-index.js';
+export { CapSlotLostError, isCap, type InFlightCap, type InFlightCapDefinition } from './caps.js';
+export { CapStore, type CapUsage, type SlotAnswer, type SlotRequest } from './cap-store.js';
+export { capCall, HeldSlots, type CapGate, type SlotOptions } from './cap-call.js';

@@ -18,6 +18,8 @@
  * scope is spelt out in the key, so no tenant's name can pass for a global
  * limit's tag; tenants and runs are percent-encoded as in `../redis/keys.ts`.
  */
+import { assertWellFormedNames } from '../core/identity.js';
+import { InvalidReceiptInputError } from '../redis/errors.js';
 import { decodeKeyComponent, encodeKeyComponent, runHashTag } from '../redis/keys.js';
 import { LIMIT_NAME, type LimitScope } from './definitions.js';
 
@@ -37,6 +39,23 @@ export interface LimitSubject {
   readonly runId?: string;
 }
 
+/**
+ * `subject`, when it names what `limit`'s scope needs (a tenant's limit its
+ * tenant, a run's its tenant and run), each well formed; else throws
+ * `receipt.invalid_input`.
+ */
+export function checkedSubject(limit: { readonly name: string; readonly per: LimitScope }, subject: LimitSubject): LimitSubject {
+  const needs = limit.per === 'global' ? [] : limit.per === 'tenant' ? (['tenantId'] as const) : (['tenantId', 'runId'] as const);
+  for (const field of needs) {
+    const value = subject[field];
+    if (typeof value !== 'string' || value === '') {
+      throw new InvalidReceiptInputError(`limit ${JSON.stringify(limit.name)} is counted per ${limit.per}: give its ${field}`);
+    }
+    assertWellFormedNames({ [field === 'tenantId' ? 'tenant id' : 'run id']: value });
+  }
+  return subject;
+}
+
 /** The hash tag (braces included) of a count of limit `name` in `scope`; the subject must name what the scope needs. */
 function limitHashTag(scope: LimitScope, name: string, subject: LimitSubject): string {
   if (scope === 'global') return `{${name}}`;
@@ -52,6 +71,22 @@ export function limitRedisKeys(
 ): LimitKeys {
   const state = `${prefix}:lim:${limit.per}:${limitHashTag(limit.per, limit.name, subject)}:${limit.name}`;
   return { state, due: `${state}:due`, done: `${state}:done` };
+}
+
+/** The three keys of one in-flight cap's slots, in the order the slot scripts take them (see lua/includes/limit-slots.lua). */
+export interface CapKeys {
+  /** The state hash: k, the arrival counter, the holders' tokens and the places in line. */
+  readonly state: string;
+  /** The holders (receipt keys) by lease deadline. */
+  readonly held: string;
+  /** The calls waiting for a slot (receipt keys), by arrival. */
+  readonly line: string;
+}
+
+/** The keys of the slots of in-flight cap `cap` for `subject`, under `prefix`: its state key is laid out as a window's count's. */
+export function capRedisKeys(prefix: string, cap: { readonly name: string; readonly per: LimitScope }, subject: LimitSubject): CapKeys {
+  const { state } = limitRedisKeys(prefix, cap, checkedSubject(cap, subject));
+  return { state, held: `${state}:held`, line: `${state}:line` };
 }
 
 /** The bindings hash of a run: reservation id -> the receipt bound to it, or `revoked`. */

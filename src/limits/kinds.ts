@@ -15,6 +15,12 @@ import { InvalidOptionsError } from '../core/options.js';
  */
 export type LimitKind = 'fixed' | 'sliding' | 'bucket';
 
+/** Whose calls one count (or one cap) covers: each tenant's, each run's, or everyone's. */
+export type LimitScope = 'tenant' | 'run' | 'global';
+
+/** What a call over the limit does: answer the model with a sentence, or wait until the window (or a slot) allows it. */
+export type OnLimit = 'refuse' | 'wait';
+
 /**
  * The most `burst × windowMs` may be for a token bucket: its time is kept
  * exactly, in units of `1/max` ms, as whole numbers a Lua script can add
@@ -32,24 +38,35 @@ export interface WindowFields {
 }
 
 /**
- * The rules between fields, after each field passed its own: a window's
- * `max` and `windowMs` are required; `concurrency` takes no window; `burst`
- * belongs to a bucket, whose `burst × windowMs` is bounded. Throws
- * `options.invalid` naming the field at fault (`limits[0].concurrency`).
+ * An in-flight cap's `concurrency`, or `undefined` for a definition that
+ * gives none (a window). A cap takes no window: `concurrency` given with
+ * `max`, `windowMs`, `kind` or `burst` throws `options.invalid` naming
+ * `concurrency` (its own rule, a whole number from 1, was checked already).
+ */
+export function capOf(owner: string, d: WindowFields, at: string): number | undefined {
+  if (d.concurrency === undefined) return undefined;
+  const windowed = (['max', 'windowMs', 'kind', 'burst'] as const).filter((name) => d[name] !== undefined);
+  if (windowed.length > 0) {
+    const field = `${at}.concurrency`;
+    throw new InvalidOptionsError(
+      owner,
+      field,
+      `\`${field}\` caps calls in flight, not calls per window: give it without ${windowed.map((n) => `\`${n}\``).join(', ')} (two limits of two names for both)`,
+    );
+  }
+  return d.concurrency;
+}
+
+/**
+ * The rules between a window's fields, after each field passed its own
+ * (a definition without `concurrency`: see {@link capOf}): `max` and
+ * `windowMs` are required; `burst` belongs to a bucket, whose
+ * `burst × windowMs` is bounded. Throws `options.invalid` naming the field
+ * at fault (`limits[0].burst`).
  */
 export function windowOf(owner: string, d: WindowFields, at: string): { kind: LimitKind; burst: number | undefined } {
   const field = (name: string) => `${at}.${name}`;
   const refuse = (name: string, why: string) => new InvalidOptionsError(owner, field(name), `\`${field(name)}\` ${why}`);
-  if (d.concurrency !== undefined) {
-    const windowed = (['max', 'windowMs', 'kind', 'burst'] as const).filter((name) => d[name] !== undefined);
-    if (windowed.length > 0) {
-      throw refuse(
-        'concurrency',
-        `caps calls in flight, not calls per window: give it without ${windowed.map((n) => `\`${n}\``).join(', ')} (two limits of two names for both)`,
-      );
-    }
-    throw refuse('concurrency', 'is an in-flight cap, which this release does not count yet; use a window (`max`, `windowMs`)');
-  }
   if (d.max === undefined) throw refuse('max', 'is required');
   if (d.windowMs === undefined) throw refuse('windowMs', 'is required');
   const kind = d.kind ?? 'fixed';

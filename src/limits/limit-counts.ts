@@ -54,17 +54,30 @@ async function storedLimit(redis: RedisConnection, redisKey: string, parsed: Par
  */
 export async function listLimitCounts(store: LimitStore, redis: RedisConnection, filter: LimitCountFilter = {}): Promise<LimitCount[]> {
   const counts: LimitCount[] = [];
+  for (const { parsed, redisKey } of await indexedCounts(store, filter)) {
+    const limit = await storedLimit(redis, redisKey, parsed);
+    if (limit === undefined) continue;
+    counts.push({ ...parsed, redisKey, usage: await store.usage(limit, parsed) });
+  }
+  return counts;
+}
+
+/**
+ * The state keys `store`'s index lists that match `filter`, each with its
+ * scope, name and subject, sorted by name, then tenant and run: what a
+ * listing of counts (windows' here, in-flight caps' in `./cap-counts.ts`) reads.
+ */
+export async function indexedCounts(store: LimitStore, filter: LimitCountFilter): Promise<{ parsed: ParsedLimitKey; redisKey: string }[]> {
+  const found: { parsed: ParsedLimitKey; redisKey: string }[] = [];
   for (const redisKey of await store.index.list()) {
     const parsed = parseLimitRedisKey(store.prefix, redisKey);
     if (parsed === undefined) continue;
     if (filter.tenantId !== undefined && parsed.tenantId !== filter.tenantId) continue;
     if (filter.limit !== undefined && parsed.name !== filter.limit) continue;
-    const limit = await storedLimit(redis, redisKey, parsed);
-    if (limit === undefined) continue;
-    counts.push({ ...parsed, redisKey, usage: await store.usage(limit, parsed) });
+    found.push({ parsed, redisKey });
   }
-  const order = (c: LimitCount) => [c.name, c.tenantId ?? '', c.runId ?? ''].join('\u0000');
-  return counts.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+  const order = ({ parsed: c }: { parsed: ParsedLimitKey }) => [c.name, c.tenantId ?? '', c.runId ?? ''].join('\u0000');
+  return found.sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
 }
 
 /** The limit `count` was last counted under: to reset it, say. */

@@ -20,9 +20,10 @@ import { receiptRedisKey } from '../redis/keys.js';
 import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { keyspaceSettings } from '../redis/settings.js';
+import { CapStore } from './cap-store.js';
 import type { Limit } from './definitions.js';
 import { LimitIndex } from './limit-index.js';
-import { limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
+import { checkedSubject, limitBindingField, limitBindingsRedisKey, limitRedisKeys, type LimitKeys, type LimitSubject } from './keys.js';
 import {
   codeOf,
   parseReserve,
@@ -99,6 +100,8 @@ export class LimitStore {
   private readonly audit: AuditLog;
   /** The index of this prefix's counts, which operators' listings read. */
   readonly index: LimitIndex;
+  /** The slots of this prefix's in-flight caps, on the same channel. */
+  readonly caps: CapStore;
 
   /**
    * Throws `options.invalid` (or `redis.invalid_connection`) for options it
@@ -116,19 +119,12 @@ export class LimitStore {
     this.reservationMs = options.reservationMs ?? DEFAULT_RESERVATION_MS;
     this.audit = new AuditLog(this.channel.redis, this.prefix);
     this.index = new LimitIndex(this.channel, this.prefix);
+    this.caps = new CapStore(this.channel, this.prefix, this.index);
   }
 
   /** The keys of `limit`'s count for `subject` (its tenant, its run, or none for a global limit). */
   keysOf(limit: Limit, subject: LimitSubject): LimitKeys {
-    const needs = limit.per === 'global' ? [] : limit.per === 'tenant' ? (['tenantId'] as const) : (['tenantId', 'runId'] as const);
-    for (const field of needs) {
-      const value = subject[field];
-      if (typeof value !== 'string' || value === '') {
-        throw new InvalidReceiptInputError(`limit ${JSON.stringify(limit.name)} is counted per ${limit.per}: give its ${field}`);
-      }
-      assertWellFormedNames({ [field === 'tenantId' ? 'tenant id' : 'run id']: value });
-    }
-    return limitRedisKeys(this.prefix, limit, subject);
+    return limitRedisKeys(this.prefix, limit, checkedSubject(limit, subject));
   }
 
   /**

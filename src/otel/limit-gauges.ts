@@ -4,10 +4,13 @@
  * limit is one series; a tenant's limit is one series per tenant this worker
  * has seen call lately, and only with `tenantInMetrics` (every tenant is a
  * new series, as for the other metrics); a run's limit has no gauge (runs
- * are too many: `tool-receipts limits` lists them).
+ * are too many: `tool-receipts limits` lists them). An in-flight cap reports
+ * on the same gauges: the slots held by live leases as used, the free ones
+ * as left.
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
 import type { WorkerLimits } from '../limits/call-limits.js';
+import type { InFlightCap } from '../limits/caps.js';
 import type { Limit } from '../limits/definitions.js';
 import type { LimitUsage } from '../limits/answers.js';
 import { ATTR, METRIC } from './names.js';
@@ -51,16 +54,28 @@ export class LimitGauges {
   }
 
   /** Every count to report, read now; one that cannot be read (Redis down) is left out rather than reported wrong. */
-  private async read(): Promise<{ usage: LimitUsage; attributes: Attributes }[]> {
-    const subjects = (limit: Limit): { tenantId?: string }[] =>
+  private async read(): Promise<{ usage: Pick<LimitUsage, 'used' | 'left'>; attributes: Attributes }[]> {
+    const subjects = (limit: Pick<Limit, 'per'>): { tenantId?: string }[] =>
       limit.per === 'global' ? [{}] : limit.per === 'tenant' ? [...this.tenants].map((tenantId) => ({ tenantId })) : [];
-    const reads = this.limits.all.flatMap((limit) =>
+    const store = this.limits.store;
+    const capUsage = async (cap: InFlightCap, subject: { tenantId?: string }) => {
+      const { held } = await store.caps.usage(cap, subject);
+      return { used: held, left: Math.max(0, cap.concurrency - held) };
+    };
+    const counts: {
+      limit: Pick<Limit, 'name' | 'per'>;
+      usage: (subject: { tenantId?: string }) => Promise<Pick<LimitUsage, 'used' | 'left'>>;
+    }[] = [
+      ...this.limits.all.map((limit) => ({ limit, usage: (subject: { tenantId?: string }) => store.usage(limit, subject) })),
+      ...this.limits.caps.map((cap) => ({ limit: cap, usage: (subject: { tenantId?: string }) => capUsage(cap, subject) })),
+    ];
+    const reads = counts.flatMap(({ limit, usage }) =>
       subjects(limit).map(async (subject) => ({
-        usage: await this.limits.store.usage(limit, subject),
+        usage: await usage(subject),
         attributes: {
           [ATTR.limit]: limit.name,
           [ATTR.limitPer]: limit.per,
-          [ATTR.prefix]: this.limits.store.prefix,
+          [ATTR.prefix]: store.prefix,
           ...(subject.tenantId !== undefined ? { [ATTR.tenant]: subject.tenantId } : {}),
         },
       })),

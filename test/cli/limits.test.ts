@@ -123,4 +123,28 @@ describe('tool-receipts limits', () => {
     expect(run.code).toBe(0);
     expect((JSON.parse(run.stdout) as LimitCount[]).map((c) => [c.name, c.tenantId, c.usage.used])).toEqual([['emails', 'acme', 1]]);
   });
+
+  it('lists the in-flight caps in a table of their own: slots held of k, calls waiting, and when the earliest lease passes', async () => {
+    const redis = fixture.connect();
+    const prefix = `${fixture.handle().prefix}caps`;
+    const store = new LimitStore({ redis, prefix });
+    const cap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 2, onLimit: 'wait' });
+    const keys = store.caps.keysOf(cap, { tenantId: 'acme' });
+    const ask = { leaseMs: 60_000, placeMs: 60_000, waker: '', adopt: false };
+    for (const call of ['a', 'b', 'c']) await store.caps.acquire({ cap, keys, receiptKey: `receipt-${call}`, token: call }, ask);
+    const ctx = { store: fixture.store({ prefix }), redis, out: new Capture() };
+    await limitsCommand({ ...ctx, args: argsOf([]) });
+    expect(ctx.out.text).toMatch(/^CAP\s+PER\s+WHOSE\s+HELD\s+WAITING\s+NEXT LAPSE/);
+    expect(ctx.out.text).toMatch(/browsing\s+tenant\s+acme\s+2\/2\s+1\s+\S+ \(in /);
+    const json = new Capture();
+    await limitsCommand({ ...ctx, out: json, args: argsOf(['--json']) });
+    expect(JSON.parse(json.text)).toEqual([
+      expect.objectContaining({
+        name: 'browsing',
+        per: 'tenant',
+        tenantId: 'acme',
+        cap: expect.objectContaining({ concurrency: 2, held: 2, waiting: 1 }),
+      }),
+    ]);
+  });
 });

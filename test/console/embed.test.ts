@@ -67,6 +67,16 @@ describe('createConsoleHandler', () => {
     expect(page).toMatch(/<tr><td>emails<\/td><td>tenant<\/td><td>acme<\/td><td>fixed<\/td><td>2<\/td><td>3<\/td><td>5<\/td>/);
     expect(page).toMatch(/<tr><td>browse<\/td><td>tenant<\/td><td>acme<\/td><td>sliding<\/td><td>2<\/td><td>2<\/td><td>4<\/td>/);
     expect(page).toMatch(/<tr><td>search<\/td><td>tenant<\/td><td>acme<\/td><td>bucket \(burst 3\)<\/td><td>2<\/td><td>1<\/td><td>2<\/td>/);
+    expect(page).not.toContain('<h2>In-flight caps</h2>');
+    // An in-flight cap: its slots held of k, and the calls waiting.
+    const cap = defineLimit({ name: 'sessions', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    const keys = limits.caps.keysOf(cap, { tenantId: 'acme' });
+    const ask = { leaseMs: 60_000, placeMs: 60_000, waker: '', adopt: false };
+    await limits.caps.acquire({ cap, keys, receiptKey: 'receipt-a', token: 'a' }, ask);
+    await limits.caps.acquire({ cap, keys, receiptKey: 'receipt-b', token: 'b' }, ask);
+    const withCap = await (await fetch(`${origin}${BASE}/counts`)).text();
+    expect(withCap).toContain('<h2>In-flight caps</h2>');
+    expect(withCap).toMatch(/<tr><td>sessions<\/td><td>tenant<\/td><td>acme<\/td><td>1\/1<\/td><td>1<\/td>/);
   });
 
   for (const strip of [false, true]) {

@@ -1,7 +1,7 @@
 /**
  * The rules between a limit definition's fields that say how its window
- * moves (`kind`, `burst`) and the in-flight cap this release refuses
- * (`concurrency`), against an oracle written from docs/limits.md: random
+ * moves (`kind`, `burst`) and an in-flight cap (`concurrency`, which takes
+ * no window), against an oracle written from docs/limits.md: random
  * definitions are accepted with the documented defaults, or refused with
  * `options.invalid` naming exactly the field at fault, where the processor
  * is made too.
@@ -22,7 +22,7 @@ const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 const rarely = <T>(arb: fc.Arbitrary<T>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 4 }, { arbitrary: arb, weight: 1 });
 /** Each field of the window's rules: usually well-formed, sometimes left out, now and then wrong on its own. */
 const definition = fc.record({
-  max: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 1e9 }), weight: 8 }, fc.constantFrom(undefined, 0, 1.5, -2)),
+  max: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 1e9 }), weight: 6 }, fc.constantFrom(undefined, undefined, undefined, 0, 1.5, -2)),
   windowMs: maybe(fc.oneof(fc.integer({ min: 1, max: MAX_LIMIT_WINDOW_MS }), fc.integer({ min: 1, max: 10_000 }), fc.constant(0))),
   kind: maybe(fc.oneof(fc.constantFrom('fixed', 'sliding', 'bucket'), fc.constantFrom('leaky', 'Sliding', 'gcra', ''))),
   burst: rarely(fc.oneof(fc.integer({ min: 1, max: 1e6 }), fc.constantFrom(0, 2.5))),
@@ -39,7 +39,11 @@ function faultOf(d: Given): string | undefined {
   if (d.windowMs !== undefined && !whole(d.windowMs, 1, MAX_LIMIT_WINDOW_MS)) return 'windowMs';
   if (d.kind !== undefined && !['fixed', 'sliding', 'bucket'].includes(d.kind as string)) return 'kind';
   if (d.burst !== undefined && !whole(d.burst, 1)) return 'burst';
-  if (d.concurrency !== undefined) return 'concurrency'; // wrong, with a window, or (in this release) at all
+  if (d.concurrency !== undefined && !whole(d.concurrency, 1)) return 'concurrency';
+  if (d.concurrency !== undefined) {
+    // A cap: accepted alone, refused with any field of a window.
+    return [d.max, d.windowMs, d.kind, d.burst].some((v) => v !== undefined) ? 'concurrency' : undefined;
+  }
   if (d.max === undefined) return 'max';
   if (d.windowMs === undefined) return 'windowMs';
   if (d.kind !== 'bucket') return d.burst === undefined ? undefined : 'burst';
@@ -63,6 +67,10 @@ describe('the kind of a limit, its burst, and an in-flight cap', () => {
           return;
         }
         const [limit] = checkLimits([given], SITE);
+        if (fields.concurrency !== undefined) {
+          expect(limit).toEqual({ name: 'n', per: 'tenant', concurrency: fields.concurrency, tools: undefined, onLimit: 'refuse' });
+          return;
+        }
         const kind = (fields.kind ?? 'fixed') as string;
         expect(limit).toMatchObject({ kind, burst: kind === 'bucket' ? (fields.burst ?? fields.max) : undefined, concurrency: undefined });
       }),
@@ -70,6 +78,24 @@ describe('the kind of a limit, its burst, and an in-flight cap', () => {
     );
     // Every rule was met, and definitions of every kind were accepted.
     for (const outcome of ['none', 'max', 'windowMs', 'kind', 'burst', 'concurrency']) expect(seen.get(outcome) ?? 0).toBeGreaterThan(20);
+  });
+
+  it('an in-flight cap alone is accepted for a whole concurrency from 1, and refused naming it otherwise', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.integer({ min: 1, max: 1e6 }), fc.double(), fc.integer({ min: -5, max: 0 })),
+        fc.constantFrom('tenant', 'run', 'global'),
+        (k, per) => {
+          const given = { name: 'cap', per, concurrency: k };
+          if (!whole(k, 1)) {
+            expect(() => checkLimits([given], SITE)).toThrow(expect.objectContaining({ option: 'limits[0].concurrency' }) as Error);
+            return;
+          }
+          expect(checkLimits([given], SITE)).toEqual([{ ...given, tools: undefined, onLimit: 'refuse' }]);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it('say what is wrong in a sentence', () => {
@@ -88,7 +114,15 @@ describe('the kind of a limit, its burst, and an in-flight cap', () => {
     expect(refusal({ ...base, concurrency: 3, max: 5, windowMs: 1000 })).toMatch(
       /`limit\.concurrency` caps calls in flight, not calls per window: give it without `max`, `windowMs`/,
     );
-    expect(refusal({ ...base, concurrency: 3 })).toMatch(/`limit\.concurrency` is an in-flight cap, which this release does not count yet/);
+    expect(refusal({ ...base, concurrency: 3, cost: () => 1 })).toMatch(
+      /`limit\.cost` is a window's: an in-flight cap counts calls in flight/,
+    );
+    expect(defineLimit({ ...base, concurrency: 3, onLimit: 'wait' })).toEqual({
+      ...base,
+      concurrency: 3,
+      tools: undefined,
+      onLimit: 'wait',
+    });
     expect(refusal({ ...base, max: 5, windowMs: 1000, kind: 'leaky' })).toMatch(
       /`limit\.kind` must be "fixed" or "sliding" or "bucket"; got "leaky"/,
     );
@@ -128,10 +162,18 @@ describe('a processor given a bad definition', () => {
       expect(made).toThrow(expect.objectContaining({ code: 'options.invalid', option }) as Error);
     }
     expect(() =>
-      make([
-        { name: 'a', per: 'tenant', max: 3, windowMs: 1000, kind: 'sliding' },
-        { name: 'b', per: 'tenant', max: 3, windowMs: 1000, kind: 'bucket', burst: 2 },
-      ])(),
+      make(
+        [
+          { name: 'a', per: 'tenant', max: 3, windowMs: 1000, kind: 'sliding' },
+          { name: 'b', per: 'tenant', max: 3, windowMs: 1000, kind: 'bucket', burst: 2 },
+          { name: 'c', per: 'global', concurrency: 5, tools: ['browse'] },
+        ],
+        [{ name: 'd', per: 'run', concurrency: 1, onLimit: 'wait' }],
+      )(),
     ).not.toThrow();
+    // One name is one count, a cap's as a window's.
+    expect(make([{ name: 'a', per: 'tenant', concurrency: 2 }], [{ name: 'a', per: 'tenant', max: 1, windowMs: 1000 }])).toThrow(
+      expect.objectContaining({ code: 'options.invalid', option: 'tools[0].limits[0].name' }) as Error,
+    );
   });
 });

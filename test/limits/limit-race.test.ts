@@ -17,10 +17,10 @@ import { randomBytes } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { defineLimit, LimitStore, limitBindingField, type LimitDefinition, type LimitReservation } from '../../src/limits/index.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
-import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { raceClusterSkipReason, useRaceCluster } from '../support/race-cluster.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 import { spawnWorkerProcess, type WorkerMessage } from '../support/worker-process.js';
 
@@ -42,7 +42,7 @@ interface RaceSetup {
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Runs the race of the file's description and checks what it must leave behind. */
-async function race(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] }> {
+async function storeRace(setup: RaceSetup): Promise<{ killedHolding: WorkerMessage[] }> {
   const id = randomBytes(4).toString('hex');
   const keys = {
     QUEUE: `${setup.prefix}:race:${id}:queue`,
@@ -248,7 +248,7 @@ describe('worker processes racing on one Redis server', () => {
   const fixture = useRedis();
 
   it('count exactly N of 10·N calls, with workers SIGKILLed before and after their binds', async () => {
-    const { killedHolding } = await race({
+    const { killedHolding } = await storeRace({
       connectionEnv: { REDIS_URL: fixture.handle().url },
       prefix: fixture.handle().prefix,
       redis: fixture.connect(),
@@ -271,21 +271,14 @@ describe('worker processes racing on one Redis server', () => {
   }, 240_000);
 });
 
-const skipReason = clusterSkipReason();
-if (skipReason) console.warn(`[redis harness] skipping the limit race on a Cluster: ${skipReason}`);
+const skipReason = raceClusterSkipReason('the limit race');
 
 describe.skipIf(skipReason !== undefined)('worker processes racing on a three-master Redis Cluster', () => {
-  let cluster: RedisClusterHandle;
-
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const race = useRaceCluster();
 
   /** A tenant, and four runs whose receipts and bindings live on the two masters its limit `name` does not: two on each. */
   async function tenantAndRuns(redis: Cluster, name: string): Promise<{ tenant: string; runs: string[] }> {
+    const cluster = race.cluster();
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const store = new LimitStore({ redis, prefix: cluster.prefix });
     const limitNode = await cluster.ownerOf(
@@ -308,26 +301,13 @@ describe.skipIf(skipReason !== undefined)('worker processes racing on a three-ma
   }
 
   it('count exactly N, with the tenant limit on one master and the runs on the other two', async () => {
-    const redis = cluster.connect();
-    await race({
-      connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
-      prefix: cluster.prefix,
-      redis,
-      ...(await tenantAndRuns(redis, 'emails')),
-    });
+    const { connectionEnv, prefix, redis } = race.connections();
+    await storeRace({ connectionEnv, prefix, redis, ...(await tenantAndRuns(redis, 'emails')) });
   }, 180_000);
 
   it('execute exactly N through the wrapper, with the tenant limit and the runs on different masters', async () => {
-    const redis = cluster.connect();
+    const connections = race.connections();
     // The wrapper race names its limit itself; the tenant's hash tag alone places the limit's keys.
-    await wrapperRace({
-      connectionEnv: { CLUSTER_SEED: `${cluster.nodes[0]!.host}:${cluster.nodes[0]!.port}` },
-      prefix: cluster.prefix,
-      redis,
-      bull: cluster.connect({ maxRetriesPerRequest: null }),
-      // BullMQ on a cluster needs its own hash tag in the prefix, so a queue's keys share a slot.
-      bullPrefix: `{${cluster.prefix}-bull}`,
-      ...(await tenantAndRuns(redis, 'emails')),
-    });
+    await wrapperRace({ ...connections, ...(await tenantAndRuns(connections.redis, 'emails')) });
   }, 300_000);
 });

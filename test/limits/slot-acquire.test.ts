@@ -1,7 +1,7 @@
 /**
- * The Lua script of in-flight caps (lua/limit-slot-acquire-3.lua), on a real
- * Redis and its clock, before the wrapper uses it (see docs/limits.md,
- * in-flight caps: the design): at most k slots held, a holder asking again
+ * The acquire script of in-flight caps (lua/limit-slot-acquire-3.lua) alone,
+ * on a real Redis and its clock (see docs/limits.md, in-flight caps;
+ * test/limits/cap-store.test.ts has the store around it): at most k slots held, a holder asking again
  * keeps its slot, a lapsed lease frees it, waiting calls get slots in
  * arrival order, a refusal takes no place, and fifty calls racing from ten
  * connections get exactly k slots and distinct places in line.
@@ -32,9 +32,20 @@ async function acquire(
   redis: Redis,
   keys: [string, string, string],
   receipt: string,
-  options: { k: number; leaseMs?: number; onLimit?: string },
+  options: { k: number; leaseMs?: number; onLimit?: string; token?: string; adopt?: boolean },
 ) {
-  const args = [receipt, options.k, options.leaseMs ?? 60_000, options.onLimit ?? 'wait', `job-${receipt}`, 60_000, 'browse'];
+  const token = options.token ?? `token-${receipt}`;
+  const args = [
+    receipt,
+    options.k,
+    options.leaseMs ?? 60_000,
+    options.onLimit ?? 'wait',
+    `job-${receipt}`,
+    60_000,
+    'browse',
+    token,
+    options.adopt ? '1' : '0',
+  ];
   const [code, nowMs, , held, position, retryAtMs] = (await runScript(redis, 'limit-slot-acquire', keys, args)) as number[];
   return { granted: code === 1, nowMs: nowMs!, held: held!, position: position!, retryAtMs: retryAtMs! } satisfies Answer;
 }

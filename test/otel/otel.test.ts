@@ -451,4 +451,39 @@ describe('OpenTelemetry: limit gauges', () => {
     expect(sumWhere(used, { [ATTR.limit]: `fleet-${l.prefix}`, [ATTR.limitPer]: 'global' })).toBe(2);
     expect(used.filter((p) => p.attributes[ATTR.limit] === 'steps')).toEqual([]);
   });
+
+  it("reports an in-flight cap's slots on the same gauges: held as used, free as left", async () => {
+    const l = await lane();
+    const m = testMeter();
+    let release = () => {};
+    const holding = new Promise<void>((r) => (release = r));
+    let entered = () => {};
+    const started = new Promise<void>((r) => (entered = r));
+    const browse = defineTool({
+      name: 'browse',
+      input: z.object({ url: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      async execute() {
+        entered();
+        await holding;
+        return 'read';
+      },
+    });
+    tracedWorker(
+      l,
+      m,
+      { tools: [browse], limits: [{ name: 'browsing', per: 'tenant', concurrency: 3 }] },
+      { otel: { tenantInMetrics: true } },
+    );
+    const job = await l.add(jobData([call('browse', { url: 'a' })], { tenantId: 'acme' }));
+    await started;
+    expect(sumWhere(await m.points(METRIC.limitUsed), { [ATTR.limit]: 'browsing', [ATTR.tenant]: 'acme', [ATTR.limitPer]: 'tenant' })).toBe(
+      1,
+    );
+    expect(sumWhere(await m.points(METRIC.limitLeft), { [ATTR.limit]: 'browsing', [ATTR.tenant]: 'acme' })).toBe(2);
+    release();
+    await l.settle(job);
+    expect(sumWhere(await m.points(METRIC.limitUsed), { [ATTR.limit]: 'browsing', [ATTR.tenant]: 'acme' })).toBe(0);
+  });
 });

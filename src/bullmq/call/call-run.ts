@@ -13,6 +13,8 @@ import type { ToolCallReceiptKey } from '../../core/identity.js';
 import { toolResultBlock as block, type ToolCall, type ToolResultBlock } from '../../core/job-data.js';
 import { stringifyToolResult } from '../../core/result-text.js';
 import { NeverStartedError, OutcomeUnknownError, REJECTION_REMOVAL_SUFFIX } from '../../core/tiers.js';
+import type { HeldSlots } from '../../limits/cap-call.js';
+import { CapSlotLostError } from '../../limits/caps.js';
 import { limitCall, type LimitedCall } from '../../limits/call-limits.js';
 import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../redis/errors.js';
 import type { PrefetchedClaim, SettleResult } from '../../redis/receipts/store.js';
@@ -22,6 +24,7 @@ import { ambiguousOutcome } from '../outcomes/ambiguity.js';
 import { passApprovalGate, type GatePassed } from '../outcomes/approval.js';
 import { settleExpired, type CallClaim } from '../outcomes/expired.js';
 import { abandoned, fencedOutFailure, outcomeUnknown, settleFailure, settleInterrupted, takeoverOf } from '../outcomes/failure.js';
+import { capsEnded, passCaps, releaseSlots, wakeWaiters } from '../outcomes/caps.js';
 import { infrastructureFailure, isInfrastructureError } from '../outcomes/infrastructure.js';
 import { notRunUnderLimit, overLimit } from '../outcomes/limits.js';
 import { runTransactionalAttempt } from '../outcomes/transactional.js';
@@ -76,6 +79,8 @@ export class ToolCallRun implements CallAttempt {
   fence!: AttemptFence;
   attempt = 0;
   limited: LimitedCall | undefined;
+  /** Its slots of the in-flight caps that cover its tool, from its gate to its settle. */
+  slots: HeldSlots | undefined;
   /** Its approval gate asked a person about this call: its claim never starts a lifetime nobody approved. */
   private needsApproval = false;
 
@@ -110,7 +115,7 @@ export class ToolCallRun implements CallAttempt {
     // claim would have started was never approved, so the gate asks a person about it (and parks the job).
     for (let gates = 1; claim.approvalNeeded; gates++) {
       if (gates > MAX_APPROVAL_GATES) {
-        await this.limited?.release();
+        await this.releaseGated();
         throw new UnexpectedScriptReplyError(
           'claim',
           `the receipt of ${claim.redisKey} was gone at ${gates} claims after its approval gate`,
@@ -157,7 +162,8 @@ export class ToolCallRun implements CallAttempt {
   /**
    * The gates before the claim: a tool with an approval rule passes its
    * gate (parked while a person decides, answered when denied); a call some
-   * limit counts reserves its share (refused or parked when it does not fit).
+   * limit counts reserves its share, after a slot of each in-flight cap
+   * that covers it (refused or parked when it does not fit).
    */
   private async passGates(): Promise<ToolResultBlock | undefined> {
     if (this.runtime.approvals?.of(this.tool)) {
@@ -165,10 +171,23 @@ export class ToolCallRun implements CallAttempt {
       if (denied !== undefined) return denied;
     }
     if (this.runtime.limits === undefined) return undefined;
-    const gate = await limitCall(this.runtime.limits, this.key, this.args);
-    if (gate.kind === 'refused' || gate.kind === 'invalid_cost') return await overLimit(this, gate);
+    const capped = await passCaps(this);
+    if (capped.block !== undefined) return capped.block;
+    this.slots = capped.slots;
+    const gate = await limitCall(this.runtime.limits, this.key, this.args).catch(async (error: unknown) => {
+      await releaseSlots(this.scope, this.slots);
+      throw error;
+    });
     this.limited = gate.kind === 'claim' ? gate.call : undefined;
-    return undefined;
+    if (gate.kind !== 'refused' && gate.kind !== 'invalid_cost') return undefined;
+    await releaseSlots(this.scope, this.slots);
+    return await overLimit(this, gate);
+  }
+
+  /** What the gates took for a call that stops before its claim: limit shares given back, cap slots freed. */
+  private async releaseGated(): Promise<void> {
+    await this.limited?.release();
+    await releaseSlots(this.scope, this.slots);
   }
 
   /**
@@ -182,14 +201,14 @@ export class ToolCallRun implements CallAttempt {
     try {
       passed = await passApprovalGate(this);
     } catch (error) {
-      await this.limited?.release();
+      await this.releaseGated();
       throw error;
     }
     if (passed.kind === 'claim') {
       this.needsApproval = passed.needsApproval;
       return undefined;
     }
-    await this.limited?.release();
+    await this.releaseGated();
     this.facts.answered('denied', 'denied');
     return passed.block;
   }
@@ -206,7 +225,7 @@ export class ToolCallRun implements CallAttempt {
     try {
       return await (ahead?.answersAlone ? this.sendClaim(ahead) : this.facts.roundTrip('claim', () => this.sendClaim(ahead)));
     } catch (error) {
-      await this.limited?.release();
+      await this.releaseGated();
       // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
       if (error instanceof CorruptReceiptError) {
         this.facts.corrupt(error);
@@ -233,8 +252,19 @@ export class ToolCallRun implements CallAttempt {
     const { runtime, scope, call, facts } = this;
     facts.claimed(claim.reconciled);
     const decision = claim.decision;
-    const verdict = await this.limited?.afterClaim(decision.kind === 'execute' && claim.toolRemoval === undefined);
-    if (verdict?.run === false) return await notRunUnderLimit(this, claim, verdict);
+    const executes = decision.kind === 'execute' && claim.toolRemoval === undefined;
+    const verdict = await this.limited?.afterClaim(executes);
+    if (verdict?.run === false) {
+      await releaseSlots(this.scope, this.slots);
+      return await notRunUnderLimit(this, claim, verdict);
+    }
+    const capped = await this.slots?.afterClaim(executes);
+    if (capped?.run === false) {
+      // No slot for this attempt: its window shares go back, and it is settled as never started.
+      await this.limited?.neverStarted();
+      await wakeWaiters(this.scope, capped.wake);
+      return await notRunUnderLimit(this, claim, capped);
+    }
     if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
       // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
       facts.answered('reject', 'rejected');
@@ -271,11 +301,12 @@ export class ToolCallRun implements CallAttempt {
         if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
         this.fence = claim.fence;
         this.attempt = claim.fence.attempt;
-        if (this.limited === undefined) return await this.execute();
+        if (this.limited === undefined && this.slots === undefined) return await this.execute();
         try {
           return await this.execute();
         } finally {
-          await this.limited.settled();
+          await this.limited?.settled();
+          if (this.slots !== undefined) await capsEnded(this, this.slots);
         }
     }
   }
@@ -312,8 +343,17 @@ export class ToolCallRun implements CallAttempt {
       recordedSteps,
       onFencedOut: (error) => fencedOut('step', error),
     });
-    const keeper = new LeaseKeeper(runtime.keyspace.receipts, key, fence, runtime.keyspace.settings.leaseMs, facts, (error) =>
-      fencedOut('heartbeat', error),
+    const slots = this.slots;
+    // A slot of an in-flight cap is renewed with each heartbeat; one no longer held surely stops the tool.
+    const renewSlots = slots && (async () => void ((await slots.renew()) || abort.abort(new CapSlotLostError(call.id))));
+    const keeper = new LeaseKeeper(
+      runtime.keyspace.receipts,
+      key,
+      fence,
+      runtime.keyspace.settings.leaseMs,
+      facts,
+      (error) => fencedOut('heartbeat', error),
+      renewSlots,
     ).start();
 
     let value: unknown;

@@ -33,6 +33,8 @@ export class LeaseKeeper {
     private readonly leaseMs: number,
     private readonly facts: CallFacts,
     private readonly onFencedOut: (error: FencedOutError) => void,
+    /** Sent with each timed heartbeat: the renewal of the call's slots of in-flight caps, when it holds any. */
+    private readonly alsoOnBeat?: () => Promise<void>,
   ) {}
 
   start(): this {
@@ -67,6 +69,7 @@ export class LeaseKeeper {
   }
 
   private async beat(): Promise<void> {
+    if (this.alsoOnBeat !== undefined) void this.alsoOnBeat().catch(() => undefined);
     try {
       const beat = await this.store.heartbeat(this.key, this.fence, this.leaseMs);
       if (beat.contested && !this.contestedReported && !this.stopped) {

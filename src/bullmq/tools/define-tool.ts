@@ -8,7 +8,7 @@ import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import type { EffectResumability } from '../../core/decision.js';
 import { describeValue, ToolReceiptsError } from '../../core/errors.js';
-import type { LimitDefinition } from '../../limits/definitions.js';
+import type { AnyLimitDefinition } from '../../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../../core/options.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../../approvals/options.js';
 import type { ApprovalContext } from '../../approvals/types.js';
@@ -187,7 +187,7 @@ export interface ToolSpec<S extends z.ZodType> {
    * `withToolReceipts({ limits })` with `tools`. Checked when the processor
    * is made (`options.invalid` naming `tools[i].limits[j].<field>`).
    */
-  readonly limits?: readonly LimitDefinition<z.output<S>>[];
+  readonly limits?: readonly AnyLimitDefinition<z.output<S>>[];
   /**
    * The call waits for a person before it runs: `'always'`, or a rule of
    * the parsed arguments (`true`, or `{ reason }` shown to the approver).

@@ -1,6 +1,7 @@
 /**
  * Parks a job until a time on the Redis server's clock, for a call that waits
- * for a live attempt.
+ * for a live attempt (or a limit), and promotes a parked job of the same
+ * queue, for a call whose turn for a slot of an in-flight cap came.
  */
 import type { Job } from 'bullmq';
 
@@ -33,4 +34,29 @@ export async function parkJobOnServerClock(job: Job, token: string | undefined, 
     return;
   }
   await job.moveToDelayed(Date.now() + delayMs, token);
+}
+
+/** The one method of BullMQ's queue backend {@link promoteJobOfQueue} needs. */
+interface PromotingBackend {
+  promote(jobId: string): Promise<unknown>;
+}
+
+/**
+ * Promote the delayed job `jobId` of `job`'s own queue, so it runs now: a
+ * call parked in line for a slot of an in-flight cap, woken by the call
+ * that freed one. Through the job's backend (BullMQ 6) or scripts (BullMQ 5),
+ * as {@link parkJobOnServerClock} parks. `false` when it could not (no such
+ * backend, the job not delayed any more, or gone): the woken job still runs
+ * when its park ends.
+ */
+export async function promoteJobOfQueue(job: Job, jobId: string): Promise<boolean> {
+  const internals = job as unknown as { backend?: Partial<PromotingBackend>; scripts?: Partial<PromotingBackend> };
+  const backend = typeof internals.backend?.promote === 'function' ? internals.backend : internals.scripts;
+  if (typeof backend?.promote !== 'function') return false;
+  try {
+    await (backend as PromotingBackend).promote(jobId);
+    return true;
+  } catch {
+    return false;
+  }
 }

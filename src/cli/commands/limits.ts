@@ -5,6 +5,7 @@
  * recorded in the audit log as `limit-reset`.
  */
 import { LimitStore } from '../../limits/limit-store.js';
+import { listCapCounts, type CapCount } from '../../limits/cap-counts.js';
 import { limitOfCount, listLimitCounts, type LimitCount } from '../../limits/limit-counts.js';
 import { JSON_OPTION, expectPositionals, stringOption, type CommandContext, type CommandSpec } from '../command.js';
 import { CliUsageError } from '../errors.js';
@@ -29,7 +30,7 @@ export interface LimitsArgs {
 /** How a count's window moves: `fixed`, `sliding`, or `bucket/<burst>`. */
 const kindText = (c: LimitCount) => (c.usage.kind === 'bucket' ? `bucket/${c.usage.capacity}` : c.usage.kind);
 
-const subjectText = (c: LimitCount) =>
+const subjectText = (c: LimitCount | CapCount) =>
   c.per === 'global' ? '(all)' : c.per === 'tenant' ? token(c.tenantId!) : `${token(c.tenantId!)} / ${token(c.runId!)}`;
 
 /** Lists the counts, or resets one; exit 1 when the count to reset is not there. */
@@ -59,11 +60,13 @@ export async function limitsCommand({ store, redis, out, args }: CommandContext<
     );
     return;
   }
+  const caps = await listCapCounts(limits, redis, filter);
   if (args.json) {
-    writeJson(out, counts);
+    // The in-flight caps after the windows' counts, each with `cap` (its slots) where a count has `usage`.
+    writeJson(out, [...counts, ...caps]);
     return;
   }
-  if (counts.length === 0) {
+  if (counts.length === 0 && caps.length === 0) {
     writeLine(
       out,
       `No limit counts under prefix ${store.prefix}${args.tenantId !== undefined ? ` for tenant ${token(args.tenantId)}` : ''}.`,
@@ -82,7 +85,17 @@ export async function limitsCommand({ store, redis, out, args }: CommandContext<
     when(c.usage.resetsAtMs, c.usage.nowMs),
   ]);
   const head = ['LIMIT', 'PER', 'WHOSE', 'KIND', 'USED', 'LEFT', 'MAX', 'NEXT FREE', 'ALL FREE'];
-  for (const line of table(head, rows)) writeLine(out, line);
+  if (rows.length > 0) for (const line of table(head, rows)) writeLine(out, line);
+  if (caps.length === 0) return;
+  const capRows = caps.map((c) => [
+    token(c.name),
+    c.per,
+    subjectText(c),
+    `${c.cap.held}/${c.cap.concurrency}`,
+    String(c.cap.waiting),
+    c.cap.nextLapseMs === null ? '-' : when(c.cap.nextLapseMs, c.cap.nowMs),
+  ]);
+  for (const line of table(['CAP', 'PER', 'WHOSE', 'HELD', 'WAITING', 'NEXT LAPSE'], capRows)) writeLine(out, line);
 }
 
 /** The `limits` command. */
@@ -104,6 +117,12 @@ fixed window's reset), all on the Redis server's clock. A count exists once a ca
 was counted against it; its max and window are the ones the workers last
 counted it under. The counts are read from the prefix's index of counts (at
 most 1,000), never by walking the keyspace.
+
+In-flight caps are listed in a table of their own: the cap, whose it is,
+HELD (slots held by live leases, of k), WAITING (calls in line for a slot)
+and NEXT LAPSE (when the earliest lease passes if its holder stops renewing),
+on the Redis server's clock. With --json they follow the counts, each with
+a cap field (concurrency, held, waiting, nextLapseMs) where a count has usage.
 
 --reset forgets what the current window of one count used (reservations
 still pending stay counted: their calls may be running), and records it in

@@ -1,5 +1,6 @@
-/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets, the calls awaiting approval, and each limit's used and left. */
+/** Counts: the `stats` figures for the whole prefix and per tenant, from the counting sets, the calls awaiting approval, each limit's used and left, and each in-flight cap's slots. */
 import type { PendingApprovalCount } from '../../approvals/read.js';
+import type { CapCount } from '../../limits/cap-counts.js';
 import type { LimitCount } from '../../limits/limit-counts.js';
 import type { ReceiptStats } from '../../redis/runs/counts.js';
 import { html, type Html } from '../html.js';
@@ -24,14 +25,23 @@ function approvalsLine(ctx: PageContext, pending: PendingApprovalCount): Html {
 /** The limit counts shown at most; the CLI's `tool-receipts limits` lists them all. */
 const LIMITS_SHOWN = 200;
 
+const whose = (c: LimitCount | CapCount) =>
+  c.per === 'global'
+    ? html`<span class="muted">all tenants</span>`
+    : c.per === 'tenant'
+      ? html`${c.tenantId}`
+      : html`${c.tenantId} / ${c.runId}`;
+
+/** The in-flight caps: slots held of k, calls waiting, and when the earliest lease passes. */
+function capsTable(caps: readonly CapCount[]): Html {
+  if (caps.length === 0) return html``;
+  return html`<h2>In-flight caps</h2><p class="muted">The slots each cap's calls hold by live leases (of k), the calls waiting in line for one, and when the earliest lease passes if its holder stops renewing, on the server clock.</p>
+<div class="table-wrap"><table><thead><tr><th>Cap</th><th>Per</th><th>Whose</th><th>Held</th><th>Waiting</th><th class="hide-narrow">Next lapse</th></tr></thead><tbody>
+${caps.slice(0, LIMITS_SHOWN).map((c) => html`<tr><td>${c.name}</td><td>${c.per}</td><td>${whose(c)}</td><td>${n(c.cap.held)}/${n(c.cap.concurrency)}</td><td>${n(c.cap.waiting)}</td><td class="hide-narrow">${c.cap.nextLapseMs === null ? html`<span class="muted">-</span>` : time(c.cap.nextLapseMs, c.cap.nowMs)}</td></tr>`)}</tbody></table></div>`;
+}
+
 function limitsTable(limits: readonly LimitCount[]): Html {
   if (limits.length === 0) return html`<h2>Limits</h2><p class="muted">No limit has counted a call under this prefix.</p>`;
-  const whose = (c: LimitCount) =>
-    c.per === 'global'
-      ? html`<span class="muted">all tenants</span>`
-      : c.per === 'tenant'
-        ? html`${c.tenantId}`
-        : html`${c.tenantId} / ${c.runId}`;
   return html`<h2>Limits</h2><p class="muted">What each limit's current window has used (committed, and held by reservations whose calls may be about to run) and has left, when its next committed unit frees and when all are free, on the server clock.</p>
 <div class="table-wrap"><table><thead><tr><th>Limit</th><th>Per</th><th>Whose</th><th>Kind</th><th>Used</th><th>Left</th><th>Max</th><th class="hide-narrow">Next free</th><th class="hide-narrow">All free</th></tr></thead><tbody>
 ${limits.slice(0, LIMITS_SHOWN).map((c) => html`<tr><td>${c.name}</td><td>${c.per}</td><td>${whose(c)}</td><td>${c.usage.kind === 'bucket' ? `bucket (burst ${n(c.usage.capacity)})` : c.usage.kind}</td><td>${n(c.usage.used)}</td><td>${n(c.usage.left)}</td><td>${n(c.usage.max)}</td><td class="hide-narrow">${c.usage.nextFreeAtMs === null ? html`<span class="muted">-</span>` : time(c.usage.nextFreeAtMs, c.usage.nowMs)}</td><td class="hide-narrow">${time(c.usage.resetsAtMs, c.usage.nowMs)}</td></tr>`)}</tbody></table></div>
@@ -45,6 +55,7 @@ export function countsPageView(
   shown: number,
   limits: readonly LimitCount[] = [],
   pending: PendingApprovalCount = { count: 0, byTenant: {}, soonestExpiresAtMs: null, complete: true, readAtMs: all.readAtMs },
+  caps: readonly CapCount[] = [],
 ): Html {
   const awaiting = (s: ReceiptStats) => (s.tenantId === undefined ? pending.count : (pending.byTenant[s.tenantId] ?? 0));
   return page(ctx, 'Counts', '/counts', [
@@ -56,5 +67,6 @@ export function countsPageView(
     html`<h2>By status and effect</h2><div class="table-wrap"><table><thead><tr><th>Status</th><th>Effect</th><th>Receipts</th></tr></thead><tbody>
 ${all.byStatusAndEffect.map((c) => html`<tr><td>${c.status}</td><td>${c.effect}</td><td>${n(c.count)}</td></tr>`)}</tbody></table></div>`,
     limitsTable(limits),
+    capsTable(caps),
   ]);
 }

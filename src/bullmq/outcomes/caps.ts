@@ -1,0 +1,64 @@
+/**
+ * The in-flight caps on a call's path, entered only for a tool a cap
+ * covers: the slots taken before the claim (refused or parked in line when
+ * none is free), adopted when the claim executes, and freed after the
+ * settle, waking the jobs first in line. The slots themselves are in
+ * src/limits (`capCall`, `HeldSlots`).
+ */
+import type { ToolResultBlock } from '../../core/job-data.js';
+import { capCall, type HeldSlots } from '../../limits/cap-call.js';
+import { receiptRedisKey } from '../../redis/keys.js';
+import type { JobScope, ReadyCall } from '../runtime.js';
+import { promoteJobOfQueue } from '../turn/park-job.js';
+import { overLimit } from './limits.js';
+
+/**
+ * The gate of the caps before the claim: the call's slots to carry to its
+ * claim, or the block of a refused call (a parked one throws `DelayedError`).
+ */
+export async function passCaps(callRun: ReadyCall): Promise<{ readonly slots?: HeldSlots; readonly block?: ToolResultBlock }> {
+  const { runtime, scope, key } = callRun;
+  const receiptKey = receiptRedisKey(runtime.keyspace.settings.prefix, key);
+  const options = { leaseMs: runtime.keyspace.settings.leaseMs, waker: wakerOf(scope) };
+  const gate = await capCall(runtime.limits, key, receiptKey, options);
+  if (gate.kind === 'free') return {};
+  if (gate.kind === 'refused') return { block: await overLimit(callRun, gate) };
+  return { slots: gate.slots };
+}
+
+/** After its attempt ended: the call's slots are freed if its receipt is settled, and the jobs whose turn came are woken. */
+export async function capsEnded(callRun: ReadyCall, slots: HeldSlots): Promise<void> {
+  const receiptKey = receiptRedisKey(callRun.runtime.keyspace.settings.prefix, callRun.key);
+  await wakeWaiters(callRun.scope, await slots.ended(receiptKey).catch(() => []));
+}
+
+/** Frees the slots of a call that will not execute, and wakes the jobs whose turn came. */
+export async function releaseSlots(scope: JobScope, slots: HeldSlots | undefined): Promise<void> {
+  if (slots !== undefined) await wakeWaiters(scope, await slots.release());
+}
+
+/** The job a place in line names: this job's queue, BullMQ prefix and id, to be promoted when its turn comes. */
+function wakerOf(scope: JobScope): string {
+  return scope.attemptJob === undefined ? '' : JSON.stringify(scope.attemptJob);
+}
+
+/**
+ * Promotes each parked job of `wakers` that lives in this job's queue. One
+ * elsewhere (another queue or Redis), or one not parked yet, is not woken
+ * here: it asks again when its park ends, within a lease.
+ */
+export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): Promise<void> {
+  const own = scope.attemptJob;
+  if (own === undefined || wakers.length === 0) return;
+  await Promise.all(
+    wakers.map(async (text) => {
+      let job: { queue?: unknown; prefix?: unknown; id?: unknown };
+      try {
+        job = JSON.parse(text) as typeof job;
+      } catch {
+        return;
+      }
+      if (job.queue === own.queue && job.prefix === own.prefix && typeof job.id === 'string') await promoteJobOfQueue(scope.job, job.id);
+    }),
+  );
+}

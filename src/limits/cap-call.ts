@@ -1,0 +1,210 @@
+/**
+ * One call's slots of the in-flight caps that cover its tool, as its call
+ * path meets them: {@link capCall}, the gate before the claim (a slot each,
+ * or refused, or parked in line), then {@link HeldSlots}: adopted when the
+ * claim executes, renewed with the attempt's heartbeats, freed at the settle
+ * (naming the jobs to wake). docs/limits.md (in-flight caps) says what holds.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { InFlightCap } from './caps.js';
+import type { CapStore, SlotAnswer, SlotRequest } from './cap-store.js';
+import type { LimitRefusal } from './call-limits.js';
+import type { LimitStore } from './limit-store.js';
+import { durationText } from './window.js';
+import type { WorkerLimits } from './worker-limits.js';
+
+/** How a call asks for its slots: the receipt lease its slots share, and the job to wake when its turn comes. */
+export interface SlotOptions {
+  /** The lease of a slot, in ms: the receipt's, renewed with the same heartbeats. */
+  readonly leaseMs: number;
+  /** The job to wake when the call's turn in line comes (opaque here; `''` for none). */
+  readonly waker: string;
+}
+
+/** What {@link capCall} answers. */
+export type CapGate =
+  /** No cap covers the call's tool. */
+  | { readonly kind: 'free' }
+  /** Every slot of a cap is taken: refused, or (`wait`) parked with its place in line kept. */
+  | { readonly kind: 'refused'; readonly refusal: LimitRefusal }
+  /** Go on to the claim, then tell {@link HeldSlots.afterClaim} what it decided. */
+  | { readonly kind: 'claim'; readonly slots: HeldSlots };
+
+/** How long a place in line is kept without its call asking again: a few leases, past any park of a waiting job. */
+const placeMsOf = (leaseMs: number) => 4 * leaseMs;
+
+/** The sentence a call over an in-flight cap reads, or the wait it is parked for. */
+function capRefusal(cap: InFlightCap, answer: Extract<SlotAnswer, { kind: 'full' }>, leaseMs: number): LimitRefusal {
+  const whose = cap.per === 'global' ? '' : ` per ${cap.per}`;
+  // Parked no longer than a lease: a slot frees by then at the latest, and the releaser wakes it sooner.
+  const retryAtMs = Math.min(answer.retryAtMs, answer.nowMs + leaseMs);
+  return {
+    onLimit: cap.onLimit,
+    limit: cap.name,
+    text: `This call was not run: the in-flight cap "${cap.name}" (at most ${cap.concurrency} at once${whose}) has every slot taken; one frees within ${durationText(Math.max(0, answer.retryAtMs - answer.nowMs))} at the latest.`,
+    retryAtMs,
+    nowMs: answer.nowMs,
+  };
+}
+
+/**
+ * The gate a call passes before its claim: a slot of each cap covering its
+ * tool, side by side. All granted (or held by another delivery of the same
+ * call): go on to the claim. One full: the others are freed, and the
+ * receipt is read, since a call whose receipt is completed replays and one
+ * with a live attempt waits for it whatever the cap; only a call with
+ * neither is refused or parked here (with `wait`, its place in line kept).
+ */
+export async function capCall(
+  limits: WorkerLimits | undefined,
+  key: ToolCallReceiptKey,
+  receiptKey: string,
+  options: SlotOptions,
+): Promise<CapGate> {
+  const caps = limits?.capsOf(key.toolName) ?? [];
+  if (limits === undefined || caps.length === 0) return { kind: 'free' };
+  const store = limits.store.caps;
+  const token = randomBytes(12).toString('base64url');
+  const requests = caps.map((cap) => ({ cap, keys: store.keysOf(cap, key), receiptKey, token }));
+  const askedAtMs = performance.now();
+  const placeMs = placeMsOf(options.leaseMs);
+  const answers = await Promise.allSettled(
+    requests.map((request) => store.acquire(request, { leaseMs: options.leaseMs, placeMs, waker: options.waker, adopt: false })),
+  );
+  const slots = requests.map((request, i) => {
+    const answer = answers[i]!;
+    return { request, own: answer.status === 'fulfilled' && answer.value.kind === 'granted' };
+  });
+  const held = new HeldSlots(limits.store, slots, options.leaseMs, askedAtMs);
+  const failed = answers.find((a) => a.status === 'rejected');
+  if (failed !== undefined) {
+    await held.release();
+    throw failed.reason;
+  }
+  const full = answers.flatMap((a, i) => (a.status === 'fulfilled' && a.value.kind === 'full' ? [{ cap: caps[i]!, answer: a.value }] : []));
+  if (full.length === 0) return { kind: 'claim', slots: held };
+  const refusals = full.map(({ cap, answer }) => capRefusal(cap, answer, options.leaseMs));
+  const refusal = refusals.find((r) => r.onLimit === 'refuse') ?? refusals.reduce((a, b) => (b.retryAtMs > a.retryAtMs ? b : a));
+  const { status } = await limits.store.boundOn(receiptKey, []).catch(async (error: unknown) => {
+    await held.release();
+    throw error;
+  });
+  if (status === 'completed' || status === 'running') return { kind: 'claim', slots: held.refusedWith(refusal) };
+  await held.release();
+  return { kind: 'refused', refusal };
+}
+
+/**
+ * One call's slots, from its gate to its settle. A slot is the call's
+ * receipt with this delivery's token: `own` ones this delivery holds and
+ * renews and frees; the others (another delivery of the call holds it, or
+ * none was free) it adopts or takes when its claim executes, and otherwise
+ * leaves alone. Every free here is best effort: a slot not freed lapses
+ * with its lease.
+ */
+export class HeldSlots {
+  private refusal: LimitRefusal | undefined;
+  /** Until when (this process's monotonic clock) every own slot is surely held: its lease, counted from before it was asked. */
+  private heldUntil: number;
+
+  constructor(
+    private readonly limits: LimitStore,
+    private readonly slots: { readonly request: SlotRequest; own: boolean }[],
+    private readonly leaseMs: number,
+    askedAtMs: number,
+  ) {
+    this.heldUntil = askedAtMs + leaseMs;
+  }
+
+  private get store(): CapStore {
+    return this.limits.caps;
+  }
+
+  /** Marks the slots as asked for by a call some cap refused, which still goes to its claim (it may replay or wait). */
+  refusedWith(refusal: LimitRefusal): this {
+    this.refusal = refusal;
+    return this;
+  }
+
+  /**
+   * After the claim. Anything but an execution frees what this delivery
+   * holds and answers `run`. An execution adopts each slot it does not hold
+   * (its receipt's, held by an earlier delivery, becomes its own) or takes a
+   * free one; when a cap has none free for it, what it holds is freed and
+   * the attempt is not to run (settled as never started, then refused or
+   * parked as the cap says).
+   */
+  async afterClaim(
+    executes: boolean,
+  ): Promise<{ readonly run: true } | { readonly run: false; readonly refusal: LimitRefusal; readonly wake: string[] }> {
+    if (!executes) {
+      await this.release();
+      return { run: true };
+    }
+    const missing = this.slots.filter((slot) => !slot.own);
+    if (missing.length === 0) return { run: true };
+    const heldAlready = missing.length < this.slots.length;
+    const askedAtMs = performance.now();
+    const placeMs = placeMsOf(this.leaseMs);
+    const answers = await Promise.allSettled(
+      missing.map((slot) => this.store.acquire(slot.request, { leaseMs: this.leaseMs, placeMs, waker: '', adopt: true })),
+    );
+    answers.forEach((answer, i) => {
+      if (answer.status === 'fulfilled' && answer.value.kind === 'granted') missing[i]!.own = true;
+    });
+    // Surely held until the earliest lease: those held already, and those taken now.
+    this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;
+    const full = answers.flatMap((a, i) =>
+      a.status === 'fulfilled' && a.value.kind === 'full' ? [{ cap: missing[i]!.request.cap, answer: a.value }] : [],
+    );
+    const failed = answers.find((a) => a.status === 'rejected');
+    if (failed === undefined && full.length === 0) return { run: true };
+    const wake = await this.release();
+    if (failed !== undefined) throw failed.reason;
+    const refusal = this.refusal ?? capRefusal(full[0]!.cap, full[0]!.answer, this.leaseMs);
+    return { run: false, refusal, wake };
+  }
+
+  /**
+   * Renews every slot this delivery holds, sent with a heartbeat of its
+   * attempt. `false` when one is no longer held (its lease passed, or
+   * another delivery adopted it), or when this renewal was sent with less
+   * than a third of a lease surely left (renewals failed or came late, so a
+   * lease may pass before the next): the attempt is then asked to stop. It
+   * renews all the same while the server still holds its slots, so a tool
+   * that does not stop at once stays counted as long as it can be.
+   */
+  async renew(): Promise<boolean> {
+    const own = this.slots.filter((slot) => slot.own);
+    if (own.length === 0) return true;
+    const sentAtMs = performance.now();
+    const late = sentAtMs > this.heldUntil - this.leaseMs / 3;
+    const answers = await Promise.allSettled(own.map((slot) => this.store.renew(slot.request, this.leaseMs)));
+    if (answers.some((a) => a.status === 'fulfilled' && !a.value)) return false;
+    if (answers.every((a) => a.status === 'fulfilled')) this.heldUntil = sentAtMs + this.leaseMs;
+    return !late;
+  }
+
+  /**
+   * The attempt ended. Its slots are freed only when its receipt is settled
+   * (completed or failed): an attempt left running (abandoned, or of an
+   * outcome unknown: ambiguous) holds its slots until their leases pass.
+   * Answers the jobs to wake.
+   */
+  async ended(receiptKey: string): Promise<string[]> {
+    if (!this.slots.some((slot) => slot.own)) return [];
+    const { status } = await this.limits.boundOn(receiptKey, []).catch(() => ({ status: 'running' }));
+    if (status === 'running') return [];
+    return await this.release();
+  }
+
+  /** Frees every slot this delivery holds; answers the jobs first in line that a slot is free for now, to wake. */
+  async release(): Promise<string[]> {
+    const own = this.slots.filter((slot) => slot.own);
+    for (const slot of own) slot.own = false;
+    const freed = await Promise.allSettled(own.map((slot) => this.store.release(slot.request)));
+    return freed.flatMap((f) => (f.status === 'fulfilled' ? f.value.wake : []));
+  }
+}

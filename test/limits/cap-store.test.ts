@@ -1,0 +1,100 @@
+/**
+ * An in-flight cap's slots through the store, on a real Redis and its clock:
+ * acquire up to k, a delivery's renew and release of its own slot only, a
+ * slot shared by two deliveries of one call and adopted by the one that
+ * executes, a lapsed lease freeing its slot (and a renew then failing),
+ * waiting calls admitted in arrival order and the release naming the jobs
+ * to wake, a refusal taking no place, and the operator's read.
+ */
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { CapStore, defineLimit, LimitStore, type SlotRequest } from '../../src/limits/index.js';
+import { useRedis, waitUntil } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+
+function capStore(): CapStore {
+  return new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix }).caps;
+}
+
+/** A fresh tenant's cap of `k` and a request maker for its calls. */
+function cap(k: number, onLimit: 'wait' | 'refuse' = 'wait') {
+  const store = capStore();
+  const definition = defineLimit({ name: 'browse', per: 'tenant', concurrency: k, onLimit });
+  const tenantId = `t-${randomBytes(4).toString('hex')}`;
+  const keys = store.keysOf(definition, { tenantId });
+  const request = (call: string, token = `token-${call}`): SlotRequest => ({ cap: definition, keys, receiptKey: `receipt-${call}`, token });
+  const acquire = (call: string, options: { token?: string; leaseMs?: number; adopt?: boolean } = {}) =>
+    store.acquire(request(call, options.token), {
+      leaseMs: options.leaseMs ?? 60_000,
+      placeMs: 60_000,
+      waker: `job-${call}`,
+      adopt: options.adopt ?? false,
+    });
+  return { store, definition, tenantId, request, acquire };
+}
+
+describe('an in-flight cap through the store', () => {
+  it('grants k slots, parks the rest in arrival order, and a release frees a slot and names the first in line to wake', async () => {
+    const { store, definition, tenantId, request, acquire } = cap(2);
+    expect(await acquire('a')).toMatchObject({ kind: 'granted', held: 1 });
+    expect(await acquire('b')).toMatchObject({ kind: 'granted', held: 2 });
+    expect(await acquire('c')).toMatchObject({ kind: 'full', position: 0 });
+    expect(await acquire('d')).toMatchObject({ kind: 'full', position: 1 });
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ concurrency: 2, held: 2, waiting: 2 });
+
+    // Another delivery's token frees nothing.
+    expect(await store.release(request('a', 'someone-else'))).toEqual({ released: false, wake: [] });
+    expect(await store.release(request('a'))).toEqual({ released: true, wake: ['job-c'] });
+    // d is behind c: the free slot is c's until c comes back for it.
+    expect(await acquire('d')).toMatchObject({ kind: 'full', position: 1 });
+    expect(await acquire('c')).toMatchObject({ kind: 'granted', held: 2 });
+    expect(await store.release(request('b'))).toEqual({ released: true, wake: ['job-d'] });
+    expect(await acquire('d')).toMatchObject({ kind: 'granted' });
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 2, waiting: 0 });
+  });
+
+  it('lets one call hold one slot: a second delivery shares it, and adopts it when it executes', async () => {
+    const { request, acquire, store } = cap(1);
+    expect(await acquire('a', { token: 'first' })).toMatchObject({ kind: 'granted' });
+    expect(await acquire('a', { token: 'second' })).toMatchObject({ kind: 'shared', held: 1 });
+    expect(await acquire('a', { token: 'first' })).toMatchObject({ kind: 'granted', held: 1 });
+    expect(await acquire('a', { token: 'second', adopt: true })).toMatchObject({ kind: 'granted', held: 1 });
+    // The first delivery holds it no more: its renew fails, and its release frees nothing.
+    expect(await store.renew(request('a', 'first'), 60_000)).toBe(false);
+    expect(await store.release(request('a', 'first'))).toMatchObject({ released: false });
+    expect(await store.renew(request('a', 'second'), 60_000)).toBe(true);
+    expect(await acquire('b')).toMatchObject({ kind: 'full', position: 0 });
+  });
+
+  it('frees a slot whose lease passed on the server clock, never sooner, and its renew then fails', async () => {
+    const { request, acquire, store, definition, tenantId } = cap(1);
+    const granted = await acquire('a', { leaseMs: 600 });
+    expect(granted).toMatchObject({ kind: 'granted' });
+    const full = await acquire('b');
+    if (full.kind !== 'full') throw new Error(`expected no slot, got ${JSON.stringify(full)}`);
+    expect(full.retryAtMs).toBe((granted as { deadlineMs: number }).deadlineMs);
+    const freed = await waitUntil(
+      () => acquire('b'),
+      (answer) => answer.kind === 'granted',
+      10_000,
+      "a's lease to pass",
+    );
+    expect(freed.nowMs).toBeGreaterThanOrEqual((granted as { deadlineMs: number }).deadlineMs);
+    expect(await store.renew(request('a'), 600)).toBe(false);
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 1, waiting: 0 });
+  });
+
+  it('with refuse, takes no place in line; a renewed slot outlives its first lease', async () => {
+    const { acquire, store, request } = cap(1, 'refuse');
+    expect(await acquire('a', { leaseMs: 800 })).toMatchObject({ kind: 'granted' });
+    expect(await acquire('b')).toMatchObject({ kind: 'full', position: -1 });
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await store.renew(request('a'), 800)).toBe(true);
+    }
+    expect(await acquire('b')).toMatchObject({ kind: 'full', position: -1 });
+    expect(await store.release(request('a'))).toEqual({ released: true, wake: [] });
+    expect(await acquire('b')).toMatchObject({ kind: 'granted' });
+  });
+});

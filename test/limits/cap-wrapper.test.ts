@@ -1,0 +1,117 @@
+/**
+ * In-flight caps through the real wrapper and real BullMQ workers: a call
+ * finding every slot taken is refused with the cap's sentence ('refuse'), or
+ * parked and woken by the settle that frees a slot, long before its park
+ * would end ('wait'); waiting calls run in arrival order; a call of an
+ * unknown outcome (ambiguous) keeps its slot until its lease passes; the
+ * operator's read shows held/k and waiting.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { OutcomeUnknownError } from '../../src/core/index.js';
+import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
+import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
+
+const lane = useLanes();
+
+/** A tool whose calls each wait for the test to let them finish, recording the order they started in. */
+function gatedTool() {
+  const started: string[] = [];
+  const gates = new Map<string, () => void>();
+  const tool = defineTool({
+    name: 'browse',
+    input: z.object({ url: z.string() }),
+    effect: 'opaque',
+    destructive: false,
+    async execute({ url }) {
+      started.push(url);
+      await new Promise<void>((resolve) => gates.set(url, resolve));
+      return `read ${url}`;
+    },
+  });
+  const finish = async (url: string) => {
+    await expect.poll(() => gates.has(url), { timeout: 20_000 }).toBe(true);
+    gates.get(url)!();
+  };
+  return { tool, started, finish };
+}
+
+const outcomeOf = (job: { returnvalue: unknown }) => (job.returnvalue as ToolJobResult).results[0]!;
+
+describe('withToolReceipts({ limits: [{ concurrency }] })', () => {
+  it('refuses a call that finds every slot taken with a sentence naming the cap, and runs it once a slot is free', async () => {
+    const l = await lane();
+    const t = gatedTool();
+    const cap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1 });
+    l.worker({ tools: [t.tool], limits: [cap], logger: silent }, { concurrency: 4 });
+    const first = await l.add(jobData([call('browse', { url: 'a' })], { tenantId: 'acme', runId: 'r1' }));
+    await expect.poll(() => t.started, { timeout: 20_000 }).toEqual(['a']);
+    const refused = await l.run(jobData([call('browse', { url: 'b' })], { tenantId: 'acme', runId: 'r2' }));
+    expect(outcomeOf(refused)).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(outcomeOf(refused).content).toMatch(
+      /^This call was not run: the in-flight cap "browsing" \(at most 1 at once per tenant\) has every slot taken/,
+    );
+    // Another tenant has its own slots.
+    const other = l.add(jobData([call('browse', { url: 'c' })], { tenantId: 'other', runId: 'r1' }));
+    await t.finish('c');
+    expect(outcomeOf(await l.settle(await other)).outcome).toBe('executed');
+    await t.finish('a');
+    expect(outcomeOf(await l.settle(first)).outcome).toBe('executed');
+    const again = l.add(jobData([call('browse', { url: 'b' })], { tenantId: 'acme', runId: 'r3' }));
+    await t.finish('b');
+    expect(outcomeOf(await l.settle(await again)).outcome).toBe('executed');
+  });
+
+  it('parks waiting calls, wakes each when a slot frees (long before its park ends), and runs them in arrival order', async () => {
+    const l = await lane();
+    const t = gatedTool();
+    const cap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    // A lease of 30 s: a waiting call's park ends within a lease, so one that runs within seconds was woken.
+    const { processor } = l.worker(
+      { tools: [t.tool], limits: [cap], logger: silent, leaseMs: 30_000, waitJitterMs: 0 },
+      { concurrency: 8 },
+    );
+    const store = new LimitStore({ redis: l.redis, prefix: l.prefix }).caps;
+    const first = await l.add(jobData([call('browse', { url: 'a' })], { tenantId: 'acme', runId: 'r0' }));
+    await expect.poll(() => t.started, { timeout: 20_000 }).toEqual(['a']);
+    const waiting = [];
+    for (const [i, url] of ['b', 'c', 'd'].entries()) {
+      waiting.push(await l.add(jobData([call('browse', { url })], { tenantId: 'acme', runId: `r${i + 1}` })));
+      // Each in line before the next arrives.
+      await expect.poll(async () => (await store.usage(cap, { tenantId: 'acme' })).waiting, { timeout: 20_000 }).toBe(i + 1);
+    }
+    expect(await store.usage(cap, { tenantId: 'acme' })).toMatchObject({ concurrency: 1, held: 1, waiting: 3 });
+    const opened = Date.now();
+    for (const url of ['a', 'b', 'c', 'd']) await t.finish(url);
+    const jobs = await Promise.all([first, ...waiting].map((job) => l.settle(job)));
+    expect(jobs.map((job) => outcomeOf(job).outcome)).toEqual(['executed', 'executed', 'executed', 'executed']);
+    expect(t.started).toEqual(['a', 'b', 'c', 'd']);
+    // Three wake-ups in a row, each far sooner than a park of up to a lease (30 s) would end.
+    expect(Date.now() - opened).toBeLessThan(20_000);
+    expect(await store.usage(cap, { tenantId: 'acme' })).toMatchObject({ held: 0, waiting: 0 });
+    expect(processor.limits?.caps.map((c) => c.name)).toEqual(['browsing']);
+  });
+
+  it('keeps the slot of a call whose outcome is unknown until its lease passes', async () => {
+    const l = await lane();
+    const unknown = defineTool({
+      name: 'browse',
+      input: z.object({ url: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => {
+        throw new OutcomeUnknownError('the page may have been submitted');
+      },
+    });
+    const cap = defineLimit({ name: 'browsing', per: 'run', concurrency: 1 });
+    l.worker({ tools: [unknown], limits: [cap], logger: silent, leaseMs: 1500, onAmbiguous: 'report' });
+    const data = jobData([call('browse', { url: 'a' })], { tenantId: 'acme', runId: 'r-unknown' });
+    await l.run(data);
+    const store = new LimitStore({ redis: l.redis, prefix: l.prefix }).caps;
+    const held = await store.usage(cap, data);
+    expect(held).toMatchObject({ held: 1 });
+    await expect.poll(async () => (await store.usage(cap, data)).held, { timeout: 10_000 }).toBe(0);
+    expect((await store.usage(cap, data)).nowMs).toBeGreaterThanOrEqual(held.nextLapseMs!);
+  });
+});
