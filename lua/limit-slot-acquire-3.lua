@@ -44,20 +44,20 @@
 --- @include "limit-slots"
 --- @include "server-now"
 
-local bad = slotKeysCorrupt()
+local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
 if bad then return bad end
 local now = serverNow()
 local receipt, cap, leaseMs, token = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[8]
 
-freeLapsed(now)
-dropStalePlaces(now)
+freeLapsed(KEYS[1], KEYS[2], now)
+dropStalePlaces(KEYS[1], KEYS[3], now)
 redis.call('HSET', KEYS[1], 'cap', ARGV[2], 'name', ARGV[7], 'kind', 'cap')
 
 local deadline = now + leaseMs
 local function grant(held)
   redis.call('ZADD', KEYS[2], intText(deadline), receipt)
   redis.call('HSET', KEYS[1], 'h:' .. receipt, token)
-  keepSlots(now, deadline, leaseMs)
+  keepSlots(KEYS[1], KEYS[2], KEYS[3], now, deadline, leaseMs)
   return { 1, now, deadline, held, 0, 0 }
 end
 
@@ -85,5 +85,5 @@ if not rank then
 end
 local placeUntil = now + tonumber(ARGV[6])
 redis.call('HSET', KEYS[1], 'w:' .. receipt, intText(placeUntil) .. ' ' .. ARGV[5])
-keepSlots(now, math.max(placeUntil, retryAt), leaseMs)
+keepSlots(KEYS[1], KEYS[2], KEYS[3], now, math.max(placeUntil, retryAt), leaseMs)
 return { 0, now, 0, held, ahead, retryAt }

@@ -22,7 +22,7 @@
 --- @include "limit-slots"
 --- @include "server-now"
 
-local bad = slotKeysCorrupt()
+local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
 if bad then return bad end
 local now = serverNow()
 local receipt = ARGV[1]
@@ -32,10 +32,10 @@ if redis.call('ZSCORE', KEYS[2], receipt) and redis.call('HGET', KEYS[1], 'h:' .
   redis.call('HDEL', KEYS[1], 'h:' .. receipt)
   released = 1
 end
-freeLapsed(now)
-dropStalePlaces(now)
+freeLapsed(KEYS[1], KEYS[2], now)
+dropStalePlaces(KEYS[1], KEYS[3], now)
 local held = redis.call('ZCARD', KEYS[2])
 local free = (tonumber(redis.call('HGET', KEYS[1], 'cap')) or 0) - held
 local reply = { released, now, held, redis.call('ZCARD', KEYS[3]) }
-for _, job in ipairs(waitersToWake(free)) do reply[#reply + 1] = job end
+for _, job in ipairs(waitersToWake(KEYS[1], KEYS[3], free)) do reply[#reply + 1] = job end
 return reply

@@ -21,7 +21,7 @@
 --- @include "limit-slots"
 --- @include "server-now"
 
-local bad = slotKeysCorrupt()
+local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
 if bad then return bad end
 local now = serverNow()
 local receipt, leaseMs = ARGV[1], tonumber(ARGV[3])
@@ -29,5 +29,5 @@ local score = tonumber(redis.call('ZSCORE', KEYS[2], receipt))
 if not score or score <= now or redis.call('HGET', KEYS[1], 'h:' .. receipt) ~= ARGV[2] then return { 0, now, 0 } end
 local deadline = now + leaseMs
 redis.call('ZADD', KEYS[2], intText(deadline), receipt)
-keepSlots(now, deadline, leaseMs)
+keepSlots(KEYS[1], KEYS[2], KEYS[3], now, deadline, leaseMs)
 return { 1, now, deadline }

@@ -21,7 +21,7 @@
 --- @include "limit-slots"
 --- @include "server-now"
 
-local bad = slotKeysCorrupt()
+local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
 if bad then return bad end
 local now = serverNow()
 local held = redis.call('ZCOUNT', KEYS[2], '(' .. intText(now), '+inf')
