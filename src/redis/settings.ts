@@ -47,7 +47,7 @@ export function storeSettings(options: { prefix?: string; retentionMs?: number }
  */
 export type ReceiptLayout = 2 | 4 | 5;
 
-/** The layout new receipts are written in when `receiptLayout` is not given: the one every release reads. */
+/** The layout new receipts are written in when `receiptLayout` is not given: the compact one (releases before this one refuse it). */
 export const DEFAULT_RECEIPT_LAYOUT: ReceiptLayout = 5;
 
 /** What a receipts keyspace is made of, every default filled in; frozen, and read by each of its parts. */
