@@ -77,7 +77,7 @@ export async function capCall(
     const answer = answers[i]!;
     return { request, own: answer.status === 'fulfilled' && answer.value.kind === 'granted' };
   });
-  const held = new HeldSlots(limits.store, slots, options.leaseMs, askedAtMs);
+  const held = new HeldSlots(limits.store, receiptKey, slots, options.leaseMs, askedAtMs);
   const failed = answers.find((a) => a.status === 'rejected');
   if (failed !== undefined) {
     await held.release();
@@ -111,6 +111,8 @@ export class HeldSlots {
 
   constructor(
     private readonly limits: LimitStore,
+    /** The call's receipt, whose settle frees the slots. */
+    private readonly receiptKey: string,
     private readonly slots: { readonly request: SlotRequest; own: boolean }[],
     private readonly leaseMs: number,
     askedAtMs: number,
@@ -193,9 +195,9 @@ export class HeldSlots {
    * outcome unknown: ambiguous) holds its slots until their leases pass.
    * Answers the jobs to wake.
    */
-  async ended(receiptKey: string): Promise<string[]> {
+  async ended(): Promise<string[]> {
     if (!this.slots.some((slot) => slot.own)) return [];
-    const { status } = await this.limits.boundOn(receiptKey, []).catch(() => ({ status: 'running' }));
+    const { status } = await this.limits.boundOn(this.receiptKey, []).catch(() => ({ status: 'running' }));
     if (status === 'running') return [];
     return await this.release();
   }

@@ -8,6 +8,8 @@
 import type { ToolResultBlock } from '../../core/job-data.js';
 import { capCall, type HeldSlots } from '../../limits/cap-call.js';
 import { receiptRedisKey } from '../../redis/keys.js';
+import { parseAttemptJob } from '../../redis/receipts/reads/record.js';
+import { attemptJobText } from '../../redis/receipts/transitions/claim.js';
 import type { JobScope, ReadyCall } from '../runtime.js';
 import { promoteJobOfQueue } from '../turn/park-job.js';
 import { overLimit } from './limits.js';
@@ -28,8 +30,7 @@ export async function passCaps(callRun: ReadyCall): Promise<{ readonly slots?: H
 
 /** After its attempt ended: the call's slots are freed if its receipt is settled, and the jobs whose turn came are woken. */
 export async function capsEnded(callRun: ReadyCall, slots: HeldSlots): Promise<void> {
-  const receiptKey = receiptRedisKey(callRun.runtime.keyspace.settings.prefix, callRun.key);
-  await wakeWaiters(callRun.scope, await slots.ended(receiptKey).catch(() => []));
+  await wakeWaiters(callRun.scope, await slots.ended().catch(() => []));
 }
 
 /** Frees the slots of a call that will not execute, and wakes the jobs whose turn came. */
@@ -39,7 +40,7 @@ export async function releaseSlots(scope: JobScope, slots: HeldSlots | undefined
 
 /** The job a place in line names: this job's queue, BullMQ prefix and id, to be promoted when its turn comes. */
 function wakerOf(scope: JobScope): string {
-  return scope.attemptJob === undefined ? '' : JSON.stringify(scope.attemptJob);
+  return scope.attemptJob === undefined ? '' : attemptJobText(scope.attemptJob);
 }
 
 /**
@@ -52,13 +53,9 @@ export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): P
   if (own === undefined || wakers.length === 0) return;
   await Promise.all(
     wakers.map(async (text) => {
-      let job: { queue?: unknown; prefix?: unknown; id?: unknown };
-      try {
-        job = JSON.parse(text) as typeof job;
-      } catch {
-        return;
-      }
-      if (job.queue === own.queue && job.prefix === own.prefix && typeof job.id === 'string') await promoteJobOfQueue(scope.job, job.id);
+      // A place in line names its job as a receipt's job:<attempt> field does (attemptJobText).
+      const job = parseAttemptJob(text);
+      if (job !== null && job.queue === own.queue && job.prefix === own.prefix) await promoteJobOfQueue(scope.job, job.id);
     }),
   );
 }

@@ -93,7 +93,7 @@ export interface ReconcileRecord {
 }
 
 /** An {@link AttemptJob} as stored (`attemptJobText` in `transitions/claim.ts`), or `null` for a field that is not one. */
-function parseAttemptJob(text: string): AttemptJob | null {
+export function parseAttemptJob(text: string): AttemptJob | null {
   try {
     const v = JSON.parse(text) as Partial<AttemptJob>;
     if (typeof v.queue === 'string' && typeof v.prefix === 'string' && typeof v.id === 'string') {
