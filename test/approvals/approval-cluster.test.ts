@@ -6,27 +6,22 @@
  */
 import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { approveCall, listPendingApprovals } from '../../src/approvals/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
-import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { clusterSkipReason, useRedisCluster } from '../support/redis-cluster.js';
 
 const skipReason = clusterSkipReason();
 if (skipReason) console.warn(`[redis harness] skipping the approvals cluster test: ${skipReason}`);
 
 describe.skipIf(skipReason !== undefined)('approvals on a three-node Redis Cluster', () => {
-  let cluster: RedisClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-  }, 120_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const runningCluster = useRedisCluster();
 
   it('calls on every node wait, are listed, and each runs once when approved', async () => {
+    const cluster = runningCluster();
     const redis = cluster.connect();
     const prefix = `${cluster.prefix}:appr`;
     const probe = new ReceiptStore({ redis, prefix });

@@ -7,7 +7,7 @@
  * never touches the safety verdict.
  */
 import { Redis, type Cluster } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/cli.js';
 import { toolCallArgsHash } from '../../src/core/identity.js';
 import { checkRedisForReceipts } from '../../src/redis/index.js';
@@ -17,7 +17,7 @@ import { Capture } from '../cli/support.js';
 import { LocalRedis, findOnPath } from '../support/redis-process.js';
 import { uniquePrefix } from '../support/redis.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
-import { startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
+import { useRedisCluster } from '../support/redis-cluster.js';
 
 const skip = sentinelSkipReason(); // needs servers this process starts with its own flags
 
@@ -199,15 +199,10 @@ describe.skipIf(skip !== undefined)("the doctor's memory advice", () => {
 });
 
 describe.skipIf(skip !== undefined)("the doctor's memory advice on a Cluster", () => {
-  let cluster: RedisClusterHandle;
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-  }, 120_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
+  const runningCluster = useRedisCluster();
 
   it('advises per master, naming it, and samples the receipts each one holds', async () => {
+    const cluster = runningCluster();
     const redis = cluster.connect();
     const prefix = `${cluster.prefix}:mem`;
     await settle(redis, prefix, 9, 2);

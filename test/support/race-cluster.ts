@@ -5,8 +5,7 @@
  * BullMQ on the Cluster too. One helper, so each race file does not restate it.
  */
 import type { Cluster } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
-import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
+import { clusterSkipReason, useRedisCluster, type RedisClusterHandle } from './redis-cluster.js';
 
 /** Why the races of `what` cannot run on a Cluster here (said once, as a warning), or `undefined` when they can. */
 export function raceClusterSkipReason(what: string): string | undefined {
@@ -33,17 +32,7 @@ export interface ClusterRaceConnections {
  * `connections()` a fresh set of connections to it for one race.
  */
 export function useRaceCluster(): { cluster(): RedisClusterHandle; connections(): ClusterRaceConnections } {
-  let cluster: RedisClusterHandle | undefined;
-  beforeAll(async () => {
-    cluster = await startRedisCluster(3);
-  }, 60_000);
-  afterAll(async () => {
-    await cluster?.stop();
-  });
-  const running = () => {
-    if (cluster === undefined) throw new Error('the race cluster is not running (is this called inside a test?)');
-    return cluster;
-  };
+  const running = useRedisCluster();
   return {
     cluster: running,
     connections() {

@@ -9,6 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
 import { LocalRedis, findOnPath } from './redis-process.js';
 import { uniquePrefix } from './redis.js';
 
@@ -209,5 +210,24 @@ export async function startRedisCluster(
       });
     },
     stop,
+  };
+}
+
+/**
+ * Starts a three-master Cluster before the tests of the describe block it is
+ * called in, and stops it after them: the set-up each Cluster suite would
+ * otherwise restate. The getter returns the running cluster.
+ */
+export function useRedisCluster(): () => RedisClusterHandle {
+  let cluster: RedisClusterHandle | undefined;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+  }, 120_000);
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (cluster === undefined) throw new Error('the Cluster is not running (is this called inside a test?)');
+    return cluster;
   };
 }
