@@ -29,9 +29,11 @@ export interface McpClientSource {
  * - a Streamable HTTP endpoint answered 404 to a request carrying the
  *   client's `Mcp-Session-Id` (the server restarted, or dropped the
  *   session): as the MCP spec says, a new session is started. The old
- *   client is closed, so a call still waiting on it fails as an unknown
- *   outcome (it may have reached the old session) instead of waiting for
- *   its timeout.
+ *   client is closed once every request it posted has had its HTTP answer
+ *   (one still being posted meets its own 404 and is sent again), so a call
+ *   still waiting on the old session's stream fails as an unknown outcome
+ *   (it may have reached the old session) instead of waiting for its
+ *   timeout.
  *
  * Calls made meanwhile share one connect. A connect that fails is tried
  * again on a later use, no sooner than the backoff allows (see
@@ -47,6 +49,8 @@ export class McpConnection implements McpClientSource {
   /** The client `#current` resolved to, while it is the one handed out. */
   #client: Client | undefined;
   #closed = false;
+  /** Clients whose session was lost, waiting for their requests' HTTP answers before they are closed. */
+  readonly #retiring = new Set<Client>();
   /** Connects that failed in a row, and when the next may start (performance.now()). */
   #failures = 0;
   #nextConnectAt = 0;
@@ -117,14 +121,23 @@ export class McpConnection implements McpClientSource {
       previousClose?.();
       drop();
     };
+    const posts = new PostsInFlight(client);
     const previousError = client.onerror;
     client.onerror = (error) => {
       previousError?.(error);
       if (this.#current !== mine || !sessionLost(client, error)) return;
       drop();
-      // Closed on the next turn of the event loop: the request that met the 404 is told of it first (it never
-      // started), and only requests still waiting on the old session end as unknown outcomes.
-      setImmediate(() => void client.close().catch(() => undefined));
+      this.#retiring.add(client);
+      // Closed once every request it sent has had its HTTP answer: one still being posted (to a server
+      // restarted meanwhile, say) gets its own 404 and is sent again; only requests that were answered and
+      // still wait on the old session's stream end as unknown outcomes. The close comes on a later turn of
+      // the event loop, so the request that met the 404 is told of it first.
+      posts.whenIdle(() =>
+        setImmediate(() => {
+          this.#retiring.delete(client);
+          void client.close().catch(() => undefined);
+        }),
+      );
     };
     if (this.#closed) {
       await client.close().catch(() => undefined);
@@ -143,7 +156,44 @@ export class McpConnection implements McpClientSource {
     const client = this.#client;
     this.#current = undefined;
     this.#client = undefined;
+    const retiring = [...this.#retiring];
+    this.#retiring.clear();
+    await Promise.all(retiring.map((old) => old.close().catch(() => undefined)));
     await client?.close();
+  }
+}
+
+/**
+ * Counts the messages a client's transport is still sending (for Streamable
+ * HTTP, a POST whose response has not yet been read), so that a client whose
+ * session was lost is closed only when none is: closing aborts every request
+ * still waiting, and one whose POST is still out will be answered on its own.
+ */
+class PostsInFlight {
+  #sending = 0;
+  #onIdle: (() => void) | undefined;
+
+  constructor(client: Client) {
+    const transport = client.transport!;
+    const send = transport.send.bind(transport);
+    const settled = () => {
+      if (--this.#sending > 0 || this.#onIdle === undefined) return;
+      const onIdle = this.#onIdle;
+      this.#onIdle = undefined;
+      onIdle();
+    };
+    transport.send = (message, options) => {
+      this.#sending++;
+      const sent = send(message, options);
+      sent.then(settled, settled);
+      return sent;
+    };
+  }
+
+  /** Runs `action` now if nothing is being sent, else when the last send in flight settles. */
+  whenIdle(action: () => void): void {
+    if (this.#sending === 0) action();
+    else this.#onIdle = action;
   }
 }
 

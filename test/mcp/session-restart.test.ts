@@ -5,6 +5,8 @@
  * Mcp-Session-Id, and the connection starts a new session. Real Worker,
  * Redis and server; the server's journal counts every call it received.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { breakerField } from '../../src/redis/keys.js';
 import type { ToolJobResult } from '../../src/bullmq/index.js';
@@ -94,6 +96,65 @@ describe('a stateful Streamable HTTP server restarted on the same URL', () => {
     expect(entries.filter((e) => String(e.args?.to).startsWith('after-')).every((e) => e.pid === secondPid)).toBe(true);
     expect(entries.find((e) => e.args?.to === 'held@example.com')!.pid).toBe(firstPid);
     // One session on each server: the first connect, and one more after the 404.
+    expect(connects).toBe(2);
+  });
+
+  it('a call still being posted when another finds the session lost gets its own 404 and runs on the new session, not reported unknown', async () => {
+    const journal = journalPath();
+    let server: HttpServer = await startHttpServer(journal, 0, 'http-session');
+    cleanups.push(() => server.kill());
+    // The slow call's POST is held back until the other has gone out, so it is still being sent when the
+    // other meets the 404; no SSE reconnect, so only these two requests can find the session lost.
+    let slowEntered!: () => void;
+    const slowIsOut = new Promise<void>((resolve) => (slowEntered = resolve));
+    const fetchWithHold: typeof fetch = async (input, init) => {
+      const body = typeof init?.body === 'string' ? init.body : '';
+      if (body.includes('slow@example.com')) {
+        slowEntered();
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+      } else if (body.includes('fast@example.com')) {
+        await slowIsOut;
+      }
+      return fetch(input, init);
+    };
+    let connects = 0;
+    const connection = new McpConnection(async () => {
+      connects++;
+      const client = new Client({ name: 'test-worker', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(server.url, {
+          fetch: fetchWithHold,
+          reconnectionOptions: {
+            maxRetries: 0,
+            initialReconnectionDelay: 1_000,
+            maxReconnectionDelay: 1_000,
+            reconnectionDelayGrowFactor: 1,
+          },
+        }),
+      );
+      return client;
+    });
+    cleanups.push(() => connection.close());
+    const tools = await mcpTools(connection, { include: ['op_default'], timeoutMs: 30_000 });
+    const l = await lane();
+    l.worker({ tools, onAmbiguous: 'report' }, { concurrency: 4 });
+    expect(results(await l.run(jobData([call('op_default', { to: 'before@example.com' })])))).toMatchObject([{ outcome: 'executed' }]);
+
+    await server.kill();
+    server = await startHttpServer(journal, server.port, 'http-session');
+    const added = new Map(
+      await Promise.all(
+        ['slow', 'fast'].map(
+          async (name) => [name, await l.add(jobData([call('op_default', { to: `${name}@example.com` })]), { attempts: 1 })] as const,
+        ),
+      ),
+    );
+    for (const [name, job] of added) {
+      expect(results(await l.settle(job, 30_000))).toMatchObject([{ outcome: 'executed', content: `sent to ${name}@example.com` }]);
+    }
+    const received = readJournal(journal).filter((e) => e.phase === 'received');
+    expect(received.map((e) => e.args?.to).sort()).toEqual(['before@example.com', 'fast@example.com', 'slow@example.com']);
+    expect(received.filter((e) => e.args?.to !== 'before@example.com').every((e) => e.pid === server.child.pid)).toBe(true);
     expect(connects).toBe(2);
   });
 });
