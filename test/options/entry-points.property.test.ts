@@ -116,8 +116,8 @@ const retention: OptionCase = { good: fc.integer({ min: 60_000, max: Number.MAX_
 /** A command deadline the works-check can meet (any whole number of ms a timer takes is usable). */
 const commandTimeout: OptionCase = { good: fc.integer({ min: 10_000, max: MAX_TIMER }), usable: (v) => isWhole(v, 1, MAX_TIMER) };
 const flag: OptionCase = { good: fc.boolean(), usable: (v) => typeof v === 'boolean' };
-/** A receipt layout: 2 or 4, nothing else (not '4', not 3). */
-const receiptLayout: OptionCase = { good: fc.constantFrom(2, 4), usable: (v) => v === 2 || v === 4 };
+/** A receipt layout: 2, 4 or 5, nothing else (not '4', not 3). */
+const receiptLayout: OptionCase = { good: fc.constantFrom(2, 4, 5), usable: (v) => v === 2 || v === 4 || v === 5 };
 const text: OptionCase = { good: fc.string({ minLength: 1, maxLength: 16 }).filter(isText), usable: isText };
 const prefix: OptionCase = {
   good: fc.stringMatching(/^[A-Za-z0-9._~:/-]{1,12}$/),

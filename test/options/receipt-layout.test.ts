@@ -1,5 +1,5 @@
 /**
- * `receiptLayout`, wherever a keyspace is made from options: 2 or 4, and
+ * `receiptLayout`, wherever a keyspace is made from options: 2, 4 or 5, and
  * anything else refused where it is given with `options.invalid` naming it.
  * The layout asked for reaches the claims the entry point makes.
  */
@@ -12,7 +12,7 @@ import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const redis = useRedis();
 const tool = defineTool({ name: 'notify', input: z.object({}), effect: 'opaque', destructive: false, execute: () => 'ok' });
-const WRONG: readonly unknown[] = [3, 1, 0, '4', '2', 4.5, null, true, [4], { layout: 4 }];
+const WRONG: readonly unknown[] = [3, 1, 0, 6, '4', '5', '2', 4.5, null, true, [4], { layout: 4 }];
 
 describe('receiptLayout', () => {
   it.each(WRONG)('refuses %j with options.invalid naming it, in every entry point', async (receiptLayout) => {
