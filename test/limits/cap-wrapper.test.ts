@@ -2,14 +2,17 @@
  * In-flight caps through the real wrapper and real BullMQ workers: a call
  * finding every slot taken is refused with the cap's sentence ('refuse'), or
  * parked and woken by the settle that frees a slot, long before its park
- * would end ('wait'); waiting calls run in arrival order; a call of an
- * unknown outcome (ambiguous) keeps its slot until its lease passes; the
- * operator's read shows held/k and waiting.
+ * would end ('wait'), on its own queue or another on the same Redis;
+ * waiting calls run in arrival order; a call of an unknown outcome
+ * (ambiguous) keeps its slot until its lease passes; the operator's read
+ * shows held/k and waiting.
  */
+import { Job, Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { OutcomeUnknownError } from '../../src/core/index.js';
-import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
+import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
 
@@ -91,6 +94,54 @@ describe('withToolReceipts({ limits: [{ concurrency }] })', () => {
     expect(Date.now() - opened).toBeLessThan(20_000);
     expect(await store.usage(cap, { tenantId: 'acme' })).toMatchObject({ held: 0, waiting: 0 });
     expect(processor.limits?.caps.map((c) => c.name)).toEqual(['browsing']);
+  });
+
+  it('wakes a call parked on another queue of the same Redis when a slot frees, in both directions', async () => {
+    const l = await lane();
+    const t = gatedTool();
+    const cap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    const options = { tools: [t.tool], limits: [cap], logger: silent, leaseMs: 30_000, waitJitterMs: 0 };
+    l.worker(options, { concurrency: 4 });
+    // A second queue, its worker on a connection of its own, sharing the receipts' prefix and so the cap.
+    const connections: Redis[] = [];
+    const connect = () => {
+      const c = new Redis(l.redisUrl, { maxRetriesPerRequest: null });
+      connections.push(c);
+      return c;
+    };
+    const other = new Queue('tools-other', { connection: connect(), prefix: l.prefix });
+    const otherEvents = new QueueEvents('tools-other', { connection: connect(), prefix: l.prefix });
+    const processor = withToolReceipts({ ...options, redis: connect(), prefix: l.prefix });
+    const otherWorker = new Worker('tools-other', processor, { connection: connect(), prefix: l.prefix, concurrency: 4 });
+    processor.attach(otherWorker);
+    otherWorker.on('error', () => undefined);
+    try {
+      await otherEvents.waitUntilReady();
+      const store = new LimitStore({ redis: l.redis, prefix: l.prefix }).caps;
+      const inLine = (n: number) =>
+        expect.poll(async () => (await store.usage(cap, { tenantId: 'acme' })).waiting, { timeout: 20_000 }).toBe(n);
+      const first = await l.add(jobData([call('browse', { url: 'a' })], { tenantId: 'acme', runId: 'r0' }));
+      await expect.poll(() => t.started, { timeout: 20_000 }).toEqual(['a']);
+      const fromOther = await other.add('call', jobData([call('browse', { url: 'b' })], { tenantId: 'acme', runId: 'r1' }));
+      await inLine(1);
+      const back = await l.add(jobData([call('browse', { url: 'c' })], { tenantId: 'acme', runId: 'r2' }));
+      await inLine(2);
+      const opened = Date.now();
+      // a's settle (this queue) wakes b (the other); b's wakes c (this one).
+      for (const url of ['a', 'b', 'c']) await t.finish(url);
+      const settled = [await l.settle(first), await l.settle(back)];
+      await fromOther.waitUntilFinished(otherEvents, 30_000);
+      const otherDone = (await Job.fromId(other, fromOther.id!))!;
+      expect([...settled, otherDone].map((job) => outcomeOf(job).outcome)).toEqual(['executed', 'executed', 'executed']);
+      expect(t.started).toEqual(['a', 'b', 'c']);
+      // Two wake-ups across queues, each far sooner than a park of up to a lease (30 s) would end.
+      expect(Date.now() - opened).toBeLessThan(20_000);
+    } finally {
+      await otherWorker.close(true);
+      await other.close();
+      await otherEvents.close();
+      for (const c of connections) c.disconnect();
+    }
   });
 
   it('keeps the slot of a call whose outcome is unknown until its lease passes', async () => {

@@ -11,7 +11,7 @@ import { receiptRedisKey } from '../../redis/keys.js';
 import { parseAttemptJob } from '../../redis/receipts/reads/record.js';
 import { attemptJobText } from '../../redis/receipts/transitions/claim.js';
 import type { JobScope, ReadyCall } from '../runtime.js';
-import { promoteJobOfQueue } from '../turn/park-job.js';
+import { promoteParkedJob } from '../turn/park-job.js';
 import { overLimit } from './limits.js';
 
 /**
@@ -44,18 +44,17 @@ function wakerOf(scope: JobScope): string {
 }
 
 /**
- * Promotes each parked job of `wakers` that lives in this job's queue. One
- * elsewhere (another queue or Redis), or one not parked yet, is not woken
+ * Promotes each parked job of `wakers`, of this job's queue or another on
+ * the same Redis. One not parked yet, or on another Redis, is not woken
  * here: it asks again when its park ends, within a lease.
  */
 export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): Promise<void> {
-  const own = scope.attemptJob;
-  if (own === undefined || wakers.length === 0) return;
+  if (wakers.length === 0) return;
   await Promise.all(
     wakers.map(async (text) => {
       // A place in line names its job as a receipt's job:<attempt> field does (attemptJobText).
-      const job = parseAttemptJob(text);
-      if (job !== null && job.queue === own.queue && job.prefix === own.prefix) await promoteJobOfQueue(scope.job, job.id);
+      const parked = parseAttemptJob(text);
+      if (parked !== null) await promoteParkedJob(scope.job, parked);
     }),
   );
 }

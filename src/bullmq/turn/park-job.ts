@@ -1,9 +1,10 @@
 /**
  * Parks a job until a time on the Redis server's clock, for a call that waits
- * for a live attempt (or a limit), and promotes a parked job of the same
- * queue, for a call whose turn for a slot of an in-flight cap came.
+ * for a live attempt (or a limit), and promotes a parked job (of this queue,
+ * or of another on the same Redis), for a call whose turn for a slot of an
+ * in-flight cap came.
  */
-import type { Job } from 'bullmq';
+import { Queue, type Job } from 'bullmq';
 
 /** The one method of BullMQ's queue backend this module needs. */
 interface DelayingBackend {
@@ -36,27 +37,67 @@ export async function parkJobOnServerClock(job: Job, token: string | undefined, 
   await job.moveToDelayed(Date.now() + delayMs, token);
 }
 
-/** The one method of BullMQ's queue backend {@link promoteJobOfQueue} needs. */
+/** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
 interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
 }
 
+/** A parked job to promote: its queue, BullMQ prefix and id, as a place in a cap's line names it. */
+export interface ParkedJob {
+  readonly queue: string;
+  readonly prefix: string;
+  readonly id: string;
+}
+
 /**
- * Promote the delayed job `jobId` of `job`'s own queue, so it runs now: a
- * call parked in line for a slot of an in-flight cap, woken by the call
- * that freed one. Through the job's backend (BullMQ 6) or scripts (BullMQ 5),
- * as {@link parkJobOnServerClock} parks. `false` when it could not (no such
- * backend, the job not delayed any more, or gone): the woken job still runs
+ * Promote the delayed job `parked` so it runs now: a call parked in line
+ * for a slot of an in-flight cap, woken by the call that freed one (`job`,
+ * the job of that call). A job of `job`'s own queue is promoted through
+ * `job`'s backend (BullMQ 6) or scripts (BullMQ 5), as
+ * {@link parkJobOnServerClock} parks; one of another queue through a Queue
+ * of that name and prefix over the Redis connection `job`'s worker already
+ * has (see {@link queueBeside}). `false` when it could not (a queue not on
+ * Redis, the job not delayed any more, or gone): the woken job still runs
  * when its park ends.
  */
-export async function promoteJobOfQueue(job: Job, jobId: string): Promise<boolean> {
-  const internals = job as unknown as { backend?: Partial<PromotingBackend>; scripts?: Partial<PromotingBackend> };
-  const backend = typeof internals.backend?.promote === 'function' ? internals.backend : internals.scripts;
-  if (typeof backend?.promote !== 'function') return false;
+export async function promoteParkedJob(job: Job, parked: ParkedJob): Promise<boolean> {
   try {
-    await (backend as PromotingBackend).promote(jobId);
+    const sameQueue = job.queueName === parked.queue && job.queueQualifiedName === `${parked.prefix}:${parked.queue}`;
+    const holder = sameQueue ? job : await queueBeside(job, parked);
+    const internals = holder as unknown as { backend?: Partial<PromotingBackend>; scripts?: Partial<PromotingBackend> } | undefined;
+    const backend = typeof internals?.backend?.promote === 'function' ? internals.backend : internals?.scripts;
+    if (typeof backend?.promote !== 'function') return false;
+    await (backend as PromotingBackend).promote(parked.id);
     return true;
   } catch {
     return false;
   }
+}
+
+/** Queues made to promote jobs of other queues, per Redis connection they share, by prefix and name. */
+const queuesBeside = new WeakMap<object, Map<string, Queue>>();
+
+/**
+ * A Queue for `parked`'s queue over the Redis connection `job`'s worker
+ * uses (BullMQ 6: its backend's client; 5: its own): made once per
+ * connection and queue, it opens no connection of its own, so it needs no
+ * closing; its errors are the connection's, which the worker reports. No
+ * Queue for a worker whose queue is not on Redis (BullMQ on PostgreSQL).
+ */
+async function queueBeside(job: Job, parked: ParkedJob): Promise<Queue | undefined> {
+  const { queue } = job as unknown as { queue: { backend?: { client?: Promise<unknown> }; client?: Promise<unknown> } };
+  const client = (await (queue.backend?.client ?? queue.client)) as { evalsha?: unknown; duplicate?: unknown } | undefined;
+  if (typeof client !== 'object' || client === null || typeof client.evalsha !== 'function' || typeof client.duplicate !== 'function') {
+    return undefined;
+  }
+  let queues = queuesBeside.get(client);
+  if (queues === undefined) queuesBeside.set(client, (queues = new Map()));
+  const name = `${parked.prefix}\u0000${parked.queue}`;
+  let beside = queues.get(name);
+  if (beside === undefined) {
+    beside = new Queue(parked.queue, { connection: client as ConstructorParameters<typeof Queue>[1]['connection'], prefix: parked.prefix });
+    beside.on('error', () => undefined);
+    queues.set(name, beside);
+  }
+  return beside;
 }
