@@ -1,6 +1,7 @@
 /**
- * Today's receipts layout against leaner prototypes, paired: Redis µs and
- * bytes per fresh call (a claim that creates and its complete).
+ * The release's receipt layouts (today: layout 2, the default before the
+ * compact one) against leaner prototypes, paired: Redis µs and bytes per
+ * fresh call (a claim that creates and its complete).
  *
  * Each pass settles BENCH_LAYOUT_CALLS (default 5,000) fresh calls over
  * BENCH_LAYOUT_RUNS (default 500) runs, 16 in flight, with a result of about
@@ -11,6 +12,9 @@
  *   layout 4  the same scripts creating layout-4 receipts (receiptLayout: 4:
  *             no fields repeating the key), on the server's own settings and
  *             (layout 4, listpack) on the raised limits
+ *   layout 5  the same scripts creating compact receipts, the default layout
+ *             (receiptLayout: 5: short index members, long results in parts),
+ *             on the server's own settings
  *   compact   bench/layout/lean-*.lua with the run index kept: short members
  *             and key (a 22-character digest of tool and args), the fields
  *             that repeat the key dropped, no TYPE prechecks, fewest calls
@@ -45,7 +49,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { breakerField, callRedisKeys } from '../src/redis/keys.js';
+import { breakerField, callRedisKeys, COMPACT_RECEIPT_SCHEMA, runIndexEntry } from '../src/redis/keys.js';
 import { scriptSource } from '../src/redis/scripts/scripts.js';
 import { startRedis } from '../test/support/redis.js';
 import { applySettings, LISTPACK_SETTINGS, median, realisticResult, redisVersion, serverSettings, throughput } from './support.js';
@@ -195,11 +199,12 @@ async function main(): Promise<void> {
     ].join('\n');
     await redis.call('FUNCTION', 'LOAD', 'REPLACE', library);
 
-    /** The release's claim and complete, creating receipts in `layout` (claim-4.lua's ARGV[13]). */
+    /** The release's claim and complete, creating receipts in `layout` (claim-4.lua's ARGV[13]; layout 5 with its member, as the store sends it). */
     const releaseSend =
-      (layout: '2' | '4'): Variant['send'] =>
+      (layout: '2' | '4' | '5'): Variant['send'] =>
       async (r, p, { key, result }) => {
         const keys = callRedisKeys(p, key);
+        const layoutArg = layout === '5' ? `5:${runIndexEntry(keys[0]!, COMPACT_RECEIPT_SCHEMA)}` : layout;
         const epoch = randomBytes(8).toString('hex');
         const rejections = breakerField(key.toolName, 'rejections');
         const claimed = (await r.evalsha(
@@ -218,7 +223,7 @@ async function main(): Promise<void> {
           rejections,
           epoch,
           '',
-          layout,
+          layoutArg,
         )) as unknown[];
         if (claimed[0] !== 1) throw new Error(`layout ${layout}: the claim did not create`);
         await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
@@ -228,6 +233,7 @@ async function main(): Promise<void> {
       { name: 'today, listpack', send: releaseSend('2'), settings: LISTPACK_SETTINGS },
       { name: 'layout 4', send: releaseSend('4') },
       { name: 'layout 4, listpack', send: releaseSend('4'), settings: LISTPACK_SETTINGS },
+      { name: 'layout 5 (default)', send: releaseSend('5') },
       leanVariant('compact', lean, true, false),
       leanVariant('lean', lean, false, false),
       leanVariant('lean fcall', lean, false, true),
@@ -306,7 +312,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      '  per fresh call       exec µs  server CPU µs  bytes   exec / peer        CPU / peer         exec / today       bytes / peer',
+      '  per fresh call       exec µs  server CPU µs  bytes   exec / peer        CPU / peer         exec / today       CPU / today        bytes / peer',
     );
     for (const variant of variants) {
       const f = figures.get(variant.name)!;
@@ -315,7 +321,7 @@ async function main(): Promise<void> {
       console.log(
         `  ${variant.name.padEnd(18)} ${median(f.exec).toFixed(1).padStart(8)} ${median(f.cpu).toFixed(1).padStart(14)} ${bytes}   ` +
           `${spread(ratios(f.exec, peer.exec)).padEnd(18)} ${spread(ratios(f.cpu, peer.cpu)).padEnd(18)} ` +
-          `${spread(ratios(f.exec, today.exec)).padEnd(18)} ${bytesRatio}`,
+          `${spread(ratios(f.exec, today.exec)).padEnd(18)} ${spread(ratios(f.cpu, today.cpu)).padEnd(18)} ${bytesRatio}`,
       );
     }
     console.log('  goals: Redis CPU per fresh call ≤ 1.5× the peer; bytes per receipt ≤ 2× the peer');
