@@ -56,6 +56,10 @@ async function capRace(setup: CapRaceSetup, onLimit: 'wait' | 'refuse') {
       HOLD_MS: '150',
       // A lease a loaded machine's event loop cannot outlast: a live worker whose lease passed would be counted off.
       LEASE_MS: '3000',
+      // And a BullMQ lock as long: with 1 s, a live worker stalled past half of it under the full suite lost a
+      // job's lock, and that attempt failed (retried and run once, but a failed attempt all the same).
+      LOCK_MS: '3000',
+      STALLED_MS: '1000',
       CONCURRENCY: '10',
     });
   /** SIGKILLs `worker`, then takes its executions off the in-flight count (their slots stay held until their leases pass). */

@@ -76,6 +76,12 @@ export async function promoteParkedJob(job: Job, parked: ParkedJob): Promise<boo
 
 /** Queues made to promote jobs of other queues, per Redis connection they share, by prefix and name. */
 const queuesBeside = new WeakMap<object, Map<string, Queue>>();
+/**
+ * The most queues made per connection: a cap's line names its jobs' queues
+ * as stored in Redis, so a line written by hand cannot make a worker keep
+ * Queues without end (past it, those jobs run when their parks end).
+ */
+const MAX_QUEUES_BESIDE = 64;
 
 /**
  * A Queue for `parked`'s queue over the Redis connection `job`'s worker
@@ -95,6 +101,7 @@ async function queueBeside(job: Job, parked: ParkedJob): Promise<Queue | undefin
   const name = `${parked.prefix}\u0000${parked.queue}`;
   let beside = queues.get(name);
   if (beside === undefined) {
+    if (queues.size >= MAX_QUEUES_BESIDE) return undefined;
     beside = new Queue(parked.queue, { connection: client as ConstructorParameters<typeof Queue>[1]['connection'], prefix: parked.prefix });
     beside.on('error', () => undefined);
     queues.set(name, beside);
