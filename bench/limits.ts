@@ -1,13 +1,16 @@
 /**
- * The claim with one limit against the claim without (`npx tsx
- * bench/limits.ts`, or step 7 of `npm run bench`): two wrappers of the
- * package build on one throwaway Redis (or REDIS_URL), one with a tenant
- * limit (too large to refuse anything) covering its tool, one without. Each
+ * The claim with one limit, and with one in-flight cap, against the claim
+ * without (`npx tsx bench/limits.ts`, or step 7 of `npm run bench`): three
+ * wrappers of the package build on one throwaway Redis (or REDIS_URL), one
+ * with a tenant limit (too large to refuse anything) covering its tool, one
+ * with a tenant cap of 1,000 in flight (never full), one without. Each
  * pass runs fresh one-call jobs through the processor (real BullMQ Job
  * objects, never enqueued) at concurrency 1 and 50, rounds alternating the
- * two (A B B A ...). A limited call adds a reserve before its claim and a
- * bind and commit after it (docs/limits.md): three scripts, two of them on
- * the limit's one key, which every call of the tenant shares.
+ * order (A B C, C B A, ...). A limited call adds a reserve before its claim
+ * and a bind and commit after it (docs/limits.md): three scripts, two of
+ * them on the limit's one key, which every call of the tenant shares. A
+ * capped call adds a slot's acquire before its claim and its release after
+ * the settle, both on the cap's keys.
  * Prints calls/s and the median call's latency of each, and the ratio.
  * Tunables: BENCH_LIMIT_CALLS_C1 (default 400), BENCH_LIMIT_CALLS_C50
  * (default 2000), BENCH_LIMIT_ROUNDS (default 3).
@@ -39,21 +42,25 @@ async function main(): Promise<void> {
       destructive: false,
       execute: () => ({ ok: true }),
     });
-    const side = (name: 'without' | 'one limit') => {
+    const side = (name: 'without' | 'one limit' | 'one cap') => {
       const redis = new Redis(handle.url, { maxRetriesPerRequest: null });
       connections.push(redis);
       const limits =
-        name === 'one limit' ? [{ name: 'emails', per: 'tenant' as const, max: 1_000_000_000, windowMs: 86_400_000 }] : undefined;
+        name === 'one limit'
+          ? [{ name: 'emails', per: 'tenant' as const, max: 1_000_000_000, windowMs: 86_400_000 }]
+          : name === 'one cap'
+            ? [{ name: 'sending', per: 'tenant' as const, concurrency: 1_000 }]
+            : undefined;
       const wrapped = built.withToolReceipts({
         redis,
         tools: [tool],
-        prefix: `${handle.prefix}:${name === 'without' ? 'plain' : 'limited'}`,
+        prefix: `${handle.prefix}:${name.replace(' ', '-')}`,
         logger: pino({ level: 'silent' }),
         ...(limits ? { limits } : {}),
       });
       return { name, wrapped, rate: { 1: [] as number[], 50: [] as number[] }, latency: { 1: [] as number[], 50: [] as number[] } };
     };
-    const sides = [side('without'), side('one limit')];
+    const sides = [side('without'), side('one limit'), side('one cap')];
     const pass = async (s: (typeof sides)[number], level: (typeof LEVELS)[number], tag: string, record: boolean) => {
       const jobs = Array.from({ length: CALLS[level] }, (_, i) => {
         const data: ToolJobData = {
@@ -81,17 +88,23 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `limits bench — redis ${await redisVersion(admin)}, node ${process.versions.node}; the claim with one tenant limit against without, ` +
-        `${CALLS[1]} (c=1) and ${CALLS[50]} (c=50) fresh one-call jobs per pass, ${ROUNDS} rounds, medians`,
+      `limits bench — redis ${await redisVersion(admin)}, node ${process.versions.node}; the claim with one tenant limit, and with one ` +
+        `in-flight cap, against without, ${CALLS[1]} (c=1) and ${CALLS[50]} (c=50) fresh one-call jobs per pass, ${ROUNDS} rounds, medians`,
     );
-    const [plain, limited] = sides as [(typeof sides)[number], (typeof sides)[number]];
+    const plain = sides[0]!;
     for (const level of LEVELS) {
       const rate = (s: typeof plain) => median(s.rate[level]);
       const lat = (s: typeof plain) => median(s.latency[level]);
       console.log(
-        `  c=${String(level).padEnd(3)} without ${rate(plain).toFixed(0)} calls/s (median ${lat(plain).toFixed(0)} µs); ` +
-          `one limit ${rate(limited).toFixed(0)} calls/s (median ${lat(limited).toFixed(0)} µs); ` +
-          `limited/without ${(rate(limited) / rate(plain)).toFixed(2)} in rate, ${(lat(limited) / lat(plain)).toFixed(2)} in latency`,
+        `  c=${String(level).padEnd(3)} without ${rate(plain).toFixed(0)} calls/s (median ${lat(plain).toFixed(0)} µs)` +
+          sides
+            .slice(1)
+            .map(
+              (s) =>
+                `; ${s.name} ${rate(s).toFixed(0)} calls/s (median ${lat(s).toFixed(0)} µs), ` +
+                `${(rate(s) / rate(plain)).toFixed(2)} of without in rate, ${(lat(s) / lat(plain)).toFixed(2)} in latency`,
+            )
+            .join(''),
       );
     }
   } finally {
