@@ -9,7 +9,7 @@
  * Where it comes from, first match wins:
  * 1. The release as `npm pack` packed it, kept in
  *    `test/fixtures/previous-release/` (see its README): what its users
- *    installed, unpacked in a blink.
+ *    installed, unpacked in well under a second.
  * 2. Otherwise (a commit with no tarball kept): `git archive` of the commit
  *    from the repository's history, compiled with `tsc -p
  *    tsconfig.build.json` (about 7 to 16 s of a 2-core machine each).
