@@ -200,14 +200,31 @@ export async function startRedisCluster(
       clients.push(client);
       return client;
     },
-    ownerOf(key) {
-      return withNode(nodes[0]!, async (admin) => {
-        const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
-        const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-        const range = ranges.find(([from, to]) => slot >= from && slot <= to);
-        if (!range) throw new Error(`no node serves slot ${slot}`);
-        return `${range[2][0]}:${range[2][1]}`;
-      });
+    async ownerOf(key) {
+      // Just after a failover a node may be down, or may not know yet who serves a slot (a master that
+      // rejoined as a replica, say): each node is asked in turn, again until one knows.
+      const ask = (node: LocalRedis) =>
+        withNode(node, async (admin) => {
+          const slot = Number(await admin.call('CLUSTER', 'KEYSLOT', key));
+          const ranges = (await admin.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+          const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+          return range === undefined ? undefined : `${range[2][0]}:${range[2][1]}`;
+        }).catch(() => undefined);
+      // An answer counts when the node it names says it is a master: a view not yet updated names the old one.
+      const isMaster = (owner: string) => {
+        const named = [...nodes, ...replicas].find((n) => `${n.host}:${n.port}` === owner);
+        if (named === undefined) return Promise.resolve(false);
+        return withNode(named, async (admin) => ((await admin.call('ROLE')) as unknown[])[0] === 'master').catch(() => false);
+      };
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        for (const node of [...nodes, ...replicas]) {
+          const owner = await ask(node);
+          if (owner !== undefined && (await isMaster(owner))) return owner;
+        }
+        if (Date.now() > deadline) throw new Error(`no node of this cluster says who serves the slot of ${key} (asked for 30 s)`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     },
     stop,
   };
