@@ -54,7 +54,7 @@ export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): P
     wakers.map(async (text) => {
       // A place in line names its job as a receipt's job:<attempt> field does (attemptJobText).
       const parked = parseAttemptJob(text);
-      if (parked !== null) await promoteParkedJob(scope.job, parked);
+      if (parked !== null) await promoteParkedJob(scope.job, scope.attemptJob, parked);
     }),
   );
 }

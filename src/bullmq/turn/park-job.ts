@@ -5,6 +5,7 @@
  * in-flight cap came.
  */
 import { Queue, type Job } from 'bullmq';
+import type { AttemptJob } from '../../redis/receipts/reads/record.js';
 
 /** The one method of BullMQ's queue backend this module needs. */
 interface DelayingBackend {
@@ -42,17 +43,11 @@ interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
 }
 
-/** A parked job to promote: its queue, BullMQ prefix and id, as a place in a cap's line names it. */
-export interface ParkedJob {
-  readonly queue: string;
-  readonly prefix: string;
-  readonly id: string;
-}
-
 /**
  * Promote the delayed job `parked` so it runs now: a call parked in line
  * for a slot of an in-flight cap, woken by the call that freed one (`job`,
- * the job of that call). A job of `job`'s own queue is promoted through
+ * the job of that call, whose queue and prefix `own` names as a claim
+ * records them: `attemptJobOf`). A job of `job`'s own queue is promoted through
  * `job`'s backend (BullMQ 6) or scripts (BullMQ 5), as
  * {@link parkJobOnServerClock} parks; one of another queue through a Queue
  * of that name and prefix over the Redis connection `job`'s worker already
@@ -60,9 +55,9 @@ export interface ParkedJob {
  * Redis, the job not delayed any more, or gone): the woken job still runs
  * when its park ends.
  */
-export async function promoteParkedJob(job: Job, parked: ParkedJob): Promise<boolean> {
+export async function promoteParkedJob(job: Job, own: AttemptJob | undefined, parked: AttemptJob): Promise<boolean> {
   try {
-    const sameQueue = job.queueName === parked.queue && job.queueQualifiedName === `${parked.prefix}:${parked.queue}`;
+    const sameQueue = own !== undefined && own.queue === parked.queue && own.prefix === parked.prefix;
     const holder = sameQueue ? job : await queueBeside(job, parked);
     const internals = holder as unknown as { backend?: Partial<PromotingBackend>; scripts?: Partial<PromotingBackend> } | undefined;
     const backend = typeof internals?.backend?.promote === 'function' ? internals.backend : internals?.scripts;
@@ -90,7 +85,7 @@ const MAX_QUEUES_BESIDE = 64;
  * closing; its errors are the connection's, which the worker reports. No
  * Queue for a worker whose queue is not on Redis (BullMQ on PostgreSQL).
  */
-async function queueBeside(job: Job, parked: ParkedJob): Promise<Queue | undefined> {
+async function queueBeside(job: Job, parked: AttemptJob): Promise<Queue | undefined> {
   const { queue } = job as unknown as { queue: { backend?: { client?: Promise<unknown> }; client?: Promise<unknown> } };
   const client = (await (queue.backend?.client ?? queue.client)) as { evalsha?: unknown; duplicate?: unknown } | undefined;
   if (typeof client !== 'object' || client === null || typeof client.evalsha !== 'function' || typeof client.duplicate !== 'function') {
