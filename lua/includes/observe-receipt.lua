@@ -168,7 +168,8 @@ local function receiptOf(f, key)
   if parts > 1 and parts <= RESULT_MAX_PARTS and key then
     -- A result kept in parts (includes/settle.lua): part 1 in `result`, the rest in result.2 … result.<n>.
     local names = {}
-    for i = 2, parts do names[i - 1] = 'result.' .. i end
+    -- %d text, as intText makes it: 'result.' .. i would format the number as a float (%.14g), several times the cost.
+    for i = 2, parts do names[i - 1] = 'result.' .. string.format('%d', i) end
     local rest = redis.call('HMGET', key, unpack(names))
     for i = 1, #rest do rest[i] = rest[i] or '' end
     result = result .. table.concat(rest)

@@ -63,13 +63,21 @@
 --- @include "count"
 
 local function resultParts(text)
-  if #text <= RESULT_PART_BYTES or #text > RESULT_PART_BYTES * RESULT_MAX_PARTS then return nil end
+  local length = #text
+  if length <= RESULT_PART_BYTES or length > RESULT_PART_BYTES * RESULT_MAX_PARTS then return nil end
+  local byte, sub = string.byte, string.sub
   local parts, from = {}, 1
-  while from <= #text do
+  while from <= length do
     local to = from + RESULT_PART_BYTES - 1
-    -- Never cut inside a character: back up while the next byte continues one (10xxxxxx), so each part reads as text.
-    while to > from and to < #text and string.byte(text, to + 1) >= 128 and string.byte(text, to + 1) < 192 do to = to - 1 end
-    parts[#parts + 1] = string.sub(text, from, to)
+    if to < length then
+      -- Never cut inside a character: back up while the next byte continues one (10xxxxxx), so each part reads as text.
+      local following = byte(text, to + 1)
+      while to > from and following >= 128 and following < 192 do
+        to = to - 1
+        following = byte(text, to + 1)
+      end
+    end
+    parts[#parts + 1] = sub(text, from, to)
     from = to + 1
   end
   if #parts > RESULT_MAX_PARTS then return nil end
@@ -78,17 +86,18 @@ end
 
 local function storeResult(set, n, drop, receipt, result)
   local parts = result ~= '' and isCompact(receipt.schema) and resultParts(result) or nil
+  local kept = parts and #parts or 0
+  local had = receipt.resultParts or 0
   if result == '' then drop[#drop + 1] = 'result'
   elseif parts == nil then set[n + 1], set[n + 2], n = 'result', result, n + 2
   else
-    set[n + 1], set[n + 2], set[n + 3], set[n + 4], n = 'result', parts[1], 'result_parts', intText(#parts), n + 4
-    for i = 2, #parts do set[n + 1], set[n + 2], n = 'result.' .. i, parts[i], n + 2 end
+    set[n + 1], set[n + 2], set[n + 3], set[n + 4], n = 'result', parts[1], 'result_parts', intText(kept), n + 4
+    -- The part's number as intText's text: 'result.' .. i would format it as a float (%.14g), several times the cost.
+    for i = 2, kept do set[n + 1], set[n + 2], n = 'result.' .. intText(i), parts[i], n + 2 end
   end
   -- Parts an earlier settle kept that this one does not (a verdict settling over a late result, say).
-  local kept = parts and #parts or 0
-  local had = receipt.resultParts or 0
   if had > 0 and kept == 0 then drop[#drop + 1] = 'result_parts' end
-  for i = math.max(kept, 1) + 1, had do drop[#drop + 1] = 'result.' .. i end
+  for i = math.max(kept, 1) + 1, math.min(had, RESULT_MAX_PARTS) do drop[#drop + 1] = 'result.' .. intText(i) end
   return n
 end
 
