@@ -290,10 +290,10 @@ describe('scriptSource with includes', () => {
     const source = scriptSource('complete-4.lua');
     expect(source).toMatch(/^--\[\[\n {2}complete:/);
     expect(source).not.toContain('@include');
-    for (const fn of ['serverNow', 'readReceipt', 'observation', 'holdsFence']) {
+    for (const fn of ['serverNow', 'receiptOf', 'observation', 'holdsFence']) {
       expect(source.match(new RegExp(`local function ${fn}\\(`, 'g')), fn).toHaveLength(1);
     }
-    expect(source.indexOf('local function readReceipt(')).toBeLessThan(source.indexOf('local function holdsFence('));
+    expect(source.indexOf('local function receiptOf(')).toBeLessThan(source.indexOf('local function holdsFence('));
     expect(scriptSource('complete-4.lua')).toBe(source);
   });
 

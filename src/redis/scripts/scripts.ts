@@ -31,6 +31,7 @@ import { isReceiptsConnection } from '../connection/clients/types.js';
 import { ScriptDefinitionError } from './script-errors.js';
 import { checkScriptHeader, type ScriptKeys } from './script-header.js';
 import { expandIncludes } from './script-includes.js';
+import { pruneUnusedFunctions } from './script-pruning.js';
 
 export { ScriptDefinitionError, ScriptIncludeError, type ScriptIncludeProblem } from './script-errors.js';
 export { expandIncludes } from './script-includes.js';
@@ -88,8 +89,10 @@ export class ScriptLibrary {
     const scripts: Script[] = [];
     const seen = new Map<string, string>();
     for (const file of files) {
-      const source = expandIncludes(file, readFileSync(new URL(file, dir), 'utf8'), readInclude);
-      const keys = checkScriptHeader(file, source);
+      const expanded = expandIncludes(file, readFileSync(new URL(file, dir), 'utf8'), readInclude);
+      const keys = checkScriptHeader(file, expanded);
+      // What the includes bring in and the script never calls would cost a closure on every call.
+      const source = pruneUnusedFunctions(expanded);
       const name = FILE_NAME.exec(file)![1]!;
       const other = seen.get(name);
       if (other !== undefined)
