@@ -44,9 +44,11 @@
     rejections  the tool's current rejection streak, 0 when unset
   code  1  created: the receipt did not exist and the tool is not removed; it
            is now running, attempt 1 of a new lifetime whose epoch is ARGV[11],
-           started_ms = now, schema = createdSchema(ARGV[4], ARGV[13]) (the
-           layout this release writes: 4 when ARGV[13] is '4', else 3 for
-           'transactional', else 2, see includes/observe-receipt.lua),
+           created_ms = updated_ms = started_ms = now (layout 5 writes only
+           created_ms: readers take the other two from it), schema =
+           createdSchema(ARGV[4], ARGV[13]) (the layout this release writes:
+           5 or 4 as ARGV[13] says, else 3 for 'transactional', else 2, see
+           includes/observe-receipt.lua),
            leased until now + ARGV[1] by the server clock, and listed in KEYS[2]
            with score now (replacing the score of an earlier lifetime of the
            same call, whose entry is the same member).

@@ -50,13 +50,14 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
   end
   if listed == 0 then redis.call('ZADD', indexKey, nowText, entry) end
   -- One HSET for all of it: each redis.call costs a script about a microsecond. Layouts 4 and 5
-  -- leave out the first eight values, the names its key holds (see includes/observe-receipt.lua);
+  -- leave out the first eight values, the names its key holds (see includes/observe-receipt.lua),
+  -- and layout 5 the next four too, two times that repeat created_ms (readers take them from it);
   -- one table either way, as a table grown after it is made costs the server a resize.
   local fields = {
     'tenant', args[5], 'run', args[6], 'tool', args[7], 'args_hash', args[8],
+    'updated_ms', nowText, 'started_ms', nowText,
     'status', 'running', 'attempts', '1', 'lease_until_ms', intText(leaseUntil), 'owner', args[3],
-    'effect', args[4], 'created_ms', nowText, 'updated_ms', nowText, 'epoch', args[11], 'started_ms', nowText,
-    'schema', schema }
+    'effect', args[4], 'created_ms', nowText, 'epoch', args[11], 'schema', schema }
   if args[12] and args[12] ~= '' then
     fields[#fields + 1] = 'job:1'
     fields[#fields + 1] = args[12]
@@ -65,7 +66,7 @@ local function createReceipt(receiptKey, indexKey, countKey, args, now)
     fields[#fields + 1] = 'index_member'
     fields[#fields + 1] = member
   end
-  redis.call('HSET', receiptKey, unpack(fields, schema >= LEAN_SCHEMA and 9 or 1))
+  redis.call('HSET', receiptKey, unpack(fields, (schema == COMPACT_SCHEMA and 13) or (schema >= LEAN_SCHEMA and 9) or 1))
   redis.call('PEXPIRE', receiptKey, ttlText)
   keepRunKeyAtLeast(indexKey, ttl)
   keepRunKeyAtLeast(countKey, ttl)

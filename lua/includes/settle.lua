@@ -4,7 +4,8 @@
   caller's attempt holds the fence: by the attempt itself (complete, fail,
   a lost claim's release) or by a verdict on it (an operator's resolve, a
   reconcile's completed or not_started). It stamps completed_ms and
-  updated_ms with `now`, clears the lease, writes the outcome and the
+  updated_ms with `now` (a compact receipt only completed_ms, and drops its
+  updated_ms: readers take the later of the two), clears the lease, writes the outcome and the
   field, value pairs of `extra` (resolved_ms for a resolve; nil for none),
   keeps the receipt `ttl` ms from now (the run index and the counting set
   at least that long, see keepRunKeyAtLeast in includes/ttl.lua) and counts
@@ -112,8 +113,10 @@ local function settleReceipt(key, indexKey, countKey, receipt, now, ttl, outcome
   local set, n = { 'completed_ms', nowText, 'updated_ms', nowText }, 4
   -- A settled receipt no longer needs its member at hand (index_member, see includes/claim.lua).
   local drop = { 'lease_until_ms', 'index_member' }
+  -- A compact receipt keeps no updated_ms that repeats completed_ms (readers take the later of the two).
+  if isCompact(receipt.schema) then set[3], set[4], n, drop[3] = nil, nil, 2, 'updated_ms' end
   if verdict == nil and receipt.ambiguous ~= '' then
-    set[5], set[6], set[7], set[8], n = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts, 8
+    set[n + 1], set[n + 2], set[n + 3], set[n + 4], n = 'late_settle_ms', nowText, 'late_settle_attempt', receipt.attempts, n + 4
     code = 2
     appendHistory(key, {
       at = now, what = 'late.' .. outcome.status, by = redis.call('HGET', key, 'owner') or '',

@@ -15,6 +15,7 @@ import {
   type ReceiptRecordStatus,
 } from '../../errors.js';
 import { receiptCallOf } from '../../key-parts.js';
+import { COMPACT_RECEIPT_SCHEMA } from '../../keys.js';
 import { fromStoredJson } from '../channel.js';
 import { HISTORY_FIELD_PREFIX, HISTORY_SEQ_FIELD, parseHistoryEntry, type ReceiptHistoryEntry } from './history.js';
 
@@ -278,6 +279,17 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   const verdict = fields.get('reconciled') ?? '';
   const leaseUntilMs = optionalInt(fields, 'lease_until_ms');
   const resultText = storedResult(fields);
+  const createdMs = optionalInt(fields, 'created_ms') ?? 0;
+  const completedMs = optionalInt(fields, 'completed_ms');
+  const attempts = optionalInt(fields, 'attempts') ?? 0;
+  // The compact layout leaves out the times that repeat another: its first attempt started when it was
+  // created (a later one writes started_ms), and it was last written when it settled or, before, at the
+  // latest of its creation and any updated_ms a transition since wrote.
+  const compact = schema === COMPACT_RECEIPT_SCHEMA;
+  const updatedMs = compact
+    ? Math.max(optionalInt(fields, 'updated_ms') ?? 0, completedMs ?? 0, createdMs)
+    : (optionalInt(fields, 'updated_ms') ?? 0);
+  const startedMs = optionalInt(fields, 'started_ms') ?? (compact && attempts >= 1 ? createdMs : null);
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
   const key = receiptCallOf(redisKey, {
     tenant: fields.get('tenant'),
@@ -289,15 +301,15 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     key,
     redisKey,
     status,
-    attempts: optionalInt(fields, 'attempts') ?? 0,
+    attempts,
     epoch: fields.get('epoch') ?? '',
     leaseUntilMs,
     leaseExpired: status === 'running' && (leaseUntilMs === null || leaseUntilMs <= nowMs),
     owner: fields.get('owner') ?? null,
     effect: effectOf(fields.get('effect')),
-    createdMs: optionalInt(fields, 'created_ms') ?? 0,
-    updatedMs: optionalInt(fields, 'updated_ms') ?? 0,
-    completedMs: optionalInt(fields, 'completed_ms'),
+    createdMs,
+    updatedMs,
+    completedMs,
     error: fields.get('error') ?? null,
     tier: fields.get('tier') ?? null,
     ambiguousMs: optionalInt(fields, 'ambiguous_ms'),
@@ -305,7 +317,7 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
     lateHeartbeatMs: optionalInt(fields, 'late_heartbeat_ms'),
     lateSettle: lateSettleMs === null ? null : { atMs: lateSettleMs, attempt: optionalInt(fields, 'late_settle_attempt') ?? 0 },
     steps,
-    startedMs: optionalInt(fields, 'started_ms'),
+    startedMs,
     jobs,
     metJobs,
     reconciled: VERDICTS.includes(verdict)
