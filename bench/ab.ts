@@ -12,7 +12,9 @@
  * 10), AB_CONCURRENCY (default 1: calls one after another; n keeps n in
  * flight), AB_FRESH_RUNS (1: every job a run of its own, so each registers
  * its run; default 0: jobs cycle through 100 runs), AB_TURN (calls per job,
- * run one after another; default 1).
+ * run one after another; default 1), AB_LAYOUT_A and AB_LAYOUT_B (the
+ * receipt layout each side writes, as `receiptLayout`: two layouts of one
+ * build, paired; each build's default when unset).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -31,6 +33,8 @@ const CONCURRENCY = Number(process.env['AB_CONCURRENCY'] ?? 1);
 const FRESH_RUNS = process.env['AB_FRESH_RUNS'] === '1';
 const TURN = Number(process.env['AB_TURN'] ?? 1);
 const RESULT = { ok: true, messageId: 'msg-0000000000' };
+/** The receipt layout each side writes (AB_LAYOUT_A, AB_LAYOUT_B; its build's default when unset). */
+const LAYOUTS = [process.env['AB_LAYOUT_A'], process.env['AB_LAYOUT_B']].map((text) => (text ? (Number(text) as 2 | 4 | 5) : undefined));
 
 /** The server's whole CPU µs (INFO cpu) and the µs it spent executing scripts (EVALSHA in INFO commandstats). */
 async function redisUs(admin: Redis): Promise<{ cpu: number; scripts: number }> {
@@ -61,11 +65,13 @@ async function main(): Promise<void> {
         });
         const redis = new Redis(handle.url, { maxRetriesPerRequest: null });
         connections.push(redis);
+        const layout = LAYOUTS[n];
         const wrapped = built.withToolReceipts({
           redis,
           tools: [tool],
           prefix: `${handle.prefix}:${n}`,
           logger: pino({ level: 'silent' }),
+          ...(layout === undefined ? {} : { receiptLayout: layout }),
         });
         return {
           name: n === 0 ? 'A' : 'B',
