@@ -34,7 +34,8 @@
  * refusals, the history, the job field, the listing by creation when the
  * index is folded): they bound what a leaner layout could save, they are not
  * a layout to ship. Tunables: BENCH_LAYOUT_CALLS, BENCH_LAYOUT_RUNS,
- * BENCH_LAYOUT_ROUNDS (default 10). Always starts its own redis-server
+ * BENCH_LAYOUT_ROUNDS (default 10), BENCH_LAYOUT_RESULT (`small` for a
+ * result of about 30 bytes). Always starts its own redis-server
  * (it flushes it).
  *
  * `--callgrind` runs that server under valgrind's callgrind instead and
@@ -58,6 +59,8 @@ const CALLGRIND = process.argv.includes('--callgrind');
 const CALLS = Number(process.env['BENCH_LAYOUT_CALLS'] ?? (CALLGRIND ? 1_000 : 5_000));
 const RUNS = Number(process.env['BENCH_LAYOUT_RUNS'] ?? (CALLGRIND ? 100 : 500));
 const ROUNDS = Number(process.env['BENCH_LAYOUT_ROUNDS'] ?? (CALLGRIND ? 3 : 10));
+/** BENCH_LAYOUT_RESULT=small: a result of about 30 bytes (the calls bench's shape) instead of about 300. */
+const SMALL_RESULT = process.env['BENCH_LAYOUT_RESULT'] === 'small';
 const CONCURRENCY = 16;
 const LEASE_MS = 30_000;
 const RETENTION_MS = 86_400_000;
@@ -73,7 +76,8 @@ function callOf(tag: string, i: number) {
   const toolName = 'send_email';
   const argsHash = createHash('sha256').update(`${tag}:${i}`).digest('hex');
   const member = createHash('sha256').update(`${toolName}:${argsHash}`).digest().subarray(0, 16).toString('base64url');
-  return { key: { tenantId, runId, toolName, argsHash }, member, result: JSON.stringify(realisticResult(i)) };
+  const result = SMALL_RESULT ? JSON.stringify({ ok: true, messageId: `msg-${i}` }) : JSON.stringify(realisticResult(i));
+  return { key: { tenantId, runId, toolName, argsHash }, member, result };
 }
 type Call = ReturnType<typeof callOf>;
 
