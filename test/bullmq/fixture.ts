@@ -27,6 +27,7 @@ import {
 import { startPostgres, type PostgresHandle } from '../support/postgres.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process.js';
+import { runnableScript } from '../support/compiled-scripts.js';
 
 export interface Lane {
   /** The Redis server's URL. */
@@ -258,7 +259,8 @@ const claimOnce = fileURLToPath(new URL('../fixtures/claim-once.ts', import.meta
  * it), as a SIGSTOPped worker would be. The child waits for the lease to lapse.
  */
 export function claimWhileStalled(env: Record<string, string>): ClaimResult {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', claimOnce], {
+  const { script, execArgv } = runnableScript(claimOnce);
+  const out = execFileSync(process.execPath, [...execArgv, script], {
     env: { ...process.env, ...env },
     encoding: 'utf8',
     timeout: 60_000,

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import type { Output } from '../../src/cli/format.js';
+import { runnableScript } from '../support/compiled-scripts.js';
 import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -51,8 +52,9 @@ export interface CliRun {
   stderr: string;
 }
 
-/** How a child process runs the CLI from the sources. */
-const CLI_ENTRY = ['--import', 'tsx', 'src/cli/main.ts'];
+/** How a child process runs the CLI from the sources (transpiled once, see test/support/compiled-scripts.ts). */
+const CLI_RUNNABLE = runnableScript('src/cli/main.ts');
+const CLI_ENTRY = [...CLI_RUNNABLE.execArgv, CLI_RUNNABLE.script];
 
 /** Runs `command` in the repository with `env`, resolving with its exit code and output (a non-zero exit too). */
 function runInRepo(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<CliRun> {

@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { McpConnection } from '../../src/mcp/index.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { waitUntil } from '../support/redis-fixture.js';
+import { runnableScript } from '../support/compiled-scripts.js';
 
 export const SERVER_SCRIPT = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
 /** The server of odd tool lists and of servers that never answer (test/fixtures/mcp/odd-server.ts). */
@@ -67,9 +68,10 @@ export async function journaled(path: string, match: (e: JournalEntry) => boolea
 /** A client connected to the fixture server over stdio: the SDK spawns it as a child process. */
 export async function stdioClient(journal: string, server: FixtureServer = {}): Promise<Client> {
   const client = new Client({ name: 'test-worker', version: '1.0.0' });
+  const { script, execArgv } = runnableScript(server.script ?? SERVER_SCRIPT);
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', server.script ?? SERVER_SCRIPT, 'stdio'],
+    args: [...execArgv, script, 'stdio'],
     env: { ...(process.env as Record<string, string>), MCP_JOURNAL: journal, ...server.env },
     stderr: 'inherit',
   });
@@ -100,9 +102,10 @@ export interface HttpServer {
 export type HttpMode = 'http' | 'http-session';
 
 export async function startHttpServer(journal: string, port = 0, mode: HttpMode = 'http', server: FixtureServer = {}): Promise<HttpServer> {
-  const child = fork(server.script ?? SERVER_SCRIPT, [mode], {
+  const { script, execArgv } = runnableScript(server.script ?? SERVER_SCRIPT);
+  const child = fork(script, [mode], {
     env: { ...process.env, MCP_JOURNAL: journal, PORT: String(port), ...server.env },
-    execArgv: ['--import', 'tsx'],
+    execArgv: [...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const unregister = onProcessEnd(() => child.kill('SIGKILL'));

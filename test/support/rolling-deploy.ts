@@ -18,6 +18,7 @@ import { ReceiptStore, type ReceiptRecord, type Resolution } from '../../src/red
 import { PREVIOUS_RELEASE_COMMIT, releaseAt, type PreviousRelease } from './previous-release.js';
 import { waitUntil } from './redis-fixture.js';
 import { startRedis, type RedisHandle } from './redis.js';
+import { runnableModule } from './compiled-scripts.js';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process.js';
 
 /**
@@ -29,7 +30,8 @@ import { spawnWorkerProcess, type WorkerProcess } from './worker-process.js';
 export type WorkerKind = 'previous' | 'current' | 'current-2' | 'current-4' | 'current-5';
 type RedisModule = typeof import('../../src/redis/index.js');
 
-const CURRENT_ENTRY = fileURLToPath(new URL('../../src/index.ts', import.meta.url));
+/** This checkout's package as the deploy worker imports it: from the same tree it runs in (./compiled-scripts.ts). */
+const CURRENT_ENTRY = runnableModule(fileURLToPath(new URL('../../src/index.ts', import.meta.url)));
 const QUEUE = 'tool-calls';
 const JOB_OPTIONS = { attempts: 4, backoff: { type: 'fixed', delay: 300 }, removeOnComplete: false, removeOnFail: false } as const;
 /** Bounds for a loaded 2-core machine; every wait is on observable state. */

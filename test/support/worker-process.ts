@@ -5,6 +5,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { onProcessEnd } from './cleanup.js';
+import { runnableScript } from './compiled-scripts.js';
 
 /** A message a fixture process sent. */
 export type WorkerMessage = { type: string; [field: string]: unknown };
@@ -19,12 +20,20 @@ export interface WorkerProcess {
   signal(signal: NodeJS.Signals): Promise<void>;
 }
 
-/** Fork `test/fixtures/<fixture>.ts` with `env` added, and wait until it reports `ready`. */
+/** Fixtures that start a TypeScript file found beside them (the MCP worker its server). */
+const STARTS_TYPESCRIPT = new Set(['mcp/worker']);
+
+/**
+ * Fork `test/fixtures/<fixture>.ts` with `env` added (its transpiled
+ * JavaScript, see ./compiled-scripts.ts), and wait until it reports `ready`.
+ */
 export async function spawnWorkerProcess(fixture: string, env: Record<string, string>): Promise<WorkerProcess> {
-  const script = fileURLToPath(new URL(`../fixtures/${fixture}.ts`, import.meta.url));
+  const source = fileURLToPath(new URL(`../fixtures/${fixture}.ts`, import.meta.url));
+  // A fixture that starts TypeScript of its own, by a path beside it, runs from the sources under tsx.
+  const { script, execArgv } = STARTS_TYPESCRIPT.has(fixture) ? { script: source, execArgv: ['--import', 'tsx'] } : runnableScript(source);
   const child = fork(script, [], {
     env: { ...process.env, ...env },
-    execArgv: ['--import', 'tsx'],
+    execArgv: [...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const unregister = onProcessEnd(() => child.kill('SIGKILL'));
