@@ -4,8 +4,9 @@
   caller's attempt holds the fence: by the attempt itself (complete, fail,
   a lost claim's release) or by a verdict on it (an operator's resolve, a
   reconcile's completed or not_started). It stamps completed_ms and
-  updated_ms with `now` (a compact receipt only completed_ms, and drops its
-  updated_ms: readers take the later of the two), clears the lease, writes the outcome and the
+  updated_ms with `now` (a compact receipt only completed_ms, and drops
+  its updated_ms: readers take the later of the two), clears the lease,
+  writes the outcome and the
   field, value pairs of `extra` (resolved_ms for a resolve; nil for none),
   keeps the receipt `ttl` ms from now (the run index and the counting set
   at least that long, see keepRunKeyAtLeast in includes/ttl.lua) and counts
