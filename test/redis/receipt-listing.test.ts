@@ -41,6 +41,39 @@ describe('inspect', () => {
   });
 
   it.each([2, 5] as const)(
+    'layout %i: the first attempt started at creation, a takeover when it took over; the last write is a heartbeat, then the settle',
+    async (receiptLayout) => {
+      const store = fixture.store({ receiptLayout });
+      const key = freshKey();
+      const first = await claimFence(store, key, { effect: 'resumable', leaseMs: 300 });
+      const created = (await store.inspect(key))!;
+      expect(created.startedMs).toBe(created.createdMs);
+      expect(created.updatedMs).toBe(created.createdMs);
+      // A heartbeat on a later millisecond of the server clock is the last write.
+      await waitUntil(
+        () => store.heartbeat(key, first, 300),
+        (beat) => beat.leaseUntilMs > created.leaseUntilMs!,
+        5_000,
+        'a heartbeat a tick later',
+      );
+      const beaten = (await store.inspect(key))!;
+      expect(beaten.updatedMs).toBeGreaterThan(created.createdMs);
+      expect(beaten.startedMs).toBe(created.createdMs);
+      await waitForLeaseExpiry(store, key);
+      const second = await claimFence(store, key, { effect: 'resumable', leaseMs: 30_000 });
+      expect(second.attempt).toBe(2);
+      const taken = (await store.inspect(key))!;
+      expect(taken.startedMs).toBeGreaterThan(created.createdMs);
+      expect(taken.updatedMs).toBe(taken.startedMs);
+      await store.complete(key, second, { ok: 1 });
+      const settled = (await store.inspect(key))!;
+      expect(settled.updatedMs).toBe(settled.completedMs);
+      expect(settled.startedMs).toBe(taken.startedMs);
+      expect(settled.createdMs).toBe(created.createdMs);
+    },
+  );
+
+  it.each([2, 5] as const)(
     'stores no raw arguments, in layout %i: only bookkeeping, and the four key parts in layout 2',
     async (receiptLayout) => {
       const store = fixture.store({ receiptLayout });
