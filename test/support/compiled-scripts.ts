@@ -77,7 +77,8 @@ function compiledRoot(): string | null {
   try {
     const files = sourceFiles();
     const digest = createHash('sha256');
-    for (const file of files)
+    // package.json too: the tree holds a copy (the CLI prints its version).
+    for (const file of [...files, 'package.json'])
       digest
         .update(file)
         .update('\0')
