@@ -92,7 +92,7 @@ function compiledRoot(): string | null {
       try {
         renameSync(partial, out);
       } catch {
-        // Another test process finished the same tree first: use its.
+        // Another test process finished the same tree first: use that one.
         rmSync(partial, { recursive: true, force: true });
       }
     }
