@@ -6,70 +6,29 @@
  * share), used or not: docs/performance.md#where-the-claims-time-goes.
  */
 
-/** One token of Lua code: an identifier or keyword, or any other character; strings and comments are skipped. */
+/** One word of Lua code (an identifier or a keyword) and where it starts and ends; strings and comments hold none. */
 interface Token {
   readonly text: string;
   readonly start: number;
   readonly end: number;
 }
 
-const WORD = /[A-Za-z_][A-Za-z0-9_]*/y;
-/** `[[`, `[=[`, … : the opening of a long string or comment, and its level. */
-const LONG_OPEN = /\[(=*)\[/y;
+/**
+ * One step of a scan of Lua text: a long comment (`--[[ … ]]`, `--[==[ … ]==]`),
+ * a line comment, a quoted string (escapes included; one left open ends at
+ * its line's end), a long string, or a word (group 3). Anything else is
+ * passed over. One regular expression a step, as loading the package's
+ * scripts runs it over every expanded script once a process.
+ */
+const LUA_SCAN =
+  /--\[(=*)\[[\s\S]*?(?:\]\1\]|$)|--[^\n]*|"(?:\\[\s\S]|[^"\\\n])*(?:"|\n|$)|'(?:\\[\s\S]|[^'\\\n])*(?:'|\n|$)|\[(=*)\[[\s\S]*?(?:\]\2\]|$)|([A-Za-z_][A-Za-z0-9_]*)/g;
 
-/** The end (exclusive) of the long bracket opened at `at` with `level` equals signs, or the text's end. */
-function longBracketEnd(source: string, at: number, level: string): number {
-  const close = source.indexOf(`]${level}]`, at);
-  return close === -1 ? source.length : close + level.length + 2;
-}
-
-/** The end (exclusive) of the quoted string opened at `at`, escapes included. */
-function quotedEnd(source: string, at: number): number {
-  const quote = source[at];
-  for (let i = at + 1; i < source.length; i++) {
-    if (source[i] === '\\') i++;
-    else if (source[i] === quote || source[i] === '\n') return i + 1;
-  }
-  return source.length;
-}
-
-/** The code tokens of `source`, in order: words as words, every other non-blank character alone. */
+/** The words of `source` outside strings and comments, in order. */
 function tokensOf(source: string): Token[] {
   const tokens: Token[] = [];
-  let at = 0;
-  while (at < source.length) {
-    const char = source[at]!;
-    if (char === '-' && source[at + 1] === '-') {
-      LONG_OPEN.lastIndex = at + 2;
-      const long = LONG_OPEN.exec(source);
-      if (long) at = longBracketEnd(source, at + 2 + long[0].length, long[1]!);
-      else {
-        const line = source.indexOf('\n', at);
-        at = line === -1 ? source.length : line + 1;
-      }
-      continue;
-    }
-    if (char === '"' || char === "'") {
-      at = quotedEnd(source, at);
-      continue;
-    }
-    if (char === '[') {
-      LONG_OPEN.lastIndex = at;
-      const long = LONG_OPEN.exec(source);
-      if (long) {
-        at = longBracketEnd(source, at + long[0].length, long[1]!);
-        continue;
-      }
-    }
-    WORD.lastIndex = at;
-    const word = WORD.exec(source);
-    if (word) {
-      tokens.push({ text: word[0], start: at, end: at + word[0].length });
-      at += word[0].length;
-      continue;
-    }
-    if (!/\s/.test(char)) tokens.push({ text: char, start: at, end: at + 1 });
-    at++;
+  for (const match of source.matchAll(LUA_SCAN)) {
+    const word = match[3];
+    if (word !== undefined) tokens.push({ text: word, start: match.index, end: match.index + word.length });
   }
   return tokens;
 }
@@ -122,27 +81,27 @@ export function pruneUnusedFunctions(source: string): string {
   const tokens = tokensOf(source);
   const definitions = topLevelDefinitions(tokens);
   if (definitions === undefined || definitions.length === 0) return source;
+  // For each word naming a definition, the definition its use stands in (-1: the script's own body).
+  const within = new Int32Array(tokens.length).fill(-1);
+  definitions.forEach((definition, d) => within.fill(d, definition.first, definition.last + 1));
   const uses = new Map<string, number[]>(definitions.map((definition) => [definition.name, []]));
-  tokens.forEach((token, index) => uses.get(token.text)?.push(index));
-  const dropped = new Set<Definition>();
-  const inside = (index: number, definition: Definition) => index >= definition.first && index <= definition.last;
+  tokens.forEach((token, index) => uses.get(token.text)?.push(within[index]!));
+  const dropped = new Set<number>();
   for (let changed = true; changed;) {
     changed = false;
-    for (const definition of definitions) {
-      if (dropped.has(definition)) continue;
-      const named = uses
-        .get(definition.name)!
-        .some((index) => !inside(index, definition) && ![...dropped].some((gone) => inside(index, gone)));
+    definitions.forEach((definition, d) => {
+      if (dropped.has(d)) return;
+      const named = uses.get(definition.name)!.some((where) => where !== d && !dropped.has(where));
       if (!named) {
-        dropped.add(definition);
+        dropped.add(d);
         changed = true;
       }
-    }
+    });
   }
   if (dropped.size === 0) return source;
   let out = '';
   let from = 0;
-  for (const definition of definitions.filter((d) => dropped.has(d))) {
+  for (const definition of definitions.filter((_, d) => dropped.has(d))) {
     const start = tokens[definition.first]!.start;
     const end = tokens[definition.last]!.end;
     out += source.slice(from, start) + source.slice(start, end).replace(/[^\n]/g, '');
