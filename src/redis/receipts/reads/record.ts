@@ -286,9 +286,8 @@ export function parseInspectReply(redisKey: string, reply: unknown): ReceiptReco
   // created (a later one writes started_ms), and it was last written when it settled or, before, at the
   // latest of its creation and any updated_ms a transition since wrote.
   const compact = schema === COMPACT_RECEIPT_SCHEMA;
-  const updatedMs = compact
-    ? Math.max(optionalInt(fields, 'updated_ms') ?? 0, completedMs ?? 0, createdMs)
-    : (optionalInt(fields, 'updated_ms') ?? 0);
+  const storedUpdatedMs = optionalInt(fields, 'updated_ms') ?? 0;
+  const updatedMs = compact ? Math.max(storedUpdatedMs, completedMs ?? 0, createdMs) : storedUpdatedMs;
   const startedMs = optionalInt(fields, 'started_ms') ?? (compact && attempts >= 1 ? createdMs : null);
   const lateSettleMs = optionalInt(fields, 'late_settle_ms');
   const key = receiptCallOf(redisKey, {
