@@ -36,11 +36,12 @@ const RESULT = { ok: true, messageId: 'msg-0000000000' };
 /** The receipt layout each side writes (AB_LAYOUT_A, AB_LAYOUT_B; its build's default when unset). */
 const LAYOUTS = [process.env['AB_LAYOUT_A'], process.env['AB_LAYOUT_B']].map((text) => (text ? (Number(text) as 2 | 4 | 5) : undefined));
 
-/** The server's whole CPU µs (INFO cpu) and the µs it spent executing scripts (EVALSHA in INFO commandstats). */
+/** The server's whole CPU µs (INFO cpu) and the µs it spent executing scripts (EVALSHA, EVAL and FCALL in INFO commandstats). */
 async function redisUs(admin: Redis): Promise<{ cpu: number; scripts: number }> {
   const info = String(await admin.call('INFO', 'cpu', 'commandstats'));
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-  const scripts = Number(/^cmdstat_evalsha:calls=\d+,usec=(\d+)/m.exec(info)?.[1] ?? 0);
+  let scripts = 0;
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval|fcall):calls=\d+,usec=(\d+)/gm)) scripts += Number(match[1]);
   return { cpu: (field('used_cpu_user') + field('used_cpu_sys')) * 1e6, scripts };
 }
 

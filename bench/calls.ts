@@ -210,7 +210,7 @@ async function main(): Promise<void> {
       () =>
         throughput(list.length, 16, async (i) => void (await op(list[i]!)));
     const script = (list: ToolCallReceiptKey[], op: (key: ToolCallReceiptKey) => Promise<unknown>) =>
-      serverCost(admin, ['evalsha'], list.length, each(list, op));
+      serverCost(admin, ['evalsha', 'eval', 'fcall'], list.length, each(list, op));
     const result = { content: JSON.stringify(RESULT) };
     // The fence each creating claim handed out, for the fenced writes after it.
     const fences = new Map<ToolCallReceiptKey, AttemptFence>();

@@ -62,7 +62,7 @@ import { toolCallArgsHash } from '../src/core/identity.js';
 import type { ToolReceiptsProcessor } from '../src/bullmq/processor.js';
 import { built, builtOtel } from './package.js';
 import type { ReceiptStore } from '../src/redis/receipts/store.js';
-import { scriptSource } from '../src/redis/scripts/scripts.js';
+import { luaScript } from '../src/redis/scripts/scripts.js';
 import { startBenchOtel } from './otel.js';
 import { peerIdempotent, peerProcessor } from './peer.js';
 import { callsDelta, commandCalls, median } from './support.js';
@@ -261,8 +261,10 @@ function scriptNames(): Map<string, string> {
   const names = new Map<string, string>();
   for (const file of readdirSync(new URL('../lua/', import.meta.url))) {
     if (!/-(?:\d+|N)\.lua$/.test(file)) continue;
-    const sha = createHash('sha1').update(scriptSource(file)).digest('hex');
-    names.set(sha, file.replace(/-(?:\d+|N)\.lua$/, ''));
+    const { sha, function: fn } = luaScript(file);
+    const name = file.replace(/-(?:\d+|N)\.lua$/, '');
+    names.set(sha, name);
+    if (fn !== undefined) names.set(fn.name, name);
   }
   return names;
 }
@@ -277,7 +279,7 @@ function commandCounter(redis: Redis) {
       counts = new Map();
       redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
         let name = command.name;
-        if (name === 'evalsha' || name === 'eval') {
+        if (name === 'evalsha' || name === 'eval' || name === 'fcall') {
           const first = String(command.args[0]);
           const sha = name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
           name = `${name} ${names.get(sha) ?? sha.slice(0, 8)}`;
@@ -763,7 +765,8 @@ export function formatQueueReport(report: QueueBenchReport, goals: QueueGoals): 
   lines.push('  commands per job (untimed count pass, c=50):');
   for (const [kind, c] of report.commands) {
     const server = `${(total(c.server) / c.jobs).toFixed(1)} commands incl. inside scripts`;
-    const evalsha = `${((c.server.get('evalsha') ?? 0) / c.jobs).toFixed(2)} EVALSHA`;
+    const scripts = (c.server.get('evalsha') ?? 0) + (c.server.get('eval') ?? 0) + (c.server.get('fcall') ?? 0);
+    const evalsha = `${(scripts / c.jobs).toFixed(2)} scripts (FCALL or EVALSHA)`;
     const client = `${(total(c.wrapperConnection) / c.jobs).toFixed(2)} (${perJob(c.wrapperConnection, c.jobs)})`;
     lines.push(`    ${kind.padEnd(12)} server ${server}, ${evalsha}; own connection round trips ${client}`);
   }

@@ -156,7 +156,7 @@ async function main(): Promise<void> {
     console.log(`  stats({ scan: true }) (reads every receipt, the earlier way)  ${scanMs.toFixed(0)} ms`);
     if (serverStats.length > 0) {
       // What stats() sends itself; a script's time already holds the commands it ran.
-      const sent = serverStats.filter((c) => ['evalsha', 'eval', 'zrange', 'time'].includes(c.command));
+      const sent = serverStats.filter((c) => ['evalsha', 'eval', 'fcall', 'zrange', 'time'].includes(c.command));
       const total = sent.reduce((sum, c) => sum + c.usec, 0);
       const list = (cs: typeof serverStats) => cs.map((c) => `${c.command} ${c.calls}x ${(c.usec / 1000).toFixed(0)} ms`).join(', ');
       console.log(

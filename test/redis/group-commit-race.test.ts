@@ -24,10 +24,12 @@ type Kind = 'execute' | 'wait' | 'replay';
 /** One receipt transition as Redis ran it. */
 type Ran = { kind: 'claim'; receipt: string; job: string } | { kind: 'complete'; receipt: string; attempt: number };
 
+/** Each script by what names it on the wire: its SHA-1 (EVALSHA) or its function's name (FCALL). */
+const named = (file: string) => new Set([luaScript(file).sha, luaScript(file).function?.name]);
 const SHA = {
-  claim: luaScript('claim-4.lua').sha,
-  complete: luaScript('complete-4.lua').sha,
-  batch: luaScript('commit-batch-N.lua').sha,
+  claim: named('claim-4.lua'),
+  complete: named('complete-4.lua'),
+  batch: named('commit-batch-N.lua'),
 };
 
 /** The claims and completes in MONITOR's lines, batches expanded in order. */
@@ -36,16 +38,16 @@ function transitions(commands: readonly string[][]): { ran: Ran[]; batches: stri
   const batches: string[][] = [];
   for (const args of commands) {
     const name = args[0]?.toLowerCase();
-    // Scripts went by text before the monitor started (see the warm-up), so each is an EVALSHA here.
+    // Scripts went by text before the monitor started (see the warm-up), so each is an EVALSHA or an FCALL here.
     expect(name).not.toBe('eval');
-    if (name !== 'evalsha') continue;
+    if (name !== 'evalsha' && name !== 'fcall') continue;
     const sha = args[1]!;
     const count = Number(args[2]);
     const keys = args.slice(3, 3 + count);
     const argv = args.slice(3 + count);
-    if (sha === SHA.claim) ran.push({ kind: 'claim', receipt: keys[0]!, job: argv[11]! });
-    else if (sha === SHA.complete) ran.push({ kind: 'complete', receipt: keys[0]!, attempt: Number(argv[0]) });
-    else if (sha === SHA.batch) {
+    if (SHA.claim.has(sha)) ran.push({ kind: 'claim', receipt: keys[0]!, job: argv[11]! });
+    else if (SHA.complete.has(sha)) ran.push({ kind: 'complete', receipt: keys[0]!, attempt: Number(argv[0]) });
+    else if (SHA.batch.has(sha)) {
       const receipts: string[] = [];
       for (const entry of commitBatchEntries(keys, argv)) {
         // One-call jobs: no complete here claims a next call.

@@ -2,13 +2,15 @@
  * Records the commands a test's ioredis connection sends, as the round-trip
  * counts read them: a receipt script by its file's name (`claim`,
  * `complete-claim`, …), a group commit batch as `commit-batch(<kind>,…)`,
- * any other command by its name. One entry is one round trip.
+ * any other command by its name. One entry is one round trip; a script
+ * library's FUNCTION LOAD, sent in the background, is not recorded.
  */
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { scriptSource } from '../../src/redis/scripts/scripts.js';
+import { luaScript } from '../../src/redis/scripts/scripts.js';
 import { commitBatchEntries } from './commit-batch.js';
 
+/** Each script's name by the SHA-1 of its text (EVAL, EVALSHA) and by its function's name (FCALL). */
 const scripts = new Map(
   [
     'claim-4.lua',
@@ -20,7 +22,11 @@ const scripts = new Map(
     'breaker-record-1.lua',
     'commit-batch-N.lua',
     'register-run-1.lua',
-  ].map((file) => [createHash('sha1').update(scriptSource(file)).digest('hex'), file.replace(/-(?:\d+|N)\.lua$/, '')]),
+  ].flatMap((file) => {
+    const { sha, function: fn } = luaScript(file);
+    const name = file.replace(/-(?:\d+|N)\.lua$/, '');
+    return fn === undefined ? [[sha, name] as const] : [[sha, name] as const, [fn.name, name] as const];
+  }),
 );
 
 /** The kinds of a commit-batch call's entries, in order (EVALSHA sha numkeys keys… argv…). */
@@ -39,9 +45,11 @@ export function recordCommands(redis: Redis): SentCommands {
   let sent: string[] = [];
   const original = redis.sendCommand;
   redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
+    // A library's load goes out once a script, in the background: no call waits for it.
+    if (command.name === 'function') return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
     const first = String(command.args[0]);
     const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
-    const name = command.name === 'evalsha' || command.name === 'eval' ? (scripts.get(sha) ?? sha) : command.name;
+    const name = ['evalsha', 'eval', 'fcall'].includes(command.name) ? (scripts.get(sha) ?? sha) : command.name;
     sent.push(name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name);
     return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
   }) as typeof redis.sendCommand;

@@ -31,6 +31,7 @@ import { isReceiptsConnection } from '../connection/clients/types.js';
 import { ScriptDefinitionError } from './script-errors.js';
 import { checkScriptHeader, type ScriptKeys } from './script-header.js';
 import { expandIncludes } from './script-includes.js';
+import { functionLibraryOf } from './script-functions.js';
 import { pruneUnusedFunctions } from './script-pruning.js';
 
 export { ScriptDefinitionError, ScriptIncludeError, type ScriptIncludeProblem } from './script-errors.js';
@@ -98,7 +99,9 @@ export class ScriptLibrary {
       if (other !== undefined)
         throw new ScriptDefinitionError(`lua/${other} and lua/${file} are both the script ${name}: one file a name`, file);
       seen.set(name, file);
-      scripts.push({ name, file, keys, lua: { file, source, sha: createHash('sha1').update(source).digest('hex') } });
+      const sha = createHash('sha1').update(source).digest('hex');
+      const library = functionLibraryOf(source);
+      scripts.push({ name, file, keys, lua: library === undefined ? { file, source, sha } : { file, source, sha, function: library } });
     }
     return new ScriptLibrary(scripts);
   }

@@ -7,6 +7,7 @@
 import clusterKeySlot from 'cluster-key-slot';
 import { ioredisAddress, ioredisClusterAddress, type IoredisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
+import { LoadedFunctions } from './functions.js';
 import {
   adapterFor,
   evalWithFallback,
@@ -25,7 +26,7 @@ import {
 } from './types.js';
 
 /** A script command's name as ioredis names its own (lower case), without lower-casing it on every call. */
-const SCRIPT_COMMAND = { EVAL: 'eval', EVALSHA: 'evalsha' } as const;
+const SCRIPT_COMMAND = { EVAL: 'eval', EVALSHA: 'evalsha', FCALL: 'fcall', FUNCTION: 'function' } as const;
 
 /**
  * An ioredis `Redis` or `Cluster` (5 or 6), described by the little the
@@ -234,6 +235,8 @@ interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
   readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
+  /** The script libraries the server has loaded as functions; absent on a Cluster, whose scripts stay on EVALSHA. */
+  readonly functions?: LoadedFunctions;
 }
 
 /** A `Redis` (one server, or a master found through sentinels). */
@@ -247,7 +250,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   constructor(
     redis: IoredisClient,
     deadlineMs: number | undefined,
-    private readonly shared: Shared<IoredisSingle> = { loaded: new Map(), variants: new Map() },
+    private readonly shared: Shared<IoredisSingle> = { loaded: new Map(), variants: new Map(), functions: new LoadedFunctions() },
   ) {
     const options = (redis as Partial<IoredisNode>).options as IoredisOptions | undefined;
     super(redis, options?.host === undefined ? undefined : `${options.host}:${options.port ?? 6379}`, deadlineMs);
@@ -261,20 +264,37 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded);
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, '', this.shared.functions);
   }
 
   async batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
     const pipeline = this.redis.pipeline() as Pipeline;
-    for (const entry of entries) {
-      if ('script' in entry) pipeline.call('evalsha', [entry.script.sha, entry.keys.length, ...entry.keys, ...entry.args]);
-      else pipeline.call(entry.command.toLowerCase(), [...entry.args]);
-    }
+    const functions = this.shared.functions;
+    // Each script by FCALL where its library is loaded, else by EVALSHA (and the library's load started).
+    const called = entries.map((entry) => {
+      if (!('script' in entry)) {
+        pipeline.call(entry.command.toLowerCase(), [...entry.args]);
+        return undefined;
+      }
+      const fn = entry.script.function;
+      const byFunction = fn !== undefined && functions?.loaded.get('')?.has(fn.name) === true;
+      if (fn !== undefined && !byFunction) functions?.load(this.sendScript, '', fn);
+      pipeline.call(byFunction ? 'fcall' : 'evalsha', [
+        byFunction ? fn.name : entry.script.sha,
+        entry.keys.length,
+        ...entry.keys,
+        ...entry.args,
+      ]);
+      return byFunction ? fn : undefined;
+    });
     const replies = ((await this.sender.send(() => pipeline.exec(), this.deadlineMs)) as [Error | null, unknown][] | null) ?? [];
     return Promise.all(
       entries.map(async (entry, i): Promise<BatchReply> => {
         const reply = replies[i] ?? [new Error('the pipeline returned no reply for this command'), undefined];
-        if (!('script' in entry) || !isNoScript(reply[0])) return reply;
+        if (!('script' in entry) || reply[0] === null) return reply;
+        const fn = called[i];
+        const unrun = fn === undefined ? isNoScript(reply[0]) : functions!.refusedUnrun('', fn, reply[0]);
+        if (!unrun) return reply;
         const [again] = await settleEach(() => this.evalScript(entry.script, entry.keys, entry.args), [entry]);
         return again!;
       }),

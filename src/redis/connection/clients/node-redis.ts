@@ -9,6 +9,7 @@
 import clusterKeySlot from 'cluster-key-slot';
 import { nodeRedisAddress, serverList, type NodeRedisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
+import { LoadedFunctions } from './functions.js';
 import {
   adapterFor,
   evalWithFallback,
@@ -23,6 +24,7 @@ import {
   type ReceiptsConnection,
   type ReceiptsNode,
   type RedisArg,
+  type ScriptSend,
 } from './types.js';
 
 /**
@@ -185,9 +187,11 @@ interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
   readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
+  /** The script libraries each server has loaded as functions (a Cluster's scripts stay on EVALSHA). */
+  readonly functions: LoadedFunctions;
 }
 
-const newShared = <A>(): Shared<A> => ({ loaded: new Map(), variants: new Map() });
+const newShared = <A>(): Shared<A> => ({ loaded: new Map(), variants: new Map(), functions: new LoadedFunctions() });
 
 class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
   readonly receiptsConnection = true;
@@ -211,8 +215,11 @@ class NodeRedisSingle extends NodeRedisServer implements ReceiptsConnection {
     return variantFor(this.shared.variants, deadlineMs, () => new NodeRedisSingle(this.redis, deadlineMs, this.shared));
   }
 
+  /** How `evalWithFallback` sends a script here: made once, not per call. */
+  private readonly sendScript: ScriptSend = (command, args) => this.send(wireCommand(command, args));
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((command, a) => this.send(wireCommand(command, a)), script, keys, args, this.shared.loaded);
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, '', this.shared.functions);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -353,8 +360,11 @@ class NodeRedisSentinelConnection implements ReceiptsConnection, ReceiptsNode {
     return this.send(wireCommand(name, args));
   }
 
+  /** How `evalWithFallback` sends a script here: made once, not per call. */
+  private readonly sendScript: ScriptSend = (command, args) => this.send(wireCommand(command, args));
+
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback((command, a) => this.send(wireCommand(command, a)), script, keys, args, this.shared.loaded, this.name);
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, this.name, this.shared.functions);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

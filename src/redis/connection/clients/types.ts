@@ -20,6 +20,14 @@ export interface LuaScript {
   readonly file: string;
   readonly source: string;
   readonly sha: string;
+  /** The same script as a Redis Function library, run by FCALL where the server has it loaded; absent: EVAL only. */
+  readonly function?: ScriptFunction;
+}
+
+/** A script as a Redis Function library: `library` (FUNCTION LOAD's text) registers one function, `name`. */
+export interface ScriptFunction {
+  readonly name: string;
+  readonly library: string;
 }
 
 /** One entry of a {@link ReceiptsConnection.batch}: a script run or a plain command. */
@@ -126,11 +134,37 @@ export function wireCommand(command: string, args: readonly RedisArg[]): (string
 /** The SHAs of the scripts each server has been sent, by the server's name (`''` when the connection has one). */
 export type LoadedScripts = Map<string, Set<string>>;
 
-/** How an adapter sends a script's command: `args` is the SHA (or the text), the key count, the keys, the arguments. */
-export type ScriptSend = (command: 'EVAL' | 'EVALSHA', args: readonly RedisArg[]) => Promise<unknown>;
+/**
+ * How an adapter sends a script's command: `args` is the SHA (the text, or
+ * the function's name), the key count, the keys, the arguments; for
+ * FUNCTION, `LOAD` and a library's text.
+ */
+export type ScriptSend = (command: ScriptCommand, args: readonly RedisArg[]) => Promise<unknown>;
+
+/** The commands a script goes out as. */
+export type ScriptCommand = 'EVAL' | 'EVALSHA' | 'FCALL' | 'FUNCTION';
+
+/** Which script libraries each server has loaded as Redis Functions, as {@link evalWithFallback} asks (`./functions.ts`). */
+export interface ServerFunctions {
+  /**
+   * The functions each server has loaded, by server name: FCALL of one may
+   * go there. A map read in place, as every script call reads it.
+   */
+  readonly loaded: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Starts loading `fn`'s library on `server` in the background, unless it is loading or was refused; never fails. */
+  load(send: ScriptSend, server: string, fn: ScriptFunction): void;
+  /**
+   * Whether an FCALL of `fn` failed with a refusal the server gives before
+   * a function runs (not loaded, the command unknown or not allowed, out of
+   * memory, a read-only replica): the caller then runs the script by EVAL.
+   */
+  refusedUnrun(server: string, fn: ScriptFunction, error: unknown): boolean;
+}
 
 /**
- * Runs a script through `send`: by its text (EVAL) the first time it goes to
+ * Runs a script through `send`: by FCALL where `functions` knows the
+ * server has its library (loading it in the background the first time, see
+ * `./functions.ts`), else by its text (EVAL) the first time it goes to
  * `server` (which also caches it there), by SHA (EVALSHA) after that, and by
  * its text again when the server answers NOSCRIPT (after a restart, a
  * failover or SCRIPT FLUSH). Sending the text first, as ioredis does, means a
@@ -147,14 +181,27 @@ export async function evalWithFallback(
   args: readonly RedisArg[],
   loaded: LoadedScripts,
   server = '',
+  functions?: ServerFunctions,
 ): Promise<unknown> {
   let sent = loaded.get(server);
   if (sent === undefined) loaded.set(server, (sent = new Set()));
   const wire = new Array<RedisArg>(2 + keys.length + args.length);
-  wire[0] = script.sha;
   wire[1] = keys.length;
   for (let i = 0; i < keys.length; i++) wire[2 + i] = keys[i]!;
   for (let i = 0; i < args.length; i++) wire[2 + keys.length + i] = args[i]!;
+  const fn = script.function;
+  if (functions !== undefined && fn !== undefined) {
+    if (functions.loaded.get(server)?.has(fn.name) === true) {
+      wire[0] = fn.name;
+      try {
+        return await send('FCALL', wire);
+      } catch (error) {
+        // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
+        if (!functions.refusedUnrun(server, fn, error)) throw error;
+      }
+    } else functions.load(send, server, fn);
+  }
+  wire[0] = script.sha;
   if (!sent.has(script.sha)) return evalByText(send, script, wire, sent);
   try {
     return await send('EVALSHA', wire);

@@ -1,0 +1,217 @@
+/**
+ * Scripts as Redis Function libraries: the library defines once what needs
+ * nothing of a call, FCALL runs the rest, and it must answer exactly as
+ * EVAL of the script does. The adapters run a script by FCALL once its
+ * library is loaded, and by EVAL whenever it is not (flushed, refused by
+ * an ACL), so no call depends on a library being there.
+ */
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReceiptStore } from '../../src/redis/receipts/store.js';
+import { functionLibraryOf } from '../../src/redis/scripts/script-functions.js';
+import { packageScripts } from '../../src/redis/scripts/scripts.js';
+import { faultTestsSupported, startRedis, type RedisHandle } from '../support/redis.js';
+import { CLIENT_KINDS, openSingle, type OpenedClient } from '../support/redis-clients.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+
+/** The top-level part of a library: what it defines once. */
+const definedOnce = (library: string) => library.split("redis.register_function('")[0]!;
+const hoistedFunctions = (library: string) => [...definedOnce(library).matchAll(/^local function (\w+)/gm)].map((m) => m[1]!);
+
+async function fcallOf(redis: Redis, source: string, keys: string[], args: string[]): Promise<unknown> {
+  const fn = functionLibraryOf(source);
+  if (fn === undefined) throw new Error('no library');
+  await redis.call('FUNCTION', 'LOAD', 'REPLACE', fn.library);
+  return redis.call('FCALL', fn.name, keys.length, ...keys, ...args);
+}
+
+describe('functionLibraryOf', () => {
+  it('defines once the functions and constants that need nothing of a call, and leaves the rest in the body', () => {
+    const source = [
+      "local LIMIT, LABEL = 3, 'x'",
+      'local function pure(n) return n + LIMIT end',
+      'local function readsKeys() return KEYS[1] end',
+      'local now = redis.call("TIME")[1]',
+      'local function usesNow() return now end',
+      'local function callsBoth() return usesNow() .. pure(1) end',
+      'return { pure(1), readsKeys(), callsBoth(), LABEL }',
+    ].join('\n');
+    const fn = functionLibraryOf(source)!;
+    expect(hoistedFunctions(fn.library)).toEqual(['pure']);
+    expect(definedOnce(fn.library)).toContain("local LIMIT, LABEL = 3, 'x'");
+    expect(fn.name).toMatch(/^trc_[0-9a-f]{40}$/);
+  });
+
+  it('keeps in the body a name some statement assigns, so no call leaves state for the next', async () => {
+    const redis = fixture.connect();
+    const source = ['local count = 0', 'local function bump() count = count + 1 return count end', 'return bump() + bump()'].join('\n');
+    const fn = functionLibraryOf(source)!;
+    expect(definedOnce(fn.library)).not.toContain('local count');
+    expect(hoistedFunctions(fn.library)).toEqual([]);
+    const first = await fcallOf(redis, source, [], []);
+    const second = await redis.call('FCALL', fn.name, 0);
+    expect([first, second]).toEqual([3, 3]);
+    expect(await redis.eval(source, 0)).toBe(3);
+  });
+
+  it('takes a key in a table constructor or a field for no assignment', () => {
+    const source = ['local function count() return 1 end', 'local t = { count = 2 }', 't.count = 3', 'return count() + t.count'].join('\n');
+    expect(hoistedFunctions(functionLibraryOf(source)!.library)).toEqual(['count']);
+  });
+
+  it('gives no library for a script whose blocks do not balance', () => {
+    expect(functionLibraryOf('local function a() if x then return 1 end\nreturn 2')).toBeUndefined();
+  });
+
+  /**
+   * A random script: constants, functions f0..fn-1 calling earlier ones,
+   * some reading KEYS or ARGV or a local of the body, the body's locals, and
+   * a reply of every function's value.
+   */
+  const program = fc
+    .integer({ min: 1, max: 6 })
+    .chain((count) =>
+      fc.record({
+        calls: fc.tuple(...Array.from({ length: count }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j)))),
+        reads: fc.tuple(...Array.from({ length: count }, () => fc.constantFrom('none', 'keys', 'argv', 'local', 'constant'))),
+        localBefore: fc.boolean(),
+      }),
+    )
+    .map(({ calls, reads, localBefore }) => {
+      const lines = ["local BASE, NAME = 10, 'n'"];
+      if (localBefore) lines.push('local seen = tonumber(ARGV[1]) or 0');
+      else lines.push('local seen = 5');
+      calls.forEach((callees, i) => {
+        const read = { none: '0', keys: '#KEYS[1]', argv: 'tonumber(ARGV[1])', local: 'seen', constant: 'BASE + #NAME' }[reads[i]!];
+        const sum = callees.map((callee) => ` + f${callee}(x)`).join('');
+        lines.push(`local function f${i}(x)`, `  if x > 100 then return 0 end`, `  return x + ${read}${sum}`, 'end');
+      });
+      lines.push(`return { ${calls.map((_, i) => `f${i}(${i})`).join(', ')} }`);
+      return lines.join('\n');
+    });
+
+  it('answers as EVAL does, for random scripts, on Redis', async () => {
+    const redis = fixture.connect();
+    await fc.assert(
+      fc.asyncProperty(program, fc.integer({ min: 0, max: 50 }), async (source, arg) => {
+        const keys = ['k:{x}:abc'];
+        const args = [String(arg)];
+        expect(await fcallOf(redis, source, keys, args)).toEqual(await redis.eval(source, 1, ...keys, ...args));
+      }),
+      { numRuns: 40 },
+    );
+    await redis.call('FUNCTION', 'FLUSH');
+  });
+});
+
+describe('the package scripts as libraries', () => {
+  it('each loads on Redis, and the claim and the complete define every function once', async () => {
+    const redis = fixture.connect();
+    const scripts = packageScripts();
+    for (const name of scripts.names) {
+      const fn = scripts.script(name).lua.function;
+      expect(fn, name).toBeDefined();
+      expect(await redis.call('FUNCTION', 'LOAD', 'REPLACE', fn!.library), name).toBe(fn!.name);
+    }
+    for (const name of ['claim', 'complete']) {
+      const { source, function: fn } = scripts.script(name).lua;
+      const all = [...source.matchAll(/^local function (\w+)/gm)].map((m) => m[1]!);
+      expect(hoistedFunctions(fn!.library), name).toEqual(all);
+    }
+  });
+});
+
+/** Counts of FCALL, EVAL and EVALSHA the server has run since its stats were reset. */
+async function scriptCalls(admin: Redis): Promise<{ fcall: number; eval: number }> {
+  const info = String(await admin.call('INFO', 'commandstats'));
+  const calls = (name: string) => Number(new RegExp(`^cmdstat_${name}:calls=(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return { fcall: calls('fcall'), eval: calls('eval') + calls('evalsha') };
+}
+
+/** Waits until `check` holds, for at most 10 s. */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('not within 10 s');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+// A server of its own: the counts are the server's, and FUNCTION FLUSH would drop other files' libraries.
+describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a store on %s', (kind) => {
+  let server: RedisHandle;
+  let admin: Redis;
+  const opened: OpenedClient[] = [];
+  beforeAll(async () => {
+    server = await startRedis();
+    admin = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await Promise.all(opened.map((c) => c.close()));
+    admin.disconnect();
+    await server.stop();
+  });
+  const storeOn = (url: string) => {
+    const client = openSingle(kind, url);
+    opened.push(client);
+    return new ReceiptStore({ redis: client.client, prefix: server.prefix });
+  };
+  const settleOne = async (store: ReceiptStore) => {
+    const key = freshKey();
+    const { fence } = await store.claim(key, { effect: 'opaque' });
+    await store.complete(key, fence!, { ok: true });
+    return store.inspect(key);
+  };
+
+  it('runs its scripts by FCALL once their libraries are loaded, and by EVAL again after FUNCTION FLUSH', async () => {
+    const store = storeOn(server.url);
+    expect(await settleOne(store)).toMatchObject({ status: 'completed' });
+    await eventually(async () => {
+      await admin.call('CONFIG', 'RESETSTAT');
+      await settleOne(store);
+      const calls = await scriptCalls(admin);
+      return calls.fcall >= 2 && calls.eval === 0;
+    });
+    await admin.call('FUNCTION', 'FLUSH');
+    // Refused unrun (not loaded): each runs by EVAL, and the libraries are loaded again.
+    expect(await settleOne(store)).toMatchObject({ status: 'completed', result: { ok: true } });
+    await eventually(async () => {
+      await admin.call('CONFIG', 'RESETSTAT');
+      await settleOne(store);
+      return (await scriptCalls(admin)).eval === 0;
+    });
+  });
+
+  it('runs a batch by FCALL once loaded, and by EVAL again for each entry FUNCTION FLUSH left unrun', async () => {
+    const store = storeOn(server.url);
+    const keys = [freshKey(), freshKey()];
+    const { fence } = await store.claim(keys[0]!, { effect: 'opaque' });
+    await store.complete(keys[0]!, fence!, 'done');
+    const names = keys.map((key) => store.redisKey(key));
+    // inspectRedisKeys goes out as one batch on a single node.
+    const statuses = async () => (await store.inspectRedisKeys(names)).map((record) => record?.status ?? null);
+    await eventually(async () => {
+      await admin.call('CONFIG', 'RESETSTAT');
+      expect(await statuses()).toEqual(['completed', null]);
+      return (await scriptCalls(admin)).eval === 0;
+    });
+    await admin.call('FUNCTION', 'FLUSH');
+    expect(await statuses()).toEqual(['completed', null]);
+  });
+
+  it('stays on EVAL for a user the server does not let load functions', async () => {
+    const user = `nofn-${kind}`;
+    await admin.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-function', '-fcall');
+    const url = server.url.replace('redis://', `redis://${user}:secret@`);
+    const store = storeOn(url);
+    for (let i = 0; i < 5; i++) expect(await settleOne(store)).toMatchObject({ status: 'completed' });
+    await admin.call('CONFIG', 'RESETSTAT');
+    for (let i = 0; i < 3; i++) await settleOne(store);
+    const calls = await scriptCalls(admin);
+    expect(calls.fcall).toBe(0);
+    expect(calls.eval).toBeGreaterThanOrEqual(6);
+  });
+});
