@@ -14,7 +14,9 @@
  *             (layout 4, listpack) on the raised limits
  *   layout 5  the same scripts creating compact receipts, the default layout
  *             (receiptLayout: 5: short index members, long results in parts),
- *             on the server's own settings
+ *             on the server's own settings; and (layout 5, FCALL) sent as
+ *             the release sends them where the server takes functions, FCALL
+ *             of their libraries (docs/redis.md#scripts-as-functions)
  *   compact   bench/layout/lean-*.lua with the run index kept: short members
  *             and key (a 22-character digest of tool and args), the fields
  *             that repeat the key dropped, no TYPE prechecks, fewest calls
@@ -51,7 +53,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { breakerField, callRedisKeys, COMPACT_RECEIPT_SCHEMA, runIndexEntry } from '../src/redis/keys.js';
-import { scriptSource } from '../src/redis/scripts/scripts.js';
+import { luaScript, scriptSource } from '../src/redis/scripts/scripts.js';
 import { startRedis } from '../test/support/redis.js';
 import { applySettings, LISTPACK_SETTINGS, median, realisticResult, redisVersion, serverSettings, throughput } from './support.js';
 
@@ -192,6 +194,8 @@ async function main(): Promise<void> {
   try {
     const claimSha = String(await redis.script('LOAD', scriptSource('claim-4.lua')));
     const completeSha = String(await redis.script('LOAD', scriptSource('complete-4.lua')));
+    const claimFunction = luaScript('claim-4.lua').function!;
+    const completeFunction = luaScript('complete-4.lua').function!;
     const lean = { claim: sha1(prototype('lean-claim')), complete: sha1(prototype('lean-complete')) };
     await redis.script('LOAD', prototype('lean-claim'));
     await redis.script('LOAD', prototype('lean-complete'));
@@ -205,15 +209,23 @@ async function main(): Promise<void> {
 
     /** The release's claim and complete, creating receipts in `layout` (claim-4.lua's ARGV[13]; layout 5 with its member, as the store sends it). */
     const releaseSend =
-      (layout: '2' | '4' | '5'): Variant['send'] =>
+      (layout: '2' | '4' | '5', byFunction = false): Variant['send'] =>
       async (r, p, { key, result }) => {
+        // Loaded by the first FCALL that misses it (FLUSHALL between passes leaves functions in place).
+        const run = async (sha: string, name: string, library: string, args: (string | number)[]) => {
+          if (!byFunction) return r.evalsha(sha, 4, ...args);
+          try {
+            return await r.call('FCALL', name, 4, ...args);
+          } catch {
+            await r.call('FUNCTION', 'LOAD', 'REPLACE', library);
+            return r.call('FCALL', name, 4, ...args);
+          }
+        };
         const keys = callRedisKeys(p, key);
         const layoutArg = layout === '5' ? `5:${runIndexEntry(keys[0]!, COMPACT_RECEIPT_SCHEMA)}` : layout;
         const epoch = randomBytes(8).toString('hex');
         const rejections = breakerField(key.toolName, 'rejections');
-        const claimed = (await r.evalsha(
-          claimSha,
-          4,
+        const claimed = (await run(claimSha, claimFunction.name, claimFunction.library, [
           ...keys,
           LEASE_MS,
           RETENTION_MS,
@@ -228,9 +240,9 @@ async function main(): Promise<void> {
           epoch,
           '',
           layoutArg,
-        )) as unknown[];
+        ])) as unknown[];
         if (claimed[0] !== 1) throw new Error(`layout ${layout}: the claim did not create`);
-        await r.evalsha(completeSha, 4, ...keys, 1, result, RETENTION_MS, rejections, epoch);
+        await run(completeSha, completeFunction.name, completeFunction.library, [...keys, 1, result, RETENTION_MS, rejections, epoch]);
       };
     const variants: Variant[] = [
       { name: 'today', send: releaseSend('2') },
@@ -238,6 +250,7 @@ async function main(): Promise<void> {
       { name: 'layout 4', send: releaseSend('4') },
       { name: 'layout 4, listpack', send: releaseSend('4'), settings: LISTPACK_SETTINGS },
       { name: 'layout 5 (default)', send: releaseSend('5') },
+      { name: 'layout 5, FCALL', send: releaseSend('5', true) },
       leanVariant('compact', lean, true, false),
       leanVariant('lean', lean, false, false),
       leanVariant('lean fcall', lean, false, true),

@@ -76,7 +76,11 @@ describe('functionLibraryOf', () => {
     .chain((count) =>
       fc.record({
         calls: fc.tuple(...Array.from({ length: count }, (_, i) => fc.subarray(Array.from({ length: i }, (_, j) => j)))),
-        reads: fc.tuple(...Array.from({ length: count }, () => fc.constantFrom('none', 'keys', 'argv', 'local', 'constant'))),
+        reads: fc.tuple(
+          ...Array.from({ length: count }, () =>
+            fc.constantFrom('none', 'keys', 'argv', 'local', 'constant', 'shadowsOuter', 'ownLocal', 'field'),
+          ),
+        ),
         localBefore: fc.boolean(),
       }),
     )
@@ -85,9 +89,16 @@ describe('functionLibraryOf', () => {
       if (localBefore) lines.push('local seen = tonumber(ARGV[1]) or 0');
       else lines.push('local seen = 5');
       calls.forEach((callees, i) => {
-        const read = { none: '0', keys: '#KEYS[1]', argv: 'tonumber(ARGV[1])', local: 'seen', constant: 'BASE + #NAME' }[reads[i]!];
+        const read = reads[i]!;
+        const valueOf: Record<string, string> = { none: '0', keys: '#KEYS[1]', argv: 'tonumber(ARGV[1])', constant: 'BASE + #NAME' };
+        const value = valueOf[read] ?? 'seen';
         const sum = callees.map((callee) => ` + f${callee}(x)`).join('');
-        lines.push(`local function f${i}(x)`, `  if x > 100 then return 0 end`, `  return x + ${read}${sum}`, 'end');
+        lines.push(`local function f${i}(x)`, `  if x > 100 then return 0 end`);
+        // The body's `seen` read in the declaration of its own (so still the outer one), an own local of that name, a field.
+        if (read === 'shadowsOuter') lines.push('  local seen = seen + 1');
+        if (read === 'ownLocal') lines.push('  local seen = 3');
+        if (read === 'field') lines.push('  local t = { seen = 2 }', '  t.seen = t.seen + 1', '  local seen = t.seen');
+        lines.push(`  return x + ${value}${sum}`, 'end');
       });
       lines.push(`return { ${calls.map((_, i) => `f${i}(${i})`).join(', ')} }`);
       return lines.join('\n');

@@ -111,8 +111,7 @@ function assignedNames(source: string, tokens: readonly Token[]): Set<string> {
   tokens.forEach((token, i) => {
     const before = tokens[i - 1]?.text;
     if (before === 'local' || before === 'function' || before === 'for') return;
-    // A field: of a table (`t.name = …`), or a key in a constructor (`{ name = … }`).
-    if (token.braces > 0 || source[token.start - 1] === '.' || source[token.start - 1] === ':') return;
+    if (isField(source, token)) return;
     // A later name of `local a, b = …` declares, as the first does.
     if (DECLARING_LIST.test(source.slice(Math.max(0, token.start - 300), token.start))) return;
     if (ASSIGNED_AFTER.test(source.slice(token.end, token.end + 200))) assigned.add(token.text);
@@ -120,23 +119,61 @@ function assignedNames(source: string, tokens: readonly Token[]): Set<string> {
   return assigned;
 }
 
+/** Before a name: what declares it inside a function (`local a, b`, `for k, v`). */
+const DECLARING = /\b(?:local|for)\s+(?:[A-Za-z_]\w*\s*,\s*)*$/;
+
 /**
- * The words a function's definition (tokens `first` to `last`) uses, its
- * parameters left out: they shadow any top-level local of the same name in
- * the whole body. Locals it declares inside are kept (a use before the
- * declaration would mean the outer one): erring on keeping it in the body.
+ * The words a function's definition (tokens `first` to `last`) uses that may
+ * name something outside it. Left out: its parameters, and a name it
+ * declares itself (`local n`, `for k, v`) before any use of the name in it,
+ * which means its own from the line after a declaration that ends on its
+ * line (in `local n = n + 1` the second `n` is the outer one). A name used
+ * before its own declaration, or declared by a statement that runs on, is
+ * kept: erring on keeping the function in the body.
  */
 function usesOf(source: string, tokens: readonly Token[], first: number, last: number): string[] {
-  const nameEnd = tokens[first + 2]!.end;
-  const close = source.indexOf(')', nameEnd);
-  const parameters = new Set(
-    tokens
-      .slice(first + 3, last)
-      .filter((token) => token.end <= close)
-      .map((token) => token.text),
-  );
-  return tokens
-    .slice(first + 3, last)
-    .filter((token) => !parameters.has(token.text))
-    .map((token) => token.text);
+  const close = source.indexOf(')', tokens[first + 2]!.end);
+  const own = new Set<string>();
+  const seen = new Set<string>();
+  /** Declared by a statement that ends on its line: its own from the first token past `from`. */
+  const pending: { word: string; from: number }[] = [];
+  const uses: string[] = [];
+  for (const token of tokens.slice(first + 3, last)) {
+    for (let i = pending.length - 1; i >= 0; i--) {
+      if (token.start > pending[i]!.from) own.add(pending.splice(i, 1)[0]!.word);
+    }
+    const word = token.text;
+    if (own.has(word) || isField(source, token)) continue;
+    const firstSeen = !seen.has(word);
+    seen.add(word);
+    if (firstSeen && token.end <= close) {
+      own.add(word); // a parameter
+      continue;
+    }
+    if (firstSeen && DECLARING.test(source.slice(Math.max(0, token.start - 200), token.start))) {
+      const lineEnd = source.indexOf('\n', token.end);
+      const end = lineEnd === -1 ? source.length : lineEnd;
+      if (closesOnLine(source.slice(token.end, end))) pending.push({ word, from: end });
+      continue;
+    }
+    uses.push(word);
+  }
+  return uses;
+}
+
+/** Whether a word names a field, not a variable: `t.name`, `t:name()`, or a key in a constructor (`{ name = … }`). */
+function isField(source: string, token: Token): boolean {
+  const before = source[token.start - 1];
+  if ((before === '.' && source[token.start - 2] !== '.') || before === ':') return true;
+  return token.braces > 0 && /^\s*=(?!=)/.test(source.slice(token.end, token.end + 20));
+}
+
+/** Whether a line's rest opens no bracket it does not close (strings and a comment aside): the statement on it ends there. */
+function closesOnLine(rest: string): boolean {
+  let depth = 0;
+  for (const char of rest.replace(/'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|--.*$/g, '')) {
+    if (char === '(' || char === '{' || char === '[') depth++;
+    else if (char === ')' || char === '}' || char === ']') depth--;
+  }
+  return depth === 0;
 }
