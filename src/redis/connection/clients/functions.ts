@@ -10,12 +10,11 @@
  * a failure that may pass (a dropped connection, a timeout, a server out of
  * memory or loading) lets a later call try again.
  */
+import { isReplyError } from './commands.js';
 import type { ScriptFunction, ScriptSend, ServerFunctions } from './types.js';
 
 /** Error replies of a server that may answer otherwise later: a load refused with one of them is tried again. */
 const PASSING = /^(?:OOM|READONLY|LOADING|BUSY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS)\b/;
-/** An error reply (`ERR …`, `NOPERM …`): a word in capitals, then its message. */
-const REPLY = /^[A-Z][A-Z_-]*\s/;
 /**
  * FCALL's refusals that leave the function unrun: not loaded there, the
  * command unknown or denied, or a write refused up front (a function is
@@ -45,7 +44,7 @@ export class LoadedFunctions implements ServerFunctions {
           const message = messageOf(error);
           // Loaded already (by another process of this release): as good as loaded now.
           if (/already exists/i.test(message)) this.mark(this.loaded, server, fn.name);
-          else if (REPLY.test(message) && !PASSING.test(message)) this.mark(this.refused, server, fn.name);
+          else if (isReplyError(error) && !PASSING.test(message)) this.mark(this.refused, server, fn.name);
         },
       )
       .finally(() => this.loading.delete(id));
