@@ -111,6 +111,7 @@ export {
   type IoredisClient,
   type NodeRedisClient,
   type LuaScript,
+  type ScriptFunction,
   type BatchEntry,
   type BatchReply,
   type RedisArg,

@@ -5,14 +5,17 @@
  * library is loaded, and by EVAL whenever it is not (flushed, refused by
  * an ACL), so no call depends on a library being there.
  */
+import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkedConnection } from '../../src/redis/connection/connection.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { functionLibraryOf } from '../../src/redis/scripts/script-functions.js';
 import { packageScripts } from '../../src/redis/scripts/scripts.js';
 import { faultTestsSupported, startRedis, type RedisHandle } from '../support/redis.js';
-import { CLIENT_KINDS, openSingle, type OpenedClient } from '../support/redis-clients.js';
+import { CLIENT_KINDS, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
+import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -225,4 +228,57 @@ describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a store on %s', (kin
     expect(calls.fcall).toBe(0);
     expect(calls.eval).toBeGreaterThanOrEqual(6);
   });
+});
+
+// Each master loads the libraries of the scripts whose keys it owns, and runs them by FCALL from then on.
+describe.skipIf(clusterSkipReason() !== undefined).each(CLIENT_KINDS)('a store on a three-master Cluster, on %s', (kind) => {
+  let cluster: RedisClusterHandle;
+  let client: OpenedClient;
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    client = openCluster(kind, cluster.nodes[0]!);
+    // node-redis connects a Cluster client in the background: wait until it answers.
+    const connection = checkedConnection(client.client, 'script-functions.test');
+    await eventually(() =>
+      connection.command('PING', []).then(
+        () => true,
+        () => false,
+      ),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await client?.close();
+    await cluster?.stop();
+  });
+
+  it('runs claims and completes by FCALL on every master once loaded, and by EVAL again on one whose functions were flushed', async () => {
+    const store = new ReceiptStore({ redis: client.client, prefix: cluster.prefix });
+    // Runs enough that each master owns some of them.
+    const settleRuns = async () => {
+      for (let run = 0; run < 12; run++) {
+        const key = { ...freshKey(), runId: `run-${run}-${randomBytes(3).toString('hex')}` };
+        const { fence } = await store.claim(key, { effect: 'opaque' });
+        await store.complete(key, fence!, { run });
+      }
+    };
+    const admins = cluster.nodes.map((node) => new Redis(node.url));
+    try {
+      const perMaster = () => Promise.all(admins.map((admin) => scriptCalls(admin)));
+      await eventually(async () => {
+        await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
+        await settleRuns();
+        const calls = await perMaster();
+        return calls.every((c) => c.fcall > 0 && c.eval === 0);
+      });
+      await admins[1]!.call('FUNCTION', 'FLUSH');
+      await settleRuns();
+      await eventually(async () => {
+        await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
+        await settleRuns();
+        return (await perMaster()).every((c) => c.eval === 0);
+      });
+    } finally {
+      admins.forEach((admin) => admin.disconnect());
+    }
+  }, 120_000);
 });

@@ -12,7 +12,16 @@ import { ioredisConnection, looksLikeIoredis, type IoredisClient } from './clien
 import { isNodeRedisPool, looksLikeNodeRedis, nodeRedisConnection, type NodeRedisClient } from './clients/node-redis.js';
 import { adapterFor, isReceiptsConnection, type ReceiptsConnection } from './clients/types.js';
 
-export type { ReceiptsConnection, ReceiptsNode, LuaScript, BatchEntry, BatchReply, RedisArg, RedisClientKind } from './clients/types.js';
+export type {
+  ReceiptsConnection,
+  ReceiptsNode,
+  LuaScript,
+  ScriptFunction,
+  BatchEntry,
+  BatchReply,
+  RedisArg,
+  RedisClientKind,
+} from './clients/types.js';
 export type { IoredisClient } from './clients/ioredis.js';
 export type { NodeRedisClient } from './clients/node-redis.js';
 

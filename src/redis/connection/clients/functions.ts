@@ -1,6 +1,6 @@
 /**
  * The script libraries each server has loaded as Redis Functions, for one
- * adapter. A script runs by FCALL only once its library is known to be on
+ * adapter (each master of a Cluster by its name). A script runs by FCALL only once its library is known to be on
  * the server; until then, and whenever FCALL is refused before it ran, it
  * runs by EVAL as it always did, so nothing depends on a library being
  * there. The first EVAL of a script starts its FUNCTION LOAD in the

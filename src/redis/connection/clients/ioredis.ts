@@ -221,8 +221,8 @@ class IoredisServer implements ReceiptsNode {
     return this.sender.send(() => this.redis.call(name.toLowerCase(), args as RedisArg[]), this.deadlineMs);
   }
 
-  /** How `evalWithFallback` sends a script here: made once, not per call. */
-  protected readonly sendScript: ScriptSend = (command, args) =>
+  /** How `evalWithFallback` sends a script here (and a library's load, for a Cluster's node): made once, not per call. */
+  readonly sendScript: ScriptSend = (command, args) =>
     this.sender.send(() => this.redis.call(SCRIPT_COMMAND[command], args as RedisArg[]), this.deadlineMs);
 
   onClose(listener: () => void): void {
@@ -235,8 +235,8 @@ interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
   readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
-  /** The script libraries the server has loaded as functions; absent on a Cluster, whose scripts stay on EVALSHA. */
-  readonly functions?: LoadedFunctions;
+  /** The script libraries each server has loaded as functions. */
+  readonly functions: LoadedFunctions;
 }
 
 /** A `Redis` (one server, or a master found through sentinels). */
@@ -277,8 +277,8 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
         return undefined;
       }
       const fn = entry.script.function;
-      const byFunction = fn !== undefined && functions?.loaded.get('')?.has(fn.name) === true;
-      if (fn !== undefined && !byFunction) functions?.load(this.sendScript, '', fn);
+      const byFunction = fn !== undefined && functions.loaded.get('')?.has(fn.name) === true;
+      if (fn !== undefined && !byFunction) functions.load(this.sendScript, '', fn);
       pipeline.call(byFunction ? 'fcall' : 'evalsha', [
         byFunction ? fn.name : entry.script.sha,
         entry.keys.length,
@@ -293,7 +293,7 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
         const reply = replies[i] ?? [new Error('the pipeline returned no reply for this command'), undefined];
         if (!('script' in entry) || reply[0] === null) return reply;
         const fn = called[i];
-        const unrun = fn === undefined ? isNoScript(reply[0]) : functions!.refusedUnrun('', fn, reply[0]);
+        const unrun = fn === undefined ? isNoScript(reply[0]) : functions.refusedUnrun('', fn, reply[0]);
         if (!unrun) return reply;
         const [again] = await settleEach(() => this.evalScript(entry.script, entry.keys, entry.args), [entry]);
         return again!;
@@ -333,7 +333,11 @@ class IoredisClusterConnection implements ReceiptsConnection {
   constructor(
     private readonly cluster: IoredisCluster,
     readonly deadlineMs: number | undefined,
-    private readonly shared: Shared<IoredisClusterConnection> = { loaded: new Map(), variants: new Map() },
+    private readonly shared: Shared<IoredisClusterConnection> = {
+      loaded: new Map(),
+      variants: new Map(),
+      functions: new LoadedFunctions(),
+    },
   ) {
     this.sender = senderOf(cluster);
     shared.variants.set(deadlineMs, this);
@@ -360,7 +364,10 @@ class IoredisClusterConnection implements ReceiptsConnection {
     this.sender.send(() => this.cluster.call(SCRIPT_COMMAND[command], args as RedisArg[]), this.deadlineMs);
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
-    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, this.nodeFor(keys[0] ?? '')?.name);
+    // FCALL is routed by its keys as EVALSHA is; a library is loaded on the key's master, known by name.
+    const master = this.nodeFor(keys[0] ?? '');
+    const functions = master?.name === undefined ? undefined : this.shared.functions;
+    return evalWithFallback(this.sendScript, script, keys, args, this.shared.loaded, master?.name, functions, master?.sendScript);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {
@@ -376,7 +383,7 @@ class IoredisClusterConnection implements ReceiptsConnection {
     ).map((node) => nodeAdapter(node, this.deadlineMs));
   }
 
-  nodeFor(key: string): ReceiptsNode | undefined {
+  nodeFor(key: string): IoredisServer | undefined {
     const owner = this.cluster.slots[clusterKeySlot(key)]?.[0];
     if (owner === undefined) return undefined;
     const node = this.cluster.nodes('master').find((n) => `${n.options.host ?? '127.0.0.1'}:${n.options.port ?? 6379}` === owner);

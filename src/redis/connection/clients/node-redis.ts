@@ -187,7 +187,7 @@ interface Shared<A> {
   /** The scripts each server has been sent (see `evalWithFallback`). */
   readonly loaded: LoadedScripts;
   readonly variants: Map<number | undefined, A>;
-  /** The script libraries each server has loaded as functions (a Cluster's scripts stay on EVALSHA). */
+  /** The script libraries each server has loaded as functions. */
   readonly functions: LoadedFunctions;
 }
 
@@ -285,8 +285,11 @@ class NodeRedisClusterConnection implements ReceiptsConnection {
   }
 
   evalScript(script: LuaScript, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+    // FCALL and a library's load go to the key's master, as EVALSHA does; its functions are known by its name.
     const server = this.nodeFor(keys[0] ?? '')?.name;
-    return evalWithFallback((command, a) => this.send(keys[0], wireCommand(command, a)), script, keys, args, this.shared.loaded, server);
+    const functions = server === undefined ? undefined : this.shared.functions;
+    const send: ScriptSend = (command, a) => this.send(keys[0], wireCommand(command, a));
+    return evalWithFallback(send, script, keys, args, this.shared.loaded, server, functions);
   }
 
   batch(entries: readonly BatchEntry[]): Promise<BatchReply[]> {

@@ -164,7 +164,8 @@ export interface ServerFunctions {
 /**
  * Runs a script through `send`: by FCALL where `functions` knows the
  * server has its library (loading it in the background the first time, see
- * `./functions.ts`), else by its text (EVAL) the first time it goes to
+ * `./functions.ts`; `reach` sends the load to `server` where `send` routes by
+ * the command's keys, on a Cluster), else by its text (EVAL) the first time it goes to
  * `server` (which also caches it there), by SHA (EVALSHA) after that, and by
  * its text again when the server answers NOSCRIPT (after a restart, a
  * failover or SCRIPT FLUSH). Sending the text first, as ioredis does, means a
@@ -182,6 +183,7 @@ export async function evalWithFallback(
   loaded: LoadedScripts,
   server = '',
   functions?: ServerFunctions,
+  reach: ScriptSend = send,
 ): Promise<unknown> {
   let sent = loaded.get(server);
   if (sent === undefined) loaded.set(server, (sent = new Set()));
@@ -199,7 +201,7 @@ export async function evalWithFallback(
         // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
         if (!functions.refusedUnrun(server, fn, error)) throw error;
       }
-    } else functions.load(send, server, fn);
+    } else functions.load(reach, server, fn);
   }
   wire[0] = script.sha;
   if (!sent.has(script.sha)) return evalByText(send, script, wire, sent);
