@@ -1,14 +1,15 @@
 /**
  * The script libraries each server has loaded as Redis Functions, for one
- * adapter (each master of a Cluster by its name). A script runs by FCALL only once its library is known to be on
- * the server; until then, and whenever FCALL is refused before it ran, it
- * runs by EVAL as it always did, so nothing depends on a library being
- * there. The first EVAL of a script starts its FUNCTION LOAD in the
- * background, never awaited by a call. A server that refuses a library for
- * good (an older Redis without FUNCTION, an ACL without it, a library it
- * cannot compile) keeps its scripts on EVAL for the life of the adapter;
- * a failure that may pass (a dropped connection, a timeout, a server out of
- * memory or loading) lets a later call try again.
+ * adapter (each master of a Cluster by its name). A script runs by FCALL
+ * only once its library is known to be on the server; until then, and
+ * whenever FCALL is refused before it ran, it runs by EVAL as it always
+ * did, so nothing depends on a library being there. The first EVAL of a
+ * script starts its FUNCTION LOAD in the background, never awaited by a
+ * call. A server that refuses a library for good (an older Redis without
+ * FUNCTION, an ACL without it, a library it cannot compile) keeps that
+ * script on EVAL for the life of the adapter; a failure that may pass (a
+ * dropped connection, a timeout, a server out of memory or loading) lets a
+ * later call try again.
  */
 import { isReplyError } from './commands.js';
 import type { ScriptFunction, ScriptSend, ServerFunctions } from './types.js';

@@ -164,13 +164,13 @@ export interface ServerFunctions {
 /**
  * Runs a script through `send`: by FCALL where `functions` knows the
  * server has its library (loading it in the background the first time, see
- * `./functions.ts`; `reach` sends the load to `server` where `send` routes by
- * the command's keys, on a Cluster), else by its text (EVAL) the first time it goes to
- * `server` (which also caches it there), by SHA (EVALSHA) after that, and by
- * its text again when the server answers NOSCRIPT (after a restart, a
- * failover or SCRIPT FLUSH). Sending the text first, as ioredis does, means a
- * first call whose reply is lost (a timeout) still ran, as any later one
- * would, rather than being refused unseen. `loaded` remembers, per adapter,
+ * `./functions.ts`; `reach` sends the load to `server` where `send` routes
+ * by the command's keys, on a Cluster), else by its text (EVAL) the first
+ * time it goes to `server` (which also caches it there), by SHA (EVALSHA)
+ * after that, and by its text again when the server answers NOSCRIPT (after
+ * a restart, a failover or SCRIPT FLUSH). Sending the text first, as ioredis
+ * does, means a first call whose reply is lost (a timeout) still ran, as any
+ * later one would, rather than being refused unseen. `loaded` remembers, per adapter,
  * which scripts each server has been sent. The command's arguments are built
  * once, in one array (`send` copies what it keeps, as every adapter's client
  * does): every receipt transition goes through here.
