@@ -166,6 +166,25 @@ describe.skipIf(skip !== undefined)('checking Redis for what receipts need', () 
     expect((await checkRedisForReceipts(connect(readable))).findings.some((f) => f.check === 'config')).toBe(false);
   });
 
+  it("says whether the server takes Redis Functions, counting the package's libraries, and never calls either a risk", async () => {
+    const s = await server([], { appendonly: true, appendfsync: 'always' });
+    const admin = connect(s);
+    await admin.call('FUNCTION', 'LOAD', "#!lua name=trc_doctor\nredis.register_function('trc_doctor', function() return 1 end)");
+    const report = await checkRedisForReceipts(admin);
+    expect(finding(report, 'functions')).toMatchObject({ status: 'safe' });
+    expect(finding(report, 'functions').message).toContain('FCALL');
+    expect(finding(report, 'functions').message).toContain('(1 script library trc_… here)');
+    expect(report.atRisk).toBe(false);
+
+    await admin.call('ACL', 'SETUSER', 'nofn', 'on', '>secret', '~*', '&*', '+@all', '-function');
+    const denied = new Redis(s.url.replace('redis://', 'redis://nofn:secret@'), { maxRetriesPerRequest: 1 });
+    clients.push(denied);
+    const refused = await checkRedisForReceipts(denied);
+    expect(finding(refused, 'functions')).toMatchObject({ status: 'safe' });
+    expect(finding(refused, 'functions').message).toMatch(/^FUNCTION is refused \(NOPERM.*EVALSHA/);
+    expect(refused.atRisk).toBe(false);
+  });
+
   it('refuses a malformed --replicas with exit code 2', async () => {
     const run = await cli(['--replicas', 'two'], 'redis://127.0.0.1:1');
     expect(run.code).toBe(2);

@@ -231,54 +231,59 @@ describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a store on %s', (kin
 });
 
 // Each master loads the libraries of the scripts whose keys it owns, and runs them by FCALL from then on.
-describe.skipIf(clusterSkipReason() !== undefined).each(CLIENT_KINDS)('a store on a three-master Cluster, on %s', (kind) => {
+describe.skipIf(clusterSkipReason() !== undefined)('stores on a three-master Cluster', () => {
   let cluster: RedisClusterHandle;
-  let client: OpenedClient;
+  const opened: OpenedClient[] = [];
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    client = openCluster(kind, cluster.nodes[0]!);
-    // node-redis connects a Cluster client in the background: wait until it answers.
-    const connection = checkedConnection(client.client, 'script-functions.test');
-    await eventually(() =>
-      connection.command('PING', []).then(
-        () => true,
-        () => false,
-      ),
-    );
   }, 120_000);
   afterAll(async () => {
-    await client?.close();
+    await Promise.all(opened.map((c) => c.close()));
     await cluster?.stop();
   });
 
-  it('runs claims and completes by FCALL on every master once loaded, and by EVAL again on one whose functions were flushed', async () => {
-    const store = new ReceiptStore({ redis: client.client, prefix: cluster.prefix });
-    // Runs enough that each master owns some of them.
-    const settleRuns = async () => {
-      for (let run = 0; run < 12; run++) {
-        const key = { ...freshKey(), runId: `run-${run}-${randomBytes(3).toString('hex')}` };
-        const { fence } = await store.claim(key, { effect: 'opaque' });
-        await store.complete(key, fence!, { run });
+  it.each(CLIENT_KINDS)(
+    'on %s: run claims and completes by FCALL on every master once loaded, and by EVAL again on one whose functions were flushed',
+    async (kind) => {
+      const client = openCluster(kind, cluster.nodes[0]!);
+      opened.push(client);
+      // node-redis connects a Cluster client in the background: wait until it answers.
+      const connection = checkedConnection(client.client, 'script-functions.test');
+      await eventually(() =>
+        connection.command('PING', []).then(
+          () => true,
+          () => false,
+        ),
+      );
+      const store = new ReceiptStore({ redis: client.client, prefix: `${cluster.prefix}${kind}` });
+      // Runs enough that each master owns some of them.
+      const settleRuns = async () => {
+        for (let run = 0; run < 12; run++) {
+          const key = { ...freshKey(), runId: `run-${run}-${randomBytes(3).toString('hex')}` };
+          const { fence } = await store.claim(key, { effect: 'opaque' });
+          await store.complete(key, fence!, { run });
+        }
+      };
+      const admins = cluster.nodes.map((node) => new Redis(node.url));
+      try {
+        const perMaster = () => Promise.all(admins.map((admin) => scriptCalls(admin)));
+        await eventually(async () => {
+          await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
+          await settleRuns();
+          const calls = await perMaster();
+          return calls.every((c) => c.fcall > 0 && c.eval === 0);
+        });
+        await admins[1]!.call('FUNCTION', 'FLUSH');
+        await settleRuns();
+        await eventually(async () => {
+          await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
+          await settleRuns();
+          return (await perMaster()).every((c) => c.eval === 0);
+        });
+      } finally {
+        admins.forEach((admin) => admin.disconnect());
       }
-    };
-    const admins = cluster.nodes.map((node) => new Redis(node.url));
-    try {
-      const perMaster = () => Promise.all(admins.map((admin) => scriptCalls(admin)));
-      await eventually(async () => {
-        await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
-        await settleRuns();
-        const calls = await perMaster();
-        return calls.every((c) => c.fcall > 0 && c.eval === 0);
-      });
-      await admins[1]!.call('FUNCTION', 'FLUSH');
-      await settleRuns();
-      await eventually(async () => {
-        await Promise.all(admins.map((admin) => admin.call('CONFIG', 'RESETSTAT')));
-        await settleRuns();
-        return (await perMaster()).every((c) => c.eval === 0);
-      });
-    } finally {
-      admins.forEach((admin) => admin.disconnect());
-    }
-  }, 120_000);
+    },
+    60_000,
+  );
 });

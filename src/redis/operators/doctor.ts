@@ -28,7 +28,7 @@ export const RECEIPT_RISKS: readonly ReceiptRisk[] = ['eviction', 'failover', 'p
 
 /** One thing checked on one server. */
 export interface RedisFinding {
-  /** What was checked: `version`, `config`, `eviction`, `persistence`, `replicas`, `waitaof`, `cluster`. */
+  /** What was checked: `version`, `config`, `eviction`, `persistence`, `replicas`, `waitaof`, `cluster`, `functions`. */
   readonly check: string;
   readonly status: FindingStatus;
   /** Set when `status` is `at-risk`. */
@@ -59,6 +59,12 @@ interface ServerFacts {
   readonly role?: string;
   readonly clusterEnabled?: boolean;
   readonly waitAof?: boolean;
+  /**
+   * Whether the server takes Redis Functions: how many of this package's
+   * script libraries it holds, the refusal's message when it refuses
+   * FUNCTION, `undefined` when it could not be asked.
+   */
+  readonly functions?: number | { readonly refused: string };
   /** False when CONFIG GET was refused, so the settings come from INFO, where it shows them, or are unknown. */
   readonly configReadable: boolean;
 }
@@ -97,8 +103,19 @@ async function readFacts(node: ReceiptsNode): Promise<ServerFacts> {
     role: infoField(info, 'role'),
     clusterEnabled: cluster === undefined ? undefined : cluster === '1',
     waitAof: await attempt(() => hasWaitAof(node)),
+    functions: await functionsOf(node),
     configReadable: configPolicy !== undefined,
   };
+}
+
+/** How many of this package's script libraries (`trc_…`) the server holds, or why it refuses FUNCTION. */
+async function functionsOf(node: ReceiptsNode): Promise<ServerFacts['functions']> {
+  try {
+    const libraries = await node.command('FUNCTION', ['LIST', 'LIBRARYNAME', 'trc_*']);
+    return Array.isArray(libraries) ? libraries.length : 0;
+  } catch (error) {
+    return isReplyError(error) ? { refused: (error as Error).message } : undefined;
+  }
 }
 
 const safe = (check: string, message: string): RedisFinding => ({ check, status: 'safe', message });
@@ -229,6 +246,24 @@ function assessServer(facts: ServerFacts, durability: Required<DurabilityOptions
     );
   }
 
+  if (facts.functions === undefined) {
+    findings.push(unknown('functions', 'could not tell whether the server takes Redis Functions (FUNCTION LIST did not answer)'));
+  } else if (typeof facts.functions === 'number') {
+    findings.push(
+      safe(
+        'functions',
+        `Redis Functions are available: workers run their scripts by FCALL once they have loaded them (${facts.functions} script librar${facts.functions === 1 ? 'y' : 'ies'} trc_… here)`,
+      ),
+    );
+  } else {
+    findings.push(
+      safe(
+        'functions',
+        `FUNCTION is refused (${facts.functions.refused}): workers run their scripts by EVALSHA, as safely, at about an eighth more server CPU a call`,
+      ),
+    );
+  }
+
   if (facts.clusterEnabled !== undefined) {
     findings.push(
       safe('cluster', facts.clusterEnabled ? "cluster mode: each run's receipts live on the master owning its hash tag" : 'not a cluster'),
@@ -280,7 +315,8 @@ export class RedisCheckFailedError extends ToolReceiptsError {
  * Checks a Redis server (or every master of a Cluster) for what receipts
  * need: `noeviction`, an AOF fsynced on every write, replicas enough for the
  * durability asked for (and, without durability, none that a failover could
- * promote), `WAITAOF` when `aof` is asked for. A worker can call it at start
+ * promote), `WAITAOF` when `aof` is asked for; and says whether the server
+ * takes Redis Functions (the scripts' cheaper form, never a risk). A worker can call it at start
  * and refuse to run, or log the report. Reads only; never throws for a
  * refused command (that finding is `unknown`). Throws `options.invalid` for
  * options it cannot use, and {@link RedisCheckFailedError} when Redis cannot
