@@ -38,7 +38,9 @@ export class LoadedFunctions implements ServerFunctions {
     const id = `${server}\n${fn.name}`;
     if (this.loading.has(id) || this.refused.get(server)?.has(fn.name)) return;
     this.loading.add(id);
-    void send('FUNCTION', ['LOAD', fn.library])
+    // Started on the next microtask: a send that throws where it should reject cannot fail the call that asked.
+    void Promise.resolve()
+      .then(() => send('FUNCTION', ['LOAD', fn.library]))
       .then(
         () => this.mark(this.loaded, server, fn.name),
         (error: unknown) => {
