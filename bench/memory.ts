@@ -25,6 +25,7 @@
 import { Redis } from 'ioredis';
 import { toolCallArgsHash } from '../src/core/identity.js';
 import { receiptCountRedisKey, runIndexRedisKey } from '../src/redis/keys.js';
+import { LOAD_AFTER_RUNS } from '../src/redis/connection/clients/functions.js';
 import { ReceiptStore } from '../src/redis/receipts/store.js';
 import { startRedis } from '../test/support/redis.js';
 import { breakdownOf, memoryTables, peerRecordOf, type MemoryRow } from './memory-report.js';
@@ -121,10 +122,10 @@ async function measureOurs(
   } catch (refusal) {
     return { refused: (refusal as { code?: string }).code ?? String(refusal) };
   }
-  // The server keeps each script's text, and its library once loaded (FUNCTION LOAD, in the background after a
-  // script's first call): once per server, not per receipt, so a few calls first, on a prefix the pass flushes.
+  // The server keeps each script's text, and its library once loaded (FUNCTION LOAD, in the background once a script
+  // has run LOAD_AFTER_RUNS times): once per server, not per receipt, so calls enough first, on a prefix the pass flushes.
   const warm = new ReceiptStore({ redis, prefix: `${prefix}:warm`, owner: 'bench', receiptLayout: layout });
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i <= LOAD_AFTER_RUNS; i++) {
     const key = await keyOf(RECEIPTS + i);
     const claim = await warm.claim(key, { effect: 'opaque' });
     await warm.complete(key, claim.fence!, resultOf(i));

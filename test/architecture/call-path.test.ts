@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, withToolReceipts } from '../../src/bullmq/index.js';
+import { LOAD_AFTER_RUNS } from '../../src/redis/connection/clients/functions.js';
 import { useRedis } from '../support/redis-fixture.js';
 import { call, silent } from '../bullmq/fixture.js';
 
@@ -89,10 +90,9 @@ describe('one executed call, from its job to its complete', () => {
       return job.waitUntilFinished(events, 30_000);
     };
 
-    // Loads and warms every module on the path; the first job's scripts also start loading their libraries (FCALL from
-    // then on, see docs/redis.md#scripts-as-functions), so a second one makes sure they are in before the measured job.
-    await runOne();
-    await runOne();
+    // Loads and warms every module on the path. A script's library is loaded once it has run LOAD_AFTER_RUNS times
+    // (FCALL from then on, docs/redis.md#scripts-as-functions): one job more makes sure they are in before the measured one.
+    for (let i = 0; i <= LOAD_AFTER_RUNS; i++) await runOne();
     const session = new Session();
     session.connect();
     await session.post('Profiler.enable');

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOAD_AFTER_RUNS } from '../../src/redis/connection/clients/functions.js';
 import { checkedConnection } from '../../src/redis/connection/connection.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { functionLibraryOf } from '../../src/redis/scripts/script-functions.js';
@@ -65,8 +66,11 @@ describe('functionLibraryOf', () => {
     expect(hoistedFunctions(functionLibraryOf(source)!.library)).toEqual(['count']);
   });
 
-  it('gives no library for a script whose blocks do not balance', () => {
-    expect(functionLibraryOf('local function a() if x then return 1 end\nreturn 2')).toBeUndefined();
+  it('keeps a script whose blocks do not balance whole in the body (it fails to load, as it fails by EVAL)', () => {
+    const source = 'local function a() if x then return 1 end\nreturn 2';
+    const fn = functionLibraryOf(source);
+    expect(hoistedFunctions(fn.library)).toEqual([]);
+    expect(fn.library).toContain(`redis.register_function('${fn.name}', function(KEYS, ARGV)\n${source}\nend)`);
   });
 
   /**
@@ -216,12 +220,22 @@ describe.skipIf(!faultTestsSupported()).each(CLIENT_KINDS)('a store on %s', (kin
     expect(await statuses()).toEqual(['completed', null]);
   });
 
+  it('leaves the server no library for a script run fewer times than LOAD_AFTER_RUNS (a command-line call)', async () => {
+    const store = storeOn(server.url);
+    await admin.call('FUNCTION', 'FLUSH');
+    await settleOne(store);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await admin.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'trc_*')).toEqual([]);
+  });
+
   it('stays on EVAL for a user the server does not let load functions', async () => {
     const user = `nofn-${kind}`;
     await admin.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-function', '-fcall');
     const url = server.url.replace('redis://', `redis://${user}:secret@`);
     const store = storeOn(url);
-    for (let i = 0; i < 5; i++) expect(await settleOne(store)).toMatchObject({ status: 'completed' });
+    // Past the runs after which a library is loaded, with time for the load to be refused.
+    for (let i = 0; i <= LOAD_AFTER_RUNS + 2; i++) expect(await settleOne(store)).toMatchObject({ status: 'completed' });
+    await new Promise((r) => setTimeout(r, 100));
     await admin.call('CONFIG', 'RESETSTAT');
     for (let i = 0; i < 3; i++) await settleOne(store);
     const calls = await scriptCalls(admin);

@@ -81,5 +81,7 @@ export function topLevelOf(tokens: readonly Token[]): TopLevel | undefined {
 
 /** `source` with the text from `start` to `end` blanked, its line breaks kept (so line numbers stay). */
 export function blankedSpan(source: string, start: number, end: number): string {
-  return source.slice(start, end).replace(/[^\n]/g, '');
+  let lines = 0;
+  for (let at = source.indexOf('\n', start); at !== -1 && at < end; at = source.indexOf('\n', at + 1)) lines++;
+  return '\n'.repeat(lines);
 }

@@ -23,10 +23,30 @@ const CONSTANT_LINE =
   /^local ([A-Za-z_]\w*(?:, *[A-Za-z_]\w*)*) *= *((?:-?\d+(?:\.\d+)?|'[^'\\\n]*')(?: *, *(?:-?\d+(?:\.\d+)?|'[^'\\\n]*'))*)[ \t]*(?=\n|$)/;
 /** The names a `local a, b` statement declares. */
 const DECLARED = /^local\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)/;
-/** Before a name: the names declared ahead of it in the same `local a, b` list. */
-const DECLARING_LIST = /\blocal\s+(?:[A-Za-z_]\w*\s*,\s*)+$/;
-/** After a name: an assignment to it (`name =`, `name, other =`), not a comparison. */
-const ASSIGNED_AFTER = /^\s*(?:,\s*[A-Za-z_][\w.]*\s*)*=(?!=)/;
+/** After a name (matched from where it ends): an assignment to it (`name =`, `name, other =`), not a comparison. */
+const ASSIGNED_AFTER = /\s*(?:,\s*[A-Za-z_][\w.]*\s*)*=(?!=)/y;
+/** What may stand between two names of one list (`a, b`), and between `local` or `for` and the first. */
+const LIST_GAP = /\s*,\s*/y;
+const SPACE_GAP = /\s+/y;
+
+/** Whether `pattern` (sticky) matches exactly the text between `from` and `to`. */
+function gapIs(pattern: RegExp, source: string, from: number, to: number): boolean {
+  pattern.lastIndex = from;
+  return pattern.test(source) && pattern.lastIndex === to;
+}
+
+/**
+ * The word that declares the name at `tokens[i]`, when it is one of the
+ * names a `local` or `for` statement lists (`local a, b`, `for k, v`);
+ * `undefined` for any other use of it. Walks back over the list's names.
+ */
+function declaringWord(source: string, tokens: readonly Token[], i: number): string | undefined {
+  let j = i;
+  while (j > 0 && gapIs(LIST_GAP, source, tokens[j - 1]!.end, tokens[j]!.start)) j -= 1;
+  const before = tokens[j - 1];
+  if (before === undefined || (before.text !== 'local' && before.text !== 'for')) return undefined;
+  return gapIs(SPACE_GAP, source, before.end, tokens[j]!.start) ? before.text : undefined;
+}
 
 /** One top-level statement the library may define once: a function, or a line of constants. */
 interface Hoistable {
@@ -38,18 +58,35 @@ interface Hoistable {
 }
 
 /**
- * The library form of `source` (an expanded script, as EVAL would run it),
- * or `undefined` when its blocks do not balance (it then runs by EVAL only).
- * A top-level function is defined once at the library's top level when it
- * uses neither KEYS nor ARGV, nor any top-level local left in the body; a
- * line of constants likewise. A name declared twice at the top level, or
- * assigned anywhere, stays in the body, and so does everything that uses
- * it. What stays is the function's body with its line breaks, in order.
+ * `source` (an expanded script, as EVAL would run it) as a Redis Function
+ * library. Its name is made now, from the text; the library itself the
+ * first time it is read (a worker loads a few of the package's scripts,
+ * and a process that never runs one pays nothing for it).
  */
-export function functionLibraryOf(source: string): ScriptFunction | undefined {
+export function functionLibraryOf(source: string): ScriptFunction {
+  const name = `trc_${createHash('sha1').update(`${LIBRARY_FORM}\n${source}`).digest('hex')}`;
+  let library: string | undefined;
+  return {
+    name,
+    get library(): string {
+      library ??= libraryText(source, name);
+      return library;
+    },
+  };
+}
+
+/**
+ * The library of `source` named `name`. A top-level function is defined
+ * once at the library's top level when it uses neither KEYS nor ARGV, nor
+ * any top-level local left in the body; a line of constants likewise. A
+ * name declared twice at the top level, or assigned anywhere, stays in the
+ * body, and so does everything that uses it. What stays is the function's
+ * body with its line breaks, in order; a script whose blocks do not balance
+ * is the body whole (it fails as it would by EVAL).
+ */
+function libraryText(source: string, name: string): string {
   const tokens = tokensOf(source);
-  const top = topLevelOf(tokens);
-  if (top === undefined) return undefined;
+  const top = topLevelOf(tokens) ?? { definitions: [], locals: [] };
   const candidates: Hoistable[] = [];
   const declared = new Map<string, number>();
   const declare = (name: string) => declared.set(name, (declared.get(name) ?? 0) + 1);
@@ -86,7 +123,6 @@ export function functionLibraryOf(source: string): ScriptFunction | undefined {
     kept = next;
   }
   kept.sort((a, b) => a.start - b.start);
-  const name = `trc_${createHash('sha1').update(`${LIBRARY_FORM}\n${source}`).digest('hex')}`;
   let body = '';
   let from = 0;
   for (const statement of kept) {
@@ -94,7 +130,7 @@ export function functionLibraryOf(source: string): ScriptFunction | undefined {
     from = statement.end;
   }
   body += source.slice(from);
-  const library = [
+  return [
     `#!lua name=${name}`,
     ...kept.map((statement) => source.slice(statement.start, statement.end)),
     `redis.register_function('${name}', function(KEYS, ARGV)`,
@@ -102,25 +138,19 @@ export function functionLibraryOf(source: string): ScriptFunction | undefined {
     'end)',
     '',
   ].join('\n');
-  return { name, library };
 }
 
 /** The names some statement assigns to (`name = …`, not `local name = …`): those stay where they are. */
 function assignedNames(source: string, tokens: readonly Token[]): Set<string> {
   const assigned = new Set<string>();
   tokens.forEach((token, i) => {
-    const before = tokens[i - 1]?.text;
-    if (before === 'local' || before === 'function' || before === 'for') return;
-    if (isField(source, token)) return;
-    // A later name of `local a, b = …` declares, as the first does.
-    if (DECLARING_LIST.test(source.slice(Math.max(0, token.start - 300), token.start))) return;
-    if (ASSIGNED_AFTER.test(source.slice(token.end, token.end + 200))) assigned.add(token.text);
+    ASSIGNED_AFTER.lastIndex = token.end;
+    if (!ASSIGNED_AFTER.test(source) || tokens[i - 1]?.text === 'function' || isField(source, token)) return;
+    // A name of `local a, b = …` (or of `for k = …`) declares, not assigns.
+    if (declaringWord(source, tokens, i) === undefined) assigned.add(token.text);
   });
   return assigned;
 }
-
-/** Before a name: what declares it inside a function (`local a, b`, `for k, v`). */
-const DECLARING = /\b(?:local|for)\s+(?:[A-Za-z_]\w*\s*,\s*)*$/;
 
 /**
  * The words a function's definition (tokens `first` to `last`) uses that may
@@ -138,7 +168,8 @@ function usesOf(source: string, tokens: readonly Token[], first: number, last: n
   /** Declared by a statement that ends on its line: its own from the first token past `from`. */
   const pending: { word: string; from: number }[] = [];
   const uses: string[] = [];
-  for (const token of tokens.slice(first + 3, last)) {
+  for (let i = first + 3; i < last; i++) {
+    const token = tokens[i]!;
     for (let i = pending.length - 1; i >= 0; i--) {
       if (token.start > pending[i]!.from) own.add(pending.splice(i, 1)[0]!.word);
     }
@@ -150,7 +181,7 @@ function usesOf(source: string, tokens: readonly Token[], first: number, last: n
       own.add(word); // a parameter
       continue;
     }
-    if (firstSeen && DECLARING.test(source.slice(Math.max(0, token.start - 200), token.start))) {
+    if (firstSeen && declaringWord(source, tokens, i) !== undefined) {
       const lineEnd = source.indexOf('\n', token.end);
       const end = lineEnd === -1 ? source.length : lineEnd;
       if (closesOnLine(source.slice(token.end, end))) pending.push({ word, from: end });

@@ -151,7 +151,11 @@ export interface ServerFunctions {
    * go there. A map read in place, as every script call reads it.
    */
   readonly loaded: ReadonlyMap<string, ReadonlySet<string>>;
-  /** Starts loading `fn`'s library on `server` in the background, unless it is loading or was refused; never fails. */
+  /**
+   * Counts an EVAL run of `fn` on `server`, and after a few starts loading
+   * its library there in the background, unless it is loading or was
+   * refused; never fails.
+   */
   load(send: ScriptSend, server: string, fn: ScriptFunction): void;
   /**
    * Whether an FCALL of `fn` failed with a refusal the server gives before
@@ -163,8 +167,8 @@ export interface ServerFunctions {
 
 /**
  * Runs a script through `send`: by FCALL where `functions` knows the
- * server has its library (loading it in the background the first time, see
- * `./functions.ts`; `reach` sends the load to `server` where `send` routes
+ * server has its library (loading it in the background once the script has
+ * run a few times, see `./functions.ts`; `reach` sends the load to `server` where `send` routes
  * by the command's keys, on a Cluster), else by its text (EVAL) the first
  * time it goes to `server` (which also caches it there), by SHA (EVALSHA)
  * after that, and by its text again when the server answers NOSCRIPT (after
