@@ -65,8 +65,9 @@ async function capRace(setup: CapRaceSetup, onLimit: 'wait' | 'refuse') {
       STALLED_MS: '1000',
       CONCURRENCY: '10',
     });
-  /** SIGKILLs `worker`, then takes its executions off the in-flight count (their slots stay held until their leases pass). */
+  /** The pids of the workers killed: a step they ran may run again (see the file's description). */
   const killed = new Set<string>();
+  /** SIGKILLs `worker`, then takes its executions off the in-flight count (their slots stay held until their leases pass). */
   const kill = async (worker: WorkerProcess) => {
     killed.add(String(worker.child.pid));
     await worker.signal('SIGKILL');
