@@ -5,14 +5,14 @@
  * library is loaded, and by EVAL whenever it is not (flushed, refused by
  * an ACL), so no call depends on a library being there.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOAD_AFTER_RUNS } from '../../src/redis/connection/clients/functions.js';
 import { checkedConnection } from '../../src/redis/connection/connection.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
-import { functionLibraryOf } from '../../src/redis/scripts/script-functions.js';
+import { functionLibraryOf as libraryWithSha } from '../../src/redis/scripts/script-functions.js';
 import { packageScripts } from '../../src/redis/scripts/scripts.js';
 import { faultTestsSupported, startRedis, type RedisHandle } from '../support/redis.js';
 import { CLIENT_KINDS, openCluster, openSingle, type OpenedClient } from '../support/redis-clients.js';
@@ -21,13 +21,15 @@ import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
+/** A script's library, named as the loader names it (from the script's SHA-1). */
+const functionLibraryOf = (source: string) => libraryWithSha(source, createHash('sha1').update(source).digest('hex'));
+
 /** The top-level part of a library: what it defines once. */
 const definedOnce = (library: string) => library.split("redis.register_function('")[0]!;
 const hoistedFunctions = (library: string) => [...definedOnce(library).matchAll(/^local function (\w+)/gm)].map((m) => m[1]!);
 
 async function fcallOf(redis: Redis, source: string, keys: string[], args: string[]): Promise<unknown> {
   const fn = functionLibraryOf(source);
-  if (fn === undefined) throw new Error('no library');
   await redis.call('FUNCTION', 'LOAD', 'REPLACE', fn.library);
   return redis.call('FCALL', fn.name, keys.length, ...keys, ...args);
 }
@@ -43,7 +45,7 @@ describe('functionLibraryOf', () => {
       'local function callsBoth() return usesNow() .. pure(1) end',
       'return { pure(1), readsKeys(), callsBoth(), LABEL }',
     ].join('\n');
-    const fn = functionLibraryOf(source)!;
+    const fn = functionLibraryOf(source);
     expect(hoistedFunctions(fn.library)).toEqual(['pure']);
     expect(definedOnce(fn.library)).toContain("local LIMIT, LABEL = 3, 'x'");
     expect(fn.name).toMatch(/^trc_[0-9a-f]{40}$/);
@@ -52,7 +54,7 @@ describe('functionLibraryOf', () => {
   it('keeps in the body a name some statement assigns, so no call leaves state for the next', async () => {
     const redis = fixture.connect();
     const source = ['local count = 0', 'local function bump() count = count + 1 return count end', 'return bump() + bump()'].join('\n');
-    const fn = functionLibraryOf(source)!;
+    const fn = functionLibraryOf(source);
     expect(definedOnce(fn.library)).not.toContain('local count');
     expect(hoistedFunctions(fn.library)).toEqual([]);
     const first = await fcallOf(redis, source, [], []);
@@ -63,7 +65,7 @@ describe('functionLibraryOf', () => {
 
   it('takes a key in a table constructor or a field for no assignment', () => {
     const source = ['local function count() return 1 end', 'local t = { count = 2 }', 't.count = 3', 'return count() + t.count'].join('\n');
-    expect(hoistedFunctions(functionLibraryOf(source)!.library)).toEqual(['count']);
+    expect(hoistedFunctions(functionLibraryOf(source).library)).toEqual(['count']);
   });
 
   it('keeps a script whose blocks do not balance whole in the body (it fails to load, as it fails by EVAL)', () => {

@@ -28,6 +28,8 @@ const ASSIGNED_AFTER = /\s*(?:,\s*[A-Za-z_][\w.]*\s*)*=(?!=)/y;
 /** What may stand between two names of one list (`a, b`), and between `local` or `for` and the first. */
 const LIST_GAP = /\s*,\s*/y;
 const SPACE_GAP = /\s+/y;
+/** After a name in a table constructor (matched from where it ends): `=`, so it is a key. */
+const KEY_AFTER = /\s*=(?!=)/y;
 
 /** Whether `pattern` (sticky) matches exactly the text between `from` and `to`. */
 function gapIs(pattern: RegExp, source: string, from: number, to: number): boolean {
@@ -58,13 +60,14 @@ interface Hoistable {
 }
 
 /**
- * `source` (an expanded script, as EVAL would run it) as a Redis Function
- * library. Its name is made now, from the text; the library itself the
- * first time it is read (a worker loads a few of the package's scripts,
- * and a process that never runs one pays nothing for it).
+ * `source` (an expanded script, as EVAL would run it, whose SHA-1 is `sha`)
+ * as a Redis Function library. Its name is made now, from the text's SHA-1
+ * and the rewrite; the library itself the first time it is read (a worker
+ * loads a few of the package's scripts, and a process that never runs one
+ * pays nothing for it).
  */
-export function functionLibraryOf(source: string): ScriptFunction {
-  const name = `trc_${createHash('sha1').update(`${LIBRARY_FORM}\n${source}`).digest('hex')}`;
+export function functionLibraryOf(source: string, sha: string): ScriptFunction {
+  const name = `trc_${createHash('sha1').update(`${LIBRARY_FORM}\n${sha}`).digest('hex')}`;
   let library: string | undefined;
   return {
     name,
@@ -89,7 +92,7 @@ function libraryText(source: string, name: string): string {
   const top = topLevelOf(tokens) ?? { definitions: [], locals: [] };
   const candidates: Hoistable[] = [];
   const declared = new Map<string, number>();
-  const declare = (name: string) => declared.set(name, (declared.get(name) ?? 0) + 1);
+  const declare = (local: string) => declared.set(local, (declared.get(local) ?? 0) + 1);
   for (const definition of top.definitions) {
     declare(definition.name);
     candidates.push({
@@ -104,8 +107,8 @@ function libraryText(source: string, name: string): string {
     const line = source.slice(start);
     const names = (DECLARED.exec(line)?.[1] ?? '')
       .split(',')
-      .map((name) => name.trim())
-      .filter((name) => name !== '');
+      .map((local) => local.trim())
+      .filter((local) => local !== '');
     names.forEach(declare);
     const constant = CONSTANT_LINE.exec(line);
     if (constant !== null && (start === 0 || source[start - 1] === '\n')) {
@@ -170,8 +173,8 @@ function usesOf(source: string, tokens: readonly Token[], first: number, last: n
   const uses: string[] = [];
   for (let i = first + 3; i < last; i++) {
     const token = tokens[i]!;
-    for (let i = pending.length - 1; i >= 0; i--) {
-      if (token.start > pending[i]!.from) own.add(pending.splice(i, 1)[0]!.word);
+    for (let p = pending.length - 1; p >= 0; p--) {
+      if (token.start > pending[p]!.from) own.add(pending.splice(p, 1)[0]!.word);
     }
     const word = token.text;
     if (own.has(word) || isField(source, token)) continue;
@@ -196,7 +199,9 @@ function usesOf(source: string, tokens: readonly Token[], first: number, last: n
 function isField(source: string, token: Token): boolean {
   const before = source[token.start - 1];
   if ((before === '.' && source[token.start - 2] !== '.') || before === ':') return true;
-  return token.braces > 0 && /^\s*=(?!=)/.test(source.slice(token.end, token.end + 20));
+  if (token.braces === 0) return false;
+  KEY_AFTER.lastIndex = token.end;
+  return KEY_AFTER.test(source);
 }
 
 /** Whether a line's rest opens no bracket it does not close (strings and a comment aside): the statement on it ends there. */

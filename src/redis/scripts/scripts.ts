@@ -100,7 +100,7 @@ export class ScriptLibrary {
         throw new ScriptDefinitionError(`lua/${other} and lua/${file} are both the script ${name}: one file a name`, file);
       seen.set(name, file);
       const sha = createHash('sha1').update(source).digest('hex');
-      scripts.push({ name, file, keys, lua: { file, source, sha, function: functionLibraryOf(source) } });
+      scripts.push({ name, file, keys, lua: { file, source, sha, function: functionLibraryOf(source, sha) } });
     }
     return new ScriptLibrary(scripts);
   }

@@ -7,11 +7,11 @@
  * {@link LOAD_AFTER_RUNS}th EVAL of a script through the adapter starts its
  * FUNCTION LOAD in the background, never awaited by a call: a worker loads
  * the scripts it runs, and a command-line call or a short test that runs a
- * script a few times leaves the server no library. A server that refuses a library for good (an older Redis without
- * FUNCTION, an ACL without it, a library it cannot compile) keeps that
- * script on EVAL for the life of the adapter; a failure that may pass (a
- * dropped connection, a timeout, a server out of memory or loading) lets a
- * later call try again.
+ * script a few times leaves the server no library. A server that refuses a
+ * library for good (an older Redis without FUNCTION, an ACL without it, a
+ * library it cannot compile) keeps that script on EVAL for the life of the
+ * adapter; a failure that may pass (a dropped connection, a timeout, a
+ * server out of memory or loading) lets a later call try again.
  */
 import { isReplyError } from './commands.js';
 import type { ScriptFunction, ScriptSend, ServerFunctions } from './types.js';

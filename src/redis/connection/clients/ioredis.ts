@@ -11,6 +11,7 @@ import { LoadedFunctions } from './functions.js';
 import {
   adapterFor,
   evalWithFallback,
+  functionToCall,
   isNoScript,
   learnedMasters,
   settleEach,
@@ -276,16 +277,14 @@ class IoredisSingle extends IoredisServer implements ReceiptsConnection {
         pipeline.call(entry.command.toLowerCase(), [...entry.args]);
         return undefined;
       }
-      const fn = entry.script.function;
-      const byFunction = fn !== undefined && functions.loaded.get('')?.has(fn.name) === true;
-      if (fn !== undefined && !byFunction) functions.load(this.sendScript, '', fn);
-      pipeline.call(byFunction ? 'fcall' : 'evalsha', [
-        byFunction ? fn.name : entry.script.sha,
+      const fn = functionToCall(entry.script, '', functions, this.sendScript);
+      pipeline.call(fn !== undefined ? 'fcall' : 'evalsha', [
+        fn?.name ?? entry.script.sha,
         entry.keys.length,
         ...entry.keys,
         ...entry.args,
       ]);
-      return byFunction ? fn : undefined;
+      return fn;
     });
     const replies = ((await this.sender.send(() => pipeline.exec(), this.deadlineMs)) as [Error | null, unknown][] | null) ?? [];
     return Promise.all(

@@ -195,17 +195,15 @@ export async function evalWithFallback(
   wire[1] = keys.length;
   for (let i = 0; i < keys.length; i++) wire[2 + i] = keys[i]!;
   for (let i = 0; i < args.length; i++) wire[2 + keys.length + i] = args[i]!;
-  const fn = script.function;
-  if (functions !== undefined && fn !== undefined) {
-    if (functions.loaded.get(server)?.has(fn.name) === true) {
-      wire[0] = fn.name;
-      try {
-        return await send('FCALL', wire);
-      } catch (error) {
-        // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
-        if (!functions.refusedUnrun(server, fn, error)) throw error;
-      }
-    } else functions.load(reach, server, fn);
+  const fn = functionToCall(script, server, functions, reach);
+  if (fn !== undefined) {
+    wire[0] = fn.name;
+    try {
+      return await send('FCALL', wire);
+    } catch (error) {
+      // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
+      if (!functions!.refusedUnrun(server, fn, error)) throw error;
+    }
   }
   wire[0] = script.sha;
   if (!sent.has(script.sha)) return evalByText(send, script, wire, sent);
@@ -216,6 +214,25 @@ export async function evalWithFallback(
     sent.delete(script.sha);
     return evalByText(send, script, wire, sent);
   }
+}
+
+/**
+ * The function to run `script` by on `server` now: its own, when `functions`
+ * knows the server has loaded it; otherwise `undefined` (it goes by EVAL or
+ * EVALSHA), and this run is counted towards loading its library (`reach`
+ * sends the load there). Every script call decides here, alone or in a batch.
+ */
+export function functionToCall(
+  script: LuaScript,
+  server: string,
+  functions: ServerFunctions | undefined,
+  reach: ScriptSend,
+): ScriptFunction | undefined {
+  const fn = script.function;
+  if (functions === undefined || fn === undefined) return undefined;
+  if (functions.loaded.get(server)?.has(fn.name) === true) return fn;
+  functions.load(reach, server, fn);
+  return undefined;
 }
 
 /** {@link evalWithFallback}'s EVAL: `wire` with the script's text in place of its SHA. */
