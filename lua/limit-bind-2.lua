@@ -9,6 +9,12 @@
   ARGV[1]  reservation id
   ARGV[2]  the receipt field of the limit: limit:<name>
   ARGV[3]  keep ms: the least time the bindings hash is kept afterwards
+  ARGV[4]  optional: the epoch a claim sent just before this bind minted.
+           When given (not ''), only the attempt that claim created is
+           bound: a receipt whose epoch is another, or whose attempt is
+           not the first, answers 3 and nothing is written. The wrapper
+           sends a bind this way beside the claim, before the claim's
+           answer, so that a fresh call costs no round trip of its own.
 
   Returns { code, holder }
     code 1  bound: the receipt's field ARGV[2] holds the id, and the
@@ -21,35 +27,16 @@
             takeover is the same execution). This id is revoked; the caller
             gives it back, and the attempt runs counted once.
     code 3  no running attempt: the receipt does not exist or is not
-            running; nothing written. The caller gives it back.
+            running (or, with ARGV[4], is not the attempt that claim
+            created); nothing written. The caller gives it back, or binds
+            again without ARGV[4] once the claim's answer says which
+            attempt runs.
     holder is '' unless code is 2.
   error 'TRC_CORRUPT <key>: <why>' when the receipt is malformed, a key
   has the wrong type, or the id is bound to another receipt (ids are
   random: only a hand edit does that); 'TRC_VERSION ...' for a receipt of a
   newer layout (see includes/observe-receipt.lua); nothing written.
 ]]
---- @include "observe-receipt"
---- @include "limit-bindings"
+--- @include "limit-bind"
 
-local receipt, corrupt = openReceiptHash(KEYS[1])
-if corrupt then return corrupt end
-corrupt = wrongType(KEYS[2], 'hash')
-if corrupt then return corrupt end
-
-local id, field = ARGV[1], ARGV[2]
-local value = redis.call('HGET', KEYS[2], id)
-if value == revokedMark() then return { 0, '' } end
-if value == KEYS[1] then return { 1, '' } end
-if value then return redis.error_reply('TRC_CORRUPT ' .. KEYS[2] .. ': reservation ' .. id .. ' is bound to another receipt') end
-if receipt.status ~= 'running' then return { 3, '' } end
-
-local holder = redis.call('HGET', KEYS[1], field)
-if holder and holder ~= id then
-  redis.call('HSET', KEYS[2], id, revokedMark())
-  keepBindings(KEYS[2], ARGV[3])
-  return { 2, holder }
-end
-redis.call('HSET', KEYS[1], field, id)
-redis.call('HSET', KEYS[2], id, KEYS[1])
-keepBindings(KEYS[2], ARGV[3])
-return { 1, '' }
+return bindLimit(KEYS[1], KEYS[2], ARGV)

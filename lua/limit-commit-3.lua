@@ -27,25 +27,6 @@
   error 'TRC_CORRUPT <key>: <why>' as includes/limit-state.lua's
   openReservation answers it (nothing written, no time judged).
 ]]
---- @include "limit-smooth"
+--- @include "limit-commit"
 
-local s, record, answered = openReservation(KEYS[1], KEYS[2], KEYS[3], ARGV[1])
-if answered then return answered end
-if record.state == 'c' then return { 2 } end
-
-redis.call('ZREM', KEYS[2], ARGV[1])
-forgetPending(KEYS[1], ARGV[1], record)
-if record.gen == s.gen and s.kind ~= 'fixed' then
-  local now = serverNow()
-  commitNow(KEYS[1], KEYS[3], s, now, ARGV[1], record.amount)
-  saveLimit(KEYS[1], s, KEYS[3])
-  redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings))
-  keepLimit(KEYS[1], KEYS[2], KEYS[3], s, now)
-elseif record.gen == s.gen then
-  redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings),
-    'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))
-  redis.call('ZADD', KEYS[3], intText(record.gen), ARGV[1])
-else
-  redis.call('HDEL', KEYS[1], 'r:' .. ARGV[1])
-end
-return { 1 }
+return commitLimit(KEYS[1], KEYS[2], KEYS[3], ARGV)

@@ -64,50 +64,6 @@
   state does not parse; nothing written.
   Time comes only from TIME.
 ]]
---- @include "limit-smooth"
+--- @include "limit-reserve"
 
-local asked = askedWindow(ARGV[10], ARGV[4], ARGV[3], ARGV[11])
-local s, now, corrupt = openLimitNow(KEYS[1], KEYS[2], KEYS[3], asked)
-if corrupt then return corrupt end
-local id, amount = ARGV[1], tonumber(ARGV[2])
-
-local existing, bad = limitRecord(KEYS[1], id)
-if bad then return bad end
-local expired, orphans, broken = expiredReservations(KEYS[1], KEYS[2], now, tonumber(ARGV[9]))
-if broken then return broken end
-if #orphans > 0 then redis.call('ZREM', KEYS[2], unpack(orphans)) end
-local dropped = viewWindow(KEYS[1], KEYS[3], s, now)
-local code, deadline, reused, retry, held = 0, 0, 0, 0, 0
-local own = not existing and pendingFor(KEYS[1], s, ARGV[6])
-if existing then
-  code = 1
-  deadline = tonumber(redis.call('ZSCORE', KEYS[2], id)) or 0
-elseif own then
-  code, reused, id = 1, 1, own
-  deadline = math.max(tonumber(redis.call('ZSCORE', KEYS[2], own)) or 0, now + tonumber(ARGV[5]))
-  redis.call('ZADD', KEYS[2], intText(deadline), own)
-elseif amount > capOf(s) then
-  code = 2
-elseif fitsNow(s, now, amount) then
-  code = 1
-  deadline = now + tonumber(ARGV[5])
-  redis.call('HSET', KEYS[1], 'r:' .. id, recordText(s.gen, amount, 'p', ARGV[6], ARGV[7]), 'p:' .. ARGV[6], id)
-  redis.call('ZADD', KEYS[2], intText(deadline), id)
-  s.pending = s.pending + amount
-else
-  local onlyHeld
-  retry, onlyHeld = retryAt(KEYS[1], KEYS[2], KEYS[3], s, now, amount, tonumber(ARGV[5]))
-  if onlyHeld then held = 1 end
-end
-if code ~= 1 then id = '' end
-
-forgetDropped(KEYS[1], KEYS[3], dropped)
-saveLimit(KEYS[1], s, KEYS[3])
-redis.call('HSET', KEYS[1], 'max', ARGV[3], 'name', ARGV[8])
-pruneCommitted(KEYS[1], KEYS[3], s)
-local keptUntil = keepLimit(KEYS[1], KEYS[2], KEYS[3], s, now)
-
-local reply = { code, now, s.start, s.resetsAt, s.used, s.pending, deadline, id, reused, retry, keptUntil, held,
-  s.nextFree or 0, #expired / 3 }
-for i = 1, #expired do reply[#reply + 1] = expired[i] end
-return reply
+return reserveLimit(KEYS[1], KEYS[2], KEYS[3], ARGV)

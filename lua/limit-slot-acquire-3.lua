@@ -41,49 +41,6 @@
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type; nothing
   written. Time comes only from TIME.
 ]]
---- @include "limit-slots"
---- @include "server-now"
+--- @include "limit-slot-acquire"
 
-local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
-if bad then return bad end
-local now = serverNow()
-local receipt, cap, leaseMs, token = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[8]
-
-freeLapsed(KEYS[1], KEYS[2], now)
-dropStalePlaces(KEYS[1], KEYS[3], now)
-redis.call('HSET', KEYS[1], 'cap', ARGV[2], 'name', ARGV[7], 'kind', 'cap')
-
-local deadline = now + leaseMs
-local function grant(held)
-  redis.call('ZADD', KEYS[2], intText(deadline), receipt)
-  redis.call('HSET', KEYS[1], 'h:' .. receipt, token)
-  keepSlots(KEYS[1], KEYS[2], KEYS[3], now, deadline, leaseMs)
-  return { 1, now, deadline, held, 0, 0 }
-end
-
-if redis.call('ZSCORE', KEYS[2], receipt) then
-  if ARGV[9] == '1' or redis.call('HGET', KEYS[1], 'h:' .. receipt) == token then
-    return grant(redis.call('ZCARD', KEYS[2]))
-  end
-  return { 3, now, 0, redis.call('ZCARD', KEYS[2]), 0, 0 }
-end
-
-local held = redis.call('ZCARD', KEYS[2])
-local rank = redis.call('ZRANK', KEYS[3], receipt)
-local ahead = rank or redis.call('ZCARD', KEYS[3])
-if held < cap and ahead < cap - held then
-  redis.call('ZREM', KEYS[3], receipt)
-  redis.call('HDEL', KEYS[1], 'w:' .. receipt)
-  return grant(held + 1)
-end
-
-local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local retryAt = tonumber(first[2]) or now
-if ARGV[4] ~= 'wait' then return { 0, now, 0, held, -1, retryAt } end
-if not rank then
-  redis.call('ZADD', KEYS[3], redis.call('HINCRBY', KEYS[1], 'seq', 1), receipt)
-end
-local placeUntil = now + tonumber(ARGV[6])
-redis.call('HSET', KEYS[1], 'w:' .. receipt, intText(placeUntil) .. ' ' .. ARGV[5])
-keepSlots(KEYS[1], KEYS[2], KEYS[3], now, math.max(placeUntil, retryAt), leaseMs)
-return { 0, now, 0, held, ahead, retryAt }
+return acquireSlot(KEYS[1], KEYS[2], KEYS[3], ARGV)

@@ -19,23 +19,6 @@
   error 'TRC_CORRUPT <key>: <why>' when a key has the wrong type.
   Time comes only from TIME.
 ]]
---- @include "limit-slots"
---- @include "server-now"
+--- @include "limit-slot-release"
 
-local bad = slotKeysCorrupt(KEYS[1], KEYS[2], KEYS[3])
-if bad then return bad end
-local now = serverNow()
-local receipt = ARGV[1]
-local released = 0
-if redis.call('ZSCORE', KEYS[2], receipt) and redis.call('HGET', KEYS[1], 'h:' .. receipt) == ARGV[2] then
-  redis.call('ZREM', KEYS[2], receipt)
-  redis.call('HDEL', KEYS[1], 'h:' .. receipt)
-  released = 1
-end
-freeLapsed(KEYS[1], KEYS[2], now)
-dropStalePlaces(KEYS[1], KEYS[3], now)
-local held = redis.call('ZCARD', KEYS[2])
-local free = (tonumber(redis.call('HGET', KEYS[1], 'cap')) or 0) - held
-local reply = { released, now, held, redis.call('ZCARD', KEYS[3]) }
-for _, job in ipairs(waitersToWake(KEYS[1], KEYS[3], free)) do reply[#reply + 1] = job end
-return reply
+return releaseSlot(KEYS[1], KEYS[2], KEYS[3], ARGV)

@@ -209,7 +209,7 @@ function claimOptionsOf(tools: readonly AnyToolDefinition[]): CallRuntime['claim
   return (tool, scope, needsApproval = false): ClaimOptions => {
     const { effect, settles } = byTool.get(tool) ?? { effect: recordedEffectOf(tool), settles: settlesExpired(tool) };
     // One literal, no spreads: it is built for every claimed call.
-    return { effect, job: scope.attemptJob, settlesExpired: settles, needsApproval };
+    return { effect, job: scope.attemptJob, settlesExpired: settles, needsApproval, onSent: undefined };
   };
 }
 

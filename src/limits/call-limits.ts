@@ -5,10 +5,11 @@
  * everything else. docs/limits.md says what is counted and why.
  */
 import type { ToolCallReceiptKey } from '../core/identity.js';
+import type { AttemptFence } from '../redis/errors.js';
 import { receiptRedisKey } from '../redis/keys.js';
 import { costOf, LimitCostError, type Limit } from './definitions.js';
 import type { WorkerLimits } from './worker-limits.js';
-import type { LimitReservation, ReserveResult } from './answers.js';
+import type { BindResult, LimitReservation, ReserveResult } from './answers.js';
 import type { LimitStore } from './limit-store.js';
 import { limitRefusalText } from './window.js';
 
@@ -51,6 +52,8 @@ export class LimitedCall {
   private commits: Promise<unknown> = Promise.resolve();
   /** Counted by an earlier delivery's bind, of a kind committed when the attempt ends. */
   private countedAtEnd: LimitReservation[] = [];
+  /** The binds sent beside the claim ({@link bindBeside}): the epoch they name, and their answers, in `granted`'s order. */
+  private beside: { readonly epoch: string; readonly answers: Promise<PromiseSettledResult<BindResult>[]> } | undefined;
 
   constructor(
     private readonly store: LimitStore,
@@ -61,15 +64,52 @@ export class LimitedCall {
     private readonly refusedLimits: readonly string[],
   ) {}
 
+  /** Whether the binds may go beside the claim: a call no limit refused (one that was reads its receipt before it binds). */
+  get bindsBesideClaim(): boolean {
+    return this.refusal === undefined && this.granted.length > 0 && this.beside === undefined;
+  }
+
+  /**
+   * Sends each reservation's bind right after the claim, before its answer,
+   * conditioned on the epoch that claim mints: Redis binds only the attempt
+   * that very claim creates, so a fresh call pays no round trip for its
+   * binds. Whatever else the claim finds (a takeover, a replay, a wait) the
+   * binds write nothing, and {@link afterClaim} binds as it would have.
+   */
+  bindBeside(epoch: string): void {
+    if (this.beside !== undefined) return;
+    this.beside = { epoch, answers: Promise.allSettled(this.granted.map((r) => this.store.bind(r, epoch))) };
+  }
+
+  /**
+   * The answers of the binds sent beside the claim, awaited (so nothing of
+   * them is in flight when a reservation is bound or settled after): those
+   * that bound or refused for the attempt `fence` holds, when the claim
+   * that created it is the one they were sent with; else none.
+   */
+  private async besideAnswers(fence: AttemptFence | undefined): Promise<(BindResult | undefined)[] | undefined> {
+    const beside = this.beside;
+    if (beside === undefined) return undefined;
+    const answers = await beside.answers;
+    if (fence === undefined || fence.attempt !== 1 || fence.epoch !== beside.epoch) return undefined;
+    const failed = answers.find((a) => a.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    // 'not_running': this bind ran before the claim's write (a script the server had to load again): bind again.
+    return answers.map((a) => (a.status === 'fulfilled' && a.value.kind !== 'not_running' ? a.value : undefined));
+  }
+
   /**
    * After the claim. Anything but an execution (a replay, a wait, an
    * ambiguous call, a tool removed) gives every reservation back and
-   * answers `run`. An execution binds each to the attempt and commits it: a
-   * takeover, or a rerun of a call counted already, finds the receipt's
-   * lifetime counted (`counted`) and gives its own back. A limit that had
-   * refused lets the attempt run only when it counted this lifetime already.
+   * answers `run`. An execution binds each to the attempt (`fence`; the
+   * binds sent beside the claim answer for an attempt it created) and
+   * commits it: a takeover, or a rerun of a call counted already, finds the
+   * receipt's lifetime counted (`counted`) and gives its own back. A limit
+   * that had refused lets the attempt run only when it counted this
+   * lifetime already.
    */
-  async afterClaim(executes: boolean): Promise<LimitVerdict> {
+  async afterClaim(executes: boolean, fence?: AttemptFence): Promise<LimitVerdict> {
+    const beside = await this.besideAnswers(executes ? fence : undefined);
     if (!executes) {
       await this.release();
       return { run: true };
@@ -82,7 +122,7 @@ export class LimitedCall {
         return { run: false, refusal: this.refusal };
       }
     }
-    const binds = await Promise.all(this.granted.map((r) => this.store.bind(r).then((b) => ({ r, answer: b }))));
+    const binds = await Promise.all(this.granted.map(async (r, i) => ({ r, answer: beside?.[i] ?? (await this.store.bind(r)) })));
     this.bound = binds.filter((b) => b.answer.kind === 'bound').map((b) => b.r);
     // Counted by this very reservation: an earlier delivery of the call bound it (and may have died before its
     // commit), so it is committed, and neither owned nor given back here.
@@ -118,8 +158,14 @@ export class LimitedCall {
     await Promise.all(bound.map((r) => this.store.giveBack(r).catch(() => undefined)));
   }
 
-  /** Settles what this delivery will not bind (the claim failed, or decided anything but an execution): see {@link LimitStore.settle}. */
+  /**
+   * Settles what this delivery will not bind (the claim failed, or decided
+   * anything but an execution): see {@link LimitStore.settle}. A share a
+   * bind beside a lost claim bound stays counted: the attempt it was bound
+   * to may run on a later delivery, counted by it.
+   */
   async release(): Promise<void> {
+    await this.beside?.answers;
     await Promise.all(this.granted.map((r) => this.store.settle(r).catch(() => undefined)));
   }
 

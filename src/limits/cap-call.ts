@@ -5,7 +5,7 @@
  * claim executes, renewed with the attempt's heartbeats, freed at the settle
  * (naming the jobs to wake). docs/limits.md (in-flight caps) says what holds.
  */
-import { randomBytes } from 'node:crypto';
+import { randomToken } from '../redis/random-token.js';
 import { performance } from 'node:perf_hooks';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import type { InFlightCap } from './caps.js';
@@ -66,7 +66,7 @@ export async function capCall(
   const caps = limits?.capsOf(key.toolName) ?? [];
   if (limits === undefined || caps.length === 0) return { kind: 'free' };
   const store = limits.store.caps;
-  const token = randomBytes(12).toString('base64url');
+  const token = randomToken();
   const requests = caps.map((cap) => ({ cap, keys: store.keysOf(cap, key), receiptKey, token }));
   const askedAtMs = performance.now();
   const placeMs = placeMsOf(options.leaseMs);
@@ -193,12 +193,15 @@ export class HeldSlots {
    * The attempt ended. Its slots are freed only when its receipt is settled
    * (completed or failed): an attempt left running (abandoned, or of an
    * outcome unknown: ambiguous) holds its slots until their leases pass.
-   * Answers the jobs to wake.
+   * `completed`: the attempt's own complete settled the receipt, so it is
+   * not read again. Answers the jobs to wake.
    */
-  async ended(): Promise<string[]> {
+  async ended(completed = false): Promise<string[]> {
     if (!this.slots.some((slot) => slot.own)) return [];
-    const { status } = await this.limits.boundOn(this.receiptKey, []).catch(() => ({ status: 'running' }));
-    if (status === 'running') return [];
+    if (!completed) {
+      const { status } = await this.limits.boundOn(this.receiptKey, []).catch(() => ({ status: 'running' }));
+      if (status === 'running') return [];
+    }
     return await this.release();
   }
 

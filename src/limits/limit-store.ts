@@ -9,7 +9,7 @@
  * Over 300 lines: one method per step of the protocol, kept together
  * so the protocol reads in one place.
  */
-import { randomBytes } from 'node:crypto';
+import { randomToken } from '../redis/random-token.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { AuditLog, type AuditAction } from '../redis/operators/audit-log.js';
@@ -141,7 +141,7 @@ export class LimitStore {
     const keys = this.keysOf(limit, key);
     const receiptKey = receiptRedisKey(this.prefix, key);
     const bindingsKey = limitBindingsRedisKey(this.prefix, key.tenantId, key.runId);
-    const id = randomBytes(12).toString('base64url');
+    const id = randomToken();
     const settled: SettledReservation[] = [];
     for (let round = 1; ; round++) {
       const args = [
@@ -187,11 +187,14 @@ export class LimitStore {
 
   /**
    * Records `reservation` on the running attempt of its receipt, unless a
-   * settle revoked it (see {@link BindResult}). The claim that starts an
-   * attempt does this as part of it; here it is the step alone.
+   * settle revoked it (see {@link BindResult}). With `epoch`, only the
+   * attempt a claim that minted it created is bound (else `not_running`,
+   * nothing written): the wrapper sends such a bind right behind the claim.
    */
-  async bind(reservation: LimitReservation): Promise<BindResult> {
-    const reply = await this.call('limit-bind', [reservation.receiptKey, reservation.bindingsKey], bindArgs(reservation));
+  async bind(reservation: LimitReservation, epoch?: string): Promise<BindResult> {
+    const args = bindArgs(reservation);
+    if (epoch !== undefined) args.push(epoch);
+    const reply = await this.call('limit-bind', [reservation.receiptKey, reservation.bindingsKey], args, epoch !== undefined);
     const code = codeOf('limit-bind', reply, [0, 1, 2, 3]);
     if (code === 1) return { kind: 'bound' };
     if (code === 0) return { kind: 'revoked' };
@@ -344,15 +347,25 @@ export class LimitStore {
    * Runs a limit script through the channel: a corrupt key becomes
    * `receipt.corrupt`, Redis not answering `redis.timeout` or
    * `redis.unavailable`, and every script but the read (`limit-usage`)
-   * waits for the durability the keyspace asks for.
+   * waits for the durability the keyspace asks for. `behind`: sent right
+   * behind the script call made before it in this tick.
    */
-  private async call(script: string, keys: readonly [string, ...string[]], args: readonly (string | number)[]): Promise<unknown[]> {
+  private async call(
+    script: string,
+    keys: readonly [string, ...string[]],
+    args: readonly (string | number)[],
+    behind = false,
+  ): Promise<unknown[]> {
     const reply =
-      script === 'limit-usage' ? await this.channel.call(script, keys, args) : await this.channel.write('limit', script, keys, args);
+      script === 'limit-usage'
+        ? await this.channel.call(script, keys, args)
+        : await this.channel.write('limit', script, keys, args, behind ? BEHIND : {});
     return Array.isArray(reply) ? reply : [reply];
   }
 }
 
+/** A bind sent right behind its claim (see {@link LimitStore.bind}). */
+const BEHIND = { behind: true } as const;
 const keyList = (keys: LimitKeys): [string, string, string] => [keys.state, keys.due, keys.done];
 /** How the window moves, as the scripts that judge it take it: the kind, and a bucket's burst ('' for the others). */
 const kindArgs = (limit: Limit): [string, string | number] => [limit.kind, limit.burst ?? ''];

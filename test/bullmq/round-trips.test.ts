@@ -3,13 +3,16 @@
  * also reads the breaker, and the complete script also ends the rejection
  * streak, so an executed call costs two commands and a replay one. In a turn
  * of calls run one after another, each complete also claims the next call,
- * so k executed calls cost k + 1 commands.
+ * so k executed calls cost k + 1 commands. A limited call adds its reserve
+ * and its commit, its bind going behind its claim; a capped call its slot
+ * taken and freed.
  */
 import { Worker } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { REJECTION_REMOVAL_SUFFIX } from '../../src/core/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { recordCommands as record } from '../support/sent-commands.js';
 import { call, jobData, silent, useLanes } from './fixture.js';
 
@@ -21,11 +24,13 @@ afterEach(async () => {
 
 type Lane = Awaited<ReturnType<ReturnType<typeof useLanes>>>;
 
+type WrapperOptions = Parameters<typeof withToolReceipts>[0];
+
 /** A Worker whose wrapper sends its commands on a connection of its own, so they can be recorded. */
-function wrappedWorker(l: Lane, tools: Parameters<typeof withToolReceipts>[0]['tools']) {
+function wrappedWorker(l: Lane, tools: WrapperOptions['tools'], limits?: WrapperOptions['limits']) {
   const connection = l.redis.duplicate();
   closers.push(async () => connection.disconnect());
-  const processor = withToolReceipts({ logger: silent, tools, redis: connection, prefix: l.prefix });
+  const processor = withToolReceipts({ logger: silent, tools, redis: connection, prefix: l.prefix, ...(limits ? { limits } : {}) });
   const worker = new Worker(l.queueName, processor, { connection: l.redis.duplicate(), prefix: l.prefix });
   worker.on('error', () => undefined);
   closers.push(() => worker.close(true));
@@ -137,6 +142,41 @@ describe('commands per call on the wrapper connection', () => {
     ]);
     expect(sideBySide.length).toBeLessThanOrEqual(4);
     expect(counter.runs).toBe(6);
+  });
+
+  it('a limited call: its reserve, its claim with the bind right behind it (sent before the claim is answered), its commit and complete; a capped call: its slot, claim, complete and the slot freed, the receipt not read again', async () => {
+    const l = await lane();
+    const { tool: send, counter } = countingSend();
+    const limited = wrappedWorker(l, [send], [{ name: 'emails', per: 'tenant', max: 10, windowMs: 3_600_000 }]);
+    const ids = { runId: 'run-limited-round-trips' };
+    const outcome = async (data: ReturnType<typeof jobData>) => ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
+    // Warm-up: the scripts in the server's cache, the run registered, the count listed in the limits' index.
+    expect((await outcome(jobData([call('send_email', { to: 'warm@x.test' })], ids))).outcome).toBe('executed');
+
+    const sent = record(limited.connection, { replies: true });
+    expect((await outcome(jobData([call('send_email', { to: 'a@x.test' })], ids))).outcome).toBe('executed');
+    const events = sent.take();
+    expect(events.filter((e) => !e.startsWith('<-'))).toEqual(['limit-reserve', 'claim', 'limit-bind', 'limit-commit', 'complete']);
+    expect(events.indexOf('claim')).toBeGreaterThan(events.indexOf('<-limit-reserve'));
+    expect(events.indexOf('limit-bind')).toBeLessThan(events.indexOf('<-claim'));
+    const receipts = await limited.processor.store.listRun('acme', ids.runId);
+    expect(receipts.map((r) => r.status)).toEqual(['completed', 'completed']);
+    expect(counter.runs).toBe(2);
+    // Each execution bound its share: the window holds the two, none of them pending.
+    const limits = new LimitStore({ redis: l.redis, prefix: l.prefix });
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 10, windowMs: 3_600_000 });
+    expect(await limits.usage(emails, { tenantId: 'acme' })).toMatchObject({ used: 2, pending: 0 });
+    for (const receipt of receipts) expect((await limits.boundOn(receipt.redisKey, ['emails'])).bound).toEqual(new Set(['emails']));
+
+    await limited.worker.close();
+    const capped = wrappedWorker(l, [send], [{ name: 'sending', per: 'tenant', concurrency: 2 }]);
+    await capped.connection.ping();
+    const capIds = { runId: 'run-capped-round-trips' };
+    expect((await outcome(jobData([call('send_email', { to: 'warm@x.test' })], capIds))).outcome).toBe('executed');
+    const capSent = record(capped.connection);
+    expect((await outcome(jobData([call('send_email', { to: 'b@x.test' })], capIds))).outcome).toBe('executed');
+    expect(capSent.take()).toEqual(['limit-slot-acquire', 'claim', 'complete', 'limit-slot-release']);
+    expect((await limits.caps.usage({ name: 'sending', per: 'tenant' }, { tenantId: 'acme' })).held).toBe(0);
   });
 
   it('read-only: no command at all, and the call runs again every time', async () => {

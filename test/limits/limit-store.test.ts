@@ -186,6 +186,35 @@ describe('giving back and committing', () => {
     expect(await store.usage(emails, key)).toMatchObject({ committed: 1, pending: 0 });
   });
 
+  it('a bind sent behind a claim binds only the attempt that claim created: before it, another claim’s, or a takeover, nothing is written', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const emails = limit();
+    const key = freshKey();
+    const share = granted(await store.reserve(emails, key));
+    // The bind reached Redis before its claim: no receipt yet.
+    expect(await store.bind(share, 'an-epoch-not-yet-written')).toEqual({ kind: 'not_running' });
+    const first = await receipts.claim(key, { effect: 'resumable', leaseMs: 100 });
+    // Sent behind another claim, which did not create this attempt.
+    expect(await store.bind(share, 'another-claims-epoch')).toEqual({ kind: 'not_running' });
+    expect((await store.boundOn(share.receiptKey, ['emails'])).bound.size).toBe(0);
+    // A takeover keeps the lifetime's epoch: attempt 2 is not the one a claim minting it created.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const takeover = await receipts.claim(key, { effect: 'resumable' });
+    expect(takeover.fence).toEqual({ attempt: 2, epoch: first.fence!.epoch });
+    expect(await store.bind(share, first.fence!.epoch)).toEqual({ kind: 'not_running' });
+    expect((await store.boundOn(share.receiptKey, ['emails'])).bound.size).toBe(0);
+    // Bound once the claim's answer says which attempt runs.
+    expect(await store.bind(share)).toEqual({ kind: 'bound' });
+
+    // Behind the claim that created the attempt: bound, as a bind after it would be.
+    const fresh = freshKey();
+    const other = granted(await store.reserve(emails, fresh));
+    const created = await receipts.claim(fresh, { effect: 'opaque' });
+    expect(await store.bind(other, created.fence!.epoch)).toEqual({ kind: 'bound' });
+    expect((await store.boundOn(other.receiptKey, ['emails'])).bound).toEqual(new Set(['emails']));
+  });
+
   it('a redelivery of a call whose reservation is still pending reuses it: one share, however often the call is reserved', async () => {
     const store = limits();
     const receipts = fixture.store();

@@ -1,7 +1,7 @@
 /**
- * Group commit: claims and completes of one store that meet in a tick go
- * out as one script call, each decided exactly as alone, in order; one
- * call at a time never waits for a batch.
+ * Group commit: claims and completes of one store, and the limit writes
+ * beside them, that meet in a tick go out as one script call, each decided
+ * exactly as alone, in order; one call at a time never waits for a batch.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +17,9 @@ import { ReceiptStore as Store } from '../../src/redis/receipts/store.js';
 import { clientKindUnderTest, openSingle } from '../support/redis-clients.js';
 import { clusterSkipReason, startRedisCluster } from '../support/redis-cluster.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
+import { ReceiptsChannel } from '../../src/redis/receipts/channel.js';
+import { keyspaceSettings } from '../../src/redis/settings.js';
 
 const fixture = useRedis();
 
@@ -63,6 +66,61 @@ describe('group commit', () => {
     // Replays through a batch return what was stored.
     const replays = await Promise.all(keys.slice(0, 30).map((key) => grouped.claim(key, { effect: 'opaque' })));
     expect(replays.map((r) => [r.decision.kind, r.result])).toEqual(keys.slice(0, 30).map((_, i) => ['replay', { n: i }]));
+  });
+
+  it('batches the limit writes of calls in flight (reserve, bind, commit, a slot taken and freed), each answered as alone', async () => {
+    const channelOf = (groupCommit: boolean) =>
+      new ReceiptsChannel(fixture.client(), keyspaceSettings({ prefix: fixture.handle().prefix, groupCommit }), 'group commit test');
+    const grouped = channelOf(true);
+    const alone = channelOf(false);
+    const receipts = fixture.store();
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 30, windowMs: 3_600_000 });
+    const sending = defineLimit({ name: 'sending', per: 'tenant', concurrency: 5 });
+    const tenant = freshKey().tenantId;
+    // 40 calls of one tenant, each in a run of its own: 30 fit the window, 5 the cap.
+    const keys = Array.from({ length: 40 }, () => ({ ...freshKey(), tenantId: tenant }));
+    const mirrored = keys.map((k) => ({ ...k, tenantId: `${k.tenantId}-alone` }));
+
+    const flow = async (channel: ReceiptsChannel, calls: typeof keys) => {
+      const store = new LimitStore({ channel });
+      const reserved = await Promise.all(calls.map((key) => store.reserve(emails, key)));
+      await Promise.all(calls.map((key) => receipts.claim(key, { effect: 'opaque' })));
+      const shares = reserved.flatMap((r) => (r.granted ? [r.reservation] : []));
+      const binds = await Promise.all(shares.map((r) => store.bind(r)));
+      const commits = await Promise.all(shares.map((r) => store.commit(r)));
+      const requests = calls.map((key) => ({
+        cap: sending,
+        keys: store.caps.keysOf(sending, key),
+        receiptKey: `${key.runId}:${key.argsHash}`,
+        token: key.argsHash,
+      }));
+      const slotOptions = { leaseMs: 60_000, placeMs: 60_000, waker: '', adopt: false };
+      const slots = await Promise.all(requests.map((request) => store.caps.acquire(request, slotOptions)));
+      const freed = await Promise.all(requests.map((request) => store.caps.release(request)));
+      const { used, pending, left } = await store.usage(emails, calls[0]!);
+      return {
+        reserved: reserved.map((r) => (r.granted ? 'granted' : r.why)),
+        binds: binds.map((b) => b.kind),
+        commits,
+        usage: { used, pending, left },
+        slots: slots.map((slot) => slot.kind),
+        freed: freed.map((f) => f.released),
+        held: (await store.caps.usage(sending, calls[0]!)).held,
+      };
+    };
+    const viaBatch = await flow(grouped, keys);
+    const viaAlone = await flow(alone, mirrored);
+
+    expect(grouped.groupCommitted.batches).toBeGreaterThan(0);
+    expect(grouped.groupCommitted.calls).toBeGreaterThan(grouped.groupCommitted.batches);
+    expect(alone.groupCommitted).toEqual({ batches: 0, calls: 0 });
+    expect(viaBatch).toEqual(viaAlone);
+    expect(viaBatch.reserved.filter((r) => r === 'granted')).toHaveLength(30);
+    expect(new Set(viaBatch.binds)).toEqual(new Set(['bound']));
+    expect(viaBatch.usage).toEqual({ used: 30, pending: 0, left: 0 });
+    expect(viaBatch.slots.filter((kind) => kind === 'granted')).toHaveLength(5);
+    expect(viaBatch.freed.filter(Boolean)).toHaveLength(5);
+    expect(viaBatch.held).toBe(0);
   });
 
   it('batches completes that claim the next call of their turn, each as alone', async () => {

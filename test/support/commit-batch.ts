@@ -5,7 +5,16 @@
  */
 
 /** How many KEYS an entry of each kind takes (those of its own script). */
-const KEYS_OF: Readonly<Record<string, number>> = { claim: 4, complete: 4, 'complete-claim': 5 };
+const KEYS_OF: Readonly<Record<string, number>> = {
+  claim: 4,
+  complete: 4,
+  'complete-claim': 5,
+  'limit-reserve': 3,
+  'limit-bind': 2,
+  'limit-commit': 3,
+  'limit-slot-acquire': 3,
+  'limit-slot-release': 3,
+};
 
 /** One entry of a batch. */
 export interface CommitBatchEntry {

@@ -22,6 +22,13 @@ const scripts = new Map(
     'breaker-record-1.lua',
     'commit-batch-N.lua',
     'register-run-1.lua',
+    'limit-reserve-3.lua',
+    'limit-bind-2.lua',
+    'limit-commit-3.lua',
+    'limit-settle-2.lua',
+    'limit-release-3.lua',
+    'limit-slot-acquire-3.lua',
+    'limit-slot-release-3.lua',
   ].flatMap((file) => {
     const { sha, function: fn } = luaScript(file);
     const name = file.replace(/-(?:\d+|N)\.lua$/, '');
@@ -40,18 +47,28 @@ export interface SentCommands {
   take(): string[];
 }
 
-/** Records the commands sent on `redis` from now on. */
-export function recordCommands(redis: Redis): SentCommands {
+/**
+ * Records the commands sent on `redis` from now on. With `replies`, each
+ * reply's arrival is recorded too, as `<-` and the command's name, so a
+ * test can tell a command sent before the reply of the one before it.
+ */
+export function recordCommands(redis: Redis, { replies = false } = {}): SentCommands {
   let sent: string[] = [];
   const original = redis.sendCommand;
-  redis.sendCommand = ((command: { name: string; args: unknown[] }, stream?: unknown) => {
+  redis.sendCommand = ((command: { name: string; args: unknown[]; promise: Promise<unknown> }, stream?: unknown) => {
     // A library's load goes out once a script, in the background: no call waits for it.
     if (command.name === 'function') return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
     const first = String(command.args[0]);
     const sha = command.name === 'eval' ? createHash('sha1').update(first).digest('hex') : first;
     const name = ['evalsha', 'eval', 'fcall'].includes(command.name) ? (scripts.get(sha) ?? sha) : command.name;
-    sent.push(name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name);
-    return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
+    const entry = name === 'commit-batch' ? `${name}(${batchKinds(command.args.map(String)).join(',')})` : name;
+    sent.push(entry);
+    const answer = (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
+    if (replies) {
+      const arrived = () => void sent.push(`<-${entry}`);
+      command.promise.then(arrived, arrived);
+    }
+    return answer;
   }) as typeof redis.sendCommand;
   return {
     take() {

@@ -83,6 +83,8 @@ export class ToolCallRun implements CallAttempt {
   slots: HeldSlots | undefined;
   /** Its approval gate asked a person about this call: its claim never starts a lifetime nobody approved. */
   private needsApproval = false;
+  /** Its attempt's complete settled the receipt (so the caps need not read whether it is settled). */
+  private completed = false;
 
   constructor(
     readonly runtime: CallRuntime,
@@ -238,6 +240,9 @@ export class ToolCallRun implements CallAttempt {
   private async sendClaim(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
     const { runtime, scope, tool, key } = this;
     const options = runtime.claimOptions(tool, scope, this.needsApproval);
+    const limited = this.limited;
+    // The limits' binds go right behind the claim script, conditioned on its epoch: no round trip of their own.
+    if (limited?.bindsBesideClaim && ahead === undefined) options.onSent = (epoch) => limited.bindBeside(epoch);
     let claim: CallClaim = await runtime.keyspace.receipts.claim(key, options, ahead);
     if (options.settlesExpired && claim.decision.kind === 'ambiguous' && claim.lostFence) claim = await settleExpired(this, claim, options);
     // A job that meets the call ambiguous is noted on the receipt, so it can be retried once the call is settled.
@@ -253,7 +258,7 @@ export class ToolCallRun implements CallAttempt {
     facts.claimed(claim.reconciled);
     const decision = claim.decision;
     const executes = decision.kind === 'execute' && claim.toolRemoval === undefined;
-    const verdict = await this.limited?.afterClaim(executes);
+    const verdict = await this.limited?.afterClaim(executes, claim.fence);
     if (verdict?.run === false) {
       await releaseSlots(this.scope, this.slots);
       return await notRunUnderLimit(this, claim, verdict);
@@ -306,7 +311,7 @@ export class ToolCallRun implements CallAttempt {
           return await this.execute();
         } finally {
           await this.limited?.settled();
-          if (this.slots !== undefined) await capsEnded(this, this.slots);
+          if (this.slots !== undefined) await capsEnded(this, this.slots, this.completed);
         }
     }
   }
@@ -405,6 +410,7 @@ export class ToolCallRun implements CallAttempt {
       onFencedOut(error);
       throw fencedOutFailure(this, 'complete', error);
     }
+    this.completed = true;
     facts.lateSettleOf(settled, 'executed', attempt);
     facts.settled('executed', undefined, attempt);
     const outcome = replayed ? 'replayed' : 'executed';

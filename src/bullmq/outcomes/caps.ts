@@ -28,9 +28,13 @@ export async function passCaps(callRun: ReadyCall): Promise<{ readonly slots?: H
   return { slots: gate.slots };
 }
 
-/** After its attempt ended: the call's slots are freed if its receipt is settled, and the jobs whose turn came are woken. */
-export async function capsEnded(callRun: ReadyCall, slots: HeldSlots): Promise<void> {
-  await wakeWaiters(callRun.scope, await slots.ended().catch(() => []));
+/**
+ * After its attempt ended: the call's slots are freed if its receipt is
+ * settled (`completed`: this attempt's complete settled it), and the jobs
+ * whose turn came are woken.
+ */
+export async function capsEnded(callRun: ReadyCall, slots: HeldSlots, completed: boolean): Promise<void> {
+  await wakeWaiters(callRun.scope, await slots.ended(completed).catch(() => []));
 }
 
 /** Frees the slots of a call that will not execute, and wakes the jobs whose turn came. */

@@ -1,8 +1,9 @@
 /**
  * Group commit: the claims and completes (a complete that claims the next
- * call of its turn included) that different jobs of one worker send in the
- * same tick go to Redis as one script call (`commit-batch-N.lua`), which
- * runs each exactly as its own script would, in order. The fixed cost of a
+ * call of its turn included), and the limit writes beside them, that
+ * different jobs of one worker send in the same tick go to Redis as one
+ * script call (`commit-batch-N.lua`), which runs each exactly as its own
+ * script would, in order. The fixed cost of a
  * script call and of a socket write is then paid once per batch instead of
  * once per call.
  *
@@ -31,9 +32,24 @@ import { packageScripts } from '../scripts/scripts.js';
  */
 export const MAX_BATCH_CALLS = 8;
 
-/** The scripts a batch may carry: each is a kind of entry of `commit-batch-N.lua`, named as the script. */
-type Kind = 'claim' | 'complete' | 'complete-claim';
-const BATCHED: readonly Kind[] = ['claim', 'complete', 'complete-claim'];
+/**
+ * The scripts a batch may carry: each is a kind of entry of
+ * `commit-batch-N.lua`, named as the script. The limit writes of a limited
+ * call (its reserve, bind and commit, a cap's slot taken and freed) are
+ * among them: at concurrency they are as many as the claims, and alone
+ * each paid a script call and a socket write.
+ */
+const BATCHED = [
+  'claim',
+  'complete',
+  'complete-claim',
+  'limit-reserve',
+  'limit-bind',
+  'limit-commit',
+  'limit-slot-acquire',
+  'limit-slot-release',
+] as const;
+type Kind = (typeof BATCHED)[number];
 
 /** How many KEYS an entry of each kind takes: those of its own script, as its file name says. */
 function keysOfKinds(): ReadonlyMap<string, number> {
@@ -78,17 +94,23 @@ export class GroupCommit {
   readonly sent = { batches: 0, calls: 0 };
 
   /**
-   * Sends a claim-4, complete-4 or complete-claim-5 call, alone when
+   * Sends a call of a batched kind (see `BATCHED`), alone when
    * nothing else is in flight, else with the calls of the same tick; any
    * other script goes out at once, as the store would send it.
+   * `behind`: the call must reach Redis after the one submitted just
+   * before it (a bind conditioned on the claim before it): it joins the
+   * tick's batch when one is waiting (the call before it is in it, ahead),
+   * and otherwise goes out at once, right behind that call, which went
+   * alone (with a batch waiting it would wait for the tick's end, and the
+   * call before it may be answered first).
    * Resolves or rejects exactly as the call alone would: with its script's
    * reply, its own error reply (a corrupt receipt fails its call only), or
    * the batch's transport error.
    */
-  submit(script: string, keys: readonly string[], args: Args): Promise<unknown> {
+  submit(script: string, keys: readonly string[], args: Args, behind = false): Promise<unknown> {
     if (keys.length !== this.keysOf.get(script) || this.off) return this.run(script, keys, args);
     const kind = script as Kind;
-    if (this.inFlight === 0 && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
+    if ((this.inFlight === 0 || behind) && !this.flushScheduled) return this.tracked(this.run(script, keys, args));
     return new Promise((resolve, reject) => {
       const group = this.clustered ? clusterKeySlot(keys[0]!) : 0;
       const entries = this.queued.get(group);
@@ -125,10 +147,15 @@ export class GroupCommit {
 
   private send(entries: readonly Queued[]): void {
     if (entries.length === 1) return this.sendAlone(entries[0]!);
-    const batchKeys = entries.flatMap((e) => e.keys);
-    // A <name>-N script takes its key count first.
-    const keys = [String(batchKeys.length), ...batchKeys];
-    const args = [entries.length, ...entries.flatMap((e) => [e.kind, e.args.length, ...e.args])];
+    // A <name>-N script takes its key count first. Plain loops: a batch is built for most calls under load.
+    const keys: string[] = [''];
+    const args: (string | number)[] = [entries.length];
+    for (const entry of entries) {
+      for (const key of entry.keys) keys.push(key);
+      args.push(entry.kind, entry.args.length);
+      for (const arg of entry.args) args.push(arg);
+    }
+    keys[0] = String(keys.length - 1);
     this.sent.batches++;
     this.sent.calls += entries.length;
     this.tracked(this.run('commit-batch', keys, args)).then(

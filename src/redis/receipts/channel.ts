@@ -32,6 +32,12 @@ import { keyspaceSettings, positiveInt, type KeyspaceSettings, type KeyspaceSett
 export interface CommandSite {
   readonly redisKey?: string;
   readonly step?: string;
+  /**
+   * Sent right behind the script call made just before it in the same tick
+   * (in its batch when that one waits for the tick's end, else at once):
+   * see `GroupCommit.submit`.
+   */
+  readonly behind?: boolean;
 }
 
 /**
@@ -96,7 +102,9 @@ export class ReceiptsChannel {
    */
   async call(script: string, keys: readonly string[], args: readonly (string | number)[], site: CommandSite = {}): Promise<unknown> {
     try {
-      return await (this.group !== undefined ? this.group.submit(script, keys, args) : runScript(this.redis, script, keys, args));
+      return await (this.group !== undefined
+        ? this.group.submit(script, keys, args, site.behind === true)
+        : runScript(this.redis, script, keys, args));
     } catch (error) {
       throw this.typed(error, { redisKey: site.redisKey ?? keys[0] ?? '', step: site.step ?? stepOfScript(script) });
     }

@@ -34,6 +34,16 @@ export interface ClaimOptions {
    * {@link ClaimResult.approvalNeeded}, so the caller passes the gate again.
    */
   needsApproval?: boolean;
+  /**
+   * Called once with the epoch this claim mints, in the same tick as its
+   * claim script is sent and after it: a write sent from here reaches Redis
+   * after the claim (same connection, same hash tag), so a caller can send
+   * what depends on the claim's outcome without waiting for its answer (a
+   * limit's bind, conditioned on the epoch: see lua/limit-bind-2.lua). Not
+   * called for a claim answered ahead or in a group, which sends no claim
+   * script of its own.
+   */
+  onSent?: ((epoch: string) => void) | undefined;
 }
 
 /** What a claim decided, and what it saw. */
@@ -179,6 +189,8 @@ export interface ClaimRequest {
   readonly token: string;
   /** {@link ClaimOptions.needsApproval}: claim-4.lua's ARGV[14], sent by a claim of its own (never carried in another write). */
   readonly needsApproval: boolean;
+  /** {@link ClaimOptions.onSent}. */
+  readonly onSent: ((epoch: string) => void) | undefined;
 }
 
 /** A claim that may have started an attempt: the request sent and the fence that attempt would hold. */

@@ -6,7 +6,6 @@
  * starts: the claim script on its own, or a write that carried it
  * (`claims-ahead.ts`), whose answer is then handed in as the first round's.
  */
-import { randomBytes } from 'node:crypto';
 import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import { RedisUnreachableError } from '../../connection/unreachable.js';
@@ -15,6 +14,7 @@ import { InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence
 import { breakerField, COMPACT_RECEIPT_SCHEMA, runIndexEntry } from '../../keys.js';
 import type { KeyspaceSettings } from '../../settings.js';
 import { checkedLeaseMs } from '../../options.js';
+import { randomToken } from '../../random-token.js';
 import {
   type ClaimObservation,
   fromStoredJson,
@@ -63,7 +63,8 @@ export function claimRequest(
       ? `${COMPACT_RECEIPT_SCHEMA}:${runIndexEntry(keys[0], COMPACT_RECEIPT_SCHEMA)}`
       : defaults.receiptLayout,
   ];
-  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token, needsApproval: options.needsApproval === true };
+  const needsApproval = options.needsApproval === true;
+  return { key, keys, args, effect: options.effect, leaseMs, owner, job, token, needsApproval, onSent: options.onSent };
 }
 
 /** The stored form of an {@link AttemptJob} (`job:<attempt>`). */
@@ -71,14 +72,8 @@ export function attemptJobText(job: AttemptJob): string {
   return JSON.stringify({ queue: job.queue, prefix: job.prefix, id: job.id });
 }
 
-const EPOCH_BYTES = 12;
-/** Epochs drawn from the generator per refill. */
-const POOL_EPOCHS = 256;
 /** Characters of an epoch's random part (12 bytes as base64url); 4 characters of its check follow. */
 export const EPOCH_RANDOM_CHARS = 16;
-
-let pool = Buffer.alloc(0);
-let offset = 0;
 
 /**
  * The check that ties an epoch's random part to its receipt: FNV-1a over
@@ -102,17 +97,11 @@ export function epochCheck(redisKey: string, random: string): string {
  * CSPRNG as base64url (unguessable, so no stale fence can name a lifetime it
  * did not see), then the 4 characters of its {@link epochCheck}, so
  * `epochOrigin` can tell an epoch once minted for this receipt from a
- * mistyped one or another receipt's. The bytes are drawn 256 epochs at a
- * time: one `randomBytes` call per claim was a measurable share of a
- * claim's CPU. Each byte is used once.
+ * mistyped one or another receipt's. The bytes come from `randomToken`'s
+ * pool.
  */
 export function newEpoch(redisKey: string): string {
-  if (offset + EPOCH_BYTES > pool.length) {
-    pool = randomBytes(EPOCH_BYTES * POOL_EPOCHS);
-    offset = 0;
-  }
-  const random = pool.toString('base64url', offset, offset + EPOCH_BYTES);
-  offset += EPOCH_BYTES;
+  const random = randomToken();
   return random + epochCheck(redisKey, random);
 }
 
@@ -177,9 +166,12 @@ export async function runClaim(
           ch,
           async () => {
             // A call that needs approval adds claim-4.lua's ARGV[14]; the thirteen others are every claim's.
-            const sent = await ch.call('claim', request.keys, request.needsApproval ? [...request.args, '1'] : request.args);
+            const sent = ch.call('claim', request.keys, request.needsApproval ? [...request.args, '1'] : request.args);
+            // Sent already (the channel submits before its first await): what this sends follows the claim.
+            request.onSent?.(request.token);
+            const reply = await sent;
             await registered;
-            return sent;
+            return reply;
           },
           () => [{ request, fence: createdFence(request) }],
         );
