@@ -49,8 +49,7 @@ local function reserveLimit(stateKey, dueKey, doneKey, args)
   if code ~= 1 then id = '' end
 
   forgetDropped(stateKey, doneKey, dropped)
-  saveLimit(stateKey, s, doneKey)
-  redis.call('HSET', stateKey, 'max', args[3], 'name', args[8])
+  saveLimit(stateKey, s, doneKey, { 'max', args[3], 'name', args[8] })
   pruneCommitted(stateKey, doneKey, s)
   local keptUntil = keepLimit(stateKey, dueKey, doneKey, s, now)
 

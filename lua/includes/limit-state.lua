@@ -69,9 +69,11 @@
   recordText(...)  a record as stored: '<gen> <amount> <p|c> <receipt key>
     <bindings key>' (the keys hold no spaces: every component is encoded).
 
-  saveLimit(stateKey, s, doneKey)  writes gen, kind, window_ms, window_len,
-    used, pending, tat_ms, tat_rem and burst; when s.clearDone, first deletes
-    every committed record listed in doneKey, and doneKey.
+  saveLimit(stateKey, s, doneKey, extra)  writes gen, kind, window_ms,
+    window_len, used, pending, tat_ms, tat_rem and burst, and the field /
+    value pairs of the list `extra` when given, in one HSET; when
+    s.clearDone, first deletes every committed record listed in doneKey,
+    and doneKey.
 
   pruneCommitted(stateKey, doneKey, s)  deletes up to 100 records committed
     in earlier windows (nothing can give them back into a window that is over).
@@ -132,10 +134,11 @@ local function openLimit(stateKey, dueKey, doneKey, asked, now)
   local bad = wrongType(stateKey, 'hash') or wrongType(dueKey, 'zset') or wrongType(doneKey, 'zset')
   if bad then return nil, bad end
   local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem' }
-  local f = redis.call('HMGET', stateKey, unpack(names))
+  -- The kind is read in the same HMGET, after the whole numbers (wholeFields checks only those it names).
+  local f = redis.call('HMGET', stateKey, 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem', 'kind')
   local ok, corrupt = wholeFields(stateKey, f, names)
   if not ok then return nil, corrupt end
-  local kind = redis.call('HGET', stateKey, 'kind') or 'fixed'
+  local kind = f[10] or 'fixed'
   local s = { gen = tonumber(f[1]) or 0, start = tonumber(f[2]), len = tonumber(f[3]),
     used = tonumber(f[4]) or 0, pending = tonumber(f[5]) or 0, max = tonumber(f[6]), burst = tonumber(f[7]),
     tatMs = tonumber(f[8]) or 0, tatRem = tonumber(f[9]) or 0, kind = kind, rolled = false, clearDone = false }
@@ -184,7 +187,7 @@ local function recordText(gen, amount, state, receiptKey, bindingsKey)
   return intText(gen) .. ' ' .. intText(amount) .. ' ' .. state .. ' ' .. receiptKey .. ' ' .. bindingsKey
 end
 
-local function saveLimit(stateKey, s, doneKey)
+local function saveLimit(stateKey, s, doneKey, extra)
   if s.clearDone then
     local ids = redis.call('ZRANGE', doneKey, 0, -1)
     -- In slices: unpack of a very long list would overflow Lua's stack.
@@ -196,10 +199,17 @@ local function saveLimit(stateKey, s, doneKey)
     redis.call('DEL', doneKey)
     s.clearDone = false
   end
-  redis.call('HSET', stateKey, 'gen', intText(s.gen), 'window_ms', intText(s.start), 'window_len', intText(s.len),
+  local fields = { 'gen', intText(s.gen), 'window_ms', intText(s.start), 'window_len', intText(s.len),
     'used', intText(s.used), 'pending', intText(s.pending), 'kind', s.kind, 'tat_ms', intText(s.tatMs),
-    'tat_rem', intText(s.tatRem))
-  if s.burst then redis.call('HSET', stateKey, 'burst', intText(s.burst)) end
+    'tat_rem', intText(s.tatRem) }
+  if s.burst then
+    fields[#fields + 1] = 'burst'
+    fields[#fields + 1] = intText(s.burst)
+  end
+  if extra then
+    for i = 1, #extra do fields[#fields + 1] = extra[i] end
+  end
+  redis.call('HSET', stateKey, unpack(fields))
 end
 
 local function pruneCommitted(stateKey, doneKey, s)

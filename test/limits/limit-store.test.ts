@@ -215,6 +215,27 @@ describe('giving back and committing', () => {
     expect((await store.boundOn(other.receiptKey, ['emails'])).bound).toEqual(new Set(['emails']));
   });
 
+  it('a share bound behind a claim whose reply was lost stays counted, and counts the next attempt of that call', async () => {
+    const store = limits();
+    const receipts = fixture.store();
+    const emails = limit();
+    const key = freshKey();
+    const lost = granted(await store.reserve(emails, key));
+    const claim = await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.bind(lost, claim.fence!.epoch)).toEqual({ kind: 'bound' });
+    // The claim's reply never came: its attempt is released as never started, and the share settled.
+    await receipts.fail(key, claim.fence!, { error: 'the reply of this claim was lost', tier: 'neverStarted' });
+    expect(await store.settle(lost)).toEqual({ id: lost.id, outcome: 'committed' });
+    // The redelivery's own share is given back: the lifetime is counted once.
+    const again = granted(await store.reserve(emails, key));
+    const next = await receipts.claim(key, { effect: 'opaque' });
+    expect(next.decision.kind).toBe('execute');
+    expect(await store.bind(again, next.fence!.epoch)).toEqual({ kind: 'not_running' });
+    expect(await store.bind(again)).toEqual({ kind: 'counted', by: lost.id });
+    expect(await store.release(again)).toBe('pending');
+    expect(await store.usage(emails, key)).toMatchObject({ used: 1, pending: 0, left: 2 });
+  });
+
   it('a redelivery of a call whose reservation is still pending reuses it: one share, however often the call is reserved', async () => {
     const store = limits();
     const receipts = fixture.store();
