@@ -6,11 +6,12 @@
  * with a tenant cap of 1,000 in flight (never full), one without. Each
  * pass runs fresh one-call jobs through the processor (real BullMQ Job
  * objects, never enqueued) at concurrency 1 and 50, rounds alternating the
- * order (A B C, C B A, ...). A limited call adds a reserve before its claim
- * and a bind and commit after it (docs/limits.md): three scripts, two of
- * them on the limit's one key, which every call of the tenant shares. A
- * capped call adds a slot's acquire before its claim and its release after
- * the settle, both on the cap's keys.
+ * order (A B C, C B A, ...). A limited call adds a reserve before its claim,
+ * a bind sent right behind the claim, and a commit after it (docs/limits.md):
+ * three scripts, two of them on the limit's one key, which every call of the
+ * tenant shares, and one more wait (the reserve's). A capped call adds a
+ * slot's acquire before its claim and its release after the settle, both on
+ * the cap's keys. Under group commit they join the batches in flight.
  * Prints calls/s and the median call's latency of each, and the ratio.
  * Tunables: BENCH_LIMIT_CALLS_C1 (default 400), BENCH_LIMIT_CALLS_C50
  * (default 2000), BENCH_LIMIT_ROUNDS (default 3).
