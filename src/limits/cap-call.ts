@@ -5,7 +5,7 @@
  * claim executes, renewed with the attempt's heartbeats, freed at the settle
  * (naming the jobs to wake). docs/limits.md (in-flight caps) says what holds.
  */
-import { randomToken } from '../redis/random-token.js';
+import { randomToken } from '../redis/receipts/transitions/claim.js';
 import { performance } from 'node:perf_hooks';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import type { InFlightCap } from './caps.js';

@@ -9,7 +9,7 @@
  * Over 300 lines: one method per step of the protocol, kept together
  * so the protocol reads in one place.
  */
-import { randomToken } from '../redis/random-token.js';
+import { randomToken } from '../redis/receipts/transitions/claim.js';
 import { assertWellFormedNames, type ToolCallReceiptKey } from '../core/identity.js';
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../core/options.js';
 import { AuditLog, type AuditAction } from '../redis/operators/audit-log.js';

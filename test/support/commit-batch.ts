@@ -3,18 +3,13 @@
  * entries in order, each with its kind, its own KEYS and its arguments.
  * The tests that watch what the store sends use it to expand a batch.
  */
+import { packageScripts } from '../../src/redis/scripts/scripts.js';
 
-/** How many KEYS an entry of each kind takes (those of its own script). */
-const KEYS_OF: Readonly<Record<string, number>> = {
-  claim: 4,
-  complete: 4,
-  'complete-claim': 5,
-  'limit-reserve': 3,
-  'limit-bind': 2,
-  'limit-commit': 3,
-  'limit-slot-acquire': 3,
-  'limit-slot-release': 3,
-};
+/** How many KEYS an entry of a kind takes: those of the script of that name, as its file name says. */
+function keysOfKind(kind: string): number | undefined {
+  const keys = packageScripts().find(kind)?.keys;
+  return keys?.kind === 'fixed' ? keys.count : undefined;
+}
 
 /** One entry of a batch. */
 export interface CommitBatchEntry {
@@ -31,7 +26,7 @@ export function commitBatchEntries(keys: readonly string[], argv: readonly strin
   for (let i = 0; i < Number(argv[0]); i++) {
     const kind = argv[at]!;
     const count = Number(argv[at + 1]);
-    const keyCount = KEYS_OF[kind];
+    const keyCount = keysOfKind(kind);
     if (keyCount === undefined) throw new Error(`commit-batch entry ${i + 1} is of unknown kind ${kind}`);
     entries.push({ kind, keys: keys.slice(key, key + keyCount), args: argv.slice(at + 2, at + 2 + count) });
     at += 2 + count;
