@@ -1,5 +1,5 @@
 --[[
-  limit-state: defines wholeFields(stateKey, fields, names),
+  limit-state: defines wholeFields(stateKey, fields, names, count),
   openLimit(stateKey, dueKey, doneKey, asked, now),
   openLimitNow(stateKey, dueKey, doneKey, asked), limitRecord(stateKey,
   id), openReservation(stateKey, dueKey, doneKey, id), recordText(gen,
@@ -37,9 +37,9 @@
   towards used or pending only while that gen is the stored one. Sliding
   windows and buckets keep one gen until their definition changes.
 
-  wholeFields(stateKey, fields, names)  true, or nil and the corrupt reply
-    naming the first of `names` whose value in `fields` (an HMGET reply) is
-    there and not a whole number >= 0.
+  wholeFields(stateKey, fields, names, count)  true, or nil and the corrupt
+    reply naming the first of the first `count` of `names` whose value in
+    `fields` (an HMGET reply of `names`) is there and not a whole number >= 0.
 
   openLimit(stateKey, dueKey, doneKey, asked, now)  the state as read,
     moved to the current window (in the table only: saveLimit writes it), as
@@ -120,11 +120,11 @@
 --- @include "ttl"
 --- @include "server-now"
 
-local function wholeFields(stateKey, fields, names)
-  for i, name in ipairs(names) do
+local function wholeFields(stateKey, fields, names, count)
+  for i = 1, count do
     local text = fields[i]
     if text and not string.find(text, '^%d+$') then
-      return nil, corruptReply(stateKey, name .. ' is not a whole number')
+      return nil, corruptReply(stateKey, names[i] .. ' is not a whole number')
     end
   end
   return true, nil
@@ -133,10 +133,10 @@ end
 local function openLimit(stateKey, dueKey, doneKey, asked, now)
   local bad = wrongType(stateKey, 'hash') or wrongType(dueKey, 'zset') or wrongType(doneKey, 'zset')
   if bad then return nil, bad end
-  local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem' }
-  -- The kind is read in the same HMGET, after the whole numbers (wholeFields checks only those it names).
-  local f = redis.call('HMGET', stateKey, 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem', 'kind')
-  local ok, corrupt = wholeFields(stateKey, f, names)
+  -- The kind is read in the same HMGET, last: every field before it is a whole number.
+  local names = { 'gen', 'window_ms', 'window_len', 'used', 'pending', 'max', 'burst', 'tat_ms', 'tat_rem', 'kind' }
+  local f = redis.call('HMGET', stateKey, unpack(names))
+  local ok, corrupt = wholeFields(stateKey, f, names, #names - 1)
   if not ok then return nil, corrupt end
   local kind = f[10] or 'fixed'
   local s = { gen = tonumber(f[1]) or 0, start = tonumber(f[2]), len = tonumber(f[3]),

@@ -109,11 +109,12 @@ export class LimitedCall {
    * lifetime already.
    */
   async afterClaim(executes: boolean, fence?: AttemptFence): Promise<LimitVerdict> {
-    const beside = await this.besideAnswers(executes ? fence : undefined);
     if (!executes) {
+      // The release awaits the binds sent beside the claim: they wrote nothing for an attempt that does not run.
       await this.release();
       return { run: true };
     }
+    const beside = await this.besideAnswers(fence);
     if (this.refusal !== undefined) {
       const { bound } = await this.store.boundOn(this.receiptKey, this.refusedLimits);
       if (!this.refusedLimits.every((name) => bound.has(name))) {
