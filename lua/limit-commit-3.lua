@@ -18,7 +18,9 @@
             (state c, listed in KEYS[3] under the window's gen, or the
             time of the commit for the other kinds) so that a give-back
             (limit-release-3.lua) can still take it out of used; a bucket's
-            tat moves on, and the keys are kept (see keepLimit).
+            tat moves on, and the keys are kept (see keepLimit). A fixed
+            window's list that this commit creates is kept as long as the
+            state.
             A reservation of an earlier window is only dropped: that
             window's count is over.
     code 2  already committed; nothing written.

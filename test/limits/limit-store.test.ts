@@ -75,6 +75,22 @@ describe('a window of a limit', () => {
     expect(two).toMatchObject({ granted: false, why: 'held', retryAtMs: Math.max(first.deadlineMs, second.deadlineMs) });
   });
 
+  it("keeps no key for ever: a window's only call leaves its count and committed list expiring with the window", async () => {
+    const store = limits();
+    const key = freshKey();
+    // A run's limit, as a one-call run meets it: nothing reserves after its commit to keep the keys.
+    const perRun = limit({ name: 'lookups', per: 'run', max: 5, windowMs: 60_000 });
+    expect(await store.commit(granted(await store.reserve(perRun, key)))).toBe('committed');
+    const keys = store.keysOf(perRun, key);
+    const redis = fixture.connect();
+    expect(await redis.exists(keys.due)).toBe(0);
+    for (const name of [keys.state, keys.done]) {
+      const ttl = await redis.pttl(name);
+      expect(ttl, name).toBeGreaterThan(60_000);
+      expect(ttl, name).toBeLessThanOrEqual(3 * 60_000);
+    }
+  });
+
   it('refuses for good a call that costs more than the window holds', async () => {
     const store = limits();
     const result = await store.reserve(limit({ name: 'spend', max: 10 }), freshKey(), 11);
