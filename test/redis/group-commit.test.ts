@@ -123,6 +123,67 @@ describe('group commit', () => {
     expect(viaBatch.held).toBe(0);
   });
 
+  it.each(['fixed', 'sliding'] as const)(
+    'runs reserves and commits of one %s count in one batch on what the entries before wrote: answers, counts and expiries as alone',
+    async (kind) => {
+      const channelOf = (groupCommit: boolean) =>
+        new ReceiptsChannel(fixture.client(), keyspaceSettings({ prefix: fixture.handle().prefix, groupCommit }), 'group commit test');
+      const grouped = channelOf(true);
+      const alone = channelOf(false);
+      const redis = fixture.connect();
+      const emails = defineLimit({ name: 'emails', per: 'tenant', max: 30, windowMs: 3_600_000, kind });
+      const tenant = freshKey().tenantId;
+      const keys = Array.from({ length: 35 }, () => ({ ...freshKey(), tenantId: tenant }));
+      const mirrored = keys.map((k) => ({ ...k, tenantId: `${k.tenantId}-alone` }));
+
+      const flow = async (channel: ReceiptsChannel, calls: typeof keys) => {
+        const store = new LimitStore({ channel });
+        const first = await Promise.all(calls.slice(0, 20).map((key) => store.reserve(emails, key)));
+        const shares = first.flatMap((r) => (r.granted ? [r.reservation] : []));
+        // In one tick: the 20 commits, then 15 reserves of the same count, which see the commits before them.
+        const [commits, late] = await Promise.all([
+          Promise.all(shares.map((r) => store.commit(r))),
+          Promise.all(calls.slice(20).map((key) => store.reserve(emails, key))),
+        ]);
+        const { used, pending, left } = await store.usage(emails, calls[0]!);
+        const keysOfCount = store.keysOf(emails, calls[0]!);
+        const [seconds, micros] = await redis.time();
+        const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        const ttls = await Promise.all([keysOfCount.state, keysOfCount.due, keysOfCount.done].map((key) => redis.pttl(key)));
+        const keptUntil = Number(await redis.zscore(store.index.redisKey, keysOfCount.state));
+        return {
+          answers: {
+            first: first.map((r) => (r.granted ? 'granted' : r.why)),
+            commits,
+            late: late.map((r) => (r.granted ? 'granted' : r.why)),
+            usage: { used, pending, left },
+          },
+          ttls,
+          // How long the index lists the count, from now: what the last reserve's keep answered.
+          listedForMs: keptUntil - nowMs,
+        };
+      };
+      const viaBatch = await flow(grouped, keys);
+      const viaAlone = await flow(alone, mirrored);
+
+      expect(grouped.groupCommitted.calls).toBeGreaterThan(grouped.groupCommitted.batches);
+      expect(viaBatch.answers).toEqual(viaAlone.answers);
+      // 20 committed and 10 pending fill the window; the last 5 wait on the pending ones.
+      expect(viaBatch.answers.late).toEqual([...Array<string>(10).fill('granted'), ...Array<string>(5).fill('held')]);
+      expect(viaBatch.answers.usage).toEqual({ used: 30, pending: 10, left: 0 });
+      // The reserves kept the keys after the batch's last entry, and said so: the index lists the count as long.
+      expect(Math.abs(viaBatch.listedForMs - viaAlone.listedForMs)).toBeLessThan(5_000);
+      expect(viaBatch.listedForMs).toBeGreaterThan(3_600_000);
+      for (const side of [viaBatch, viaAlone]) {
+        // Every key of the count expires, within a few windows.
+        for (const ttl of side.ttls) {
+          expect(ttl).toBeGreaterThan(3_600_000);
+          expect(ttl).toBeLessThanOrEqual(3 * 3_600_000);
+        }
+      }
+    },
+  );
+
   it('batches completes that claim the next call of their turn, each as alone', async () => {
     const grouped = fixture.store();
     const alone = fixture.store({ groupCommit: false });
