@@ -148,6 +148,19 @@ describe('tool-receipts approve and deny', () => {
     expect(await l.redis.hgetall(pending!.receiptKey)).toEqual(before);
   });
 
+  it("deny keeps the denied receipt as long as the workers' retention it is given (--retention-ms), not the default", async () => {
+    const l = await lane();
+    const { tool } = refundTool();
+    l.worker({ tools: [tool] });
+    await l.add(jobData([call('refund', { amount: 400, card: '4000000000000002' })]));
+    const [pending] = await pendingOf(l);
+    const week = 7 * 86_400_000;
+    const denied = await cli(l, ['deny', pending!.receiptKey, '--retention-ms', String(week)]);
+    expect(denied.code).toBe(0);
+    expect(await l.redis.hget(pending!.receiptKey, 'status')).toBe('denied');
+    expect(await l.redis.pttl(pending!.receiptKey)).toBeGreaterThan(week - 60_000);
+  });
+
   it('a given fence that is not the call’s is refused with its code, nothing written', async () => {
     const l = await lane();
     const { tool, runs } = refundTool();

@@ -83,6 +83,8 @@ export async function decideCommand({ store, redis, out, args }: CommandContext<
   const { decided, epoch, argsHash, fenceRead } = await decideAsOperator(args.verb, {
     redis,
     prefix: store.prefix,
+    // A denied receipt is kept as long as the workers keep a settled one (--retention-ms).
+    retentionMs: store.channel.settings.retentionMs,
     receiptKey: args.receiptKey,
     actor: args.actor,
     source: 'cli',
