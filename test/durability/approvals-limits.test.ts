@@ -4,14 +4,15 @@
  * approval gate, a person's decision and a limit's commit each fail typed
  * (`durability.not_acknowledged`), as a claim does, instead of being
  * reported done while only the primary has them; with the replica back the
- * same writes succeed and the replica holds them.
+ * same writes succeed and the replica holds them. On a server without
+ * WAITAOF, `aof` refuses each before anything is written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveCall, denyCall } from '../../src/approvals/index.js';
 import { ApprovalGate } from '../../src/approvals/gate.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
-import { ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.js';
-import type { DurabilityOptions } from '../../src/redis/durability/durability.js';
+import { DurabilityUnsupportedError, ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.js';
+import { hasWaitAof, type DurabilityOptions } from '../../src/redis/durability/durability.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { cutOffReplica, reconnectReplica, startPrimaryWithReplica, withNode } from '../support/redis-cluster.js';
@@ -102,5 +103,29 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
     if (!next.granted) throw new Error('expected a grant');
     expect(await store.commit(next.reservation)).toBe('committed');
     expect(await onReplica(next.reservation.keys.state, 'used')).toBe('2');
+  });
+
+  it('refuses aof durability on a server without WAITAOF before the gate, a decision or a limit writes anything, as the claim does', async (ctx) => {
+    if (await hasWaitAof(client())) ctx.skip('this redis-server has WAITAOF (7.2+)');
+    const aof: DurabilityOptions = { replicas: 0, aof: true };
+    const first = await pending(new ApprovalGate(keyspace().channel));
+    const before = await withNode(primary, (a) => a.hgetall(first.receiptKey));
+
+    const strict = ReceiptsKeyspace.open({ redis: client(), prefix, durability: aof });
+    const key = freshKey();
+    const gated = await new ApprovalGate(strict.channel)
+      .pass({ key, needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined }, () => undefined)
+      .catch((e: unknown) => e);
+    expect(gated).toBeInstanceOf(DurabilityUnsupportedError);
+    expect(await withNode(primary, (a) => a.exists(strict.receipts.redisKey(key)))).toBe(0);
+
+    const decided = await approveCall({ redis: client(), prefix, durability: aof, ...first, actor: 'ana' }).catch((e: unknown) => e);
+    expect(decided).toBeInstanceOf(DurabilityUnsupportedError);
+    expect(await withNode(primary, (a) => a.hgetall(first.receiptKey))).toEqual(before);
+
+    const limits = new LimitStore({ redis: client(), prefix, durability: aof });
+    const once = defineLimit({ name: `aof-${Date.now()}`, per: 'tenant', max: 2, windowMs: 3_600_000 });
+    await expect(limits.reserve(once, key)).rejects.toBeInstanceOf(DurabilityUnsupportedError);
+    expect(await withNode(primary, (a) => a.exists(limits.keysOf(once, key).state))).toBe(0);
   });
 });

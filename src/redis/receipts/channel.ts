@@ -121,7 +121,9 @@ export class ReceiptsChannel {
    * decision, a limit's reserve, bind, settle or commit, an offloaded
    * result. Throws `ReceiptNotDurableError` (`durability.not_acknowledged`)
    * when they fall short, as a claim does, so nothing a failover could
-   * forget is reported as done.
+   * forget is reported as done; and, as a claim does, refuses with
+   * `DurabilityUnsupportedError` before writing anything when the server
+   * cannot acknowledge as asked (`aof` without WAITAOF).
    */
   async write(
     operation: DurableWrite,
@@ -130,6 +132,8 @@ export class ReceiptsChannel {
     args: readonly (string | number)[],
     site: CommandSite = {},
   ): Promise<unknown> {
+    // A server that cannot acknowledge as asked (no WAITAOF) refuses the write before anything is written.
+    if (this.durability !== undefined) await this.durability.ready();
     const reply = await this.call(script, keys, args, site);
     if (this.durability !== undefined) await this.durability.require(operation, keys[0], this.durability.mark(keys[0]));
     return reply;
@@ -143,6 +147,7 @@ export class ReceiptsChannel {
    * index entry, an audit line).
    */
   async command(name: string, args: readonly (string | number)[], redisKey: string, operation?: DurableWrite): Promise<unknown> {
+    if (operation !== undefined && this.durability !== undefined) await this.durability.ready();
     let reply: unknown;
     try {
       reply = await this.redis.command(name, args, redisKey);
