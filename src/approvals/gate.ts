@@ -23,8 +23,20 @@ export type GateAnswer =
   | { readonly kind: 'claim' }
   /** Approved, not started: claim, and the claim starts it. */
   | { readonly kind: 'approved' }
-  /** Awaiting a decision until `expiresAtMs` (server clock; `nowMs` is the server's now). */
-  | { readonly kind: 'await'; readonly created: boolean; readonly expiresAtMs: number; readonly nowMs: number; readonly epoch: string }
+  /**
+   * Awaiting a decision until `expiresAtMs` (server clock; `nowMs` is the
+   * server's now). `listedNow`: this gate added it to the pending index,
+   * where it was not: it was created now, or by a gate whose worker never
+   * listed it (it died first, or its write was not acknowledged).
+   */
+  | {
+      readonly kind: 'await';
+      readonly created: boolean;
+      readonly listedNow: boolean;
+      readonly expiresAtMs: number;
+      readonly nowMs: number;
+      readonly epoch: string;
+    }
   /** Denied (`actor` is `expiry` when it expired; `expiredNow` when this gate wrote the expiry): never run. */
   | { readonly kind: 'denied'; readonly actor: string; readonly note?: string; readonly expired: boolean; readonly expiredNow: boolean };
 
@@ -84,10 +96,11 @@ export class ApprovalGate {
   constructor(private readonly channel: ReceiptsChannel) {}
 
   /**
-   * Passes the gate. A call it created awaiting approval is added to the
-   * prefix's pending index; an expiry it wrote goes into the operators' audit
-   * log as a denial by `expiry` (a failure of either is handed to
-   * `onIndexError`; the receipt is the truth).
+   * Passes the gate. A call awaiting approval is in the prefix's pending
+   * index once it passes (added when missing, whoever created it, so a call
+   * whose first gate never listed it is listed by the next); an expiry it
+   * wrote goes into the operators' audit log as a denial by `expiry` (a
+   * failure of either is handed to `onIndexError`; the receipt is the truth).
    */
   async pass(request: GateRequest, onIndexError: (error: unknown) => void): Promise<GateAnswer> {
     const { prefix, retentionMs, receiptLayout } = this.channel.settings;
@@ -121,11 +134,19 @@ export class ApprovalGate {
         return { kind: 'approved' };
       case 'await': {
         const expiresAtMs = Number(expires);
-        if (created === '1') {
-          const pending = pendingApprovalsRedisKey(prefix);
-          await this.channel.command('ZADD', [pending, expiresAtMs, receipt], pending).catch(onIndexError);
-        }
-        return { kind: 'await', created: created === '1', expiresAtMs, nowMs: Number(now), epoch: epoch ?? '' };
+        const pending = pendingApprovalsRedisKey(prefix);
+        const added = await this.channel.command('ZADD', [pending, expiresAtMs, receipt], pending).catch((error: unknown) => {
+          onIndexError(error);
+          return 0;
+        });
+        return {
+          kind: 'await',
+          created: created === '1',
+          listedNow: Number(added) === 1,
+          expiresAtMs,
+          nowMs: Number(now),
+          epoch: epoch ?? '',
+        };
       }
       case 'denied':
         if (created === '1') await this.recordExpiry(receipt, epoch ?? '', onIndexError);

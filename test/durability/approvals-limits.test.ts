@@ -8,7 +8,7 @@
  * WAITAOF, `aof` refuses each before anything is written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveCall, denyCall } from '../../src/approvals/index.js';
+import { approveCall, denyCall, listPendingApprovals } from '../../src/approvals/index.js';
 import { ApprovalGate } from '../../src/approvals/gate.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { DurabilityUnsupportedError, ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.js';
@@ -60,11 +60,10 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
     const gate = new ApprovalGate(keyspace().channel);
     const first = await pending(gate);
     const second = await pending(gate);
+    const unacknowledged = { key: freshKey(), needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined } as const;
     await cutOffReplica(replica, primary);
     try {
-      const gated = await gate
-        .pass({ key: freshKey(), needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job: undefined }, () => undefined)
-        .catch((e: unknown) => e);
+      const gated = await gate.pass(unacknowledged, () => undefined).catch((e: unknown) => e);
       expect(gated).toBeInstanceOf(ReceiptNotDurableError);
       expect(gated).toMatchObject({ code: 'durability.not_acknowledged', write: 'approvalGate' });
       const refused = await denyCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'ana' }).catch((e: unknown) => e);
@@ -73,6 +72,12 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
     } finally {
       await reconnectReplica(replica, primary);
     }
+    // The gate's retry finds the call it created awaiting, and lists it for a person (the refused gate never did).
+    const retried = await gate.pass(unacknowledged, () => undefined);
+    expect(retried).toMatchObject({ kind: 'await', created: false, listedNow: true });
+    const listed = await listPendingApprovals({ redis: client(), prefix });
+    expect(listed.map((p) => p.receiptKey)).toContain(keyspace().receipts.redisKey(unacknowledged.key));
+    expect(await gate.pass(unacknowledged, () => undefined)).toMatchObject({ kind: 'await', listedNow: false });
     // The primary kept what it wrote: asked again, the call names the decision it holds; the replica has it now.
     await expect(approveCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'bo' })).rejects.toMatchObject({
       code: 'approval.not_pending',

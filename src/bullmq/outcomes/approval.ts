@@ -91,7 +91,9 @@ export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> 
       event(answer.expired ? 'expired' : 'denied', answer.actor);
       return { kind: 'denied', block: toolResultBlock(call, 'denied', { content: deniedText(tool.name, answer), is_error: true }) };
     case 'await': {
-      if (answer.created) event('requested');
+      // Requested when the call starts waiting, or is first listed for a person by a later gate (the one that
+      // created it never listed it: its worker died first, or its write was not acknowledged).
+      if (answer.created || answer.listedNow) event('requested');
       throwIfInterrupted(scope.job.id ?? '', scope.abort);
       // Wake a little after the expiry, so the gate then finds it expired (server clock on both sides).
       const delay = Math.max(1, answer.expiresAtMs - answer.nowMs + 1);
