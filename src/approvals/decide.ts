@@ -81,7 +81,10 @@ async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Pro
   const prefix = channel.settings.prefix;
   const keys = approvalScriptKeys(prefix, input.receiptKey);
   const source = input.source ?? 'code';
-  const reply = await channel.write('approvalDecision', 'decide-approval', keys, [
+  // As a durable write (`ReceiptsChannel.write`), but the acknowledgement is awaited after the decision's
+  // follow-ups below, which run either way: the primary holds the decision, which its job (promoted) finds.
+  await channel.durability?.ready();
+  const reply = await channel.call('decide-approval', keys, [
     input.epoch,
     input.argsHash,
     verb,
@@ -90,6 +93,7 @@ async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Pro
     source,
     channel.settings.retentionMs,
   ]);
+  const mark = channel.durability?.mark(keys[0]);
   if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('decide-approval', reply);
   const [answer, ...rest] = reply.map((v) => (typeof v === 'number' ? v : String(v)));
   if (answer === 'refused') throw refusal(input.receiptKey, rest);
@@ -115,6 +119,8 @@ async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Pro
     detail: { decision, epoch: input.epoch, argsHash: input.argsHash, ...(input.note ? { note: input.note } : {}) },
   });
   await promote(input, String(rest[2] ?? ''));
+  // Short of it, the caller learns the decision may not outlive a failover (retried, it is refused as made).
+  if (channel.durability !== undefined) await channel.durability.require('approvalDecision', keys[0], mark);
   return decided;
 }
 

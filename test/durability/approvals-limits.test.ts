@@ -13,6 +13,7 @@ import { ApprovalGate } from '../../src/approvals/gate.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { DurabilityUnsupportedError, ReceiptNotDurableError, ReceiptsKeyspace } from '../../src/redis/index.js';
 import { hasWaitAof, type DurabilityOptions } from '../../src/redis/durability/durability.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { cutOffReplica, reconnectReplica, startPrimaryWithReplica, withNode } from '../support/redis-cluster.js';
@@ -69,6 +70,12 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
       const refused = await denyCall({ redis: client(), prefix, durability: DURABLE, ...first, actor: 'ana' }).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(ReceiptNotDurableError);
       expect(refused).toMatchObject({ code: 'durability.not_acknowledged', write: 'approvalDecision' });
+      // The primary holds the decision: it is in the audit log and off the pending list all the same.
+      const audit = await new AuditLog(client(), prefix).read({ count: 50 });
+      expect(audit.some((entry) => entry.action === 'deny' && entry.actor === 'ana' && entry.receipts.includes(first.receiptKey))).toBe(
+        true,
+      );
+      expect((await listPendingApprovals({ redis: client(), prefix })).map((p) => p.receiptKey)).not.toContain(first.receiptKey);
     } finally {
       await reconnectReplica(replica, primary);
     }
