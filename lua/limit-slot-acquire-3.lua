@@ -34,7 +34,8 @@
             taken, at the end of the line) until now + ARGV[6]; position
             is how many are ahead of it (-1 with 'refuse'). retry_at_ms: the
             earliest lease deadline of a holder (when a slot frees at the
-            latest if its holder stops renewing).
+            latest if its holder stops renewing), or, when no slot is held
+            (the free ones are kept for calls ahead in line), now + ARGV[3].
     held    slots held after this call.
   Holders whose lease has passed free their slots first, and places in line
   past their keep are dropped (up to 100 each per call), oldest first.

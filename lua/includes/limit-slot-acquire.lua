@@ -54,7 +54,9 @@ local function acquireSlot(stateKey, holdersKey, lineKey, args)
   end
 
   local first = redis.call('ZRANGE', holdersKey, 0, 0, 'WITHSCORES')
-  local retryAt = tonumber(first[2]) or now
+  -- No holder: the free slots are kept for calls ahead in line, which take them or lose their places; ask
+  -- again in a lease (a release wakes the calls first in line sooner).
+  local retryAt = tonumber(first[2]) or (now + leaseMs)
   if args[4] ~= 'wait' then return { 0, now, 0, held, -1, retryAt } end
   if not rank then
     redis.call('ZADD', lineKey, redis.call('HINCRBY', stateKey, 'seq', 1), receipt)

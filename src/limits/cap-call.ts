@@ -40,10 +40,15 @@ function capRefusal(cap: InFlightCap, answer: Extract<SlotAnswer, { kind: 'full'
   const whose = cap.per === 'global' ? '' : ` per ${cap.per}`;
   // Parked no longer than a lease: a slot frees by then at the latest, and the releaser wakes it sooner.
   const retryAtMs = Math.min(answer.retryAtMs, answer.nowMs + leaseMs);
+  const within = durationText(Math.max(0, answer.retryAtMs - answer.nowMs));
+  const taken =
+    answer.held < cap.concurrency
+      ? `keeps its free slots for calls that asked before this one; it may ask again within ${within}`
+      : `has every slot taken; one frees within ${within} at the latest`;
   return {
     onLimit: cap.onLimit,
     limit: cap.name,
-    text: `This call was not run: the in-flight cap "${cap.name}" (at most ${cap.concurrency} at once${whose}) has every slot taken; one frees within ${durationText(Math.max(0, answer.retryAtMs - answer.nowMs))} at the latest.`,
+    text: `This call was not run: the in-flight cap "${cap.name}" (at most ${cap.concurrency} at once${whose}) ${taken}.`,
     retryAtMs,
     nowMs: answer.nowMs,
   };

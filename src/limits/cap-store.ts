@@ -22,7 +22,8 @@ export type SlotAnswer =
    * Every slot is taken (or the free ones go to calls ahead in line).
    * `position`: calls ahead of it in line, -1 when it took no place
    * (`refuse`); `retryAtMs`: when a slot frees at the latest, the earliest
-   * lease deadline of a holder.
+   * lease deadline of a holder (a lease from now when none is held: the
+   * free slots are kept for calls ahead in line).
    */
   | { readonly kind: 'full'; readonly nowMs: number; readonly held: number; readonly position: number; readonly retryAtMs: number };
 

@@ -54,6 +54,18 @@ describe('an in-flight cap through the store', () => {
     expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 2, waiting: 0 });
   });
 
+  it('tells a call behind one that was woken for a free slot to ask again in a lease, not at once', async () => {
+    const { store, request, acquire } = cap(1);
+    expect(await acquire('a')).toMatchObject({ kind: 'granted' });
+    expect(await acquire('b')).toMatchObject({ kind: 'full', position: 0 });
+    expect(await store.release(request('a'))).toEqual({ released: true, wake: ['job-b'] });
+    // The slot is free and kept for b, which has not come back yet: no holder to wait for.
+    const c = await acquire('c', { leaseMs: 60_000 });
+    expect(c).toMatchObject({ kind: 'full', held: 0, position: 1 });
+    if (c.kind !== 'full') return;
+    expect(c.retryAtMs - c.nowMs).toBe(60_000);
+  });
+
   it('lets one call hold one slot: a second delivery shares it, and adopts it when it executes', async () => {
     const { request, acquire, store } = cap(1);
     expect(await acquire('a', { token: 'first' })).toMatchObject({ kind: 'granted' });
