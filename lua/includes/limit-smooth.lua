@@ -56,10 +56,14 @@
     pending reservations stand in the way then ('held': they are given back
     by that deadline if their calls do not run), as `time, held`. A fixed
     window answers its reset (or the pending deadline before it, see
-    freesAt in includes/limit-state.lua); a sliding window the moment
-    enough committed units leave it; a bucket when enough is paid back.
-    When pending shares decide it and more than 1,000 would have to go, now
-    + boundMs (by then every pending one is past its deadline).
+    freesAt in includes/limit-state.lua); when pending shares decide it and
+    more than 1,000 would have to go, now + boundMs (by then every pending
+    one is past its deadline). A sliding window answers the moment enough
+    committed units leave it, a bucket when enough is paid back; when
+    pending shares alone stand in the way (their calls may be running, so
+    they are never 'held'), the earlier of the first pending deadline and
+    the soonest a running call's share can make room (it ends now: a window
+    later, or a unit's pay-back later for a bucket).
 
   commitNow(stateKey, doneKey, s, now, id, amount)  counts a pending
     reservation of the stored gen as committed now, in s (pending, used,
@@ -161,6 +165,17 @@ local function retryAt(stateKey, dueKey, doneKey, s, now, amount, boundMs)
     end
   end
   local frees = freesAt(stateKey, dueKey, s, now, amount, cap)
+  if s.kind ~= 'fixed' then
+    -- These kinds' pending shares are of calls running (committed when they end) or about to run, so none is
+    -- promised back ('held' is a fixed window's only). When they alone stand in the way, the soonest one makes
+    -- room is its call ending now: a unit's pay-back later for a bucket, a window later for a sliding window.
+    local soonest = byTime
+    if soonest == nil then
+      soonest = now + (s.kind == 'bucket' and math.ceil(s.len / s.max) or s.len)
+      if frees and frees < soonest then soonest = frees end
+    end
+    return soonest, false
+  end
   if frees and (byTime == nil or frees < byTime) then return frees, true end
   if byTime then return byTime, false end
   return now + boundMs, s.used + amount <= cap

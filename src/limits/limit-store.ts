@@ -77,7 +77,7 @@ export const LIMIT_STORE_SCHEMA: OptionsSchema<LimitStoreOptions> = {
 export const DEFAULT_RESERVATION_MS = 30_000;
 /** Expired reservations one reserve or read reports for settling. */
 const EXPIRED_PER_CALL = 16;
-/** Reserves tried in one {@link LimitStore.reserve} when settling gave shares back (the first included). */
+/** Reserves tried in one {@link LimitStore.reserve} when settling decided shares (the first included). */
 const RESERVE_ROUNDS = 3;
 /** Rounds of one {@link LimitStore.settleExpired} (each settles up to EXPIRED_PER_CALL). */
 const SETTLE_ROUNDS = 64;
@@ -131,8 +131,8 @@ export class LimitStore {
    * Reserves `amount` (1, or the call's cost: a whole number, at least 1) of
    * `limit`'s current window for the call `key`, when it fits with what is
    * used and reserved. Settles the expired reservations the reserve reports
-   * ({@link settleExpired}), and when that gives shares back and this one
-   * did not fit, asks once more.
+   * ({@link settleExpired}), and when that decides any (given back or
+   * counted) and this one did not fit, asks again (at most twice more).
    */
   async reserve(limit: Limit, key: ToolCallReceiptKey, amount = 1): Promise<ReserveResult> {
     if (!Number.isSafeInteger(amount) || amount < 1)
@@ -177,8 +177,9 @@ export class LimitStore {
         };
         return { granted: true, reservation, usage: reply.usage, settled };
       }
-      const givenBack = now.some((s) => s.outcome === 'given_back');
-      if (reply.code === 2 || round >= RESERVE_ROUNDS || !givenBack) {
+      // A settle decided shares (given back, or counted for a call that runs): ask again, so the answer reads
+      // the window as it now is (room, or counted until its reset) rather than shares about to be decided.
+      if (reply.code === 2 || round >= RESERVE_ROUNDS || now.length === 0) {
         if (reply.code === 2) return { granted: false, why: 'exceeds_max', usage: reply.usage, retryAtMs: null, settled };
         return { granted: false, why: reply.held ? 'held' : 'full', usage: reply.usage, retryAtMs: reply.retryAtMs, settled };
       }

@@ -399,6 +399,26 @@ describe('reservations no claim took', () => {
     expect(await store.usage(two, key)).toMatchObject({ committed: 1, pending: 0, overdue: 0, used: 1, left: 1 });
   });
 
+  it('once a reserve counts an overdue share of a call that runs, it answers from the window as counted, not as held', async () => {
+    const store = limits({ reservationMs: 300 });
+    const receipts = fixture.store();
+    const key = freshKey();
+    const one = limit({ max: 1 });
+    const unbound = granted(await store.reserve(one, key));
+    await receipts.claim(key, { effect: 'opaque' }); // its call runs; its worker died before the bind
+    await waitUntil(
+      () => store.usage(one, key),
+      (u) => u.nowMs > unbound.deadlineMs,
+      10_000,
+      'the deadline on the server clock',
+    );
+    // The next call's reserve meets the overdue share, which its settle counts: the window is used up until its reset.
+    const next = await store.reserve(one, callOf(key, 1));
+    expect(next).toMatchObject({ granted: false, why: 'full', settled: [{ id: unbound.id, outcome: 'committed' }] });
+    if (next.granted) return;
+    expect(next.retryAtMs).toBe(next.usage.resetsAtMs);
+  });
+
   it('keep their share when their call was claimed and its worker died before the bind: the settle binds it to that attempt', async () => {
     const store = limits({ reservationMs: 300 });
     const receipts = fixture.store();
