@@ -122,6 +122,42 @@ describe('a call that needs approval', () => {
     expect(runs).toEqual([5]);
   });
 
+  it('asks a rule that throws only until a decision exists: before one it fails the job (tool.failed); after, the decision stands', async () => {
+    const l = await lane();
+    let asked = 0;
+    const runs: number[] = [];
+    const failing = defineTool({
+      name: 'refund',
+      input: z.object({ amount: z.number() }),
+      effect: 'opaque',
+      // Asks once, then its policy service is down.
+      approval: () => {
+        asked++;
+        if (asked > 1) throw new Error('policy service unavailable');
+        return { reason: 'policy says ask' };
+      },
+      execute({ amount }) {
+        runs.push(amount);
+        return `refunded ${amount}`;
+      },
+    });
+    const { worker } = l.worker({ tools: [failing] });
+    const failures: { code?: string; message: string }[] = [];
+    worker.on('failed', (_job, error) => failures.push({ code: (error as { code?: string }).code, message: error.message }));
+    const approved = await l.add(jobData([call('refund', { amount: 300 })]));
+    const pending = await pendingOf(l);
+    await approveCall({ redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana' });
+    expect(outcomes(await l.settle(approved))).toEqual(['executed']);
+    expect(runs).toEqual([300]);
+    expect(failures).toEqual([]);
+
+    // A new call with no decision: the rule that throws fails its job, typed, and nothing is written.
+    const undecided = await l.add(jobData([call('refund', { amount: 400 })]), { attempts: 1 });
+    expect((await l.settle(undecided)).failedReason).toContain('the approval rule of refund threw (policy service unavailable)');
+    expect(failures).toMatchObject([{ code: 'tool.failed' }]);
+    expect(runs).toEqual([300]);
+  });
+
   it('denied: never runs, the model reads who denied it and why, and a redelivery never runs it either', async () => {
     const l = await lane();
     const { tool, runs } = refundTool();

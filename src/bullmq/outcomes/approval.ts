@@ -5,13 +5,21 @@
  * on (an approved call's claim starts it).
  */
 import { DelayedError } from 'bullmq';
-import { approvalNeeded, DEFAULT_APPROVAL_TIMEOUT_MS, deniedText, shownText, type ApprovalGate } from '../../approvals/gate.js';
+import {
+  approvalNeeded,
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  deniedText,
+  shownText,
+  type ApprovalGate,
+  type GateAnswer,
+} from '../../approvals/gate.js';
 import type { ApprovalOptions, ApprovalRule } from '../../approvals/types.js';
 import { receiptRedisKey } from '../../redis/keys.js';
 import type { ApprovalRuntime, ReadyCall, ToolApproval } from '../runtime.js';
 import { recordedEffectOf } from '../../core/tool-effect.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import { throwIfInterrupted } from '../call/interruption.js';
+import { ToolCallFailedError } from '../errors.js';
 import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
 import { clearAwaitingApproval, noteAwaitingApproval } from './approval-progress.js';
 
@@ -64,18 +72,30 @@ export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> 
   const approval = approvals?.of(tool);
   if (approvals === undefined || approval === undefined) return CLAIM_FREELY;
   const { tenantId, runId } = scope.data;
-  const needed = approvalNeeded(approval.rule, args, { tenantId, runId, toolName: tool.name, callId: call.id });
-  const answer = await approvals.gate.pass(
-    {
-      key,
-      needed,
-      effect: recordedEffectOf(tool),
-      timeoutMs: approval.timeoutMs,
-      shown: needed ? shownText(approval.redact, args) : '',
-      job: scope.attemptJob,
-    },
-    (error) => facts.approvalIndexNotUpdated(error),
-  );
+  const onIndexError = (error: unknown) => facts.approvalIndexNotUpdated(error);
+  const request = { key, effect: recordedEffectOf(tool), timeoutMs: approval.timeoutMs, job: scope.attemptJob };
+  // Set when the rule threw: a person was asked about this call already, or the job fails.
+  let needed: ReturnType<typeof approvalNeeded> = {};
+  let answer: GateAnswer | undefined;
+  try {
+    needed = approvalNeeded(approval.rule, args, { tenantId, runId, toolName: tool.name, callId: call.id });
+  } catch (error) {
+    // The rule counts only until a decision (or a request) exists: the gate, asked without it, says whether one does.
+    answer = await approvals.gate.pass({ ...request, needed: undefined, shown: '' }, onIndexError);
+    if (answer.kind === 'claim') {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ToolCallFailedError(
+        tool.name,
+        call.id,
+        'neverStarted',
+        `the approval rule of ${tool.name} threw (${why}); the call was not run`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+  answer ??= await approvals.gate.pass({ ...request, needed, shown: needed ? shownText(approval.redact, args) : '' }, onIndexError);
   const receiptKey = receiptRedisKey(runtime.keyspace.receipts.prefix, key);
   const event = (state: 'requested' | 'approved' | 'denied' | 'expired', actor?: string) => facts.approval(state, actor, receiptKey);
   // The job's progress note for the agent's client: a failure to write it only leaves the client waiting longer.
