@@ -41,6 +41,12 @@ beforeAll(async () => {
   ] as const) {
     keys[name] = (await store.listRun(tenant, run))[0]!.redisKey;
   }
+  // The pages below list these calls as ambiguous: wait until each lease has passed on the server clock.
+  for (const deadline = Date.now() + 30_000; ; await new Promise((r) => setTimeout(r, 50))) {
+    const read = await store.inspectRedisKeys(Object.values(keys));
+    if (read.every((record) => record?.leaseExpired === true)) break;
+    if (Date.now() > deadline) throw new Error(`the killed worker's leases did not pass: ${JSON.stringify(read)}`);
+  }
   server = await startConsoleServer({ redis, prefix: handle.prefix, port: 0, allowedHosts: ['ops.example'], onError: () => undefined });
   port = Number(new URL(server.url).port);
   // The browser's resolver answers as a rebinding DNS server does once it has switched: the attacker's name is 127.0.0.1.
