@@ -108,6 +108,21 @@ describe('a call in an approval state, as operators see it', () => {
     expect(shown.approval['epoch']).toBe(await redis.hget(store.redisKey(denied), 'epoch'));
   });
 
+  it('show names the job parked for a call awaiting approval: where its arguments are', async () => {
+    const store = fixture.store();
+    const key = freshKey({ toolName: 'refund' });
+    const gate = new ApprovalGate(ReceiptsKeyspace.open({ redis: fixture.connect(), prefix: store.prefix }).channel);
+    const job = { queue: 'tools', prefix: 'bull', id: '42' };
+    expect((await gate.pass({ key, needed: {}, effect: 'opaque', timeoutMs: 60_000, shown: '', job }, () => undefined)).kind).toBe('await');
+    const out = new Capture();
+    await showCommand({ store, out, args: { redisKey: store.redisKey(key), json: false } });
+    expect(out.text).toContain('in the data of job 42 of queue tools (the job parked for approval; redis-cli HGET bull:tools:42 data)');
+    expect(out.text).toMatch(/^jobs +parked for approval: bull:tools job 42$/m);
+    const json = new Capture();
+    await showCommand({ store, out: json, args: { redisKey: store.redisKey(key), json: true } });
+    expect((JSON.parse(json.text) as { approval: { job: unknown } }).approval.job).toEqual(job);
+  });
+
   it('run lists the three, and the journal leaves them out: none of them has run', async () => {
     const store = fixture.store();
     const { base } = await threeStates(store);

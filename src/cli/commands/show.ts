@@ -104,10 +104,13 @@ function jobRedisKey(j: AttemptJob): string {
  */
 function argumentsLabel(record: ReceiptRecord): string {
   const job = record.jobs.at(-1);
-  if (job === undefined) return `digest ${token(record.key.argsHash)}; no BullMQ job is recorded on the receipt`;
+  // A call that has not run yet (awaiting approval) records the job parked for it instead.
+  const parked = record.approval?.job;
+  if (job === undefined && parked === undefined) return `digest ${token(record.key.argsHash)}; no BullMQ job is recorded on the receipt`;
+  const [which, whose] = job === undefined ? [parked!, 'the job parked for approval'] : [job, `attempt ${job.attempt}`];
   return (
-    `digest ${token(record.key.argsHash)}; in the data of job ${token(job.id)} of queue ${token(job.queue)} ` +
-    `(attempt ${job.attempt}; redis-cli HGET ${jobRedisKey(job)} data)`
+    `digest ${token(record.key.argsHash)}; in the data of job ${token(which.id)} of queue ${token(which.queue)} ` +
+    `(${whose}; redis-cli HGET ${jobRedisKey(which)} data)`
   );
 }
 
@@ -129,7 +132,9 @@ export function historyLines(record: ReceiptRecord): string {
 /** The BullMQ jobs recorded on a receipt: each attempt's, then those that met it ambiguous. */
 function jobLines(record: ReceiptRecord): string {
   const name = (j: AttemptJob) => `${token(j.prefix)}:${token(j.queue)} job ${token(j.id)}`;
+  const parked = record.approval?.job;
   const lines = [
+    ...(parked === undefined ? [] : [`parked for approval: ${name(parked)}`]),
     ...record.jobs.map((j) => `attempt ${j.attempt}: ${name(j)}`),
     ...record.metJobs.map((j) => `met it ambiguous: ${name(j)}`),
   ];

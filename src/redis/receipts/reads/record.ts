@@ -55,6 +55,8 @@ export interface ReceiptApproval {
   readonly decidedMs: number | null;
   /** `expired` when nobody decided in time. */
   readonly deniedReason: string | null;
+  /** The BullMQ job parked while the call awaits (the one a decision promotes), when the gate recorded it. */
+  readonly job?: AttemptJob;
 }
 
 export { RECEIPT_HISTORY_CAP, type ReceiptHistoryEntry, type ReceiptHistoryWhat } from './history.js';
@@ -380,7 +382,13 @@ function approvalOf(fields: Map<string, string>, status: ReceiptRecordStatus, ar
     decidedMs: optionalInt(fields, 'approval_decided_ms'),
     deniedReason: fields.get('approval_denied_reason') || null,
   };
-  return shownText === undefined ? approval : { ...approval, shown: fromStoredJson(shownText) };
+  const jobText = fields.get('approval_job');
+  const job = jobText === undefined ? null : parseAttemptJob(jobText);
+  return {
+    ...approval,
+    ...(shownText === undefined ? {} : { shown: fromStoredJson(shownText) }),
+    ...(job === null ? {} : { job }),
+  };
 }
 
 /**
