@@ -16,7 +16,9 @@
                `ambiguous` and the wrapper judge it.
     oldest_ambiguous_since_ms  the smallest ambiguous_ms, else lease_until_ms,
                among the ambiguous; -1 when none.
-    status/effect/count  one triple per pair present, counts > 0.
+    status/effect/count  one triple per pair present, counts > 0. A
+               call in an approval state has not run: left out, as the
+               counting sets leave it out (countBand knows no such status).
   error 'TRC_VERSION <key>: …' when a newer release wrote one of the
     receipts, so this release cannot tell what it counts as (see
     includes/observe-receipt.lua); a malformed schema field is the
@@ -24,6 +26,7 @@
 ]]
 --- @include "server-now"
 --- @include "observe-receipt"
+--- @include "count-score"
 
 local now = serverNow()
 local counts = {}
@@ -35,7 +38,7 @@ for i = 1, #KEYS do
   if newer then return newer end
   if not status then
     gone = gone + 1
-  else
+  elseif countBand(status, f[2] or '') ~= nil then
     local effect = f[2] or ''
     local pair = status .. '\n' .. effect
     counts[pair] = (counts[pair] or 0) + 1

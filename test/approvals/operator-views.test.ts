@@ -187,6 +187,20 @@ describe('a call in an approval state, as operators see it', () => {
 /** A store under a prefix of its own: the pending index is per prefix, and the tests above leave calls in it. */
 const ownPrefix = (name: string) => fixture.store({ prefix: `${fixture.store().prefix}-${name}` });
 
+describe('stats leaves calls in an approval state out of the counts by status', () => {
+  it('read from the counting sets or by SCAN alike: none of them has run', async () => {
+    const store = ownPrefix('by-status');
+    await threeStates(store);
+    const ran = freshKey({ toolName: 'refund' });
+    const claimed = await store.claim(ran, { effect: 'opaque' });
+    await store.complete(ran, claimed.fence!, 'done');
+    for (const scan of [false, true]) {
+      const stats = await store.stats({ scan });
+      expect(stats.byStatus, `scan: ${scan}`).toEqual({ running: 0, completed: 1, failed: 0 });
+    }
+  });
+});
+
 describe('stats and the counts page count the calls awaiting approval', () => {
   it('overall and per tenant, leaving out decided and expired ones (and dropping them from the index)', async () => {
     const store = ownPrefix('counted');
