@@ -23,6 +23,10 @@
   attempt got as far as its effect is not known here, so it is counted, as
   every call that may have run is. Its own late bind answers bound.
 
+  A reservation the receipt's field ARGV[3] names is bound even when the
+  bindings hash no longer says so (it expired while the attempt ran): the
+  entry is written again.
+
   Returns { code, receipt_key }
     code 1  bound to receipt_key (already, or here): the caller commits it
             (limit-commit-3.lua).
@@ -42,8 +46,16 @@ if corrupt then return corrupt end
 local value = redis.call('HGET', KEYS[1], ARGV[1])
 if value == revokedMark() then return { 2, '' } end
 if value then return { 1, value } end
+local holder = redis.call('HGET', KEYS[2], ARGV[3])
+-- The receipt names it: bound, though the entry that said so is gone (an attempt that ran longer than the
+-- bindings hash is kept, a sliding window's or a bucket's share pending until it ends). Said so again.
+if holder == ARGV[1] then
+  redis.call('HSET', KEYS[1], ARGV[1], KEYS[2])
+  keepBindings(KEYS[1], ARGV[2])
+  return { 1, KEYS[2] }
+end
 -- Read, not opened: a receipt awaiting approval (or of any other state) simply has no running attempt.
-if readReceipt(KEYS[2]).status == 'running' and not redis.call('HGET', KEYS[2], ARGV[3]) then
+if readReceipt(KEYS[2]).status == 'running' and not holder then
   redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
   redis.call('HSET', KEYS[1], ARGV[1], KEYS[2])
   keepBindings(KEYS[1], ARGV[2])

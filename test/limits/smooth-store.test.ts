@@ -178,6 +178,35 @@ describe('pending shares of a sliding window or a bucket', () => {
   });
 });
 
+describe('a share bound to an attempt that runs long', () => {
+  it("is committed by a settle after its run's bindings have expired: the receipt still names it", async () => {
+    // A 100 ms sliding window and 300 ms reservations: the run's bindings are kept 500 ms after their last write.
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, reservationMs: 300 });
+    const receipts = fixture.store();
+    const sliding = defineLimit({ name: 'long', per: 'tenant', max: 40, windowMs: 100, kind: 'sliding' });
+    const key = freshKey();
+    const share = granted(await store.reserve(sliding, key));
+    await receipts.claim(key, { effect: 'opaque' });
+    expect(await store.bind(share)).toEqual({ kind: 'bound' });
+    // Other calls of the tenant, whose commits keep the count's keys while nobody reserves (and settles).
+    const others: LimitReservation[] = [];
+    for (let i = 1; i <= 30; i++) others.push(granted(await store.reserve(sliding, callOf(key, i))));
+    // The tool runs on: its share stays pending (committed when it ends); the bindings hash expires meanwhile.
+    const redis = fixture.connect();
+    await waitUntil(
+      async () => {
+        const next = others.shift();
+        if (next !== undefined) await store.commit(next);
+        return redis.exists(share.bindingsKey);
+      },
+      (n) => n === 0,
+      10_000,
+      'the bindings hash to expire',
+    );
+    expect(await store.settleExpired(sliding, key)).toContainEqual({ id: share.id, outcome: 'committed' });
+  });
+});
+
 describe('each kind against its model', () => {
   type Op = { kind: 'reserve'; amount: number } | { kind: 'commit' | 'release'; pick: number };
   const op: fc.Arbitrary<Op> = fc.oneof(
