@@ -12,7 +12,9 @@
 
   ARGV[1]  reservation id
 
-  Returns { code }
+  Returns { code } (a sliding window's or a bucket's commit: { 1,
+  kept_until_ms, now_ms, resets_at_ms }: how long its keys are kept now (see
+  keepLimit), and when every committed unit is free)
     code 1  committed: no longer due (nor the receipt's pending one); when reserved in the stored window,
             its amount moved from pending to used and its record is kept
             (state c, listed in KEYS[3] under the window's gen, or the

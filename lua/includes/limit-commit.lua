@@ -23,7 +23,8 @@ local function commitLimit(stateKey, dueKey, doneKey, args)
     commitNow(stateKey, doneKey, s, now, args[1], record.amount)
     saveLimit(stateKey, s, doneKey)
     redis.call('HSET', stateKey, 'r:' .. args[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings))
-    keepLimit(stateKey, dueKey, doneKey, s, now)
+    -- Counted from now, so kept longer than the reserve said: the caller lists the count that much longer.
+    return { 1, keepLimit(stateKey, dueKey, doneKey, s, now), now, s.resetsAt }
   elseif record.gen == s.gen then
     redis.call('HSET', stateKey, 'r:' .. args[1], recordText(record.gen, record.amount, 'c', record.receipt, record.bindings),
       'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))

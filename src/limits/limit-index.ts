@@ -36,6 +36,22 @@ export class LimitIndex {
   async keep(stateKey: string, keptUntilMs: number, nowMs: number, windowMs: number): Promise<void> {
     const known = this.indexed.get(stateKey);
     if (known !== undefined && known - nowMs > windowMs / 2) return;
+    await this.record(stateKey, keptUntilMs, nowMs);
+  }
+
+  /**
+   * After a commit that kept the count's keys until `keptUntilMs`, longer
+   * than its reserve said (a sliding window's or a bucket's: counted from
+   * the commit): lists it that long, unless this process already listed it
+   * until `usedUntilMs` at least (when every committed unit is free).
+   */
+  async extend(stateKey: string, keptUntilMs: number, nowMs: number, usedUntilMs: number): Promise<void> {
+    const known = this.indexed.get(stateKey);
+    if (known !== undefined && known >= usedUntilMs) return;
+    await this.record(stateKey, keptUntilMs, nowMs);
+  }
+
+  private async record(stateKey: string, keptUntilMs: number, nowMs: number): Promise<void> {
     if (this.indexed.size >= REMEMBERED) this.indexed.clear();
     try {
       await this.channel.command('ZADD', [this.redisKey, 'GT', keptUntilMs, stateKey], this.redisKey);

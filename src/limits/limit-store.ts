@@ -205,7 +205,13 @@ export class LimitStore {
 
   /** Counts `reservation` as used: its call executed. `unknown` when it was given back first (then it stays uncounted). */
   async commit(reservation: Pick<LimitReservation, 'id' | 'keys'>): Promise<'committed' | 'already_committed' | 'unknown'> {
-    const code = codeOf('limit-commit', await this.call('limit-commit', keyList(reservation.keys), [reservation.id]), [0, 1, 2]);
+    const reply = await this.call('limit-commit', keyList(reservation.keys), [reservation.id]);
+    const code = codeOf('limit-commit', reply, [0, 1, 2]);
+    // Counted from now (a sliding window, a bucket): listed as long as the count is kept now.
+    if (code === 1 && reply.length === 4) {
+      const [keptUntilMs, nowMs, usedUntilMs] = reply.slice(1).map(Number) as [number, number, number];
+      await this.index.extend(reservation.keys.state, keptUntilMs, nowMs, usedUntilMs);
+    }
     return code === 1 ? 'committed' : code === 2 ? 'already_committed' : 'unknown';
   }
 

@@ -10,7 +10,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
-import { defineLimit, LimitStore, type LimitDefinition, type LimitReservation, type ReserveResult } from '../../src/limits/index.js';
+import {
+  defineLimit,
+  LimitStore,
+  listLimitCounts,
+  type LimitDefinition,
+  type LimitReservation,
+  type ReserveResult,
+} from '../../src/limits/index.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -204,6 +211,30 @@ describe('a share bound to an attempt that runs long', () => {
       'the bindings hash to expire',
     );
     expect(await store.settleExpired(sliding, key)).toContainEqual({ id: share.id, outcome: 'committed' });
+  });
+});
+
+describe('the index of counts', () => {
+  it('lists a bucket for as long as its committed units hold it, beyond what its reserves said', async () => {
+    const redis = fixture.connect();
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, reservationMs: 300 });
+    // One unit a second, five at once: five committed at once hold the bucket about 5 s.
+    const bucket = defineLimit({ name: 'bk', per: 'tenant', max: 1, windowMs: 1000, kind: 'bucket', burst: 5 });
+    const other = defineLimit({ name: 'other', per: 'tenant', max: 100, windowMs: 1000 });
+    const key = freshKey();
+    for (let i = 0; i < 5; i++) expect(await store.commit(granted(await store.reserve(bucket, callOf(key, i))))).toBe('committed');
+    // Past what each reserve listed it for (its deadline and a window), another count's reserve prunes the index.
+    const reservedUntil = (await store.usage(bucket, key)).nowMs + 1300;
+    await waitUntil(
+      () => store.usage(bucket, key),
+      (u) => u.nowMs > reservedUntil,
+      10_000,
+      'the reserves’ listing to pass',
+    );
+    await store.reserve(other, freshKey());
+    const usage = await store.usage(bucket, key);
+    expect(usage.used).toBeGreaterThan(0);
+    expect((await listLimitCounts(store, redis)).map((c) => c.name)).toContain('bk');
   });
 });
 
