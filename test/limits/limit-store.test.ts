@@ -36,6 +36,32 @@ function granted(result: ReserveResult): LimitReservation {
   return result.reservation;
 }
 
+/** Waits until `reservation`'s deadline has passed on the server clock (read through `limit`'s count for `subject`). */
+async function pastDeadline(store: LimitStore, limit: Limit, subject: ToolCallReceiptKey, reservation: LimitReservation): Promise<void> {
+  await waitUntil(
+    () => store.usage(limit, subject),
+    (u) => u.nowMs > reservation.deadlineMs,
+    10_000,
+    'the deadline on the server clock',
+  );
+}
+
+/**
+ * A share of a window of 1 whose call was claimed, past its deadline: bound to
+ * the attempt, or (`bind` false) its worker died before the bind.
+ */
+async function overdueShare({ bind }: { bind: boolean }) {
+  const store = limits({ reservationMs: 300 });
+  const receipts = fixture.store();
+  const key = freshKey();
+  const one = limit({ max: 1 });
+  const share = granted(await store.reserve(one, key));
+  await receipts.claim(key, { effect: 'opaque' });
+  if (bind) expect(await store.bind(share)).toEqual({ kind: 'bound' });
+  await pastDeadline(store, one, key, share);
+  return { store, receipts, key, one, share };
+}
+
 /** A call of the same tenant as `key` in its own run. */
 const callOf = (key: ToolCallReceiptKey, n: number): ToolCallReceiptKey => ({ ...key, runId: `${key.runId}-${n}`, argsHash: `h${n}` });
 
@@ -366,12 +392,7 @@ describe('reservations no claim took', () => {
       retryAtMs: lost.deadlineMs,
       settled: [],
     });
-    await waitUntil(
-      () => store.usage(one, key),
-      (u) => u.nowMs > lost.deadlineMs,
-      10_000,
-      'the deadline on the server clock',
-    );
+    await pastDeadline(store, one, key, lost);
     const next = await store.reserve(one, callOf(key, 2));
     expect(next).toMatchObject({ granted: true, settled: [{ id: lost.id, outcome: 'given_back' }], usage: { used: 1 } });
     // The slow claim comes at last: its attempt must not run under the revoked reservation.
@@ -400,18 +421,7 @@ describe('reservations no claim took', () => {
   });
 
   it('once a reserve counts an overdue share of a call that runs, it answers from the window as counted, not as held', async () => {
-    const store = limits({ reservationMs: 300 });
-    const receipts = fixture.store();
-    const key = freshKey();
-    const one = limit({ max: 1 });
-    const unbound = granted(await store.reserve(one, key));
-    await receipts.claim(key, { effect: 'opaque' }); // its call runs; its worker died before the bind
-    await waitUntil(
-      () => store.usage(one, key),
-      (u) => u.nowMs > unbound.deadlineMs,
-      10_000,
-      'the deadline on the server clock',
-    );
+    const { store, key, one, share: unbound } = await overdueShare({ bind: false });
     // The next call's reserve meets the overdue share, which its settle counts: the window is used up until its reset.
     const next = await store.reserve(one, callOf(key, 1));
     expect(next).toMatchObject({ granted: false, why: 'full', settled: [{ id: unbound.id, outcome: 'committed' }] });
@@ -420,18 +430,7 @@ describe('reservations no claim took', () => {
   });
 
   it('keep their share when their call was claimed and its worker died before the bind: the settle binds it to that attempt', async () => {
-    const store = limits({ reservationMs: 300 });
-    const receipts = fixture.store();
-    const key = freshKey();
-    const one = limit({ max: 1 });
-    const unbound = granted(await store.reserve(one, key));
-    await receipts.claim(key, { effect: 'opaque' }); // ...and the worker is gone before limit-bind
-    await waitUntil(
-      () => store.usage(one, key),
-      (u) => u.nowMs > unbound.deadlineMs,
-      10_000,
-      'the deadline on the server clock',
-    );
+    const { store, receipts, key, one, share: unbound } = await overdueShare({ bind: false });
     expect(await store.settleExpired(one, key)).toEqual([{ id: unbound.id, outcome: 'committed' }]);
     expect(await store.usage(one, key)).toMatchObject({ committed: 1, pending: 0, left: 0 });
     // The receipt's lifetime is counted by it: a takeover's own reservation is given back.
@@ -440,19 +439,7 @@ describe('reservations no claim took', () => {
   });
 
   it('are committed when an attempt was bound to them, by a settle or the next reserve', async () => {
-    const store = limits({ reservationMs: 300 });
-    const receipts = fixture.store();
-    const key = freshKey();
-    const one = limit({ max: 1 });
-    const bound = granted(await store.reserve(one, key));
-    await receipts.claim(key, { effect: 'opaque' });
-    expect(await store.bind(bound)).toEqual({ kind: 'bound' });
-    await waitUntil(
-      () => store.usage(one, key),
-      (u) => u.nowMs > bound.deadlineMs,
-      10_000,
-      'the deadline on the server clock',
-    );
+    const { store, receipts, key, one, share: bound } = await overdueShare({ bind: true });
     expect(await store.settleExpired(one, key)).toEqual([{ id: bound.id, outcome: 'committed' }]);
     expect(await store.settleExpired(one, key)).toEqual([]);
     expect(await store.reserve(one, callOf(key, 2))).toMatchObject({ granted: false, why: 'full', usage: { committed: 1, pending: 0 } });
