@@ -63,7 +63,7 @@
     pending shares alone stand in the way (their calls may be running, so
     they are never 'held'), the earlier of the first pending deadline and
     the soonest a running call's share can make room (it ends now: a window
-    later, or a unit's pay-back later for a bucket).
+    later, or a unit's pay-back later for a bucket; a second at least).
 
   commitNow(stateKey, doneKey, s, now, id, amount)  counts a pending
     reservation of the stored gen as committed now, in s (pending, used,
@@ -168,10 +168,11 @@ local function retryAt(stateKey, dueKey, doneKey, s, now, amount, boundMs)
   if s.kind ~= 'fixed' then
     -- These kinds' pending shares are of calls running (committed when they end) or about to run, so none is
     -- promised back ('held' is a fixed window's only). When they alone stand in the way, the soonest one makes
-    -- room is its call ending now: a unit's pay-back later for a bucket, a window later for a sliding window.
+    -- room is its call ending now: a unit's pay-back later for a bucket, a window later for a sliding window;
+    -- never sooner than a second, so a call waiting on long ones is not asked again and again meanwhile.
     local soonest = byTime
     if soonest == nil then
-      soonest = now + (s.kind == 'bucket' and math.ceil(s.len / s.max) or s.len)
+      soonest = now + math.max(1000, s.kind == 'bucket' and math.ceil(s.len / s.max) or s.len)
       if frees and frees < soonest then soonest = frees end
     end
     return soonest, false

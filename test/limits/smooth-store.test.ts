@@ -178,6 +178,11 @@ describe('pending shares of a sliding window or a bucket', () => {
     const sixth = refused(await store.reserve(bucket, callOf(key, 5)));
     expect(sixth.why).toBe('full');
     expect(sixth.retryAtMs - sixth.usage.nowMs).toBe(2000);
+    // A unit that pays back in 10 ms: asked again in a second, not at once, while the calls run on.
+    const fast = defineLimit({ name: 'fast', per: 'tenant', max: 100, windowMs: 1000, kind: 'bucket', burst: 2 });
+    for (let i = 0; i < 2; i++) granted(await store.reserve(fast, callOf(key, 20 + i)));
+    const third = refused(await store.reserve(fast, callOf(key, 22)));
+    expect(third.retryAtMs - third.usage.nowMs).toBe(1000);
     const fourth = refused(await store.reserve(sliding, callOf(key, 13)));
     expect(fourth.why).toBe('full');
     // Before a window passes only the deadline of a share whose call never ran can make room (60 s reservations).
