@@ -60,6 +60,7 @@ export async function loadCatalog(config: GatewayConfig, logger: Logger): Promis
     try {
       const client = await connectedClient(connection, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
       const raw = await listAllTools(client, 100, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
+      refuseUnlisted(config.source, upstream.name, Object.keys(upstream.tools), raw);
       const definitions = await mcpTools(connection, upstreamToolsOptions(upstream, config, logger));
       for (const definition of definitions) {
         const original = raw.find((tool) => tool.name === definition.mcp.name);
@@ -75,12 +76,27 @@ export async function loadCatalog(config: GatewayConfig, logger: Logger): Promis
         tools.push({ listed: { ...original, name: definition.name }, definition, upstream: upstream.name });
       }
     } catch (error) {
-      // Thrown as it is (mcp.connect, mcp.tool_list, mcp.invalid_options…); the log names the upstream.
-      logger.error({ upstream: upstream.name, err: error }, 'could not list the tools of an upstream MCP server');
+      // Thrown as it is (mcp.connect, mcp.tool_list, mcp.invalid_options…); the log names the upstream. A refused
+      // config is the one sentence the CLI prints.
+      if (!(error instanceof InvalidOptionsError)) {
+        logger.error({ upstream: upstream.name, err: error }, 'could not list the tools of an upstream MCP server');
+      }
       throw error;
     } finally {
       await connection.close().catch(() => undefined);
     }
   }
   return new Catalog(tools);
+}
+
+/** Refuses a tool setting of `upstream` that names a tool it does not list: `options.invalid`, naming the field. */
+function refuseUnlisted(source: string, upstream: string, configured: readonly string[], listed: readonly Tool[]): void {
+  const names = new Set(listed.map((tool) => tool.name));
+  const unlisted = configured.find((name) => !names.has(name));
+  if (unlisted === undefined) return;
+  throw new InvalidOptionsError(
+    source,
+    `upstreams.${upstream}.tools`,
+    `\`upstreams.${upstream}.tools\` names ${JSON.stringify(unlisted)}, which the upstream does not list; it lists ${[...names].map((name) => JSON.stringify(name)).join(', ')}`,
+  );
 }
