@@ -109,15 +109,24 @@ function textOrThrow(toolCallId: string, answer: CallAnswer): string {
   throw new ToolErrorResult({ ...rejectedResult(toolCallId, answer.text), outcome: answer.outcome });
 }
 
-/** The messages before the assistant message holding the call: those that led to it, in the step that made it and in any later resume. */
+/**
+ * The messages before the assistant message holding the call: those that led
+ * to it, in the step that made it and in any later resume. A call whose id
+ * the messages show answered already (a tool result for it after the
+ * message that made it) is a later call reusing the id, as some providers
+ * do: all the messages led to it, and name its turn apart.
+ */
 function messagesBefore(toolCallId: string, messages: readonly ModelMessage[]): readonly ModelMessage[] {
-  const at = messages.findIndex(
-    (message) =>
-      message.role === 'assistant' &&
-      Array.isArray(message.content) &&
-      message.content.some((part) => part.type === 'tool-call' && part.toolCallId === toolCallId),
-  );
-  return at === -1 ? messages : messages.slice(0, at);
+  for (let at = messages.length - 1; at >= 0; at--) {
+    const message = messages[at]!;
+    if (!Array.isArray(message.content)) continue;
+    const parts: readonly { type: string; toolCallId?: string }[] = message.content;
+    if (message.role === 'tool' && parts.some((part) => part.type === 'tool-result' && part.toolCallId === toolCallId)) return messages;
+    if (message.role === 'assistant' && parts.some((part) => part.type === 'tool-call' && part.toolCallId === toolCallId)) {
+      return messages.slice(0, at);
+    }
+  }
+  return messages;
 }
 
 /** The `tool-approval-response` the messages hold for the call's `tool-approval-request`, if any (the last one wins, as in the SDK). */

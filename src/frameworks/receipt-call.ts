@@ -15,7 +15,7 @@ import { ApprovalNotPendingError } from '../approvals/errors.js';
 import { readApproval } from '../approvals/read.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import type { ToolCallClient, ToolCallInput, TurnSubmission } from '../client/client.js';
-import { AmbiguousTurnError, TurnConflictError } from '../client/errors.js';
+import { AmbiguousTurnError, TurnConflictError, TurnFailedError } from '../client/errors.js';
 import { conflictResult } from '../client/turn.js';
 import { InvalidOptionsError } from '../core/options.js';
 import { FrameworkApprovalRefusedError } from './errors.js';
@@ -136,7 +136,9 @@ const answerOf = (block: ToolResultBlock): CallAnswer => ({
  * turn, and get its result without running it again). An ambiguous call
  * comes back as the sentence the model reads for one (nothing was run
  * again), a call whose turn id names another call as the sentence saying it
- * was not run; any other end of the turn (a timeout, an abort) is thrown.
+ * was not run, a turn whose job failed for good (a destructive failure,
+ * attempts used up) as its failure, the sentence the worker wrote; any
+ * other end of the turn (a timeout, an abort) is thrown.
  */
 export async function answerCall(options: FrameworkToolsOptions, call: FrameworkCall): Promise<CallAnswer> {
   try {
@@ -145,8 +147,14 @@ export async function answerCall(options: FrameworkToolsOptions, call: Framework
   } catch (error) {
     if (error instanceof AmbiguousTurnError) return { text: ambiguousText(call.tool.name), isError: true, outcome: 'ambiguous' };
     if (error instanceof TurnConflictError) return answerOf(conflictResult(call.toolCallId, call.tool.name));
+    if (error instanceof TurnFailedError) return failedAnswer(error);
     throw error;
   }
+}
+
+/** A failed job's reason as the model reads a failed call: the worker's sentence, without the code BullMQ kept before it. */
+function failedAnswer(error: TurnFailedError): CallAnswer {
+  return { text: error.failedReason.replace(/^[a-z_]+(?:\.[a-z_]+)+: /, ''), isError: true, outcome: 'failed' };
 }
 
 /**
@@ -227,7 +235,9 @@ export async function decideApproval(
 }
 
 async function answerFromError(error: unknown, options: FrameworkToolsOptions, call: FrameworkCall): Promise<CallAnswer> {
-  if (error instanceof AmbiguousTurnError || error instanceof TurnConflictError) return answerCall(options, call);
+  if (error instanceof AmbiguousTurnError || error instanceof TurnConflictError || error instanceof TurnFailedError) {
+    return answerCall(options, call);
+  }
   throw error;
 }
 

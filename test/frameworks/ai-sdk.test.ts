@@ -6,9 +6,12 @@
  */
 import { generateText, stepCountIs, type ModelMessage, type ToolSet } from 'ai';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, DestructiveRanError } from '../../src/index.js';
 import { aiSdkReceiptTools, FrameworkApprovalRefusedError } from '../../src/ai-sdk/index.js';
 import { ambiguousText } from '../../src/bullmq/outcomes/ambiguity.js';
-import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, useFrameworkLanes } from './support.js';
+import { MockLanguageModelV3 } from 'ai/test';
+import { EMAIL, reached, scriptedAiSdkModel, STEP_TIMEOUT_MS, usage, useFrameworkLanes } from './support.js';
 
 const lane = useFrameworkLanes();
 
@@ -49,6 +52,48 @@ describe('AI SDK: generateText with receipt tools', () => {
     const replayed = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
     expect(replayed.text).toBe(first.text);
     expect(await f.sent()).toBe(1);
+  });
+
+  it('a provider that reuses a tool-call id in a later step names another call: it runs, with its own turn', async () => {
+    const f = await lane();
+    await f.lane.spawn();
+    const tools = aiSdkReceiptTools([f.sendEmail], { ...f.options, runId: 'conv-reused-id' });
+    // Step 1 and step 2 both call send_email as call_1, the second time with another subject; step 3 answers.
+    const model = new MockLanguageModelV3({
+      doGenerate: async ({ prompt }) => {
+        const answers = prompt.flatMap((m) => (m.role === 'tool' ? m.content : [])).filter((p) => p.type === 'tool-result');
+        if (answers.length < 2) {
+          const input = { ...EMAIL, subject: answers.length === 0 ? 'Printer' : 'Printer, again' };
+          const call = { type: 'tool-call' as const, toolCallId: 'call_1', toolName: 'send_email', input: JSON.stringify(input) };
+          return { content: [call], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] };
+        }
+        return { content: [{ type: 'text', text: 'done' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+      },
+    });
+    const result = await generateText({ model, tools, messages: userAsks, stopWhen: stepCountIs(4) });
+    const outputs = result.steps.flatMap((step) => step.toolResults.map((r) => r.output));
+    const sent = JSON.stringify({ sent: true, to: EMAIL.to });
+    expect(outputs).toEqual([sent, sent]);
+    expect(await f.sent()).toBe(2);
+  });
+
+  it('a call whose job fails for good (a destructive failure) is a tool error the model reads, not a thrown run', async () => {
+    const f = await lane();
+    const drop = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string(), subject: z.string(), body: z.string() }),
+      effect: 'opaque',
+      execute: () => {
+        throw new DestructiveRanError('the mail server took half the message');
+      },
+    });
+    f.lane.worker({ tools: [drop] });
+    const tools = aiSdkReceiptTools([drop], { ...f.options, runId: 'conv-destructive' });
+    const result = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
+    const errors = result.steps.flatMap((step) => step.content.filter((part) => part.type === 'tool-error'));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.error).toMatchObject({ code: 'tool.error_result' });
+    expect(String((errors[0]!.error as Error).message)).toContain('Tool send_email failed: the mail server took half the message');
   });
 
   it('an approval in the SDK shape runs the call once though the worker dies after it; a resume neither re-runs nor asks again; a response for another call or edited arguments is refused', async () => {

@@ -71,7 +71,10 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = STEP
   }
 }
 
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
+export const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
 
 /**
  * The AI SDK's test model scripted for two steps (the AI SDK's and Mastra's
