@@ -84,15 +84,8 @@ export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> 
     answer = await approvals.gate.pass({ ...request, needed: undefined, shown: '' }, onIndexError);
     if (answer.kind === 'claim') {
       const why = error instanceof Error ? error.message : String(error);
-      throw new ToolCallFailedError(
-        tool.name,
-        call.id,
-        'neverStarted',
-        `the approval rule of ${tool.name} threw (${why}); the call was not run`,
-        {
-          cause: error,
-        },
-      );
+      const text = `the approval rule of ${tool.name} threw (${why}); the call was not run`;
+      throw new ToolCallFailedError(tool.name, call.id, 'neverStarted', text, { cause: error });
     }
   }
   answer ??= await approvals.gate.pass({ ...request, needed, shown: needed ? shownText(approval.redact, args) : '' }, onIndexError);
