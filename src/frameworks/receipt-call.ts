@@ -145,16 +145,22 @@ export async function answerCall(options: FrameworkToolsOptions, call: Framework
     const [block] = await options.client.submit({ ...turnOf(options, call), approvals: 'wait' });
     return answerOf(block!);
   } catch (error) {
-    if (error instanceof AmbiguousTurnError) return { text: ambiguousText(call.tool.name), isError: true, outcome: 'ambiguous' };
-    if (error instanceof TurnConflictError) return answerOf(conflictResult(call.toolCallId, call.tool.name));
-    if (error instanceof TurnFailedError) return failedAnswer(error);
-    throw error;
+    return answerFromError(error, call);
   }
 }
 
-/** A failed job's reason as the model reads a failed call: the worker's sentence, without the code BullMQ kept before it. */
-function failedAnswer(error: TurnFailedError): CallAnswer {
-  return { text: error.failedReason.replace(/^[a-z_]+(?:\.[a-z_]+)+: /, ''), isError: true, outcome: 'failed' };
+/**
+ * The answer the model reads for a turn that ended in `error`, when it is
+ * one (ambiguous, a clash of ids, a job failed for good: its reason is the
+ * worker's sentence, without the code BullMQ kept before it); else throws it.
+ */
+function answerFromError(error: unknown, call: FrameworkCall): CallAnswer {
+  if (error instanceof AmbiguousTurnError) return { text: ambiguousText(call.tool.name), isError: true, outcome: 'ambiguous' };
+  if (error instanceof TurnConflictError) return answerOf(conflictResult(call.toolCallId, call.tool.name));
+  if (error instanceof TurnFailedError) {
+    return { text: error.failedReason.replace(/^[a-z_]+(?:\.[a-z_]+)+: /, ''), isError: true, outcome: 'failed' };
+  }
+  throw error;
 }
 
 /**
@@ -168,7 +174,7 @@ export async function askApproval(options: FrameworkToolsOptions, call: Framewor
   try {
     [first] = await options.client.submit({ ...turnOf(options, call), approvals: 'return' });
   } catch (error) {
-    return { kind: 'answered', answer: await answerFromError(error, options, call) };
+    return { kind: 'answered', answer: answerFromError(error, call) };
   }
   if (first!.outcome === 'pending') throw new Error(`a one-call turn came back pending: ${first!.content}`);
   if (first!.outcome !== 'awaiting_approval') return { kind: 'answered', answer: answerOf(first as ToolResultBlock) };
@@ -232,13 +238,6 @@ export async function decideApproval(
     if (!(error instanceof ApprovalNotPendingError)) throw error;
   }
   return answerCall(options, call);
-}
-
-async function answerFromError(error: unknown, options: FrameworkToolsOptions, call: FrameworkCall): Promise<CallAnswer> {
-  if (error instanceof AmbiguousTurnError || error instanceof TurnConflictError || error instanceof TurnFailedError) {
-    return answerCall(options, call);
-  }
-  throw error;
 }
 
 function approvalsOf(options: FrameworkToolsOptions, call: FrameworkCall): FrameworkApprovals {
