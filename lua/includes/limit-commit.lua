@@ -30,8 +30,9 @@ local function commitLimit(stateKey, dueKey, doneKey, args)
       'pending', intText(s.pending - record.amount), 'used', intText(s.used + record.amount))
     redis.call('ZADD', doneKey, intText(record.gen), args[1])
     -- The window's first commit creates its committed list: kept as long as the count it belongs to, since
-    -- no reserve may come after it to keep it (a run's limit, a window's last call).
-    if redis.call('ZCARD', doneKey) == 1 then keepAtLeast(doneKey, redis.call('PTTL', stateKey)) end
+    -- no reserve may come after it to keep it (a run's limit, a window's last call). A window that counted a
+    -- commit already has its list, so only its first commit looks.
+    if s.used == 0 and redis.call('ZCARD', doneKey) == 1 then keepAtLeast(doneKey, redis.call('PTTL', stateKey)) end
   else
     redis.call('HDEL', stateKey, 'r:' .. args[1])
   end
