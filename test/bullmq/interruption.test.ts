@@ -70,6 +70,40 @@ describe('a job whose lock was lost or that was cancelled', () => {
     expect(receipts.map((r) => r.key.toolName)).toEqual(['first_call']);
   });
 
+  it('a cancelled side-by-side group whose other call waits is not parked to come back: it fails with job.cancelled', async () => {
+    const l = await lane();
+    const t = twoTools();
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let holding = () => {};
+    const holderRunning = new Promise<void>((r) => (holding = r));
+    const hold = defineTool({
+      name: 'hold',
+      input: z.object({ k: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: async () => {
+        holding();
+        await held;
+        return 'held';
+      },
+    });
+    const { worker } = l.worker({ tools: [...t.tools, hold], maxWaitMs: 500, waitJitterMs: 0 }, { concurrency: 4 });
+    const ids = { runId: `run-group-cancel-${Date.now()}` };
+    // Another job holds the receipt the group's second call needs: that call waits on its live lease.
+    const holder = await l.add(jobData([call('hold', { k: 'x' })], ids));
+    await holderRunning;
+    const job = await l.add({ ...jobData([call('first_call', {}), call('hold', { k: 'x' })], ids), parallel: true }, { attempts: 3 });
+    await t.running;
+    worker.cancelJob(job.id!, 'the user pressed stop');
+    const done = await l.settle(job);
+    release();
+    await l.settle(holder);
+    expect(done.failedReason).toMatch(/^job\.cancelled: /);
+    expect(done.attemptsMade).toBe(1);
+    expect(done.returnvalue as ToolJobResult | null).toBeFalsy();
+  });
+
   describe('when the running tool honours ctx.signal and throws on the abort', () => {
     /** A resumable tool that stops (throws) when its signal aborts, then an opaque send_email that counts its sends. */
     function signalThenEmail() {

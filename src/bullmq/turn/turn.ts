@@ -96,6 +96,8 @@ async function runSideBySide(runtime: CallRuntime, scope: JobScope, calls: ToolC
   }
   if (failure !== undefined) throw failure.error;
   if (wait !== undefined && due !== undefined) {
+    // A job cancelled (or whose lock was lost) while its calls ran is not parked to come back: it stops here.
+    if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
     await scope.park(due.serverNowMs, due.delayMs);
     throw wait;
   }
