@@ -19,6 +19,12 @@
            mints per claim, stored as field claim_token, so a caller whose
            reply is lost can release exactly this attempt
            (release-lost-claim-3.lua)
+  ARGV[10] '1' when a failure this very job recorded stands for it: a failed
+           receipt whose job:<attempts> is ARGV[8] (not '') and whose tier is
+           'neutral' or 'destructive' (a failure the job is never retried
+           for: the tool may have had its effect) is not run again by a later
+           delivery of that job (a retry for another of its calls, a
+           redelivery after a crash); '', '0' or absent = no such rule
 
   Wins only when the receipt still has the observed status, attempts and
   epoch and either it failed, or it is running with a lease expired by TIME,
@@ -39,6 +45,8 @@
            (late_settle_ms and late_settle_attempt are kept as history),
            step:* fields are kept for the new attempt to resume from; the run
            index entry is scored by created_ms.
+  code  2  the failure stands (ARGV[10]): nothing was written; the reply is
+           the observation followed by the recorded error text and tier.
   code  0  not reclaimed: the observation is the current state
            (status '' when the receipt no longer exists). Nothing was written.
   error 'TRC_CORRUPT <key>: <why>', or 'TRC_VERSION <key>: …' for a receipt a
@@ -46,6 +54,16 @@
 ]]
 --- @include "start-attempt"
 --- @include "open-transition"
+
+if ARGV[10] == '1' and receipt.status == 'failed' and ARGV[8] and ARGV[8] ~= '' and stillAt(receipt, ARGV[1], ARGV[2], ARGV[6]) then
+  local recorded = redis.call('HMGET', KEYS[1], 'tier', 'job:' .. intText(receipt.attempts), 'error')
+  if (recorded[1] == 'neutral' or recorded[1] == 'destructive') and recorded[2] == ARGV[8] then
+    local reply = observation(2, receipt, now)
+    reply[#reply + 1] = recorded[3] or ''
+    reply[#reply + 1] = recorded[1]
+    return reply
+  end
+end
 
 local expired = leaseState(receipt, now)
 local wins = stillAt(receipt, ARGV[1], ARGV[2], ARGV[6]) and (receipt.status == 'failed' or

@@ -43,6 +43,33 @@ describe('failure tiers', () => {
     expect(receipt).toMatchObject({ status: 'failed', tier: 'neutral', error: 'upstream said 500' });
   });
 
+  it('neutral: a later delivery of the same job answers the failure again and never reruns the tool; a new job runs it', async () => {
+    const l = await lane();
+    const charge = flakyTool('charge', () => new Error('card network said 502'));
+    // The second call proves nothing ran twice, so the job retries: the retry meets charge's failure again.
+    const lookup = flakyTool('lookup', (n) => (n < 3 ? new NeverStartedError('not ready yet') : undefined));
+    const { processor } = l.worker({ tools: [charge.tool, lookup.tool] });
+    const chargeCall = call('charge', { n: 1 });
+    const data = jobData([chargeCall, call('lookup', { n: 1 })]);
+    const job = await l.run(data, { attempts: 3 });
+    expect(job.attemptsMade).toBe(3);
+    expect(charge.runs()).toBe(1);
+    const [charged, looked] = results(job);
+    expect(charged).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(charged!.content).toContain('card network said 502');
+    expect(charged!.content).toContain(TIER_SUFFIX.neutral);
+    expect(looked).toMatchObject({ outcome: 'executed', content: 'ok after 3' });
+    const receipts = await processor.store.listRun(data.tenantId, data.runId);
+    expect(receipts.find((r) => r.key.toolName === 'charge')).toMatchObject({ status: 'failed', attempts: 1, tier: 'neutral' });
+    // The model calls it again, deliberately: a new job, the next attempt.
+    const again = await l.run({ ...data, calls: [chargeCall] });
+    expect(results(again)[0]).toMatchObject({ outcome: 'failed' });
+    expect(charge.runs()).toBe(2);
+    expect((await processor.store.listRun(data.tenantId, data.runId)).find((r) => r.key.toolName === 'charge')).toMatchObject({
+      attempts: 2,
+    });
+  });
+
   it('idempotent: the tool declaration picks the tier and its suffix', async () => {
     const l = await lane();
     const t = flakyTool('get_weather', () => new Error('timeout'), { idempotent: true });

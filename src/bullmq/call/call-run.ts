@@ -23,7 +23,15 @@ import type { FencedOutEvent } from '../events.js';
 import { ambiguousOutcome } from '../outcomes/ambiguity.js';
 import { passApprovalGate, type GatePassed } from '../outcomes/approval.js';
 import { settleExpired, type CallClaim } from '../outcomes/expired.js';
-import { abandoned, fencedOutFailure, outcomeUnknown, settleFailure, settleInterrupted, takeoverOf } from '../outcomes/failure.js';
+import {
+  abandoned,
+  failureStands,
+  fencedOutFailure,
+  outcomeUnknown,
+  settleFailure,
+  settleInterrupted,
+  takeoverOf,
+} from '../outcomes/failure.js';
 import { capsEnded, passCaps, releaseSlots, wakeWaiters } from '../outcomes/caps.js';
 import { infrastructureFailure, isInfrastructureError } from '../outcomes/infrastructure.js';
 import { notRunUnderLimit, overLimit } from '../outcomes/limits.js';
@@ -286,6 +294,7 @@ export class ToolCallRun implements CallAttempt {
     });
     switch (decision.kind) {
       case 'replay':
+        if (claim.failure !== undefined) return failureStands(this, claim.failure);
         facts.answered('replay', 'replayed');
         return block(call, 'replayed', recordedResult(claim.result));
       case 'wait': {

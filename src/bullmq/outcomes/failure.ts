@@ -10,6 +10,7 @@ import { receiptEffectOf } from '../../core/tool-effect.js';
 import type { OutcomeUnknownError } from '../../core/tiers.js';
 import { FencedOutError } from '../../redis/errors.js';
 import type { SettleResult } from '../../redis/receipts/store.js';
+import type { StandingFailure } from '../../redis/receipts/store-types.js';
 import { toolResultBlock as block, type ToolResultBlock } from '../../core/job-data.js';
 import { ToolCallFailedError, unrecoverable } from '../errors.js';
 import type { FencedOutEvent } from '../events.js';
@@ -140,6 +141,22 @@ export async function settleFailure(
   if (tier === 'destructive') throw unrecoverable(failure);
   if (breaker.removed) return block(call, 'failed', { content: `${content} ${REJECTION_REMOVAL_SUFFIX}`, is_error: true });
   if (retriesJob(scope.job, tier, error)) throw failure;
+  return block(call, 'failed', { content, is_error: true });
+}
+
+/**
+ * A failure this job recorded, of a tier it is never retried for, met again
+ * by a later delivery of the job (a retry for another of its calls, a
+ * redelivery after a crash): the tool may have had its effect, so it is not
+ * run again; the model gets the failure it would have got, and a
+ * destructive one stops the job as it did. Nothing is written, and the
+ * breaker counted the failure when it was recorded.
+ */
+export function failureStands(callRun: CallAttempt, failure: StandingFailure): ToolResultBlock {
+  const { call, tool, facts } = callRun;
+  facts.answered('replay', 'failed', undefined, { error: failure.error, tier: failure.tier });
+  const content = failureContent(tool.name, failure.error, failure.tier);
+  if (failure.tier === 'destructive') throw unrecoverable(new ToolCallFailedError(tool.name, call.id, failure.tier, content));
   return block(call, 'failed', { content, is_error: true });
 }
 

@@ -258,7 +258,7 @@ export interface Observation {
 const STATUSES: readonly string[] = ['running', 'completed', 'failed'];
 
 /** How many fields an observation reply has (see lua/includes/observe-receipt.lua). */
-const OBSERVATION_FIELDS = 11;
+export const OBSERVATION_FIELDS = 11;
 
 function text(value: unknown): string {
   if (typeof value === 'string') return value;

@@ -46,6 +46,15 @@ export interface ClaimOptions {
   onSent?: ((epoch: string) => void) | undefined;
 }
 
+/**
+ * A failure a job recorded that its later deliveries answer again: the
+ * error text as stored (cut to 500 characters) and its tier.
+ */
+export interface StandingFailure {
+  readonly error: string;
+  readonly tier: 'neutral' | 'destructive';
+}
+
 /** What a claim decided, and what it saw. */
 export interface ClaimResult {
   readonly decision: ReceiptDecision;
@@ -84,6 +93,13 @@ export interface ClaimResult {
   /** The effect the decision was made with (see {@link ReceiptStore.claim}). */
   readonly effect: EffectResumability;
   readonly redisKey: string;
+  /**
+   * Set, with a decision of `replay`, when the receipt failed and that
+   * failure stands: this very BullMQ job recorded it (`ClaimOptions.job`),
+   * in a tier the job is never retried for, so its later deliveries answer
+   * it again instead of running the tool once more. Nothing was written.
+   */
+  readonly failure?: StandingFailure;
   /**
    * Set when the run's circuit breaker has removed the tool: its removal
    * reason, read in the same script as the receipt.

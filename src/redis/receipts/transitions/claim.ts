@@ -19,12 +19,14 @@ import {
   type ClaimObservation,
   fromStoredJson,
   type Observation,
+  OBSERVATION_FIELDS,
   parseClaimObservation,
+  parseObservation,
   type ReceiptsChannel,
   toReceiptState,
 } from '../channel.js';
 import type { AttemptJob } from '../reads/record.js';
-import type { ClaimOptions, ClaimRequest, ClaimResult, LostClaim } from '../store-types.js';
+import type { ClaimOptions, ClaimRequest, ClaimResult, LostClaim, StandingFailure } from '../store-types.js';
 import { releaseLostClaim, releaseUnacknowledged } from './lost-claims.js';
 
 /** Checks a claim's options and builds its keys and arguments (minting the epoch). */
@@ -235,10 +237,10 @@ export async function runClaim(
         if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
         const observed: Observation = seen;
         // A takeover whose reply was lost: release the attempt it may have started (attempts + 1, carrying its token).
-        const won: Observation = await releasingLostClaims(
+        const reply = await releasingLostClaims(
           ch,
           () =>
-            run('reclaim', [
+            ch.call('reclaim', keys, [
               observed.status ?? '',
               observed.attempts,
               request.leaseMs,
@@ -248,9 +250,14 @@ export async function runClaim(
               request.effect,
               request.job,
               request.token,
+              // A failure this job recorded, of a kind it is never retried for, stands for its later deliveries.
+              '1',
             ]),
           () => [{ request, fence: { attempt: observed.attempts + 1, epoch: observed.epoch } }],
         );
+        const stands = standingFailure(reply);
+        if (stands !== undefined) return { decision: { kind: 'replay' }, state, effect, redisKey, failure: stands, ...breaker };
+        const won = parseObservation('reclaim', reply);
         const mark = ch.durability?.mark(redisKey);
         if (won.code === 1) {
           if (won.attempts !== decision.attempt) throw new UnexpectedScriptReplyError('reclaim', won);
@@ -282,6 +289,20 @@ export async function runClaim(
     }
   }
   throw new UnexpectedScriptReplyError('claim', `no decision after ${MAX_CLAIM_ROUNDS} contended rounds on ${redisKey}`);
+}
+
+/**
+ * The failure reclaim-3.lua answered stands for this job (code 2: the
+ * observation, then the recorded error and tier), or `undefined` for any
+ * other answer, which is an observation.
+ */
+function standingFailure(reply: unknown): StandingFailure | undefined {
+  if (!Array.isArray(reply) || reply.length !== OBSERVATION_FIELDS + 2 || Number(reply[0]) !== 2) return undefined;
+  const observed = parseObservation('reclaim', reply.slice(0, OBSERVATION_FIELDS));
+  const tier = String(reply[OBSERVATION_FIELDS + 1]);
+  if (observed.status !== 'failed' || (tier !== 'neutral' && tier !== 'destructive'))
+    throw new UnexpectedScriptReplyError('reclaim', reply);
+  return { error: String(reply[OBSERVATION_FIELDS]), tier };
 }
 
 function executing(state: ReceiptState, won: Observation, effect: EffectResumability, redisKey: string, breaker: Breaker): ClaimResult {
