@@ -120,6 +120,31 @@ describe('OutcomeUnknownError', () => {
     expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: 'confirmed on attempt 2' });
     expect(sent).toBe(1);
   });
+
+  it("tells the model of a resumable call on the job's last attempt, and its next call takes it over from its steps", async () => {
+    const l = await lane();
+    let sent = 0;
+    const sync = defineTool({
+      name: 'sync_ledger',
+      input: z.object({ n: z.number() }),
+      effect: 'resumable',
+      destructive: false,
+      async execute(_args, ctx) {
+        await ctx.step('send', () => ++sent);
+        if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
+        return `confirmed on attempt ${ctx.attempt}`;
+      },
+    });
+    l.worker({ tools: [sync] });
+    const data = jobData([call('sync_ledger', { n: 1 })]);
+    const job = await l.run(data, { attempts: 1 });
+    expect(job.failedReason).toBeFalsy();
+    expect(results(job)[0]).toMatchObject({ outcome: 'failed', is_error: true });
+    expect(results(job)[0]!.content).toContain('connection reset while confirming');
+    const again = await l.run(data);
+    expect(results(again)[0]).toMatchObject({ outcome: 'executed', content: 'confirmed on attempt 2' });
+    expect(sent).toBe(1);
+  });
 });
 
 describe('the log line of a failed call', () => {

@@ -195,6 +195,14 @@ export async function outcomeUnknown(
   facts.answered('execute', opaque ? 'ambiguous' : 'failed', attempt, { error: error.message, tier: 'outcomeUnknown' });
   if (opaque)
     return ambiguousOutcome(runtime.onAmbiguous, call, facts, `${tool.name} reported that its outcome is unknown: ${error.message}`);
+  // The job's last attempt: no next delivery takes the call over, so the model is told, as after any failure it
+  // is not retried for; its next call of the tool (a new job) takes the attempt over from its recorded steps.
+  if (callRun.scope.job.attemptsMade + 1 >= (callRun.scope.job.opts.attempts ?? 1)) {
+    return block(call, 'failed', {
+      content: `Tool ${tool.name} could not tell whether its last step took effect: ${asSentence(error.message)} Calling it again resumes it from its recorded steps.`,
+      is_error: true,
+    });
+  }
   throw new ToolCallFailedError(
     tool.name,
     call.id,
