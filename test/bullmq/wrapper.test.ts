@@ -119,6 +119,28 @@ describe('withToolReceipts', () => {
     expect(await l.redis.keys(`${l.prefix}:rcpt:*`)).toEqual([]);
   });
 
+  it("refuses a call whose arguments nest past the canonical depth, alone: the turn's other call runs", async () => {
+    const l = await lane();
+    const t = countingTool();
+    const store = defineTool({
+      name: 'store_doc',
+      input: z.object({ doc: z.any() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: () => 'stored',
+    });
+    l.worker({ tools: [t.tool, store] });
+    let doc: unknown = 'leaf';
+    for (let depth = 0; depth < 600; depth++) doc = { a: doc };
+    const job = await l.run(jobData([call('store_doc', { doc }), call('send_email', { to: 'ops' })]), { attempts: 2 });
+    expect(job.failedReason).toBeFalsy();
+    const [refused, sent] = (job.returnvalue as ToolJobResult).results;
+    expect(refused).toMatchObject({ outcome: 'rejected', is_error: true });
+    expect(refused!.content).toMatch(/^Invalid input for store_doc: .*Nothing was run/);
+    expect(sent).toMatchObject({ outcome: 'executed' });
+    expect(t.effects.get('ops')).toBe(1);
+  });
+
   it('fails bad job data unrecoverably with the zod issues and writes nothing', async () => {
     const l = await lane();
     const t = countingTool();

@@ -5,10 +5,12 @@
  * from the input as sent.
  */
 import type { z } from 'zod';
+import { CanonicalJsonError } from '../../core/canonical-json.js';
 import { argsDigest, type ToolCallReceiptKey } from '../../core/identity.js';
 import type { ToolCall } from '../../core/job-data.js';
 import type { CallRuntime, JobScope, PreparedCall } from '../runtime.js';
 import type { AnyToolDefinition } from './define-tool.js';
+import { asSentence } from './failure-text.js';
 import { repairInput, type InputRepairOptions } from './input-repair.js';
 
 export type { InputRepairOptions } from './input-repair.js';
@@ -146,7 +148,15 @@ export async function stageCall(runtime: CallRuntime, scope: JobScope, call: Too
   const prepared = preparing instanceof Promise ? await preparing : preparing;
   if (!prepared.ok) return { kind: 'rejected', tool, prepared };
   const { tenantId, runId } = scope.data;
-  const digested = argsDigest(prepared.rawInput, runtime.digest);
-  const key = { tenantId, runId, toolName: tool.name, argsHash: typeof digested === 'string' ? digested : await digested };
-  return { kind: 'ready', tool, args: prepared.args, key };
+  let argsHash: string;
+  try {
+    const digested = argsDigest(prepared.rawInput, runtime.digest);
+    argsHash = typeof digested === 'string' ? digested : await digested;
+  } catch (error) {
+    // Arguments JSON can carry that have no canonical form (nested past its depth limit): this call is refused, not the turn.
+    if (!(error instanceof CanonicalJsonError)) throw error;
+    const message = `Invalid input for ${tool.name}: ${asSentence(error.message)} Nothing was run; send flatter arguments.`;
+    return { kind: 'rejected', tool, prepared: { ok: false, countsAsRejection: false, message } };
+  }
+  return { kind: 'ready', tool, args: prepared.args, key: { tenantId, runId, toolName: tool.name, argsHash } };
 }
