@@ -131,7 +131,8 @@ export class RedisToolResultStore implements ToolResultStore {
   /** The recorded owner, or `undefined` for unknown, unowned and unreadable. */
   async ownerOf(ref: string): Promise<ToolResultProvenance | undefined> {
     if (!isSafeToolResultRef(ref)) return undefined;
-    const [length, record] = await hmget(this.redis, this.hashKeyOf(ref), lengthField(ref), ownerField(ref));
+    const key = this.hashKeyOf(ref);
+    const [length, record] = await this.read(key, 'hmget', () => hmget(this.redis, key, lengthField(ref), ownerField(ref)));
     if (length === null || record === null || record === undefined) return undefined;
     return decodeOwnerRecord(record);
   }
@@ -140,14 +141,26 @@ export class RedisToolResultStore implements ToolResultStore {
   async deleteBySession(sessionId: string): Promise<ToolResultDeletionReport> {
     const report = { deleted: 0, unattributable: 0 };
     const visited = new Set<string>();
-    for await (const keys of scanKeys(this.redis, offloadScanPattern(this.prefix), 500)) {
-      for (const key of keys) {
+    const pattern = offloadScanPattern(this.prefix);
+    const pages = scanKeys(this.redis, pattern, 500)[Symbol.asyncIterator]();
+    for (;;) {
+      const page = await this.read(pattern, 'scan', () => pages.next());
+      if (page.done === true) return report;
+      for (const key of page.value) {
         if (visited.has(key) || !isOffloadHashKey(this.prefix, key)) continue;
         visited.add(key);
         await this.sweepHash(key, sessionId, report);
       }
     }
-    return report;
+  }
+
+  /** A plain read, its failure typed as every command of the channel is (`redis.timeout`, `redis.unavailable`). */
+  private async read<T>(redisKey: string, step: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      throw this.channel.typed(error, { redisKey, step });
+    }
   }
 
   /** One hash of {@link deleteBySession}: enumerate refs, read owners, compare-and-delete. */
@@ -155,7 +168,7 @@ export class RedisToolResultStore implements ToolResultStore {
     const seen = new Set<string>();
     let cursor = '0';
     do {
-      const [next, flat] = await hscan(this.redis, key, cursor, 'n:*', SWEEP_BATCH);
+      const [next, flat] = await this.read(key, 'hscan', () => hscan(this.redis, key, cursor, 'n:*', SWEEP_BATCH));
       cursor = next;
       const refs: string[] = [];
       for (let i = 0; i < flat.length; i += 2) {
@@ -176,7 +189,7 @@ export class RedisToolResultStore implements ToolResultStore {
     report: { deleted: number; unattributable: number },
   ): Promise<void> {
     const fields = refs.flatMap((ref) => [lengthField(ref), ownerField(ref)]);
-    const values = await hmget(this.redis, key, ...fields);
+    const values = await this.read(key, 'hmget', () => hmget(this.redis, key, ...fields));
     const doomed: string[] = [];
     refs.forEach((ref, i) => {
       if (values[2 * i] === null) return; // removed since it was listed

@@ -6,6 +6,9 @@ import { isOffloadHashKey, offloadHashKey } from '../../src/offload/redis-keys.j
 import { buildToolResultRef } from '../../src/offload/ref.js';
 import { runScript } from '../../src/redis/scripts/scripts.js';
 import { mixedText } from '../../src/offload/contract/support.js';
+import { RedisTimeoutError } from '../../src/redis/index.js';
+import { createReadToolResultTool } from '../../src/offload/index.js';
+import { faultTestsSupported } from '../support/redis.js';
 import { useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -147,5 +150,33 @@ describe('RedisToolResultStore owner records', () => {
     await store.put(buildToolResultRef('many', 'loose'), 'unowned');
     expect(await store.deleteBySession('many')).toEqual({ deleted: 600, unattributable: 1 });
     expect(await redis.hlen(store.hashKeyOf(refs[0]!))).toBe(100 * 3 + 2);
+  });
+});
+
+describe('RedisToolResultStore on a server that stopped answering', () => {
+  it.skipIf(!faultTestsSupported())('fails every read and delete as redis.timeout, as its writes do', async () => {
+    const store = new RedisToolResultStore({ redis: client, prefix: `${fixture.handle().prefix}:frozen`, commandTimeoutMs: 300 });
+    const ref = buildToolResultRef('sess-frozen', 'toolu_01', 'abc');
+    await store.put(ref, 'kept', { sessionId: 'sess-frozen' });
+    await fixture.handle().pause();
+    try {
+      const failure = (attempt: Promise<unknown>) =>
+        attempt.then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      const failures = await Promise.all([
+        failure(store.get(ref)),
+        failure(store.ownerOf(ref)),
+        failure(store.deleteBySession('sess-frozen')),
+        failure(createReadToolResultTool(store).read({ ref }, { sessionId: 'sess-frozen' })),
+      ]);
+      for (const error of failures) {
+        expect(error).toBeInstanceOf(RedisTimeoutError);
+        expect((error as RedisTimeoutError).code).toBe('redis.timeout');
+      }
+    } finally {
+      await fixture.handle().resume();
+    }
   });
 });
