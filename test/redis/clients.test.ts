@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkedConnection, InvalidRedisConnectionError, type RedisConnection } from '../../src/redis/connection/connection.js';
 import { checkRedisForReceipts } from '../../src/redis/operators/doctor.js';
 import { ReceiptStore } from '../../src/redis/receipts/store.js';
+import { RedisToolResultStore } from '../../src/offload/redis-store.js';
 import { RedisConnectionLostError, RedisTimeoutError } from '../../src/redis/connection/unreachable.js';
 import { faultTestsSupported } from '../support/redis.js';
 import { CLIENT_KINDS, openSentinel, openSingle, type OpenedClient } from '../support/redis-clients.js';
@@ -93,6 +94,19 @@ describe('checkedConnection', () => {
     expect(() => new ReceiptStore({ redis: lazy })).toThrow(
       /got an ioredis client that was closed \(status end\): call connect\(\) on it again, or make a new one$/,
     );
+  });
+
+  it('refuses an ioredis client with a keyPrefix at every entry point (SCAN patterns and keys in arguments would miss it)', async () => {
+    const prefixed = new Redis(fixture.handle().url, { keyPrefix: 'app:', lazyConnect: true });
+    try {
+      const refusal = /got an ioredis client with keyPrefix "app:": use a client without it, and the `prefix` option to name the keyspace$/;
+      const tool = defineTool({ name: 'echo', input: z.object({}), effect: 'opaque', execute: () => 'ok' });
+      expect(() => new ReceiptStore({ redis: prefixed })).toThrow(refusal);
+      expect(() => withToolReceipts({ redis: prefixed, tools: [tool] })).toThrow(InvalidRedisConnectionError);
+      expect(() => new RedisToolResultStore({ redis: prefixed })).toThrow(refusal);
+    } finally {
+      prefixed.disconnect();
+    }
   });
 
   it('refuses some other object, naming both clients it would take', () => {

@@ -64,7 +64,9 @@ const adapters = new WeakMap<object, ReceiptsConnection>();
  * {@link InvalidRedisConnectionError} naming `owner` (who was given it) when
  * `value` is not a client the library accepts, or is one that will never
  * connect by itself: a node-redis client that is not open (never
- * connected, or closed) or an ioredis client that was closed. An ioredis
+ * connected, or closed) or an ioredis client that was closed; or an ioredis
+ * client with a `keyPrefix`, which would prefix some of the keyspace's keys
+ * and not others. An ioredis
  * client not yet connected (`lazyConnect`) is accepted: it connects on its
  * first command.
  */
@@ -85,8 +87,13 @@ export function checkedConnection(value: unknown, owner: string, deadlineMs?: nu
 function closedClient(value: object): string | undefined {
   if (isReceiptsConnection(value)) return undefined;
   if (looksLikeIoredis(value)) {
-    return value.status === 'end'
-      ? 'an ioredis client that was closed (status end): call connect() on it again, or make a new one'
+    if (value.status === 'end') return 'an ioredis client that was closed (status end): call connect() on it again, or make a new one';
+    // ioredis prefixes the keys it knows are keys, not a SCAN's pattern or a key held in an argument: half the
+    // keyspace would be found under one name and written under another (a session's offloaded results would
+    // outlive its erasure, reported done). The `prefix` option is the one way to name the keyspace.
+    const keyPrefix = (value as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+    return typeof keyPrefix === 'string' && keyPrefix !== ''
+      ? `an ioredis client with keyPrefix ${JSON.stringify(keyPrefix)}: use a client without it, and the \`prefix\` option to name the keyspace`
       : undefined;
   }
   if (looksLikeNodeRedis(value) && value.isOpen !== true) {
