@@ -59,24 +59,38 @@ export function toolArgumentsFor(args: unknown, tool: { schema: z.ZodType | null
   const params = declaredParams(tool.schema, tool.aliases);
   const aliasToParam = usableAliases(tool.aliases, params);
 
-  const present = (key: string): boolean => Object.prototype.hasOwnProperty.call(args, key) && args[key] !== undefined;
+  const given = (key: string): boolean => Object.prototype.hasOwnProperty.call(args, key) && args[key] !== undefined;
+  // A null the parameter takes as "not given" (optional or defaulted) is dropped, so it clashes with no other key.
+  const nullIsAbsent = (param: string): boolean => tool.schema !== null && nullDefaultedKeys({ [param]: null }, tool.schema).length > 0;
+  const absentNull = (key: string): boolean => args[key] === null && nullIsAbsent(aliasToParam.get(key) ?? key);
   for (const param of Object.keys(tool.aliases ?? {})) {
-    const keys = [param, ...aliasesOf(param, aliasToParam)].filter(present);
+    const keys = [param, ...aliasesOf(param, aliasToParam)].filter((key) => given(key) && !absentNull(key));
     if (keys.length > 1) return { args, corrections: [], dropped: [], conflict: { param, keys } };
   }
 
   const corrections: AliasCorrection[] = [];
+  const droppedBefore: string[] = [];
+  // A null "not given" under one of a parameter's keys while another key gives it a value: dropped here, under its
+  // own name, or renamed (or kept) it could overwrite that value.
+  const keysOf = (param: string): string[] => [param, ...aliasesOf(param, aliasToParam)];
+  const overwrites = (key: string, param: string): boolean =>
+    absentNull(key) && keysOf(param).some((other) => other !== key && given(other) && !absentNull(other));
   const renamed = Object.fromEntries(
-    Object.entries(args).map(([key, value]): [string, unknown] => {
+    Object.entries(args).flatMap(([key, value]): [string, unknown][] => {
       const param = aliasToParam.get(key);
-      if (param === undefined || value === undefined) return [key, value];
+      const owner = param ?? (Object.prototype.hasOwnProperty.call(tool.aliases ?? {}, key) ? key : undefined);
+      if (owner !== undefined && overwrites(key, owner)) {
+        droppedBefore.push(key);
+        return [];
+      }
+      if (param === undefined || value === undefined) return [[key, value]];
       corrections.push({ from: key, to: param });
-      return [param, value];
+      return [[param, value]];
     }),
   );
-  const dropped = tool.schema === null ? [] : nullDefaultedKeys(renamed, tool.schema);
-  const finalArgs = Object.fromEntries(Object.entries(renamed).filter(([key]) => !dropped.includes(key)));
-  return { args: finalArgs, corrections, dropped };
+  const droppedAfter = tool.schema === null ? [] : nullDefaultedKeys(renamed, tool.schema);
+  const finalArgs = Object.fromEntries(Object.entries(renamed).filter(([key]) => !droppedAfter.includes(key)));
+  return { args: finalArgs, corrections, dropped: [...droppedBefore, ...droppedAfter] };
 }
 
 /**

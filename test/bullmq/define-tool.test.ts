@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { DuplicateToolNameError } from '../../src/repair/index.js';
+import { DuplicateToolNameError, InvalidAliasError } from '../../src/repair/index.js';
 import { defineTool, InvalidToolDefinitionError, toolListForModel, withToolReceipts } from '../../src/bullmq/index.js';
 import { costOf, defineLimit, type Limit } from '../../src/limits/index.js';
 
@@ -36,6 +36,29 @@ describe('defineTool', () => {
 
   it.each(['', 'has space', 'x'.repeat(65), 'dots.not.allowed', 'ünï'])('rejects the name %j', (name) => {
     expect(() => defineTool({ name, ...base })).toThrow(InvalidToolDefinitionError);
+  });
+
+  it('refuses an alias table that contradicts itself or the schema when the tool is defined (tool_args.invalid_alias)', () => {
+    const input = z.object({ baseUrl: z.string(), endpoint: z.string().optional(), title: z.string().optional() });
+    const spec = { name: 'fetch_page', input, effect: 'opaque', destructive: false, execute: () => 'ok' } as const;
+    for (const [aliases, problem] of [
+      [{ baseUrl: ['url'], endpoint: ['url'] }, /tool fetch_page: alias "url" is given to both "baseUrl" and "endpoint"/],
+      [{ baseUrl: ['title'] }, /tool fetch_page: alias "title" of "baseUrl" is itself a parameter name/],
+      [{ nosuch: ['x'] }, /tool fetch_page: "nosuch" has aliases but is not a parameter of the schema/],
+    ] as const) {
+      const refusal = (() => {
+        try {
+          defineTool({ ...spec, aliases });
+          return undefined;
+        } catch (error) {
+          return error as InvalidAliasError;
+        }
+      })();
+      expect(refusal).toBeInstanceOf(InvalidAliasError);
+      expect(refusal!.code).toBe('tool_args.invalid_alias');
+      expect(refusal!.message).toMatch(problem);
+    }
+    expect(defineTool({ ...spec, aliases: { baseUrl: ['url', 'base_url'] } }).aliases).toEqual({ baseUrl: ['url', 'base_url'] });
   });
 
   it('rejects a bad effect with a stable code', () => {

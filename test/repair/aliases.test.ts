@@ -40,6 +40,29 @@ describe('toolArgumentsFor', () => {
     expect(result.dropped).toEqual(['timeoutMs']);
   });
 
+  it('takes a null of an optional parameter as not given: it clashes with no value under another key, in either order', () => {
+    const schema = z.object({ baseUrl: z.string().optional() });
+    const aliases = { baseUrl: ['url'] };
+    for (const args of [
+      { baseUrl: null, url: 'https://a' },
+      { url: 'https://a', baseUrl: null },
+    ]) {
+      const result = toolArgumentsFor(args, { schema, aliases });
+      expect(result.conflict).toBeUndefined();
+      expect(result.args).toEqual({ baseUrl: 'https://a' });
+    }
+    const nullUnderAlias = toolArgumentsFor({ baseUrl: 'https://b', url: null }, { schema, aliases });
+    expect(nullUnderAlias.conflict).toBeUndefined();
+    expect(nullUnderAlias.args).toEqual({ baseUrl: 'https://b' });
+    expect(nullUnderAlias.dropped).toEqual(['url']);
+    // A parameter that takes null as a value is given by it: two keys are still a clash.
+    const nullable = { schema: z.object({ baseUrl: z.string().nullable() }), aliases };
+    expect(toolArgumentsFor({ baseUrl: null, url: 'https://a' }, nullable).conflict).toEqual({
+      param: 'baseUrl',
+      keys: ['baseUrl', 'url'],
+    });
+  });
+
   it('ignores ambiguous aliases instead of guessing', () => {
     const schema = z.object({ a: z.string().optional(), b: z.string().optional() });
     const aliases = { a: ['x', 'b'], b: ['x'] };

@@ -12,6 +12,8 @@ import type { AnyLimitDefinition } from '../../limits/definitions.js';
 import { booleanOption, checkOptions, InvalidOptionsError, rule, type OptionRule, type OptionsSchema } from '../../core/options.js';
 import { APPROVAL_OPTIONS_SCHEMA } from '../../approvals/options.js';
 import type { ApprovalContext } from '../../approvals/types.js';
+import { assertValidAliases, type ParamAliases } from '../../repair/aliases.js';
+import { InvalidAliasError } from '../../repair/errors.js';
 import type { TransactionalDatabase } from '../../transactional/database.js';
 import { RUN_TRANSACTIONAL_SCHEMA, type RunTransactionalOptions } from '../../transactional/run.js';
 
@@ -280,6 +282,7 @@ export function defineTool<S extends z.ZodType>(given: ToolSpec<S> | Transaction
   const unsupported = unsupportedSchema(spec.input);
   if (unsupported !== undefined) throw new ToolSchemaUnsupportedError(spec.name, unsupported);
   checkSpecFields(spec);
+  if (spec.aliases !== undefined) checkAliases(spec.name, spec.input, spec.aliases);
   checkRecovery(spec);
   if (typeof spec.execute !== 'function') {
     throw new InvalidToolDefinitionError(`tool ${spec.name}: execute must be a function`);
@@ -349,6 +352,16 @@ function checkSpecFields(spec: ToolSpec<z.ZodType>): void {
     checkOptions(`defineTool (tool ${spec.name})`, spec, TOOL_SPEC_SCHEMA);
   } catch (error) {
     if (error instanceof InvalidOptionsError) throw new InvalidToolDefinitionError(error.message, { cause: error });
+    throw error;
+  }
+}
+
+/** An alias table that contradicts itself or the schema, refused as `tool_args.invalid_alias` naming the tool. */
+function checkAliases(name: string, input: z.ZodType, aliases: ParamAliases): void {
+  try {
+    assertValidAliases(input, aliases);
+  } catch (error) {
+    if (error instanceof InvalidAliasError) throw new InvalidAliasError(error.problems.map((problem) => `tool ${name}: ${problem}`));
     throw error;
   }
 }
