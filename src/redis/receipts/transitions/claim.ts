@@ -5,6 +5,9 @@
  * attempt whose reply was lost. One piece of code for both ways a claim
  * starts: the claim script on its own, or a write that carried it
  * (`claims-ahead.ts`), whose answer is then handed in as the first round's.
+ * Over 300 lines: the request, the epoch it mints and the rounds are one
+ * claim's path, which every executed call runs; apart, each call would
+ * enter one more file.
  */
 import { randomBytes } from 'node:crypto';
 import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
