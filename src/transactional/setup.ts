@@ -21,7 +21,8 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
     return [`${target.schema}.${target.table} is not a table (relkind ${String(found['kind'])})`];
   const oid = found['oid'];
   const columns = await query(
-    `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type, NOT attnotnull AS nullable, atthasdef AS has_default
+    `SELECT attname::text AS name, format_type(atttypid, atttypmod) AS type, NOT attnotnull AS nullable,
+            atthasdef OR attidentity <> '' OR attgenerated <> '' AS has_default
        FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
     [oid],
   );
@@ -39,15 +40,18 @@ async function tableDifferences(query: Query, target: OutcomeTable): Promise<str
   }
   const known = new Set(OUTCOME_COLUMNS.map((c) => c.name));
   for (const extra of columns) {
-    // Other columns are the team's own, as long as the runner's insert can leave them out.
+    // Other columns are the team's own, as long as the runner's insert can leave them out (a default, an identity, a
+    // generated column fills them in).
     if (!known.has(String(extra['name'])) && extra['nullable'] === false && extra['has_default'] === false) {
       differences.push(`column ${String(extra['name'])} is NOT NULL without a default, so an outcome row cannot be inserted`);
     }
   }
+  // A unique index's key columns only: INCLUDE columns are carried, not compared.
   const uniques = await query(
     `SELECT (SELECT relname::text FROM pg_class WHERE oid = i.indexrelid) AS name, i.indimmediate AS immediate, i.indpred IS NULL AND i.indexprs IS NULL AS plain,
             (SELECT string_agg(a.attname::text, ',' ORDER BY k.ord) FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum) AS columns
+               JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+              WHERE k.ord <= i.indnkeyatts) AS columns
        FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indisvalid`,
     [oid],
   );

@@ -141,6 +141,11 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
       /the unique index one_per_receipt on \(receipt_key\) would refuse outcomes of other receipt lifetimes/,
     ],
     ['a NOT NULL column of its own without a default', 'ADD COLUMN tenant text NOT NULL', /column tenant is NOT NULL without a default/],
+    [
+      'a key on the receipt alone that carries the epoch as an INCLUDE column',
+      'ADD CONSTRAINT one_per_receipt UNIQUE (receipt_key) INCLUDE (epoch)',
+      /the unique index one_per_receipt on \(receipt_key\) would refuse outcomes of other receipt lifetimes/,
+    ],
     ['a missing column', 'DROP COLUMN finished_at', /column finished_at is missing/],
   ])('refuses a table with %s', async (_, alter, difference) => {
     const schema = freshSchema();
@@ -158,6 +163,18 @@ describe.skipIf(postgresSkipReason() !== undefined)('the outcome table', () => {
     await withDb(schema, async (db) => {
       await applyOutcomeTable(db);
       await admin.query(`ALTER TABLE ${schema}.tool_receipt_outcomes ADD COLUMN note text, ADD COLUMN region text NOT NULL DEFAULT 'eu'`);
+      await checkOutcomeTable(db);
+      // Filled in by the database: an identity, a generated column.
+      await admin.query(
+        `ALTER TABLE ${schema}.tool_receipt_outcomes ADD COLUMN seq bigint GENERATED ALWAYS AS IDENTITY,
+           ADD COLUMN key_length int NOT NULL GENERATED ALWAYS AS (length(receipt_key)) STORED`,
+      );
+      await checkOutcomeTable(db);
+      // A key that carries other columns beside its own (INCLUDE) is still the key.
+      await admin.query(
+        `ALTER TABLE ${schema}.tool_receipt_outcomes DROP CONSTRAINT tool_receipt_outcomes_pkey,
+           ADD CONSTRAINT outcome_key PRIMARY KEY (receipt_key, epoch) INCLUDE (attempt)`,
+      );
       await checkOutcomeTable(db);
     });
   });
