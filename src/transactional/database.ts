@@ -101,5 +101,6 @@ export function sqlState(error: unknown): string | undefined {
 export const SQLSTATE = {
   uniqueViolation: '23505',
   lockNotAvailable: '55P03',
+  queryCanceled: '57014',
   undefinedTable: '42P01',
 } as const;

@@ -58,13 +58,16 @@ export class OutcomeTableMismatchError extends ToolReceiptsError {
  * attempt: its writes are not in the database, and cannot appear later;
  * the first three say nothing of another attempt of the lifetime):
  * - `contended`: another attempt of the same lifetime held its outcome row
- *   uncommitted for longer than the lock timeout; what that one does is not
+ *   uncommitted for longer than the lock timeout (or a session
+ *   `statement_timeout` ended the wait); what that one does is not
  *   known here, so the lifetime is settled from the outcome row later.
  * - `taken_over`: a takeover held the lifetime's lock (it is deciding from
  *   the outcome row), so the attempt rolled back before its row.
  * - `not_confirmed`: `confirm` rejected (the receipt was taken over, or its
  *   store did not answer; the `cause` says which), so it rolled back before its row.
- * - `tool_failed`: the tool threw (its error is the `cause`); rolled back.
+ * - `tool_failed`: the tool threw (its error is the `cause`); rolled back. Not
+ *   when its statement failed because the connection was lost: that is a
+ *   `database_error`.
  * - `result_not_serializable`: the tool's result has no faithful JSON form; rolled back.
  * - `database_error`: a statement failed or the connection was lost before
  *   COMMIT was sent (the `cause` says which).

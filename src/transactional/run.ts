@@ -192,14 +192,16 @@ export async function runTransactional<Tx>(
       } catch (error) {
         const state = sqlState(error);
         if (state === SQLSTATE.uniqueViolation) throw refuse('lost_race', error);
-        if (state === SQLSTATE.lockNotAvailable) throw refuse('contended', error);
+        // A statement_timeout below lockTimeoutMs ends the same wait: whoever holds the row may still commit.
+        if (state === SQLSTATE.lockNotAvailable || state === SQLSTATE.queryCanceled) throw refuse('contended', error);
         throw refuse('database_error', error);
       }
       let result: unknown;
       try {
         result = await tool(tx);
       } catch (error) {
-        throw refuse('tool_failed', error);
+        // The connection lost under the tool's own statement is the database's failure, not the tool's.
+        throw refuse((await connectionLost(query, error)) ? 'database_error' : 'tool_failed', error);
       }
       try {
         stored = toStoredJson(result, 'the result of a transactional tool');
@@ -257,4 +259,24 @@ async function settleLostCommit(
   if (fate.fate === 'committed') return { status: 'committed', result: fromStoredJson(stored), attempt: names.attempt };
   if (fate.fate === 'aborted') return notCommitted(names, 'commit_failed', cause);
   return { status: 'outcome_unknown', error: new TransactionOutcomeUnknownError(names, fate.detail, cause) };
+}
+
+/**
+ * Whether a tool's failure was its transaction's connection going away (a
+ * failover, a restart, a terminated backend): its error carries a
+ * connection SQLSTATE (class 08, or 57P0x), or it carries none and the
+ * connection no longer answers. A statement of the tool's that failed in
+ * SQL leaves the connection answering (its transaction aborted: 25P02).
+ */
+async function connectionLost(query: (text: string, params: readonly unknown[]) => Promise<unknown>, error: unknown): Promise<boolean> {
+  const gone = (state: string | undefined) => state !== undefined && (state.startsWith('08') || state.startsWith('57P'));
+  const state = sqlState(error);
+  if (state !== undefined) return gone(state);
+  try {
+    await query('SELECT 1', []);
+    return false;
+  } catch (probe) {
+    const probed = sqlState(probe);
+    return probed === undefined || gone(probed);
+  }
 }

@@ -300,6 +300,60 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
       }));
   });
 
+  it('tells the connection lost under the tool’s own statement (database_error) from the tool’s own failure (tool_failed)', async () => {
+    const kit = KIT_MAKERS.pg(pgdb.handle().url);
+    try {
+      const sleep = `SELECT pg_sleep(30) /* ${freshKey('cut')} */`;
+      const cut = runTransactional(kit.db, { receiptKey: freshKey('cut'), epoch: EPOCH, attempt: 1 }, async (client) => {
+        await (client as { query(text: string): Promise<unknown> }).query(sleep);
+      });
+      let pid: number | undefined;
+      await until(async () => {
+        const rows = (await pgdb.admin().query('SELECT pid FROM pg_stat_activity WHERE query = $1', [sleep])).rows as { pid: number }[];
+        pid = rows[0]?.pid;
+        return pid !== undefined;
+      }, 'the tool’s statement to run');
+      await terminate(pid!);
+      const ended = await cut;
+      expect(reasonOf(ended)).toBe('database_error');
+      // A statement of the tool's that fails in SQL, and a tool that throws, are the tool's failures.
+      const failedInSql = await runTransactional(kit.db, { receiptKey: freshKey('sql'), epoch: EPOCH, attempt: 1 }, async (client) => {
+        await (client as { query(text: string): Promise<unknown> }).query('SELECT 1 / 0');
+      });
+      expect(reasonOf(failedInSql)).toBe('tool_failed');
+      const threw = await runTransactional(kit.db, { receiptKey: freshKey('threw'), epoch: EPOCH, attempt: 1 }, async () => {
+        throw new Error('the tool gave up');
+      });
+      expect(reasonOf(threw)).toBe('tool_failed');
+    } finally {
+      await kit.close();
+    }
+  });
+
+  it('ends a row wait that a session statement_timeout cut short as contended, as lock_timeout would', async () => {
+    const kit = KIT_MAKERS.pg(`${pgdb.handle().url}${pgdb.handle().url.includes('?') ? '&' : '?'}options=-c%20statement_timeout%3D500`);
+    try {
+      const key = freshKey('timeout');
+      const held = gate();
+      const holder = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async () => {
+        await held.wait;
+        return 'by 1';
+      });
+      await until(async () => {
+        const rows = await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'");
+        return rows.rows.length > 0;
+      }, 'the holder to hold its row');
+      const waiter = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async () => 'by 2', {
+        lockTimeoutMs: 5_000,
+      });
+      expect(reasonOf(waiter)).toBe('contended');
+      held.open();
+      expect(await holder).toMatchObject({ status: 'committed', result: 'by 1' });
+    } finally {
+      await kit.close();
+    }
+  });
+
   it('refuses an attempt identity it cannot store, before touching the database', async () => {
     const kit = KIT_MAKERS.pg(pgdb.handle().url);
     try {
