@@ -129,7 +129,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     source,
     actor:
       options.actor?.(req, role) ??
-      `${tokens.operator === undefined ? 'console (no token)' : `${role} token`} from ${req.socket.remoteAddress ?? 'unknown address'}`,
+      `${hasTokens(tokens) ? `${role} token` : 'console (no token)'} from ${req.socket.remoteAddress ?? 'unknown address'}`,
   });
 
   const pages = pageRoutes({ data, bulk, approvals: approvalsPage(data) });

@@ -18,6 +18,8 @@ import { resolveReceipt } from '../../src/operator/resolve.js';
 import { ReceiptsKeyspace } from '../../src/redis/receipts/keyspace.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { Capture } from '../cli/support.js';
+import { cookieOf, csrfFieldOf, send } from '../console/support-http.js';
+import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -256,5 +258,35 @@ describe('stats and the counts page count the calls awaiting approval', () => {
     const out = new Capture();
     await statsCommand({ store, redis: fixture.connect(), out, args: { json: true } });
     expect((JSON.parse(out.text) as StatsReport).awaitingApproval).toEqual({ count: 0, soonestExpiresAtMs: null, complete: true });
+  });
+
+  it('a console with an approver token alone names that role in the audit, and keeps the denial as long as retentionMs says', async () => {
+    const store = ownPrefix('approver-only');
+    const key = { ...freshKey(), tenantId: 'initech' };
+    await awaitApproval(store, key);
+    const receiptKey = store.redisKey(key);
+    const redis = fixture.connect();
+    const epoch = (await redis.hget(receiptKey, 'epoch'))!;
+    const approver = 'approver-only-token-0123456789';
+    const week = 7 * 86_400_000;
+    const server = await startConsoleServer({ redis, prefix: store.prefix, port: 0, tokens: { approver }, retentionMs: week });
+    servers.push(server);
+    const port = Number(new URL(server.url).port);
+    const auth = { authorization: `Bearer ${approver}` };
+    const page = await send(port, '/approvals', { headers: auth });
+    expect(page.status).toBe(200);
+    const body = new URLSearchParams({ key: receiptKey, epoch, args: key.argsHash, decision: 'deny', csrf: csrfFieldOf(page.body)! });
+    const decided = await send(port, '/approvals/decide', {
+      method: 'POST',
+      headers: { ...auth, cookie: cookieOf(page) },
+      body: body.toString(),
+    });
+    expect(decided.status).toBe(303);
+    expect(await redis.hget(receiptKey, 'status')).toBe('denied');
+    expect(await redis.pttl(receiptKey)).toBeGreaterThan(week - 3_600_000);
+    const [entry] = await new AuditLog(redis, store.prefix).read();
+    expect(entry).toMatchObject({ action: 'deny', source: 'console' });
+    expect(entry!.actor).toMatch(/^approver token from /);
+    expect(await redis.hget(receiptKey, 'approval_by')).toMatch(/^approver token from /);
   });
 });

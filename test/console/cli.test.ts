@@ -13,12 +13,15 @@ import { freshKey, useRedis } from '../support/redis-fixture.js';
 import { startRedis } from '../support/redis.js';
 import { onProcessEnd } from '../support/cleanup.js';
 import { Capture, makeAmbiguous } from '../cli/support.js';
-import { send } from './support-http.js';
+import { cookieOf, send } from './support-http.js';
+import { Redis } from 'ioredis';
+import { ReceiptStore } from '../../src/redis/receipts/store.js';
 
 const fixture = useRedis();
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = 'cli-operator-token-0123456789';
 const APPROVER = 'cli-approver-token-0123456789';
+const WEEK_MS = 7 * 86_400_000;
 
 async function cli(argv: string[], env: Record<string, string> = {}) {
   const stdout = new Capture();
@@ -114,6 +117,10 @@ describe('tool-receipts console', () => {
   it('serves the console with the token from the environment, rides out a Redis restart, and stops on SIGTERM', async () => {
     // A server of its own, restarted under the console.
     const own = await startRedis();
+    const ownRedis = new Redis(own.url);
+    const ownStore = new ReceiptStore({ redis: ownRedis, prefix: own.prefix });
+    const key = freshKey();
+    await makeAmbiguous(ownStore, key);
     const child = spawn(
       process.execPath,
       [
@@ -129,6 +136,8 @@ describe('tool-receipts console', () => {
         'pinned.example:9',
         '--prefix',
         own.prefix,
+        '--retention-ms',
+        String(WEEK_MS),
       ],
       {
         cwd: ROOT,
@@ -169,6 +178,23 @@ describe('tool-receipts console', () => {
       const approvals = await fetch(`${url}approvals`, { headers: { Authorization: `Bearer ${APPROVER}` } });
       expect(approvals.status).toBe(200);
       expect(await approvals.text()).toMatch(/· approver<\/span>[\s\S]*Nothing to decide\./);
+      // A resolve in this console keeps the receipt as long as --retention-ms says, as the CLI's own resolve does.
+      const page = await send(port, '/', { headers: bearer });
+      const resolved = await send(port, '/receipt/resolve', {
+        method: 'POST',
+        headers: { ...bearer, cookie: cookieOf(page) },
+        body: new URLSearchParams({
+          key: ownStore.redisKey(key),
+          attempts: '1',
+          epoch: (await ownStore.inspect(key))!.epoch,
+          outcome: 'failed',
+          error: 'bounced',
+          csrf: /trc_console_csrf=([^;]+)/.exec(cookieOf(page))![1]!,
+        }).toString(),
+      });
+      expect(resolved.status).toBe(303);
+      expect(await ownStore.inspect(key)).toMatchObject({ status: 'failed' });
+      expect(await ownRedis.pttl(ownStore.redisKey(key))).toBeGreaterThan(WEEK_MS - 3_600_000);
       await own.restart();
       const deadline = Date.now() + 20_000;
       let again = await fetch(`${url}counts`, { headers: { Authorization: `Bearer ${TOKEN}` } });
@@ -183,6 +209,7 @@ describe('tool-receipts console', () => {
     } finally {
       unregister();
       child.kill('SIGKILL');
+      ownRedis.disconnect();
       await own.stop();
     }
   });

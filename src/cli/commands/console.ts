@@ -73,6 +73,8 @@ export async function consoleCommand({ store, redis: cliRedis, out, args, env }:
     const server = await startConsoleServer({
       redis: lasting.connection,
       prefix: store.prefix,
+      // --retention-ms, as every other command keeps it on the receipts it settles (resolved, denied).
+      retentionMs: store.channel.settings.retentionMs,
       host: args.host,
       port: args.port,
       tokens,
