@@ -24,7 +24,7 @@ import {
   type ToolResultBlock,
 } from '../core/job-data.js';
 import { keepPartialResults } from './outcomes/ambiguity.js';
-import { parkJobOnServerClock } from './turn/park-job.js';
+import { parkJobOnServerClock, promoteParkedJob } from './turn/park-job.js';
 import type { CallRuntime, JobScope } from './runtime.js';
 import { endingOf } from './outcomes/infrastructure.js';
 import { startUpCheck } from './outcomes/transactional.js';
@@ -161,10 +161,16 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     const abort = new LazyAbort(signal);
     const jobKey = job.id ?? '';
     lockLost.set(jobKey, abort);
-    const park = (serverNowMs: number, delayMs: number) => parkJobOnServerClock(job, token, serverNowMs, delayMs);
+    const attemptJob = attemptJobOf(job);
+    const park = async (serverNowMs: number, delayMs: number, comeBack?: () => Promise<boolean>) => {
+      await parkJobOnServerClock(job, token, serverNowMs, delayMs);
+      if (comeBack !== undefined && attemptJob !== undefined && (await comeBack().catch(() => false))) {
+        await promoteParkedJob(job, attemptJob, attemptJob);
+      }
+    };
     const results: ToolResultBlock[] = [];
     try {
-      await runTurn(runtime, { job, token, data, abort, park, answered: results, attemptJob: attemptJobOf(job) }, results);
+      await runTurn(runtime, { job, token, data, abort, park, answered: results, attemptJob }, results);
       // Cancelled while its last call ran: the job still ends cancelled (see interruptedEnding).
       const interrupted = interruptedEnding(jobKey, abort, {});
       if (interrupted) throw interrupted;

@@ -104,9 +104,12 @@ export interface JobScope {
   /**
    * Park the job until `serverNowMs + delayMs` on the Redis server's clock
    * (a call waits for a live attempt). Calls running side by side defer it
-   * until all of them have ended.
+   * until all of them have ended. `comeBack`, asked once the job is parked,
+   * answers whether what it waits for happened meanwhile (a person decided
+   * before the job was in the delayed set, where the decision looks for it
+   * to promote it): then the job is promoted to run again at once.
    */
-  park(serverNowMs: number, delayMs: number): Promise<void>;
+  park(serverNowMs: number, delayMs: number, comeBack?: () => Promise<boolean>): Promise<void>;
 }
 
 /**

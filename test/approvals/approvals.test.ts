@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import type { Job } from 'bullmq';
-import { defineTool, type ApprovalEvent, type ToolJobResult } from '../../src/bullmq/index.js';
+import { DelayedError, Worker, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { defineTool, withToolReceipts, type ApprovalEvent, type ToolJobResult } from '../../src/bullmq/index.js';
 import {
   approveCall,
   ApprovalArgsMismatchError,
@@ -21,7 +22,7 @@ import {
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { decideAsOperator } from '../../src/operator/approvals.js';
 import { openSingle } from '../support/redis-clients.js';
-import { call, jobData, useLanes, type Lane } from '../bullmq/fixture.js';
+import { call, jobData, silent, useLanes, type Lane } from '../bullmq/fixture.js';
 
 const lane = useLanes({ queues: 'redis' });
 
@@ -66,6 +67,42 @@ async function delayedState(job: Job): Promise<string> {
 const outcomes = (job: Job) => (job.returnvalue as ToolJobResult).results.map((r) => r.outcome);
 
 describe('a call that needs approval', () => {
+  it('runs at once when the person decided before its job was parked (the decision found the job still running)', async () => {
+    const l = await lane();
+    const { tool, runs } = refundTool();
+    const connection = new Redis(l.url, { maxRetriesPerRequest: null });
+    const manual = new Worker(l.queueName, null, { connection, prefix: l.prefix });
+    try {
+      const processor = withToolReceipts({ redis: connection, prefix: l.prefix, tools: [tool], logger: silent });
+      await l.add(jobData([call('refund', { amount: 250, card: '4111111111111111' })]));
+      const token = 'manual-token';
+      const job = (await manual.getNextJob(token))!;
+      // The decision lands between the gate's write and the park: the job is still active, so it promotes nothing.
+      const progress = job.updateProgress.bind(job);
+      let decided = false;
+      job.updateProgress = async (value) => {
+        if (!decided) {
+          decided = true;
+          const pending = await pendingOf(l);
+          await approveCall({ redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana', queue: l.queue });
+          expect(await job.getState()).toBe('active');
+        }
+        return progress(value);
+      };
+      await expect(processor(job, token)).rejects.toBeInstanceOf(DelayedError);
+      expect(decided).toBe(true);
+      // Parked until the expiry (24 h) before; promoted now.
+      expect(['waiting', 'prioritized']).toContain(await job.getState());
+      l.worker({ tools: [tool] });
+      const done = await l.settle(job);
+      expect(outcomes(done)).toEqual(['executed']);
+      expect(runs).toEqual([250]);
+    } finally {
+      await manual.close();
+      connection.disconnect();
+    }
+  });
+
   it('waits without running, is listed with what the approver may see, and runs once when approved', async () => {
     const l = await lane();
     const { tool, runs } = refundTool();

@@ -125,7 +125,9 @@ export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> 
           scope.answered,
         ),
       );
-      await scope.park(answer.nowMs, delay);
+      // A decision made before the job was parked found it running, and promoted nothing: it comes back now.
+      const decided = async () => (await runtime.keyspace.receipts.inspect(key))?.status !== 'awaiting_approval';
+      await scope.park(answer.nowMs, delay, decided);
       throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);
     }
   }

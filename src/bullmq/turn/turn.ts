@@ -73,10 +73,12 @@ export async function runTurn(runtime: CallRuntime, scope: JobScope, results: To
  */
 async function runSideBySide(runtime: CallRuntime, scope: JobScope, calls: ToolCall[], results: ToolResultBlock[]): Promise<void> {
   let due: { serverNowMs: number; delayMs: number } | undefined;
+  const comeBacks: (() => Promise<boolean>)[] = [];
   const deferred: JobScope = {
     ...scope,
-    park: async (serverNowMs, delayMs) => {
+    park: async (serverNowMs, delayMs, comeBack) => {
       if (due === undefined || serverNowMs + delayMs < due.serverNowMs + due.delayMs) due = { serverNowMs, delayMs };
+      if (comeBack !== undefined) comeBacks.push(comeBack);
     },
   };
   // Claimed together, in one round trip, when two or more of them would claim now.
@@ -98,7 +100,8 @@ async function runSideBySide(runtime: CallRuntime, scope: JobScope, calls: ToolC
   if (wait !== undefined && due !== undefined) {
     // A job cancelled (or whose lock was lost) while its calls ran is not parked to come back: it stops here.
     if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
-    await scope.park(due.serverNowMs, due.delayMs);
+    const comeBack = async () => (await Promise.all(comeBacks.map((asked) => asked().catch(() => false)))).some(Boolean);
+    await scope.park(due.serverNowMs, due.delayMs, comeBacks.length > 0 ? comeBack : undefined);
     throw wait;
   }
 }
