@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ToolReceiptsError } from '../core/errors.js';
 import { countPendingApprovals } from '../approvals/read.js';
-import { countReceiptsByTenant } from '../redis/runs/counts.js';
+import { countReceiptsByTenant, StatsTotals } from '../redis/runs/counts.js';
 import { listCapCounts } from '../limits/cap-counts.js';
 import { listLimitCounts } from '../limits/limit-counts.js';
 import { LimitStore } from '../limits/limit-store.js';
@@ -146,8 +146,9 @@ export function pageRoutes(deps: {
     },
     '/counts': async ({ ctx, res }) => {
       const counted = await countReceiptsByTenant(redis, data.registry);
-      // No run registered: stats reads the receipts themselves (receipts an earlier version wrote), and says so.
-      const all = counted.all ?? (await store.stats());
+      // No run registered (a new or mistyped prefix, receipts an earlier release wrote): nothing walks the keyspace to
+      // count them; the page says how to (tool-receipts stats --scan).
+      const all = counted.all ?? new StatsTotals().finish(store.prefix, undefined, Date.now(), 'counting-sets');
       const shown = 200;
       const tenants = [...counted.byTenant.values()]
         .sort((a, b) => b.total - a.total || (a.tenantId ?? '').localeCompare(b.tenantId ?? ''))
@@ -155,7 +156,8 @@ export function pageRoutes(deps: {
       const limitStore = new LimitStore({ redis, prefix: store.prefix });
       const limits = await listLimitCounts(limitStore, redis);
       const pending = await countPendingApprovals({ redis, prefix: store.prefix });
-      send(res, 200, countsPageView(ctx, all, tenants, shown, limits, pending, await listCapCounts(limitStore, redis)));
+      const caps = await listCapCounts(limitStore, redis);
+      send(res, 200, countsPageView(ctx, all, tenants, shown, limits, pending, caps, counted.all === undefined));
     },
     '/audit': async ({ ctx, query, res }) => {
       const before = query.get('before') ?? undefined;

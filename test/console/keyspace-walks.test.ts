@@ -77,3 +77,19 @@ describe('the console on a Redis holding receipts and limit counts', () => {
     for (const per of ['tenant', 'run', 'global']) expect(answer.body).toContain(`calls-${per}`);
   });
 });
+
+describe('the console under a prefix no run is registered in', () => {
+  it('shows the counts page without SCAN, saying nothing is counted and how to count by walking', async () => {
+    const empty = await startConsoleServer({ redis, prefix: `${handle.prefix}-unregistered`, port: 0, tokens: { operator: TOKEN } });
+    try {
+      await redis.config('RESETSTAT');
+      const answer = await send(Number(new URL(empty.url).port), '/counts', { headers: { authorization: `Bearer ${TOKEN}` } });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toContain('No run is registered under this prefix, so nothing is counted here.');
+      expect(answer.body).toContain('tool-receipts stats --scan');
+      expect((await commandCounts())['scan'] ?? 0).toBe(0);
+    } finally {
+      await empty.close();
+    }
+  });
+});

@@ -56,10 +56,14 @@ export function countsPageView(
   limits: readonly LimitCount[] = [],
   pending: PendingApprovalCount = { count: 0, byTenant: {}, soonestExpiresAtMs: null, complete: true, readAtMs: all.readAtMs },
   caps: readonly CapCount[] = [],
+  /** No run is registered under the prefix: nothing was counted. */
+  noRuns = false,
 ): Html {
   const awaiting = (s: ReceiptStats) => (s.tenantId === undefined ? pending.count : (pending.byTenant[s.tenantId] ?? 0));
   return page(ctx, 'Counts', '/counts', [
-    html`<p class="muted">Live receipts by status, and the ambiguous ones, exact, from each run's counting set (${all.readBy === 'scan' ? 'read by walking the receipts: no run is registered' : 'no receipt read'}).</p>`,
+    noRuns
+      ? html`<p class="muted">No run is registered under this prefix, so nothing is counted here. Receipts an earlier release wrote are counted by <code>tool-receipts stats --scan</code>, which walks the keyspace.</p>`
+      : html`<p class="muted">Live receipts by status, and the ambiguous ones, exact, from each run's counting set (no receipt read).</p>`,
     html`<div class="table-wrap"><table><thead><tr><th>Tenant</th><th>Receipts</th><th>Runs</th><th>Running</th><th>Completed</th><th>Failed</th><th>Ambiguous</th><th class="hide-narrow">Oldest ambiguous</th><th>Awaiting approval</th></tr></thead>
 <tbody>${row(ctx, html`<strong>All tenants</strong>`, all, awaiting(all))}${byTenant.map((s) => row(ctx, html`${s.tenantId}`, s, awaiting(s)))}</tbody></table></div>`,
     approvalsLine(ctx, pending),
