@@ -20,6 +20,12 @@ export interface TestJobOptions {
   readonly queueName?: string;
   /** BullMQ's key prefix of that queue. Default `bull`. */
   readonly prefix?: string;
+  /**
+   * The job's progress when this delivery starts (`job.progress`), as an
+   * earlier delivery left it: the calls a parked turn listed as awaiting
+   * approval, say. Default 0, BullMQ's own.
+   */
+  readonly progress?: unknown;
 }
 
 /** What the processor did to the job, besides returning or throwing. */
@@ -28,7 +34,7 @@ export interface TestJobRecord {
   readonly delayedUntil: number[];
   /** Each line written with `job.log`. */
   readonly logs: string[];
-  /** Each `job.updateProgress` value. */
+  /** Each `job.updateProgress` value, in order (the job's `progress` is the last). */
   readonly progress: unknown[];
 }
 
@@ -44,7 +50,8 @@ let made = 0;
  * A job carrying `data` (a tool-call job: `{ tenantId, runId, calls }`) for
  * `processor(job, token)`. It answers the fields and methods the wrapper and
  * tools use (`id`, `name`, `data`, `opts.attempts`, `attemptsMade`,
- * `queueName`, `queueQualifiedName`, `moveToDelayed`, `log`, `updateProgress`) and records the calls; anything
+ * `queueName`, `queueQualifiedName`, `progress`, `moveToDelayed`, `log`,
+ * `updateProgress`, which sets `progress` as BullMQ's does) and records the calls; anything
  * else of BullMQ's Job is absent, so a tool that needs it should be tested
  * with a real Worker.
  */
@@ -60,6 +67,7 @@ export function testJob(data: unknown, options: TestJobOptions = {}): TestJob {
     queueName: options.queueName ?? 'tool-calls',
     queueQualifiedName: `${options.prefix ?? 'bull'}:${options.queueName ?? 'tool-calls'}`,
     timestamp: Date.now(),
+    progress: options.progress ?? (0 as unknown),
     async moveToDelayed(timestamp: number): Promise<void> {
       record.delayedUntil.push(timestamp);
     },
@@ -69,6 +77,7 @@ export function testJob(data: unknown, options: TestJobOptions = {}): TestJob {
     },
     async updateProgress(progress: unknown): Promise<void> {
       record.progress.push(progress);
+      standIn.progress = progress;
     },
   };
   return { job: standIn as unknown as Job, record };

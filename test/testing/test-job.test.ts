@@ -81,4 +81,35 @@ describe('testJob', () => {
     expect(record.delayedUntil).toHaveLength(1);
     expect(record.delayedUntil[0]!).toBeGreaterThanOrEqual(before);
   });
+
+  it('keeps the progress the processor writes, as a Job does: a parked turn lists every call awaiting approval', async () => {
+    const approving = defineTool({
+      name: 'refund',
+      input: z.object({ amount: z.number() }),
+      effect: 'opaque',
+      approval: () => ({ reason: 'every refund' }),
+      execute: (args) => `refunded ${args.amount}`,
+    });
+    const processor = withToolReceipts({
+      redis: redis.connect(),
+      prefix: redis.handle().prefix,
+      tools: [approving],
+      logger: pino({ level: 'silent' }),
+    });
+    const calls = [
+      { id: 'toolu_a', name: 'refund', input: { amount: 1 } },
+      { id: 'toolu_b', name: 'refund', input: { amount: 2 } },
+    ];
+    const { job, record } = testJob({ tenantId: 'acme', runId: 'run-t3', calls, parallel: true });
+    expect(job.progress).toBe(0);
+    await expect(processor(job, 'token')).rejects.toBeInstanceOf(DelayedError);
+    const listed = (job.progress as { toolReceiptsAwaitingApproval: { tool_use_id: string }[] }).toolReceiptsAwaitingApproval.map(
+      (c) => c.tool_use_id,
+    );
+    expect(listed.sort()).toEqual(['toolu_a', 'toolu_b']);
+    expect(record.progress.at(-1)).toBe(job.progress);
+    // A later delivery starts from the progress the earlier one left.
+    const again = testJob({ tenantId: 'acme', runId: 'run-t3', calls, parallel: true }, { progress: job.progress });
+    expect(again.job.progress).toBe(job.progress);
+  });
 });
