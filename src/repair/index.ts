@@ -28,6 +28,7 @@ export {
   parseToolInput,
   parseToolInputAsync,
   validateMessage,
+  validateMessageAsync,
 } from './validator.js';
 export { type Reshaper, type ReshapeRequest } from './reshaper.js';
 export { dropNullDefaultedArgs } from './null-args.js';

@@ -8,7 +8,7 @@ import { normalizeMessageInputs } from './normalize.js';
 import type { Reshaper } from './reshaper.js';
 import { settleOrAbort } from './settle.js';
 import { isRecord, type AssistantMessage, type ContentBlock, type ToolSchemas, type ValidationIssue } from './types.js';
-import { validateMessage, zodToolUseValidator, type ToolUseValidator } from './validator.js';
+import { validateMessageAsync, zodToolUseValidator, type ToolUseValidator } from './validator.js';
 
 /** The five ways a repair can end. */
 export type RepairOutcome = 'fixed' | 'failed' | 'refused' | 'refused_destructive' | 'cancelled';
@@ -98,7 +98,7 @@ export async function repair(assistant: AssistantMessage, tools: ToolSchemas, de
   const validator = deps.validator ?? zodToolUseValidator(tools);
   const normalized = normalizeMessageInputs(assistant, tools, deps.aliases);
   const working = normalized ?? assistant;
-  const issues = validateMessage(working, validator);
+  const issues = await validateMessageAsync(working, validator);
   if (issues.length === 0) {
     return { outcome: 'fixed', message: working, via: normalized === null ? 'valid_as_sent' : 'normalized', attempts: 0 };
   }
@@ -135,7 +135,7 @@ export async function repair(assistant: AssistantMessage, tools: ToolSchemas, de
     }
     const adopted = adoptInputs(assistant, settled.value);
     const candidate = normalizeMessageInputs(adopted, tools, deps.aliases) ?? adopted;
-    const candidateIssues = validateMessage(candidate, validator);
+    const candidateIssues = await validateMessageAsync(candidate, validator);
     if (candidateIssues.length === 0) return { outcome: 'fixed', message: candidate, via: 'reshaped', attempts: attempt };
     failures.push({ attempt, kind: 'still_invalid', issues: candidateIssues });
     lastIssues = candidateIssues;

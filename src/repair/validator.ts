@@ -12,6 +12,12 @@ import { isRecord, type AssistantMessage, type ToolSchemas, type ToolUseBlock, t
 export interface ToolUseValidator {
   /** The problems with one call; an empty array means the call is valid. */
   validate(block: ToolUseBlock): ValidationIssue[];
+  /**
+   * The same, for checks that may await (a schema with asynchronous
+   * refinements or transforms); `repair` uses it when given, `validate`
+   * otherwise.
+   */
+  validateAsync?(block: ToolUseBlock): Promise<ValidationIssue[]>;
 }
 
 /**
@@ -22,15 +28,24 @@ export interface ToolUseValidator {
  * issue at the same path.
  */
 export function zodToolUseValidator(tools: ToolSchemas): ToolUseValidator {
+  // The block's schema, or its issues when there is nothing to parse (no such tool; a null schema accepts anything).
+  const schemaOf = (block: ToolUseBlock): z.ZodType | ValidationIssue[] => {
+    const schema = tools.get(block.name);
+    if (schema === undefined) {
+      return [{ code: 'unknown_tool', toolName: block.name, toolUseId: block.id, path: [], message: `no tool is named "${block.name}"` }];
+    }
+    return schema ?? [];
+  };
+  const issuesOf = (block: ToolUseBlock, outcome: ToolInputParseOutcome): ValidationIssue[] =>
+    outcome.ok ? [] : outcome.issues.map((issue) => ({ ...issue, toolUseId: block.id }));
   return {
-    validate(block: ToolUseBlock): ValidationIssue[] {
-      const schema = tools.get(block.name);
-      if (schema === undefined) {
-        return [{ code: 'unknown_tool', toolName: block.name, toolUseId: block.id, path: [], message: `no tool is named "${block.name}"` }];
-      }
-      if (schema === null) return [];
-      const outcome = parseToolInput(schema, block.input, block.name);
-      return outcome.ok ? [] : outcome.issues.map((issue) => ({ ...issue, toolUseId: block.id }));
+    validate(block) {
+      const schema = schemaOf(block);
+      return Array.isArray(schema) ? schema : issuesOf(block, parseToolInput(schema, block.input, block.name));
+    },
+    async validateAsync(block) {
+      const schema = schemaOf(block);
+      return Array.isArray(schema) ? schema : issuesOf(block, await parseToolInputAsync(schema, block.input, block.name));
     },
   };
 }
@@ -91,6 +106,21 @@ function threw(error: unknown, toolName: string): ToolInputParseOutcome {
  * against any tool and is reported as `unknown_tool`.
  */
 export function validateMessage(message: AssistantMessage, validator: ToolUseValidator): ValidationIssue[] {
+  const { blocks, issues } = toolUseBlocksOf(message);
+  for (const block of blocks) issues.push(...validator.validate(block));
+  return issues;
+}
+
+/** {@link validateMessage} with the validator's `validateAsync` where it has one (what `repair` runs). */
+export async function validateMessageAsync(message: AssistantMessage, validator: ToolUseValidator): Promise<ValidationIssue[]> {
+  const { blocks, issues } = toolUseBlocksOf(message);
+  for (const block of blocks) issues.push(...(await (validator.validateAsync?.(block) ?? validator.validate(block))));
+  return issues;
+}
+
+/** The message's `tool_use` blocks that can be checked, and an issue for each that cannot. */
+function toolUseBlocksOf(message: AssistantMessage): { blocks: ToolUseBlock[]; issues: ValidationIssue[] } {
+  const blocks: ToolUseBlock[] = [];
   const issues: ValidationIssue[] = [];
   for (const block of message.content) {
     if (!isRecord(block) || block.type !== 'tool_use') continue;
@@ -103,7 +133,7 @@ export function validateMessage(message: AssistantMessage, validator: ToolUseVal
       });
       continue;
     }
-    issues.push(...validator.validate(block as ToolUseBlock));
+    blocks.push(block as ToolUseBlock);
   }
-  return issues;
+  return { blocks, issues };
 }

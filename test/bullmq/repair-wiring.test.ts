@@ -94,6 +94,33 @@ describe('input validation and repair before claiming', () => {
     expect(reshaperCalls).toBe(0);
   });
 
+  it('reshapes a call of a tool whose schema refines asynchronously: the proposal is validated as the call is', async () => {
+    const l = await lane();
+    const runs: number[] = [];
+    const tool = defineTool({
+      name: 'reserve_seats',
+      input: z.object({ count: z.number().int() }).refine(async (args) => args.count > 0, 'count must be positive'),
+      effect: 'opaque',
+      destructive: false,
+      execute: (args) => {
+        runs.push(args.count);
+        return `reserved ${args.count}`;
+      },
+    });
+    let asked = 0;
+    const reshaper: Reshaper = {
+      async reshape(req) {
+        asked++;
+        return { ...req.message, content: req.message.content.map((b) => (b.type === 'tool_use' ? { ...b, input: { count: 3 } } : b)) };
+      },
+    };
+    l.worker({ tools: [tool], reshaper });
+    const job = await l.run(jobData([call('reserve_seats', { count: 'three' })]));
+    expect(first(job)).toMatchObject({ outcome: 'executed', content: 'reserved 3' });
+    expect(asked).toBe(1);
+    expect(runs).toEqual([3]);
+  });
+
   it('uses the reshaper for a non-destructive tool, keyed on what the model sent', async () => {
     const l = await lane();
     const t = recordingTool();
