@@ -97,7 +97,7 @@ export interface ToolReceiptsProcessor {
 export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProcessor {
   checkOptions<ToolReceiptsOptions>('withToolReceipts', options, TOOL_RECEIPTS_SCHEMA);
   const toolList = [...options.tools];
-  if (options.resultStore) toolList.push(readToolResultTool(options.resultStore));
+  if (options.resultStore) toolList.push(readToolResultTool(options.resultStore, options.maxResultChars));
   assertUniqueToolNames(toolList);
   const tools = new Map(toolList.map((tool) => [tool.name, tool]));
   // The options were checked above, the keyspace's rules among them: it is made from them without a second parse.

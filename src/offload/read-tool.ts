@@ -51,6 +51,12 @@ export interface ReadToolResultTool {
 export interface ReadToolResultToolOptions {
   /** Largest page; a bigger `limit` is reduced to it. Default {@link READ_TOOL_RESULT_DEFAULT_LIMIT}. */
   maxLimit?: number;
+  /**
+   * Largest answer, its header and footer lines included (a worker's
+   * `maxResultChars`): a page is made smaller to fit, so its footer naming
+   * the next offset is never cut off. Default: no bound beyond `maxLimit`.
+   */
+  maxAnswerChars?: number;
 }
 
 const DESCRIPTION =
@@ -70,6 +76,7 @@ const DESCRIPTION =
  */
 export function createReadToolResultTool(store: ToolResultStore, options: ReadToolResultToolOptions = {}): ReadToolResultTool {
   const maxLimit = Math.max(1, Math.floor(options.maxLimit ?? READ_TOOL_RESULT_DEFAULT_LIMIT));
+  const maxAnswer = options.maxAnswerChars === undefined ? Number.POSITIVE_INFINITY : Math.floor(options.maxAnswerChars);
   return {
     name: OFFLOAD_TOOL_NAME,
     description: DESCRIPTION,
@@ -83,7 +90,8 @@ export function createReadToolResultTool(store: ToolResultStore, options: ReadTo
       const parsed = readToolResultInput.safeParse(args);
       if (!parsed.success) return { found: false, text: invalidArgsAnswer(parsed.error) };
       const { ref, offset, limit } = parsed.data;
-      const window = { offset: offset ?? 0, limit: Math.min(limit ?? maxLimit, maxLimit) };
+      const room = Math.max(1, maxAnswer - pageFrameChars(ref));
+      const window = { offset: offset ?? 0, limit: Math.min(limit ?? maxLimit, maxLimit, room) };
       const readable = async (candidate: string) => {
         if (reader === undefined) return true;
         const owner = await store.ownerOf(candidate);
@@ -117,11 +125,19 @@ function pageAnswer(ref: string, slice: ToolResultSlice): string {
   if (slice.content.length === 0) {
     return `[ref ${JSON.stringify(ref)} holds ${slice.totalChars} characters; nothing at offset ${slice.offset}.]`;
   }
-  const header = `[ref ${JSON.stringify(ref)}: characters ${slice.offset} to ${end} of ${slice.totalChars}]`;
-  const remaining = slice.totalChars - end;
-  const footer =
-    remaining > 0
-      ? `[${remaining} more characters; call ${OFFLOAD_TOOL_NAME} with offset ${end} for the next page.]`
-      : '[end of the stored result]';
-  return `${header}\n${slice.content}\n${footer}`;
+  return `${pageHeader(ref, slice.offset, end, slice.totalChars)}\n${slice.content}\n${pageFooter(end, slice.totalChars - end)}`;
+}
+
+const pageHeader = (ref: string, offset: number, end: number, total: number) =>
+  `[ref ${JSON.stringify(ref)}: characters ${offset} to ${end} of ${total}]`;
+
+const pageFooter = (end: number, remaining: number) =>
+  remaining > 0
+    ? `[${remaining} more characters; call ${OFFLOAD_TOOL_NAME} with offset ${end} for the next page.]`
+    : '[end of the stored result]';
+
+/** The most a page's header, footer and line breaks take: every number at its longest. */
+function pageFrameChars(ref: string): number {
+  const longest = Number.MAX_SAFE_INTEGER;
+  return pageHeader(ref, longest, longest, longest).length + pageFooter(longest, longest).length + 2;
 }

@@ -66,6 +66,34 @@ describe('offloading large results through the wrapper', () => {
     expect(replayed.content).toBe(preview);
   });
 
+  it('pages back within a maxResultChars smaller than a page: each answer fits, its footer names the next offset', async () => {
+    const l = await lane();
+    const text = 'abcdefghij'.repeat(3_300);
+    const report = defineTool({ name: 'report', input: z.object({}), effect: 'opaque', destructive: false, execute: () => text });
+    const resultStore = new RedisToolResultStore({ redis: l.redis, prefix: l.prefix });
+    l.worker({ tools: [report], resultStore, maxResultChars: 10_000 });
+    const ids = { tenantId: 'acme', runId: 'run-small-cap' };
+    const job = await l.run({ ...jobData([call('report', {}, 'toolu_report')], ids), sessionId: 'sess-cap' });
+    const ref = /ref="([^"]+)"/.exec((job.returnvalue as ToolJobResult).results[0]!.content)![1]!;
+    let offset = 0;
+    let body = '';
+    for (let page = 0; page < 10; page++) {
+      const read = await l.run({
+        ...jobData([call(OFFLOAD_TOOL_NAME, { ref, offset }, `toolu_page_${page}`)], ids),
+        sessionId: 'sess-cap',
+      });
+      const answer = (read.returnvalue as ToolJobResult).results[0]!.content;
+      expect(answer.length).toBeLessThanOrEqual(10_000);
+      expect(answer).not.toContain('was not kept');
+      const lines = answer.split('\n');
+      body += lines[1];
+      const next = /with offset (\d+) for the next page/.exec(lines[2]!);
+      if (next === null) break;
+      offset = Number(next[1]);
+    }
+    expect(body).toBe(text);
+  });
+
   it('without a store, cuts results over the cap and says the rest was not kept', async () => {
     const l = await lane();
     const big = defineTool({ name: 'dump', input: z.object({}), effect: 'opaque', destructive: false, execute: () => 'x'.repeat(50_000) });

@@ -29,6 +29,26 @@ describe('createReadToolResultTool', () => {
     expect(await tool.execute({ ref: 'tr_s~c', offset: 40_000 })).toContain('nothing at offset 30000');
   });
 
+  it('makes a page small enough that the whole answer fits maxAnswerChars, footer and all; paging back gives the exact text', async () => {
+    const capped = createReadToolResultTool(store, { maxAnswerChars: 10_000 });
+    let offset = 0;
+    let read = '';
+    for (let page = 0; page < 10 && offset < text.length; page++) {
+      const answer = await capped.execute({ ref: 'tr_s~c', offset });
+      expect(answer.length).toBeLessThanOrEqual(10_000);
+      const lines = answer.split('\n');
+      read += lines[1];
+      const next = /with offset (\d+) for the next page/.exec(lines[2]!);
+      if (next === null) {
+        expect(lines[2]).toBe('[end of the stored result]');
+        break;
+      }
+      offset = Number(next[1]);
+      expect(offset).toBe(read.length);
+    }
+    expect(read).toBe(text);
+  });
+
   it('caps a page at maxLimit', async () => {
     const small = createReadToolResultTool(store, { maxLimit: 5 });
     expect(await small.execute({ ref: 'tr_s~c', limit: 1000 })).toContain('characters 0 to 5 of 30000');

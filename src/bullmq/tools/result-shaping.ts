@@ -93,8 +93,9 @@ async function shapeValue(
  * job's own tenant and session stored ({@link offloadOwnerOf}); any other ref
  * is refused with the same error result as a ref that does not exist.
  */
-export function readToolResultTool(store: ToolResultStore): AnyToolDefinition {
-  const reader = createReadToolResultTool(store);
+export function readToolResultTool(store: ToolResultStore, maxResultChars?: number): AnyToolDefinition {
+  // A page fits the worker's cap, its footer (the next offset) included: the capper never cuts it.
+  const reader = createReadToolResultTool(store, maxResultChars === undefined ? {} : { maxAnswerChars: maxResultChars });
   return defineTool({
     name: reader.name,
     description: reader.description,
