@@ -46,7 +46,9 @@ export class InvalidDigestSecretError extends ToolReceiptsError {
       secret === undefined
         ? 'undefined (an unset environment variable reads as undefined)'
         : Buffer.isBuffer(secret)
-          ? 'an empty Buffer'
+          ? secret.byteLength === 0
+            ? 'an empty Buffer'
+            : 'a Buffer of whitespace only (a key file holding a stray newline, say)'
           : typeof secret === 'string' && secret !== ''
             ? 'a string of whitespace only'
             : describeValue(secret);
@@ -55,6 +57,9 @@ export class InvalidDigestSecretError extends ToolReceiptsError {
     );
   }
 }
+
+/** Space, tab, line feed, vertical tab, form feed, carriage return: a Buffer of these alone is no key. */
+const WHITESPACE_BYTES: ReadonlySet<number> = new Set([0x20, 0x09, 0x0a, 0x0b, 0x0c, 0x0d]);
 
 /**
  * Keyed SHA-256 (HMAC) as lowercase hex.
@@ -68,7 +73,8 @@ export class InvalidDigestSecretError extends ToolReceiptsError {
  */
 export function hmacSha256Digest(secret: string | Buffer): DigestFn {
   // A secret of whitespace alone is a variable set by mistake, not a key: anyone could guess it.
-  const usable = typeof secret === 'string' ? secret.trim() !== '' : Buffer.isBuffer(secret) && secret.byteLength > 0;
+  const usable =
+    typeof secret === 'string' ? secret.trim() !== '' : Buffer.isBuffer(secret) && secret.some((byte) => !WHITESPACE_BYTES.has(byte));
   if (!usable) throw new InvalidDigestSecretError(secret);
   return (canonical) => createHmac('sha256', secret).update(canonical, 'utf8').digest('hex');
 }

@@ -83,6 +83,14 @@ describe('toolCallArgsHash', () => {
     expect(() => hmacSha256Digest('')).toThrow(InvalidDigestSecretError);
   });
 
+  it('refuses a secret of whitespace only, as a string or a Buffer, and takes a Buffer with any other byte', () => {
+    for (const blank of [' ', '\n', ' \t\r\n', Buffer.alloc(0), Buffer.from(' '), Buffer.from('\n'), Buffer.from(' \t\r\n')]) {
+      expect(() => hmacSha256Digest(blank), JSON.stringify(String(blank))).toThrow(InvalidDigestSecretError);
+    }
+    expect(() => hmacSha256Digest(Buffer.from('\n'))).toThrow(/got a Buffer of whitespace only/);
+    expect(hmacSha256Digest(Buffer.from([0x0a, 0x00]))('x')).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it('accepts an async digest and passes canonical text to it', async () => {
     const seen: string[] = [];
     const h = await toolCallArgsHash({ z: 1, y: 2 }, async (c) => {
