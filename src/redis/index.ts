@@ -11,6 +11,7 @@ export {
   type ClaimResult,
   type Resolution,
   type SettleResult,
+  type StandingFailure,
   type HeartbeatResult,
   type PrefetchedClaim,
   type AmbiguousWalkOptions,

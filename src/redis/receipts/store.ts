@@ -42,7 +42,15 @@ import type {
 } from './store-types.js';
 
 export type { ReceiptRecord } from './reads/record.js';
-export type { AmbiguousWalkOptions, ClaimOptions, ClaimResult, HeartbeatResult, Resolution, SettleResult } from './store-types.js';
+export type {
+  AmbiguousWalkOptions,
+  ClaimOptions,
+  ClaimResult,
+  HeartbeatResult,
+  Resolution,
+  SettleResult,
+  StandingFailure,
+} from './store-types.js';
 export { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX } from './store-types.js';
 export type { PrefetchedClaim } from './transitions/claims-ahead.js';
 export { DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS } from '../settings.js';
