@@ -43,6 +43,23 @@ describe('which failures retry the job', () => {
   });
 });
 
+/** A resumable tool whose first attempt sends, then cannot tell whether its confirmation landed; later ones confirm. */
+function syncLedger() {
+  let sent = 0;
+  const sync = defineTool({
+    name: 'sync_ledger',
+    input: z.object({ n: z.number() }),
+    effect: 'resumable',
+    destructive: false,
+    async execute(_args, ctx) {
+      await ctx.step('send', () => ++sent);
+      if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
+      return `confirmed on attempt ${ctx.attempt}`;
+    },
+  });
+  return { sync, sent: () => sent };
+}
+
 describe('OutcomeUnknownError', () => {
   it('makes an opaque call ambiguous like a crash: listed, never rerun, the job fails keeping earlier results', async () => {
     const l = await lane();
@@ -103,38 +120,16 @@ describe('OutcomeUnknownError', () => {
 
   it('leaves a resumable call to be taken over from its recorded steps, like a crash', async () => {
     const l = await lane();
-    let sent = 0;
-    const sync = defineTool({
-      name: 'sync_ledger',
-      input: z.object({ n: z.number() }),
-      effect: 'resumable',
-      destructive: false,
-      async execute(_args, ctx) {
-        await ctx.step('send', () => ++sent);
-        if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
-        return `confirmed on attempt ${ctx.attempt}`;
-      },
-    });
+    const { sync, sent } = syncLedger();
     l.worker({ tools: [sync] });
     const job = await l.run(jobData([call('sync_ledger', { n: 1 })]), RETRYING);
     expect(results(job)[0]).toMatchObject({ outcome: 'executed', content: 'confirmed on attempt 2' });
-    expect(sent).toBe(1);
+    expect(sent()).toBe(1);
   });
 
   it("tells the model of a resumable call on the job's last attempt, and its next call takes it over from its steps", async () => {
     const l = await lane();
-    let sent = 0;
-    const sync = defineTool({
-      name: 'sync_ledger',
-      input: z.object({ n: z.number() }),
-      effect: 'resumable',
-      destructive: false,
-      async execute(_args, ctx) {
-        await ctx.step('send', () => ++sent);
-        if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
-        return `confirmed on attempt ${ctx.attempt}`;
-      },
-    });
+    const { sync, sent } = syncLedger();
     l.worker({ tools: [sync] });
     const data = jobData([call('sync_ledger', { n: 1 })]);
     const job = await l.run(data, { attempts: 1 });
@@ -143,7 +138,7 @@ describe('OutcomeUnknownError', () => {
     expect(results(job)[0]!.content).toContain('connection reset while confirming');
     const again = await l.run(data);
     expect(results(again)[0]).toMatchObject({ outcome: 'executed', content: 'confirmed on attempt 2' });
-    expect(sent).toBe(1);
+    expect(sent()).toBe(1);
   });
 });
 
