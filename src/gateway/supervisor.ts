@@ -25,6 +25,16 @@ export interface WorkerPool {
 
 const FIRST_DELAY_MS = 500;
 const MAX_DELAY_MS = 30_000;
+
+/** How long a stopping gateway process waits for its running calls and connections to close before it exits anyway. */
+export const GATEWAY_STOP_GRACE_MS = 30_000;
+
+/**
+ * How long the front waits for a worker it started to exit once told to
+ * stop: the worker's own grace, then a margin for its exit. Shorter, and a
+ * call the worker was still finishing would be cut off mid-effect.
+ */
+const CHILD_STOP_MS = GATEWAY_STOP_GRACE_MS + 5_000;
 /** A child that ran this long had started well: the next restart is quick again. */
 const HEALTHY_AFTER_MS = 10_000;
 
@@ -62,7 +72,7 @@ export function superviseWorkers(count: number, command: WorkerCommand, logger: 
           (child) =>
             new Promise<void>((resolve) => {
               if (child.exitCode !== null || child.signalCode !== null) return resolve();
-              const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+              const kill = setTimeout(() => child.kill('SIGKILL'), CHILD_STOP_MS);
               child.once('exit', () => (clearTimeout(kill), resolve()));
               child.kill('SIGTERM');
             }),

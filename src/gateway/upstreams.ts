@@ -16,6 +16,15 @@ import type { GatewayConfig, UpstreamConfig } from './config.js';
 /** The name the gateway gives itself as an MCP client of its upstreams. */
 const CLIENT_INFO = { name: 'bullmq-tool-receipts-gateway', version: '1' } as const;
 
+/**
+ * The longest message a stdio upstream may send (the SDK's reader holds 10
+ * MiB by default). Past it the SDK closes the transport, which ends the
+ * upstream and every call running on it as a crash would: one large result
+ * must not do that to the calls beside it, so the bound is well above any
+ * result the gateway keeps (`maxResultChars`, cut after it is read).
+ */
+export const STDIO_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+
 /** A reconnecting connection to one upstream (stdio: the server is spawned, its stderr joins the gateway's). */
 export function upstreamConnection(upstream: UpstreamConfig): McpConnection {
   const { transport } = upstream;
@@ -29,6 +38,7 @@ export function upstreamConnection(upstream: UpstreamConfig): McpConnection {
           env: { ...transport.env },
           cwd: transport.cwd,
           stderr: 'inherit',
+          maxBufferSize: STDIO_MAX_MESSAGE_BYTES,
         }),
       );
     } else {

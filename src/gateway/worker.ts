@@ -11,7 +11,10 @@ import { hmacSha256Digest } from '../core/identity.js';
 import { withToolReceipts } from '../bullmq/processor.js';
 import type { McpToolDefinition } from '../mcp/tools.js';
 import { mcpTools } from '../mcp/tools.js';
-import type { GatewayConfig } from './config.js';
+import type { McpConnection } from '../mcp/connection.js';
+import { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from '../mcp/options.js';
+import { connectedClient, listAllTools } from '../mcp/tool-list.js';
+import type { GatewayConfig, UpstreamConfig } from './config.js';
 import { openRedis, type GatewayRedis } from './redis.js';
 import { recordedMcpResult } from './results.js';
 import { upstreamConnection, upstreamToolsOptions } from './upstreams.js';
@@ -35,7 +38,8 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
   try {
     const tools: McpToolDefinition[] = [];
     for (const { upstream, connection } of connections) {
-      tools.push(...(await mcpTools(connection, upstreamToolsOptions(upstream, config, logger, recordedMcpResult))));
+      const listed = await listedUpstream(upstream, connection, logger);
+      tools.push(...(await mcpTools(connection, upstreamToolsOptions(listed, config, logger, recordedMcpResult))));
     }
     redis = await openRedis(redisUrl);
     const processor = withToolReceipts({
@@ -75,4 +79,25 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
     await redis?.close();
     throw error;
   }
+}
+
+/**
+ * The upstream's config without the settings of tools it no longer lists.
+ * The front refuses such a setting when it starts (`options.invalid`); a
+ * worker (re)started later, after the upstream dropped a tool, runs every
+ * tool still listed instead of failing its start, which would leave every
+ * call of every upstream waiting on workers that never come up.
+ */
+async function listedUpstream(upstream: UpstreamConfig, connection: McpConnection, logger: Logger): Promise<UpstreamConfig> {
+  const configured = Object.keys(upstream.tools);
+  if (configured.length === 0) return upstream;
+  const client = await connectedClient(connection, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
+  const names = new Set((await listAllTools(client, 100, DEFAULT_MCP_CONNECT_TIMEOUT_MS)).map((tool) => tool.name));
+  const dropped = configured.filter((name) => !names.has(name));
+  if (dropped.length === 0) return upstream;
+  logger.error(
+    { upstream: upstream.name, tools: dropped },
+    'the upstream no longer lists tools the config sets; this worker runs the tools it lists, and calls of those fail as unknown tools',
+  );
+  return { ...upstream, tools: Object.fromEntries(Object.entries(upstream.tools).filter(([name]) => names.has(name))) };
 }

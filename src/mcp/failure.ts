@@ -6,6 +6,15 @@ import { NeverStartedError, OutcomeUnknownError, ToolRefusedError } from '../cor
 
 /** JSON-RPC codes (and the SDK's own two) this module tells apart. */
 const CONNECTION_CLOSED = -32000;
+/**
+ * What the SDK itself says under CONNECTION_CLOSED: -32000 is also the
+ * generic "server error" a server sends back, which is the tool's failure,
+ * so the code alone cannot say the connection went.
+ */
+const CLOSED_LOCALLY: ReadonlySet<string> = new Set([
+  `MCP error ${CONNECTION_CLOSED}: Connection closed`,
+  `MCP error ${CONNECTION_CLOSED}: Request was cancelled`,
+]);
 /** The MCP SDK's code for a request that got no answer in its time. */
 export const REQUEST_TIMEOUT = -32001;
 /** The server refused the request as written: it did not run the tool, and would refuse it again. */
@@ -59,7 +68,8 @@ export function classifyMcpFailure(error: unknown): McpFailureKind {
   if (error.message === 'Not connected') return 'unreachable';
   const code = (error as { code?: unknown }).code;
   if (error.name === 'McpError' && typeof code === 'number') {
-    if (code === CONNECTION_CLOSED || code === REQUEST_TIMEOUT) return 'unknown';
+    // A timeout is the SDK's (a server has no reason to send -32001); a -32000 only when the SDK wrote it.
+    if (code === REQUEST_TIMEOUT || (code === CONNECTION_CLOSED && CLOSED_LOCALLY.has(error.message))) return 'unknown';
     return REFUSALS.has(code) ? 'refused' : 'failed';
   }
   // StreamableHTTPError: the HTTP status of the POST. A 4xx (no session, unauthorised, too many

@@ -152,4 +152,14 @@ describe('a gateway config', () => {
     expect(String(refused)).toMatch(/exited \(2\)/);
     expect(String(refused)).toMatch(/`upstreams\.mail\.tools` names "send_fax", which the upstream does not list; it lists "/);
   }, 60_000);
+
+  it('starts a worker whose tool setting names a tool the upstream no longer lists: it runs the tools listed', async () => {
+    const journal = journalPath();
+    const { config } = fixtureGateway({
+      upstreams: { mail: { ...fixtureUpstream(journal), tools: { send_fax: { approval: true } } } },
+    });
+    // A worker restarted after its upstream dropped a tool: before, it exited at every start, and every call waited.
+    const worker = await startGateway(config, ['--worker'], fixture.handle().url);
+    await worker.kill();
+  }, 60_000);
 });

@@ -206,6 +206,17 @@ describe('bad inputs: answered, and nothing enqueued', () => {
     expect(outcomeOf(await acme.callTool({ name: 'op_nondestructive', arguments: { to: 'after-big@example.com' } }))).toBe('executed');
   });
 
+  it("a result over the stdio reader's 10 MiB default: the call is answered (cut), the upstream and the calls beside it go on", async () => {
+    const big = acme.callTool({ name: 'picture', arguments: { bytes: 9_000_000 } }, undefined, { timeout: 120_000 });
+    const beside = acme.callTool({ name: 'op_nondestructive', arguments: { to: 'beside-big@example.com' } }, undefined, {
+      timeout: 120_000,
+    });
+    const [answered, besideAnswered] = await Promise.all([big, beside]);
+    expect(outcomeOf(answered)).toBe('executed');
+    expect(outcomeOf(besideAnswered)).toBe('executed');
+    expect(outcomeOf(await acme.callTool({ name: 'op_nondestructive', arguments: { to: 'after-picture@example.com' } }))).toBe('executed');
+  }, 120_000);
+
   it('counts a replay as a replay: the queue sees it, the upstream does not', async () => {
     const queue = new Queue(queueName, { connection: fixture.connect() });
     try {

@@ -72,6 +72,9 @@ describe('classifyMcpFailure', () => {
     expect(classifyMcpFailure(new McpError(ErrorCode.InternalError, 'boom'))).toBe('failed');
     expect(classifyMcpFailure(new McpError(-31999, 'app error'))).toBe('failed');
     expect(classifyMcpFailure(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'))).toBe('unknown');
+    expect(classifyMcpFailure(new McpError(ErrorCode.ConnectionClosed, 'Request was cancelled'))).toBe('unknown');
+    // -32000 is also the generic server error a server sends back: the tool's failure, not a lost connection.
+    expect(classifyMcpFailure(new McpError(-32000, 'upstream database unavailable'))).toBe('failed');
     expect(classifyMcpFailure(new McpError(ErrorCode.RequestTimeout, 'Request timed out'))).toBe('unknown');
     expect(mcpFailureError('x', new McpError(ErrorCode.RequestTimeout, 't'))).toBeInstanceOf(OutcomeUnknownError);
     // A read-only tool changed nothing: its unknown outcome is a plain failure, run again.

@@ -12,9 +12,7 @@ import { maskedUrl } from '../../core/errors.js';
 import { checkedUrl, cliConnection, DEFAULT_REDIS_URL } from '../connect.js';
 import { CliUsageError } from '../errors.js';
 import { writeLine } from '../format.js';
-
-/** How long a stopping gateway process waits for its running calls and connections to close before it exits anyway. */
-export const GATEWAY_STOP_GRACE_MS = 30_000;
+import { GATEWAY_STOP_GRACE_MS } from '../../gateway/supervisor.js';
 
 /** Arguments of {@link gatewayCommand}. */
 export interface GatewayArgs {
