@@ -10,9 +10,14 @@
 
   ARGV[1]  the receipt key of the call
   ARGV[2]  the holder's token (a slot another delivery adopted is not freed)
+  ARGV[3]  the job a place in line names ('' or absent: the place is kept):
+           the call's place in line, when it names this job, is given up
+           too (the call will not execute, and will not come back for it),
+           whether or not the holder held a slot
 
   Returns { released, now_ms, held, waiting, job1, ..., jobn }
     released  1 when this freed the slot, 0 when the holder did not hold it
+              (a place given up is not counted here)
     held, waiting  slots held and places in line afterwards
     job1..n   the jobs (as the acquire kept them) of the first places in
               line a slot is free for, at most the free slots

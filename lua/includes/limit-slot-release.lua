@@ -5,7 +5,7 @@
   commit's batch (commit-batch-N.lua).
 
   args  the release's arguments as limit-slot-release-3.lua takes them in
-        ARGV[1..2]
+        ARGV[1..3]
 
   Returns limit-slot-release-3.lua's reply, or the TRC_CORRUPT error reply
   (then nothing was written). It touches only the keys it is given, which
@@ -24,6 +24,15 @@ local function releaseSlot(stateKey, holdersKey, lineKey, args)
     redis.call('ZREM', holdersKey, receipt)
     redis.call('HDEL', stateKey, 'h:' .. receipt)
     released = 1
+  end
+  -- Leaving the line too: a place the call holds for this very job (its call will not come back for it).
+  local waker = args[3]
+  if waker and waker ~= '' then
+    local place = redis.call('HGET', stateKey, 'w:' .. receipt)
+    if place and string.sub(place, -(#waker + 1)) == ' ' .. waker then
+      redis.call('ZREM', lineKey, receipt)
+      redis.call('HDEL', stateKey, 'w:' .. receipt)
+    end
   end
   freeLapsed(stateKey, holdersKey, now)
   dropStalePlaces(stateKey, lineKey, now)

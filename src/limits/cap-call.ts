@@ -27,8 +27,8 @@ export interface SlotOptions {
 export type CapGate =
   /** No cap covers the call's tool. */
   | { readonly kind: 'free' }
-  /** Every slot of a cap is taken: refused, or (`wait`) parked with its place in line kept. */
-  | { readonly kind: 'refused'; readonly refusal: LimitRefusal }
+  /** Every slot of a cap is taken: refused, or (`wait`) parked with its place in line kept; `wake`: jobs whose turn came meanwhile. */
+  | { readonly kind: 'refused'; readonly refusal: LimitRefusal; readonly wake: readonly string[] }
   /** Go on to the claim, then tell {@link HeldSlots.afterClaim} what it decided. */
   | { readonly kind: 'claim'; readonly slots: HeldSlots };
 
@@ -80,9 +80,12 @@ export async function capCall(
   );
   const slots = requests.map((request, i) => {
     const answer = answers[i]!;
-    return { request, own: answer.status === 'fulfilled' && answer.value.kind === 'granted' };
+    const granted = answer.status === 'fulfilled' && answer.value.kind === 'granted';
+    // A full cap that waits kept the call a place in its line.
+    const placed = answer.status === 'fulfilled' && answer.value.kind === 'full' && request.cap.onLimit === 'wait';
+    return { request, own: granted, placed };
   });
-  const held = new HeldSlots(limits.store, receiptKey, slots, options.leaseMs, askedAtMs);
+  const held = new HeldSlots(limits.store, receiptKey, slots, options, askedAtMs);
   const failed = answers.find((a) => a.status === 'rejected');
   if (failed !== undefined) {
     await held.release();
@@ -97,8 +100,9 @@ export async function capCall(
     throw error;
   });
   if (status === 'completed' || status === 'running') return { kind: 'claim', slots: held.refusedWith(refusal) };
-  await held.release();
-  return { kind: 'refused', refusal };
+  // Parked to come back (a cap that waits): its places in line are kept; refused for good, it gives them up.
+  const wake = await held.release(refusal.onLimit === 'wait');
+  return { kind: 'refused', refusal, wake };
 }
 
 /**
@@ -118,11 +122,16 @@ export class HeldSlots {
     private readonly limits: LimitStore,
     /** The call's receipt, whose settle frees the slots. */
     private readonly receiptKey: string,
-    private readonly slots: { readonly request: SlotRequest; own: boolean }[],
-    private readonly leaseMs: number,
+    /** `placed`: a cap that waits kept the call a place in its line, which a call that will not come back gives up. */
+    private readonly slots: { readonly request: SlotRequest; own: boolean; placed: boolean }[],
+    private readonly options: SlotOptions,
     askedAtMs: number,
   ) {
-    this.heldUntil = askedAtMs + leaseMs;
+    this.heldUntil = askedAtMs + options.leaseMs;
+  }
+
+  private get leaseMs(): number {
+    return this.options.leaseMs;
   }
 
   private get store(): CapStore {
@@ -159,7 +168,8 @@ export class HeldSlots {
       missing.map((slot) => this.store.acquire(slot.request, { leaseMs: this.leaseMs, placeMs, waker: '', adopt: true })),
     );
     answers.forEach((answer, i) => {
-      if (answer.status === 'fulfilled' && answer.value.kind === 'granted') missing[i]!.own = true;
+      // Granted: the acquire took the call out of its line too.
+      if (answer.status === 'fulfilled' && answer.value.kind === 'granted') Object.assign(missing[i]!, { own: true, placed: false });
     });
     // Surely held until the earliest lease: those held already, and those taken now.
     this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;
@@ -168,10 +178,10 @@ export class HeldSlots {
     );
     const failed = answers.find((a) => a.status === 'rejected');
     if (failed === undefined && full.length === 0) return { run: true };
-    const wake = await this.release();
+    const refusal = failed === undefined ? (this.refusal ?? capRefusal(full[0]!.cap, full[0]!.answer, this.leaseMs)) : undefined;
+    const wake = await this.release(refusal?.onLimit === 'wait');
     if (failed !== undefined) throw failed.reason;
-    const refusal = this.refusal ?? capRefusal(full[0]!.cap, full[0]!.answer, this.leaseMs);
-    return { run: false, refusal, wake };
+    return { run: false, refusal: refusal!, wake };
   }
 
   /**
@@ -210,11 +220,16 @@ export class HeldSlots {
     return await this.release();
   }
 
-  /** Frees every slot this delivery holds; answers the jobs first in line that a slot is free for now, to wake. */
-  async release(): Promise<string[]> {
-    const own = this.slots.filter((slot) => slot.own);
-    for (const slot of own) slot.own = false;
-    const freed = await Promise.allSettled(own.map((slot) => this.store.release(slot.request)));
+  /**
+   * Frees every slot this delivery holds, and gives up the call's places in
+   * line unless `keepPlaces` (the call is parked to come back for them);
+   * answers the jobs first in line that a slot is free for now, to wake.
+   */
+  async release(keepPlaces = false): Promise<string[]> {
+    const leaving = keepPlaces ? '' : this.options.waker;
+    const freeing = this.slots.filter((slot) => slot.own || (slot.placed && leaving !== ''));
+    for (const slot of freeing) Object.assign(slot, { own: false, placed: slot.placed && keepPlaces });
+    const freed = await Promise.allSettled(freeing.map((slot) => this.store.release(slot.request, leaving)));
     return freed.flatMap((f) => (f.status === 'fulfilled' ? f.value.wake : []));
   }
 }

@@ -119,10 +119,13 @@ export class CapStore {
   /**
    * Frees the slot `request`'s delivery holds (a slot another delivery
    * adopted stays), and answers the jobs to wake: those first in line that
-   * a slot is free for now, as their acquires named them.
+   * a slot is free for now, as their acquires named them. With `leaving`
+   * (the job the call's place in line names), the call also gives up its
+   * place: it will not execute, and will not come back for it.
    */
-  async release(request: SlotRequest): Promise<{ released: boolean; wake: string[] }> {
-    const reply = await this.channel.write('limit', 'limit-slot-release', keyList(request.keys), [request.receiptKey, request.token]);
+  async release(request: SlotRequest, leaving = ''): Promise<{ released: boolean; wake: string[] }> {
+    const args = [request.receiptKey, request.token, ...(leaving === '' ? [] : [leaving])];
+    const reply = await this.channel.write('limit', 'limit-slot-release', keyList(request.keys), args);
     const [released] = numbers('limit-slot-release', reply, 4);
     return { released: released === 1, wake: (reply as unknown[]).slice(4).map(String) };
   }

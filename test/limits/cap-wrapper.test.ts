@@ -96,6 +96,47 @@ describe('withToolReceipts({ limits: [{ concurrency }] })', () => {
     expect(processor.limits?.caps.map((c) => c.name)).toEqual(['browsing']);
   });
 
+  it("a call refused by another cap gives up its place in a waiting cap's line: the next call runs when the slot frees", async () => {
+    const l = await lane();
+    const t = gatedTool();
+    const tenantCap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    const globalCap = defineLimit({ name: 'provider', per: 'global', concurrency: 1 });
+    l.worker({ tools: [t.tool], limits: [tenantCap, globalCap], logger: silent, leaseMs: 30_000, waitJitterMs: 0 }, { concurrency: 4 });
+    const store = new LimitStore({ redis: l.redis, prefix: l.prefix }).caps;
+    const first = await l.add(jobData([call('browse', { url: 'a' })], { tenantId: 'acme', runId: 'r0' }));
+    await expect.poll(() => t.started, { timeout: 20_000 }).toEqual(['a']);
+    // Both caps full: the global one refuses, so the call will not come back for its place in the tenant's line.
+    const refused = await l.run(jobData([call('browse', { url: 'b' })], { tenantId: 'acme', runId: 'r1' }));
+    expect(outcomeOf(refused).content).toMatch(/the in-flight cap "provider"/);
+    expect(await store.usage(tenantCap, { tenantId: 'acme' })).toMatchObject({ held: 1, waiting: 0 });
+    await t.finish('a');
+    await l.settle(first);
+    // Nobody ahead of it in line: it runs at once, not after the place would have lapsed (4 leases, 2 min).
+    const next = await l.add(jobData([call('browse', { url: 'c' })], { tenantId: 'acme', runId: 'r2' }));
+    await t.finish('c');
+    expect(outcomeOf(await l.settle(next, 20_000)).outcome).toBe('executed');
+  });
+
+  it('a waiting call beside the call holding the slot, in one turn side by side, runs as soon as its sibling frees it', async () => {
+    const l = await lane();
+    const t = gatedTool();
+    const cap = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    // A lease of 30 s: parked until its retry (a lease), the second call would start after ~30 s.
+    l.worker({ tools: [t.tool], limits: [cap], logger: silent, leaseMs: 30_000, waitJitterMs: 0 }, { concurrency: 4 });
+    const job = await l.add({
+      ...jobData([call('browse', { url: 'a' }), call('browse', { url: 'b' })], { tenantId: 'acme' }),
+      parallel: true,
+    });
+    await expect.poll(() => t.started, { timeout: 20_000 }).toEqual(['a']);
+    const opened = Date.now();
+    await t.finish('a');
+    await t.finish('b');
+    const done = await l.settle(job, 25_000);
+    // Parked once and woken: the first call replays when the job comes back.
+    expect((done.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['replayed', 'executed']);
+    expect(Date.now() - opened).toBeLessThan(20_000);
+  });
+
   it('wakes a call parked on another queue of the same Redis when a slot frees, in both directions', async () => {
     const l = await lane();
     const t = gatedTool();

@@ -305,7 +305,9 @@ export class ToolCallRun implements CallAttempt {
         if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
         facts.answered('wait', 'waited');
         facts.waiting(delay);
-        await scope.park(claim.serverNowMs ?? Date.now(), delay);
+        // The live attempt may end before the job is parked (a call beside this one in the turn, say): then it comes back now.
+        const ended = async () => (await runtime.keyspace.receipts.inspect(this.key))?.status !== 'running';
+        await scope.park(claim.serverNowMs ?? Date.now(), delay, ended);
         throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
       }
       case 'ambiguous':

@@ -11,7 +11,7 @@ import { receiptRedisKey } from '../../redis/keys.js';
 import { parseAttemptJob } from '../../redis/receipts/reads/record.js';
 import { attemptJobText } from '../../redis/receipts/transitions/claim.js';
 import type { JobScope, ReadyCall } from '../runtime.js';
-import { promoteParkedJob } from '../turn/park-job.js';
+import { noteWokenWhileRunning, promoteParkedJob } from '../turn/park-job.js';
 import { overLimit } from './limits.js';
 
 /**
@@ -24,7 +24,11 @@ export async function passCaps(callRun: ReadyCall): Promise<{ readonly slots?: H
   const options = { leaseMs: runtime.keyspace.settings.leaseMs, waker: wakerOf(scope) };
   const gate = await capCall(runtime.limits, key, receiptKey, options);
   if (gate.kind === 'free') return {};
-  if (gate.kind === 'refused') return { block: await overLimit(callRun, gate) };
+  if (gate.kind === 'refused') {
+    // What it gave up (slots of other caps, a place in line) may be what the calls first in line wait for.
+    await wakeWaiters(scope, gate.wake);
+    return { block: await overLimit(callRun, gate) };
+  }
   return { slots: gate.slots };
 }
 
@@ -54,8 +58,11 @@ function wakerOf(scope: JobScope): string {
  */
 export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): Promise<void> {
   if (wakers.length === 0) return;
+  const own = wakerOf(scope);
   await Promise.all(
     wakers.map(async (text) => {
+      // This very job, still running (a call beside the waiting one freed the slot): it comes back once parked.
+      if (text === own && own !== '') return noteWokenWhileRunning(scope.job);
       // A place in line names its job as a receipt's job:<attempt> field does (attemptJobText).
       const parked = parseAttemptJob(text);
       if (parked !== null) await promoteParkedJob(scope.job, scope.attemptJob, parked);

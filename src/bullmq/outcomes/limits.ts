@@ -9,6 +9,7 @@ import type { LimitGate, LimitRefusal, LimitVerdict } from '../../limits/call-li
 import type { ClaimResult } from '../../redis/receipts/store.js';
 import type { JobScope, ReadyCall } from '../runtime.js';
 import { throwIfInterrupted } from '../call/interruption.js';
+import { takeWokenWhileRunning } from '../turn/park-job.js';
 import { toolResultBlock as block, type ToolResultBlock } from '../../core/job-data.js';
 
 /**
@@ -44,10 +45,14 @@ async function refused(callRun: ReadyCall, refusal: LimitRefusal): Promise<ToolR
   throw new DelayedError(`tool call ${call.id} waits ${delay} ms for the limit "${refusal.limit}" to reset`);
 }
 
-/** Parks the job until `nowMs + delayMs` on the server clock; a job cancelled meanwhile is not parked to come back. */
+/**
+ * Parks the job until `nowMs + delayMs` on the server clock; a job cancelled
+ * meanwhile is not parked to come back, and one a cap's release woke while
+ * it still ran comes back at once.
+ */
 async function park(scope: JobScope, nowMs: number, delayMs: number): Promise<void> {
   throwIfInterrupted(scope.job.id ?? '', scope.abort);
-  await scope.park(nowMs, delayMs);
+  await scope.park(nowMs, delayMs, async () => takeWokenWhileRunning(scope.job));
 }
 
 /**

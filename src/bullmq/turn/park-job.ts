@@ -38,6 +38,24 @@ export async function parkJobOnServerClock(job: Job, token: string | undefined, 
   await job.moveToDelayed(Date.now() + delayMs, token);
 }
 
+/**
+ * Jobs a release named to wake while they still ran: in a turn side by
+ * side, the call that freed a cap's slot woke its own job, whose waiting
+ * call was to be parked (promoting an active job does nothing). The job
+ * comes back at once once parked ({@link takeWokenWhileRunning}).
+ */
+const wokenWhileRunning = new WeakSet<Job>();
+
+/** Notes that `job` was woken while it ran (see `wokenWhileRunning`). */
+export function noteWokenWhileRunning(job: Job): void {
+  wokenWhileRunning.add(job);
+}
+
+/** Whether `job` was woken while it ran, and forgets it: a park's `comeBack`. */
+export function takeWokenWhileRunning(job: Job): boolean {
+  return wokenWhileRunning.delete(job);
+}
+
 /** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
 interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
