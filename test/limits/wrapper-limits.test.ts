@@ -60,6 +60,22 @@ describe('withToolReceipts({ limits })', () => {
     expect(outcomes(other)).toEqual(['executed']);
   });
 
+  it('settles as never started an attempt whose bind failed after its claim: the tool never ran, and nothing is left to read as ambiguous', async () => {
+    const l = await lane();
+    const t = emailTool();
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: HOUR, tools: ['send_email'] });
+    const { processor } = l.worker({ tools: [t.tool], logger: silent, limits: [emails] });
+    const ids = { tenantId: 'acme-bind', runId: 'run-bind' };
+    // The run's bindings hash is not a hash: the bind sent with the claim fails (TRC_CORRUPT) after the claim started an attempt.
+    await l.redis.set(`${l.prefix}:lbd:{acme-bind|run-bind}`, 'not a hash');
+    const job = await l.run(jobData([call('send_email', { to: 'a' })], ids));
+    expect(job.failedReason).toBeTruthy();
+    expect(t.effects).toEqual([]);
+    const [receipt] = await processor.store.listRun(ids.tenantId, ids.runId);
+    expect(receipt).toMatchObject({ status: 'failed', tier: 'neverStarted' });
+    expect(receipt!.error).toMatch(/its limits could not be checked after its claim/);
+  });
+
   it('replays a recorded call over its limit, and counts neither the replay nor the refusal', async () => {
     const l = await lane();
     const t = emailTool();

@@ -38,6 +38,7 @@ import { notRunUnderLimit, overLimit } from '../outcomes/limits.js';
 import { runTransactionalAttempt } from '../outcomes/transactional.js';
 import type { CallAttempt, CallRuntime, CarriedCall, JobScope, RecordedToolResult } from '../runtime.js';
 import { runReadOnlyCall } from '../tools/read-only.js';
+import { errorText } from '../tools/failure-text.js';
 import { stageCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
@@ -260,18 +261,42 @@ export class ToolCallRun implements CallAttempt {
     return claim;
   }
 
+  /**
+   * A gate's step after the claim (the limits' binds, the caps' adoption).
+   * One that throws (Redis did not answer) after a claim that started an
+   * attempt settles that attempt as never started, best effort, before the
+   * error goes on, as a lost claim's is: its tool never ran, and left
+   * running it would read as ambiguous once its lease passed.
+   */
+  private async gateAfterClaim<T>(claim: CallClaim, executes: boolean, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      if (executes && claim.fence !== undefined) {
+        const why = `its limits could not be checked after its claim (${errorText(error)})`;
+        await this.runtime.keyspace.receipts.fail(this.key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+        await this.limited?.neverStarted().catch(() => undefined);
+      }
+      await releaseSlots(this.scope, this.slots).catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** Acts on the claim's decision: replay, wait, ambiguous, or execute. */
   private async act(claim: CallClaim): Promise<ToolResultBlock> {
     const { runtime, scope, call, facts } = this;
     facts.claimed(claim.reconciled);
     const decision = claim.decision;
     const executes = decision.kind === 'execute' && claim.toolRemoval === undefined;
-    const verdict = await this.limited?.afterClaim(executes, claim.fence);
+    // Entered only by a call a gate covers: the unlimited path builds no closure here.
+    const limited = this.limited;
+    const verdict = limited && (await this.gateAfterClaim(claim, executes, () => limited.afterClaim(executes, claim.fence)));
     if (verdict?.run === false) {
       await releaseSlots(this.scope, this.slots);
       return await notRunUnderLimit(this, claim, verdict);
     }
-    const capped = await this.slots?.afterClaim(executes);
+    const slots = this.slots;
+    const capped = slots && (await this.gateAfterClaim(claim, executes, () => slots.afterClaim(executes)));
     if (capped?.run === false) {
       // No slot for this attempt: its window shares go back, and it is settled as never started.
       await this.limited?.neverStarted();
