@@ -84,7 +84,7 @@ export function ranResult(recorded: string, isError: boolean, outcome: 'executed
 export function ambiguousAnswer(tool: string, receiptKey: string | undefined): CallToolResult {
   const settle = receiptKey === undefined ? '' : ` An operator can look at it and settle it: tool-receipts show '${receiptKey}'.`;
   return sentence(
-    `Whether this ${tool} call ran is unknown: it was cut off while in progress (its worker stopped, or the server's answer was lost), so its effect may or may not have happened. The gateway did not run it again and will not: calling it again with the same arguments gives this answer again. Do not retry it blindly: check the system it acts on, or ask the user.${settle}`,
+    `Whether this ${tool} call ran is unknown: it was cut off while in progress (its worker stopped, or the server's answer was lost), so its effect may or may not have happened. The gateway did not run it again and will not: calling it again with the same arguments never runs it (it gives this answer again, or the result, should the stopped attempt still finish). Do not retry it blindly: check the system it acts on, or ask the user.${settle}`,
     'ambiguous',
     receiptKey,
   );
