@@ -22,16 +22,47 @@ export type GatewayOutcome =
 /**
  * The text a worker records for an upstream's result (its `renderResult`):
  * the whole result (every content block, `structuredContent`) as JSON, so
- * the front can answer with it as the upstream gave it.
+ * the front can answer with it as the upstream gave it. A result whose
+ * record would be longer than `maxChars` (the gateway's `maxResultChars`)
+ * is recorded cut, as a record still: its text blocks' text, cut to fit,
+ * then a line saying so; its other blocks and `structuredContent` are left
+ * out. So the model reads the upstream's text cut short, never this
+ * record's JSON cut by the size cap.
  */
-export function recordedMcpResult(result: CallToolResult): string {
-  const kept: Record<string, unknown> = { [MARK]: 1, content: Array.isArray(result.content) ? result.content : [] };
+export function recordedMcpResult(result: CallToolResult, maxChars = Number.POSITIVE_INFINITY): string {
+  const content = Array.isArray(result.content) ? result.content : [];
+  const kept: Record<string, unknown> = { [MARK]: 1, content };
   if (result.structuredContent !== undefined) kept.structuredContent = result.structuredContent;
-  return JSON.stringify(kept);
+  const whole = JSON.stringify(kept);
+  return whole.length <= maxChars ? whole : cutRecord(content, whole.length, maxChars);
 }
 
-/** The upstream's result back from what {@link recordedMcpResult} recorded, or `undefined` when the text is something else (cut to the size cap, say). */
-export function upstreamResultOf(recorded: string): Pick<CallToolResult, 'content' | 'structuredContent'> | undefined {
+/** The record of a result too long to keep: its text cut to fit `maxChars` as JSON, and a line saying so. */
+function cutRecord(content: CallToolResult['content'], wholeChars: number, maxChars: number): string {
+  const texts = content.flatMap((block) => (block.type === 'text' ? [block.text] : []));
+  const others = content.length - texts.length;
+  const left = others === 0 ? '' : `, and ${others} block(s) of other kinds left out`;
+  const note = `\n[cut: the result was ${wholeChars} characters as the gateway records it, more than it keeps (maxResultChars ${maxChars})${left}.]`;
+  const record = (text: string) => JSON.stringify({ [MARK]: 1, cut: 1, content: [{ type: 'text', text: text + note }] });
+  let text = texts.join('\n\n');
+  // Escaping makes the JSON longer than the text: cut by what is over, a few times at most.
+  for (let over = record(text).length - maxChars; over > 0 && text.length > 0; over = record(text).length - maxChars) {
+    let end = Math.max(0, text.length - over);
+    // Never half a surrogate pair: a lone one is not well-formed text.
+    if (end > 0 && /[\uD800-\uDBFF]/.test(text[end - 1]!)) end -= 1;
+    text = text.slice(0, end);
+  }
+  return record(text);
+}
+
+/**
+ * The upstream's result back from what {@link recordedMcpResult} recorded
+ * (`cut` when it was recorded cut), or `undefined` when the text is
+ * something else (a record an earlier release let the size cap cut, say).
+ */
+export function upstreamResultOf(
+  recorded: string,
+): (Pick<CallToolResult, 'content' | 'structuredContent'> & { readonly cut?: true }) | undefined {
   if (!recorded.startsWith(`{"${MARK}":1,`)) return undefined;
   let parsed: unknown;
   try {
@@ -39,10 +70,11 @@ export function upstreamResultOf(recorded: string): Pick<CallToolResult, 'conten
   } catch {
     return undefined;
   }
-  const kept = parsed as { content?: unknown; structuredContent?: unknown };
+  const kept = parsed as { content?: unknown; structuredContent?: unknown; cut?: unknown };
   if (!Array.isArray(kept.content)) return undefined;
-  const structured = kept.structuredContent;
   const content = kept.content as CallToolResult['content'];
+  if (kept.cut === 1) return { content, cut: true };
+  const structured = kept.structuredContent;
   return typeof structured === 'object' && structured !== null && !Array.isArray(structured)
     ? { content, structuredContent: structured as Record<string, unknown> }
     : { content };
@@ -67,17 +99,18 @@ export function sentence(text: string, outcome: GatewayOutcome, receiptKey?: str
 export function ranResult(recorded: string, isError: boolean, outcome: 'executed' | 'replayed', hasOutputSchema: boolean): CallToolResult {
   const meta = { [GATEWAY_OUTCOME_META]: outcome };
   const whole = upstreamResultOf(recorded);
-  if (whole !== undefined) return { ...whole, ...(isError ? { isError: true } : {}), _meta: meta };
+  if (whole !== undefined && whole.cut === undefined) return { ...whole, ...(isError ? { isError: true } : {}), _meta: meta };
+  const text = whole === undefined ? recorded : whole.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
   if (hasOutputSchema && !isError) {
     return {
       content: [
-        { type: 'text', text: `The tool ran, but its result was longer than the gateway keeps (maxResultChars) and was cut:\n${recorded}` },
+        { type: 'text', text: `The tool ran, but its result was longer than the gateway keeps (maxResultChars) and was cut:\n${text}` },
       ],
       isError: true,
       _meta: meta,
     };
   }
-  return { content: [{ type: 'text', text: recorded }], ...(isError ? { isError: true } : {}), _meta: meta };
+  return { content: [{ type: 'text', text }], ...(isError ? { isError: true } : {}), _meta: meta };
 }
 
 /** Whether-it-ran-is-unknown: never run again by the gateway, and not to be retried blindly. */

@@ -5,6 +5,7 @@
  * answer with. Run as many as the load needs, on any machine that reaches
  * Redis and the upstreams.
  */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Worker } from 'bullmq';
 import type { Logger } from 'pino';
 import { hmacSha256Digest } from '../core/identity.js';
@@ -39,7 +40,9 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
     const tools: McpToolDefinition[] = [];
     for (const { upstream, connection } of connections) {
       const listed = await listedUpstream(upstream, connection, logger);
-      tools.push(...(await mcpTools(connection, upstreamToolsOptions(listed, config, logger, recordedMcpResult))));
+      // Recorded cut to the size the gateway keeps, so the capper never cuts the record's JSON.
+      const record = (result: CallToolResult) => recordedMcpResult(result, config.maxResultChars);
+      tools.push(...(await mcpTools(connection, upstreamToolsOptions(listed, config, logger, record))));
     }
     redis = await openRedis(redisUrl);
     const processor = withToolReceipts({

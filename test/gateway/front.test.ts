@@ -213,6 +213,10 @@ describe('bad inputs: answered, and nothing enqueued', () => {
     });
     const [answered, besideAnswered] = await Promise.all([big, beside]);
     expect(outcomeOf(answered)).toBe('executed');
+    // Cut to what the gateway keeps as the upstream's text with a line saying so, never as the record's JSON.
+    expect(textOf(answered)).toMatch(
+      /^a grey square\n\[cut: the result was \d+ characters .* and 1 block\(s\) of other kinds left out\.\]$/,
+    );
     expect(outcomeOf(besideAnswered)).toBe('executed');
     expect(outcomeOf(await acme.callTool({ name: 'op_nondestructive', arguments: { to: 'after-picture@example.com' } }))).toBe('executed');
   }, 120_000);

@@ -123,6 +123,40 @@ describe('a recorded upstream result', () => {
     );
   });
 
+  it('is recorded within the size the gateway keeps: whole when it fits, else its text cut short, never its JSON', () => {
+    const texts = fc.array(fc.string({ unit: 'grapheme', maxLength: 400 }), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(texts, fc.integer({ min: 1_000, max: 1_600 }), fc.boolean(), (parts, maxChars, withImage) => {
+        const content = [
+          ...parts.map((text) => ({ type: 'text' as const, text: text.repeat(4) })),
+          ...(withImage ? [{ type: 'image' as const, data: 'AAAA', mimeType: 'image/png' }] : []),
+        ];
+        const r = { content, structuredContent: { n: 1 } };
+        const recorded = recordedMcpResult(r, maxChars);
+        expect(recorded.length).toBeLessThanOrEqual(maxChars);
+        const back = upstreamResultOf(recorded)!;
+        if (JSON.stringify({ 'bullmq-tool-receipts/mcp-result': 1, ...r }).length <= maxChars) {
+          expect(back).toEqual(JSON.parse(JSON.stringify(r)));
+          return;
+        }
+        expect(back.cut).toBe(true);
+        const [block] = back.content as { type: string; text: string }[];
+        const [kept, note] = block!.text.split('\n[cut: ');
+        expect(
+          parts
+            .map((text) => text.repeat(4))
+            .join('\n\n')
+            .startsWith(kept!),
+        ).toBe(true);
+        expect(note).toMatch(/more than it keeps \(maxResultChars \d+\)/);
+        // Answered as the text: no record's JSON reaches the model.
+        const answer = ranResult(recorded, false, 'executed', false);
+        expect((answer.content as { text: string }[])[0]!.text).toBe(block!.text);
+        expect(ranResult(recorded, false, 'executed', true)).toMatchObject({ isError: true });
+      }),
+    );
+  });
+
   it('is told apart from any other text, which is answered as that text', () => {
     fc.assert(
       fc.property(fc.string(), fc.boolean(), (other, isError) => {
