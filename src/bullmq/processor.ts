@@ -31,6 +31,7 @@ import { startUpCheck } from './outcomes/transactional.js';
 import { readToolResultTool, resultShaperOf } from './tools/result-shaping.js';
 import { inputPreparer, type InputRepairOptions } from './tools/input.js';
 import { LazyAbort } from './call/execution.js';
+import { throwIfInterrupted } from './call/interruption.js';
 import { interruptedEnding, runTurn } from './turn/turn.js';
 import { recordedEffectOf } from '../core/tool-effect.js';
 import { settlesExpired } from './outcomes/failure.js';
@@ -163,6 +164,8 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
     lockLost.set(jobKey, abort);
     const attemptJob = attemptJobOf(job);
     const park = async (serverNowMs: number, delayMs: number, comeBack?: () => Promise<boolean>) => {
+      // A job cancelled (or whose lock was lost) is never parked to come back, wherever its park was asked.
+      throwIfInterrupted(jobKey, abort);
       await parkJobOnServerClock(job, token, serverNowMs, delayMs);
       if (comeBack !== undefined && attemptJob !== undefined && (await comeBack().catch(() => false))) {
         await promoteParkedJob(job, attemptJob, attemptJob);

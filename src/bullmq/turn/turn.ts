@@ -98,9 +98,8 @@ async function runSideBySide(runtime: CallRuntime, scope: JobScope, calls: ToolC
   }
   if (failure !== undefined) throw failure.error;
   if (wait !== undefined && due !== undefined) {
-    // A job cancelled (or whose lock was lost) while its calls ran is not parked to come back: it stops here.
-    if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
     const comeBack = async () => (await Promise.all(comeBacks.map((asked) => asked().catch(() => false)))).some(Boolean);
+    // The job's own park: one cancelled (or whose lock was lost) while its calls ran stops there instead.
     await scope.park(due.serverNowMs, due.delayMs, comeBacks.length > 0 ? comeBack : undefined);
     throw wait;
   }
