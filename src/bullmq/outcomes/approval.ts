@@ -22,6 +22,7 @@ import { throwIfInterrupted } from '../call/interruption.js';
 import { ToolCallFailedError } from '../errors.js';
 import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
 import { clearAwaitingApproval, noteAwaitingApproval } from './approval-progress.js';
+import { leftStatus } from '../turn/park-job.js';
 
 /** The approvals of a worker whose tools or options set a rule; `undefined` when none does. */
 export function approvalRuntime(
@@ -126,8 +127,7 @@ export async function passApprovalGate(callRun: ReadyCall): Promise<GatePassed> 
         ),
       );
       // A decision made before the job was parked found it running, and promoted nothing: it comes back now.
-      const decided = async () => (await runtime.keyspace.receipts.inspect(key))?.status !== 'awaiting_approval';
-      await scope.park(answer.nowMs, delay, decided);
+      await scope.park(answer.nowMs, delay, leftStatus(runtime.keyspace.receipts, key, 'awaiting_approval'));
       throw new DelayedError(`tool call ${call.id} waits for approval until ${new Date(answer.expiresAtMs).toISOString()}`);
     }
   }

@@ -5,6 +5,7 @@
  * in-flight cap came.
  */
 import { Queue, type Job } from 'bullmq';
+import type { ToolCallReceiptKey } from '../../core/identity.js';
 import type { AttemptJob } from '../../redis/receipts/reads/record.js';
 
 /** The one method of BullMQ's queue backend this module needs. */
@@ -36,6 +37,20 @@ export async function parkJobOnServerClock(job: Job, token: string | undefined, 
     return;
   }
   await job.moveToDelayed(Date.now() + delayMs, token);
+}
+
+/**
+ * A park's `comeBack` for a call waiting on its receipt's state (a live
+ * attempt, a person's decision): whether the receipt has left `status`,
+ * read once the job is parked, since what ends the wait looks for the job
+ * in the delayed set to promote it and finds nothing while it still runs.
+ */
+export function leftStatus(
+  receipts: { inspect(key: ToolCallReceiptKey): Promise<{ readonly status: string } | null> },
+  key: ToolCallReceiptKey,
+  status: string,
+): () => Promise<boolean> {
+  return async () => (await receipts.inspect(key))?.status !== status;
 }
 
 /**
