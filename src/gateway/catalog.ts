@@ -9,10 +9,8 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { InvalidOptionsError } from '../core/options.js';
 import { mcpTools, type McpToolDefinition } from '../mcp/tools.js';
-import { connectedClient, listAllTools } from '../mcp/tool-list.js';
-import { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from '../mcp/options.js';
-import type { GatewayConfig } from './config.js';
-import { upstreamConnection, upstreamToolsOptions } from './upstreams.js';
+import type { GatewayConfig, UpstreamConfig } from './config.js';
+import { listUpstreamTools, unlistedTools, upstreamConnection, upstreamToolsOptions } from './upstreams.js';
 
 /** One tool the front offers. */
 export interface CatalogTool {
@@ -58,9 +56,8 @@ export async function loadCatalog(config: GatewayConfig, logger: Logger): Promis
   for (const upstream of config.upstreams) {
     const connection = upstreamConnection(upstream);
     try {
-      const client = await connectedClient(connection, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
-      const raw = await listAllTools(client, 100, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
-      refuseUnlisted(config.source, upstream.name, Object.keys(upstream.tools), raw);
+      const raw = await listUpstreamTools(connection);
+      refuseUnlisted(config.source, upstream, raw);
       const definitions = await mcpTools(connection, upstreamToolsOptions(upstream, config, logger));
       for (const definition of definitions) {
         const original = raw.find((tool) => tool.name === definition.mcp.name);
@@ -90,13 +87,13 @@ export async function loadCatalog(config: GatewayConfig, logger: Logger): Promis
 }
 
 /** Refuses a tool setting of `upstream` that names a tool it does not list: `options.invalid`, naming the field. */
-function refuseUnlisted(source: string, upstream: string, configured: readonly string[], listed: readonly Tool[]): void {
+function refuseUnlisted(source: string, upstream: UpstreamConfig, listed: readonly Tool[]): void {
   const names = new Set(listed.map((tool) => tool.name));
-  const unlisted = configured.find((name) => !names.has(name));
+  const [unlisted] = unlistedTools(upstream, names);
   if (unlisted === undefined) return;
   throw new InvalidOptionsError(
     source,
-    `upstreams.${upstream}.tools`,
-    `\`upstreams.${upstream}.tools\` names ${JSON.stringify(unlisted)}, which the upstream does not list; it lists ${[...names].map((name) => JSON.stringify(name)).join(', ')}`,
+    `upstreams.${upstream.name}.tools`,
+    `\`upstreams.${upstream.name}.tools\` names ${JSON.stringify(unlisted)}, which the upstream does not list; it lists ${[...names].map((name) => JSON.stringify(name)).join(', ')}`,
   );
 }

@@ -7,10 +7,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { McpConnection } from '../mcp/connection.js';
-import type { McpToolOptions, McpToolsOptions } from '../mcp/options.js';
+import { DEFAULT_MCP_CONNECT_TIMEOUT_MS, type McpToolOptions, type McpToolsOptions } from '../mcp/options.js';
+import { connectedClient, listAllTools } from '../mcp/tool-list.js';
 import type { GatewayConfig, UpstreamConfig } from './config.js';
 
 /** The name the gateway gives itself as an MCP client of its upstreams. */
@@ -24,6 +25,17 @@ const CLIENT_INFO = { name: 'bullmq-tool-receipts-gateway', version: '1' } as co
  * result the gateway keeps (`maxResultChars`, cut after it is read).
  */
 export const STDIO_MAX_MESSAGE_BYTES = 256 * 1024 * 1024;
+
+/** Every tool the upstream lists (`tools/list`, all pages), as the front's catalog and a worker's start read them. */
+export async function listUpstreamTools(connection: McpConnection): Promise<Tool[]> {
+  const client = await connectedClient(connection, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
+  return await listAllTools(client, 100, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
+}
+
+/** The tools `upstream`'s config sets that its listed tools (`listed`, their names) do not hold, in the config's order. */
+export function unlistedTools(upstream: UpstreamConfig, listed: ReadonlySet<string>): string[] {
+  return Object.keys(upstream.tools).filter((name) => !listed.has(name));
+}
 
 /** A reconnecting connection to one upstream (stdio: the server is spawned, its stderr joins the gateway's). */
 export function upstreamConnection(upstream: UpstreamConfig): McpConnection {

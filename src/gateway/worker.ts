@@ -13,12 +13,10 @@ import { withToolReceipts } from '../bullmq/processor.js';
 import type { McpToolDefinition } from '../mcp/tools.js';
 import { mcpTools } from '../mcp/tools.js';
 import type { McpConnection } from '../mcp/connection.js';
-import { DEFAULT_MCP_CONNECT_TIMEOUT_MS } from '../mcp/options.js';
-import { connectedClient, listAllTools } from '../mcp/tool-list.js';
 import type { GatewayConfig, UpstreamConfig } from './config.js';
 import { openRedis, type GatewayRedis } from './redis.js';
 import { recordedMcpResult } from './results.js';
-import { upstreamConnection, upstreamToolsOptions } from './upstreams.js';
+import { listUpstreamTools, unlistedTools, upstreamConnection, upstreamToolsOptions } from './upstreams.js';
 
 /** A running worker. */
 export interface GatewayWorker {
@@ -92,11 +90,9 @@ export async function startGatewayWorker(config: GatewayConfig, redisUrl: string
  * call of every upstream waiting on workers that never come up.
  */
 async function listedUpstream(upstream: UpstreamConfig, connection: McpConnection, logger: Logger): Promise<UpstreamConfig> {
-  const configured = Object.keys(upstream.tools);
-  if (configured.length === 0) return upstream;
-  const client = await connectedClient(connection, DEFAULT_MCP_CONNECT_TIMEOUT_MS);
-  const names = new Set((await listAllTools(client, 100, DEFAULT_MCP_CONNECT_TIMEOUT_MS)).map((tool) => tool.name));
-  const dropped = configured.filter((name) => !names.has(name));
+  if (Object.keys(upstream.tools).length === 0) return upstream;
+  const names = new Set((await listUpstreamTools(connection)).map((tool) => tool.name));
+  const dropped = unlistedTools(upstream, names);
   if (dropped.length === 0) return upstream;
   logger.error(
     { upstream: upstream.name, tools: dropped },
