@@ -42,7 +42,6 @@ import { errorText } from '../tools/failure-text.js';
 import { stageCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
-import { leftStatus } from '../turn/park-job.js';
 import { ExecutionContext, LazyAbort, LeaseKeeper } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { interruptionOf, throwIfInterrupted } from './interruption.js';
@@ -331,8 +330,7 @@ export class ToolCallRun implements CallAttempt {
         if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
         facts.answered('wait', 'waited');
         facts.waiting(delay);
-        // The live attempt may end before the job is parked (a call beside this one in the turn, say): then it comes back now.
-        await scope.park(claim.serverNowMs ?? Date.now(), delay, leftStatus(runtime.keyspace.receipts, this.key, 'running'));
+        await scope.park(claim.serverNowMs ?? Date.now(), delay);
         throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
       }
       case 'ambiguous':

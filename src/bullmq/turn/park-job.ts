@@ -40,8 +40,8 @@ export async function parkJobOnServerClock(job: Job, token: string | undefined, 
 }
 
 /**
- * A park's `comeBack` for a call waiting on its receipt's state (a live
- * attempt, a person's decision): whether the receipt has left `status`,
+ * A park's `comeBack` for a call waiting on its receipt's state (a
+ * person's decision): whether the receipt has left `status`,
  * read once the job is parked, since what ends the wait looks for the job
  * in the delayed set to promote it and finds nothing while it still runs.
  */
