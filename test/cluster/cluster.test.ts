@@ -4,7 +4,7 @@
  * share a node (one hash tag), and every search must visit all masters.
  */
 import { randomBytes } from 'node:crypto';
-import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
+import { Job, Queue, Worker } from 'bullmq';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -22,7 +22,7 @@ import { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { OpenReceiptIndex } from '../../src/otel/open-receipts.js';
 import { Capture } from '../cli/support.js';
 import { clusterSkipReason, startRedisCluster, type RedisClusterHandle } from '../support/redis-cluster.js';
-import { waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 import { clientKindUnderTest, openCluster, type OpenedClient } from '../support/redis-clients.js';
 import type { RedisConnection } from '../../src/redis/connection/connection.js';
 
@@ -225,7 +225,6 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
     const queueName = 'tools';
     const bull = cluster.connect({ maxRetriesPerRequest: null });
     const queue = new Queue(queueName, { connection: bull, prefix: bullPrefix });
-    const events = new QueueEvents(queueName, { connection: bull, prefix: bullPrefix });
     const workers = [0, 1].map(() => {
       const processor = withToolReceipts({ redis, tools: [tool], prefix: `${cluster.prefix}:wrap`, logger: pino({ level: 'silent' }) });
       const worker = new Worker(queueName, processor, { connection: bull, prefix: bullPrefix, concurrency: 4 });
@@ -233,20 +232,27 @@ describe.skipIf(skipReason !== undefined)('on a three-node Redis Cluster', () =>
       return worker;
     });
     try {
-      await events.waitUntilReady();
       const jobs: Job[] = [];
       for (const runId of runsByNode.values()) {
         const data = { tenantId: 'acme', runId, calls: [{ id: `toolu_${runId}`, name: 'send_email', input: { to: `${runId}@x.test` } }] };
         jobs.push(await queue.add('call', data), await queue.add('call', data));
       }
-      const results = (await Promise.all(jobs.map((job) => job.waitUntilFinished(events, 30_000)))) as ToolJobResult[];
+      // Read from the jobs themselves, not QueueEvents: a stream read held up on a loaded machine can be
+      // reset by BullMQ's watchdog, and a failure here then says where each job stands.
+      const finished = await waitUntil(
+        () => Promise.all(jobs.map(async (job) => ({ id: job.id, state: await queue.getJobState(job.id!) }))),
+        (states) => states.every(({ state }) => state === 'completed' || state === 'failed'),
+        60_000,
+        'every job to finish (each job id and its state)',
+      );
+      expect(finished.map(({ state }) => state)).toEqual(jobs.map(() => 'completed'));
+      const results = (await Promise.all(jobs.map(async (job) => (await Job.fromId(queue, job.id!))!.returnvalue))) as ToolJobResult[];
       expect([...effects.values()]).toEqual([1, 1, 1]);
       const outcomes = results.map((r) => r.results[0]!.outcome).sort();
       expect(outcomes).toEqual(['executed', 'executed', 'executed', 'replayed', 'replayed', 'replayed']);
     } finally {
       await Promise.all(workers.map((w) => w.close()));
-      await events.close();
       await queue.close();
     }
-  }, 60_000);
+  }, 90_000);
 });

@@ -20,8 +20,13 @@ import { journalPath, SERVER_SCRIPT } from '../mcp/support.js';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI_MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
-/** Lease and lock timings short enough that a killed worker's call is taken up in about a second. */
-export const FAST_WORKER = { leaseMs: 600, lockDurationMs: 1000, stalledIntervalMs: 500 } as const;
+/**
+ * Lease and lock timings short enough that a killed worker's call is taken up
+ * in a few seconds, and long enough that a live worker on a loaded machine
+ * keeps them: a BullMQ lock lost by a worker that merely stalled aborts its
+ * call, which then reads as unknown, where a test expects its result.
+ */
+export const FAST_WORKER = { leaseMs: 1000, lockDurationMs: 3000, stalledIntervalMs: 1000 } as const;
 
 /** The fixture server as a stdio upstream, journaling to `journal`. */
 export function fixtureUpstream(journal: string): Record<string, unknown> {
