@@ -24,7 +24,7 @@ import {
   type ToolResultBlock,
 } from '../core/job-data.js';
 import { keepPartialResults } from './outcomes/ambiguity.js';
-import { parkJobOnServerClock, promoteParkedJob } from './turn/park-job.js';
+import { comeBackSoon, parkJobOnServerClock } from './turn/park-job.js';
 import type { CallRuntime, JobScope } from './runtime.js';
 import { endingOf } from './outcomes/infrastructure.js';
 import { startUpCheck } from './outcomes/transactional.js';
@@ -167,9 +167,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
       // A job cancelled (or whose lock was lost) is never parked to come back, wherever its park was asked.
       throwIfInterrupted(jobKey, abort);
       await parkJobOnServerClock(job, token, serverNowMs, delayMs);
-      if (comeBack !== undefined && attemptJob !== undefined && (await comeBack().catch(() => false))) {
-        await promoteParkedJob(job, attemptJob, attemptJob);
-      }
+      if (comeBack !== undefined && attemptJob !== undefined && (await comeBack().catch(() => false))) comeBackSoon(job, attemptJob);
     };
     const results: ToolResultBlock[] = [];
     try {

@@ -107,7 +107,8 @@ export interface JobScope {
    * until all of them have ended. `comeBack`, asked once the job is parked,
    * answers whether what it waits for happened meanwhile (a person decided
    * before the job was in the delayed set, where the decision looks for it
-   * to promote it): then the job is promoted to run again at once. A job
+   * to promote it): then the job is promoted to run again once this
+   * delivery has unwound (a quarter second, `COME_BACK_AFTER_MS`). A job
    * cancelled, or whose lock was lost, is not parked: this throws its
    * interruption instead.
    */

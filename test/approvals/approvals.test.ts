@@ -22,6 +22,7 @@ import {
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { decideAsOperator } from '../../src/operator/approvals.js';
 import { openSingle } from '../support/redis-clients.js';
+import { waitUntil } from '../support/redis-fixture.js';
 import { call, jobData, silent, useLanes, type Lane } from '../bullmq/fixture.js';
 
 const lane = useLanes({ queues: 'redis' });
@@ -91,8 +92,13 @@ describe('a call that needs approval', () => {
       };
       await expect(processor(job, token)).rejects.toBeInstanceOf(DelayedError);
       expect(decided).toBe(true);
-      // Parked until the expiry (24 h) before; promoted now.
-      expect(['waiting', 'prioritized']).toContain(await job.getState());
+      // Parked until the expiry (24 h) before; promoted now, once its delivery has unwound.
+      await waitUntil(
+        () => job.getState(),
+        (state) => state === 'waiting' || state === 'prioritized',
+        5_000,
+        'the parked job to be promoted',
+      );
       l.worker({ tools: [tool] });
       const done = await l.settle(job);
       expect(outcomes(done)).toEqual(['executed']);

@@ -71,6 +71,27 @@ export function takeWokenWhileRunning(job: Job): boolean {
   return wokenWhileRunning.delete(job);
 }
 
+/**
+ * How long after its park a job asked to come back at once is promoted.
+ * BullMQ's worker still holds the parked delivery for a round trip after
+ * the processor threw (it fetches its next job, then stops tracking the job
+ * by its id): a promoted job that another slot of the same worker fetched
+ * meanwhile would lose its lock tracking to that unwinding, its lock never
+ * renewed, and stall. The promote goes out on the connection that round
+ * trip used, after it; a quarter second is far more than it takes.
+ */
+export const COME_BACK_AFTER_MS = 250;
+
+/**
+ * Promotes `job`, just parked by its own processor, once its delivery has
+ * unwound ({@link COME_BACK_AFTER_MS}); best effort, as
+ * {@link promoteParkedJob}: when it does not happen (the process ended
+ * first) the job comes back when its park ends.
+ */
+export function comeBackSoon(job: Job, own: AttemptJob): void {
+  setTimeout(() => void promoteParkedJob(job, own, own), COME_BACK_AFTER_MS).unref();
+}
+
 /** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
 interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
