@@ -42,6 +42,7 @@ import { errorText } from '../tools/failure-text.js';
 import { stageCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
+import { PARKED_DELIVERY_UNWIND_MS } from '../turn/park-job.js';
 import { ExecutionContext, LazyAbort, LeaseKeeper } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { interruptionOf, throwIfInterrupted } from './interruption.js';
@@ -325,7 +326,10 @@ export class ToolCallRun implements CallAttempt {
       case 'wait': {
         // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
         const remaining = claim.leaseRemainingMs ?? runtime.keyspace.settings.leaseMs;
-        const delay = Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs);
+        const delay = Math.max(
+          Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs),
+          PARKED_DELIVERY_UNWIND_MS,
+        );
         // A job cancelled meanwhile is not parked to come back: it stops here.
         if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
         facts.answered('wait', 'waited');

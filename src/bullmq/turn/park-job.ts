@@ -14,8 +14,21 @@ interface DelayingBackend {
 }
 
 /**
- * Park an active job in BullMQ's delayed set until `serverNowMs + delayMs`,
- * without using one of its attempts.
+ * How long a parked delivery is given to unwind before its job may run
+ * again: the shortest park, and how long after its park a job asked to come
+ * back at once is promoted. BullMQ's worker still holds the parked delivery
+ * for a round trip after the processor threw (it fetches its next job, then
+ * stops tracking the job by its id), so a job due at once that another slot
+ * of the same worker fetched meanwhile would lose its lock tracking to that
+ * unwinding, its lock never renewed, and stall. A quarter second is far
+ * more than that round trip.
+ */
+export const PARKED_DELIVERY_UNWIND_MS = 250;
+
+/**
+ * Park an active job in BullMQ's delayed set until `serverNowMs + delayMs`
+ * (at least {@link PARKED_DELIVERY_UNWIND_MS} on), without using one of its
+ * attempts.
  *
  * BullMQ stores a delayed job under `timestamp + delay`, and the public
  * `job.moveToDelayed(at)` takes `timestamp` from this worker's `Date.now()`
@@ -30,13 +43,14 @@ interface DelayingBackend {
  * falls back to the public method on the local clock.
  */
 export async function parkJobOnServerClock(job: Job, token: string | undefined, serverNowMs: number, delayMs: number): Promise<void> {
+  const parkedMs = Math.max(delayMs, PARKED_DELIVERY_UNWIND_MS);
   const internals = job as unknown as { backend?: Partial<DelayingBackend>; scripts?: Partial<DelayingBackend> };
   const backend = typeof internals.backend?.moveToDelayed === 'function' ? internals.backend : internals.scripts;
   if (job.id !== undefined && typeof backend?.moveToDelayed === 'function') {
-    await (backend as DelayingBackend).moveToDelayed(job.id, serverNowMs, delayMs, token, { skipAttempt: true });
+    await (backend as DelayingBackend).moveToDelayed(job.id, serverNowMs, parkedMs, token, { skipAttempt: true });
     return;
   }
-  await job.moveToDelayed(Date.now() + delayMs, token);
+  await job.moveToDelayed(Date.now() + parkedMs, token);
 }
 
 /**
@@ -72,24 +86,13 @@ export function takeWokenWhileRunning(job: Job): boolean {
 }
 
 /**
- * How long after its park a job asked to come back at once is promoted.
- * BullMQ's worker still holds the parked delivery for a round trip after
- * the processor threw (it fetches its next job, then stops tracking the job
- * by its id): a promoted job that another slot of the same worker fetched
- * meanwhile would lose its lock tracking to that unwinding, its lock never
- * renewed, and stall. The promote goes out on the connection that round
- * trip used, after it; a quarter second is far more than it takes.
- */
-export const COME_BACK_AFTER_MS = 250;
-
-/**
  * Promotes `job`, just parked by its own processor, once its delivery has
- * unwound ({@link COME_BACK_AFTER_MS}); best effort, as
+ * unwound ({@link PARKED_DELIVERY_UNWIND_MS}); best effort, as
  * {@link promoteParkedJob}: when it does not happen (the process ended
  * first) the job comes back when its park ends.
  */
 export function comeBackSoon(job: Job, own: AttemptJob): void {
-  setTimeout(() => void promoteParkedJob(job, own, own), COME_BACK_AFTER_MS).unref();
+  setTimeout(() => void promoteParkedJob(job, own, own), PARKED_DELIVERY_UNWIND_MS).unref();
 }
 
 /** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
