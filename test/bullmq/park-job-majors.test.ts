@@ -8,7 +8,7 @@ import * as bullmq6 from 'bullmq';
 import * as bullmq5 from 'bullmq-v5';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parkJobOnServerClock } from '../../src/bullmq/turn/park-job.js';
+import { PARKED_DELIVERY_UNWIND_MS, parkJobOnServerClock } from '../../src/bullmq/turn/park-job.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
 
 const TEN_MINUTES = 10 * 60_000;
@@ -33,17 +33,17 @@ describe.each([
   ['BullMQ 6', bullmq6 as Major],
   ['BullMQ 5', bullmq5 as unknown as Major],
 ])('%s', (name, { Queue, Worker, DelayedError }) => {
-  it('parks a job due at the given server time plus the delay, not on the worker clock', async () => {
-    const queueName = `park-${name.replace(' ', '')}`;
+  /** Parks one job with `delayMs` from a server clock ten minutes ahead; the time it is due at. */
+  const parkedDue = async (delayMs: number, serverNowMs: number): Promise<number> => {
+    const queueName = `park-${name.replace(' ', '')}-${delayMs}`;
     const connection = { url: server.url, maxRetriesPerRequest: null };
     const queue = new Queue(queueName, { connection, prefix: server.prefix });
-    const serverNowMs = Date.now() + TEN_MINUTES;
     let parked!: (id: string) => void;
     const parkedId = new Promise<string>((resolve) => (parked = resolve));
     const worker = new Worker(
       queueName,
       async (job, token) => {
-        await parkJobOnServerClock(job as unknown as bullmq6.Job, token, serverNowMs, DELAY_MS);
+        await parkJobOnServerClock(job as unknown as bullmq6.Job, token, serverNowMs, delayMs);
         parked(job.id!);
         throw new DelayedError();
       },
@@ -54,11 +54,21 @@ describe.each([
       expect(await parkedId).toBe(job.id);
       const score = await redis.zscore(`${server.prefix}:${queueName}:delayed`, job.id!);
       expect(score).not.toBeNull();
-      const dueMs = Math.floor(Number(score) / SCORE_SHIFT);
-      expect(dueMs).toBe(serverNowMs + DELAY_MS);
+      return Math.floor(Number(score) / SCORE_SHIFT);
     } finally {
       await worker.close();
       await queue.close();
     }
+  };
+
+  it('parks a job due at the given server time plus the delay, not on the worker clock', async () => {
+    const serverNowMs = Date.now() + TEN_MINUTES;
+    expect(await parkedDue(DELAY_MS, serverNowMs)).toBe(serverNowMs + DELAY_MS);
+  });
+
+  it('parks a job a quarter second at least, so its delivery has unwound before it is due', async () => {
+    const serverNowMs = Date.now() + TEN_MINUTES;
+    expect(PARKED_DELIVERY_UNWIND_MS).toBe(250);
+    expect(await parkedDue(5, serverNowMs)).toBe(serverNowMs + PARKED_DELIVERY_UNWIND_MS);
   });
 });
