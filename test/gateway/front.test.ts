@@ -212,12 +212,18 @@ describe('bad inputs: answered, and nothing enqueued', () => {
       timeout: 120_000,
     });
     const [answered, besideAnswered] = await Promise.all([big, beside]);
-    expect(outcomeOf(answered)).toBe('executed');
+    // Executed, or replayed when a worker busy with the 9 MB result lost a job's lock on a loaded machine and the
+    // job came back: its result either way, and the upstream ran each call once.
+    expect(['executed', 'replayed']).toContain(outcomeOf(answered));
     // Cut to what the gateway keeps as the upstream's text with a line saying so, never as the record's JSON.
     expect(textOf(answered)).toMatch(
       /^a grey square\n\[cut: the result was \d+ characters .* and 1 block\(s\) of other kinds left out\.\]$/,
     );
-    expect(outcomeOf(besideAnswered)).toBe('executed');
+    expect([textOf(besideAnswered), outcomeOf(besideAnswered)]).toEqual([
+      'sent to beside-big@example.com',
+      expect.stringMatching(/^(executed|replayed)$/),
+    ]);
+    expect(readJournal(journal).filter((e) => e.args?.to === 'beside-big@example.com' && e.phase === 'received')).toHaveLength(1);
     expect(outcomeOf(await acme.callTool({ name: 'op_nondestructive', arguments: { to: 'after-picture@example.com' } }))).toBe('executed');
   }, 120_000);
 
