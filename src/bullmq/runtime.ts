@@ -108,10 +108,9 @@ export interface JobScope {
    * answers whether what it waits for happened meanwhile (a person decided
    * before the job was in the delayed set, where the decision looks for it
    * to promote it): then the job is promoted to run again once this
-   * delivery has unwound (a quarter second, `PARKED_DELIVERY_UNWIND_MS`, also
-   * the shortest park). A job
-   * cancelled, or whose lock was lost, is not parked: this throws its
-   * interruption instead.
+   * delivery has unwound (a quarter second, `PARKED_DELIVERY_UNWIND_MS`,
+   * also the shortest park). A job cancelled, or whose lock was lost, is not
+   * parked: this throws its interruption instead.
    */
   park(serverNowMs: number, delayMs: number, comeBack?: () => Promise<boolean>): Promise<void>;
 }
