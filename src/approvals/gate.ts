@@ -93,7 +93,16 @@ export class ApprovalGate {
    * receipt layout, and its writes, so a gate's answer is acknowledged as
    * durably as a claim's (and its errors typed alike).
    */
-  constructor(private readonly channel: ReceiptsChannel) {}
+  constructor(
+    private readonly channel: ReceiptsChannel,
+    /**
+     * Registers the call's run in the run registry as the gate's write may
+     * create its first receipt, as a claim does (the store's `registerRun`),
+     * so a run whose calls only ever awaited approval, or were denied, is
+     * counted too. None: nothing registered.
+     */
+    private readonly registerRun?: (key: ToolCallReceiptKey) => Promise<unknown>,
+  ) {}
 
   /**
    * Passes the gate. A call awaiting approval is in the prefix's pending
@@ -105,6 +114,8 @@ export class ApprovalGate {
   async pass(request: GateRequest, onIndexError: (error: unknown) => void): Promise<GateAnswer> {
     const { prefix, retentionMs, receiptLayout } = this.channel.settings;
     const [receipt, index, , count] = this.channel.callKeys(request.key);
+    // Beside the write, as a claim's: a registration that failed is an index error, the receipt being the truth.
+    const registered = this.registerRun?.(request.key).catch(onIndexError);
     const reply = await this.channel.write(
       'approvalGate',
       'approval-gate',
@@ -125,6 +136,7 @@ export class ApprovalGate {
         receiptLayout,
       ],
     );
+    await registered;
     if (!Array.isArray(reply)) throw new UnexpectedScriptReplyError('approval-gate', reply);
     const [what, epoch, , expires, by, note, deniedReason, now, created] = reply.map(String);
     switch (what) {

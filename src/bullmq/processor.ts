@@ -118,7 +118,7 @@ export function withToolReceipts(options: ToolReceiptsOptions): ToolReceiptsProc
 
   options.telemetry?.bind?.({ redis: options.redis, store, limits });
   // The tools' approval rules (each tool's own over these options'); no gate when none has one.
-  const approvals = approvalRuntime(new ApprovalGate(keyspace.channel), toolList, options);
+  const approvals = approvalRuntime(new ApprovalGate(keyspace.channel, (key) => keyspace.receipts.registerRun(key)), toolList, options);
   const runtime: CallRuntime = {
     keyspace,
     tools,

@@ -20,6 +20,8 @@ import {
   type PendingApproval,
 } from '../../src/approvals/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
+import { runRegistrationTag } from '../../src/redis/keys.js';
+import { RunRegistry } from '../../src/redis/runs/registry.js';
 import { decideAsOperator } from '../../src/operator/approvals.js';
 import { openSingle } from '../support/redis-clients.js';
 import { waitUntil } from '../support/redis-fixture.js';
@@ -107,6 +109,20 @@ describe('a call that needs approval', () => {
       await manual.close();
       connection.disconnect();
     }
+  });
+
+  it('registers the run of a call it parks, so a run whose calls were only ever denied is counted', async () => {
+    const l = await lane();
+    const { tool, runs } = refundTool();
+    l.worker({ tools: [tool] });
+    const job = await l.add(jobData([call('refund', { amount: 250, card: '4111111111111111' })], { runId: 'run-denied-only' }));
+    const pending = await pendingOf(l);
+    await denyCall({ redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana', queue: l.queue });
+    expect(outcomes(await l.settle(job))).toEqual(['denied']);
+    expect(runs).toEqual([]);
+    const registered: string[] = [];
+    for await (const page of new RunRegistry(l.redis, l.prefix).runs('acme')) registered.push(...page.map((run) => run.tag));
+    expect(registered).toContain(runRegistrationTag('acme', 'run-denied-only'));
   });
 
   it('waits without running, is listed with what the approver may see, and runs once when approved', async () => {

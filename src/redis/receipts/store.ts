@@ -286,9 +286,10 @@ export class ReceiptStore {
    * Registers the run in the run registry (`runs/registry.ts`), or resolves
    * at once when this store did in the last minute; concurrent claims of
    * one run share one write, and a failed write is forgotten, so the next
-   * claim of the run tries again.
+   * claim of the run tries again. A claim does it before it may create the
+   * run's first receipt, and so does the approval gate, which may create it.
    */
-  private registerRun(key: ToolCallReceiptKey): Promise<unknown> {
+  registerRun(key: ToolCallReceiptKey): Promise<unknown> {
     const tag = runRegistrationTag(key.tenantId, key.runId);
     const now = Date.now();
     const known = this.registered.get(tag);

@@ -10,7 +10,8 @@
  *
  * A store registers a run before the claim that could create its first
  * receipt, and the claim waits for it, so a run with a receipt is always
- * registered. Each process re-registers a run at most once a minute (the
+ * registered (the approval gate, which may create it too, registers the run
+ * beside its write and waits for both). Each process re-registers a run at most once a minute (the
  * call side, `ReceiptStore`, remembers what it registered). An entry
  * goes only when its run's counting set is gone and it was registered more
  * than {@link REGISTRATION_GRACE_MS} ago: the grace covers a registration
