@@ -100,6 +100,25 @@ describe('failure tiers', () => {
     await l.run(jobData([call('drop_table', { n: 3 })]));
     expect(t.runs()).toBe(2);
   });
+
+  it('destructive, met again by the same job after a worker died before the breaker was written: not run, and the tool removed', async () => {
+    const l = await lane();
+    const t = flakyTool('drop_table', () => new DestructiveRanError('dropped half the partitions'));
+    const { processor } = l.worker({ tools: [t.tool] });
+    const ids = { runId: 'run-destructive-crash' };
+    const job = await l.run(jobData([call('drop_table', { n: 1 })], ids), { attempts: 5 });
+    expect(job.failedReason).toContain(TIER_SUFFIX.destructive);
+    // As if the worker had died between the receipt's write and the breaker's: no removal recorded.
+    await l.redis.del(processor.breaker.redisKey('acme', ids.runId));
+    expect(await processor.breaker.removal('acme', ids.runId, 'drop_table')).toBeNull();
+    // The same job delivered again: the failure stands, the tool does not run, and it is removed for the run.
+    await job.retry();
+    const again = await l.settle(job);
+    expect(again.failedReason).toContain(TIER_SUFFIX.destructive);
+    expect(t.runs()).toBe(1);
+    expect(await processor.breaker.removal('acme', ids.runId, 'drop_table')).toBe('drop_table was removed after a destructive failure.');
+    expect(await l.redis.hget(processor.breaker.redisKey('acme', ids.runId), 'drop_table:failures')).toBe('1');
+  });
 });
 
 describe('circuit breaker', () => {

@@ -126,7 +126,7 @@ export async function settleFailure(
         })
       : await runtime.keyspace.breaker.recordFailure(tenantId, runId, tool.name, {
           removeNow: tier === 'destructive',
-          reason: `${tool.name} was removed after ${tier === 'destructive' ? 'a destructive failure' : 'repeated failures'}.`,
+          reason: tier === 'destructive' ? destructiveRemoval(tool.name) : `${tool.name} was removed after repeated failures.`,
         });
   callRun.facts.settled('failed', { tier, error }, attempt);
   callRun.facts.answered('execute', refused ? 'rejected' : 'failed', attempt, { error: message, tier });
@@ -149,15 +149,25 @@ export async function settleFailure(
  * by a later delivery of the job (a retry for another of its calls, a
  * redelivery after a crash): the tool may have had its effect, so it is not
  * run again; the model gets the failure it would have got, and a
- * destructive one stops the job as it did. Nothing is written, and the
- * breaker counted the failure when it was recorded.
+ * destructive one stops the job as it did. Nothing is written to the
+ * receipt, and the breaker counted the failure when it was recorded; only
+ * a destructive one's removal of the tool is made sure of (a worker that
+ * died between the receipt's write and the breaker's left the tool in
+ * place), without counting the failure twice.
  */
-export function failureStands(callRun: CallAttempt, failure: StandingFailure): ToolResultBlock {
-  const { call, tool, facts } = callRun;
+export async function failureStands(callRun: CallAttempt, failure: StandingFailure): Promise<ToolResultBlock> {
+  const { runtime, scope, call, tool, facts } = callRun;
   facts.answered('replay', 'failed', undefined, { error: failure.error, tier: failure.tier });
   const content = failureContent(tool.name, failure.error, failure.tier);
-  if (failure.tier === 'destructive') throw unrecoverable(new ToolCallFailedError(tool.name, call.id, failure.tier, content));
-  return block(call, 'failed', { content, is_error: true });
+  if (failure.tier !== 'destructive') return block(call, 'failed', { content, is_error: true });
+  const { tenantId, runId } = scope.data;
+  if ((await runtime.keyspace.breaker.removal(tenantId, runId, tool.name)) === null) {
+    await runtime.keyspace.breaker.recordFailure(tenantId, runId, tool.name, {
+      removeNow: true,
+      reason: destructiveRemoval(tool.name),
+    });
+  }
+  throw unrecoverable(new ToolCallFailedError(tool.name, call.id, failure.tier, content));
 }
 
 /**
@@ -210,4 +220,9 @@ export async function outcomeUnknown(
     `attempt ${attempt} of tool call ${call.id} ended with an unknown outcome (${error.message}); the next delivery takes it over from its recorded steps`,
     { cause: error },
   );
+}
+
+/** Why a tool was removed for its run by a destructive failure. */
+function destructiveRemoval(toolName: string): string {
+  return `${toolName} was removed after a destructive failure.`;
 }
