@@ -18,6 +18,7 @@ import { ReceiptsKeyspace } from '../../redis/receipts/keyspace.js';
 import type { VerdictToRecord } from '../../redis/receipts/transitions/reconcile-store.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import { parseToolJobData, type ToolCall, type ToolJobData } from '../../core/job-data.js';
+import { destructiveMatcher } from '../../repair/destructive.js';
 import { repairInput } from '../tools/input-repair.js';
 import { resultShaper, type ResultShapingOptions } from '../tools/result-shaping.js';
 import { retryFailedJobs, type JobRetryReport } from './retry-jobs.js';
@@ -36,6 +37,8 @@ export interface ReconcileSweepOptions extends ResultShapingOptions {
   readonly leaseMs?: number;
   /** The workers' digest; default {@link sha256Digest}. */
   readonly digest?: DigestFn;
+  /** The workers' `destructiveTools`: a failed job's call is read back as they read it (never reshaped). */
+  readonly destructiveTools?: readonly string[] | undefined;
   /** The workers' durability: verdicts that settle a call wait for it. */
   readonly durability?: DurabilityOptions;
   /** The longest each receipts command may go without a reply; default 5 s (see `withToolReceipts`). */
@@ -78,6 +81,8 @@ export async function reconcileAmbiguous(
 ): Promise<SweptReceipt[]> {
   checkOptions<ReconcileSweepOptions>('reconcileAmbiguous', options, RECONCILE_SWEEP_SCHEMA);
   const tools = new Map([...options.tools].map((t) => [t.name, t]));
+  const destructivePattern = destructiveMatcher(options.destructiveTools ?? []);
+  const isDestructive = (tool: AnyToolDefinition) => tool.destructive || destructivePattern(tool.name);
   // Checked above, the keyspace's rules among them: made from them without a second parse.
   const owner = options.owner ?? `reconcile-sweep:${process.pid}`;
   const { prefix, retentionMs, leaseMs, commandTimeoutMs, durability } = options;
@@ -97,7 +102,7 @@ export async function reconcileAmbiguous(
       skip('its tool has no reconcile');
       continue;
     }
-    const found = await failedJobCall(options, record, tool, signal);
+    const found = await failedJobCall(options, record, tool, isDestructive, signal);
     if (typeof found === 'string') {
       skip(found);
       continue;
@@ -151,6 +156,7 @@ async function failedJobCall(
   options: ReconcileSweepOptions,
   record: ReceiptRecord,
   tool: AnyToolDefinition,
+  isDestructive: (tool: AnyToolDefinition) => boolean,
   signal: AbortSignal,
 ): Promise<FoundCall | string> {
   const recorded: AttemptJob | undefined = record.jobs.at(-1);
@@ -167,7 +173,7 @@ async function failedJobCall(
       return 'its job data is not valid';
     }
     for (const call of data.calls.filter((c) => c.name === tool.name)) {
-      const prepared = await repairInput(call, tool, { isDestructive: (t) => t.destructive }, { signal });
+      const prepared = await repairInput(call, tool, { isDestructive }, { signal });
       if (!prepared.ok) continue;
       const key: ToolCallReceiptKey = {
         ...record.key,
