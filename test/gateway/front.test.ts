@@ -44,6 +44,9 @@ const {
   },
   limits: [{ name: 'safe-mails', per: 'tenant', max: 1, windowMs: 3_600_000, tools: ['op_idempotent_safe'] }],
   approvals: { elicit: true, waitMs: 2000 },
+  // No worker is killed here: BullMQ's default 30 s lock, which a worker busy with a 9 MB result keeps on a loaded
+  // machine (with a short one it lost the lock of a call beside, and the call was cut off, unknown).
+  worker: {},
 });
 let url: string;
 let acme: Client;
