@@ -42,6 +42,11 @@ export type JobEnd =
  *
  * With `untilApproval`, the wait also ends when the job is parked (delayed)
  * with calls awaiting approval on its progress (see approval-progress.ts).
+ *
+ * The job is also looked at every {@link LOOK_AGAIN_EVERY_MS} while the wait
+ * lasts: an event the `QueueEvents` never delivered (its stream read reset
+ * on a loaded machine, say) then costs that long at most, not the whole
+ * timeout, or a wait with none that never ends.
  */
 export async function waitForJobEnd(
   queue: Queue,
@@ -73,12 +78,23 @@ export async function waitForJobEnd(
   signal?.addEventListener('abort', onAbort, { once: true });
   if (options.untilApproval) for (const event of PARKED_EVENTS) perJob.on(`${event}:${jobId}`, onParked);
   let timer: NodeJS.Timeout | undefined;
+  let lookAgain: NodeJS.Timeout | undefined;
   try {
     await queueEvents.waitUntilReady();
     await whileListening();
     const first = await lookAt(queue, jobId);
     if (first !== undefined && first.status !== 'unfinished') settle(first);
     else if (options.untilApproval) onParked();
+    if (!settled) {
+      lookAgain = setInterval(() => {
+        void lookAt(queue, jobId).then((look) => {
+          if (settled || look === undefined) return;
+          if (look.status !== 'unfinished') settle(look);
+          else if (options.untilApproval && look.jobState === 'delayed') onParked();
+        });
+      }, LOOK_AGAIN_EVERY_MS);
+      lookAgain.unref();
+    }
     if (!settled && timeoutMs !== undefined) {
       // Out of time: one more look, so a job that ended meanwhile gives its end and a timeout says where the job stands.
       const lastLook = async () => {
@@ -90,12 +106,16 @@ export async function waitForJobEnd(
     return await ended;
   } finally {
     clearTimeout(timer);
+    clearInterval(lookAgain);
     perJob.off(`completed:${jobId}`, onCompleted);
     perJob.off(`failed:${jobId}`, onFailed);
     signal?.removeEventListener('abort', onAbort);
     for (const event of PARKED_EVENTS) perJob.off(`${event}:${jobId}`, onParked);
   }
 }
+
+/** How often a waiting client looks at its job besides listening for its events. */
+export const LOOK_AGAIN_EVERY_MS = 5_000;
 
 /** The job events after which a job may have been parked for approval: its progress noted the calls, then it was delayed. */
 const PARKED_EVENTS = ['progress', 'delayed'] as const;

@@ -1,7 +1,8 @@
 /**
  * The client hears its jobs' ends through the `QueueEvents` it is given: one
  * of another queue or prefix never hears them, so it is refused when the
- * client is made instead of leaving every submit waiting.
+ * client is made instead of leaving every submit waiting. An end whose
+ * event never arrives is still seen: the client looks at its job too.
  */
 import { Queue, QueueEvents } from 'bullmq';
 import { describe, expect, it } from 'vitest';
@@ -69,5 +70,24 @@ describe('createToolCallClient and its QueueEvents', () => {
     });
     expect(results).toEqual([expect.objectContaining({ tool_use_id: 'c1', outcome: 'executed' })]);
     expect(runs.lookup_order).toBe(1);
+  });
+
+  it('sees its job end within a few seconds when its QueueEvents delivers no event (it looks at the job every 5 s)', async () => {
+    const l = await lane();
+    // A QueueEvents that is ready but never reads the stream: every event is lost, as when BullMQ resets its read.
+    const deaf = open(l, (connection) => new QueueEvents(l.queueName, { connection, prefix: l.prefix, autorun: false }));
+    const { tools, runs } = fixtureTools();
+    l.worker({ tools });
+    const startedMs = performance.now();
+    const results = await clientOn(l, { queueEvents: deaf, timeoutMs: 45_000 }).submit({
+      tenantId: 'acme',
+      runId: 'run-deaf',
+      turnId: 't-deaf',
+      calls: [{ id: 'c1', name: 'lookup_order', input: { order_id: 'A-2' } }],
+    });
+    expect(results).toEqual([expect.objectContaining({ tool_use_id: 'c1', outcome: 'executed' })]);
+    expect(runs.lookup_order).toBe(1);
+    // Well before the 45 s timeout's last look: a look every 5 s found it.
+    expect(performance.now() - startedMs).toBeLessThan(30_000);
   });
 });
