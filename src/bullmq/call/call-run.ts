@@ -326,6 +326,7 @@ export class ToolCallRun implements CallAttempt {
       case 'wait': {
         // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
         const remaining = claim.leaseRemainingMs ?? runtime.keyspace.settings.leaseMs;
+        // The park itself never lasts less than PARKED_DELIVERY_UNWIND_MS; floored here too so the delay reported is the park's.
         const delay = Math.max(
           Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs),
           PARKED_DELIVERY_UNWIND_MS,
