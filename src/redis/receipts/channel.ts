@@ -25,7 +25,7 @@ import {
   type ReceiptStatus,
 } from '../errors.js';
 import { callRedisKeys, type CallKeys } from '../keys.js';
-import { runScript } from '../scripts/scripts.js';
+import { packageScripts, runScript, type Script } from '../scripts/scripts.js';
 import { keyspaceSettings, positiveInt, type KeyspaceSettings, type KeyspaceSettingsInput } from '../settings.js';
 
 /** Where a failed command was: its key and the step (default: the key a script was sent for, and the script's step). */
@@ -62,6 +62,12 @@ export class ReceiptsChannel {
   private readonly keysByCall = new WeakMap<ToolCallReceiptKey, ToolCallReceiptKey & { readonly keys: Readonly<CallKeys> }>();
   /** Batches claims and completes per tick; undefined with `groupCommit: false`. */
   private readonly group: GroupCommit | undefined;
+  /**
+   * The package's scripts this channel has run, by name (`null`: no such
+   * package script, so `runScript` finds it): looked up once, so a
+   * transition goes straight to the adapter with the keys it was given.
+   */
+  private readonly scripts = new Map<string, Script | null>();
 
   /** `redis` and `settings` come from checked options; `site` names the entry point in a refused connection's error. */
   constructor(redis: RedisConnection, settings: KeyspaceSettings, site: string) {
@@ -69,9 +75,7 @@ export class ReceiptsChannel {
     this.settings = settings;
     this.clustered = this.redis.isCluster;
     this.durability = settings.durability ? new DurabilityWaiter(this.redis, settings.durability) : undefined;
-    this.group = settings.groupCommit
-      ? new GroupCommit((script, keys, args) => runScript(this.redis, script, keys, args), this.clustered)
-      : undefined;
+    this.group = settings.groupCommit ? new GroupCommit((script, keys, args) => this.run(script, keys, args), this.clustered) : undefined;
   }
 
   /**
@@ -102,12 +106,28 @@ export class ReceiptsChannel {
    */
   async call(script: string, keys: readonly string[], args: readonly (string | number)[], site: CommandSite = {}): Promise<unknown> {
     try {
-      return await (this.group !== undefined
-        ? this.group.submit(script, keys, args, site.behind === true)
-        : runScript(this.redis, script, keys, args));
+      return await (this.group !== undefined ? this.group.submit(script, keys, args, site.behind === true) : this.run(script, keys, args));
     } catch (error) {
       throw this.typed(error, { redisKey: site.redisKey ?? keys[0] ?? '', step: site.step ?? stepOfScript(script) });
     }
+  }
+
+  /**
+   * Sends one script: a package script given exactly its KEYS (a
+   * `<name>-N.lua` one, their count first) goes to the adapter as it is;
+   * anything else through `runScript`, which reads the list as its own
+   * rule says (and refuses what does not fit with `ScriptDefinitionError`).
+   */
+  private run(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    let script = this.scripts.get(name);
+    if (script === undefined) this.scripts.set(name, (script = packageScripts().find(name) ?? null));
+    if (script !== null) {
+      const taken = script.keys;
+      if (taken.kind === 'fixed' ? keys.length === taken.count : Number(keys[0]) === keys.length - 1 && keys.length - 1 >= taken.atLeast) {
+        return this.redis.evalScript(script.lua, taken.kind === 'fixed' ? keys : keys.slice(1), args);
+      }
+    }
+    return runScript(this.redis, name, keys, args);
   }
 
   /** {@link call}'s mapping, for a command that is not a script. */

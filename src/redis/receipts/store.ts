@@ -13,7 +13,6 @@ import type { ToolCallReceiptKey } from '../../core/identity.js';
 import { InvalidReceiptInputError, type AttemptFence } from '../errors.js';
 import { breakerField, runRegistrationTag, runRegistryShardKey } from '../keys.js';
 import type { DurabilityOptions } from '../durability/durability.js';
-import { runScript } from '../scripts/scripts.js';
 import { checkFence, type Observation, ReceiptsChannel, toStoredJson } from './channel.js';
 import { claimRequest, runClaim } from './transitions/claim.js';
 import {
@@ -295,7 +294,7 @@ export class ReceiptStore {
     const known = this.registered.get(tag);
     if (known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
-    const done = runScript(this.channel.redis, 'register-run', [runRegistryShardKey(this.prefix, key.tenantId)], [tag]);
+    const done = this.channel.call('register-run', [runRegistryShardKey(this.prefix, key.tenantId)], [tag]);
     this.registered.set(tag, { at: now, done });
     done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));
     return done;
