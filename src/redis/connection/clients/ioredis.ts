@@ -84,6 +84,40 @@ function dropsHeld(error: unknown): boolean {
 /** ioredis' refusals made before writing anything: the offline queue is disabled and there is no connection. */
 const REFUSED_UNWRITTEN = /^(Stream isn't writeable|Cluster isn't ready) and enableOfflineQueue options is false/;
 
+/** What a command written at once failed with: "never sent" when ioredis refused it unwritten, else as it is. */
+function sentError(error: unknown): unknown {
+  return error instanceof Error && REFUSED_UNWRITTEN.test(error.message) ? new CommandNotSentError(error) : error;
+}
+
+function rethrowSentError(error: unknown): never {
+  throw sentError(error);
+}
+
+/**
+ * The reply of a command handed to a connected client, failing after
+ * `deadlineMs` (from now, as it may be written now). One timer and its two
+ * callbacks: every command the stores send comes here.
+ */
+function withDeadline(reply: Promise<unknown>, deadlineMs: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(missedDeadline, deadlineMs, reject, deadlineMs);
+    reply.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(sentError(error));
+      },
+    );
+  });
+}
+
+function missedDeadline(reject: (error: unknown) => void, deadlineMs: number): void {
+  reject(new CommandDeadlineError(deadlineMs, true, true));
+}
+
 /** A command this sender holds back while its client has no connection (see {@link IoredisSender}). */
 interface HeldCommand {
   /** Gives it to ioredis, now that the client is ready. */
@@ -138,10 +172,12 @@ class IoredisSender {
   }
 
   send(issue: () => Promise<unknown>, deadlineMs: number | undefined): Promise<unknown> {
-    if (deadlineMs !== undefined && !MAY_WRITE.has(this.redis.status) && this.queuesOffline) return this.hold(issue, deadlineMs);
-    const held = !MAY_WRITE.has(this.redis.status);
+    const writable = MAY_WRITE.has(this.redis.status);
+    if (writable) return deadlineMs === undefined ? issue().catch(rethrowSentError) : withDeadline(issue(), deadlineMs);
+    if (deadlineMs !== undefined && this.queuesOffline) return this.hold(issue, deadlineMs);
+    // Given to ioredis without a connection (no deadline to hold it by here, or no offline queue): see the class.
     const readies = this.readies;
-    const stillHeld = () => held && this.readies === readies;
+    const stillHeld = () => this.readies === readies;
     const reply = issue();
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -163,8 +199,7 @@ class IoredisSender {
         },
         (error: unknown) => {
           settle();
-          const unsent = (stillHeld() && dropsHeld(error)) || (error instanceof Error && REFUSED_UNWRITTEN.test(error.message));
-          reject(unsent ? new CommandNotSentError(error as Error) : error);
+          reject(stillHeld() && dropsHeld(error) ? new CommandNotSentError(error as Error) : sentError(error));
         },
       );
     });
