@@ -104,7 +104,7 @@ export function canonicalJson(value: unknown): string {
     assertPlainObject(obj, stack);
     open.add(obj);
     out.push('{');
-    const keys = Object.keys(obj).sort(compareCodeUnits);
+    const keys = keysInCodeUnitOrder(obj);
     stack.push({ kind: 'object', keys, source: obj as Record<string, unknown>, index: 0, holder: obj, depth: depth + 1 });
   };
 
@@ -147,7 +147,7 @@ function flatObjectJson(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   if (!hasPlainPrototype(value) || typeof (value as { toJSON?: unknown }).toJSON === 'function') return undefined;
   const source = value as Record<string, unknown>;
-  const keys = Object.keys(source).sort(compareCodeUnits);
+  const keys = keysInCodeUnitOrder(source);
   let out = '{';
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i]!;
@@ -175,6 +175,27 @@ function hasPlainPrototype(obj: object): boolean {
 /** Compare two strings by UTF-16 code units, which is what `<` does on JS strings. */
 function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Beyond this many keys an object's keys are sorted by `Array.prototype.sort`; up to it, in place by insertion. */
+const INSERTION_SORT_KEYS = 16;
+
+/**
+ * An object's own enumerable keys in UTF-16 code unit order. Most argument
+ * bags have a few keys, and `Array.prototype.sort` allocates a work area on
+ * every call (this runs for every call's arguments): a few keys are put in
+ * order in place instead, with the same comparison.
+ */
+function keysInCodeUnitOrder(obj: object): string[] {
+  const keys = Object.keys(obj);
+  if (keys.length > INSERTION_SORT_KEYS) return keys.sort(compareCodeUnits);
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let at = i - 1;
+    for (; at >= 0 && keys[at]! > key; at--) keys[at + 1] = keys[at]!;
+    keys[at + 1] = key;
+  }
+  return keys;
 }
 
 /** `toJSON` runs on objects and BigInts, with the property key, as in `JSON.stringify`. */

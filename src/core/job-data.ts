@@ -104,16 +104,20 @@ export class InvalidJobDataError extends ToolReceiptsError {
  * Calls that carry another API's `arguments` (a JSON string) instead of an
  * `input`: OpenAI's shape, which has an `id` and a `name` too. Taken as they
  * are, each would be refused for its missing input, so the job is refused
- * whole, with the hint that names the adapter.
+ * whole, with the hint that names the adapter. `undefined` when there are none.
  */
-function argumentsWithoutInput(data: unknown): z.core.$ZodIssue[] {
+function argumentsWithoutInput(data: unknown): z.core.$ZodIssue[] | undefined {
   const calls = (data as { calls?: unknown }).calls;
-  if (!Array.isArray(calls)) return [];
-  return calls.flatMap((call: unknown, i) =>
-    typeof call === 'object' && call !== null && 'arguments' in call && (call as { input?: unknown }).input === undefined
-      ? [{ code: 'custom' as const, path: ['calls', i], input: undefined, message: 'this call has `arguments` but no `input`' }]
-      : [],
-  );
+  if (!Array.isArray(calls)) return undefined;
+  // A plain loop: every job's calls are read here, and almost never is one foreign.
+  let issues: z.core.$ZodIssue[] | undefined;
+  for (let i = 0; i < calls.length; i++) {
+    const call: unknown = calls[i];
+    if (typeof call === 'object' && call !== null && 'arguments' in call && (call as { input?: unknown }).input === undefined) {
+      (issues ??= []).push({ code: 'custom', path: ['calls', i], input: undefined, message: 'this call has `arguments` but no `input`' });
+    }
+  }
+  return issues;
 }
 
 /** Parse job data or throw {@link InvalidJobDataError}. */
@@ -121,6 +125,6 @@ export function parseToolJobData(data: unknown): ToolJobData {
   const parsed = toolJobDataSchema.safeParse(data);
   if (!parsed.success) throw new InvalidJobDataError(parsed.error.issues, jobDataShapeHint(data));
   const foreign = argumentsWithoutInput(data);
-  if (foreign.length > 0) throw new InvalidJobDataError(foreign, jobDataShapeHint(data));
+  if (foreign !== undefined) throw new InvalidJobDataError(foreign, jobDataShapeHint(data));
   return parsed.data;
 }

@@ -105,6 +105,19 @@ describe('canonicalJson', () => {
     expect(err.path).toBe('$.outer[0].inner');
   });
 
+  it('writes keys in UTF-16 code unit order, few or many, flat or nested (property)', () => {
+    // Up to 16 keys are ordered in place, more by Array.prototype.sort: both sides of that line, on both paths.
+    const bag = fc.dictionary(fc.string({ unit: 'binary' }), fc.integer(), { minKeys: 0, maxKeys: 40 });
+    fc.assert(
+      fc.property(bag, fc.nat(), (value, seed) => {
+        const ordered = Object.keys(value).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+        const expected = `{${ordered.map((key) => `${JSON.stringify(key)}:${value[key]}`).join(',')}}`;
+        expect(canonicalJson(reorderKeys(value, seed))).toBe(expected);
+        expect(canonicalJson([{ nested: reorderKeys(value, seed) }])).toBe(`[{"nested":${expected}}]`);
+      }),
+    );
+  });
+
   it('writes a flat argument bag as it writes the same bag nested (property)', () => {
     const outcome = (write: () => string): { text?: string; code?: string } => {
       try {
