@@ -34,6 +34,8 @@ import { median, realisticResult } from './support.js';
 const JOBS = Number(process.env['ALLOC_JOBS'] ?? 500);
 const MODE = process.env['ALLOC_MODE'];
 const ROUNDS = Number(process.env['ALLOC_ROUNDS'] ?? 6);
+/** How many allocation sites ALLOC_SITES=1 prints (ALLOC_TOP, default 15). */
+const TOP_SITES = Number(process.env['ALLOC_TOP'] ?? 15);
 const gc = (globalThis as { gc?: () => void }).gc;
 
 interface Side {
@@ -60,7 +62,7 @@ async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[
   const post = (method: string, params?: object) =>
     new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
   await post('HeapProfiler.startSampling', {
-    samplingInterval: 512,
+    samplingInterval: Number(process.env["ALLOC_INTERVAL"] ?? 512),
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true,
   });
@@ -86,7 +88,7 @@ async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[
   console.log('  by package:');
   for (const [place, bytes] of [...byPlace].sort((x, y) => y[1] - x[1]).slice(0, 8)) console.log(`    ${perJob(bytes)}  ${place}`);
   console.log('  top sites:');
-  for (const [site, bytes] of [...bySite].sort((x, y) => y[1] - x[1]).slice(0, 15)) console.log(`    ${perJob(bytes)}  ${site}`);
+  for (const [site, bytes] of [...bySite].sort((x, y) => y[1] - x[1]).slice(0, TOP_SITES)) console.log(`    ${perJob(bytes)}  ${site}`);
 }
 
 async function main(collect: () => void): Promise<void> {
