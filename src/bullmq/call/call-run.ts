@@ -120,8 +120,11 @@ export class ToolCallRun implements CallAttempt {
     }
     // A job whose lock was lost or that was cancelled (maybe while its input was repaired) claims nothing more.
     if (this.scope.abort.aborted) throwIfInterrupted(this.scope.job.id ?? '', this.scope.abort);
-    const gated = await this.passGates();
-    if (gated !== undefined) return gated;
+    // Most calls pass no gate: the async step is entered only by a call one covers.
+    if (this.runtime.limits !== undefined || this.runtime.approvals?.of(this.tool)) {
+      const gated = await this.passGates();
+      if (gated !== undefined) return gated;
+    }
     let claim = await this.claim();
     // The receipt the gate answered for was gone at the claim (it expired between them): the lifetime the
     // claim would have started was never approved, so the gate asks a person about it (and parks the job).
