@@ -64,8 +64,8 @@ export interface CallRuntime {
   runsWithoutReceipt(tool: AnyToolDefinition): boolean;
   /** Validates (and where provable, repairs) a call's input before anything is claimed. */
   prepare(call: ToolCall, tool: AnyToolDefinition, abort: { readonly signal: AbortSignal }): PreparedCall | Promise<PreparedCall>;
-  /** Turns a tool's return value into what the model sees (and the receipt stores). */
-  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<RecordedToolResult>;
+  /** Turns a tool's return value into what the model sees (and the receipt stores); a promise only when it must wait. */
+  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): RecordedToolResult | Promise<RecordedToolResult>;
   /** The worker's limits; `undefined` when it has none. */
   readonly limits?: WorkerLimits;
   /**

@@ -236,7 +236,8 @@ export class ToolCallRun implements CallAttempt {
    * that can settle it (keyed, reconcile, transactional) is settled here.
    */
   private async claim(): Promise<CallClaim> {
-    const ahead = await this.links.self?.claimedAhead(this.facts);
+    const self = this.links.self;
+    const ahead = self === undefined ? undefined : await self.claimedAhead(this.facts);
     try {
       return await (ahead?.answersAlone ? this.sendClaim(ahead) : this.facts.roundTrip('claim', () => this.sendClaim(ahead)));
     } catch (error) {
@@ -433,11 +434,12 @@ export class ToolCallRun implements CallAttempt {
    */
   private async complete(value: unknown, replayed: boolean, onFencedOut: (error: FencedOutError) => void): Promise<ToolResultBlock> {
     const { runtime, key, fence, facts, attempt } = this;
-    const result = await runtime.shape(value, this.call, this.tool, this.scope.data);
+    const shaping = runtime.shape(value, this.call, this.tool, this.scope.data);
+    const result = shaping instanceof Promise ? await shaping : shaping;
     const next = this.links.next;
     let settled: SettleResult;
     try {
-      const carried = await next?.claimToCarry();
+      const carried = next === undefined ? undefined : await next.claimToCarry();
       if (next === undefined || carried === undefined) {
         settled = await facts.roundTrip('complete', () => runtime.keyspace.receipts.complete(key, fence, result));
       } else {

@@ -41,7 +41,7 @@ export type CallClaim = ClaimResult & {
 /** The parts of the wrapper's runtime the settling uses. */
 export interface SettleRuntime {
   readonly keyspace: ReceiptsKeyspace;
-  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): Promise<unknown>;
+  shape(value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData): unknown;
 }
 
 /** One call's claim, with the job it belongs to. */

@@ -110,8 +110,17 @@ export function readToolResultTool(store: ToolResultStore, maxResultChars?: numb
   });
 }
 
-/** Turns a tool's return value into what the model sees and the receipt stores. */
-export type ResultShaper = (value: unknown, call: ToolCall, tool: AnyToolDefinition, data: ToolJobData) => Promise<RecordedToolResult>;
+/**
+ * Turns a tool's return value into what the model sees and the receipt
+ * stores: at once for a result that fits (no promise to await), else a
+ * promise (the capper, the store).
+ */
+export type ResultShaper = (
+  value: unknown,
+  call: ToolCall,
+  tool: AnyToolDefinition,
+  data: ToolJobData,
+) => RecordedToolResult | Promise<RecordedToolResult>;
 
 /**
  * The processor's result shaper. Without a result store, a result whose text
@@ -127,7 +136,7 @@ export function resultShaperOf(options: ResultShapingOptions): ResultShaper {
   return (value, call, tool, data) => {
     if (!(value instanceof ToolErrorResult)) {
       const text = stringifyToolResult(unwrapToolResultForLlm(value));
-      if (text.length <= cap) return Promise.resolve({ content: text });
+      if (text.length <= cap) return { content: text };
     }
     return shape(value, call, tool, data);
   };
