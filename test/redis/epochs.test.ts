@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { epochCheck } from '../../src/redis/receipts/transitions/claim.js';
 import { epochOrigin, newEpoch } from '../../src/redis/receipts/transitions/epochs.js';
 
 const KEY = 'trc:rcpt:{acme|run-42}:send_email:9f2c';
@@ -9,6 +10,30 @@ describe('newEpoch', () => {
     const epochs = Array.from({ length: 2_000 }, () => newEpoch(KEY));
     for (const epoch of epochs) expect(epoch).toMatch(/^[A-Za-z0-9_-]{20}$/);
     expect(new Set(epochs).size).toBe(epochs.length);
+  });
+});
+
+describe('epochCheck', () => {
+  // Epochs outlive the release that minted them: every release must compute the same check for the same key and part.
+  it('is FNV-1a over the key, a newline and the random part, folded to 24 bits, as 4 base64url characters (property)', () => {
+    const reference = (redisKey: string, random: string): string => {
+      let hash = 0x811c9dc5;
+      const text = `${redisKey}\n${random}`;
+      for (let i = 0; i < text.length; i++) {
+        hash ^= text.charCodeAt(i);
+        hash = Math.imul(hash, 0x01000193);
+      }
+      hash >>>= 0;
+      const folded = (hash >>> 24) ^ (hash & 0xffffff);
+      return Buffer.from([folded >>> 16, (folded >>> 8) & 0xff, folded & 0xff]).toString('base64url');
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (redisKey, random) => {
+        expect(epochCheck(redisKey, random)).toBe(reference(redisKey, random));
+      }),
+      { numRuns: 2_000 },
+    );
+    expect(epochCheck(KEY, 'AAAAAAAAAAAAAAAA')).toBe(reference(KEY, 'AAAAAAAAAAAAAAAA'));
   });
 });
 
