@@ -139,15 +139,14 @@ export function newEpoch(redisKey: string): string {
  * A write the client never sent (`sent: false`), and any other error, is
  * thrown unchanged.
  */
-export async function releasingLostClaims<T>(ch: ReceiptsChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
-  try {
-    return await send();
-  } catch (error) {
+export function releasingLostClaims<T>(ch: ReceiptsChannel, send: () => Promise<T>, lost: () => readonly LostClaim[]): Promise<T> {
+  // A handler on the reply, not an async frame around it: every claim comes here, and almost every one is answered.
+  return send().catch(async (error: unknown) => {
     // A claim the client never sent started nothing: fail at once, with nothing to release.
     if (!(error instanceof RedisUnreachableError) || !error.sent) throw error;
     for (const claim of lost()) error.releases.push(await releaseLostClaim(ch, claim, error));
     throw error;
-  }
+  });
 }
 
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
@@ -191,14 +190,13 @@ export async function runClaim(
         // A reply lost to a timeout or a dropped connection: release the receipt the claim may have created.
         const reply = await releasingLostClaims(
           ch,
-          async () => {
+          () => {
             // A call that needs approval adds claim-4.lua's ARGV[14]; the thirteen others are every claim's.
             const sent = ch.call('claim', request.keys, request.needsApproval ? [...request.args, '1'] : request.args);
-            // Sent already (the channel submits before its first await): what this sends follows the claim.
+            // Sent already (the channel submits at once): what this sends follows the claim.
             request.onSent?.(request.token);
-            const reply = await sent;
-            await registered;
-            return reply;
+            // The reply, once the run's registration (sent first) has landed too.
+            return sent.then((answer) => registered.then(() => answer));
           },
           () => [{ request, fence: createdFence(request) }],
         );
