@@ -179,7 +179,7 @@ export interface ServerFunctions {
  * once, in one array (`send` copies what it keeps, as every adapter's client
  * does): every receipt transition goes through here.
  */
-export async function evalWithFallback(
+export function evalWithFallback(
   send: ScriptSend,
   script: LuaScript,
   keys: readonly string[],
@@ -189,22 +189,34 @@ export async function evalWithFallback(
   functions?: ServerFunctions,
   reach: ScriptSend = send,
 ): Promise<unknown> {
-  let sent = loaded.get(server);
-  if (sent === undefined) loaded.set(server, (sent = new Set()));
   const wire = new Array<RedisArg>(2 + keys.length + args.length);
   wire[1] = keys.length;
   for (let i = 0; i < keys.length; i++) wire[2 + i] = keys[i]!;
   for (let i = 0; i < args.length; i++) wire[2 + keys.length + i] = args[i]!;
   const fn = functionToCall(script, server, functions, reach);
-  if (fn !== undefined) {
-    wire[0] = fn.name;
-    try {
-      return await send('FCALL', wire);
-    } catch (error) {
-      // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
-      if (!functions!.refusedUnrun(server, fn, error)) throw error;
-    }
+  if (fn === undefined) return evalBySha(send, script, wire, loaded, server);
+  wire[0] = fn.name;
+  // A handler on the reply, not an async frame: once its library is loaded, every script call goes here.
+  return sentNow(send, 'FCALL', wire).catch((error: unknown) => {
+    // Refused before it ran (not loaded there, or refused as a whole): EVAL runs it, as it did before.
+    if (!functions!.refusedUnrun(server, fn, error)) throw error;
+    return evalBySha(send, script, wire, loaded, server);
+  });
+}
+
+/** `send`'s reply, a rejection when `send` throws instead of answering. */
+function sentNow(send: ScriptSend, command: ScriptCommand, wire: RedisArg[]): Promise<unknown> {
+  try {
+    return send(command, wire);
+  } catch (error) {
+    return Promise.reject(error);
   }
+}
+
+/** {@link evalWithFallback}'s EVALSHA: by text the first time `server` is sent the script, and again after NOSCRIPT. */
+async function evalBySha(send: ScriptSend, script: LuaScript, wire: RedisArg[], loaded: LoadedScripts, server: string): Promise<unknown> {
+  let sent = loaded.get(server);
+  if (sent === undefined) loaded.set(server, (sent = new Set()));
   wire[0] = script.sha;
   if (!sent.has(script.sha)) return evalByText(send, script, wire, sent);
   try {
