@@ -66,18 +66,24 @@ export interface CallLinks {
  * model, or throws what BullMQ should see (DelayedError to come back later,
  * UnrecoverableError to stop, any other error to retry the job).
  */
-export async function runToolCall(runtime: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = {}): Promise<ToolResultBlock> {
+export function runToolCall(runtime: CallRuntime, scope: JobScope, call: ToolCall, links: CallLinks = NO_LINKS): Promise<ToolResultBlock> {
   const { tenantId, runId } = scope.data;
   const facts = runtime.facts.start({ tenantId, runId, tool: call.name, callId: call.id, jobId: scope.job.id });
-  try {
-    const result = await new ToolCallRun(runtime, scope, call, facts, links).run();
-    facts.ended({ result });
-    return result;
-  } catch (error) {
-    facts.ended({ error });
-    throw error;
-  }
+  // Handlers on the run, not an async frame around it: every call comes here.
+  return new ToolCallRun(runtime, scope, call, facts, links).run().then(
+    (result) => {
+      facts.ended({ result });
+      return result;
+    },
+    (error: unknown) => {
+      facts.ended({ error });
+      throw error;
+    },
+  );
 }
+
+/** A call run alone, linked to no neighbour. */
+const NO_LINKS: CallLinks = {};
 
 /** One call's run: what it is given, then what it learns, step by step. */
 export class ToolCallRun implements CallAttempt {
