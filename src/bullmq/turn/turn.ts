@@ -16,6 +16,16 @@ import { ClaimGroup, NextCall } from './claims-ahead.js';
 const runsSideBySide = (runtime: CallRuntime, data: ToolJobData, call: ToolCall): boolean =>
   data.parallel === true || runtime.tools.get(call.name)?.parallel === true;
 
+/** Where the group that starts at `start` ends: after the call, or after the run of side-by-side calls it opens. */
+function groupEnd(runtime: CallRuntime, data: ToolJobData, start: number): number {
+  const { calls } = data;
+  let end = start + 1;
+  if (runsSideBySide(runtime, data, calls[start]!)) {
+    while (end < calls.length && runsSideBySide(runtime, data, calls[end]!)) end++;
+  }
+  return end;
+}
+
 /**
  * Run a job's calls in order, appending each block to `results` as it ends.
  * Consecutive calls that may run side by side run as one concurrent group;
@@ -29,23 +39,18 @@ const runsSideBySide = (runtime: CallRuntime, data: ToolJobData, call: ToolCall)
  */
 export async function runTurn(runtime: CallRuntime, scope: JobScope, results: ToolResultBlock[]): Promise<void> {
   const { calls } = scope.data;
-  const groupEnd = (start: number): number => {
-    let end = start + 1;
-    if (runsSideBySide(runtime, scope.data, calls[start]!)) {
-      while (end < calls.length && runsSideBySide(runtime, scope.data, calls[end]!)) end++;
-    }
-    return end;
-  };
   // The call about to run, as the call before it staged (and maybe claimed) it.
   let self: NextCall | undefined;
   let next: NextCall | undefined;
   for (let start = 0; start < calls.length;) {
-    const end = groupEnd(start);
+    const end = groupEnd(runtime, scope.data, start);
     try {
       if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
       if (end - start === 1) {
-        next = end < calls.length && groupEnd(end) === end + 1 ? new NextCall(runtime, scope, calls[end]!) : undefined;
-        results.push(await runToolCall(runtime, scope, calls[start]!, { self, next }));
+        next = end < calls.length && groupEnd(runtime, scope.data, end) === end + 1 ? new NextCall(runtime, scope, calls[end]!) : undefined;
+        // A call with no neighbour to carry a claim to or from (a one-call job) is linked to none.
+        const links = self === undefined && next === undefined ? undefined : { self, next };
+        results.push(await runToolCall(runtime, scope, calls[start]!, links));
       } else {
         await runSideBySide(runtime, scope, calls.slice(start, end), results);
       }
