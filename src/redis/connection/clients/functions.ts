@@ -14,7 +14,8 @@
  * server out of memory or loading) lets a later call try again.
  */
 import { isReplyError } from './commands.js';
-import type { ScriptFunction, ScriptSend, ServerFunctions } from './types.js';
+import type { ScriptSend, ServerFunctions } from './script-calls.js';
+import type { ScriptFunction } from './types.js';
 
 /** Error replies of a server that may answer otherwise later: a load refused with one of them is tried again. */
 const PASSING = /^(?:OOM|READONLY|LOADING|BUSY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS)\b/;

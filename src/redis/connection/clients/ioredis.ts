@@ -8,21 +8,17 @@ import clusterKeySlot from 'cluster-key-slot';
 import { ioredisAddress, ioredisClusterAddress, type IoredisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
 import { LoadedFunctions } from './functions.js';
+import { evalWithFallback, functionToCall, isNoScript, type LoadedScripts, type ScriptSend } from './script-calls.js';
 import {
   adapterFor,
-  evalWithFallback,
-  functionToCall,
-  isNoScript,
   learnedMasters,
   settleEach,
   type BatchEntry,
   type BatchReply,
-  type LoadedScripts,
   type LuaScript,
   type ReceiptsConnection,
   type ReceiptsNode,
   type RedisArg,
-  type ScriptSend,
   variantFor,
 } from './types.js';
 

@@ -10,21 +10,19 @@ import clusterKeySlot from 'cluster-key-slot';
 import { nodeRedisAddress, serverList, type NodeRedisOptions } from './address.js';
 import { CommandDeadlineError, CommandNotSentError } from './deadline.js';
 import { LoadedFunctions } from './functions.js';
+import { evalWithFallback, type LoadedScripts, type ScriptSend } from './script-calls.js';
 import {
   adapterFor,
-  evalWithFallback,
   learnedMasters,
   settleEach,
   variantFor,
   wireCommand,
   type BatchEntry,
   type BatchReply,
-  type LoadedScripts,
   type LuaScript,
   type ReceiptsConnection,
   type ReceiptsNode,
   type RedisArg,
-  type ScriptSend,
 } from './types.js';
 
 /**
