@@ -15,7 +15,8 @@
  * default heap, timing CPU and collections (PerformanceObserver 'gc'
  * entries). Tunables: ALLOC_JOBS (default 500 per pass), ALLOC_ROUNDS
  * (default 6); ALLOC_SITES=1 adds a third run, a sampling heap profile of
- * our jobs, printing where they allocate (by package, then the top sites).
+ * our jobs, printing where they allocate (by package, then the top sites;
+ * ALLOC_TOP sites, default 15, sampled every ALLOC_INTERVAL bytes, default 512).
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +37,8 @@ const MODE = process.env['ALLOC_MODE'];
 const ROUNDS = Number(process.env['ALLOC_ROUNDS'] ?? 6);
 /** How many allocation sites ALLOC_SITES=1 prints (ALLOC_TOP, default 15). */
 const TOP_SITES = Number(process.env['ALLOC_TOP'] ?? 15);
+/** The sampling heap profile's mean interval in bytes (ALLOC_INTERVAL, default 512). */
+const SAMPLING_BYTES = Number(process.env['ALLOC_INTERVAL'] ?? 512);
 const gc = (globalThis as { gc?: () => void }).gc;
 
 interface Side {
@@ -62,7 +65,7 @@ async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[
   const post = (method: string, params?: object) =>
     new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
   await post('HeapProfiler.startSampling', {
-    samplingInterval: Number(process.env["ALLOC_INTERVAL"] ?? 512),
+    samplingInterval: SAMPLING_BYTES,
     includeObjectsCollectedByMajorGC: true,
     includeObjectsCollectedByMinorGC: true,
   });
@@ -83,7 +86,7 @@ async function printAllocationSites(side: Side, jobs: readonly Job<ToolJobData>[
   walk(profile.head);
   const perJob = (bytes: number) => `${(bytes / jobs.length / 1024).toFixed(1).padStart(5)} KiB`;
   console.log(
-    `allocation sites of ${side.name} — ${jobs.length} jobs, sampling heap profile (every 512 bytes, collected objects included)`,
+    `allocation sites of ${side.name} — ${jobs.length} jobs, sampling heap profile (every ${SAMPLING_BYTES} bytes, collected objects included)`,
   );
   console.log('  by package:');
   for (const [place, bytes] of [...byPlace].sort((x, y) => y[1] - x[1]).slice(0, 8)) console.log(`    ${perJob(bytes)}  ${place}`);
