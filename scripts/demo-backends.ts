@@ -77,12 +77,17 @@ interface Where {
 /** BullMQ's connection options for the queue: a PostgreSQL pool, or Redis through the chosen client. */
 async function queueOptions(where: Where): Promise<QueueOptions> {
   if (where.backend === 'postgres') return { connection: { connectionString: where.postgresUrl, migrate: true, max: 4 } as never };
-  if (where.client === 'ioredis') return { connection: new Redis(where.redisUrl, { maxRetriesPerRequest: null }), prefix: where.prefix };
+  // The demo stops its throwaway server under clients it still holds (BullMQ leaves a connection it was given open):
+  // a closed socket is no news, on either client.
+  if (where.client === 'ioredis') {
+    const connection = new Redis(where.redisUrl, { maxRetriesPerRequest: null });
+    connection.on('error', () => undefined);
+    return { connection, prefix: where.prefix };
+  }
   const raw = createClient({ url: where.redisUrl });
   raw.on('error', () => undefined);
   await raw.connect();
   const connection = createNodeRedisClient(raw);
-  // The demo stops its throwaway server under clients it still holds: a closed socket is no news.
   (connection as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => undefined);
   return { connection, prefix: where.prefix };
 }
