@@ -121,19 +121,17 @@ export class ReceiptsChannel {
   }
 
   /**
-   * Sends one script: a package script given exactly its KEYS (a
-   * `<name>-N.lua` one, their count first) goes to the adapter as it is;
-   * anything else through `runScript`, which reads the list as its own
-   * rule says (and refuses what does not fit with `ScriptDefinitionError`).
+   * Sends one script: a package script of a fixed key count given exactly
+   * its KEYS (every claim and complete) goes to the adapter as it is;
+   * anything else (a `<name>-N.lua` script, a batch) through `runScript`,
+   * which reads the list by the loader's one rule (and refuses what does
+   * not fit with `ScriptDefinitionError`).
    */
   private run(name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     let script = this.scripts.get(name);
     if (script === undefined) this.scripts.set(name, (script = packageScripts().find(name) ?? null));
-    if (script !== null) {
-      const taken = script.keys;
-      if (taken.kind === 'fixed' ? keys.length === taken.count : Number(keys[0]) === keys.length - 1 && keys.length - 1 >= taken.atLeast) {
-        return this.redis.evalScript(script.lua, taken.kind === 'fixed' ? keys : keys.slice(1), args);
-      }
+    if (script !== null && script.keys.kind === 'fixed' && keys.length === script.keys.count) {
+      return this.redis.evalScript(script.lua, keys, args);
     }
     return runScript(this.redis, name, keys, args);
   }

@@ -85,6 +85,7 @@ function sentError(error: unknown): unknown {
   return error instanceof Error && REFUSED_UNWRITTEN.test(error.message) ? new CommandNotSentError(error) : error;
 }
 
+/** {@link sentError}, thrown: the handler of a command with no deadline. */
 function rethrowSentError(error: unknown): never {
   throw sentError(error);
 }
@@ -110,6 +111,7 @@ function withDeadline(reply: Promise<unknown>, deadlineMs: number): Promise<unkn
   });
 }
 
+/** A written command's deadline passed with no reply. */
 function missedDeadline(reject: (error: unknown) => void, deadlineMs: number): void {
   reject(new CommandDeadlineError(deadlineMs, true, true));
 }
@@ -178,7 +180,7 @@ class IoredisSender {
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const arm = () => {
-        timer = setTimeout(() => reject(new CommandDeadlineError(deadlineMs!, true, true)), deadlineMs);
+        timer = setTimeout(missedDeadline, deadlineMs, reject, deadlineMs!);
       };
       if (deadlineMs !== undefined) {
         if (stillHeld()) this.armOnReady.add(arm);
