@@ -183,20 +183,19 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
       withKit(async (kit) => {
         const key = freshKey('stopped-zombie');
         const held = gate();
+        const holds = gate();
         const zombie = runTransactional(
           kit.db,
           { receiptKey: key, epoch: EPOCH, attempt: 1 },
           async (tx) => {
             await kit.insertTicket(tx, key, 1);
+            holds.open();
             await held.wait; // the process is stopped here, its transaction open
             return 'by 1';
           },
           { idleInTransactionTimeoutMs: 1_000 },
         );
-        await until(
-          async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0,
-          'the zombie to hold its row',
-        );
+        await holds.wait; // its row and its ticket are in, and nothing more runs in its transaction
         // While the zombie's transaction lives, the takeover's insert waits and gives up: not committed, never ambiguous.
         const early = await runTransactional(
           kit.db,
@@ -235,16 +234,15 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
         withKit(async (kit) => {
           const key = freshKey(`open-zombie-${takeoverEnds}`);
           const held = gate();
+          const holds = gate();
           const zombie = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async (tx) => {
             await kit.insertTicket(tx, key, 1);
+            holds.open();
             await held.wait;
             if (zombieEnds === 'rolls back') throw new Error('the zombie gives up');
             return 'by 1';
           });
-          await until(
-            async () => (await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'")).rows.length > 0,
-            'the zombie to hold its row',
-          );
+          await holds.wait; // its row and its ticket are in, and nothing more runs in its transaction
           let takeoverRan = false;
           const takeover = runTransactional(
             kit.db,
@@ -335,14 +333,13 @@ describe.skipIf(postgresSkipReason() !== undefined)('runTransactional', () => {
     try {
       const key = freshKey('timeout');
       const held = gate();
+      const holds = gate();
       const holder = runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 1 }, async () => {
+        holds.open(); // the tool runs once its row is in: the waiter below can only wait on it
         await held.wait;
         return 'by 1';
       });
-      await until(async () => {
-        const rows = await pgdb.admin().query("SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction'");
-        return rows.rows.length > 0;
-      }, 'the holder to hold its row');
+      await holds.wait;
       const waiter = await runTransactional(kit.db, { receiptKey: key, epoch: EPOCH, attempt: 2 }, async () => 'by 2', {
         lockTimeoutMs: 5_000,
       });

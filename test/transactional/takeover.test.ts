@@ -37,11 +37,14 @@ describe.skipIf(postgresSkipReason() !== undefined)('holdLifetime', () => {
     const stalledAttempt = async (kit: AnyKit, key: string, epoch = EPOCH) => {
       const held = gate();
       const before = new Set(await idleInTransaction());
+      const holds = gate();
       const run = runTransactional(kit.db, { receiptKey: key, epoch, attempt: 1 }, async (tx) => {
         await kit.insertTicket(tx, key, 1);
+        holds.open();
         await held.wait;
         return 'by 1';
       });
+      await holds.wait; // its row and its ticket are in: from here its session stays idle in its transaction
       let pid: number | undefined;
       await until(async () => (pid = (await idleInTransaction()).find((p) => !before.has(p))) !== undefined, 'the attempt to hold its row');
       return { run, pid: pid!, resume: held.open };
