@@ -12,9 +12,8 @@ import { AuditLog, DEFAULT_AUDIT_MAX_ENTRIES } from '../redis/operators/audit-lo
 import { checkedConnection, type RedisConnection } from '../redis/connection/connection.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
 import { DEFAULT_KEY_PREFIX, validateKeyPrefix } from '../redis/keys.js';
-import { ReceiptStore } from '../redis/receipts/store.js';
+import { ReceiptStore, RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipts/store.js';
 import { RunRegistry } from '../redis/runs/registry.js';
-import { RESOLUTION_BY_MAX, RESOLUTION_NOTE_MAX, type Resolution } from '../redis/receipts/store.js';
 import { CallNotSettledError } from '../bullmq/sweep/retry-jobs.js';
 import { readReceipt } from '../operator/read-receipt.js';
 import { resolveReceipt, retryJobs, type AuditTrail } from '../operator/resolve.js';
@@ -25,7 +24,7 @@ import { ConsoleOptionsError } from './errors.js';
 import type { ConsoleData, ConsoleQueue } from './queries.js';
 import { HttpProblem, isConnectionLoss, parseAttempts, readForm, resolutionTemplate } from './forms.js';
 import { HostAllowList, type HostName } from '../http/hosts.js';
-import { CONSOLE_ACTIONS, CONSOLE_PAGES, isRoute, pageRoutes, redirect, send, type Request, type Route } from './routes.js';
+import { CONSOLE_ACTIONS, CONSOLE_PAGES, isRoute, pageRoutes, redirect, send, sendText, type Request, type Route } from './routes.js';
 import {
   AUTH_COOKIE,
   checkTokens,
@@ -98,8 +97,7 @@ function normalizeBase(base: string | undefined): string {
 /**
  * Builds the console's request handler. Throws `ConsoleOptionsError` for
  * unusable options (a short token, a bad base path, an allowed host that is
- * not a host) and
- * `InvalidKeyPrefixError` for a bad prefix.
+ * not a host) and `InvalidKeyPrefixError` for a bad prefix.
  */
 export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   checkedConnection(options?.redis, 'createConsoleHandler');
@@ -238,7 +236,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
     const checked = hosts.check(req);
     if ('problem' in checked) {
       const text = `This console answers only for localhost, 127.0.0.0/8, [::1] and the hosts it is configured with (--allowed-host, allowedHosts); refused: ${checked.problem}.\n`;
-      return send(res, 421, text, 'text/plain; charset=utf-8');
+      return sendText(res, 421, text);
     }
     const { host } = checked;
     const target = req.url ?? '/';
@@ -247,7 +245,7 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
       // An origin-form target is a path even when it starts with `//`; an absolute-form one passed the host check.
       url = new URL(target.startsWith('/') ? `http://console.invalid${target}` : target);
     } catch {
-      return send(res, 400, 'the request target is not a URL', 'text/plain; charset=utf-8');
+      return sendText(res, 400, 'the request target is not a URL');
     }
     let path = url.pathname;
     if (base !== '' && (path === base || path.startsWith(`${base}/`))) path = path.slice(base.length) || '/';
@@ -258,14 +256,14 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
         return await login(req, res, host);
       } catch (err) {
         // A body of another type or too large: said, not logged as a bug.
-        if (err instanceof HttpProblem) return send(res, err.status, err.message, 'text/plain; charset=utf-8');
+        if (err instanceof HttpProblem) return sendText(res, err.status, err.message);
         throw err;
       }
     }
     const presented = presentedToken(req);
     const role = roleOf(presented, tokens);
     if (role === undefined) {
-      if (!reading) return send(res, 401, 'a valid token is needed', 'text/plain; charset=utf-8');
+      if (!reading) return sendText(res, 401, 'a valid token is needed');
       return send(res, 401, loginPageView({ base, csrf: csrfToken(req, res, '') }));
     }
     const session = hasTokens(tokens) ? (presented ?? '') : '';
@@ -291,11 +289,10 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       if (isConnectionLoss(err)) {
-        send(res, 503, `Redis is not reachable right now (${(err as Error).message}); try again in a moment`, 'text/plain; charset=utf-8');
-        return;
+        return sendText(res, 503, `Redis is not reachable right now (${(err as Error).message}); try again in a moment`);
       }
       onError(err);
-      send(res, 500, 'unexpected error; see the console process log', 'text/plain; charset=utf-8');
+      sendText(res, 500, 'unexpected error; see the console process log');
     });
   };
 }

@@ -1,8 +1,8 @@
 /**
  * What the console's lists read, each from an index: the ambiguous receipts
  * from the run registry and the counting sets, a page at a time by cursor,
- * and the data every page reads through. Nothing here walks the keyspace;
- * the find box is in find.ts.
+ * the data every page reads through, and what the find box finds. Nothing
+ * here walks the keyspace; the find box's lookups are in find.ts.
  */
 import { compareAmbiguous, listAmbiguousEntries, type AmbiguousEntry, type AmbiguousFilter } from '../redis/runs/ambiguous-index.js';
 import type { AuditLog } from '../redis/operators/audit-log.js';
@@ -99,4 +99,16 @@ export async function needsPage(
 /** The job of the attempt that lost its lease: the one recorded for the receipt's current attempt. */
 export function lostAttemptJob(record: ReceiptRecord): AttemptJob | undefined {
   return record.jobs.find((j) => j.attempt === record.attempts);
+}
+
+/** What one kind of lookup found for the text in the find box. */
+export interface FindGroup {
+  /** What the text was taken as. */
+  readonly kind: 'receipt key' | 'run key' | 'idempotency key' | 'BullMQ job' | 'call id' | 'tenant' | 'run' | 'tool';
+  /** How it was recognised and looked up, in one sentence. */
+  readonly how: string;
+  readonly receipts: readonly ReceiptRecord[];
+  readonly runs: readonly { readonly tenantId: string; readonly runId: string }[];
+  /** What else to say (a job found with no receipt, a limit reached). */
+  readonly notes: readonly string[];
 }

@@ -73,6 +73,11 @@ export function send(res: ServerResponse, status: number, body: Html | string, t
   res.end(String(body));
 }
 
+/** An answer that is a sentence, not a page (a request refused before any page could be drawn). */
+export function sendText(res: ServerResponse, status: number, text: string): void {
+  send(res, status, text, 'text/plain; charset=utf-8');
+}
+
 /** A 303 to `location` with the security headers. */
 export function redirect(res: ServerResponse, location: string): void {
   setSecurityHeaders(res);

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConsoleHandler } from '../../src/console/index.js';
-import { parseJobKey } from '../../src/console/find.js';
+import { parseJobKey } from '../../src/console/find-jobs.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 

@@ -1,6 +1,6 @@
 /** Find: one box, every kind of identifier it could be, each looked up by its own index. */
 import { html, type Html } from '../html.js';
-import type { FindGroup } from '../find.js';
+import type { FindGroup } from '../queries.js';
 import { banner, href, page, receiptHref, runHref, stateBadge, type PageContext } from './layout.js';
 
 export function findPageView(ctx: PageContext, q: string, groups: readonly FindGroup[] | undefined, problem?: string): Html {

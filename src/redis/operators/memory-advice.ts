@@ -4,7 +4,7 @@
  * what receipts under a prefix cost now, measured on a sample of them.
  * Advice only, never a safety finding: memory is what a managed Redis bills,
  * not what at-most-once rests on. Reads only.
- * A little over 300 lines: the measuring and the sentences that report it are read together.
+ * Over 300 lines: the measuring and the sentences that report it are read together.
  */
 import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../../core/options.js';
 import { checkedConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
