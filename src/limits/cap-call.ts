@@ -164,12 +164,18 @@ export class HeldSlots {
     const heldAlready = missing.length < this.slots.length;
     const askedAtMs = performance.now();
     const placeMs = placeMsOf(this.leaseMs);
+    // Under this job, as at the gate: a cap that waits keeps the call's place for it (the acquire writes the
+    // place's job anew), and the release that frees a slot wakes it.
+    const waker = this.options.waker;
     const answers = await Promise.allSettled(
-      missing.map((slot) => this.store.acquire(slot.request, { leaseMs: this.leaseMs, placeMs, waker: '', adopt: true })),
+      missing.map((slot) => this.store.acquire(slot.request, { leaseMs: this.leaseMs, placeMs, waker, adopt: true })),
     );
     answers.forEach((answer, i) => {
-      // Granted: the acquire took the call out of its line too.
-      if (answer.status === 'fulfilled' && answer.value.kind === 'granted') Object.assign(missing[i]!, { own: true, placed: false });
+      if (answer.status !== 'fulfilled') return;
+      const slot = missing[i]!;
+      // Granted: the acquire took the call out of its line too. Full: a cap that waits kept it a place.
+      if (answer.value.kind === 'granted') Object.assign(slot, { own: true, placed: false });
+      else if (answer.value.kind === 'full' && slot.request.cap.onLimit === 'wait') slot.placed = true;
     });
     // Surely held until the earliest lease: those held already, and those taken now.
     this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;

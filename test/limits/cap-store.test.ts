@@ -4,11 +4,13 @@
  * slot shared by two deliveries of one call and adopted by the one that
  * executes, a lapsed lease freeing its slot (and a renew then failing),
  * waiting calls admitted in arrival order and the release naming the jobs
- * to wake, a refusal taking no place, and the operator's read.
+ * to wake (a takeover that finds the cap full at its execution included),
+ * a refusal taking no place, and the operator's read.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { CapStore, defineLimit, LimitStore, type SlotRequest } from '../../src/limits/index.js';
+import { performance } from 'node:perf_hooks';
+import { CapStore, defineLimit, HeldSlots, LimitStore, type SlotRequest } from '../../src/limits/index.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -109,4 +111,23 @@ describe('an in-flight cap through the store', () => {
     expect(await store.release(request('a'))).toEqual({ released: true, wake: [] });
     expect(await acquire('b')).toMatchObject({ kind: 'granted' });
   });
+
+  it.each([
+    ['with no place yet', false],
+    ['after its gate kept it a place', true],
+  ] as const)(
+    'an attempt that executes and finds the cap full (%s) keeps its place under its job, and the release that frees a slot wakes it',
+    async (_, placedAtGate) => {
+      const { request, acquire, store } = cap(1);
+      const limits = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+      expect(await acquire('a')).toMatchObject({ kind: 'granted' });
+      // Call b's gate went on to its claim (its receipt was running), and the claim took the attempt over.
+      if (placedAtGate) expect(await acquire('b')).toMatchObject({ kind: 'full', position: 0 });
+      const slot = { request: request('b'), own: false, placed: placedAtGate };
+      const held = new HeldSlots(limits, 'receipt-b', [slot], { leaseMs: 60_000, waker: 'job-b' }, performance.now());
+      expect(await held.afterClaim(true)).toMatchObject({ run: false, refusal: { onLimit: 'wait' }, wake: [] });
+      expect(await store.release(request('a'))).toEqual({ released: true, wake: ['job-b'] });
+      expect(await acquire('b')).toMatchObject({ kind: 'granted' });
+    },
+  );
 });
