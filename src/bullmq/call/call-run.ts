@@ -36,10 +36,10 @@ import { capsEnded, passCaps, releaseSlots, wakeWaiters } from '../outcomes/caps
 import { infrastructureFailure, isInfrastructureError } from '../outcomes/infrastructure.js';
 import { notRunUnderLimit, overLimit } from '../outcomes/limits.js';
 import { runTransactionalAttempt } from '../outcomes/transactional.js';
-import type { CallAttempt, CallRuntime, CarriedCall, JobScope, RecordedToolResult } from '../runtime.js';
+import type { CallAttempt, CallRuntime, CarriedCall, JobScope, PreparedCall, RecordedToolResult } from '../runtime.js';
 import { runReadOnlyCall } from '../tools/read-only.js';
 import { errorText } from '../tools/failure-text.js';
-import { stageCall } from '../tools/input.js';
+import { stageCall, type StagedCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
 import { PARKED_DELIVERY_UNWIND_MS } from '../turn/park-job.js';
@@ -118,7 +118,8 @@ export class ToolCallRun implements CallAttempt {
 
   /** The call, from its staging to its answer. */
   async run(): Promise<ToolResultBlock> {
-    const refused = await this.stage();
+    const staging = this.stage();
+    const refused = staging instanceof Promise ? await staging : staging;
     if (refused !== undefined) return refused;
     if (this.runtime.runsWithoutReceipt(this.tool)) {
       this.facts.decided({ decision: 'direct', attempt: undefined });
@@ -154,10 +155,19 @@ export class ToolCallRun implements CallAttempt {
     return new ToolCallRun(this.runtime, this.scope, this.call, this.facts, { next: this.links.next }, true).run();
   }
 
-  /** Looks the tool up and prepares the input (the call before may have done it); the answer of a call that will not run. */
-  private async stage(): Promise<ToolResultBlock | undefined> {
-    const { runtime, scope, call, facts } = this;
-    const staged = await (this.links.self?.stage() ?? stageCall(runtime, scope, call));
+  /**
+   * Looks the tool up and prepares the input (the call before may have done
+   * it); the answer of a call that will not run. A promise only when the
+   * staging is one: most calls stage without one.
+   */
+  private stage(): ToolResultBlock | undefined | Promise<ToolResultBlock | undefined> {
+    const staging = this.links.self?.stage() ?? stageCall(this.runtime, this.scope, this.call);
+    return staging instanceof Promise ? staging.then((staged) => this.staged(staged)) : this.staged(staging);
+  }
+
+  /** The staged call kept, or the answer of one that will not run. */
+  private staged(staged: StagedCall): ToolResultBlock | undefined | Promise<ToolResultBlock | undefined> {
+    const { runtime, call, facts } = this;
     if (staged.kind === 'unknownTool') {
       facts.answered('reject', 'rejected');
       return block(call, 'rejected', {
@@ -166,18 +176,22 @@ export class ToolCallRun implements CallAttempt {
       });
     }
     this.tool = staged.tool;
-    if (staged.kind === 'rejected') {
-      let content = staged.prepared.message;
-      if (staged.prepared.countsAsRejection) {
-        const streak = await runtime.keyspace.breaker.recordRejection(scope.data.tenantId, scope.data.runId, staged.tool.name);
-        if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
-      }
-      facts.answered('reject', 'rejected');
-      return block(call, 'rejected', { content, is_error: true });
-    }
+    if (staged.kind === 'rejected') return this.rejected(staged.prepared);
     this.key = staged.key;
     this.args = staged.args;
     return undefined;
+  }
+
+  /** The answer of a call whose input was refused; one that counts toward the tool's removal is counted first. */
+  private async rejected(prepared: Extract<PreparedCall, { ok: false }>): Promise<ToolResultBlock> {
+    const { runtime, scope, call, facts } = this;
+    let content = prepared.message;
+    if (prepared.countsAsRejection) {
+      const streak = await runtime.keyspace.breaker.recordRejection(scope.data.tenantId, scope.data.runId, this.tool.name);
+      if (streak.removed) content += ` ${REJECTION_REMOVAL_SUFFIX}`;
+    }
+    facts.answered('reject', 'rejected');
+    return block(call, 'rejected', { content, is_error: true });
   }
 
   /**

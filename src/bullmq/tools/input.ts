@@ -138,25 +138,47 @@ export type StagedCall =
 
 /**
  * Looks the call's tool up, prepares its input and derives its receipt key.
- * Writes nothing: a rejection is recorded by the call when it runs.
+ * Writes nothing: a rejection is recorded by the call when it runs. The
+ * staged call itself, not a promise of it, when nothing on the way is a
+ * promise (an input that parses as sent, the default digest): most calls.
  */
-export async function stageCall(runtime: CallRuntime, scope: JobScope, call: ToolCall): Promise<StagedCall> {
+export function stageCall(runtime: CallRuntime, scope: JobScope, call: ToolCall): StagedCall | Promise<StagedCall> {
   const tool = runtime.tools.get(call.name);
-  if (!tool) return { kind: 'unknownTool' };
-  // Awaited only when they are promises: a call whose input parses as sent, with the default digest, awaits nothing here.
+  if (!tool) return UNKNOWN_TOOL;
   const preparing = runtime.prepare(call, tool, scope.abort);
-  const prepared = preparing instanceof Promise ? await preparing : preparing;
+  if (preparing instanceof Promise) return preparing.then((prepared) => keyed(runtime, scope, tool, prepared));
+  return keyed(runtime, scope, tool, preparing);
+}
+
+const UNKNOWN_TOOL: StagedCall = { kind: 'unknownTool' };
+
+/** A prepared call with its receipt key, from its input as sent. */
+function keyed(runtime: CallRuntime, scope: JobScope, tool: AnyToolDefinition, prepared: PreparedCall): StagedCall | Promise<StagedCall> {
   if (!prepared.ok) return { kind: 'rejected', tool, prepared };
-  const { tenantId, runId } = scope.data;
-  let argsHash: string;
+  let digested: string | Promise<string>;
   try {
-    const digested = argsDigest(prepared.rawInput, runtime.digest);
-    argsHash = typeof digested === 'string' ? digested : await digested;
+    digested = argsDigest(prepared.rawInput, runtime.digest);
   } catch (error) {
-    // Arguments JSON can carry that have no canonical form (nested past its depth limit): this call is refused, not the turn.
-    if (!(error instanceof CanonicalJsonError)) throw error;
-    const message = `Invalid input for ${tool.name}: ${asSentence(error.message)} Nothing was run; send flatter arguments.`;
-    return { kind: 'rejected', tool, prepared: { ok: false, countsAsRejection: false, message } };
+    return tooDeep(tool, error);
   }
-  return { kind: 'ready', tool, args: prepared.args, key: { tenantId, runId, toolName: tool.name, argsHash } };
+  if (typeof digested === 'string') return ready(scope, tool, prepared.args, digested);
+  return digested.then(
+    (argsHash) => ready(scope, tool, prepared.args, argsHash),
+    (error: unknown) => tooDeep(tool, error),
+  );
+}
+
+function ready(scope: JobScope, tool: AnyToolDefinition, args: unknown, argsHash: string): StagedCall {
+  const { tenantId, runId } = scope.data;
+  return { kind: 'ready', tool, args, key: { tenantId, runId, toolName: tool.name, argsHash } };
+}
+
+/**
+ * Arguments JSON can carry that have no canonical form (nested past its
+ * depth limit): this call is refused, not the turn. Any other error is thrown.
+ */
+function tooDeep(tool: AnyToolDefinition, error: unknown): StagedCall {
+  if (!(error instanceof CanonicalJsonError)) throw error;
+  const message = `Invalid input for ${tool.name}: ${asSentence(error.message)} Nothing was run; send flatter arguments.`;
+  return { kind: 'rejected', tool, prepared: { ok: false, countsAsRejection: false, message } };
 }

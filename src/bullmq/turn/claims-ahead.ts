@@ -40,7 +40,8 @@ export class NextCall implements CarriedCall {
 
   /** The call staged; staged on first use only, so a call is prepared once. */
   stage(): Promise<StagedCall> {
-    return (this.staging ??= stageCall(this.runtime, this.scope, this.call));
+    // Always a promise here: a staging that throws is kept as a rejection, met by the call when it runs.
+    return (this.staging ??= Promise.resolve().then(() => stageCall(this.runtime, this.scope, this.call)));
   }
 
   /**
