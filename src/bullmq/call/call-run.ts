@@ -17,7 +17,7 @@ import type { HeldSlots } from '../../limits/cap-call.js';
 import { CapSlotLostError } from '../../limits/caps.js';
 import { limitCall, type LimitedCall } from '../../limits/call-limits.js';
 import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../redis/errors.js';
-import type { PrefetchedClaim, SettleResult } from '../../redis/receipts/store.js';
+import type { ClaimOptions, PrefetchedClaim, SettleResult } from '../../redis/receipts/store.js';
 import { unrecoverable } from '../errors.js';
 import type { FencedOutEvent } from '../events.js';
 import { ambiguousOutcome } from '../outcomes/ambiguity.js';
@@ -255,33 +255,58 @@ export class ToolCallRun implements CallAttempt {
    * the decision needs more commands). An expired opaque attempt of a tool
    * that can settle it (keyed, reconcile, transactional) is settled here.
    */
-  private async claim(): Promise<CallClaim> {
+  private claim(): Promise<CallClaim> {
     const self = this.links.self;
-    const ahead = self === undefined ? undefined : await self.claimedAhead(this.facts);
-    try {
-      return await (ahead?.answersAlone ? this.sendClaim(ahead) : this.facts.roundTrip('claim', () => this.sendClaim(ahead)));
-    } catch (error) {
-      await this.releaseGated();
-      // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
-      if (error instanceof CorruptReceiptError) {
-        this.facts.corrupt(error);
-        throw unrecoverable(error);
-      }
-      throw error;
-    }
+    if (self !== undefined) return self.claimedAhead(this.facts).then((ahead) => this.claimWith(ahead));
+    return this.claimWith(undefined);
   }
 
-  private async sendClaim(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
+  /** The claim sent, or its answer taken from the claim made ahead (a round trip of its own only when it needs one). */
+  private claimWith(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
+    const sent = ahead?.answersAlone ? this.sendClaim(ahead) : this.facts.roundTrip('claim', () => this.sendClaim(ahead));
+    return sent.catch((error: unknown) => this.claimFailed(error));
+  }
+
+  /** A claim that failed gives back what the gates took; a corrupt receipt fails the job for good. */
+  private async claimFailed(error: unknown): Promise<never> {
+    await this.releaseGated();
+    // A corrupt receipt stays corrupt: retrying the job cannot help, and nothing was written.
+    if (error instanceof CorruptReceiptError) {
+      this.facts.corrupt(error);
+      throw unrecoverable(error);
+    }
+    throw error;
+  }
+
+  private sendClaim(ahead: PrefetchedClaim | undefined): Promise<CallClaim> {
     const { runtime, scope, tool, key } = this;
-    const options = runtime.claimOptions(tool, scope, this.needsApproval);
+    let options: ClaimOptions;
+    try {
+      options = runtime.claimOptions(tool, scope, this.needsApproval);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const limited = this.limited;
     // The limits' binds go right behind the claim script, conditioned on its epoch: no round trip of their own.
     if (limited?.bindsBesideClaim && ahead === undefined) options.onSent = (epoch) => limited.bindBeside(epoch);
-    let claim: CallClaim = await runtime.keyspace.receipts.claim(key, options, ahead);
-    if (options.settlesExpired && claim.decision.kind === 'ambiguous' && claim.lostFence) claim = await settleExpired(this, claim, options);
-    // A job that meets the call ambiguous is noted on the receipt, so it can be retried once the call is settled.
-    if (claim.decision.kind === 'ambiguous' && scope.attemptJob) {
-      await runtime.keyspace.reconciles.noteJob(key, scope.attemptJob).catch((error: unknown) => this.facts.jobNotNoted(error));
+    // A handler on the reply, not an async frame around it: every claim comes here, and most are not ambiguous.
+    return runtime.keyspace.receipts
+      .claim(key, options, ahead)
+      .then((claim: CallClaim) => (claim.decision.kind === 'ambiguous' ? this.claimedAmbiguous(claim, options) : claim));
+  }
+
+  /**
+   * An ambiguous claim: an expired opaque attempt of a tool that can settle
+   * it (keyed, reconcile, transactional) is settled here; a job that still
+   * meets it ambiguous is noted on the receipt, so it can be retried once
+   * the call is settled.
+   */
+  private async claimedAmbiguous(found: CallClaim, options: ClaimOptions): Promise<CallClaim> {
+    const claim = options.settlesExpired && found.lostFence ? await settleExpired(this, found, options) : found;
+    if (claim.decision.kind === 'ambiguous' && this.scope.attemptJob) {
+      await this.runtime.keyspace.reconciles
+        .noteJob(this.key, this.scope.attemptJob)
+        .catch((error: unknown) => this.facts.jobNotNoted(error));
     }
     return claim;
   }
