@@ -147,7 +147,8 @@ export class ToolCallRun implements CallAttempt {
       if (denied !== undefined) return denied;
       claim = await this.claim();
     }
-    return await this.act(claim);
+    const answer = this.act(claim);
+    return answer instanceof Promise ? await answer : answer;
   }
 
   /** Claims the call again at once, in this delivery (see `CallAttempt.claimAgain`). */
@@ -332,13 +333,20 @@ export class ToolCallRun implements CallAttempt {
     }
   }
 
-  /** Acts on the claim's decision: replay, wait, ambiguous, or execute. */
-  private async act(claim: CallClaim): Promise<ToolResultBlock> {
-    const { runtime, scope, call, facts } = this;
-    facts.claimed(claim.reconciled);
-    const decision = claim.decision;
-    const executes = decision.kind === 'execute' && claim.toolRemoval === undefined;
-    // Entered only by a call a gate covers: the unlimited path builds no closure here.
+  /**
+   * Acts on the claim's decision: replay, wait, ambiguous, or execute. A
+   * call a gate covers passes the gate's step after the claim first
+   * ({@link actGated}); the others go straight to {@link decided}.
+   */
+  private act(claim: CallClaim): ToolResultBlock | Promise<ToolResultBlock> {
+    this.facts.claimed(claim.reconciled);
+    if (this.limited !== undefined || this.slots !== undefined) return this.actGated(claim);
+    return this.decided(claim);
+  }
+
+  /** {@link act} for a call a limit or a cap covers: its verdict after the claim, and what it gives back once executed. */
+  private async actGated(claim: CallClaim): Promise<ToolResultBlock> {
+    const executes = claim.decision.kind === 'execute' && claim.toolRemoval === undefined;
     const limited = this.limited;
     const verdict = limited && (await this.gateAfterClaim(claim, executes, () => limited.afterClaim(executes, claim.fence)));
     if (verdict?.run === false) {
@@ -353,6 +361,19 @@ export class ToolCallRun implements CallAttempt {
       await wakeWaiters(this.scope, capped.wake);
       return await notRunUnderLimit(this, claim, capped);
     }
+    if (!executes || claim.fence === undefined) return await this.decided(claim);
+    try {
+      return await this.decided(claim);
+    } finally {
+      await this.limited?.settled();
+      if (this.slots !== undefined) await capsEnded(this, this.slots, this.completed);
+    }
+  }
+
+  /** The decision acted on, once any gate let the call through. */
+  private decided(claim: CallClaim): ToolResultBlock | Promise<ToolResultBlock> {
+    const { runtime, call, facts } = this;
+    const decision = claim.decision;
     if (decision.kind === 'execute' && claim.toolRemoval !== undefined) {
       // Removed for the run: the claim created and took over nothing, so there is nothing to settle.
       facts.answered('reject', 'rejected');
@@ -372,21 +393,8 @@ export class ToolCallRun implements CallAttempt {
         if (claim.failure !== undefined) return failureStands(this, claim.failure);
         facts.answered('replay', 'replayed');
         return block(call, 'replayed', recordedResult(claim.result));
-      case 'wait': {
-        // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
-        const remaining = claim.leaseRemainingMs ?? runtime.keyspace.settings.leaseMs;
-        // The park itself never lasts less than PARKED_DELIVERY_UNWIND_MS; floored here too so the delay reported is the park's.
-        const delay = Math.max(
-          Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs),
-          PARKED_DELIVERY_UNWIND_MS,
-        );
-        // A job cancelled meanwhile is not parked to come back: it stops here.
-        if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
-        facts.answered('wait', 'waited');
-        facts.waiting(delay);
-        await scope.park(claim.serverNowMs ?? Date.now(), delay);
-        throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
-      }
+      case 'wait':
+        return this.waitForLiveAttempt(claim);
       case 'ambiguous':
         return ambiguousOutcome(runtime.onAmbiguous, call, facts, decision.reason);
       case 'execute':
@@ -394,14 +402,26 @@ export class ToolCallRun implements CallAttempt {
         if (!claim.fence) throw new UnexpectedScriptReplyError('claim', { redisKey: claim.redisKey, decision });
         this.fence = claim.fence;
         this.attempt = claim.fence.attempt;
-        if (this.limited === undefined && this.slots === undefined) return await this.execute();
-        try {
-          return await this.execute();
-        } finally {
-          await this.limited?.settled();
-          if (this.slots !== undefined) await capsEnded(this, this.slots, this.completed);
-        }
+        return this.execute();
     }
+  }
+
+  /** Another attempt holds a live lease: the job is parked to come back once it would lapse, or sooner. */
+  private async waitForLiveAttempt(claim: CallClaim): Promise<never> {
+    const { runtime, scope, call, facts } = this;
+    // Come back when the lease would lapse, or sooner: the live attempt usually finishes long before.
+    const remaining = claim.leaseRemainingMs ?? runtime.keyspace.settings.leaseMs;
+    // The park itself never lasts less than PARKED_DELIVERY_UNWIND_MS; floored here too so the delay reported is the park's.
+    const delay = Math.max(
+      Math.min(remaining, runtime.maxWaitMs) + Math.floor(Math.random() * runtime.waitJitterMs),
+      PARKED_DELIVERY_UNWIND_MS,
+    );
+    // A job cancelled meanwhile is not parked to come back: it stops here.
+    if (scope.abort.aborted) throwIfInterrupted(scope.job.id ?? '', scope.abort);
+    facts.answered('wait', 'waited');
+    facts.waiting(delay);
+    await scope.park(claim.serverNowMs ?? Date.now(), delay);
+    throw new DelayedError(`tool call ${call.id} waits ${delay} ms for a live attempt to finish`);
   }
 
   /**
