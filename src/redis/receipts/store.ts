@@ -14,7 +14,7 @@ import { InvalidReceiptInputError, type AttemptFence } from '../errors.js';
 import { breakerField, runRegistrationTag, runRegistryShardKey } from '../keys.js';
 import type { DurabilityOptions } from '../durability/durability.js';
 import { checkFence, type Observation, ReceiptsChannel, toStoredJson } from './channel.js';
-import { claimRequest, runClaim } from './transitions/claim.js';
+import { claimRequest, REGISTERED, runClaim } from './transitions/claim.js';
 import {
   checkPrefetched,
   claimTogether,
@@ -97,7 +97,7 @@ export class ReceiptStore {
   /** The keyspace's one channel: connection, scripts, group commit, durability, error mapping. */
   readonly channel: ReceiptsChannel;
   /** The runs this store registered in the last minute, by registry member, and that write. */
-  private readonly registered = new Map<string, { readonly at: number; readonly done: Promise<unknown> }>();
+  private readonly registered = new Map<string, { readonly at: number; done: Promise<unknown> }>();
   private readonly beforeClaimOf = (request: ClaimRequest) => this.beforeClaim(request);
 
   /**
@@ -171,9 +171,13 @@ export class ReceiptStore {
     if (ahead !== undefined) {
       // Claimed by the write that carried it, which registered the run and waited for durability.
       checkPrefetched(request, ahead);
-      return runClaim(this.channel, request, options.settlesExpired === true, Promise.resolve(), ahead.observation);
+      return runClaim(this.channel, request, options.settlesExpired === true, REGISTERED, ahead.observation);
     }
-    const { registered } = await this.beforeClaim(request);
+    // On one node without durability (most claims) there is nothing to wait for before the claim is sent.
+    if (this.channel.durability === undefined && !this.clustered) {
+      return runClaim(this.channel, request, options.settlesExpired === true, this.registerRun(request.key));
+    }
+    const { registered } = await this.beforeClaimAwaited(request);
     return runClaim(this.channel, request, options.settlesExpired === true, registered);
   }
 
@@ -295,8 +299,13 @@ export class ReceiptStore {
     if (known !== undefined && now - known.at < REREGISTER_AFTER_MS) return known.done;
     if (this.registered.size >= REMEMBERED_RUNS) this.registered.clear();
     const done = this.channel.call('register-run', [runRegistryShardKey(this.prefix, key.tenantId)], [tag]);
-    this.registered.set(tag, { at: now, done });
-    done.catch(() => this.registered.get(tag)?.done === done && this.registered.delete(tag));
+    const entry = { at: now, done };
+    this.registered.set(tag, entry);
+    // Once it landed, the claims of the run are not chained to it (see REGISTERED).
+    done.then(
+      () => void (entry.done = REGISTERED),
+      () => this.registered.get(tag) === entry && this.registered.delete(tag),
+    );
     return done;
   }
 

@@ -152,6 +152,13 @@ export function releasingLostClaims<T>(ch: ReceiptsChannel, send: () => Promise<
 /** Rounds of observe / compare-and-set a claim tries before giving up; each lost round means another caller made progress. */
 const MAX_CLAIM_ROUNDS = 16;
 
+/**
+ * The run registration of a claim whose run is known registered (its
+ * registration landed, or the write that carried the claim made it): the
+ * claim's reply is then not chained to it.
+ */
+export const REGISTERED: Promise<unknown> = Promise.resolve();
+
 /** The fence of the attempt `request` starts when it creates the receipt: attempt 1 of the lifetime it mints. */
 export const createdFence = (request: ClaimRequest): AttemptFence => ({ attempt: 1, epoch: request.token });
 
@@ -196,7 +203,7 @@ export async function runClaim(
             // Sent already (the channel submits at once): what this sends follows the claim.
             request.onSent?.(request.token);
             // The reply, once the run's registration (sent first) has landed too.
-            return sent.then((answer) => registered.then(() => answer));
+            return registered === REGISTERED ? sent : sent.then((answer) => registered.then(() => answer));
           },
           () => [{ request, fence: createdFence(request) }],
         );
@@ -320,21 +327,29 @@ function executing(state: ReceiptState, won: Observation, effect: EffectResumabi
   };
 }
 
-/** The execute result, once the claim that started its attempt is acknowledged. */
-async function durableClaim(
+/** The execute result, once the claim that started its attempt is acknowledged (at once without durability). */
+function durableClaim(
   ch: ReceiptsChannel,
   request: ClaimRequest,
   result: ClaimResult,
   mark: WriteMark | undefined,
-): Promise<ClaimResult> {
+): ClaimResult | Promise<ClaimResult> {
   if (!ch.durability || result.fence === undefined) return result;
+  return acknowledgedClaim(ch, ch.durability, request, result, result.fence, mark);
+}
+
+async function acknowledgedClaim(
+  ch: ReceiptsChannel,
+  durability: NonNullable<ReceiptsChannel['durability']>,
+  request: ClaimRequest,
+  result: ClaimResult,
+  fence: AttemptFence,
+  mark: WriteMark | undefined,
+): Promise<ClaimResult> {
   try {
-    await ch.durability.require('claim', result.redisKey, mark);
+    await durability.require('claim', result.redisKey, mark);
   } catch (error) {
-    if (error instanceof ReceiptNotDurableError) {
-      await releaseUnacknowledged(ch, request, result.fence, error);
-      throw error;
-    }
+    if (error instanceof ReceiptNotDurableError) await releaseUnacknowledged(ch, request, fence, error);
     throw error;
   }
   return result;
