@@ -232,14 +232,20 @@ export async function runClaim(
     const effect = effectForClaim(seen.effect, request.effect, true);
     const decision = decideToolCallReceipt({ state, effect });
     switch (decision.kind) {
+      // Plain fields, no spreads, on the paths most claims take (a spread copies its object the slow way).
       case 'replay': {
+        const { toolRemoval, rejectionStreak } = breaker;
         const result = fromStoredJson(seen.resultText);
+        // A completion without a value replays with no `result` at all (`'result' in claim` is false).
         return result === undefined
-          ? { decision, state, effect, redisKey, ...breaker }
-          : { decision, state, effect, redisKey, result, ...breaker };
+          ? { decision, state, effect, redisKey, toolRemoval, rejectionStreak }
+          : { decision, state, effect, redisKey, result, toolRemoval, rejectionStreak };
       }
-      case 'wait':
-        return { decision, state, effect, redisKey, leaseRemainingMs: seen.leaseRemainingMs, serverNowMs: seen.nowMs, ...breaker };
+      case 'wait': {
+        const { toolRemoval, rejectionStreak } = breaker;
+        const { leaseRemainingMs, nowMs } = seen;
+        return { decision, state, effect, redisKey, leaseRemainingMs, serverNowMs: nowMs, toolRemoval, rejectionStreak };
+      }
       case 'execute': {
         // A removed tool is never taken over: report the decision, write nothing.
         if (breaker.toolRemoval !== undefined) return { decision, state, effect, redisKey, ...breaker };
@@ -322,7 +328,7 @@ function executing(state: ReceiptState, won: Observation, effect: EffectResumabi
     effect,
     redisKey,
     leaseRemainingMs: won.leaseRemainingMs,
-    ...(won.leaseUntilMs === null ? {} : { leaseUntilMs: won.leaseUntilMs }),
+    leaseUntilMs: won.leaseUntilMs ?? undefined,
     rejectionStreak: breaker.rejectionStreak,
   };
 }
