@@ -19,7 +19,6 @@ import { limitCall, type LimitedCall } from '../../limits/call-limits.js';
 import { CorruptReceiptError, FencedOutError, UnexpectedScriptReplyError, type AttemptFence } from '../../redis/errors.js';
 import type { ClaimOptions, PrefetchedClaim, SettleResult } from '../../redis/receipts/store.js';
 import { unrecoverable } from '../errors.js';
-import type { FencedOutEvent } from '../events.js';
 import { ambiguousOutcome } from '../outcomes/ambiguity.js';
 import { passApprovalGate, type GatePassed } from '../outcomes/approval.js';
 import { settleExpired, type CallClaim } from '../outcomes/expired.js';
@@ -43,7 +42,7 @@ import { stageCall, type StagedCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
 import { PARKED_DELIVERY_UNWIND_MS } from '../turn/park-job.js';
-import { ExecutionContext, LazyAbort, LeaseKeeper } from './execution.js';
+import { ExecutionContext, FenceWatch, LazyAbort, LeaseKeeper } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { interruptionOf, throwIfInterrupted } from './interruption.js';
 
@@ -84,6 +83,9 @@ export function runToolCall(runtime: CallRuntime, scope: JobScope, call: ToolCal
 
 /** A call run alone, linked to no neighbour. */
 const NO_LINKS: CallLinks = {};
+
+/** The steps an attempt with none recorded before it reads (every first attempt). */
+const NO_STEPS: Record<string, unknown> = Object.freeze({});
 
 /** One call's run: what it is given, then what it learns, step by step. */
 export class ToolCallRun implements CallAttempt {
@@ -434,14 +436,8 @@ export class ToolCallRun implements CallAttempt {
   private async execute(): Promise<ToolResultBlock> {
     const { runtime, scope, call, tool, key, attempt, fence, facts } = this;
     const abort = new LazyAbort(scope.abort);
-    let fencedDuring: FencedOutEvent['during'] | undefined;
-    const fencedOut = (during: FencedOutEvent['during'], error: FencedOutError) => {
-      if (fencedDuring) return;
-      fencedDuring = during;
-      facts.fencedOut(during, attempt, error.observed);
-      abort.abort(error);
-    };
-    const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await runtime.keyspace.receipts.steps(key) : {};
+    const watch = new FenceWatch(facts, attempt, abort);
+    const recordedSteps = attempt > 1 && tool.effect === 'resumable' ? await runtime.keyspace.receipts.steps(key) : NO_STEPS;
     const ctx = new ExecutionContext({
       receipt: { store: runtime.keyspace.receipts, fence },
       attempt,
@@ -454,7 +450,7 @@ export class ToolCallRun implements CallAttempt {
       job: scope.job,
       logger: facts,
       recordedSteps,
-      onFencedOut: (error) => fencedOut('step', error),
+      watch,
     });
     const slots = this.slots;
     // A slot of an in-flight cap is renewed with each heartbeat; one no longer held surely stops the tool.
@@ -465,7 +461,7 @@ export class ToolCallRun implements CallAttempt {
       fence,
       runtime.keyspace.settings.leaseMs,
       facts,
-      (error) => fencedOut('heartbeat', error),
+      watch,
       renewSlots,
     ).start();
 
@@ -481,14 +477,14 @@ export class ToolCallRun implements CallAttempt {
       });
     } catch (error) {
       keeper.stop(); // before any await below: an abandoned lease must not be extended meanwhile
-      if (fencedDuring) throw fencedOutFailure(this, fencedDuring, error);
-      return await this.fail(error, fencedOut);
+      if (watch.during) throw fencedOutFailure(this, watch.during, error);
+      return await this.fail(error, watch);
     } finally {
       keeper.stop();
       abort.dispose();
     }
-    if (fencedDuring) throw fencedOutFailure(this, fencedDuring);
-    return await this.complete(value, replayed, (fenced) => fencedOut('complete', fenced));
+    if (watch.during) throw fencedOutFailure(this, watch.during);
+    return await this.complete(value, replayed, watch);
   }
 
   /**
@@ -497,7 +493,7 @@ export class ToolCallRun implements CallAttempt {
    * kept for that call. A transactional attempt that lost the race to
    * another attempt's commit replays the winner's result.
    */
-  private async complete(value: unknown, replayed: boolean, onFencedOut: (error: FencedOutError) => void): Promise<ToolResultBlock> {
+  private async complete(value: unknown, replayed: boolean, watch: FenceWatch): Promise<ToolResultBlock> {
     const { runtime, key, fence, facts, attempt } = this;
     const shaping = runtime.shape(value, this.call, this.tool, this.scope.data);
     const result = shaping instanceof Promise ? await shaping : shaping;
@@ -516,7 +512,7 @@ export class ToolCallRun implements CallAttempt {
       }
     } catch (error) {
       if (!(error instanceof FencedOutError)) throw error;
-      onFencedOut(error);
+      watch.fencedOut('complete', error);
       throw fencedOutFailure(this, 'complete', error);
     }
     this.completed = true;
@@ -528,12 +524,9 @@ export class ToolCallRun implements CallAttempt {
   }
 
   /** What the tool threw, settled (see `../outcomes/failure.ts` for each branch). */
-  private async fail(
-    error: unknown,
-    fencedOut: (during: FencedOutEvent['during'], error: FencedOutError) => void,
-  ): Promise<ToolResultBlock> {
+  private async fail(error: unknown, watch: FenceWatch): Promise<ToolResultBlock> {
     const { scope } = this;
-    const onFencedOut = (fenced: FencedOutError) => fencedOut('fail', fenced);
+    const onFencedOut = (fenced: FencedOutError) => watch.fencedOut('fail', fenced);
     if (scope.abort.aborted) {
       // Cancelled, or the lock lost: the job ends with that, whatever the tool threw. The receipt is settled
       // as the tool reports: nothing ran (NeverStartedError), the outcome is unknown (OutcomeUnknownError),
@@ -548,7 +541,7 @@ export class ToolCallRun implements CallAttempt {
       // First learn whether another attempt already took the call over.
       const takenOver = await takeoverOf(this);
       if (!takenOver) throw abandoned(this, scope.abort.reason, error);
-      fencedOut('abort', takenOver);
+      watch.fencedOut('abort', takenOver);
       throw interruptionOf(scope.job.id ?? '', scope.abort) ?? fencedOutFailure(this, 'abort', error);
     }
     // Redis did not answer, or a write went unacknowledged: not the tool's failure (see infrastructureFailure).

@@ -1,20 +1,47 @@
 /**
  * What one execution of a tool runs under: its lease, kept by heartbeats
  * ({@link LeaseKeeper}); its abort, made only when read ({@link LazyAbort});
- * and the `ctx` the tool is handed ({@link ExecutionContext}).
+ * the watch on its fence ({@link FenceWatch}); and the `ctx` the tool is
+ * handed ({@link ExecutionContext}).
  */
 import type { Logger } from 'pino';
 import { idempotencyKeyFor, type ToolCallReceiptKey } from '../../core/identity.js';
 import { FencedOutError, type AttemptFence } from '../../redis/errors.js';
 import type { ReceiptStore } from '../../redis/receipts/store.js';
+import type { FencedOutEvent } from '../events.js';
 import type { CallAbort } from '../runtime.js';
 import type { ToolContext } from '../tools/define-tool.js';
 import type { CallFacts } from './facts.js';
 
 /**
+ * The watch on one attempt's fence: the first write refused because
+ * another attempt owns the receipt (a step, a heartbeat, the complete or
+ * fail, an abort's check) is reported once, and aborts the attempt, so
+ * nothing is settled after it. One object per execution, handed to what
+ * writes under the fence, rather than a closure for each of them.
+ */
+export class FenceWatch {
+  /** Where the attempt was first fenced out; `undefined` while it holds the receipt. */
+  during: FencedOutEvent['during'] | undefined;
+
+  constructor(
+    private readonly facts: CallFacts,
+    private readonly attempt: number,
+    private readonly abort: LazyAbort,
+  ) {}
+
+  fencedOut(during: FencedOutEvent['during'], error: FencedOutError): void {
+    if (this.during !== undefined) return;
+    this.during = during;
+    this.facts.fencedOut(during, this.attempt, error.observed);
+    this.abort.abort(error);
+  }
+}
+
+/**
  * Extends a receipt lease while a tool runs: every third of the lease, so two
  * heartbeats can be lost before the lease lapses. When the store answers that
- * another attempt owns the receipt, it calls `onFencedOut` once and stops.
+ * another attempt owns the receipt, it tells its {@link FenceWatch} and stops.
  * Other errors (Redis briefly unreachable) are reported and retried on the
  * next tick; if the lease lapses meanwhile, the next heartbeat learns the
  * outcome. A heartbeat that finds the attempt already reported ambiguous
@@ -32,7 +59,7 @@ export class LeaseKeeper {
     private readonly fence: AttemptFence,
     private readonly leaseMs: number,
     private readonly facts: CallFacts,
-    private readonly onFencedOut: (error: FencedOutError) => void,
+    private readonly watch: FenceWatch,
     /** Sent with each timed heartbeat: the renewal of the call's slots of in-flight caps, when it holds any. */
     private readonly alsoOnBeat?: () => Promise<void>,
   ) {}
@@ -56,7 +83,7 @@ export class LeaseKeeper {
     } catch (error) {
       if (error instanceof FencedOutError && !this.stopped) {
         this.stop();
-        this.onFencedOut(error);
+        this.watch.fencedOut('heartbeat', error);
       }
       throw error;
     }
@@ -80,7 +107,7 @@ export class LeaseKeeper {
       if (this.stopped) return;
       if (error instanceof FencedOutError) {
         this.stop();
-        this.onFencedOut(error);
+        this.watch.fencedOut('heartbeat', error);
         return;
       }
       this.facts.heartbeatFailed(this.fence.attempt, error);
@@ -176,8 +203,8 @@ export interface CallContextInput extends Pick<ToolContext, 'attempt' | 'tenantI
   readonly key: ToolCallReceiptKey;
   /** Steps recorded by earlier attempts (empty on attempt 1). */
   readonly recordedSteps: Record<string, unknown>;
-  /** Called when a step write finds the fence closed. */
-  readonly onFencedOut: (error: FencedOutError) => void;
+  /** Told when a step write finds the fence closed (`null` for a read-only call, which writes none). */
+  readonly watch: FenceWatch | null;
 }
 
 /**
@@ -219,7 +246,7 @@ export class ExecutionContext implements ToolContext {
       try {
         await input.receipt.store.recordStep(input.key, input.receipt.fence, name, value);
       } catch (error) {
-        if (error instanceof FencedOutError) input.onFencedOut(error);
+        if (error instanceof FencedOutError) input.watch?.fencedOut('step', error);
         throw error;
       }
       steps.set(name, value);

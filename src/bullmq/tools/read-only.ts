@@ -49,7 +49,7 @@ export async function runReadOnlyCall(direct: ReadyCall): Promise<ToolResultBloc
     job: scope.job,
     logger: direct.facts,
     recordedSteps: {},
-    onFencedOut: () => undefined,
+    watch: null,
   });
   let value: unknown;
   try {
