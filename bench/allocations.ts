@@ -6,8 +6,11 @@
  * Fresh one-call jobs (real BullMQ Job objects, never enqueued) go through
  * the processor one after another, as bench/ab.ts runs them: ours
  * (`withToolReceipts` of the build, bench/package.ts: `npm run build` first,
- * as `npm run bench` does) and the peer's (Powertools' `makeIdempotent`,
- * bench/peer.ts), on one throwaway Redis, rounds alternating the sides.
+ * as `npm run bench` does), the peer's (Powertools' `makeIdempotent`,
+ * bench/peer.ts), and a control (the claim and the complete alone, on the
+ * wrapper's own store, keyed by a digest worked out before the pass: what
+ * the receipt's two round trips cost, so ours − control is the wrapper's
+ * own work), on one throwaway Redis, rounds alternating the sides.
  * It runs itself twice, in child processes: once with the young generation
  * made large enough that no collection runs (`--min-semi-space-size`), so the
  * heap's growth over a pass is what its jobs allocated (a pass where a
@@ -19,6 +22,7 @@
  * ALLOC_TOP sites, default 15, sampled every ALLOC_INTERVAL bytes, default 512).
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Session } from 'node:inspector';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -129,13 +133,31 @@ async function main(collect: () => void): Promise<void> {
         cpu: [],
       },
       { name: 'peer', run: (job) => peer(job), bytes: [], collected: [], gcCount: [], gcMs: [], cpu: [] },
+      { name: 'control', run: (job) => control(job), bytes: [], collected: [], gcCount: [], gcMs: [], cpu: [] },
     ];
+    // The control's receipt keys: a digest per call, as long as the wrapper's, worked out before its pass.
+    const digests = new Map<string, string>();
+    const control = async (job: Job<ToolJobData>) => {
+      const { tenantId, runId, calls } = job.data;
+      const results = [];
+      for (const call of calls) {
+        const key = { tenantId, runId, toolName: call.name, argsHash: digests.get(call.id)! };
+        const claim = await wrapped.store.claim(key, { effect: 'opaque' });
+        if (claim.fence === undefined) throw new Error(`control pass: ${call.id} got ${claim.decision.kind}`);
+        const content = JSON.stringify(realisticResult((call.input as { n: number }).n));
+        await wrapped.store.complete(key, claim.fence, { content });
+        results.push({ type: 'tool_result' as const, tool_use_id: call.id, content, outcome: 'executed' as const });
+      }
+      return { results };
+    };
     const jobsFor = (tag: string) =>
       Array.from({ length: JOBS }, (_, i) => {
+        const id = `toolu_${tag}_${i}`;
+        digests.set(id, createHash('sha256').update(id).digest('hex'));
         const data: ToolJobData = {
           tenantId: 'alloc',
           runId: `run-${tag}-${i % 100}`,
-          calls: [{ id: `toolu_${tag}_${i}`, name: 'send_email', input: { to: 'user@example.com', n: i } }],
+          calls: [{ id, name: 'send_email', input: { to: 'user@example.com', n: i } }],
         };
         return new Job(queue, 'call', data, { attempts: 1 }, `${tag}-${i}`);
       });
@@ -181,31 +203,38 @@ async function main(collect: () => void): Promise<void> {
       for (const side of order) await pass(side, `r${r}-${side.name}`, true);
     }
     observer.disconnect();
-    const [a, b] = sides as [Side, Side];
+    const [a, b, c] = sides as [Side, Side, Side];
     const ratio = (x: number[], y: number[]) => x.map((v, r) => v / (y[r] ?? v));
     const rounds = `${JOBS} fresh one-call jobs per pass, one after another, results of ${JSON.stringify(realisticResult(42)).length} bytes; ${ROUNDS} rounds alternating, medians`;
     if (MODE === 'bytes') {
       console.log(`allocations bench — node ${process.versions.node}, young generation large enough for a pass; ${rounds}`);
       for (const side of sides) {
-        const dropped = side.collected.reduce((n, c) => n + c, 0);
+        const dropped = side.collected.reduce((n, collected) => n + collected, 0);
         console.log(
-          `  ${side.name.padEnd(5)} heap allocated per job ${(median(side.bytes) / 1024).toFixed(1).padStart(6)} KiB` +
+          `  ${side.name.padEnd(7)} heap allocated per job ${(median(side.bytes) / 1024).toFixed(1).padStart(6)} KiB` +
             (dropped > 0 ? ` (${dropped} of ${ROUNDS} passes dropped: a collection ran)` : ''),
         );
       }
-      if (a.bytes.length > 0 && b.bytes.length > 0)
-        console.log(`  ours / peer allocated ${(median(a.bytes) / median(b.bytes)).toFixed(2)}×`);
+      if (a.bytes.length > 0 && b.bytes.length > 0 && c.bytes.length > 0) {
+        console.log(
+          `  ours / peer allocated ${(median(a.bytes) / median(b.bytes)).toFixed(2)}×; control / peer ${(median(c.bytes) / median(b.bytes)).toFixed(2)}×`,
+        );
+        console.log(`  the wrapper's own work (ours − control) ${((median(a.bytes) - median(c.bytes)) / 1024).toFixed(1)} KiB per job`);
+      }
     } else {
       console.log(`allocations bench — node ${process.versions.node}, default heap; ${rounds}`);
       for (const side of sides) {
         console.log(
-          `  ${side.name.padEnd(5)} CPU per job ${median(side.cpu).toFixed(0).padStart(4)} µs; collections per 1,000 jobs ` +
+          `  ${side.name.padEnd(7)} CPU per job ${median(side.cpu).toFixed(0).padStart(4)} µs; collections per 1,000 jobs ` +
             `${(median(side.gcCount) * 1000).toFixed(1)}, their time ${median(side.gcMs).toFixed(1)} µs per job`,
         );
       }
       const cpu = ratio(a.cpu, b.cpu);
       console.log(
         `  ours / peer CPU per job ${median(cpu).toFixed(2)}× (min ${Math.min(...cpu).toFixed(2)}, max ${Math.max(...cpu).toFixed(2)}; goal ≤ 1.3×)`,
+      );
+      console.log(
+        `  ours / control CPU per job ${median(ratio(a.cpu, c.cpu)).toFixed(2)}× (the wrapper's own work on top of the two round trips)`,
       );
     }
   } finally {
