@@ -233,21 +233,36 @@ export class ReceiptsChannel {
    * refusal (`FencedOutError`, nothing written). Waits for durability.
    * @internal
    */
-  async fenced(
+  fenced(
     operation: DurableWrite,
     script: string,
     keys: readonly [string, ...string[]],
     fence: AttemptFence,
     args: readonly (string | number)[],
   ): Promise<Observation> {
-    checkFence(fence);
-    const seen = await this.observe(script, keys, [fence.attempt, ...args, fence.epoch]);
+    try {
+      checkFence(fence);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // A handler on the reply, not an async frame around it: every complete comes here.
+    return this.observe(script, keys, [fence.attempt, ...args, fence.epoch]).then((seen) =>
+      this.fencedSeen(operation, keys[0], fence, seen),
+    );
+  }
+
+  /** A fenced transition's observation: a refusal thrown, a success once it is durable (at once without durability). */
+  private fencedSeen(
+    operation: DurableWrite,
+    redisKey: string,
+    fence: AttemptFence,
+    seen: Observation,
+  ): Observation | Promise<Observation> {
     const durability = this.durability;
-    const mark = durability?.mark(keys[0]);
-    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(keys[0], fence, toFence(seen), operation);
-    // Without durability nothing is awaited: an await of nothing still costs every complete a turn of the queue.
-    if (durability !== undefined) await durability.require(operation, keys[0], mark);
-    return seen;
+    const mark = durability?.mark(redisKey);
+    if (seen.code !== 1 && seen.code !== 2) throw new FencedOutError(redisKey, fence, toFence(seen), operation);
+    if (durability === undefined) return seen;
+    return durability.require(operation, redisKey, mark).then(() => seen);
   }
 }
 
