@@ -150,6 +150,7 @@ export function stageCall(runtime: CallRuntime, scope: JobScope, call: ToolCall)
   return keyed(runtime, scope, tool, preparing);
 }
 
+/** What a call of a tool the worker does not have stages as (one object: it carries nothing of the call). */
 const UNKNOWN_TOOL: StagedCall = { kind: 'unknownTool' };
 
 /** A prepared call with its receipt key, from its input as sent. */
@@ -168,6 +169,7 @@ function keyed(runtime: CallRuntime, scope: JobScope, tool: AnyToolDefinition, p
   );
 }
 
+/** A call ready to claim: its tool, its arguments and its receipt key. */
 function ready(scope: JobScope, tool: AnyToolDefinition, args: unknown, argsHash: string): StagedCall {
   const { tenantId, runId } = scope.data;
   return { kind: 'ready', tool, args, key: { tenantId, runId, toolName: tool.name, argsHash } };

@@ -344,6 +344,7 @@ function durableClaim(
   return acknowledgedClaim(ch, ch.durability, request, result, result.fence, mark);
 }
 
+/** {@link durableClaim} with durability: an attempt whose claim falls short of its replicas is settled as never started. */
 async function acknowledgedClaim(
   ch: ReceiptsChannel,
   durability: NonNullable<ReceiptsChannel['durability']>,
