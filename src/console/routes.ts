@@ -73,7 +73,7 @@ export function send(res: ServerResponse, status: number, body: Html | string, t
   res.end(String(body));
 }
 
-/** An answer that is a sentence, not a page (a request refused before any page could be drawn). */
+/** An answer that is a sentence, not a page: a request refused, or one that failed, before any page was drawn. */
 export function sendText(res: ServerResponse, status: number, text: string): void {
   send(res, status, text, 'text/plain; charset=utf-8');
 }
