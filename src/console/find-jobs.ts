@@ -5,7 +5,7 @@
  */
 import { Job, Queue } from 'bullmq';
 import { toolJobDataSchema } from '../bullmq/job-data.js';
-import type { ConsoleData, FindGroup } from './queries.js';
+import { EMPTY_GROUP, type ConsoleData, type FindGroup } from './queries.js';
 
 /**
  * A pasted BullMQ job key, `<prefix>:<queue>:<id>`, read from the right (a
@@ -49,11 +49,9 @@ export async function findJobs(data: ConsoleData, q: string): Promise<FindGroup[
         if (!notAJob(err)) throw err;
         if (c.pasted)
           groups.push({
+            ...EMPTY_GROUP,
             kind: 'BullMQ job',
             how: `It has the shape of a BullMQ job key (<prefix>:<queue>:<id>), but that key of queue ${c.queue} holds no job.`,
-            receipts: [],
-            runs: [],
-            notes: [],
           });
         continue;
       }
@@ -64,10 +62,9 @@ export async function findJobs(data: ConsoleData, q: string): Promise<FindGroup[
         : `Job ${c.id} exists in queue ${c.queue} (prefix ${c.prefix}); its run's receipts (from the run index) that record it are listed.`;
       if (!parsed.success) {
         groups.push({
+          ...EMPTY_GROUP,
           kind: 'BullMQ job',
           how,
-          receipts: [],
-          runs: [],
           notes: [`Job ${c.id} of queue ${c.queue} has no tool-call data this console can read.`],
         });
         continue;

@@ -16,7 +16,7 @@ import type { ReceiptRecord } from '../redis/receipts/reads/record.js';
 import { RUN_REGISTRY_SHARDS, runRegistryRedisKey } from '../redis/runs/registry.js';
 import { parseReceiptRedisKey } from '../operator/receipt-key.js';
 import { findJobs } from './find-jobs.js';
-import type { ConsoleData, FindGroup } from './queries.js';
+import { EMPTY_GROUP, type ConsoleData, type FindGroup } from './queries.js';
 
 /** Most runs listed for a tenant or run id. */
 const RUNS_LISTED = 200;
@@ -43,8 +43,6 @@ export async function find(data: ConsoleData, text: string): Promise<FindGroup[]
   const note = `Nothing matched the text as pasted; without the spaces around it, ${JSON.stringify(q)} finds this.`;
   return (await findId(data, q, needingAPerson)).map((g) => ({ ...g, notes: [note, ...g.notes] }));
 }
-
-const EMPTY_GROUP = { receipts: [], runs: [], notes: [] };
 
 /** The text as a receipt key, a run key or an idempotency key, when it has one's shape. */
 async function findKey(data: ConsoleData, q: string): Promise<FindGroup | undefined> {

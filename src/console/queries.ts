@@ -112,3 +112,6 @@ export interface FindGroup {
   /** What else to say (a job found with no receipt, a limit reached). */
   readonly notes: readonly string[];
 }
+
+/** A group that lists nothing: spread under a group's `kind` and `how` (and its own `notes`, if any). */
+export const EMPTY_GROUP = { receipts: [], runs: [], notes: [] } as const satisfies Pick<FindGroup, 'receipts' | 'runs' | 'notes'>;
