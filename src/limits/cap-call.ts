@@ -32,6 +32,10 @@ export type CapGate =
   /** Go on to the claim, then tell {@link HeldSlots.afterClaim} what it decided. */
   | { readonly kind: 'claim'; readonly slots: HeldSlots };
 
+/** Whether an acquire kept the call a place in its cap's line: a full cap that waits does. */
+const keptPlace = (request: SlotRequest, answer: PromiseSettledResult<SlotAnswer>): boolean =>
+  answer.status === 'fulfilled' && answer.value.kind === 'full' && request.cap.onLimit === 'wait';
+
 /** How long a place in line is kept without its call asking again: a few leases, past any park of a waiting job. */
 const placeMsOf = (leaseMs: number) => 4 * leaseMs;
 
@@ -81,9 +85,7 @@ export async function capCall(
   const slots = requests.map((request, i) => {
     const answer = answers[i]!;
     const granted = answer.status === 'fulfilled' && answer.value.kind === 'granted';
-    // A full cap that waits kept the call a place in its line.
-    const placed = answer.status === 'fulfilled' && answer.value.kind === 'full' && request.cap.onLimit === 'wait';
-    return { request, own: granted, placed };
+    return { request, own: granted, placed: keptPlace(request, answer) };
   });
   const held = new HeldSlots(limits.store, receiptKey, slots, options, askedAtMs);
   const failed = answers.find((a) => a.status === 'rejected');
@@ -171,11 +173,10 @@ export class HeldSlots {
       missing.map((slot) => this.store.acquire(slot.request, { leaseMs: this.leaseMs, placeMs, waker, adopt: true })),
     );
     answers.forEach((answer, i) => {
-      if (answer.status !== 'fulfilled') return;
       const slot = missing[i]!;
-      // Granted: the acquire took the call out of its line too. Full: a cap that waits kept it a place.
-      if (answer.value.kind === 'granted') Object.assign(slot, { own: true, placed: false });
-      else if (answer.value.kind === 'full' && slot.request.cap.onLimit === 'wait') slot.placed = true;
+      // Granted: the acquire took the call out of its line too.
+      if (answer.status === 'fulfilled' && answer.value.kind === 'granted') Object.assign(slot, { own: true, placed: false });
+      else if (keptPlace(slot.request, answer)) slot.placed = true;
     });
     // Surely held until the earliest lease: those held already, and those taken now.
     this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;
