@@ -173,11 +173,8 @@ export class ReceiptStore {
       checkPrefetched(request, ahead);
       return runClaim(this.channel, request, options.settlesExpired === true, REGISTERED, ahead.observation);
     }
-    // On one node without durability (most claims) there is nothing to wait for before the claim is sent.
-    if (this.channel.durability === undefined && !this.clustered) {
-      return runClaim(this.channel, request, options.settlesExpired === true, this.registerRun(request.key));
-    }
-    const { registered } = await this.beforeClaimAwaited(request);
+    const before = this.beforeClaim(request);
+    const { registered } = before instanceof Promise ? await before : before;
     return runClaim(this.channel, request, options.settlesExpired === true, registered);
   }
 
@@ -270,11 +267,13 @@ export class ReceiptStore {
   }
 
   /** Durability checked and the run registered: what comes before any claim that may create a receipt. */
-  private beforeClaim(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
+  private beforeClaim(
+    request: ClaimRequest,
+  ): { readonly registered: Promise<unknown> } | Promise<{ readonly registered: Promise<unknown> }> {
     // Registered before a claim can create the run's first receipt, so stats finds the run. On one connection
     // the registration goes out ahead of the claim and is awaited with it; a Cluster may route them to different nodes.
-    // On one node without durability (most claims) there is nothing to wait for first: no async function is entered.
-    if (this.channel.durability === undefined && !this.clustered) return Promise.resolve({ registered: this.registerRun(request.key) });
+    // On one node without durability (most claims) there is nothing to wait for first: the answer is not a promise.
+    if (this.channel.durability === undefined && !this.clustered) return { registered: this.registerRun(request.key) };
     return this.beforeClaimAwaited(request);
   }
 

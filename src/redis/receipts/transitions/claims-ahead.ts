@@ -27,10 +27,13 @@ import { releaseUnacknowledged } from './lost-claims.js';
 
 /**
  * What must come before a claim that may create a receipt: durability
- * checked, the run registered (see `ReceiptStore.claim`). Resolves to the
- * registration, to await with the script's reply.
+ * checked, the run registered (see `ReceiptStore.claim`). Answers (at once
+ * when nothing need be waited for first) the registration, to await with
+ * the script's reply.
  */
-export type BeforeClaim = (request: ClaimRequest) => Promise<{ readonly registered: Promise<unknown> }>;
+export type BeforeClaim = (
+  request: ClaimRequest,
+) => { readonly registered: Promise<unknown> } | Promise<{ readonly registered: Promise<unknown> }>;
 
 /**
  * A claim the settle of the previous call of the same turn already made
