@@ -42,7 +42,7 @@ import { stageCall, type StagedCall } from '../tools/input.js';
 import type { AnyToolDefinition } from '../tools/define-tool.js';
 import type { NextCall } from '../turn/claims-ahead.js';
 import { PARKED_DELIVERY_UNWIND_MS } from '../turn/park-job.js';
-import { ExecutionContext, FenceWatch, LazyAbort, LeaseKeeper } from './execution.js';
+import { ExecutionContext, FenceWatch, LazyAbort, LeaseKeeper, NO_STEPS } from './execution.js';
 import type { CallFacts } from './facts.js';
 import { interruptionOf, throwIfInterrupted } from './interruption.js';
 
@@ -83,9 +83,6 @@ export function runToolCall(runtime: CallRuntime, scope: JobScope, call: ToolCal
 
 /** A call run alone, linked to no neighbour. */
 const NO_LINKS: CallLinks = {};
-
-/** The steps an attempt with none recorded before it reads (every first attempt). */
-const NO_STEPS: Record<string, unknown> = Object.freeze({});
 
 /** One call's run: what it is given, then what it learns, step by step. */
 export class ToolCallRun implements CallAttempt {

@@ -188,6 +188,9 @@ export class LazyAbort implements CallAbort {
   }
 }
 
+/** The steps of an execution with none recorded before it (a first attempt, a read-only call). */
+export const NO_STEPS: Readonly<Record<string, unknown>> = Object.freeze({});
+
 /** Everything needed to build the `ctx` of one execution. */
 export interface CallContextInput extends Pick<ToolContext, 'attempt' | 'tenantId' | 'runId' | 'sessionId' | 'callId' | 'job'> {
   /** The execution's abort; `ctx.signal` is its signal, made when the tool first reads it. */
@@ -202,7 +205,7 @@ export interface CallContextInput extends Pick<ToolContext, 'attempt' | 'tenantI
   readonly receipt: { readonly store: ReceiptStore; readonly fence: AttemptFence } | null;
   readonly key: ToolCallReceiptKey;
   /** Steps recorded by earlier attempts (empty on attempt 1). */
-  readonly recordedSteps: Record<string, unknown>;
+  readonly recordedSteps: Readonly<Record<string, unknown>>;
   /** Told when a step write finds the fence closed (`null` for a read-only call, which writes none). */
   readonly watch: FenceWatch | null;
 }

@@ -10,7 +10,7 @@ import {
   ToolRefusedError,
   type FailureTier,
 } from '../../core/tiers.js';
-import { ExecutionContext } from '../call/execution.js';
+import { ExecutionContext, NO_STEPS } from '../call/execution.js';
 import { ToolCallFailedError } from '../errors.js';
 import { errorText, failureContent, retriesJob } from './failure-text.js';
 import { toolResultBlock, type ToolResultBlock } from '../../core/job-data.js';
@@ -48,7 +48,7 @@ export async function runReadOnlyCall(direct: ReadyCall): Promise<ToolResultBloc
     callId: call.id,
     job: scope.job,
     logger: direct.facts,
-    recordedSteps: {},
+    recordedSteps: NO_STEPS,
     watch: null,
   });
   let value: unknown;
