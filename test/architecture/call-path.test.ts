@@ -134,7 +134,7 @@ describe('one executed call, from its job to its complete', () => {
     ]);
     // Issue #31: at most 8 files outside the helper rooms, and the total (helpers included) kept from growing.
     expect(spine.length).toBeLessThanOrEqual(8);
-    expect(files.length).toBeLessThanOrEqual(20);
+    expect(files.length).toBeLessThanOrEqual(19);
     // The channel sends a package script to the adapter itself: the loader is not entered once the script is known.
     expect(files).not.toContain('redis/scripts/scripts.ts');
   });

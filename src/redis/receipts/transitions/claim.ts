@@ -10,7 +10,13 @@
  * enter one more file.
  */
 import { randomBytes } from 'node:crypto';
-import { decideToolCallReceipt, effectForClaim, type EffectResumability, type ReceiptState } from '../../../core/decision.js';
+import {
+  decideToolCallReceipt,
+  effectForClaim,
+  type EffectResumability,
+  type ReceiptEffect,
+  type ReceiptState,
+} from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
 import { RedisUnreachableError } from '../../connection/unreachable.js';
 import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
@@ -31,6 +37,17 @@ import {
 import type { AttemptJob } from '../reads/record.js';
 import type { ClaimOptions, ClaimRequest, ClaimResult, LostClaim, StandingFailure } from '../store-types.js';
 import { releaseLostClaim, releaseUnacknowledged } from './lost-claims.js';
+
+/**
+ * The effect a claim that found no receipt decides with, by the effect it
+ * asked for: `effectForClaim`'s rule, worked out once for each effect, as
+ * every executed call's claim reads it.
+ */
+const EFFECT_OF_NEW_RECEIPT: Readonly<Record<ReceiptEffect, EffectResumability>> = {
+  opaque: effectForClaim(null, 'opaque', false),
+  resumable: effectForClaim(null, 'resumable', false),
+  transactional: effectForClaim(null, 'transactional', false),
+};
 
 /** Checks a claim's options and builds its keys and arguments (minting the epoch). */
 export function claimRequest(
@@ -216,13 +233,13 @@ export async function runClaim(
           : { toolRemoval: claimed.toolRemoval, rejectionStreak: claimed.rejectionStreak };
       seen = claimed;
       if (claimed.code === 1) {
-        const result = executing({ kind: 'absent' }, claimed, effectForClaim(null, request.effect, false), redisKey, breaker);
+        const result = executing({ kind: 'absent' }, claimed, EFFECT_OF_NEW_RECEIPT[request.effect], redisKey, breaker);
         return acknowledged ? result : durableClaim(ch, request, result, mark);
       }
       if (claimed.code === 2 || claimed.code === 3) {
         // Tool removed, or a lifetime nobody approved, and no receipt: the script wrote nothing, and neither does the store.
         const state: ReceiptState = { kind: 'absent' };
-        const effect = effectForClaim(null, request.effect, false);
+        const effect = EFFECT_OF_NEW_RECEIPT[request.effect];
         const decision = decideToolCallReceipt({ state, effect });
         if (claimed.code === 3) return { decision, state, effect, redisKey, approvalNeeded: true, ...breaker };
         return { decision, state, effect, redisKey, ...breaker };
