@@ -8,10 +8,11 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
-import { defineLimit } from '../../src/limits/index.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { ATTR, EVENT, toolReceiptsOtel } from '../../src/otel/index.js';
 import { call, jobData, silent, useLanes } from '../bullmq/fixture.js';
 import { spansWhere, testMeter, useOtelSdk } from '../otel/sdk.js';
+import { clearOfWindowEnd, YEAR_MS } from '../support/limit-windows.js';
 
 const lane = useLanes({ queues: 'redis' });
 const sdk = useOtelSdk();
@@ -30,7 +31,7 @@ const byStart = <T extends { startTime: [number, number] }>(spans: T[]) =>
 
 it('a refused call: its span carries over_limit with the limit and refuse, and ends rejected', async () => {
   const l = await lane();
-  const once = defineLimit({ name: 'once-a-run', per: 'run', max: 1, windowMs: 3_600_000 });
+  const once = defineLimit({ name: 'once-a-run', per: 'run', max: 1, windowMs: YEAR_MS });
   l.worker({ tools: [emailTool()], logger: silent, limits: [once], telemetry: toolReceiptsOtel({ meter: testMeter().meter }) });
   const data = jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })]);
   const job = await l.run(data);
@@ -51,6 +52,8 @@ it('a parked call: over_limit with wait, its span ends waited with status OK and
   const once = defineLimit({ name: 'one-per-window', per: 'run', max: 1, windowMs, onLimit: 'wait' });
   l.worker({ tools: [emailTool()], logger: silent, limits: [once], telemetry: toolReceiptsOtel({ meter: testMeter().meter }) });
   const data = jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })]);
+  // Start early in a window on the server clock, so both calls meet the same one and the second is parked.
+  await clearOfWindowEnd(new LimitStore({ redis: l.redis, prefix: l.prefix }), once, data, (windowMs * 2) / 3);
   const job = await l.settle(await l.add(data), 30_000);
   expect((job.returnvalue as ToolJobResult).results.map((r) => r.outcome)).toEqual(['replayed', 'executed']);
 

@@ -14,9 +14,13 @@ import { NeverStartedError, OutcomeUnknownError } from '../../src/core/index.js'
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { defineLimit, LimitStore, type LimitDefinition } from '../../src/limits/index.js';
 import { call, jobData, RETRYING, silent, useLanes } from '../bullmq/fixture.js';
+import { clearOfWindowEnd, YEAR_MS } from '../support/limit-windows.js';
 
 const lane = useLanes();
+/** An hour's window: a test that reads it in a refusal sentence (`every 1 h`) first waits for one with WINDOW_LEFT_MS left. */
 const HOUR = 3_600_000;
+/** How long that window must still run when such a test starts: its jobs, one call after another, run in it. */
+const WINDOW_LEFT_MS = 20_000;
 
 /** A tool that counts its effects per recipient; `fail` decides, per attempt, what it throws first. */
 function emailTool(options: { effect?: 'opaque' | 'resumable'; fail?: (to: string, attempt: number) => Error | undefined } = {}) {
@@ -46,6 +50,7 @@ describe('withToolReceipts({ limits })', () => {
     const emails = defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: HOUR, tools: ['send_email'] });
     l.worker({ tools: [t.tool], logger: silent, limits: [emails] });
     const calls = ['a', 'b', 'c', 'd', 'e'].map((to) => call('send_email', { to }));
+    await clearOfWindowEnd(new LimitStore({ redis: l.redis, prefix: l.prefix }), emails, { tenantId: 'acme-refuse' }, WINDOW_LEFT_MS);
     const job = await l.run(jobData(calls, { tenantId: 'acme-refuse' }));
     expect(job.failedReason).toBeUndefined();
     expect(outcomes(job)).toEqual(['executed', 'executed', 'executed', 'rejected', 'rejected']);
@@ -79,7 +84,7 @@ describe('withToolReceipts({ limits })', () => {
   it('replays a recorded call over its limit, and counts neither the replay nor the refusal', async () => {
     const l = await lane();
     const t = emailTool();
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: YEAR_MS });
     l.worker({ tools: [t.tool], logger: silent, limits: [once] });
     const data = jobData([call('send_email', { to: 'a' }, 'toolu_a'), call('send_email', { to: 'b' }, 'toolu_b')]);
     const first = await l.run(data);
@@ -110,7 +115,7 @@ describe('withToolReceipts({ limits })', () => {
         return `sent to ${to}`;
       },
     });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: YEAR_MS });
     const { processor } = l.worker({ tools: [slow], logger: silent, limits: [once], waitJitterMs: 10, maxWaitMs: 100 }, { concurrency: 2 });
     const decisions: string[] = [];
     processor.events.on('decision', (e) => decisions.push(e.decision));
@@ -134,12 +139,7 @@ describe('withToolReceipts({ limits })', () => {
     l.worker({ tools: [t.tool], logger: silent, limits: [burst], waitJitterMs: 0 });
     const tenantId = 'acme-wait';
     // Start early in a window on the server clock, so both calls meet the same one and the second must wait.
-    for (;;) {
-      const [seconds, micros] = await l.redis.time();
-      const offset = (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)) % windowMs;
-      if (offset < windowMs / 3) break;
-      await new Promise((resolve) => setTimeout(resolve, windowMs - offset + 5));
-    }
+    await clearOfWindowEnd(new LimitStore({ redis: l.redis, prefix: l.prefix }), burst, { tenantId }, (windowMs * 2) / 3);
     const job = await l.run(jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })], { tenantId }), { attempts: 1 });
     expect(job.failedReason).toBeUndefined();
     // The job came back after the reset and ran its turn again: the first call replayed.
@@ -158,7 +158,7 @@ describe('withToolReceipts({ limits })', () => {
   it.each(kinds)('gives back the share of an attempt that never started, so its retry fits a limit of 1 ($kind)', async (window) => {
     const l = await lane();
     const t = emailTool({ fail: (_to, attempt) => (attempt === 1 ? new NeverStartedError('the provider was down') : undefined) });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR, ...window });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: YEAR_MS, ...window });
     l.worker({ tools: [t.tool], logger: silent, limits: [once] });
     const data = jobData([call('send_email', { to: 'a' })]);
     const job = await l.run(data, RETRYING);
@@ -170,7 +170,7 @@ describe('withToolReceipts({ limits })', () => {
   it.each(kinds)('keeps the share of an ambiguous call (it may have cost) ($kind)', async (window) => {
     const l = await lane();
     const t = emailTool({ fail: () => new OutcomeUnknownError('the connection dropped mid-send') });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR, ...window });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: YEAR_MS, ...window });
     l.worker({ tools: [t.tool], logger: silent, limits: [once], onAmbiguous: 'report' });
     const data = jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })]);
     const job = await l.run(data);
@@ -184,7 +184,7 @@ describe('withToolReceipts({ limits })', () => {
       effect: 'resumable',
       fail: (_to, attempt) => (attempt === 1 ? new OutcomeUnknownError('cut off after its first step') : undefined),
     });
-    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: HOUR });
+    const once = defineLimit({ name: 'once', per: 'run', max: 1, windowMs: YEAR_MS });
     l.worker({ tools: [t.tool], logger: silent, limits: [once] });
     const data = jobData([call('send_email', { to: 'a' })]);
     const job = await l.run(data, RETRYING);
@@ -201,6 +201,7 @@ describe('withToolReceipts({ limits })', () => {
     l.worker({ tools: [t.tool, free], logger: silent, limits: [spend] });
     const cents = [3, 4, 3, 1, 0];
     const tenantId = 'acme-budget';
+    await clearOfWindowEnd(new LimitStore({ redis: l.redis, prefix: l.prefix }), spend, { tenantId }, WINDOW_LEFT_MS);
     const job = await l.run(
       jobData(
         cents.map((c, i) => call('send_email', { to: `r${i}`, cents: c })),
@@ -221,7 +222,7 @@ describe('withToolReceipts({ limits })', () => {
     const l = await lane();
     const t = emailTool();
     const reservationMs = 800;
-    const limit: LimitDefinition = { name: 'emails', per: 'tenant', max: 1, windowMs: HOUR };
+    const limit: LimitDefinition = { name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS };
     l.worker({ tools: [t.tool], logger: silent, limits: [limit], limitReservationMs: reservationMs });
     // A worker that reserved and died before its claim.
     const store = new LimitStore({ redis: l.redis, prefix: l.prefix, reservationMs });

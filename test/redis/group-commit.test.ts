@@ -16,9 +16,9 @@ import { scriptSource } from '../../src/redis/scripts/scripts.js';
 import { ReceiptStore as Store } from '../../src/redis/receipts/store.js';
 import { clientKindUnderTest, openSingle } from '../support/redis-clients.js';
 import { clusterSkipReason, startRedisCluster } from '../support/redis-cluster.js';
-import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
-import { defineLimit, LimitStore, type Limit } from '../../src/limits/index.js';
-import type { ToolCallReceiptKey } from '../../src/core/index.js';
+import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { clearOfWindowEnd } from '../support/limit-windows.js';
+import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { ReceiptsChannel } from '../../src/redis/receipts/channel.js';
 import { keyspaceSettings } from '../../src/redis/settings.js';
 
@@ -28,21 +28,6 @@ const fixture = useRedis();
 const WINDOW_LEFT_MS = 20_000;
 /** How long a test's reservations stand unclaimed: well inside {@link WINDOW_LEFT_MS}. */
 const RESERVATION_MS = 10_000;
-
-/**
- * Waits until `limit`'s fixed window (aligned on the server clock) has {@link WINDOW_LEFT_MS} left. A test whose
- * reserves straddle a window's end sees a fresh count, and one within a reservation's span of it is told `full`
- * (the window frees first) where it is otherwise told `held`.
- */
-async function clearOfWindowEnd(limit: Limit, subject: ToolCallReceiptKey): Promise<void> {
-  const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
-  await waitUntil(
-    () => store.usage(limit, subject),
-    (usage) => usage.windowStartMs + limit.windowMs - usage.nowMs >= WINDOW_LEFT_MS,
-    WINDOW_LEFT_MS + 10_000,
-    'a window with time left',
-  );
-}
 
 /** Claims, waits and completes through `store`, `calls` at a time; returns each claim's decision. */
 async function claimAndComplete(store: ReceiptStore, keys: readonly ReturnType<typeof freshKey>[]): Promise<ClaimResult[]> {
@@ -102,7 +87,7 @@ describe('group commit', () => {
     const keys = Array.from({ length: 40 }, () => ({ ...freshKey(), tenantId: tenant }));
     const mirrored = keys.map((k) => ({ ...k, tenantId: `${k.tenantId}-alone` }));
 
-    await clearOfWindowEnd(emails, keys[0]!);
+    await clearOfWindowEnd(new LimitStore({ channel: alone }), emails, keys[0]!, WINDOW_LEFT_MS);
     const flow = async (channel: ReceiptsChannel, calls: typeof keys) => {
       const store = new LimitStore({ channel, reservationMs: RESERVATION_MS });
       const reserved = await Promise.all(calls.map((key) => store.reserve(emails, key)));
@@ -158,7 +143,7 @@ describe('group commit', () => {
       const keys = Array.from({ length: 35 }, () => ({ ...freshKey(), tenantId: tenant }));
       const mirrored = keys.map((k) => ({ ...k, tenantId: `${k.tenantId}-alone` }));
 
-      if (kind === 'fixed') await clearOfWindowEnd(emails, keys[0]!);
+      if (kind === 'fixed') await clearOfWindowEnd(new LimitStore({ channel: alone }), emails, keys[0]!, WINDOW_LEFT_MS);
       const flow = async (channel: ReceiptsChannel, calls: typeof keys) => {
         const store = new LimitStore({ channel, reservationMs: RESERVATION_MS });
         const first = await Promise.all(calls.slice(0, 20).map((key) => store.reserve(emails, key)));
