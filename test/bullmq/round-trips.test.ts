@@ -14,6 +14,7 @@ import { REJECTION_REMOVAL_SUFFIX } from '../../src/core/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { recordCommands as record } from '../support/sent-commands.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 import { call, jobData, silent, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -147,7 +148,7 @@ describe('commands per call on the wrapper connection', () => {
   it('a limited call: its reserve, its claim with the bind right behind it (sent before the claim is answered), its commit and complete; a capped call: its slot, claim, complete and the slot freed, the receipt not read again', async () => {
     const l = await lane();
     const { tool: send, counter } = countingSend();
-    const limited = wrappedWorker(l, [send], [{ name: 'emails', per: 'tenant', max: 10, windowMs: 3_600_000 }]);
+    const limited = wrappedWorker(l, [send], [{ name: 'emails', per: 'tenant', max: 10, windowMs: YEAR_MS }]);
     const ids = { runId: 'run-limited-round-trips' };
     const outcome = async (data: ReturnType<typeof jobData>) => ((await l.run(data)).returnvalue as ToolJobResult).results[0]!;
     // Warm-up: the scripts in the server's cache, the run registered, the count listed in the limits' index.
@@ -164,7 +165,7 @@ describe('commands per call on the wrapper connection', () => {
     expect(counter.runs).toBe(2);
     // Each execution bound its share: the window holds the two, none of them pending.
     const limits = new LimitStore({ redis: l.redis, prefix: l.prefix });
-    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 10, windowMs: 3_600_000 });
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 10, windowMs: YEAR_MS });
     expect(await limits.usage(emails, { tenantId: 'acme' })).toMatchObject({ used: 2, pending: 0 });
     for (const receipt of receipts) expect((await limits.boundOn(receipt.redisKey, ['emails'])).bound).toEqual(new Set(['emails']));
 

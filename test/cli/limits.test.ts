@@ -12,6 +12,7 @@ import { limitsCommand, limitsSpec, type LimitsArgs } from '../../src/cli/comman
 import { defineLimit, LimitStore, type LimitCount } from '../../src/limits/index.js';
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { useRedis } from '../support/redis-fixture.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 import { Capture, spawnCli } from './support.js';
 
 const fixture = useRedis();
@@ -26,9 +27,9 @@ describe('tool-receipts limits', () => {
     const redis = fixture.connect();
     const prefix = `${fixture.handle().prefix}lim`;
     const store = new LimitStore({ redis, prefix });
-    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: 3_600_000 });
-    const steps = defineLimit({ name: 'steps', per: 'run', max: 2, windowMs: 60_000 });
-    const fleet = defineLimit({ name: 'fleet', per: 'global', max: 100, windowMs: 86_400_000 });
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: YEAR_MS });
+    const steps = defineLimit({ name: 'steps', per: 'run', max: 2, windowMs: YEAR_MS });
+    const fleet = defineLimit({ name: 'fleet', per: 'global', max: 100, windowMs: YEAR_MS });
     const callOf = (tenantId: string, runId: string, i: number) => ({ tenantId, runId, toolName: 'send_email', argsHash: `h${i}` });
     for (let i = 0; i < 3; i++) {
       const r = await store.reserve(emails, callOf('acme', 'run-1', i));
@@ -113,7 +114,7 @@ describe('tool-receipts limits', () => {
     const redis = fixture.connect();
     const prefix = `${fixture.handle().prefix}cli`;
     const store = new LimitStore({ redis, prefix });
-    await store.reserve(defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: 3_600_000 }), {
+    await store.reserve(defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: YEAR_MS }), {
       tenantId: 'acme',
       runId: 'run-1',
       toolName: 'send_email',

@@ -12,6 +12,7 @@ import { InvalidKeyPrefixError } from '../../src/redis/keys.js';
 import { defineLimit, LimitStore } from '../../src/limits/index.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 
 const fixture = useRedis();
 const servers: Server[] = [];
@@ -52,7 +53,7 @@ describe('createConsoleHandler', () => {
     const redis = fixture.connect();
     const prefix = `${fixture.handle().prefix}lim`;
     const limits = new LimitStore({ redis, prefix });
-    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: 3_600_000 });
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 5, windowMs: YEAR_MS });
     const browse = defineLimit({ name: 'browse', per: 'tenant', max: 4, windowMs: 60_000, kind: 'sliding' });
     const search = defineLimit({ name: 'search', per: 'tenant', max: 2, windowMs: 60_000, kind: 'bucket', burst: 3 });
     for (const limit of [emails, browse, search]) {

@@ -18,6 +18,7 @@ import { freshKey } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { cutOffReplica, reconnectReplica, startPrimaryWithReplica, withNode } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 import { sentinelSkipReason } from '../support/redis-sentinel.js';
 import { openSingle, type OpenedClient } from '../support/redis-clients.js';
 
@@ -98,7 +99,7 @@ describe.skipIf(skip !== undefined)('approvals and limits with durability, one p
 
   it('a limit commit fails typed while the replica is cut off; the commit after succeeds and the replica counts it', async () => {
     const store = new LimitStore({ redis: client(), prefix, durability: DURABLE });
-    const once = defineLimit({ name: `once-${Date.now()}`, per: 'tenant', max: 2, windowMs: 3_600_000 });
+    const once = defineLimit({ name: `once-${Date.now()}`, per: 'tenant', max: 2, windowMs: YEAR_MS });
     const key = freshKey();
     const reserved = await store.reserve(once, key);
     if (!reserved.granted) throw new Error('expected a grant');

@@ -22,6 +22,7 @@ import { runCli } from '../../src/cli/cli.js';
 import { Capture } from '../cli/support.js';
 import { readJournal } from '../mcp/support.js';
 import { useRedis } from '../support/redis-fixture.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 import { fixtureGateway, gatewayClient, killGateways, outcomeOf, startGateway, textOf } from './support.js';
 
 const fixture = useRedis();
@@ -42,7 +43,7 @@ const {
     ],
     allowedOrigins: [ALLOWED_ORIGIN],
   },
-  limits: [{ name: 'safe-mails', per: 'tenant', max: 1, windowMs: 3_600_000, tools: ['op_idempotent_safe'] }],
+  limits: [{ name: 'safe-mails', per: 'tenant', max: 1, windowMs: YEAR_MS, tools: ['op_idempotent_safe'] }],
   approvals: { elicit: true, waitMs: 2000 },
   // No worker is killed here: BullMQ's default 30 s lock, which a worker busy with a 9 MB result keeps on a loaded
   // machine (with a short one it lost the lock of a call beside, and the call was cut off, unknown).

@@ -19,6 +19,7 @@ import {
   type ReserveResult,
 } from '../../src/limits/index.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 
 const fixture = useRedis();
 
@@ -157,7 +158,7 @@ describe('a token bucket', () => {
     expect(usage).toMatchObject({ used: 0, left: 3 });
     granted(await store.reserve(calls, callOf(key, 3)));
 
-    const fixed = defineLimit({ ...definition, kind: 'fixed', burst: undefined, windowMs: 3_600_000 });
+    const fixed = defineLimit({ ...definition, kind: 'fixed', burst: undefined, windowMs: YEAR_MS });
     await store.commit(granted(await store.reserve(fixed, callOf(key, 4))));
     expect(await store.usage(fixed, key)).toMatchObject({ kind: 'fixed', committed: 1, left: 1 });
     const sliding = defineLimit({ ...definition, kind: 'sliding', burst: undefined });
@@ -249,8 +250,6 @@ describe('each kind against its model', () => {
     fc.record({ kind: fc.constant('reserve' as const), amount: fc.integer({ min: 1, max: 6 }) }),
     fc.record({ kind: fc.constantFrom('commit' as const, 'release' as const), pick: fc.nat() }),
   );
-  // Windows so long that nothing leaves a sliding window, and a bucket refills nothing, while a case runs.
-  const YEAR = 365 * 86_400_000;
 
   it.each(['sliding', 'bucket'] as const)(
     '%s: every answer and the final count are what the model says, for random reserves, commits and releases',
@@ -259,11 +258,12 @@ describe('each kind against its model', () => {
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: 1, max: 15 }), fc.array(op, { minLength: 1, maxLength: 25 }), async (cap, ops) => {
           const key = freshKey();
-          // A bucket of `cap` at once, refilling one unit a year; a sliding window of `cap` a year.
+          // A bucket of `cap` at once, refilling one unit a year; a sliding window of `cap` a year: so long that nothing
+          // leaves the window, and the bucket refills nothing, while a case runs.
           const shares = defineLimit(
             kind === 'bucket'
-              ? { name: 'shares', per: 'tenant', max: 1, windowMs: YEAR, kind, burst: cap }
-              : { name: 'shares', per: 'tenant', max: cap, windowMs: YEAR, kind },
+              ? { name: 'shares', per: 'tenant', max: 1, windowMs: YEAR_MS, kind, burst: cap }
+              : { name: 'shares', per: 'tenant', max: cap, windowMs: YEAR_MS, kind },
           );
           const made: { reservation: LimitReservation; state: 'pending' | 'committed' | 'gone' }[] = [];
           // What a bucket paid out stays paid (a committed share given back is not returned to it).

@@ -1,3 +1,4 @@
+/** OpenTelemetry from real workers: each call's span and its events, the counters and histograms, and the limit gauges. */
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { BullMQOtel } from 'bullmq-otel';
@@ -8,6 +9,7 @@ import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
 import { ATTR, EVENT, METRIC, toolReceiptsOtel, type ToolReceiptsOtelOptions } from '../../src/otel/index.js';
 import { call, jobData, sendEmailSettlingLate, useLanes, type Lane } from '../bullmq/fixture.js';
 import { countWhere, spansWhere, sumWhere, testMeter, useOtelSdk, type TestMeter } from './sdk.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 
 const lane = useLanes();
 const sdk = useOtelSdk();
@@ -438,9 +440,9 @@ describe('OpenTelemetry: limit gauges', () => {
       execute: () => 'sent',
     });
     const limits = [
-      { name: `fleet-${l.prefix}`, per: 'global' as const, max: 50, windowMs: 3_600_000 },
-      { name: 'emails', per: 'tenant' as const, max: 5, windowMs: 3_600_000 },
-      { name: 'steps', per: 'run' as const, max: 5, windowMs: 3_600_000 },
+      { name: `fleet-${l.prefix}`, per: 'global' as const, max: 50, windowMs: YEAR_MS },
+      { name: 'emails', per: 'tenant' as const, max: 5, windowMs: YEAR_MS },
+      { name: 'steps', per: 'run' as const, max: 5, windowMs: YEAR_MS },
     ];
     tracedWorker(l, m, { tools: [send], limits }, { otel: { tenantInMetrics: true } });
     await l.run(jobData([call('send_email', { to: 'a' }), call('send_email', { to: 'b' })], { tenantId: 'acme' }));
