@@ -23,11 +23,11 @@ import { receiptRedisKey } from '../../src/redis/keys.js';
 import { raceClusterSkipReason, useRaceCluster } from '../support/race-cluster.js';
 import { useRedis, waitUntil } from '../support/redis-fixture.js';
 import { spawnWorkerProcess, type WorkerMessage } from '../support/worker-process.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 
 const N = 24;
 const CALLS = 10 * N;
 const RESERVATION_MS = 1500;
-const YEAR = 365 * 86_400_000;
 
 interface RaceSetup {
   /** REDIS_URL or CLUSTER_SEED for the worker processes. */
@@ -49,7 +49,7 @@ async function storeRace(setup: RaceSetup): Promise<{ killedHolding: WorkerMessa
     EFFECTS: `${setup.prefix}:race:${id}:effects`,
     REFUSED: `${setup.prefix}:race:${id}:refused`,
   };
-  const definition: LimitDefinition = { name: 'emails', per: 'tenant', max: N, windowMs: YEAR };
+  const definition: LimitDefinition = { name: 'emails', per: 'tenant', max: N, windowMs: YEAR_MS };
   const limit = defineLimit(definition);
   const store = new LimitStore({ redis: setup.redis, prefix: setup.prefix, reservationMs: RESERVATION_MS });
   await setup.redis.rpush(keys.QUEUE, ...Array.from({ length: CALLS }, (_, i) => String(i)));
@@ -176,7 +176,7 @@ async function wrapperRace(setup: RaceSetup & { readonly bull: Redis | Cluster; 
   const id = randomBytes(4).toString('hex');
   const n = 10;
   const effectsKey = `${setup.prefix}:wrap:${id}:effects`;
-  const definition: LimitDefinition = { name: `calls-${id}`, per: 'tenant', max: n, windowMs: YEAR };
+  const definition: LimitDefinition = { name: `calls-${id}`, per: 'tenant', max: n, windowMs: YEAR_MS };
   const limit = defineLimit(definition);
   const store = new LimitStore({ redis: setup.redis, prefix: setup.prefix });
   const queue = new Queue(`limits-${id}`, { connection: setup.bull, prefix: setup.bullPrefix });
@@ -282,7 +282,7 @@ describe.skipIf(skipReason !== undefined)('worker processes racing on a three-ma
     const tenant = `tenant-${randomBytes(3).toString('hex')}`;
     const store = new LimitStore({ redis, prefix: cluster.prefix });
     const limitNode = await cluster.ownerOf(
-      store.keysOf(defineLimit({ name, per: 'tenant', max: N, windowMs: YEAR }), { tenantId: tenant }).state,
+      store.keysOf(defineLimit({ name, per: 'tenant', max: N, windowMs: YEAR_MS }), { tenantId: tenant }).state,
     );
     const runs: string[] = [];
     const perNode = new Map<string, number>();

@@ -20,16 +20,16 @@ import {
 import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { freshKey, useRedis, waitUntil } from '../support/redis-fixture.js';
+import { YEAR_MS } from '../support/limit-windows.js';
 
 const fixture = useRedis();
-const YEAR = 365 * 86_400_000;
 
 function limits(options: { reservationMs?: number } = {}): LimitStore {
   return new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, ...options });
 }
 
 const limit = (overrides: Partial<LimitDefinition> = {}): Limit =>
-  defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: YEAR, ...overrides });
+  defineLimit({ name: 'emails', per: 'tenant', max: 3, windowMs: YEAR_MS, ...overrides });
 
 function granted(result: ReserveResult): LimitReservation {
   if (!result.granted) throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
@@ -80,7 +80,10 @@ describe('a window of a limit', () => {
     expect(refused).toMatchObject({ granted: false, why: 'full', usage: { used: 3, pending: 0, committed: 3, left: 0, max: 3 } });
     if (refused.granted) return;
     expect(refused.retryAtMs).toBe(refused.usage.resetsAtMs);
-    expect(limitWindow(refused.usage.nowMs, YEAR)).toEqual({ startMs: refused.usage.windowStartMs, resetsAtMs: refused.usage.resetsAtMs });
+    expect(limitWindow(refused.usage.nowMs, YEAR_MS)).toEqual({
+      startMs: refused.usage.windowStartMs,
+      resetsAtMs: refused.usage.resetsAtMs,
+    });
   });
 
   it('refused only by shares of calls not yet started: says when enough of them come back at the latest, not the reset', async () => {
