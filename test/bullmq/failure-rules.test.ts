@@ -52,7 +52,9 @@ function syncLedger() {
     effect: 'resumable',
     destructive: false,
     async execute(_args, ctx) {
-      await ctx.step('send', () => ++sent);
+      // Taken out of ctx, as a tool may: the step still records and replays under this attempt's fence.
+      const { step } = ctx;
+      await step('send', () => ++sent);
       if (ctx.attempt === 1) throw new OutcomeUnknownError('connection reset while confirming');
       return `confirmed on attempt ${ctx.attempt}`;
     },
