@@ -161,10 +161,15 @@ export class HeldSlots {
       await this.release();
       return { run: true };
     }
-    const missing = this.slots.filter((slot) => !slot.own);
+    const askedAtMs = performance.now();
+    // The tool's first renewal comes a third of a lease after it starts, and must find a third left: with less
+    // than two thirds of the lease surely left now (a slow claim, a pause), the slots are asked for again (the
+    // acquire renews a slot still held; one that lapsed is taken anew if free), so no tool starts on a slot the
+    // server may already have given to another call.
+    const renewAll = askedAtMs > this.heldUntil - (2 * this.leaseMs) / 3;
+    const missing = renewAll ? this.slots : this.slots.filter((slot) => !slot.own);
     if (missing.length === 0) return { run: true };
     const heldAlready = missing.length < this.slots.length;
-    const askedAtMs = performance.now();
     const placeMs = placeMsOf(this.leaseMs);
     // Under this job, as at the gate: a cap that waits keeps the call's place for it (the acquire writes the
     // place's job anew), and the release that frees a slot wakes it.
@@ -174,9 +179,10 @@ export class HeldSlots {
     );
     answers.forEach((answer, i) => {
       const slot = missing[i]!;
-      // Granted: the acquire took the call out of its line too.
+      // Granted: the acquire took the call out of its line too. Full: not held (an own slot asked for again had
+      // lapsed and been taken), and a cap that waits kept the call a place.
       if (answer.status === 'fulfilled' && answer.value.kind === 'granted') Object.assign(slot, { own: true, placed: false });
-      else if (keptPlace(slot.request, answer)) slot.placed = true;
+      else if (answer.status === 'fulfilled') Object.assign(slot, { own: false, placed: slot.placed || keptPlace(slot.request, answer) });
     });
     // Surely held until the earliest lease: those held already, and those taken now.
     this.heldUntil = heldAlready ? Math.min(this.heldUntil, askedAtMs + this.leaseMs) : askedAtMs + this.leaseMs;
@@ -194,21 +200,25 @@ export class HeldSlots {
   /**
    * Renews every slot this delivery holds, sent with a heartbeat of its
    * attempt. `false` when one is no longer held (its lease passed, or
-   * another delivery adopted it), or when this renewal was sent with less
-   * than a third of a lease surely left (renewals failed or came late, so a
-   * lease may pass before the next): the attempt is then asked to stop. It
-   * renews all the same while the server still holds its slots, so a tool
-   * that does not stop at once stays counted as long as it can be.
+   * another delivery adopted it), or, at once, without waiting for Redis,
+   * when this renewal is sent with no more than a third of a lease surely
+   * left (renewals failed or came late, so a lease may pass before the
+   * next, and a reply from a server out of reach comes only at the
+   * command's deadline): the attempt is then asked to stop. It renews all
+   * the same while the server still holds its slots, so a tool that does
+   * not stop at once stays counted as long as it can be.
    */
-  async renew(): Promise<boolean> {
+  renew(): boolean | Promise<boolean> {
     const own = this.slots.filter((slot) => slot.own);
     if (own.length === 0) return true;
     const sentAtMs = performance.now();
-    const late = sentAtMs > this.heldUntil - this.leaseMs / 3;
-    const answers = await Promise.allSettled(own.map((slot) => this.store.renew(slot.request, this.leaseMs)));
-    if (answers.some((a) => a.status === 'fulfilled' && !a.value)) return false;
-    if (answers.every((a) => a.status === 'fulfilled')) this.heldUntil = sentAtMs + this.leaseMs;
-    return !late;
+    const late = sentAtMs >= this.heldUntil - this.leaseMs / 3;
+    const renewed = Promise.allSettled(own.map((slot) => this.store.renew(slot.request, this.leaseMs))).then((answers) => {
+      if (answers.some((a) => a.status === 'fulfilled' && !a.value)) return false;
+      if (answers.every((a) => a.status === 'fulfilled')) this.heldUntil = sentAtMs + this.leaseMs;
+      return true;
+    });
+    return late ? false : renewed;
   }
 
   /**
@@ -228,15 +238,23 @@ export class HeldSlots {
   }
 
   /**
-   * Frees every slot this delivery holds, and gives up the call's places in
-   * line unless `keepPlaces` (the call is parked to come back for them);
+   * Frees every slot this delivery holds, and gives up the places in line
+   * it kept unless `keepPlaces` (the call is parked to come back for them);
    * answers the jobs first in line that a slot is free for now, to wake.
+   * A place this delivery did not keep is left alone: a place names the
+   * job, not the delivery, so an earlier delivery of the same job (one that
+   * stalled while this job came back and took a place) must not give up
+   * the place of the delivery that is waiting in it.
    */
   async release(keepPlaces = false): Promise<string[]> {
-    const leaving = keepPlaces ? '' : this.options.waker;
-    const freeing = this.slots.filter((slot) => slot.own || (slot.placed && leaving !== ''));
-    for (const slot of freeing) Object.assign(slot, { own: false, placed: slot.placed && keepPlaces });
-    const freed = await Promise.allSettled(freeing.map((slot) => this.store.release(slot.request, leaving)));
+    const waker = this.options.waker;
+    const freeing = this.slots.flatMap((slot) => {
+      const leaving = slot.placed && !keepPlaces && waker !== '';
+      if (!slot.own && !leaving) return [];
+      Object.assign(slot, { own: false, placed: slot.placed && keepPlaces });
+      return [this.store.release(slot.request, leaving ? waker : '')];
+    });
+    const freed = await Promise.allSettled(freeing);
     return freed.flatMap((f) => (f.status === 'fulfilled' ? f.value.wake : []));
   }
 }

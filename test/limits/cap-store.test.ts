@@ -5,7 +5,10 @@
  * executes, a lapsed lease freeing its slot (and a renew then failing),
  * waiting calls admitted in arrival order and the release naming the jobs
  * to wake (a takeover that finds the cap full at its execution included),
- * a refusal taking no place, and the operator's read.
+ * a refusal taking no place, and the operator's read; and a delivery's
+ * slots against its own clock (a claim that came late asks again, a late
+ * renewal stops the tool at once) and a stale delivery leaving the place
+ * its job's next delivery keeps.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -130,4 +133,105 @@ describe('an in-flight cap through the store', () => {
       expect(await acquire('b')).toMatchObject({ kind: 'granted' });
     },
   );
+});
+
+describe("a delivery's slots against its own clock", () => {
+  const limits = () => new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+
+  it('does not start a tool on a slot that lapsed between its gate and its claim: the claim asks for it again', async () => {
+    const { request, acquire, store, definition, tenantId } = cap(1);
+    const askedAtMs = performance.now();
+    expect(await acquire('a', { leaseMs: 600 })).toMatchObject({ kind: 'granted' });
+    const held = new HeldSlots(
+      limits(),
+      'receipt-a',
+      [{ request: request('a'), own: true, placed: false }],
+      { leaseMs: 600, waker: 'job-a' },
+      askedAtMs,
+    );
+    // A slow claim: the lease passes on the server, and another call takes the slot.
+    await waitUntil(
+      () => acquire('x'),
+      (answer) => answer.kind === 'granted',
+      10_000,
+      "a's lease to pass",
+    );
+    expect(await held.afterClaim(true)).toMatchObject({ run: false, refusal: { onLimit: 'wait', limit: 'browse' } });
+    // Not run, and in line for the slot x holds: x's release wakes its job.
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 1, waiting: 1 });
+    expect(await store.release(request('x'))).toEqual({ released: true, wake: ['job-a'] });
+  });
+
+  it('renews a slot it still holds when its claim came late, and runs', async () => {
+    const { request, acquire, store, definition, tenantId } = cap(1);
+    const leaseMs = 3_000;
+    // Asked for longer ago than a third of a lease: the first renewal, a third of a lease after the tool starts, would be late.
+    const askedAtMs = performance.now() - leaseMs / 2;
+    const granted = await acquire('a', { leaseMs });
+    const held = new HeldSlots(
+      limits(),
+      'receipt-a',
+      [{ request: request('a'), own: true, placed: false }],
+      { leaseMs, waker: 'job-a' },
+      askedAtMs,
+    );
+    expect(await held.afterClaim(true)).toEqual({ run: true });
+    const renewed = await acquire('b');
+    if (renewed.kind !== 'full' || granted.kind !== 'granted') throw new Error(`expected a held slot, got ${JSON.stringify(renewed)}`);
+    // The slot's deadline moved on: the claim's acquire renewed it.
+    expect(renewed.retryAtMs).toBeGreaterThan(granted.deadlineMs);
+    // Counted from the renewal, the first renewal is on time.
+    expect(await held.renew()).toBe(true);
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 1 });
+  });
+
+  it('asks its tool to stop at once when a renewal is sent late, without waiting for the reply, and renews all the same', async () => {
+    const { request, acquire, store } = cap(1);
+    const leaseMs = 3_000;
+    const askedAtMs = performance.now();
+    const granted = await acquire('a', { leaseMs });
+    // Renewals failed until less than a third of the lease is surely left (by this process's clock).
+    const held = new HeldSlots(
+      limits(),
+      'receipt-a',
+      [{ request: request('a'), own: true, placed: false }],
+      { leaseMs, waker: 'job-a' },
+      askedAtMs - (3 * leaseMs) / 4,
+    );
+    // The answer is there before any reply: a server out of reach would answer only at the command's deadline.
+    expect(held.renew()).toBe(false);
+    const later = await waitUntil(
+      () => acquire('b'),
+      (answer) => answer.kind === 'full' && granted.kind === 'granted' && answer.retryAtMs > granted.deadlineMs,
+      10_000,
+      'the renewal to land',
+    );
+    expect(later).toMatchObject({ kind: 'full' });
+    expect(await store.release(request('a'))).toMatchObject({ released: true });
+  });
+
+  it('leaves alone the place in line a later delivery of its job keeps, when it frees the slot that lapsed under it', async () => {
+    const { request, acquire, store, definition, tenantId } = cap(1);
+    // Delivery 1 of job-b holds the slot, and stalls past its lease; x takes the slot.
+    const first = new HeldSlots(
+      limits(),
+      'receipt-b',
+      [{ request: request('b', 'delivery-1'), own: true, placed: false }],
+      { leaseMs: 600, waker: 'job-b' },
+      performance.now(),
+    );
+    expect(await acquire('b', { token: 'delivery-1', leaseMs: 600 })).toMatchObject({ kind: 'granted' });
+    await waitUntil(
+      () => acquire('x'),
+      (answer) => answer.kind === 'granted',
+      10_000,
+      "the first delivery's lease to pass",
+    );
+    // The job comes back (delivery 2): the cap is full, so it keeps a place in line and parks.
+    expect(await acquire('b', { token: 'delivery-2' })).toMatchObject({ kind: 'full', position: 0 });
+    // Delivery 1 wakes up and ends: it frees what it holds (nothing now), and gives up no place it did not keep.
+    expect(await first.release()).toEqual([]);
+    expect(await store.usage(definition, { tenantId })).toMatchObject({ held: 1, waiting: 1 });
+    expect(await store.release(request('x'))).toEqual({ released: true, wake: ['job-b'] });
+  });
 });
