@@ -17,15 +17,21 @@
            answer, so that a fresh call costs no round trip of its own.
 
   Returns { code, holder }
-    code 1  bound: the receipt's field ARGV[2] holds the id, and the
-            bindings hash maps it to KEYS[1] (a second bind of the same id
-            answers 1 again and writes nothing new).
+    code 1  bound: the receipt's field ARGV[2] holds the id (and the field
+            ARGV[2]:attempt the receipt's current attempt), and the bindings
+            hash maps it to KEYS[1]; also when it was bound so for this very
+            attempt already (nothing new written).
     code 0  revoked: a settle (or an earlier bind or give-back) revoked it;
             nothing written. The attempt must not run under it.
     code 2  counted already: the receipt's field holds another reservation
             (holder), bound by an earlier attempt of this lifetime (a
             takeover is the same execution). This id is revoked; the caller
-            gives it back, and the attempt runs counted once.
+            gives it back, and the attempt runs counted once. Also when this
+            very id was bound to KEYS[1] for an earlier attempt (a takeover
+            that reused its lifetime's pending share), or by a release that
+            recorded no attempt; holder is then the id itself: nothing
+            written, and the caller commits it and never gives it back, as
+            the earlier attempt may have run under it.
     code 3  no running attempt: the receipt does not exist or is not
             running (or, with ARGV[4], is not the attempt that claim
             created); nothing written. The caller gives it back, or binds

@@ -21,7 +21,8 @@
   worker died (or is slow) before its bind. A receipt's reservation is one
   per call (a redelivery reuses it), so it is this one; and whether the
   attempt got as far as its effect is not known here, so it is counted, as
-  every call that may have run is. Its own late bind answers bound.
+  every call that may have run is. Its own late bind answers bound (the
+  attempt it was bound for is kept beside it, ARGV[3]:attempt).
 
   A reservation the receipt's field ARGV[3] names is bound even when the
   bindings hash no longer says so (it expired while the attempt ran): the
@@ -40,6 +41,7 @@
 ]]
 --- @include "observe-receipt"
 --- @include "limit-bindings"
+--- @include "int-text"
 
 local corrupt = wrongType(KEYS[1], 'hash')
 if corrupt then return corrupt end
@@ -55,8 +57,9 @@ if holder == ARGV[1] then
   return { 1, KEYS[2] }
 end
 -- Read, not opened: a receipt awaiting approval (or of any other state) simply has no running attempt.
-if readReceipt(KEYS[2]).status == 'running' and not holder then
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1])
+local receipt = readReceipt(KEYS[2])
+if receipt.status == 'running' and not holder then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[1], bindingAttemptField(ARGV[3]), intText(receipt.attempts))
   redis.call('HSET', KEYS[1], ARGV[1], KEYS[2])
   keepBindings(KEYS[1], ARGV[2])
   return { 1, KEYS[2] }

@@ -9,14 +9,21 @@
   ARGV[1]  reservation id
   ARGV[2]  the receipt field of the limit: limit:<name>
   ARGV[3]  keep ms: the least time the bindings hash is kept afterwards
+  ARGV[4]  optional: the attempt whose share it is, and ARGV[5] its
+           lifetime's epoch. When given (not ''), a receipt that exists and
+           has moved on (another attempt started since, say a redelivery's
+           takeover of the failed attempt, or another lifetime) keeps its
+           binding: that attempt is counted by it.
 
   Returns { code }
-    code 1  it was bound to this receipt: the field is deleted and the id
-            revoked.
+    code 1  it was bound to this receipt: the field (and the attempt
+            beside it, ARGV[2]:attempt) is deleted and the id revoked.
     code 0  it was not bound to this receipt (never, or given back
             already): the id is revoked (if it was not), nothing else written.
-  Either way the caller gives it back; a settle that asks later finds it
+  On 1 or 0 the caller gives it back; a settle that asks later finds it
   revoked.
+    code 2  the receipt moved on past the attempt ARGV[4] names: nothing
+            written, and the caller does not give it back.
   error 'TRC_CORRUPT <key>: <why>' when the receipt is malformed or a key
   has the wrong type; 'TRC_VERSION ...' for a receipt of a newer layout;
   nothing written.
@@ -24,15 +31,18 @@
 --- @include "observe-receipt"
 --- @include "limit-bindings"
 
-local _, corrupt = openReceiptHash(KEYS[1])
+local receipt, corrupt = openReceiptHash(KEYS[1])
 if corrupt then return corrupt end
 corrupt = wrongType(KEYS[2], 'hash')
 if corrupt then return corrupt end
 
 local id, field = ARGV[1], ARGV[2]
+if ARGV[4] and ARGV[4] ~= '' and receipt.status ~= '' and (receipt.attempts ~= tonumber(ARGV[4]) or receipt.epoch ~= ARGV[5]) then
+  return { 2 }
+end
 local code = 0
 if redis.call('HGET', KEYS[1], field) == id then
-  redis.call('HDEL', KEYS[1], field)
+  redis.call('HDEL', KEYS[1], field, bindingAttemptField(field))
   code = 1
 end
 if redis.call('HGET', KEYS[2], id) ~= revokedMark() then

@@ -11,6 +11,7 @@
 ]]
 --- @include "observe-receipt"
 --- @include "limit-bindings"
+--- @include "int-text"
 
 local function bindLimit(receiptKey, bindingsKey, args)
   local receipt, corrupt = openReceiptHash(receiptKey)
@@ -21,7 +22,14 @@ local function bindLimit(receiptKey, bindingsKey, args)
   local id, field = args[1], args[2]
   local value = redis.call('HGET', bindingsKey, id)
   if value == revokedMark() then return { 0, '' } end
-  if value == receiptKey then return { 1, '' } end
+  if value == receiptKey then
+    -- Bound to this receipt already. For this very attempt (a concurrent delivery's settle bound it to the running
+    -- attempt before this bind came): bound. For an earlier attempt (a takeover that reused the share its lifetime's
+    -- earlier attempt bound, and maybe ran under), or by a release that named no attempt: counted by this very id,
+    -- which the caller commits and never gives back, as this attempt's end must not take back that count.
+    if redis.call('HGET', receiptKey, bindingAttemptField(field)) == intText(receipt.attempts) then return { 1, '' } end
+    return { 2, id }
+  end
   if value then return redis.error_reply('TRC_CORRUPT ' .. bindingsKey .. ': reservation ' .. id .. ' is bound to another receipt') end
   if receipt.status ~= 'running' then return { 3, '' } end
   -- Sent beside the claim that may create the attempt: binds only the attempt that claim started.
@@ -33,7 +41,7 @@ local function bindLimit(receiptKey, bindingsKey, args)
     keepBindings(bindingsKey, args[3])
     return { 2, holder }
   end
-  redis.call('HSET', receiptKey, field, id)
+  redis.call('HSET', receiptKey, field, id, bindingAttemptField(field), intText(receipt.attempts))
   redis.call('HSET', bindingsKey, id, receiptKey)
   keepBindings(bindingsKey, args[3])
   return { 1, '' }

@@ -35,6 +35,7 @@ function readReceipt(r: Reader): Receipt {
     approvalLeft: r.byte(),
     decidedBy: DECIDERS[r.byte()]!,
     limitHolder: r.byte(),
+    limitAttempt: r.byte(),
     renewed: r.flag(),
   };
 }

@@ -169,6 +169,7 @@ export function encodeInScratch(s: ProtocolState): {
     out.push(r.approvalLeft);
     out.push(DECIDER_CODE[r.decidedBy]);
     out.push(reservations.of(r.limitHolder));
+    out.push(r.limitAttempt);
     out.push(+r.renewed);
     out.push(JOB_CODE[s.jobs[call]!]);
     out.push(ids.of(s.forms[call]!));

@@ -101,6 +101,7 @@ export function limitSettle(s: ProtocolState, id: number, call: number): number 
   const r = s.receipts[call]!;
   if (r.status === 'running' && r.limitHolder === 0) {
     r.limitHolder = id;
+    r.limitAttempt = r.attempts;
     s.limit.bindings.set(id, call);
     return 1;
   }
@@ -108,30 +109,41 @@ export function limitSettle(s: ProtocolState, id: number, call: number): number 
   return 0;
 }
 
-/** limit-bind-2.lua: 1 bound, 0 revoked, 2 counted already by another reservation, 3 no running attempt; -1 corrupt. */
+/**
+ * limit-bind-2.lua: 1 bound (now, or already for this attempt), 0 revoked,
+ * 2 counted already (by another reservation, or by this one, bound for an
+ * earlier attempt), 3 no running attempt; -1 corrupt.
+ */
 export function limitBind(s: ProtocolState, call: number, id: number): number {
   const r = s.receipts[call]!;
   if (r.status === 'awaiting' || r.status === 'approved' || r.status === 'denied') return -1;
   const value = s.limit.bindings.get(id);
   if (value === REVOKED) return 0;
-  if (value === call) return 1;
+  if (value === call) return r.limitAttempt === r.attempts ? 1 : 2;
   if (r.status !== 'running') return 3;
   if (r.limitHolder !== 0 && r.limitHolder !== id) {
     s.limit.bindings.set(id, REVOKED);
     return 2;
   }
   r.limitHolder = id;
+  r.limitAttempt = r.attempts;
   s.limit.bindings.set(id, call);
   return 1;
 }
 
-/** limit-unbind-2.lua: 1 it was bound to the receipt (taken off), 0 not; revoked either way. -1 corrupt. */
-export function limitUnbind(s: ProtocolState, call: number, id: number): number {
+/**
+ * limit-unbind-2.lua, named for the attempt `attempt` of lifetime `epoch`:
+ * 1 it was bound to the receipt (taken off), 0 not, revoked either way; 2
+ * the receipt moved on past that attempt (nothing written). -1 corrupt.
+ */
+export function limitUnbind(s: ProtocolState, call: number, id: number, attempt: number, epoch: number): number {
   const r = s.receipts[call]!;
   if (r.status === 'awaiting' || r.status === 'approved' || r.status === 'denied') return -1;
+  if (r.status !== 'absent' && (r.attempts !== attempt || r.epoch !== epoch)) return 2;
   let code = 0;
   if (r.limitHolder === id) {
     r.limitHolder = 0;
+    r.limitAttempt = 0;
     code = 1;
   }
   s.limit.bindings.set(id, REVOKED);

@@ -90,6 +90,8 @@ export interface Receipt {
   decidedBy: 'none' | 'approver' | 'expiry';
   /** The reservation id its field `limit:<name>` holds, 0 none. */
   limitHolder: number;
+  /** The attempt that reservation was bound for (`limit:<name>:attempt`), 0 none. */
+  limitAttempt: number;
   /**
    * The attempt's lease was renewed (a heartbeat, a confirm, an
    * outcome-unknown) since the last reconcile began: `lease_until_ms` later
@@ -296,6 +298,7 @@ export function absentReceipt(): Receipt {
     approvalLeft: 0,
     decidedBy: 'none',
     limitHolder: 0,
+    limitAttempt: 0,
     renewed: false,
   };
 }

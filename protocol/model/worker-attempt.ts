@@ -224,7 +224,8 @@ function claimAgain(s: ProtocolState, ctx: ModelContext, wi: number): void {
 
 const unbindShare: Step = (s, _ctx, wi) => {
   const w = s.workers[wi]!;
-  limitUnbind(s, w.call, w.reservation);
+  // Moved on (a later attempt took the call over, counted by this share): not given back.
+  if (limitUnbind(s, w.call, w.reservation, w.attempt, w.epoch) === 2) return finish(s, wi, w.ending);
   w.pc = 'giveBackShare';
   return undefined;
 };

@@ -75,8 +75,10 @@ export type ReserveResult =
 /**
  * What a bind found: `bound` (the attempt runs under it), `revoked` (settled
  * as unused: the attempt must not run under it), `counted` (the receipt's
- * lifetime is already counted by `by`: the attempt runs, this reservation is
- * given back), `not_running` (no running attempt to bind: give it back).
+ * lifetime is already counted by `by`: the attempt runs; this reservation is
+ * given back, unless `by` is its own id, bound by an earlier attempt it was
+ * reused from, which then stays counted), `not_running` (no running attempt
+ * to bind: give it back).
  */
 export type BindResult =
   | { readonly kind: 'bound' }

@@ -49,6 +49,8 @@ export type LimitVerdict =
  */
 export class LimitedCall {
   private bound: LimitReservation[] = [];
+  /** The attempt {@link bound} was bound to: a give-back names it, so one after a later attempt took over changes nothing. */
+  private boundFor: AttemptFence | undefined;
   private commits: Promise<unknown> = Promise.resolve();
   /** Counted by an earlier delivery's bind, of a kind committed when the attempt ends. */
   private countedAtEnd: LimitReservation[] = [];
@@ -125,8 +127,10 @@ export class LimitedCall {
     }
     const binds = await Promise.all(this.granted.map(async (r, i) => ({ r, answer: beside?.[i] ?? (await this.store.bind(r)) })));
     this.bound = binds.filter((b) => b.answer.kind === 'bound').map((b) => b.r);
-    // Counted by this very reservation: an earlier delivery of the call bound it (and may have died before its
-    // commit), so it is committed, and neither owned nor given back here.
+    this.boundFor = fence;
+    // Counted by this very reservation: an earlier delivery of the call bound it to the attempt this one took over
+    // (which may have run, and died before its commit), so it is committed, and neither owned nor given back here:
+    // a takeover that never starts must not take back the count of the execution before it.
     const countedBySelf = binds.filter((b) => b.answer.kind === 'counted' && b.answer.by === b.r.id).map((b) => b.r);
     // Revoked (by a settle, or by the bind that found the lifetime counted by another): nobody can bind it again.
     const revoked = binds.filter((b) => b.answer.kind === 'revoked' || (b.answer.kind === 'counted' && b.answer.by !== b.r.id));
@@ -151,12 +155,18 @@ export class LimitedCall {
     return { run: true };
   }
 
-  /** The attempt never started: its bound shares go back (unbound on the receipt, then released), committed or not. */
+  /**
+   * The attempt never started: its bound shares go back (unbound on the
+   * receipt, then released), committed or not, unless the receipt has moved
+   * on to a later attempt meanwhile (a redelivery took the failed attempt
+   * over between its settle and this give-back): that attempt is counted
+   * by them.
+   */
   async neverStarted(): Promise<void> {
     await this.commits;
     const bound = this.bound;
     this.bound = [];
-    await Promise.all(bound.map((r) => this.store.giveBack(r).catch(() => undefined)));
+    await Promise.all(bound.map((r) => this.store.giveBack(r, this.boundFor).catch(() => undefined)));
   }
 
   /**

@@ -15,7 +15,7 @@ import { checkOptions, MAX_TIMER_MS, wholeNumber, type OptionsSchema } from '../
 import { AuditLog, type AuditAction } from '../redis/operators/audit-log.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import type { DurabilityOptions } from '../redis/durability/durability.js';
-import { InvalidReceiptInputError } from '../redis/errors.js';
+import { InvalidReceiptInputError, type AttemptFence } from '../redis/errors.js';
 import { receiptRedisKey } from '../redis/keys.js';
 import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { ReceiptsChannel } from '../redis/receipts/channel.js';
@@ -229,12 +229,22 @@ export class LimitStore {
   /**
    * Gives back a reservation whose attempt never started: takes it off the
    * receipt and revokes it on the run's side (so a settle can no longer
-   * commit it), then releases it. Whether it was bound, and what the release found.
+   * commit it), then releases it. Whether it was bound, and what the release
+   * found. With `fence`, the attempt it was bound for: a receipt that has
+   * moved on since (another attempt took the call over, counted by this
+   * reservation, or another lifetime began) keeps it, and the answer is
+   * `kept`, nothing written.
    */
-  async giveBack(reservation: LimitReservation): Promise<{ wasBound: boolean; released: 'pending' | 'committed' | 'unknown' }> {
-    const reply = await this.call('limit-unbind', [reservation.receiptKey, reservation.bindingsKey], bindArgs(reservation));
-    const wasBound = codeOf('limit-unbind', reply, [0, 1]) === 1;
-    return { wasBound, released: await this.release(reservation) };
+  async giveBack(
+    reservation: LimitReservation,
+    fence?: AttemptFence,
+  ): Promise<{ wasBound: boolean; released: 'pending' | 'committed' | 'unknown' | 'kept' }> {
+    const args = bindArgs(reservation);
+    if (fence !== undefined) args.push(fence.attempt, fence.epoch);
+    const reply = await this.call('limit-unbind', [reservation.receiptKey, reservation.bindingsKey], args);
+    const code = codeOf('limit-unbind', reply, [0, 1, 2]);
+    if (code === 2) return { wasBound: true, released: 'kept' };
+    return { wasBound: code === 1, released: await this.release(reservation) };
   }
 
   /**

@@ -142,9 +142,10 @@ export async function realStep(side: RealSide, ctx: ModelContext, pre: ProtocolS
       const reply = await side.script(
         'limit-unbind',
         [side.receiptKey(call), side.bindingsKey()],
-        [side.realReservation(w.reservation), side.bindingField, RETENTION_MS],
+        [side.realReservation(w.reservation), side.bindingField, RETENTION_MS, w.attempt, side.real(call, w.epoch)],
       );
-      return expectSame('limit-unbind', 'error' in reply ? receipts.CORRUPT : reply[0], limitUnbind(model, call, w.reservation));
+      const code = limitUnbind(model, call, w.reservation, w.attempt, w.epoch);
+      return expectSame('limit-unbind', 'error' in reply ? receipts.CORRUPT : reply[0], code);
     }
     case 'boundOn':
       return await boundOn(side, pre, call);

@@ -46,6 +46,7 @@ function receiptView(r: Receipt): Record<string, unknown> {
           reconcileLease: r.reconcileLease,
           step: r.step,
           limitHolder: r.limitHolder,
+          limitAttempt: r.limitAttempt,
           ...(r.status === 'running' ? { lease: r.lease } : {}),
           ...(r.status === 'completed' ? { result: r.result } : {}),
           ...(r.status === 'failed' ? { neverStarted: r.neverStarted } : {}),
@@ -79,6 +80,7 @@ async function realReceipt(side: RealSide, call: number): Promise<Record<string,
     approvalLeft: ticks('approval_expires_ms'),
     decidedBy: by,
     limitHolder: h[side.bindingField] === undefined ? 0 : (side.modelReservation(h[side.bindingField]!) ?? -1),
+    limitAttempt: Number(h[`${side.bindingField}:attempt`] ?? 0),
     // Not a stored field: reconcile-settle-3.lua compares lease_until_ms with its begin's time (its answer is compared).
     renewed: false,
   };

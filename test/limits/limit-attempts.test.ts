@@ -1,0 +1,118 @@
+/**
+ * A limit's share across the attempts of one call, through `LimitedCall` on a
+ * real Redis: a takeover that reused the share its earlier attempt bound
+ * keeps it counted even if the takeover never starts, and the give-back of
+ * an attempt that never started changes nothing once a later attempt took
+ * the call over. Either way the execution that may have run stays counted,
+ * and the window admits no call more than its max.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ToolCallReceiptKey } from '../../src/core/identity.js';
+import {
+  defineLimit,
+  LimitedCall,
+  LimitStore,
+  type LimitRefusal,
+  type LimitReservation,
+  type ReserveResult,
+} from '../../src/limits/index.js';
+import { receiptRedisKey } from '../../src/redis/keys.js';
+import { YEAR_MS } from '../support/limit-windows.js';
+import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+
+const fixture = useRedis();
+
+function granted(result: ReserveResult): LimitReservation {
+  if (!result.granted) throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
+  return result.reservation;
+}
+
+/** Another call of `key`'s tenant, in a run of its own. */
+const otherCall = (key: ToolCallReceiptKey): ToolCallReceiptKey => ({ ...key, runId: `${key.runId}-other`, argsHash: 'other' });
+
+describe("a limit's share across the attempts of one call", () => {
+  it.each(['sliding', 'bucket'] as const)(
+    'a takeover that reused the share its first attempt bound, and never started, leaves it counted (%s)',
+    async (kind) => {
+      const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+      const receipts = fixture.store();
+      const one = defineLimit(
+        kind === 'bucket'
+          ? { name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS, kind, burst: 1 }
+          : { name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS, kind },
+      );
+      const key = freshKey();
+      const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+
+      // Delivery 1: its attempt runs under the share (pending until the attempt ends), and its worker dies.
+      const first = granted(await store.reserve(one, key));
+      const claimed = await receipts.claim(key, { effect: 'resumable', leaseMs: 300 });
+      expect(await new LimitedCall(store, receiptKey, [first], undefined, []).afterClaim(true, claimed.fence)).toEqual({ run: true });
+      await waitForLeaseExpiry(receipts, key);
+
+      // Delivery 2 reuses the pending share and takes the attempt over; its attempt never starts.
+      const again = granted(await store.reserve(one, key));
+      expect(again).toMatchObject({ id: first.id, reused: true });
+      const takeover = await receipts.claim(key, { effect: 'resumable', leaseMs: 60_000 });
+      expect(takeover.decision).toEqual({ kind: 'execute', attempt: 2 });
+      expect(await store.bind(again)).toEqual({ kind: 'counted', by: first.id });
+      const second = new LimitedCall(store, receiptKey, [again], undefined, []);
+      expect(await second.afterClaim(true, takeover.fence)).toEqual({ run: true });
+      await receipts.fail(key, takeover.fence!, { error: 'the mail server said no', tier: 'neverStarted' });
+      await second.neverStarted();
+      await second.settled();
+
+      // The first attempt's execution is still counted: the window of 1 is full.
+      expect(await store.usage(one, key)).toMatchObject({ used: 1, pending: 0, left: 0 });
+      expect(await store.reserve(one, otherCall(key))).toMatchObject({ granted: false });
+    },
+  );
+
+  it("a bind by the attempt it was bound for answers bound, and that attempt's give-back takes it back", async () => {
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+    const receipts = fixture.store();
+    const one = defineLimit({ name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS, kind: 'sliding' });
+    const key = freshKey();
+    const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+    const share = granted(await store.reserve(one, key));
+    const claimed = await receipts.claim(key, { effect: 'opaque' });
+    // A delivery waiting for this attempt settles the shared share: bound to the running attempt.
+    expect(await store.settle(share)).toEqual({ id: share.id, outcome: 'committed' });
+    const call = new LimitedCall(store, receiptKey, [share], undefined, []);
+    expect(await call.afterClaim(true, claimed.fence)).toEqual({ run: true });
+    await receipts.fail(key, claimed.fence!, { error: 'refused before sending', tier: 'neverStarted' });
+    await call.neverStarted();
+    await call.settled();
+    expect(await store.usage(one, key)).toMatchObject({ used: 0, pending: 0, left: 1 });
+  });
+
+  it('a give-back after a later attempt took the failed one over changes nothing: that attempt is counted by the share', async () => {
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+    const receipts = fixture.store();
+    const one = defineLimit({ name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS });
+    const key = freshKey();
+    const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+
+    // Delivery 1: bound and committed (a fixed window counts at the bind); its tool never starts, and it settles so.
+    const share = granted(await store.reserve(one, key));
+    const claimed = await receipts.claim(key, { effect: 'opaque' });
+    const first = new LimitedCall(store, receiptKey, [share], undefined, []);
+    expect(await first.afterClaim(true, claimed.fence)).toEqual({ run: true });
+    await receipts.fail(key, claimed.fence!, { error: 'refused before sending', tier: 'neverStarted' });
+
+    // Before delivery 1 gives its share back, delivery 2 claims the failed call again: the window is full, but the
+    // call's lifetime is counted by that share, so it runs.
+    const refused = await store.reserve(one, key);
+    expect(refused).toMatchObject({ granted: false });
+    const refusal: LimitRefusal = { onLimit: 'refuse', limit: 'emails', text: 'full', retryAtMs: 0, nowMs: 0 };
+    const retaken = await receipts.claim(key, { effect: 'opaque' });
+    expect(retaken.decision).toEqual({ kind: 'execute', attempt: 2 });
+    expect(await new LimitedCall(store, receiptKey, [], refusal, ['emails']).afterClaim(true, retaken.fence)).toEqual({ run: true });
+
+    // Delivery 1's give-back comes late: the receipt moved on, and the share stays counted for attempt 2.
+    await first.neverStarted();
+    expect(await store.giveBack(share, claimed.fence)).toEqual({ wasBound: true, released: 'kept' });
+    expect(await store.usage(one, key)).toMatchObject({ used: 1, left: 0 });
+    expect(await store.reserve(one, otherCall(key))).toMatchObject({ granted: false });
+  });
+});
