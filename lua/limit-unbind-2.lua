@@ -13,7 +13,9 @@
            lifetime's epoch. When given (not ''), a receipt that exists and
            has moved on (another attempt started since, say a redelivery's
            takeover of the failed attempt, or another lifetime) keeps its
-           binding: that attempt is counted by it.
+           binding: that attempt is counted by it. So does a binding of
+           this id made for another attempt (an earlier one, whose
+           execution it counts) or by a release that recorded none.
 
   Returns { code }
     code 1  it was bound to this receipt: the field (and the attempt
@@ -22,8 +24,9 @@
             already): the id is revoked (if it was not), nothing else written.
   On 1 or 0 the caller gives it back; a settle that asks later finds it
   revoked.
-    code 2  the receipt moved on past the attempt ARGV[4] names: nothing
-            written, and the caller does not give it back.
+    code 2  the receipt moved on past the attempt ARGV[4] names, or the id
+            is bound for another attempt: nothing written, and the caller
+            does not give it back.
   error 'TRC_CORRUPT <key>: <why>' when the receipt is malformed or a key
   has the wrong type; 'TRC_VERSION ...' for a receipt of a newer layout;
   nothing written.
@@ -37,11 +40,13 @@ corrupt = wrongType(KEYS[2], 'hash')
 if corrupt then return corrupt end
 
 local id, field = ARGV[1], ARGV[2]
-if ARGV[4] and ARGV[4] ~= '' and receipt.status ~= '' and (receipt.attempts ~= tonumber(ARGV[4]) or receipt.epoch ~= ARGV[5]) then
-  return { 2 }
+local bound = redis.call('HGET', KEYS[1], field) == id
+if ARGV[4] and ARGV[4] ~= '' and receipt.status ~= '' then
+  if receipt.attempts ~= tonumber(ARGV[4]) or receipt.epoch ~= ARGV[5] then return { 2 } end
+  if bound and redis.call('HGET', KEYS[1], bindingAttemptField(field)) ~= ARGV[4] then return { 2 } end
 end
 local code = 0
-if redis.call('HGET', KEYS[1], field) == id then
+if bound then
   redis.call('HDEL', KEYS[1], field, bindingAttemptField(field))
   code = 1
 end

@@ -134,12 +134,14 @@ export function limitBind(s: ProtocolState, call: number, id: number): number {
 /**
  * limit-unbind-2.lua, named for the attempt `attempt` of lifetime `epoch`:
  * 1 it was bound to the receipt (taken off), 0 not, revoked either way; 2
- * the receipt moved on past that attempt (nothing written). -1 corrupt.
+ * the receipt moved on past that attempt, or the id is bound for another
+ * attempt (nothing written). -1 corrupt.
  */
 export function limitUnbind(s: ProtocolState, call: number, id: number, attempt: number, epoch: number): number {
   const r = s.receipts[call]!;
   if (r.status === 'awaiting' || r.status === 'approved' || r.status === 'denied') return -1;
   if (r.status !== 'absent' && (r.attempts !== attempt || r.epoch !== epoch)) return 2;
+  if (r.status !== 'absent' && r.limitHolder === id && r.limitAttempt !== attempt) return 2;
   let code = 0;
   if (r.limitHolder === id) {
     r.limitHolder = 0;

@@ -121,7 +121,8 @@ export class LimitedCall {
       const { bound } = await this.store.boundOn(this.receiptKey, this.refusedLimits);
       if (!this.refusedLimits.every((name) => bound.has(name))) {
         // This attempt will not run: what it holds goes back without being bound to it (a settle would count it).
-        await Promise.all(this.granted.map((r) => this.store.giveBack(r).catch(() => undefined)));
+        // Named for this attempt: a reused share an earlier attempt was bound to stays, counting that attempt.
+        await Promise.all(this.granted.map((r) => this.store.giveBack(r, fence).catch(() => undefined)));
         return { run: false, refusal: this.refusal };
       }
     }

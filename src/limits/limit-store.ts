@@ -230,10 +230,10 @@ export class LimitStore {
    * Gives back a reservation whose attempt never started: takes it off the
    * receipt and revokes it on the run's side (so a settle can no longer
    * commit it), then releases it. Whether it was bound, and what the release
-   * found. With `fence`, the attempt it was bound for: a receipt that has
+   * found. With `fence`, the attempt giving it back: a receipt that has
    * moved on since (another attempt took the call over, counted by this
-   * reservation, or another lifetime began) keeps it, and the answer is
-   * `kept`, nothing written.
+   * reservation, or another lifetime began), or a binding of it made for
+   * another attempt, keeps it, and the answer is `kept`, nothing written.
    */
   async giveBack(
     reservation: LimitReservation,

@@ -3,8 +3,9 @@
  * real Redis: a takeover that reused the share its earlier attempt bound
  * keeps it counted even if the takeover never starts, and the give-back of
  * an attempt that never started changes nothing once a later attempt took
- * the call over. Either way the execution that may have run stays counted,
- * and the window admits no call more than its max.
+ * the call over, or when the share was bound for an earlier attempt. Either
+ * way the execution that may have run stays counted, and the window admits
+ * no call more than its max.
  */
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
@@ -84,6 +85,37 @@ describe("a limit's share across the attempts of one call", () => {
     await call.neverStarted();
     await call.settled();
     expect(await store.usage(one, key)).toMatchObject({ used: 0, pending: 0, left: 1 });
+  });
+
+  it('a takeover that another limit refuses gives back none of the shares its earlier attempt was bound to', async () => {
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+    const receipts = fixture.store();
+    const emails = defineLimit({ name: 'emails', per: 'tenant', max: 1, windowMs: YEAR_MS, kind: 'sliding' });
+    const sends = defineLimit({ name: 'sends', per: 'tenant', max: 1, windowMs: YEAR_MS, kind: 'sliding' });
+    const key = freshKey();
+    const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+
+    // Attempt 1 was bound to its emails share, and its worker died before the sends bind landed.
+    const first = granted(await store.reserve(emails, key));
+    const claimed = await receipts.claim(key, { effect: 'resumable', leaseMs: 300 });
+    expect(await store.bind(first)).toEqual({ kind: 'bound' });
+    // Meanwhile another call took the one sends share.
+    granted(await store.reserve(sends, otherCall(key)));
+    await waitForLeaseExpiry(receipts, key);
+
+    // The takeover reuses the emails share; sends refuses it, and its lifetime is not counted by sends: not run.
+    const again = granted(await store.reserve(emails, key));
+    expect(again).toMatchObject({ id: first.id, reused: true });
+    const refusal: LimitRefusal = { onLimit: 'refuse', limit: 'sends', text: 'full', retryAtMs: 0, nowMs: 0 };
+    const takeover = await receipts.claim(key, { effect: 'resumable', leaseMs: 60_000 });
+    expect(takeover.decision).toEqual({ kind: 'execute', attempt: 2 });
+    const call = new LimitedCall(store, receiptKey, [again], refusal, ['sends']);
+    expect(await call.afterClaim(true, takeover.fence)).toMatchObject({ run: false });
+
+    // Attempt 1 may have run: its emails share is still held, and the window of 1 stays full.
+    expect(claimed.decision).toEqual({ kind: 'execute', attempt: 1 });
+    expect(await store.usage(emails, key)).toMatchObject({ pending: 1, left: 0 });
+    expect(await store.reserve(emails, otherCall(key))).toMatchObject({ granted: false });
   });
 
   it('a give-back after a later attempt took the failed one over changes nothing: that attempt is counted by the share', async () => {
