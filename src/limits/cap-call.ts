@@ -21,6 +21,12 @@ export interface SlotOptions {
   readonly leaseMs: number;
   /** The job to wake when the call's turn in line comes (opaque here; `''` for none). */
   readonly waker: string;
+  /**
+   * Wakes the jobs whose turn came when the call's slots are freed on the
+   * way to an error (Redis did not answer, a key is corrupt), which carries
+   * no answer to name them in; every other answer names them itself.
+   */
+  readonly wake?: (jobs: readonly string[]) => Promise<void>;
 }
 
 /** What {@link capCall} answers. */
@@ -89,17 +95,13 @@ export async function capCall(
   });
   const held = new HeldSlots(limits.store, receiptKey, slots, options, askedAtMs);
   const failed = answers.find((a) => a.status === 'rejected');
-  if (failed !== undefined) {
-    await held.release();
-    throw failed.reason;
-  }
+  if (failed !== undefined) throw await held.releasedFor(failed.reason);
   const full = answers.flatMap((a, i) => (a.status === 'fulfilled' && a.value.kind === 'full' ? [{ cap: caps[i]!, answer: a.value }] : []));
   if (full.length === 0) return { kind: 'claim', slots: held };
   const refusals = full.map(({ cap, answer }) => capRefusal(cap, answer, options.leaseMs));
   const refusal = refusals.find((r) => r.onLimit === 'refuse') ?? refusals.reduce((a, b) => (b.retryAtMs > a.retryAtMs ? b : a));
   const { status } = await limits.store.boundOn(receiptKey, []).catch(async (error: unknown) => {
-    await held.release();
-    throw error;
+    throw await held.releasedFor(error);
   });
   if (status === 'completed' || status === 'running') return { kind: 'claim', slots: held.refusedWith(refusal) };
   // Parked to come back (a cap that waits): its places in line are kept; refused for good, it gives them up.
@@ -190,11 +192,22 @@ export class HeldSlots {
       a.status === 'fulfilled' && a.value.kind === 'full' ? [{ cap: missing[i]!.request.cap, answer: a.value }] : [],
     );
     const failed = answers.find((a) => a.status === 'rejected');
-    if (failed === undefined && full.length === 0) return { run: true };
-    const refusal = failed === undefined ? (this.refusal ?? capRefusal(full[0]!.cap, full[0]!.answer, this.leaseMs)) : undefined;
-    const wake = await this.release(refusal?.onLimit === 'wait');
-    if (failed !== undefined) throw failed.reason;
-    return { run: false, refusal: refusal!, wake };
+    if (failed !== undefined) throw await this.releasedFor(failed.reason);
+    if (full.length === 0) return { run: true };
+    const refusal = this.refusal ?? capRefusal(full[0]!.cap, full[0]!.answer, this.leaseMs);
+    const wake = await this.release(refusal.onLimit === 'wait');
+    return { run: false, refusal, wake };
+  }
+
+  /**
+   * Frees what this delivery holds (its places in line given up) before
+   * `error` goes on to the caller, and wakes the jobs whose turn that gave
+   * through the options' `wake`, as no answer carries them; answers `error`.
+   */
+  async releasedFor(error: unknown): Promise<unknown> {
+    const wake = await this.release();
+    if (wake.length > 0) await this.options.wake?.(wake).catch(() => undefined);
+    return error;
   }
 
   /**

@@ -7,8 +7,9 @@
  * to wake (a takeover that finds the cap full at its execution included),
  * a refusal taking no place, and the operator's read; and a delivery's
  * slots against its own clock (a claim that came late asks again, a late
- * renewal stops the tool at once) and a stale delivery leaving the place
- * its job's next delivery keeps.
+ * renewal stops the tool at once), a stale delivery leaving the place its
+ * job's next delivery keeps, and the jobs woken by slots freed on the way
+ * to an error.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -208,6 +209,39 @@ describe("a delivery's slots against its own clock", () => {
     );
     expect(later).toMatchObject({ kind: 'full' });
     expect(await store.release(request('a'))).toMatchObject({ released: true });
+  });
+
+  it('wakes the jobs first in line for a slot it frees on the way to an error', async () => {
+    const store = capStore();
+    const tenantId = `t-${randomBytes(4).toString('hex')}`;
+    const browsing = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
+    const fetching = defineLimit({ name: 'fetching', per: 'tenant', concurrency: 1 });
+    const requestOf = (cap: typeof browsing, call: string): SlotRequest => ({
+      cap,
+      keys: store.keysOf(cap, { tenantId }),
+      receiptKey: `receipt-${call}`,
+      token: call,
+    });
+    const slotOptions = (call: string) => ({ leaseMs: 60_000, placeMs: 60_000, waker: `job-${call}`, adopt: false });
+    // Call c holds the one browsing slot; w waits in its line; c has yet to take its fetching slot.
+    expect(await store.acquire(requestOf(browsing, 'c'), slotOptions('c'))).toMatchObject({ kind: 'granted' });
+    expect(await store.acquire(requestOf(browsing, 'w'), slotOptions('w'))).toMatchObject({ kind: 'full' });
+    const woken: string[] = [];
+    const held = new HeldSlots(
+      new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix }),
+      'receipt-c',
+      [
+        { request: requestOf(browsing, 'c'), own: true, placed: false },
+        { request: requestOf(fetching, 'c'), own: false, placed: false },
+      ],
+      { leaseMs: 60_000, waker: 'job-c', wake: async (jobs) => void woken.push(...jobs) },
+      performance.now(),
+    );
+    // The fetching cap's holders key is not a sorted set: c's adoption after its claim fails.
+    await fixture.connect().set(store.keysOf(fetching, { tenantId }).held, 'not a sorted set');
+    await expect(held.afterClaim(true)).rejects.toMatchObject({ code: 'receipt.corrupt' });
+    // The browsing slot was freed on the way, and w, first in line, was woken.
+    expect(woken).toEqual(['job-w']);
   });
 
   it('leaves alone the place in line a later delivery of its job keeps, when it frees the slot that lapsed under it', async () => {

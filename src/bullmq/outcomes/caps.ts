@@ -21,7 +21,11 @@ import { overLimit } from './limits.js';
 export async function passCaps(callRun: ReadyCall): Promise<{ readonly slots?: HeldSlots; readonly block?: ToolResultBlock }> {
   const { runtime, scope, key } = callRun;
   const receiptKey = receiptRedisKey(runtime.keyspace.settings.prefix, key);
-  const options = { leaseMs: runtime.keyspace.settings.leaseMs, waker: wakerOf(scope) };
+  const options = {
+    leaseMs: runtime.keyspace.settings.leaseMs,
+    waker: wakerOf(scope),
+    wake: (jobs: readonly string[]) => wakeWaiters(scope, jobs),
+  };
   const gate = await capCall(runtime.limits, key, receiptKey, options);
   if (gate.kind === 'free') return {};
   if (gate.kind === 'refused') {
