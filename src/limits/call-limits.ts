@@ -4,6 +4,7 @@
  * before the claim, bind (and commit) when the claim executes, give back on
  * everything else. docs/limits.md says what is counted and why.
  */
+import { performance } from 'node:perf_hooks';
 import type { ToolCallReceiptKey } from '../core/identity.js';
 import type { AttemptFence } from '../redis/errors.js';
 import { receiptRedisKey } from '../redis/keys.js';
@@ -64,6 +65,8 @@ export class LimitedCall {
     /** Set when a limit refused but the call still goes to its claim (it may replay, wait, or be counted already). */
     readonly refusal: LimitRefusal | undefined,
     private readonly refusedLimits: readonly string[],
+    /** When the reserves were sent, on this process's monotonic clock (see {@link afterClaim}). */
+    private readonly reservedAtMs = performance.now(),
   ) {}
 
   /** Whether the binds may go beside the claim: a call no limit refused (one that was reads its receipt before it binds). */
@@ -108,7 +111,8 @@ export class LimitedCall {
    * commits it: a takeover, or a rerun of a call counted already, finds the
    * receipt's lifetime counted (`counted`) and gives its own back. A limit
    * that had refused lets the attempt run only when it counted this
-   * lifetime already.
+   * lifetime already. A bind answered longer after the reserves were sent
+   * than the run's bindings are kept is not trusted: revoked.
    */
   async afterClaim(executes: boolean, fence?: AttemptFence): Promise<LimitVerdict> {
     if (!executes) {
@@ -140,7 +144,12 @@ export class LimitedCall {
       ...revoked.map(({ r }) => this.store.release(r).catch(() => undefined)),
       ...notRunning.map((r) => this.store.settle(r).catch(() => undefined)),
     ];
-    if (binds.some((b) => b.answer.kind === 'revoked')) {
+    // A settle's revocation of a reservation is kept as long as its run's bindings are (two windows and the bound
+    // after it): a bind answered later than that after its reserve (a process paused between the two) may have
+    // found the revocation gone, and bound a share that was given back. Its answer is not trusted: the attempt does
+    // not run under it (it goes back as never started), and asks again.
+    const stale = this.bound.length > 0 && performance.now() - this.reservedAtMs >= Math.min(...this.bound.map((r) => r.bindingsKeepMs));
+    if (stale || binds.some((b) => b.answer.kind === 'revoked')) {
       await Promise.all([this.neverStarted(), ...putBack(), ...countedBySelf.map((r) => this.store.commit(r).catch(() => undefined))]);
       return { run: false, revoked: true };
     }
@@ -252,11 +261,13 @@ export async function limitCall(limits: WorkerLimits | undefined, key: ToolCallR
   // A call costing 0 of a budget is not counted by it.
   const counted = covering.flatMap((limit, i) => (amounts[i]! > 0 ? [{ limit, amount: amounts[i]! }] : []));
   if (counted.length === 0) return { kind: 'free' };
+  const reservedAtMs = performance.now();
   const answers = await Promise.allSettled(counted.map(({ limit, amount }) => store.reserve(limit, key, amount)));
   const granted = answers.flatMap((a) => (a.status === 'fulfilled' && a.value.granted ? [a.value.reservation] : []));
   const failed = answers.find((a) => a.status === 'rejected');
   const receiptKey = receiptRedisKey(store.prefix, key);
-  const call = (refusal?: LimitRefusal, refused: string[] = []) => new LimitedCall(store, receiptKey, granted, refusal, refused);
+  const call = (refusal?: LimitRefusal, refused: string[] = []) =>
+    new LimitedCall(store, receiptKey, granted, refusal, refused, reservedAtMs);
   if (failed !== undefined) {
     await call().release();
     throw failed.reason;

@@ -5,8 +5,10 @@
  * an attempt that never started changes nothing once a later attempt took
  * the call over, or when the share was bound for an earlier attempt. Either
  * way the execution that may have run stays counted, and the window admits
- * no call more than its max.
+ * no call more than its max. And a bind answered after the run's bindings
+ * could have expired runs nothing.
  */
+import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import type { ToolCallReceiptKey } from '../../src/core/identity.js';
 import {
@@ -19,7 +21,7 @@ import {
 } from '../../src/limits/index.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
 import { YEAR_MS } from '../support/limit-windows.js';
-import { freshKey, useRedis, waitForLeaseExpiry } from '../support/redis-fixture.js';
+import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
 
@@ -116,6 +118,39 @@ describe("a limit's share across the attempts of one call", () => {
     expect(claimed.decision).toEqual({ kind: 'execute', attempt: 1 });
     expect(await store.usage(emails, key)).toMatchObject({ pending: 1, left: 0 });
     expect(await store.reserve(emails, otherCall(key))).toMatchObject({ granted: false });
+  });
+
+  it('runs nothing under a bind answered after the bindings could have expired: a revocation may be gone by then', async () => {
+    const reservationMs = 200;
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix, reservationMs });
+    const receipts = fixture.store();
+    const quick = defineLimit({ name: 'emails', per: 'tenant', max: 1, windowMs: 200, kind: 'sliding' });
+    const key = freshKey();
+    const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+    const reservedAtMs = performance.now();
+    const share = granted(await store.reserve(quick, key));
+    // The process pauses before its claim: past the deadline a settle gives the share back (revoked on the run's
+    // side), and the run's bindings, with the revocation, expire before the claim comes.
+    await waitUntil(
+      () => store.usage(quick, key),
+      (u) => u.nowMs > share.deadlineMs,
+      10_000,
+      'the deadline',
+    );
+    expect(await store.settle(share)).toEqual({ id: share.id, outcome: 'given_back' });
+    const redis = fixture.connect();
+    await waitUntil(
+      () => redis.exists(share.bindingsKey),
+      (n) => n === 0,
+      10_000,
+      'the bindings to expire',
+    );
+    const claimed = await receipts.claim(key, { effect: 'opaque' });
+    const call = new LimitedCall(store, receiptKey, [share], undefined, [], reservedAtMs);
+    expect(await call.afterClaim(true, claimed.fence)).toEqual({ run: false, revoked: true });
+    // Nothing is left bound on the receipt, and the window counts nothing for it.
+    expect((await store.boundOn(receiptKey, ['emails'])).bound.size).toBe(0);
+    expect(await store.usage(quick, key)).toMatchObject({ used: 0, pending: 0 });
   });
 
   it('a give-back after a later attempt took the failed one over changes nothing: that attempt is counted by the share', async () => {
