@@ -138,18 +138,15 @@ describe('an in-flight cap through the store', () => {
 
 describe("a delivery's slots against its own clock", () => {
   const limits = () => new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+  /** A delivery's one slot, `request`'s, held since `askedAtMs` (this process's clock), for the job `waker`. */
+  const ownSlot = (request: SlotRequest, leaseMs: number, waker: string, askedAtMs: number) =>
+    new HeldSlots(limits(), request.receiptKey, [{ request, own: true, placed: false }], { leaseMs, waker }, askedAtMs);
 
   it('does not start a tool on a slot that lapsed between its gate and its claim: the claim asks for it again', async () => {
     const { request, acquire, store, definition, tenantId } = cap(1);
     const askedAtMs = performance.now();
     expect(await acquire('a', { leaseMs: 600 })).toMatchObject({ kind: 'granted' });
-    const held = new HeldSlots(
-      limits(),
-      'receipt-a',
-      [{ request: request('a'), own: true, placed: false }],
-      { leaseMs: 600, waker: 'job-a' },
-      askedAtMs,
-    );
+    const held = ownSlot(request('a'), 600, 'job-a', askedAtMs);
     // A slow claim: the lease passes on the server, and another call takes the slot.
     await waitUntil(
       () => acquire('x'),
@@ -169,13 +166,7 @@ describe("a delivery's slots against its own clock", () => {
     // Asked for longer ago than a third of a lease: the first renewal, a third of a lease after the tool starts, would be late.
     const askedAtMs = performance.now() - leaseMs / 2;
     const granted = await acquire('a', { leaseMs });
-    const held = new HeldSlots(
-      limits(),
-      'receipt-a',
-      [{ request: request('a'), own: true, placed: false }],
-      { leaseMs, waker: 'job-a' },
-      askedAtMs,
-    );
+    const held = ownSlot(request('a'), leaseMs, 'job-a', askedAtMs);
     expect(await held.afterClaim(true)).toEqual({ run: true });
     const renewed = await acquire('b');
     if (renewed.kind !== 'full' || granted.kind !== 'granted') throw new Error(`expected a held slot, got ${JSON.stringify(renewed)}`);
@@ -192,13 +183,7 @@ describe("a delivery's slots against its own clock", () => {
     const askedAtMs = performance.now();
     const granted = await acquire('a', { leaseMs });
     // Renewals failed until less than a third of the lease is surely left (by this process's clock).
-    const held = new HeldSlots(
-      limits(),
-      'receipt-a',
-      [{ request: request('a'), own: true, placed: false }],
-      { leaseMs, waker: 'job-a' },
-      askedAtMs - (3 * leaseMs) / 4,
-    );
+    const held = ownSlot(request('a'), leaseMs, 'job-a', askedAtMs - (3 * leaseMs) / 4);
     // The answer is there before any reply: a server out of reach would answer only at the command's deadline.
     expect(held.renew()).toBe(false);
     const later = await waitUntil(
@@ -247,13 +232,7 @@ describe("a delivery's slots against its own clock", () => {
   it('leaves alone the place in line a later delivery of its job keeps, when it frees the slot that lapsed under it', async () => {
     const { request, acquire, store, definition, tenantId } = cap(1);
     // Delivery 1 of job-b holds the slot, and stalls past its lease; x takes the slot.
-    const first = new HeldSlots(
-      limits(),
-      'receipt-b',
-      [{ request: request('b', 'delivery-1'), own: true, placed: false }],
-      { leaseMs: 600, waker: 'job-b' },
-      performance.now(),
-    );
+    const first = ownSlot(request('b', 'delivery-1'), 600, 'job-b', performance.now());
     expect(await acquire('b', { token: 'delivery-1', leaseMs: 600 })).toMatchObject({ kind: 'granted' });
     await waitUntil(
       () => acquire('x'),
