@@ -121,7 +121,7 @@ export interface JobScope {
  * where its answer goes (see `NextCall` in turn/claims-ahead.ts).
  */
 export interface CarriedCall {
-  claimToCarry(): Promise<{ readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined>;
+  claimToCarry(): { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined;
   carried(ahead: PrefetchedClaim | null): void;
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type Reshaper } from '../../src/repair/index.js';
 import { defineTool, type ToolJobResult } from '../../src/bullmq/index.js';
+import { waitUntil } from '../support/redis-fixture.js';
 import { call, jobData, useLanes } from './fixture.js';
 
 const lane = useLanes();
@@ -151,5 +152,52 @@ describe('input validation and repair before claiming', () => {
     const job = await l.run(jobData([call('createIssue', { title: 'x' })]));
     expect(first(job)).toMatchObject({ outcome: 'rejected', is_error: true });
     expect(first(job).content).toContain('create_issue');
+  });
+
+  it("completes a call without waiting for the next call's repair: its lease is no longer renewed by then", async () => {
+    const l = await lane();
+    const send = defineTool({
+      name: 'send_email',
+      input: z.object({ to: z.string() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: (args) => `sent to ${args.to}`,
+    });
+    const note = defineTool({
+      name: 'note',
+      input: z.object({ n: z.number() }),
+      effect: 'opaque',
+      destructive: false,
+      execute: (args) => `noted ${args.n}`,
+    });
+    // The reshaper stands for a model that is slow to answer: it answers only once released.
+    let release = () => undefined as void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const reshaper: Reshaper = {
+      async reshape(req) {
+        await released;
+        return { ...req.message, content: req.message.content.map((b) => (b.type === 'tool_use' ? { ...b, input: { n: 1 } } : b)) };
+      },
+    };
+    const { processor } = l.worker({ tools: [send, note], reshaper });
+    const data = jobData([call('send_email', { to: 'ops@example.com' }), call('note', { n: 'one' })]);
+    const job = await l.add(data);
+    try {
+      // The email's receipt completes while the next call's input is still being repaired.
+      const records = await waitUntil(
+        () => processor.store.listRun(data.tenantId, data.runId),
+        (list) => list.some((r) => r.key.toolName === 'send_email' && r.status === 'completed'),
+        10_000,
+        "the email's complete",
+      );
+      expect(records.find((r) => r.key.toolName === 'send_email')).toMatchObject({ status: 'completed', attempts: 1 });
+    } finally {
+      release();
+    }
+    const done = await l.settle(job);
+    expect((done.returnvalue as ToolJobResult).results.map((r) => [r.outcome, r.content])).toEqual([
+      ['executed', 'sent to ops@example.com'],
+      ['executed', 'noted 1'],
+    ]);
   });
 });

@@ -497,7 +497,7 @@ export class ToolCallRun implements CallAttempt {
     const next = this.links.next;
     let settled: SettleResult;
     try {
-      const carried = next === undefined ? undefined : await next.claimToCarry();
+      const carried = next?.claimToCarry();
       if (next === undefined || carried === undefined) {
         settled = await facts.roundTrip('complete', () => runtime.keyspace.receipts.complete(key, fence, result));
       } else {

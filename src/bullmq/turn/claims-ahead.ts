@@ -29,6 +29,8 @@ import { stageCall, type StagedCall } from '../tools/input.js';
  */
 export class NextCall implements CarriedCall {
   private staging: Promise<StagedCall> | undefined;
+  /** The call staged, once its staging has finished. */
+  private staged: StagedCall | undefined;
   private claimed: PrefetchedClaim | undefined;
   private group: ClaimGroup | undefined;
 
@@ -40,20 +42,45 @@ export class NextCall implements CarriedCall {
 
   /** The call staged; staged on first use only, so a call is prepared once. */
   stage(): Promise<StagedCall> {
-    // Always a promise here: a staging that throws is kept as a rejection, met by the call when it runs.
-    return (this.staging ??= Promise.resolve().then(() => stageCall(this.runtime, this.scope, this.call)));
+    return (this.staging ??= this.startStaging());
+  }
+
+  /**
+   * Stages the call now: at once when its input parses as sent (then
+   * {@link staged} is known before this returns), else once its repair or
+   * digest is done. Always a promise: a staging that throws is kept as a
+   * rejection, met by the call when it runs (marked handled meanwhile).
+   */
+  private startStaging(): Promise<StagedCall> {
+    let staging: StagedCall | Promise<StagedCall>;
+    try {
+      staging = stageCall(this.runtime, this.scope, this.call);
+    } catch (error) {
+      staging = Promise.reject(error);
+    }
+    if (!(staging instanceof Promise)) {
+      this.staged = staging;
+      return Promise.resolve(staging);
+    }
+    const later = staging.then((staged) => (this.staged = staged));
+    later.catch(() => undefined);
+    return later;
   }
 
   /**
    * The claim to carry in the current call's complete, or `undefined` when
    * this call must not be claimed ahead (it takes no claim, its staging
-   * threw, or the job was interrupted: a job that lost its lock or was
-   * cancelled claims nothing more).
+   * threw or has not finished, or the job was interrupted: a job that lost
+   * its lock or was cancelled claims nothing more). Never waits: the current
+   * call's lease is no longer renewed once its tool has returned, so its
+   * complete must not wait for this call's repair (which may ask a model)
+   * or digest; such a call takes its own claim when it runs.
    */
-  async claimToCarry(): Promise<{ readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined> {
-    // Staging that throws must not keep the current call from completing: the call then meets the same
-    // error (the staging is kept) when it runs, as it would have without a claim carried for it.
-    const staged = await this.stage().catch(() => undefined);
+  claimToCarry(): { readonly key: ToolCallReceiptKey; readonly options: ClaimOptions } | undefined {
+    void this.stage();
+    // A staging that threw leaves nothing staged: the call meets the same error (the staging is kept) when it
+    // runs, as it would have without a claim carried for it.
+    const staged = this.staged;
     if (staged === undefined) return undefined;
     if (staged.kind !== 'ready' || this.runtime.runsWithoutReceipt(staged.tool) || this.scope.abort.aborted) return undefined;
     // A call a limit counts reserves its share before its claim, so it claims for itself.
@@ -140,7 +167,9 @@ export class ClaimGroup {
    * more of them would claim now, makes them claim together.
    */
   static async form(runtime: CallRuntime, calls: readonly NextCall[]): Promise<void> {
-    const claims = await Promise.all(calls.map((call) => call.claimToCarry()));
+    // No call's lease runs yet: the group may wait for its members' staging (a repair, a digest).
+    await Promise.all(calls.map((call) => call.stage().catch(() => undefined)));
+    const claims = calls.map((call) => call.claimToCarry());
     const members = calls.flatMap((call, i) => (claims[i] === undefined ? [] : [{ call, claim: claims[i] }]));
     if (members.length < 2) return;
     const group = new ClaimGroup(runtime, members);
