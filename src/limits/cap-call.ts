@@ -22,9 +22,10 @@ export interface SlotOptions {
   /** The job to wake when the call's turn in line comes (opaque here; `''` for none). */
   readonly waker: string;
   /**
-   * Wakes the jobs whose turn came when the call's slots are freed on the
-   * way to an error (Redis did not answer, a key is corrupt), which carries
-   * no answer to name them in; every other answer names them itself.
+   * Wakes the jobs whose turn came when the call's slots are freed where no
+   * answer names them: on the way to an error (Redis did not answer, a key
+   * is corrupt), and after a claim that does not execute (a replay, a wait,
+   * an ambiguous call, a removed tool).
    */
   readonly wake?: (jobs: readonly string[]) => Promise<void>;
 }
@@ -160,7 +161,7 @@ export class HeldSlots {
     executes: boolean,
   ): Promise<{ readonly run: true } | { readonly run: false; readonly refusal: LimitRefusal; readonly wake: string[] }> {
     if (!executes) {
-      await this.release();
+      await this.releaseAndWake();
       return { run: true };
     }
     const askedAtMs = performance.now();
@@ -201,13 +202,18 @@ export class HeldSlots {
 
   /**
    * Frees what this delivery holds (its places in line given up) before
-   * `error` goes on to the caller, and wakes the jobs whose turn that gave
-   * through the options' `wake`, as no answer carries them; answers `error`.
+   * `error` goes on to the caller, waking the jobs whose turn that gave
+   * ({@link releaseAndWake}); answers `error`.
    */
   async releasedFor(error: unknown): Promise<unknown> {
+    await this.releaseAndWake();
+    return error;
+  }
+
+  /** Frees what this delivery holds, its places given up, and wakes through the options' `wake` the jobs whose turn came. */
+  private async releaseAndWake(): Promise<void> {
     const wake = await this.release();
     if (wake.length > 0) await this.options.wake?.(wake).catch(() => undefined);
-    return error;
   }
 
   /**

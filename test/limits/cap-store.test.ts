@@ -9,7 +9,7 @@
  * slots against its own clock (a claim that came late asks again, a late
  * renewal stops the tool at once), a stale delivery leaving the place its
  * job's next delivery keeps, and the jobs woken by slots freed on the way
- * to an error.
+ * to an error or after a claim that does not execute.
  */
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -196,7 +196,10 @@ describe("a delivery's slots against its own clock", () => {
     expect(await store.release(request('a'))).toMatchObject({ released: true });
   });
 
-  it('wakes the jobs first in line for a slot it frees on the way to an error', async () => {
+  it.each([
+    ['on the way to an error', true],
+    ['after a claim that does not execute (a replay, a wait)', false],
+  ] as const)('wakes the jobs first in line for a slot it frees %s', async (_, executes) => {
     const store = capStore();
     const tenantId = `t-${randomBytes(4).toString('hex')}`;
     const browsing = defineLimit({ name: 'browsing', per: 'tenant', concurrency: 1, onLimit: 'wait' });
@@ -222,9 +225,13 @@ describe("a delivery's slots against its own clock", () => {
       { leaseMs: 60_000, waker: 'job-c', wake: async (jobs) => void woken.push(...jobs) },
       performance.now(),
     );
-    // The fetching cap's holders key is not a sorted set: c's adoption after its claim fails.
-    await fixture.connect().set(store.keysOf(fetching, { tenantId }).held, 'not a sorted set');
-    await expect(held.afterClaim(true)).rejects.toMatchObject({ code: 'receipt.corrupt' });
+    if (executes) {
+      // The fetching cap's holders key is not a sorted set: c's adoption after its claim fails.
+      await fixture.connect().set(store.keysOf(fetching, { tenantId }).held, 'not a sorted set');
+      await expect(held.afterClaim(true)).rejects.toMatchObject({ code: 'receipt.corrupt' });
+    } else {
+      expect(await held.afterClaim(false)).toEqual({ run: true });
+    }
     // The browsing slot was freed on the way, and w, first in line, was woken.
     expect(woken).toEqual(['job-w']);
   });
