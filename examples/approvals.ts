@@ -52,7 +52,7 @@ for (const decide of [approveCall, denyCall]) {
   // The decision names the call's lifetime and arguments (from the listing), so it can release nothing else.
   const note = decide === approveCall ? 'checked with the customer' : 'refunds above 100 need a ticket';
   await decide({ redis: receipts, ...pending, actor: 'ana@example.com', note, queue });
-  const { results } = await job.waitUntilFinished(events, 30_000); // promoted: it runs at once
+  const { results } = await job.waitUntilFinished(events, 30_000); // promoted: it runs a quarter second later
   console.log(decide.name, results[0]?.outcome, results[0]?.content);
 }
 

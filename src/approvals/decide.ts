@@ -9,7 +9,7 @@ import { ReceiptsChannel } from '../redis/receipts/channel.js';
 import { connectionOption, KEYSPACE_OPTION_RULES } from '../redis/options.js';
 import { ApprovalArgsMismatchError, ApprovalExpiredError, ApprovalNotPendingError, ApprovalStaleError } from './errors.js';
 import { approvalScriptKeys, pendingApprovalsRedisKey } from './keys.js';
-import { openJobQueue, type OpenedJobQueue } from './parked-job.js';
+import { openJobQueue, PARKED_DELIVERY_UNWIND_MS, type OpenedJobQueue } from './parked-job.js';
 import { jobIdOf } from './read.js';
 import type { ApprovalDecided, DecideApprovalInput } from './types.js';
 
@@ -144,7 +144,8 @@ function refusal(receiptKey: string, rest: readonly (string | number)[]): Error 
 }
 
 /**
- * Promotes the parked job so it runs now: through `input.queue` when given
+ * Promotes the parked job so it runs a quarter second on (its parked
+ * delivery unwound by then): through `input.queue` when given
  * (and it is the job's queue), else through a queue opened on the receipts'
  * connection from where the approval recorded the job. A job that cannot be
  * promoted (gone, promoted meanwhile, its queue on another Redis) still
@@ -158,6 +159,8 @@ async function promote(input: DecideApprovalInput, jobText: string): Promise<voi
     if (input.queue !== undefined && input.queue.name !== job.queue) return;
     opened = input.queue === undefined ? await openJobQueue(input.redis, job) : undefined;
     const queue = input.queue ?? opened?.queue;
+    // Not at once: the job may have been parked a moment ago, its parked delivery still unwinding.
+    await new Promise((resolve) => setTimeout(resolve, PARKED_DELIVERY_UNWIND_MS));
     const parked = await queue?.getJob(job.id);
     if (parked && (await parked.isDelayed())) await parked.promote();
   } catch {

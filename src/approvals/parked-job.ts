@@ -7,6 +7,19 @@
 import { Queue } from 'bullmq';
 import { receiptsConnection, type RedisConnection } from '../redis/connection/connection.js';
 
+/**
+ * How long a parked delivery is given to unwind before its job may run
+ * again: the shortest park, and how long after a wake-up (a decision, a
+ * freed slot, a call of its own turn) a parked job is promoted. BullMQ's
+ * worker still holds the parked delivery for a round trip after the
+ * processor threw (it fetches its next job, then stops tracking the job by
+ * its id), so a job run again at once that another slot of the same worker
+ * fetched meanwhile would lose its lock tracking to that unwinding, its lock
+ * never renewed, and stall. A quarter second is far more than that round
+ * trip.
+ */
+export const PARKED_DELIVERY_UNWIND_MS = 250;
+
 /** Where a parked job lives, as an approval records it. */
 export interface ParkedJob {
   readonly queue: string;

@@ -6,6 +6,7 @@
  */
 import { Queue, type Job } from 'bullmq';
 import type { ToolCallReceiptKey } from '../../core/identity.js';
+import { PARKED_DELIVERY_UNWIND_MS } from '../../approvals/parked-job.js';
 import type { AttemptJob } from '../../redis/receipts/reads/record.js';
 
 /** The one method of BullMQ's queue backend this module needs. */
@@ -13,17 +14,7 @@ interface DelayingBackend {
   moveToDelayed(jobId: string, timestamp: number, delay: number, token?: string, opts?: { skipAttempt?: boolean }): Promise<unknown>;
 }
 
-/**
- * How long a parked delivery is given to unwind before its job may run
- * again: the shortest park, and how long after its park a job asked to come
- * back at once is promoted. BullMQ's worker still holds the parked delivery
- * for a round trip after the processor threw (it fetches its next job, then
- * stops tracking the job by its id), so a job due at once that another slot
- * of the same worker fetched meanwhile would lose its lock tracking to that
- * unwinding, its lock never renewed, and stall. A quarter second is far
- * more than that round trip.
- */
-export const PARKED_DELIVERY_UNWIND_MS = 250;
+export { PARKED_DELIVERY_UNWIND_MS };
 
 /**
  * Park an active job in BullMQ's delayed set until `serverNowMs + delayMs`
@@ -92,12 +83,23 @@ export function takeWokenWhileRunning(job: Job): boolean {
  * first) the job comes back when its park ends.
  */
 export function comeBackSoon(job: Job, own: AttemptJob): void {
-  setTimeout(() => void promoteParkedJob(job, own, own), PARKED_DELIVERY_UNWIND_MS).unref();
+  promoteParkedJobSoon(job, own, own);
 }
 
 /** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
 interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
+}
+
+/**
+ * Promotes the delayed job `parked` {@link PARKED_DELIVERY_UNWIND_MS} from
+ * now, in the background (see {@link promoteParkedJob}): a job woken within
+ * a round trip of its park would otherwise run again while its parked
+ * delivery still unwinds, and, fetched by another slot of the same worker,
+ * lose its lock's renewal to that unwinding. Never throws.
+ */
+export function promoteParkedJobSoon(job: Job, own: AttemptJob | undefined, parked: AttemptJob): void {
+  setTimeout(() => void promoteParkedJob(job, own, parked), PARKED_DELIVERY_UNWIND_MS).unref();
 }
 
 /**
