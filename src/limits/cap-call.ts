@@ -203,7 +203,7 @@ export class HeldSlots {
   /**
    * Frees what this delivery holds (its places in line given up) before
    * `error` goes on to the caller, waking the jobs whose turn that gave
-   * ({@link releaseAndWake}); answers `error`.
+   * through the options' `wake`; answers `error`.
    */
   async releasedFor(error: unknown): Promise<unknown> {
     await this.releaseAndWake();
