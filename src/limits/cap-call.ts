@@ -165,11 +165,12 @@ export class HeldSlots {
       return { run: true };
     }
     const askedAtMs = performance.now();
-    // The tool's first renewal comes a third of a lease after it starts, and must find a third left: with less
-    // than two thirds of the lease surely left now (a slow claim, a pause), the slots are asked for again (the
-    // acquire renews a slot still held; one that lapsed is taken anew if free), so no tool starts on a slot the
-    // server may already have given to another call.
-    const renewAll = askedAtMs > this.heldUntil - (2 * this.leaseMs) / 3;
+    // The tool's first renewal comes a third of a lease after it starts, and must find more than a third left
+    // (else it stops the tool): with less than five sixths of the lease surely left now (a slow claim, a pause;
+    // a sixth to spare for timers that fire late), the slots are asked for again (the acquire renews a slot
+    // still held; one that lapsed is taken anew if free), so no tool starts on a slot the server may already
+    // have given to another call, or that its first renewal would give up.
+    const renewAll = askedAtMs > this.heldUntil - (5 * this.leaseMs) / 6;
     const missing = renewAll ? this.slots : this.slots.filter((slot) => !slot.own);
     if (missing.length === 0) return { run: true };
     const heldAlready = missing.length < this.slots.length;

@@ -163,7 +163,7 @@ describe("a delivery's slots against its own clock", () => {
   it('renews a slot it still holds when its claim came late, and runs', async () => {
     const { request, acquire, store, definition, tenantId } = cap(1);
     const leaseMs = 3_000;
-    // Asked for longer ago than a third of a lease: the first renewal, a third of a lease after the tool starts, would be late.
+    // Asked for half a lease ago: the first renewal, a third of a lease after the tool starts, would come late.
     const askedAtMs = performance.now() - leaseMs / 2;
     const granted = await acquire('a', { leaseMs });
     const held = ownSlot(request('a'), leaseMs, 'job-a', askedAtMs);
