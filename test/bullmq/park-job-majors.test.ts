@@ -2,17 +2,14 @@
  * Parking a job on the Redis server's clock works on both BullMQ majors the
  * package runs under: BullMQ 6 keeps the low-level move on `job.backend`,
  * BullMQ 5 on `job.scripts`. The target is given on a clock ten minutes away
- * from this process's, so a fall back to `Date.now()` would show. A parked
- * job woken (promoted) comes back only once its parked delivery unwound.
+ * from this process's, so a fall back to `Date.now()` would show.
  */
 import * as bullmq6 from 'bullmq';
 import * as bullmq5 from 'bullmq-v5';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { performance } from 'node:perf_hooks';
-import { PARKED_DELIVERY_UNWIND_MS, parkJobOnServerClock, promoteParkedJobSoon } from '../../src/bullmq/turn/park-job.js';
+import { PARKED_DELIVERY_UNWIND_MS, parkJobOnServerClock } from '../../src/bullmq/turn/park-job.js';
 import { startRedis, type RedisHandle } from '../support/redis.js';
-import { waitUntil } from '../support/redis-fixture.js';
 
 const TEN_MINUTES = 10 * 60_000;
 const DELAY_MS = 2_000;
@@ -67,51 +64,6 @@ describe.each([
   it('parks a job due at the given server time plus the delay, not on the worker clock', async () => {
     const serverNowMs = Date.now() + TEN_MINUTES;
     expect(await parkedDue(DELAY_MS, serverNowMs)).toBe(serverNowMs + DELAY_MS);
-  });
-
-  it('promotes a woken job a quarter second after its wake-up, not at once: its parked delivery may still be unwinding', async () => {
-    const queueName = `wake-${name.replace(' ', '')}`;
-    const connection = { url: server.url, maxRetriesPerRequest: null };
-    const queue = new Queue(queueName, { connection, prefix: server.prefix });
-    let parked!: (id: string) => void;
-    const parkedId = new Promise<string>((resolve) => (parked = resolve));
-    let ranAgainAt: number | undefined;
-    const parkedOnce = new Set<string>();
-    const worker = new Worker(
-      queueName,
-      async (job, token) => {
-        if (!parkedOnce.has(job.id!)) {
-          parkedOnce.add(job.id!);
-          // Parked for a minute: only the wake-up brings it back within the test.
-          await parkJobOnServerClock(job as unknown as bullmq6.Job, token, Date.now(), 60_000);
-          parked(job.id!);
-          throw new DelayedError();
-        }
-        ranAgainAt = performance.now();
-      },
-      { connection, prefix: server.prefix },
-    );
-    try {
-      const job = await queue.add('wake', {});
-      expect(await parkedId).toBe(job.id);
-      const holder = (await queue.getJob(job.id!))! as unknown as bullmq6.Job;
-      const woke = performance.now();
-      promoteParkedJobSoon(
-        holder,
-        { queue: queueName, prefix: server.prefix, id: 'the-waking-job' },
-        { queue: queueName, prefix: server.prefix, id: job.id! },
-      );
-      await waitUntil(
-        async () => ranAgainAt,
-        (at) => at !== undefined,
-        10_000,
-        'the woken job to run',
-      );
-      expect(ranAgainAt! - woke).toBeGreaterThanOrEqual(PARKED_DELIVERY_UNWIND_MS);
-    } finally {
-      await worker.close();
-      await queue.close();
-    }
   });
 
   it('parks a job a quarter second at least, so its delivery has unwound before it is due', async () => {

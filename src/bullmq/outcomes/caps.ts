@@ -11,7 +11,7 @@ import { receiptRedisKey } from '../../redis/keys.js';
 import { parseAttemptJob } from '../../redis/receipts/reads/record.js';
 import { attemptJobText } from '../../redis/receipts/transitions/claim.js';
 import type { JobScope, ReadyCall } from '../runtime.js';
-import { noteWokenWhileRunning, promoteParkedJobSoon } from '../turn/park-job.js';
+import { noteWokenWhileRunning, promoteParkedJob } from '../turn/park-job.js';
 import { overLimit } from './limits.js';
 
 /**
@@ -57,9 +57,8 @@ function wakerOf(scope: JobScope): string {
 
 /**
  * Promotes each parked job of `wakers`, of this job's queue or another on
- * the same Redis, a quarter second on (so one parked meanwhile is woken
- * too). One not parked by then, or on another Redis, is not woken here: it
- * asks again when its park ends, within a lease.
+ * the same Redis. One not parked yet, or on another Redis, is not woken
+ * here: it asks again when its park ends, within a lease.
  */
 export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): Promise<void> {
   if (wakers.length === 0) return;
@@ -70,8 +69,7 @@ export async function wakeWaiters(scope: JobScope, wakers: readonly string[]): P
       if (text === own && own !== '') return noteWokenWhileRunning(scope.job);
       // A place in line names its job as a receipt's job:<attempt> field does (attemptJobText).
       const parked = parseAttemptJob(text);
-      // A quarter second on, in the background: the job may have been parked a moment ago.
-      if (parked !== null) promoteParkedJobSoon(scope.job, scope.attemptJob, parked);
+      if (parked !== null) await promoteParkedJob(scope.job, scope.attemptJob, parked);
     }),
   );
 }

@@ -83,23 +83,12 @@ export function takeWokenWhileRunning(job: Job): boolean {
  * first) the job comes back when its park ends.
  */
 export function comeBackSoon(job: Job, own: AttemptJob): void {
-  promoteParkedJobSoon(job, own, own);
+  setTimeout(() => void promoteParkedJob(job, own, own), PARKED_DELIVERY_UNWIND_MS).unref();
 }
 
 /** The one method of BullMQ's queue backend {@link promoteParkedJob} needs. */
 interface PromotingBackend {
   promote(jobId: string): Promise<unknown>;
-}
-
-/**
- * Promotes the delayed job `parked` {@link PARKED_DELIVERY_UNWIND_MS} from
- * now, in the background (see {@link promoteParkedJob}): a job woken within
- * a round trip of its park would otherwise run again while its parked
- * delivery still unwinds, and, fetched by another slot of the same worker,
- * lose its lock's renewal to that unwinding. Never throws.
- */
-export function promoteParkedJobSoon(job: Job, own: AttemptJob | undefined, parked: AttemptJob): void {
-  setTimeout(() => void promoteParkedJob(job, own, parked), PARKED_DELIVERY_UNWIND_MS).unref();
 }
 
 /**
