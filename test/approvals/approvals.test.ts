@@ -3,6 +3,7 @@
  * needs approval parks its job without running, one decision releases (or
  * denies) it exactly once, and every refused decision writes nothing.
  */
+import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { DelayedError, Worker, type Job } from 'bullmq';
@@ -26,6 +27,7 @@ import { decideAsOperator } from '../../src/operator/approvals.js';
 import { openSingle } from '../support/redis-clients.js';
 import { waitUntil } from '../support/redis-fixture.js';
 import { call, jobData, silent, useLanes, type Lane } from '../bullmq/fixture.js';
+import { PARKED_DELIVERY_UNWIND_MS } from '../../src/approvals/parked-job.js';
 
 const lane = useLanes({ queues: 'redis' });
 
@@ -141,8 +143,12 @@ describe('a call that needs approval', () => {
     expect(JSON.stringify(await l.redis.hgetall(pending.receiptKey))).not.toContain('4111111111111111');
     expect(pending.expiresAtMs).toBeGreaterThan(pending.requestedAtMs);
 
+    const decidedAt = performance.now();
     const decided = await approveCall({ redis: l.redis, prefix: l.prefix, ...pending, actor: 'ana', note: 'ok', queue: l.queue });
     expect(decided).toMatchObject({ decision: 'approved', actor: 'ana', note: 'ok' });
+    // The decision promotes the parked job a quarter second on, never at once: a job parked a moment before may
+    // still have its parked delivery unwinding on its worker.
+    expect(performance.now() - decidedAt).toBeGreaterThanOrEqual(PARKED_DELIVERY_UNWIND_MS);
     const done = await l.settle(job);
     expect(outcomes(done)).toEqual(['executed']);
     expect(runs).toEqual([250]);
