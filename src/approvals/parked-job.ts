@@ -9,8 +9,8 @@ import { receiptsConnection, type RedisConnection } from '../redis/connection/co
 
 /**
  * How long a parked delivery is given to unwind before its job may run
- * again: the shortest park, and how long after a wake-up (a decision, a
- * freed slot, a call of its own turn) a parked job is promoted. BullMQ's
+ * again: the shortest park, and how long after a person's decision, or a
+ * call of its own turn, a parked job is promoted. BullMQ's
  * worker still holds the parked delivery for a round trip after the
  * processor threw (it fetches its next job, then stops tracking the job by
  * its id), so a job run again at once that another slot of the same worker

@@ -20,6 +20,8 @@ import {
   type ReserveResult,
 } from '../../src/limits/index.js';
 import { receiptRedisKey } from '../../src/redis/keys.js';
+import type { AttemptFence } from '../../src/redis/errors.js';
+import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { YEAR_MS } from '../support/limit-windows.js';
 import { freshKey, useRedis, waitForLeaseExpiry, waitUntil } from '../support/redis-fixture.js';
 
@@ -28,6 +30,13 @@ const fixture = useRedis();
 function granted(result: ReserveResult): LimitReservation {
   if (!result.granted) throw new Error(`expected a grant, got ${JSON.stringify(result)}`);
   return result.reservation;
+}
+
+/** An attempt ends as never started, as the wrapper ends it: its receipt settled so, then its call's shares. */
+async function endNeverStarted(receipts: ReceiptStore, key: ToolCallReceiptKey, fence: AttemptFence, call: LimitedCall, why: string) {
+  await receipts.fail(key, fence, { error: why, tier: 'neverStarted' });
+  await call.neverStarted();
+  await call.settled();
 }
 
 /** Another call of `key`'s tenant, in a run of its own. */
@@ -61,9 +70,7 @@ describe("a limit's share across the attempts of one call", () => {
       expect(await store.bind(again)).toEqual({ kind: 'counted', by: first.id });
       const second = new LimitedCall(store, receiptKey, [again], undefined, []);
       expect(await second.afterClaim(true, takeover.fence)).toEqual({ run: true });
-      await receipts.fail(key, takeover.fence!, { error: 'the mail server said no', tier: 'neverStarted' });
-      await second.neverStarted();
-      await second.settled();
+      await endNeverStarted(receipts, key, takeover.fence!, second, 'the mail server said no');
 
       // The first attempt's execution is still counted: the window of 1 is full.
       expect(await store.usage(one, key)).toMatchObject({ used: 1, pending: 0, left: 0 });
@@ -83,9 +90,7 @@ describe("a limit's share across the attempts of one call", () => {
     expect(await store.settle(share)).toEqual({ id: share.id, outcome: 'committed' });
     const call = new LimitedCall(store, receiptKey, [share], undefined, []);
     expect(await call.afterClaim(true, claimed.fence)).toEqual({ run: true });
-    await receipts.fail(key, claimed.fence!, { error: 'refused before sending', tier: 'neverStarted' });
-    await call.neverStarted();
-    await call.settled();
+    await endNeverStarted(receipts, key, claimed.fence!, call, 'refused before sending');
     expect(await store.usage(one, key)).toMatchObject({ used: 0, pending: 0, left: 1 });
   });
 
