@@ -32,9 +32,15 @@ export interface LimitRefusal {
 /** What {@link LimitedCall.afterClaim} says of an executing attempt. */
 export type LimitVerdict =
   | { readonly run: true }
-  /** Not to run: the attempt is to be settled as never started, then refused or parked. */
+  /**
+   * Not to run: the attempt is to be settled as never started, its shares then given back
+   * ({@link LimitedCall.neverStarted}), and the call refused or parked.
+   */
   | { readonly run: false; readonly refusal: LimitRefusal }
-  /** Not to run: a reservation was revoked (the claim came after its deadline); settle as never started and ask again. */
+  /**
+   * Not to run: a reservation was revoked (the claim came after its deadline); settle as never started,
+   * give back ({@link LimitedCall.neverStarted}) and ask again.
+   */
   | { readonly run: false; readonly revoked: true };
 
 /**
@@ -50,6 +56,8 @@ export type LimitVerdict =
  */
 export class LimitedCall {
   private bound: LimitReservation[] = [];
+  /** Held for an attempt that will not run, never bound to it: given back by {@link neverStarted} as {@link bound} is. */
+  private unbound: readonly LimitReservation[] = [];
   /** The attempt {@link bound} was bound to: a give-back names it, so one after a later attempt took over changes nothing. */
   private boundFor: AttemptFence | undefined;
   private commits: Promise<unknown> = Promise.resolve();
@@ -124,9 +132,11 @@ export class LimitedCall {
     if (this.refusal !== undefined) {
       const { bound } = await this.store.boundOn(this.receiptKey, this.refusedLimits);
       if (!this.refusedLimits.every((name) => bound.has(name))) {
-        // This attempt will not run: what it holds goes back without being bound to it (a settle would count it).
-        // Named for this attempt: a reused share an earlier attempt was bound to stays, counting that attempt.
-        await Promise.all(this.granted.map((r) => this.store.giveBack(r, fence).catch(() => undefined)));
+        // This attempt will not run: what it holds goes back without being bound to it (a settle would count it),
+        // once its receipt says so (neverStarted). Named for this attempt: a reused share an earlier attempt was
+        // bound to stays, counting that attempt.
+        this.unbound = this.granted;
+        this.boundFor = fence;
         return { run: false, refusal: this.refusal };
       }
     }
@@ -150,7 +160,8 @@ export class LimitedCall {
     // not run under it (it goes back as never started), and asks again.
     const stale = this.bound.length > 0 && performance.now() - this.reservedAtMs >= Math.min(...this.bound.map((r) => r.bindingsKeepMs));
     if (stale || binds.some((b) => b.answer.kind === 'revoked')) {
-      await Promise.all([this.neverStarted(), ...putBack(), ...countedBySelf.map((r) => this.store.commit(r).catch(() => undefined))]);
+      // What it bound goes back once its receipt says it never started (neverStarted); the rest at once.
+      this.commits = Promise.all([...putBack(), ...countedBySelf.map((r) => this.store.commit(r).catch(() => undefined))]);
       return { run: false, revoked: true };
     }
     // A fixed window's share is committed while the tool runs: a commit lost here is finished by the next settle
@@ -166,17 +177,22 @@ export class LimitedCall {
   }
 
   /**
-   * The attempt never started: its bound shares go back (unbound on the
-   * receipt, then released), committed or not, unless the receipt has moved
-   * on to a later attempt meanwhile (a redelivery took the failed attempt
-   * over between its settle and this give-back): that attempt is counted
-   * by them.
+   * The attempt never started: its shares go back (unbound on the receipt,
+   * then released), committed or not, unless the receipt has moved on to a
+   * later attempt meanwhile (a redelivery took the failed attempt over
+   * between its settle and this give-back): that attempt is counted by
+   * them. Called once the receipt is settled as never started, never
+   * before: a worker that dies between the two then leaves a settled
+   * attempt still counted (the next bind finds it so), not a running one
+   * that nothing counts. After a verdict of `run: false`, this is what
+   * gives back the shares {@link afterClaim} kept.
    */
   async neverStarted(): Promise<void> {
     await this.commits;
-    const bound = this.bound;
+    const held = [...this.bound, ...this.unbound];
     this.bound = [];
-    await Promise.all(bound.map((r) => this.store.giveBack(r, this.boundFor).catch(() => undefined)));
+    this.unbound = [];
+    await Promise.all(held.map((r) => this.store.giveBack(r, this.boundFor).catch(() => undefined)));
   }
 
   /**

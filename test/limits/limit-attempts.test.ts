@@ -6,7 +6,8 @@
  * the call over, or when the share was bound for an earlier attempt. Either
  * way the execution that may have run stays counted, and the window admits
  * no call more than its max. And a bind answered after the run's bindings
- * could have expired runs nothing.
+ * could have expired runs nothing. An attempt its limits do not let run
+ * gives its shares back only after its receipt says it never started.
  */
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
@@ -118,11 +119,36 @@ describe("a limit's share across the attempts of one call", () => {
     expect(takeover.decision).toEqual({ kind: 'execute', attempt: 2 });
     const call = new LimitedCall(store, receiptKey, [again], refusal, ['sends']);
     expect(await call.afterClaim(true, takeover.fence)).toMatchObject({ run: false });
+    await endNeverStarted(receipts, key, takeover.fence!, call, 'sends is full');
 
     // Attempt 1 may have run: its emails share is still held, and the window of 1 stays full.
     expect(claimed.decision).toEqual({ kind: 'execute', attempt: 1 });
     expect(await store.usage(emails, key)).toMatchObject({ pending: 1, left: 0 });
     expect(await store.reserve(emails, otherCall(key))).toMatchObject({ granted: false });
+  });
+
+  it("an attempt a limit refuses after its claim keeps the others' shares until its receipt is settled as never started", async () => {
+    const store = new LimitStore({ redis: fixture.client(), prefix: fixture.handle().prefix });
+    const receipts = fixture.store();
+    const spare = defineLimit({ name: 'spare', per: 'tenant', max: 5, windowMs: YEAR_MS, kind: 'sliding' });
+    const sends = defineLimit({ name: 'sends', per: 'tenant', max: 1, windowMs: YEAR_MS, kind: 'sliding' });
+    const key = freshKey();
+    const receiptKey = receiptRedisKey(fixture.handle().prefix, key);
+
+    // Attempt 1 ran under no limit and died; sends is full meanwhile, so its takeover is refused after its claim.
+    await receipts.claim(key, { effect: 'resumable', leaseMs: 300 });
+    granted(await store.reserve(sends, otherCall(key)));
+    await waitForLeaseExpiry(receipts, key);
+    const share = granted(await store.reserve(spare, key));
+    const refusal: LimitRefusal = { onLimit: 'refuse', limit: 'sends', text: 'full', retryAtMs: 0, nowMs: 0 };
+    const takeover = await receipts.claim(key, { effect: 'resumable', leaseMs: 60_000 });
+    const call = new LimitedCall(store, receiptKey, [share], refusal, ['sends']);
+    expect(await call.afterClaim(true, takeover.fence)).toMatchObject({ run: false });
+
+    // Its receipt still says running: a worker that died here would leave that attempt counted by its spare share.
+    expect(await store.usage(spare, key)).toMatchObject({ pending: 1 });
+    await endNeverStarted(receipts, key, takeover.fence!, call, 'sends is full');
+    expect(await store.usage(spare, key)).toMatchObject({ used: 0, pending: 0, left: 5 });
   });
 
   it('runs nothing under a bind answered after the bindings could have expired: a revocation may be gone by then', async () => {
@@ -153,6 +179,7 @@ describe("a limit's share across the attempts of one call", () => {
     const claimed = await receipts.claim(key, { effect: 'opaque' });
     const call = new LimitedCall(store, receiptKey, [share], undefined, [], reservedAtMs);
     expect(await call.afterClaim(true, claimed.fence)).toEqual({ run: false, revoked: true });
+    await endNeverStarted(receipts, key, claimed.fence!, call, 'its reservation was revoked');
     // Nothing is left bound on the receipt, and the window counts nothing for it.
     expect((await store.boundOn(receiptKey, ['emails'])).bound.size).toBe(0);
     expect(await store.usage(quick, key)).toMatchObject({ used: 0, pending: 0 });

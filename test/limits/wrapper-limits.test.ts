@@ -4,17 +4,19 @@
  * server clock without using an attempt; replays, waits for a live attempt
  * and refusals do not count; a never-started attempt gives its share back; an ambiguous one
  * keeps it (for each kind of window: a bucket gets back a share of an attempt
- * that never started because the wrapper commits it only when the attempt ends); a takeover of a resumable call is counted once; budgets stop the
+ * that never started because the wrapper commits it only when the attempt ends); a takeover
+ * another limit refuses after its claim gives the rest back; a takeover of a resumable call is counted once; budgets stop the
  * call that would exceed them and none before; a reservation no claim took
  * is given back after its bound; bad definitions are `options.invalid`.
  */
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NeverStartedError, OutcomeUnknownError } from '../../src/core/index.js';
+import { NeverStartedError, OutcomeUnknownError, toolCallArgsHash } from '../../src/core/index.js';
 import { defineTool, withToolReceipts, type ToolJobResult } from '../../src/bullmq/index.js';
 import { defineLimit, LimitStore, type LimitDefinition } from '../../src/limits/index.js';
 import { call, jobData, RETRYING, silent, useLanes } from '../bullmq/fixture.js';
 import { clearOfWindowEnd, YEAR_MS } from '../support/limit-windows.js';
+import { waitForLeaseExpiry } from '../support/redis-fixture.js';
 
 const lane = useLanes();
 /** An hour's window: a test that reads it in a refusal sentence (`every 1 h`) first waits for one with WINDOW_LEFT_MS left. */
@@ -176,6 +178,28 @@ describe('withToolReceipts({ limits })', () => {
     const job = await l.run(data);
     expect(outcomes(job)).toEqual(['ambiguous', 'rejected']);
     expect(await new LimitStore({ redis: l.redis, prefix: l.prefix }).usage(once, data)).toMatchObject({ committed: 1, pending: 0 });
+  });
+
+  it('gives back the other shares of a takeover a limit refuses after its claim, once it is settled as never started', async () => {
+    const l = await lane();
+    const t = emailTool({ effect: 'resumable' });
+    const spare = defineLimit({ name: 'spare', per: 'tenant', max: 5, windowMs: YEAR_MS, kind: 'sliding' });
+    const sends = defineLimit({ name: 'sends', per: 'tenant', max: 1, windowMs: YEAR_MS });
+    l.worker({ tools: [t.tool], logger: silent, limits: [spare, sends] });
+    const data = jobData([call('send_email', { to: 'a' })], { tenantId: 'acme-after' });
+    // Attempt 1 was claimed by a worker that counted no limit, and died: its lease lapses, bound to no share.
+    const key = { tenantId: data.tenantId, runId: data.runId, toolName: 'send_email', argsHash: await toolCallArgsHash({ to: 'a' }) };
+    await l.store.claim(key, { effect: 'resumable', leaseMs: 300 });
+    expect(outcomes(await l.run(jobData([call('send_email', { to: 'b' })], { tenantId: 'acme-after' })))).toEqual(['executed']);
+    await waitForLeaseExpiry(l.store, key);
+
+    // The takeover passes the gate (its receipt is running), and sends, used up, refuses it after its claim.
+    const job = await l.run(data);
+    expect(outcomes(job)).toEqual(['rejected']);
+    expect(t.effects).toEqual(['b']);
+    expect(await l.receipt(data.tenantId, data.runId)).toMatchObject({ status: 'failed', tier: 'neverStarted', attempts: 2 });
+    // Its spare share went back: only b's counts.
+    expect(await new LimitStore({ redis: l.redis, prefix: l.prefix }).usage(spare, data)).toMatchObject({ used: 1, pending: 0 });
   });
 
   it('counts a takeover of a resumable call as the same execution', async () => {

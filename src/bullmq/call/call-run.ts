@@ -349,16 +349,19 @@ export class ToolCallRun implements CallAttempt {
     const limited = this.limited;
     const verdict = limited && (await this.gateAfterClaim(claim, executes, () => limited.afterClaim(executes, claim.fence)));
     if (verdict?.run === false) {
-      await releaseSlots(this.scope, this.slots);
-      return await notRunUnderLimit(this, claim, verdict);
+      return await notRunUnderLimit(this, claim, verdict, async () => {
+        await limited?.neverStarted();
+        await releaseSlots(this.scope, this.slots);
+      });
     }
     const slots = this.slots;
     const capped = slots && (await this.gateAfterClaim(claim, executes, () => slots.afterClaim(executes)));
     if (capped?.run === false) {
-      // No slot for this attempt: its window shares go back, and it is settled as never started.
-      await this.limited?.neverStarted();
-      await wakeWaiters(this.scope, capped.wake);
-      return await notRunUnderLimit(this, claim, capped);
+      // No slot for this attempt: it is settled as never started, then its window shares go back and the line wakes.
+      return await notRunUnderLimit(this, claim, capped, async () => {
+        await this.limited?.neverStarted();
+        await wakeWaiters(this.scope, capped.wake);
+      });
     }
     if (!executes || claim.fence === undefined) return await this.decided(claim);
     try {

@@ -56,19 +56,24 @@ async function park(scope: JobScope, nowMs: number, delayMs: number): Promise<vo
 }
 
 /**
- * An attempt the claim started but its limits do not let run: settled at
- * once as never started (so the next claim runs it afresh), then refused or
- * parked; a reservation revoked under a slow claim parks the job briefly to
- * reserve again.
+ * An attempt the claim started but its limits or caps do not let run:
+ * settled at once as never started (so the next claim runs it afresh),
+ * what its gates took given back only then (`giveBack`), then refused or
+ * parked; a reservation revoked under a slow claim parks the job briefly
+ * to reserve again.
  */
 export async function notRunUnderLimit(
   callRun: ReadyCall,
   claim: ClaimResult,
   verdict: Extract<LimitVerdict, { run: false }>,
+  giveBack: () => Promise<void>,
 ): Promise<ToolResultBlock> {
   const { runtime, scope, call, key, facts } = callRun;
   const why = 'refusal' in verdict ? verdict.refusal.text : 'its limit reservation was revoked before its claim; reserving again';
   if (claim.fence) await runtime.keyspace.receipts.fail(key, claim.fence, { error: why, tier: 'neverStarted' }).catch(() => undefined);
+  // After the settle: a worker that dies between the two leaves a settled attempt its shares still count, which the
+  // next bind finds counted, not a running one (ambiguous once its lease lapses) that nothing counts.
+  await giveBack();
   if ('refusal' in verdict) return await refused(callRun, verdict.refusal);
   const delay = Math.floor(Math.random() * runtime.waitJitterMs);
   await park(scope, claim.serverNowMs ?? Date.now(), delay);
