@@ -7,6 +7,7 @@
  * audit log.
  */
 import type { AuditLog } from '../redis/operators/audit-log.js';
+import { FencedOutError } from '../redis/errors.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
 import { isApprovalStatus, type ReceiptRecord } from '../redis/receipts/reads/record.js';
 import type { ReceiptStore, Resolution } from '../redis/receipts/store.js';
@@ -32,6 +33,8 @@ export interface ResolveOutcome {
   readonly after: ReceiptRecord | null;
   /** With `retryJob`: what was done with each job recorded on the receipt. */
   readonly jobs?: JobRetryReport[];
+  /** With `retryJob`, when no job was retried although the resolve landed: why (the call was claimed again since). */
+  readonly jobsNotRetried?: string;
 }
 
 /** Options of {@link resolveReceipt}. */
@@ -77,7 +80,9 @@ export async function resolveReceipt(
   try {
     await store.resolve(before.key, resolution);
   } catch (err) {
-    throw resolveRefusal(redisKey, resolution, before, err, options.lookAgain);
+    // Judged against the receipt as it is now: a verdict another operator gave since `before` is in its history.
+    const now = err instanceof FencedOutError ? await store.inspect(before.key).catch(() => null) : null;
+    throw resolveRefusal(redisKey, resolution, now ?? before, err, options.lookAgain);
   }
   const after = await store.inspect(before.key);
   if (options.audit) {
@@ -96,6 +101,14 @@ export async function resolveReceipt(
     });
   }
   if (options.retryJobsOn === undefined || after === null) return { before, after };
+  if (after.status === 'running') {
+    // Claimed again between the resolve and this read (a redelivery, a resubmitted turn): the verdict stands, and the
+    // new attempt goes on with the call; a retried job would only wait for it.
+    const jobsNotRetried =
+      `attempt ${after.attempts} of the call started right after the resolve, so its jobs were not retried; ` +
+      'retry them once that attempt is settled, if they are still failed';
+    return { before, after, jobsNotRetried };
+  }
   const jobs = await retryJobs(options.retryJobsOn, after, options.audit);
   return { before, after, jobs };
 }

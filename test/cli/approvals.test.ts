@@ -161,7 +161,7 @@ describe('tool-receipts approve and deny', () => {
     expect(await l.redis.pttl(pending!.receiptKey)).toBeGreaterThan(week - 60_000);
   });
 
-  it('a given fence that is not the call’s is refused with its code, nothing written', async () => {
+  it('a given fence that is not the call’s, or a key that is no receipt key, is refused with its code, nothing written', async () => {
     const l = await lane();
     const { tool, runs } = refundTool();
     l.worker({ tools: [tool] });
@@ -177,6 +177,12 @@ describe('tool-receipts approve and deny', () => {
     expect(wrongEpoch.stderr).toMatch(/another lifetime .* nothing was written/);
     const badFlag = await cli(l, ['approve', pending!.receiptKey, '--epoch', 'not an epoch!']);
     expect(badFlag.code).toBe(2);
+    // A key that is no receipt key under the prefix is a bad command line too, as for show and resolve.
+    for (const key of ['garbage', pending!.receiptKey.replace(l.prefix, `${l.prefix}x`)]) {
+      const badKey = await cli(l, ['deny', key, '--json']);
+      expect(badKey.code).toBe(2);
+      expect(JSON.parse(badKey.stderr)).toMatchObject({ error: { code: 'cli.invalid_receipt_key' } });
+    }
     expect(await l.redis.hgetall(pending!.receiptKey)).toEqual(before);
     expect(await new AuditLog(l.redis, l.prefix).read()).toEqual([]);
     expect(runs).toEqual([]);

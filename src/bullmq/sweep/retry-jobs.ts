@@ -49,8 +49,7 @@ export async function retryFailedJobs(connection: RedisConnection, record: Recei
       const found = await Job.fromId(queue, job.id);
       const state = found ? await found.getState() : 'missing';
       if (found && state === 'failed') {
-        await found.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
-        reports.push({ job, action: 'retried' });
+        reports.push({ job, action: await retried(found) });
       } else {
         reports.push({ job, action: state });
       }
@@ -59,4 +58,20 @@ export async function retryFailedJobs(connection: RedisConnection, record: Recei
     }
   }
   return reports;
+}
+
+/**
+ * Retries a failed job: `retried`, or, when another retry moved it on first
+ * (a second console, a double click, the CLI beside the console), the state
+ * it is in now, left alone. BullMQ refuses a retry of a job no longer failed.
+ */
+async function retried(job: Job): Promise<string> {
+  try {
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return 'retried';
+  } catch (error) {
+    const now = await job.getState();
+    if (now === 'failed') throw error;
+    return now;
+  }
 }

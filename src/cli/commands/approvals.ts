@@ -20,6 +20,7 @@ import {
   type OptionValues,
 } from '../command.js';
 import { CliUsageError } from '../errors.js';
+import { parseReceiptRedisKey } from '../receipt-key.js';
 import { clip, compactJson, isoTime, relative, table, terminalText, token, writeJson, writeLine } from '../format.js';
 import { defaultOperator } from './resolve.js';
 
@@ -80,6 +81,8 @@ export interface DecideArgs {
  */
 export async function decideCommand({ store, redis, out, args }: CommandContext<DecideArgs>): Promise<void> {
   if (redis === undefined) throw new CliUsageError(`${args.verb} needs a Redis connection`, args.verb);
+  // A key that is no receipt key under this prefix is a bad command line (exit 2), as for show and resolve.
+  parseReceiptRedisKey(args.receiptKey, store.prefix);
   const { decided, epoch, argsHash, fenceRead } = await decideAsOperator(args.verb, {
     redis,
     prefix: store.prefix,

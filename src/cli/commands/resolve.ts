@@ -48,6 +48,8 @@ export interface ResolveReport {
   readonly after: ReceiptRecord | null;
   /** With `--retry-job`: what was done with each job recorded on the receipt. */
   readonly jobs?: JobRetryReport[];
+  /** With `--retry-job`, when no job was retried although the resolve landed: why. */
+  readonly jobsNotRetried?: string;
 }
 
 interface Change {
@@ -90,7 +92,7 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
   if (args.retryJob && redis === undefined)
     throw new CliUsageError('--retry-job needs a Redis connection for the BullMQ queues', 'resolve');
   const seen = args.resolution.attemptsSeen;
-  const { before, after, jobs } = await resolveReceipt(store, args.redisKey, args.resolution, {
+  const { before, after, jobs, jobsNotRetried } = await resolveReceipt(store, args.redisKey, args.resolution, {
     lookAgain: `; look again with ${commandHint(store, 'show', args.redisKey)}`,
     ...(redis !== undefined
       ? { audit: { log: new AuditLog(redis, store.prefix), actor: args.resolution.by ?? defaultOperator(), source: 'cli' } }
@@ -105,6 +107,7 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
       before,
       after,
       ...(jobs ? { jobs } : {}),
+      ...(jobsNotRetried !== undefined ? { jobsNotRetried } : {}),
     };
     writeJson(out, report);
     return;
@@ -128,6 +131,10 @@ export async function resolveCommand({ store, redis, out, args }: CommandContext
       : `The next claim of this call runs it again, as attempt ${seen + 1}.`,
   );
   if (jobs) writeJobRetries(out, jobs);
+  if (jobsNotRetried !== undefined) {
+    writeLine(out);
+    writeLine(out, `${jobsNotRetried[0]!.toUpperCase()}${jobsNotRetried.slice(1)}.`);
+  }
 }
 
 /** One line per job recorded on the receipt: retried, or the state it was left in. */
