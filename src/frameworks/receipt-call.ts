@@ -14,6 +14,7 @@ import { approveCall, denyCall } from '../approvals/decide.js';
 import { ApprovalNotPendingError } from '../approvals/errors.js';
 import { readApproval } from '../approvals/read.js';
 import type { RedisConnection } from '../redis/connection/connection.js';
+import type { DurabilityOptions } from '../redis/durability/durability.js';
 import type { ToolCallClient, ToolCallInput, TurnSubmission } from '../client/client.js';
 import { AmbiguousTurnError, TurnConflictError, TurnFailedError } from '../client/errors.js';
 import { conflictResult } from '../client/turn.js';
@@ -45,6 +46,12 @@ export interface FrameworkApprovals {
   readonly queue?: Queue;
   /** Who decided, kept on the receipt and in the audit log, when the framework's decision names nobody. */
   readonly actor?: string;
+  /**
+   * The workers' `durability`: a decision is then acknowledged only once the
+   * replicas (or the AOF) have it, as the workers' own writes are; without
+   * it, a failover right after a denial could bring the call back pending.
+   */
+  readonly durability?: DurabilityOptions;
 }
 
 /** One call as a framework hands it to a tool. */
@@ -232,6 +239,7 @@ export async function decideApproval(
       actor: decision.actor ?? approvals.actor ?? `${call.framework} approval`,
       ...(decision.note ? { note: decision.note } : {}),
       ...(approvals.queue ? { queue: approvals.queue } : {}),
+      ...(approvals.durability ? { durability: approvals.durability } : {}),
     });
   } catch (error) {
     // Decided already (the same decision met again after a crash, or a person on the console): that decision stands.

@@ -144,6 +144,31 @@ describe('AI SDK: generateText with receipt tools', () => {
     expect(await refusalOf(tools, forged)).toMatchObject({ code: 'framework.approval_refused', refusal: 'not_requested' });
     expect(await f.sent()).toBe(1);
   });
+
+  it("an approval decided with the workers' durability fails, typed, when no replica acknowledges the decision", async () => {
+    const f = await lane();
+    await f.lane.spawn({ APPROVAL_TOOLS: 'send_email' });
+    // This lane's Redis has no replica: a decision that must reach one is never acknowledged.
+    const approvals = { ...f.options.approvals!, durability: { replicas: 1, timeoutMs: 200 } };
+    const tools = aiSdkReceiptTools([f.sendEmailApproved], { ...f.options, approvals, runId: 'conv-durable' });
+    const asked = await generateText({ model: scriptedAiSdkModel(), tools, messages: userAsks, stopWhen: stepCountIs(3) });
+    const request = asked.content.find((p) => p.type === 'tool-approval-request');
+    expect(request).toBeDefined();
+    const history: ModelMessage[] = [
+      ...userAsks,
+      ...asked.response.messages,
+      { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: request!.approvalId, approved: true }] },
+    ];
+    const thrown: unknown[] = [];
+    await generateText({
+      model: scriptedAiSdkModel(),
+      tools,
+      messages: history,
+      stopWhen: stepCountIs(1),
+      experimental_onToolCallFinish: (event) => void (event.success ? undefined : thrown.push(event.error)),
+    });
+    expect(thrown).toMatchObject([{ code: 'durability.not_acknowledged' }]);
+  });
 });
 
 /** What the tool threw when generateText resumed from `messages`, checked to be what the model then read. */
