@@ -3,6 +3,8 @@
  * a tool's calls, and {@link limitCall}, the one gate a call passes: reserve
  * before the claim, bind (and commit) when the claim executes, give back on
  * everything else. docs/limits.md says what is counted and why.
+ * Over 300 lines: one call's shares from its reserve to its settle, each
+ * step beside the others it must agree with (bind, give-back, commit).
  */
 import { performance } from 'node:perf_hooks';
 import type { ToolCallReceiptKey } from '../core/identity.js';
