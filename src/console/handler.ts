@@ -53,7 +53,7 @@ export interface ConsoleOptions {
   readonly prefix?: string;
   /** The workers' `retentionMs`, kept on resolved receipts; default 24 h. */
   readonly retentionMs?: number;
-  /** The workers' `durability`: an approval decided here waits for it, as the workers' writes do. */
+  /** The workers' `durability`: an approval decided here, and a resolve (one or in bulk), wait for it as the workers' writes do. */
   readonly durability?: DurabilityOptions;
   /**
    * The tokens a request must present (`Authorization: Bearer`, or the
@@ -109,7 +109,8 @@ export function createConsoleHandler(options: ConsoleOptions): ConsoleHandler {
   const base = normalizeBase(options.basePath);
   const hosts = new HostAllowList(options.allowedHosts, (message) => new ConsoleOptionsError(message));
   const csrf = new CsrfTokens();
-  const store = new ReceiptStore({ redis, prefix, ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}) });
+  // A resolve is a receipt write as the workers' are: a failover must not forget it either.
+  const store = new ReceiptStore({ redis, prefix, retentionMs: options.retentionMs, durability: options.durability });
   const audit = new AuditLog(redis, prefix, options.auditMaxEntries ?? DEFAULT_AUDIT_MAX_ENTRIES);
   const data: ConsoleData = {
     store,
