@@ -3,7 +3,6 @@
  * its results.
  */
 import { Job, type JobsOptions, type Queue, type QueueEvents } from 'bullmq';
-import { canonicalJson } from '../core/canonical-json.js';
 import { checkOptions } from '../core/options.js';
 import { TOOL_CALL_CLIENT_SCHEMA } from './options.js';
 import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bullmq/job-data.js';
@@ -44,7 +43,11 @@ export interface TurnSubmission extends TurnIdentity {
    * the client's `timeoutMs`, else no limit.
    */
   readonly timeoutMs?: number;
-  /** Stop waiting when this fires (the job is left as it is). */
+  /**
+   * Stop waiting when this fires (the job is left as it is). Fired before
+   * the job is added (before the submit, or while it gets ready to listen),
+   * it adds nothing: `turn.aborted` with `enqueued: false`.
+   */
   readonly signal?: AbortSignal;
   /**
    * When a call of the turn needs a person's approval: `'wait'` (default)
@@ -78,7 +81,9 @@ export interface ToolCallClient {
    * submit of the same turn) and wait for it. Resolves with one tool_result
    * block per call, in call order. Rejects with a `TurnError`:
    * `turn.ambiguous`, `turn.invalid_data`, `turn.failed`, `turn.conflict`,
-   * or, with the job left running, `turn.timeout` / `turn.aborted`. Bad input
+   * or, with the job left running, `turn.timeout` / `turn.aborted` (a
+   * timeout's `jobState: 'unknown'`: the job was removed before its end was
+   * heard, which also ends a wait without a limit). Bad input
    * is refused before anything is enqueued (`job.invalid_data`,
    * `turn.invalid_id`, `turn.invalid_timeout`).
    */
@@ -131,8 +136,8 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
     });
     if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
     const wait = { timeoutMs, signal: turn.signal, untilApproval: turn.approvals === 'return' };
-    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, wait, () =>
-      enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref),
+    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, wait, (forgetEndsHeard) =>
+      enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref, forgetEndsHeard),
     );
     switch (end.status) {
       case 'completed':
@@ -141,8 +146,10 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
         throw await failureOf(queue, ref, end.failedReason);
       case 'timeout':
         throw new TurnTimeoutError(ref, timeoutMs ?? 0, end.jobState);
+      case 'gone':
+        throw new TurnTimeoutError(ref, timeoutMs ?? end.waitedMs, 'unknown');
       case 'aborted':
-        throw new TurnAbortedError(ref, end.reason, true);
+        throw new TurnAbortedError(ref, end.reason, end.enqueued);
       case 'awaiting_approval':
         return parkedTurnResults(data, end.calls, end.answered);
     }
@@ -166,31 +173,97 @@ function waitLimit(timeoutMs: number | undefined): number | undefined {
   return timeoutMs;
 }
 
-/** Add the job; BullMQ keeps an existing job with the same id, so check it carries the same calls. */
-async function enqueueOrAttach(queue: Queue, jobName: string, data: ToolJobData, opts: JobsOptions, ref: TurnJobRef): Promise<void> {
-  await queue.add(jobName, data, opts);
-  const job = await Job.fromId(queue, ref.jobId);
-  // Gone already: it finished and was removed on completion; its event tells the end.
-  if (job && canonicalJson(job.data) !== canonicalJson(JSON.parse(JSON.stringify(data)))) throw new TurnConflictError(ref);
+/** How often in a row the client adds a turn's job and finds it gone before reading it back, before it gives up. */
+const MAX_ADDS_UNREAD = 10;
+
+/**
+ * Add the job; BullMQ keeps an existing job with the same id, so read it back
+ * to check it carries the same calls. A job gone by then finished and was
+ * removed in that moment: it may have been another submit's, with other
+ * calls, so its end (heard or not) cannot be taken as this turn's. The job is
+ * added again, after forgetting the ends heard so far; the receipts replay
+ * the calls of a job that was this turn's.
+ */
+async function enqueueOrAttach(
+  queue: Queue,
+  jobName: string,
+  data: ToolJobData,
+  opts: JobsOptions,
+  ref: TurnJobRef,
+  forgetEndsHeard: () => void,
+): Promise<void> {
+  // As the job's data is stored and read back: through JSON.
+  const submitted: unknown = JSON.parse(JSON.stringify(data));
+  for (let adds = 0; adds < MAX_ADDS_UNREAD; adds++) {
+    forgetEndsHeard();
+    await queue.add(jobName, data, opts);
+    const job = await Job.fromId(queue, ref.jobId);
+    if (!job) continue;
+    if (!sameJsonValue(job.data, submitted)) throw new TurnConflictError(ref);
+    return;
+  }
+  throw new TurnFailedError(
+    ref,
+    `client: the turn's job finished and was removed before its calls could be read back, ${MAX_ADDS_UNREAD} times in a row; submit the turn again`,
+  );
 }
 
+/**
+ * Whether two JSON values are equal, object keys in any order. Iterative and
+ * without a depth limit (unlike `canonicalJson`), so a model's deeply nested
+ * arguments, which the worker answers as a rejected call, compare too.
+ */
+function sameJsonValue(left: unknown, right: unknown): boolean {
+  const pending: Array<[unknown, unknown]> = [[left, right]];
+  for (let pair = pending.pop(); pair !== undefined; pair = pending.pop()) {
+    const [a, b] = pair;
+    if (a === b) continue;
+    if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+    if (Array.isArray(a) !== Array.isArray(b)) return false;
+    const aKeys = Object.keys(a);
+    const bRecord = b as Record<string, unknown>;
+    if (aKeys.length !== Object.keys(b).length) return false;
+    for (const key of aKeys) {
+      if (!Object.hasOwn(bRecord, key)) return false;
+      pending.push([(a as Record<string, unknown>)[key], bRecord[key]]);
+    }
+  }
+  return true;
+}
+
+/** The job's results, one per call in call order, each answering its call (a job of other calls under this id is a conflict). */
 function resultsOf(returnvalue: unknown, data: ToolJobData, ref: TurnJobRef): ToolResultBlock[] {
   const results = (returnvalue as { results?: unknown } | null)?.results;
   if (!Array.isArray(results) || results.length !== data.calls.length) {
     throw new TurnFailedError(ref, `the job completed without one result per call (is the worker wrapped with withToolReceipts?)`);
   }
+  const answers = (result: unknown, i: number) => (result as { tool_use_id?: unknown } | null)?.tool_use_id === data.calls[i]!.id;
+  if (!results.every(answers)) throw new TurnConflictError(ref);
   return results as ToolResultBlock[];
 }
 
-/** A receipt's Redis key (`<prefix>:rcpt:{<tenant>|<run>}:<tool>:<hash>`; no part holds whitespace) inside a failedReason. */
-const RECEIPT_IN_REASON = /(\S+:rcpt:\{[^\s}]+\}:\S+:\S+)/;
+/**
+ * The receipt's Redis key (`<prefix>:rcpt:{<tenant>|<run>}:<tool>:<hash>`; no
+ * part holds whitespace) that ends the worker's failedReason (`... Receipt:
+ * <key>`). Anchored at the end: the call id and the tool's reason come
+ * earlier and are the model's or the tool's text, which may look like a key.
+ */
+const RECEIPT_ENDING_REASON = /\. Receipt: (\S+:rcpt:\{[^\s}]+\}:\S+:\S+)$/;
 
 async function failureOf(queue: Queue, ref: TurnJobRef, failedReason: string): Promise<Error> {
   if (failedReason.startsWith('receipt.ambiguous:')) {
     const { logs } = await queue.getJobLogs(ref.jobId);
     const partial = logs.map(parsePartialResultsLog).find((p) => p !== undefined);
-    const named = partial?.ambiguous.receiptKey ?? RECEIPT_IN_REASON.exec(failedReason)?.[1]?.replace(/[.,;)]+$/, '');
-    return new AmbiguousTurnError(ref, named ? [named] : [], partial?.results ?? [], partial?.ambiguous.tool_use_id, failedReason);
+    const named = partial?.ambiguous.receiptKey ?? RECEIPT_ENDING_REASON.exec(failedReason)?.[1];
+    const resultsRead = partial !== undefined;
+    return new AmbiguousTurnError(
+      ref,
+      named ? [named] : [],
+      partial?.results ?? [],
+      partial?.ambiguous.tool_use_id,
+      failedReason,
+      resultsRead,
+    );
   }
   if (failedReason.startsWith('job.invalid_data:')) return new TurnInvalidDataError(ref, failedReason);
   return new TurnFailedError(ref, failedReason);

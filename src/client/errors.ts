@@ -62,8 +62,10 @@ export type UnfinishedJobState = 'waiting' | 'active' | 'delayed' | 'prioritized
  * only (from the moment the job was in the queue and the `QueueEvents`
  * listening). The job is not cancelled: a later `submit` of the same turn
  * attaches to it (see {@link resumeHint}). `jobState` says where it stood
- * (`undefined` if Redis could not tell); when it no longer existed, a later
- * `submit` enqueues it anew.
+ * (`undefined` if Redis could not tell). `unknown`: the job no longer
+ * existed, and a later `submit` enqueues it anew; a wait also ends so,
+ * before its limit or with none, once the job is seen missing on two looks
+ * in a row (`timeoutMs` is then the limit, or without one the time waited).
  */
 export class TurnTimeoutError extends TurnError {
   readonly code = 'turn.timeout';
@@ -75,8 +77,8 @@ export class TurnTimeoutError extends TurnError {
     super(
       ref,
       jobState === 'unknown'
-        ? `turn ${ref.turnId} gave no end within ${timeoutMs} ms of waiting, and its job ${JSON.stringify(ref.jobId)} no longer exists: ` +
-            `it was removed (by hand, or by removeOnComplete / removeOnFail before its end was heard). To get its results, ${sameTurn(ref)}: ` +
+        ? `turn ${ref.turnId} gave no end, and its job ${JSON.stringify(ref.jobId)} no longer exists: it was removed ` +
+            `(by hand, by a clean or drain, or by removeOnComplete / removeOnFail before its end was heard). To get its results, ${sameTurn(ref)}: ` +
             'it is enqueued anew, and each call a kept receipt shows completed is replayed, not run again'
         : `turn ${ref.turnId} did not finish within ${timeoutMs} ms of waiting; ` +
             `${jobState === undefined ? "its job's state could not be read" : `its job is still ${jobState}`}; ${resumeHint(ref)}`,
@@ -110,8 +112,9 @@ export class TurnAbortedError extends TurnError {
  * A call of the turn is ambiguous: its effect may or may not have happened,
  * and the worker refused to repeat it. `receiptKeys` name the receipts an
  * operator resolves (`tool-receipts show '<key>'`); `results` are the blocks
- * of the calls that completed before it, in call order (empty when the worker
- * did not log them).
+ * of the calls that completed before it, in call order (empty, with
+ * `resultsRead` false, when the job's log held none: the worker did not log
+ * them, or `removeOnFail` removed the job with its log).
  */
 export class AmbiguousTurnError extends TurnError {
   readonly code = 'turn.ambiguous';
@@ -121,11 +124,15 @@ export class AmbiguousTurnError extends TurnError {
     readonly results: readonly ToolResultBlock[],
     readonly ambiguousCallId: string | undefined,
     readonly failedReason: string,
+    readonly resultsRead: boolean = true,
   ) {
     super(
       ref,
       `turn ${ref.turnId} has an ambiguous call${ambiguousCallId ? ` (${ambiguousCallId})` : ''} that was not repeated; ` +
-        `${results.length} call(s) before it completed. Receipt(s): ${receiptKeys.join(', ') || '(not named by the worker)'}`,
+        (resultsRead
+          ? `${results.length} call(s) before it completed`
+          : "the results of the calls before it could not be read from the job's log") +
+        `. Receipt(s): ${receiptKeys.join(', ') || '(not named by the worker)'}`,
     );
   }
 }

@@ -16,7 +16,10 @@ type Finished =
 export type JobEnd =
   | Finished
   | { readonly status: 'timeout'; readonly jobState: UnfinishedJobState | undefined }
-  | { readonly status: 'aborted'; readonly reason: unknown }
+  /** The job was seen missing on two looks in a row before its end was heard; `waitedMs`: how long the wait had lasted. */
+  | { readonly status: 'gone'; readonly waitedMs: number }
+  /** `enqueued`: `whileListening` had started (a signal that fired before it leaves the job unadded). */
+  | { readonly status: 'aborted'; readonly reason: unknown; readonly enqueued: boolean }
   /** With `untilApproval`: the job is parked until a person decides on these calls; `answered` ran before it was. */
   | {
       readonly status: 'awaiting_approval';
@@ -32,7 +35,11 @@ export type JobEnd =
  * the wait never touches the job. `whileListening` runs once the listeners
  * are in place and the `QueueEvents` is ready (the client enqueues there, so
  * even a job that finishes and is removed at once is seen); what it throws
- * is thrown.
+ * is thrown. A signal that fires before it starts ends the wait without
+ * running it. An end heard before it returns counts only once it has
+ * returned, and only if it was heard after its last call of
+ * `forgetEndsHeard` (the client calls that before each add, since an end
+ * heard earlier may be another job's under the same id).
  *
  * `timeoutMs` limits the waiting only: its clock starts after
  * `whileListening` and a first look at the job, so a job that had already
@@ -46,17 +53,21 @@ export type JobEnd =
  * The job is also looked at every {@link LOOK_AGAIN_EVERY_MS} while the wait
  * lasts: an event the `QueueEvents` never delivered (its stream read reset
  * on a loaded machine, say) then costs that long at most, not the whole
- * timeout, or a wait with none that never ends.
+ * timeout, or a wait with none that never ends. A job missing on two looks
+ * in a row ends the wait as `gone`: BullMQ publishes a job's end in the same
+ * script that removes it on finishing, so an end still unheard by the
+ * second look is not coming (the job was removed by hand, cleaned or
+ * drained, or its event was lost).
  */
 export async function waitForJobEnd(
   queue: Queue,
   queueEvents: QueueEvents,
   jobId: string,
   options: { timeoutMs?: number; signal?: AbortSignal; untilApproval?: boolean } = {},
-  whileListening: () => Promise<void> = async () => undefined,
+  whileListening: (forgetEndsHeard: () => void) => Promise<void> = async () => undefined,
 ): Promise<JobEnd> {
   const { timeoutMs, signal } = options;
-  if (signal?.aborted) return { status: 'aborted', reason: signal.reason };
+  if (signal?.aborted) return { status: 'aborted', reason: signal.reason, enqueued: false };
   let settled = false;
   let resolve!: (end: JobEnd) => void;
   const ended = new Promise<JobEnd>((r) => (resolve = r));
@@ -64,13 +75,24 @@ export async function waitForJobEnd(
     settled = true;
     resolve(end);
   };
-  const onCompleted = (args: { returnvalue: unknown }) => settle({ status: 'completed', returnvalue: args.returnvalue });
-  const onFailed = (args: { failedReason: string }) => settle({ status: 'failed', failedReason: args.failedReason ?? '' });
-  const onAbort = () => settle({ status: 'aborted', reason: signal?.reason });
-  const onParked = () =>
+  let adding = false;
+  let added = false;
+  // An end heard while adding waits until the add is done (and may be forgotten by a later add).
+  let heardWhileAdding: Finished | undefined;
+  const onEnd = (end: Finished) => {
+    if (added) settle(end);
+    else heardWhileAdding ??= end;
+  };
+  const onCompleted = (args: { returnvalue: unknown }) => onEnd({ status: 'completed', returnvalue: args.returnvalue });
+  const onFailed = (args: { failedReason: string }) => onEnd({ status: 'failed', failedReason: args.failedReason ?? '' });
+  const onAbort = () => settle({ status: 'aborted', reason: signal?.reason, enqueued: adding });
+  const onParked = () => {
+    // Before the add, a parked job under this id is not yet known to hold this turn's calls.
+    if (!added) return;
     void parkedForApproval(queue, jobId).then((parked) => {
       if (parked !== undefined && !settled) settle({ status: 'awaiting_approval', ...parked });
     });
+  };
   // BullMQ emits per-job events (`completed:<id>`) that its listener types do not list.
   const perJob = queueEvents as unknown as EventEmitter;
   perJob.on(`completed:${jobId}`, onCompleted);
@@ -81,18 +103,27 @@ export async function waitForJobEnd(
   let lookAgain: NodeJS.Timeout | undefined;
   try {
     await queueEvents.waitUntilReady();
-    await whileListening();
-    const first = await lookAt(queue, jobId);
-    if (first !== undefined && first.status !== 'unfinished') settle(first);
-    else if (options.untilApproval) onParked();
+    // Aborted while getting ready: nothing was added, and nothing will be.
+    if (settled) return await ended;
+    adding = true;
+    await whileListening(() => (heardWhileAdding = undefined));
+    added = true;
+    if (heardWhileAdding !== undefined) settle(heardWhileAdding);
+    const waitStarted = Date.now();
+    let missingLooks = 0;
+    const judge = (look: Awaited<ReturnType<typeof lookAt>>) => {
+      if (settled) return;
+      missingLooks = look?.status === 'unfinished' && look.jobState === 'unknown' ? missingLooks + 1 : 0;
+      if (look === undefined) return;
+      if (look.status !== 'unfinished') settle(look);
+      else if (missingLooks >= 2) settle({ status: 'gone', waitedMs: Date.now() - waitStarted });
+      else if (options.untilApproval && look.jobState === 'delayed') onParked();
+    };
+    if (!settled) judge(await lookAt(queue, jobId));
+    // Parked before the listeners heard it, perhaps (a second look at a delayed job is harmless).
+    if (!settled && options.untilApproval) onParked();
     if (!settled) {
-      lookAgain = setInterval(() => {
-        void lookAt(queue, jobId).then((look) => {
-          if (settled || look === undefined) return;
-          if (look.status !== 'unfinished') settle(look);
-          else if (options.untilApproval && look.jobState === 'delayed') onParked();
-        });
-      }, LOOK_AGAIN_EVERY_MS);
+      lookAgain = setInterval(() => void lookAt(queue, jobId).then(judge), LOOK_AGAIN_EVERY_MS);
       lookAgain.unref();
     }
     if (!settled && timeoutMs !== undefined) {
