@@ -83,7 +83,7 @@ async function decide(input: DecideApprovalInput, verb: 'approve' | 'deny'): Pro
   const source = input.source ?? 'code';
   // As a durable write (`ReceiptsChannel.write`), but the acknowledgement is awaited after the decision's
   // follow-ups below, which run either way: the primary holds the decision, which its job (promoted) finds.
-  await channel.durability?.ready();
+  await channel.durability?.ready(keys[0]);
   const reply = await channel.call('decide-approval', keys, [
     input.epoch,
     input.argsHash,

@@ -8,7 +8,7 @@
  * Redis ≥ 7.2), sent on the very connection that carried the write, to the
  * node that owns the run's slot.
  */
-import { ToolReceiptsError } from '../../core/errors.js';
+import { describeFailure, DurabilityUnsupportedError, ReceiptNotDurableError } from './errors.js';
 import {
   booleanOption,
   checkOptions,
@@ -20,7 +20,12 @@ import {
   type OptionSite,
   type OptionsSchema,
 } from '../../core/options.js';
+import { isReplyError } from '../connection/clients/commands.js';
+import { unreachableErrorOf } from '../connection/unreachable.js';
 import { receiptsConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
+
+// The errors live in errors.ts; exported here too, where every caller has always imported them from.
+export { DurabilityUnsupportedError, ReceiptNotDurableError };
 
 /** What a receipt write must reach before the store reports it done. */
 export interface DurabilityOptions {
@@ -67,38 +72,6 @@ export type DurableWrite =
 export const InvalidDurabilityOptionsError = InvalidOptionsError;
 /** See the constant of the same name. */
 export type InvalidDurabilityOptionsError = InvalidOptionsError;
-
-/**
- * `aof: true` was asked of a server without `WAITAOF` (Redis < 7.2). Nothing
- * was written. Drop `aof` and run Redis with `appendfsync always` instead, or
- * upgrade Redis.
- */
-export class DurabilityUnsupportedError extends ToolReceiptsError {
-  readonly code = 'durability.unsupported';
-}
-
-/**
- * A receipt write was not acknowledged by the replicas (or fsyncs) the
- * durability options ask for within `timeoutMs`: a failover now could lose
- * it. Retryable. After a claim the effect was not started, and the attempt
- * was settled as failed (`neverStarted`) where the primary took that write,
- * so the next delivery runs the call again as a new attempt.
- */
-export class ReceiptNotDurableError extends ToolReceiptsError {
-  readonly code = 'durability.not_acknowledged';
-  constructor(
-    readonly redisKey: string,
-    readonly write: DurableWrite,
-    readonly acknowledged: { readonly replicas: number; readonly localFsync?: boolean },
-    readonly wanted: Required<DurabilityOptions>,
-  ) {
-    const fsync = wanted.aof ? ` and ${acknowledged.localFsync ? 'the primary fsynced it' : 'the primary did not fsync it'}` : '';
-    super(
-      `${write} of ${redisKey} was acknowledged by ${acknowledged.replicas} of the ${wanted.replicas} replica(s) asked for within ${wanted.timeoutMs} ms${fsync}; ` +
-        `a failover could lose it, so the job should retry${write === 'claim' ? ' (the effect was not started)' : ''}`,
-    );
-  }
-}
 
 const DURABILITY_SCHEMA: OptionsSchema<DurabilityOptions> = {
   replicas: required(wholeNumber(0, 'replicas')),
@@ -159,14 +132,31 @@ export async function hasWaitAof(node: RedisConnection | ReceiptsNode): Promise<
   return Array.isArray(info) && info[0] !== null && info[0] !== undefined;
 }
 
+/**
+ * The typed error of a `WAITAOF` support check that failed: Redis not
+ * answering (retryable), or a refusal of `COMMAND INFO` (an ACL without it),
+ * which leaves WAITAOF's support unknown, so `aof` cannot be given.
+ */
+function checkFailure(error: unknown, redisKey: string): unknown {
+  const unreachable = unreachableErrorOf(error, { redisKey, step: 'waitaofCheck' });
+  if (unreachable !== error || !isReplyError(error)) return unreachable;
+  return new DurabilityUnsupportedError(
+    `durability.aof needs WAITAOF, but the server refused COMMAND INFO, so its support cannot be checked (${describeFailure(error)})`,
+    { cause: error },
+  );
+}
+
 /** A write made through a node, and the connection generation it was made on. */
 export interface WriteMark {
   readonly node: ReceiptsNode;
   readonly generation: number;
 }
 
-/** What one WAIT (or WAITAOF) answered. */
-type Acknowledgement = { ok: boolean; replicas: number; localFsync?: boolean };
+/**
+ * What one WAIT (or WAITAOF) answered; `failure` is what it threw instead of
+ * answering (then `ok` is false and nothing is counted).
+ */
+export type Acknowledgement = { ok: boolean; replicas: number; localFsync?: boolean; failure?: unknown };
 
 /**
  * Waits for a store's writes to be acknowledged as its options ask. Use
@@ -195,19 +185,38 @@ export class DurabilityWaiter {
     this.redis = deadline === undefined ? connection : connection.withDeadline(Math.min(deadline + this.options.timeoutMs, MAX_TIMER_MS));
   }
 
-  /** Resolves when the server can give what the options ask; rejects with {@link DurabilityUnsupportedError}. Checked once. */
-  ready(): Promise<void> {
+  /**
+   * Resolves when the server can give what the options ask; rejects with
+   * {@link DurabilityUnsupportedError}, or, when the check itself got no
+   * answer, with `RedisTimeoutError` / `RedisConnectionLostError` naming
+   * `redisKey` (the write about to be made). Asked once while the answer is
+   * yes; a no or a failed check is asked again by the next write.
+   */
+  ready(redisKey = ''): Promise<void> {
     if (!this.options.aof) return Promise.resolve();
-    this.supported ??= hasWaitAof(this.redis).then((yes) => {
-      if (!yes) {
-        this.supported = undefined; // look again next time: the server may be upgraded behind a failover
+    if (this.supported !== undefined) return this.supported;
+    const check: Promise<void> = hasWaitAof(this.redis).then(
+      (yes) => {
+        if (yes) return;
+        this.forget(check); // look again next time: the server may be upgraded behind a failover
         throw new DurabilityUnsupportedError(
           'durability.aof needs WAITAOF (Redis 7.2 or later), which this server does not have; ' +
             'drop aof and run Redis with appendonly yes and appendfsync always, or upgrade Redis',
         );
-      }
-    });
-    return this.supported;
+      },
+      (error: unknown) => {
+        // A check that failed says nothing of the server: kept, it would refuse every later write with this same error.
+        this.forget(check);
+        throw checkFailure(error, redisKey);
+      },
+    );
+    this.supported = check;
+    return check;
+  }
+
+  /** Drops a support check that did not answer yes, unless a newer one replaced it already. */
+  private forget(check: Promise<void>): void {
+    if (this.supported === check) this.supported = undefined;
   }
 
   /** The node a write to `key` went through, and its connection generation now. */
@@ -219,13 +228,19 @@ export class DurabilityWaiter {
   /** Waits for the acknowledgements; throws {@link ReceiptNotDurableError} when they fall short. */
   async require(write: DurableWrite, redisKey: string, mark: WriteMark | undefined): Promise<void> {
     const ack = await this.acknowledged(mark);
-    if (!ack.ok) throw new ReceiptNotDurableError(redisKey, write, ack, this.options);
+    if (!ack.ok) throw this.refusal(write, redisKey, ack);
+  }
+
+  /** The error for a write whose acknowledgement `ack` fell short, its WAIT's failure as the cause. */
+  refusal(write: DurableWrite, redisKey: string, ack: Acknowledgement): ReceiptNotDurableError {
+    return new ReceiptNotDurableError(redisKey, write, ack, this.options, ack.failure);
   }
 
   /**
    * Waits for the acknowledgements. Resolves to what was acknowledged and
-   * whether that is enough. A connection that closed since the write, or a
-   * node that cannot be found, counts as not acknowledged.
+   * whether that is enough; never rejects. A connection that closed since
+   * the write, a node that cannot be found, or a WAIT that failed (no reply
+   * in time, a closed connection) counts as not acknowledged.
    */
   async acknowledged(mark: WriteMark | undefined): Promise<Acknowledgement> {
     if (!mark || !mark.node.ready) return { ok: false, replicas: 0 };
@@ -241,7 +256,8 @@ export class DurabilityWaiter {
       wait = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
         // Sent now: a write acknowledged from here on waits for a WAIT of its own.
         this.unsent.delete(node);
-        return this.waitOn(node);
+        // Every write of the tick shares this answer: a WAIT that fails leaves each of them unacknowledged, none with a raw error.
+        return this.waitOn(node).catch((failure: unknown): Acknowledgement => ({ ok: false, replicas: 0, failure }));
       });
       this.unsent.set(node, wait);
     }

@@ -159,7 +159,7 @@ export class ReceiptsChannel {
     site: CommandSite = {},
   ): Promise<unknown> {
     // A server that cannot acknowledge as asked (no WAITAOF) refuses the write before anything is written.
-    if (this.durability !== undefined) await this.durability.ready();
+    if (this.durability !== undefined) await this.durability.ready(keys[0]);
     const reply = await this.call(script, keys, args, site);
     if (this.durability !== undefined) await this.durability.require(operation, keys[0], this.durability.mark(keys[0]));
     return reply;
@@ -173,7 +173,7 @@ export class ReceiptsChannel {
    * index entry, an audit line).
    */
   async command(name: string, args: readonly (string | number)[], redisKey: string, operation?: DurableWrite): Promise<unknown> {
-    if (operation !== undefined && this.durability !== undefined) await this.durability.ready();
+    if (operation !== undefined && this.durability !== undefined) await this.durability.ready(redisKey);
     let reply: unknown;
     try {
       reply = await this.redis.command(name, args, redisKey);

@@ -278,7 +278,7 @@ export class ReceiptStore {
   }
 
   private async beforeClaimAwaited(request: ClaimRequest): Promise<{ readonly registered: Promise<unknown> }> {
-    await this.channel.durability?.ready();
+    await this.channel.durability?.ready(request.keys[0]);
     const registered = this.registerRun(request.key);
     if (this.clustered) await registered;
     return { registered };

@@ -10,7 +10,7 @@
  */
 import { decideToolCallReceipt, effectForClaim, type ReceiptEffect } from '../../../core/decision.js';
 import type { ToolCallReceiptKey } from '../../../core/identity.js';
-import { ReceiptNotDurableError, type WriteMark } from '../../durability/durability.js';
+import type { WriteMark } from '../../durability/durability.js';
 import { FencedOutError, InvalidReceiptInputError, UnexpectedScriptReplyError, type AttemptFence } from '../../errors.js';
 import {
   parseClaimObservation,
@@ -207,7 +207,7 @@ async function requireAcknowledged(
   if (!ch.durability) return;
   const ack = await ch.durability.acknowledged(mark);
   if (ack.ok) return;
-  const error = new ReceiptNotDurableError(redisKey, write, ack, ch.durability.options);
+  const error = ch.durability.refusal(write, redisKey, ack);
   for (const [request, answer] of claims) {
     if (answer?.fence) await releaseUnacknowledged(ch, request, answer.fence, error);
   }

@@ -39,10 +39,14 @@ const GAVE_UP = Symbol('gave up');
  * {@link LOST_CLAIM_RELEASE_TRIES} times and {@link LOST_CLAIM_RELEASE_BUDGET_MS}
  * in all). Never throws.
  */
-export async function releaseLostClaim(ch: ReceiptsChannel, claim: LostClaim, cause: RedisUnreachableError): Promise<LostClaimRelease> {
+export async function releaseLostClaim(
+  ch: ReceiptsChannel,
+  claim: LostClaim,
+  cause: RedisUnreachableError,
+  text = `the reply of this attempt's ${cause.step} was lost (${cause.code}), so its effect never started`,
+): Promise<LostClaimRelease> {
   const { request, fence } = claim;
   const keys = [request.keys[0], request.keys[1], request.keys[3]] as const;
-  const text = `the reply of this attempt's ${cause.step} was lost (${cause.code}), so its effect never started`;
   const args = [fence.attempt, fence.epoch, request.owner, request.token, text, ch.settings.retentionMs];
   const outcome = (o: LostClaimRelease['outcome']): LostClaimRelease => ({ redisKey: keys[0], attempt: fence.attempt, outcome: o });
   const deadline = performance.now() + LOST_CLAIM_RELEASE_BUDGET_MS;
@@ -70,8 +74,12 @@ export async function releaseLostClaim(ch: ReceiptsChannel, claim: LostClaim, ca
 
 /**
  * An attempt whose claim was not acknowledged: its effect never starts, so
- * settle it as failed `neverStarted` (acknowledged or not: a failover that
- * loses this write loses the claim with it). Never throws.
+ * settle it as failed `neverStarted`. Acknowledged or not: a failover that
+ * loses this write may lose the claim with it, or keep the claim and lose
+ * only this write, and then the attempt is left running and, once its lease
+ * lapses, an opaque call reads as ambiguous. A fail whose reply is lost (Redis frozen or
+ * failing over, as it often is when a WAIT went unanswered) is followed by
+ * the release a lost claim gets, tried until Redis answers. Never throws.
  */
 export async function releaseUnacknowledged(
   ch: ReceiptsChannel,
@@ -87,7 +95,9 @@ export async function releaseUnacknowledged(
     );
     const mark = ch.durability?.mark(keys[0]);
     if (seen.code === 1 || seen.code === 2) await ch.durability?.acknowledged(mark);
-  } catch {
-    // Redis may be going away; the claim's lease then lapses as any interrupted attempt's would.
+  } catch (error) {
+    // The fail may not have landed: release this claim's attempt (and only it) once Redis answers again.
+    if (error instanceof RedisUnreachableError) await releaseLostClaim(ch, { request, fence }, error, cause.message);
+    // Anything else, or no answer within the release's budget: the lease lapses as any interrupted attempt's would.
   }
 }
