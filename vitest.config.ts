@@ -1,5 +1,7 @@
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { postgresSkipReason } from './test/support/postgres.js';
 
 /** Packs the package and installs it into scratch apps: npm and tsc load both cores. */
@@ -51,6 +53,49 @@ const ON_POSTGRES = [
 const POSTGRES_SKIP = postgresSkipReason();
 if (POSTGRES_SKIP !== undefined) console.warn(`[postgres harness] not running the wrapper suites on PostgreSQL: ${POSTGRES_SKIP}`);
 
+/**
+ * The files that take longest (20 to 70 s each on a 2-core machine, most of
+ * it waiting on processes they kill and restart), in that order. They start
+ * first, each in its group, so the short files fill in beside them rather
+ * than one of them running alone at the end.
+ */
+const LONGEST_FIRST = [
+  'test/deploy/previous-release.test.ts',
+  CONSUMER_TEST,
+  'test/deploy/compact-layout.test.ts',
+  'test/deploy/rolling-deploy-layout-4.test.ts',
+  'test/deploy/rolling-deploy.test.ts',
+  'test/durability/soak.test.ts',
+  'test/limits/cap-race.test.ts',
+  'test/transactional/wrapper-crash.test.ts',
+  'test/limits/limit-race.test.ts',
+  'test/transactional/chaos.test.ts',
+  'test/frameworks/examples.test.ts',
+  'test/limits/smooth-race.test.ts',
+  'test/protocol/findings.test.ts',
+  'test/bullmq/stall.test.ts',
+  'test/mcp/worker-crash.test.ts',
+  'test/console/console.e2e.test.ts',
+  'test/protocol/conformance.property.test.ts',
+  'test/protocol/defect-paths.test.ts',
+];
+
+/** Vitest's order (groups, then its own), with {@link LONGEST_FIRST} moved to the front of their group. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const ordered = await super.sort(files);
+    const rank = (spec: TestSpecification) => {
+      const at = LONGEST_FIRST.indexOf(relative(this.ctx.config.root, spec.moduleId));
+      return at === -1 ? LONGEST_FIRST.length : at;
+    };
+    const place = new Map(ordered.map((spec, i) => [spec, i]));
+    return [...ordered].sort(
+      (a, b) =>
+        a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder || rank(a) - rank(b) || place.get(a)! - place.get(b)!,
+    );
+  }
+}
+
 /** A file of src/, for the aliases below. */
 const source = (file: string) => fileURLToPath(new URL(`./src/${file}`, import.meta.url));
 
@@ -73,6 +118,7 @@ export default defineConfig({
     // again for every file took about a fifth of the suite's CPU. So a file keeps no state in a module that another
     // relies on being fresh, restores what it patches (Date.now), and closes the servers and connections it opens.
     isolate: false,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
