@@ -8,7 +8,7 @@
  * Redis ≥ 7.2), sent on the very connection that carried the write, to the
  * node that owns the run's slot.
  */
-import { describeFailure, DurabilityUnsupportedError, ReceiptNotDurableError } from './errors.js';
+import { describeFailure, DurabilityUnsupportedError, ReceiptNotDurableError, type DurableWrite } from './errors.js';
 import {
   booleanOption,
   checkOptions,
@@ -25,7 +25,7 @@ import { unreachableErrorOf } from '../connection/unreachable.js';
 import { receiptsConnection, type ReceiptsConnection, type ReceiptsNode, type RedisConnection } from '../connection/connection.js';
 
 // The errors live in errors.ts; exported here too, where every caller has always imported them from.
-export { DurabilityUnsupportedError, ReceiptNotDurableError };
+export { DurabilityUnsupportedError, ReceiptNotDurableError, type DurableWrite };
 
 /** What a receipt write must reach before the store reports it done. */
 export interface DurabilityOptions {
@@ -46,22 +46,6 @@ export interface DurabilityOptions {
 
 /** Default of {@link DurabilityOptions.timeoutMs}. */
 export const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
-
-/** Which receipt write was not acknowledged. */
-export type DurableWrite =
-  | 'claim'
-  | 'complete'
-  | 'fail'
-  | 'markOutcomeUnknown'
-  | 'heartbeat'
-  | 'recordStep'
-  | 'resolve'
-  | 'reconcile'
-  | 'reclaimKeyed'
-  | 'approvalGate'
-  | 'approvalDecision'
-  | 'limit'
-  | 'offload';
 
 /**
  * The durability options are malformed (negative replicas, a zero timeout,

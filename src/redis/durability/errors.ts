@@ -3,7 +3,22 @@
  * receipt write that was not acknowledged (or whose WAIT failed).
  */
 import { ToolReceiptsError } from '../../core/errors.js';
-import type { DurabilityOptions, DurableWrite } from './durability.js';
+
+/** Which receipt write was not acknowledged. */
+export type DurableWrite =
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'markOutcomeUnknown'
+  | 'heartbeat'
+  | 'recordStep'
+  | 'resolve'
+  | 'reconcile'
+  | 'reclaimKeyed'
+  | 'approvalGate'
+  | 'approvalDecision'
+  | 'limit'
+  | 'offload';
 
 /**
  * `aof: true` was asked of a server without `WAITAOF` (Redis < 7.2). Nothing
@@ -33,7 +48,8 @@ export class ReceiptNotDurableError extends ToolReceiptsError {
     readonly redisKey: string,
     readonly write: DurableWrite,
     readonly acknowledged: { readonly replicas: number; readonly localFsync?: boolean },
-    readonly wanted: Required<DurabilityOptions>,
+    /** The durability options asked for (`DurabilityOptions`, defaults filled in). */
+    readonly wanted: { readonly replicas: number; readonly timeoutMs: number; readonly aof: boolean },
     cause?: unknown,
   ) {
     const fsync = wanted.aof ? ` and ${acknowledged.localFsync ? 'the primary fsynced it' : 'the primary did not fsync it'}` : '';
