@@ -20,7 +20,7 @@ import {
 } from './errors.js';
 import { turnJobId, type TurnIdentity } from './job-id.js';
 import { assertSameQueue } from './queue-match.js';
-import { waitForJobEnd } from './wait.js';
+import { type AddingHooks, waitForJobEnd } from './wait.js';
 import { parkedTurnResults, type TurnResult } from './approval.js';
 
 /** One call as the client submits it: the `id`/`name`/`input` of an Anthropic `tool_use` block. */
@@ -136,8 +136,8 @@ export function createToolCallClient(options: ToolCallClientOptions): ToolCallCl
     });
     if (turn.signal?.aborted) throw new TurnAbortedError(ref, turn.signal.reason, false);
     const wait = { timeoutMs, signal: turn.signal, untilApproval: turn.approvals === 'return' };
-    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, wait, (forgetEndsHeard) =>
-      enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref, forgetEndsHeard),
+    const end = await waitForJobEnd(queue, queueEvents, ref.jobId, wait, (adding) =>
+      enqueueOrAttach(queue, jobName, data, { ...options.jobOptions, jobId: ref.jobId }, ref, adding),
     );
     switch (end.status) {
       case 'completed':
@@ -176,13 +176,19 @@ function waitLimit(timeoutMs: number | undefined): number | undefined {
 /** How often in a row the client adds a turn's job and finds it gone before reading it back, before it gives up. */
 const MAX_ADDS_UNREAD = 10;
 
+/** How long a submit that found its job gone at the read-back waits to hear that job's end before adding it again. */
+const GONE_JOB_END_WITHIN_MS = 1_000;
+
 /**
  * Add the job; BullMQ keeps an existing job with the same id, so read it back
  * to check it carries the same calls. A job gone by then finished and was
- * removed in that moment: it may have been another submit's, with other
- * calls, so its end (heard or not) cannot be taken as this turn's. The job is
- * added again, after forgetting the ends heard so far; the receipts replay
- * the calls of a job that was this turn's.
+ * removed in that moment (a quick tool and `removeOnComplete`, usually): its
+ * end, once heard, is taken as this turn's only when it is a completion whose
+ * results answer these very calls. Any other (a failure, a completion of
+ * other calls, none heard within {@link GONE_JOB_END_WITHIN_MS}) may have
+ * been another submit's, so the job is added again, after forgetting the
+ * ends heard so far; the receipts replay the calls of a job that was this
+ * turn's.
  */
 async function enqueueOrAttach(
   queue: Queue,
@@ -190,17 +196,20 @@ async function enqueueOrAttach(
   data: ToolJobData,
   opts: JobsOptions,
   ref: TurnJobRef,
-  forgetEndsHeard: () => void,
+  adding: AddingHooks,
 ): Promise<void> {
   // As the job's data is stored and read back: through JSON.
   const submitted: unknown = JSON.parse(JSON.stringify(data));
   for (let adds = 0; adds < MAX_ADDS_UNREAD; adds++) {
-    forgetEndsHeard();
+    adding.forgetEndsHeard();
     await queue.add(jobName, data, opts);
     const job = await Job.fromId(queue, ref.jobId);
-    if (!job) continue;
-    if (!sameJsonValue(job.data, submitted)) throw new TurnConflictError(ref);
-    return;
+    if (job) {
+      if (!sameJsonValue(job.data, submitted)) throw new TurnConflictError(ref);
+      return;
+    }
+    const heard = await adding.endHeard(GONE_JOB_END_WITHIN_MS);
+    if (heard?.status === 'completed' && answersEachCall(heard.returnvalue, data)) return;
   }
   throw new TurnFailedError(
     ref,
@@ -237,9 +246,15 @@ function resultsOf(returnvalue: unknown, data: ToolJobData, ref: TurnJobRef): To
   if (!Array.isArray(results) || results.length !== data.calls.length) {
     throw new TurnFailedError(ref, `the job completed without one result per call (is the worker wrapped with withToolReceipts?)`);
   }
-  const answers = (result: unknown, i: number) => (result as { tool_use_id?: unknown } | null)?.tool_use_id === data.calls[i]!.id;
-  if (!results.every(answers)) throw new TurnConflictError(ref);
+  if (!answersEachCall(returnvalue, data)) throw new TurnConflictError(ref);
   return results as ToolResultBlock[];
+}
+
+/** Whether a job's return value holds one result per call of `data`, each answering its call (its `tool_use_id`). */
+function answersEachCall(returnvalue: unknown, data: ToolJobData): boolean {
+  const results = (returnvalue as { results?: unknown } | null)?.results;
+  if (!Array.isArray(results) || results.length !== data.calls.length) return false;
+  return results.every((result: unknown, i) => (result as { tool_use_id?: unknown } | null)?.tool_use_id === data.calls[i]!.id);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { ToolResultBlock } from '../bullmq/job-data.js';
 import type { UnfinishedJobState } from './errors.js';
 
 /** A job's end as the job holds it. */
-type Finished =
+export type Finished =
   { readonly status: 'completed'; readonly returnvalue: unknown } | { readonly status: 'failed'; readonly failedReason: string };
 
 /** How a job ended, or why the wait for it stopped first (`jobState`: where the job stood then, if it could be read). */
@@ -26,6 +26,14 @@ export type JobEnd =
       readonly calls: readonly AwaitingApprovalCall[];
       readonly answered: readonly ToolResultBlock[];
     };
+
+/** What `whileListening` is handed while it adds the job: the ends heard under its id since it began, or since it forgot them. */
+export interface AddingHooks {
+  /** Forgets the ends heard so far (before each add: an end heard earlier may be another job's under the same id). */
+  forgetEndsHeard(): void;
+  /** The first end heard since the last forget, waiting up to `withinMs` for one; `undefined` when none came. */
+  endHeard(withinMs: number): Promise<Finished | undefined>;
+}
 
 /**
  * Wait for a job to finish through BullMQ's `QueueEvents`, as
@@ -64,7 +72,7 @@ export async function waitForJobEnd(
   queueEvents: QueueEvents,
   jobId: string,
   options: { timeoutMs?: number; signal?: AbortSignal; untilApproval?: boolean } = {},
-  whileListening: (forgetEndsHeard: () => void) => Promise<void> = async () => undefined,
+  whileListening: (adding: AddingHooks) => Promise<void> = async () => undefined,
 ): Promise<JobEnd> {
   const { timeoutMs, signal } = options;
   if (signal?.aborted) return { status: 'aborted', reason: signal.reason, enqueued: false };
@@ -79,9 +87,26 @@ export async function waitForJobEnd(
   let added = false;
   // An end heard while adding waits until the add is done (and may be forgotten by a later add).
   let heardWhileAdding: Finished | undefined;
+  let onHeard: (() => void) | undefined;
   const onEnd = (end: Finished) => {
-    if (added) settle(end);
-    else heardWhileAdding ??= end;
+    if (added) return settle(end);
+    heardWhileAdding ??= end;
+    onHeard?.();
+  };
+  const hooks: AddingHooks = {
+    forgetEndsHeard: () => void (heardWhileAdding = undefined),
+    endHeard: (withinMs) =>
+      heardWhileAdding !== undefined
+        ? Promise.resolve(heardWhileAdding)
+        : new Promise((resolve) => {
+            const answer = () => {
+              clearTimeout(timeout);
+              onHeard = undefined;
+              resolve(heardWhileAdding);
+            };
+            const timeout = setTimeout(answer, withinMs);
+            onHeard = answer;
+          }),
   };
   const onCompleted = (args: { returnvalue: unknown }) => onEnd({ status: 'completed', returnvalue: args.returnvalue });
   const onFailed = (args: { failedReason: string }) => onEnd({ status: 'failed', failedReason: args.failedReason ?? '' });
@@ -106,7 +131,7 @@ export async function waitForJobEnd(
     // Aborted while getting ready: nothing was added, and nothing will be.
     if (settled) return await ended;
     adding = true;
-    await whileListening(() => (heardWhileAdding = undefined));
+    await whileListening(hooks);
     added = true;
     if (heardWhileAdding !== undefined) settle(heardWhileAdding);
     const waitStarted = Date.now();

@@ -1,6 +1,7 @@
 /**
  * Submits at the edges of a turn's job: a signal that fires before the add,
- * a job that finishes and is removed between the add and its read-back, a
+ * a job that finishes and is removed between the add and its read-back (of
+ * other calls: added again; of these: taken by its completion), a
  * job removed while a wait without a limit lasts, arguments nested too deep
  * for canonical JSON, and an ambiguous call whose id looks like a receipt key.
  */
@@ -89,6 +90,33 @@ describe('a job gone between the add and its read-back', () => {
     expect(second).toEqual([expect.objectContaining({ tool_use_id: 'c2', content: 'sent to bob', outcome: 'executed' })]);
     expect(await first).toEqual([expect.objectContaining({ tool_use_id: 'c1', content: 'sent to alice' })]);
     expect(sender.sentTo).toEqual(['alice', 'bob']);
+  });
+});
+
+describe('a job of this very turn gone before its read-back', () => {
+  it('is taken by its completion, which answers these calls: the job is not added again', async () => {
+    const l = await lane();
+    const sender = heldSender('nobody');
+    l.worker({ tools: [sender.tool] });
+    // Each add waits until the job it added has finished and been removed, as a quick tool and a slow client would.
+    class QuickQueue extends Queue {
+      adds = 0;
+      override async add(...args: Parameters<Queue['add']>) {
+        this.adds++;
+        const job = await super.add(...args);
+        while (await Job.fromId(this, job.id!)) await new Promise((resolve) => setTimeout(resolve, 5));
+        return job;
+      }
+    }
+    const queue = open(l, (connection) => new QuickQueue(l.queueName, { connection, prefix: l.prefix }));
+    const results = await clientOn(l, { queue, jobOptions: { removeOnComplete: true } }).submit({
+      ...ids('t-quick'),
+      calls: [{ id: 'c1', name: 'send', input: { to: 'alice' } }],
+      timeoutMs: 20_000,
+    });
+    expect(results).toEqual([expect.objectContaining({ tool_use_id: 'c1', content: 'sent to alice', outcome: 'executed' })]);
+    expect(queue.adds).toBe(1);
+    expect(sender.sentTo).toEqual(['alice']);
   });
 });
 
