@@ -3,6 +3,7 @@
  * its results.
  */
 import { Job, type JobsOptions, type Queue, type QueueEvents } from 'bullmq';
+import { deepEqual } from '../core/deep-equal.js';
 import { checkOptions } from '../core/options.js';
 import { TOOL_CALL_CLIENT_SCHEMA } from './options.js';
 import { parseToolJobData, type ToolJobData, type ToolResultBlock } from '../bullmq/job-data.js';
@@ -205,7 +206,9 @@ async function enqueueOrAttach(
     await queue.add(jobName, data, opts);
     const job = await Job.fromId(queue, ref.jobId);
     if (job) {
-      if (!sameJsonValue(job.data, submitted)) throw new TurnConflictError(ref);
+      // Without a depth bound (both went through JSON: no cycles), so a model's deeply nested arguments, which the
+      // worker answers as a rejected call, compare too.
+      if (!deepEqual(job.data, submitted, Infinity)) throw new TurnConflictError(ref);
       return;
     }
     const heard = await adding.endHeard(GONE_JOB_END_WITHIN_MS);
@@ -215,29 +218,6 @@ async function enqueueOrAttach(
     ref,
     `client: the turn's job finished and was removed before its calls could be read back, ${MAX_ADDS_UNREAD} times in a row; submit the turn again`,
   );
-}
-
-/**
- * Whether two JSON values are equal, object keys in any order. Iterative and
- * without a depth limit (unlike `canonicalJson`), so a model's deeply nested
- * arguments, which the worker answers as a rejected call, compare too.
- */
-function sameJsonValue(left: unknown, right: unknown): boolean {
-  const pending: Array<[unknown, unknown]> = [[left, right]];
-  for (let pair = pending.pop(); pair !== undefined; pair = pending.pop()) {
-    const [a, b] = pair;
-    if (a === b) continue;
-    if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-    if (Array.isArray(a) !== Array.isArray(b)) return false;
-    const aKeys = Object.keys(a);
-    const bRecord = b as Record<string, unknown>;
-    if (aKeys.length !== Object.keys(b).length) return false;
-    for (const key of aKeys) {
-      if (!Object.hasOwn(bRecord, key)) return false;
-      pending.push([(a as Record<string, unknown>)[key], bRecord[key]]);
-    }
-  }
-  return true;
 }
 
 /** The job's results, one per call in call order, each answering its call (a job of other calls under this id is a conflict). */

@@ -2,7 +2,7 @@
  * Checks a reshaper's answer against the message it came from before it may
  * run.
  */
-import { deepEqual } from './deep-equal.js';
+import { deepEqual } from '../core/deep-equal.js';
 import { isRecord, type AssistantMessage } from './types.js';
 
 /** Why {@link guardReshaped} refused a candidate. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deepEqual } from '../../src/repair/deep-equal.js';
+import { deepEqual } from '../../src/core/deep-equal.js';
 
 describe('deepEqual', () => {
   it('compares plain objects regardless of key order', () => {

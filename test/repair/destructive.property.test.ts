@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { deepEqual } from '../../src/repair/deep-equal.js';
+import { deepEqual } from '../../src/core/deep-equal.js';
 import {
   destructiveMatcher,
   normalizeToolInput,

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { guardReshaped, type AssistantMessage, type ContentBlock } from '../../src/repair/index.js';
-import { deepEqual } from '../../src/repair/deep-equal.js';
+import { deepEqual } from '../../src/core/deep-equal.js';
 import { assistantMessage, SAFE_NAMES } from './arbitraries.js';
 
 const never = (): boolean => false;
