@@ -11,7 +11,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiptStore } from '../../src/redis/index.js';
 import { hasWaitAof } from '../../src/redis/durability/durability.js';
-import { freshKey } from '../support/redis-fixture.js';
+import { freshKey, waitUntil } from '../support/redis-fixture.js';
 import type { LocalRedis } from '../support/redis-process.js';
 import { startPrimaryWithReplica } from '../support/redis-cluster.js';
 import { uniquePrefix } from '../support/redis.js';
@@ -31,15 +31,6 @@ function beforeEachCommand(redis: Redis, before: (command: SentCommand) => void)
     before(command);
     return (original as (c: unknown, s?: unknown) => unknown).call(redis, command, stream);
   }) as typeof redis.sendCommand;
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 20_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || performance.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe.skipIf(skip !== undefined)('a WAIT or WAITAOF check that Redis does not answer', () => {
@@ -87,9 +78,11 @@ describe.skipIf(skip !== undefined)('a WAIT or WAITAOF check that Redis does not
     expect((error as Error).cause).toBeInstanceOf(Error);
 
     // Once the primary answers again, the attempt is settled: its effect never started.
-    const record = await eventually(
+    const record = await waitUntil(
       () => store.inspect(key).catch(() => null),
       (r) => r?.status === 'failed',
+      20_000,
+      'the attempt to be settled',
     );
     expect(record).toMatchObject({ status: 'failed', attempts: 1, tier: 'neverStarted' });
     const again = await store.claim(key, { effect: 'opaque' });
@@ -105,9 +98,11 @@ describe.skipIf(skip !== undefined)('a WAIT or WAITAOF check that Redis does not
     expect(first).toMatchObject({ code: 'redis.timeout' });
 
     // Wait until the primary answers again (its queued commands included) before the second claim.
-    await eventually(
+    await waitUntil(
       () => redis.ping().catch(() => ''),
       (pong) => pong === 'PONG',
+      20_000,
+      'the primary to answer',
     );
     const second = store.claim(key, { effect: 'opaque' });
     if (await hasWaitAof(redis)) {
