@@ -15,7 +15,7 @@ import { AuditLog } from '../../src/redis/operators/audit-log.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { makeAmbiguous } from '../cli/support.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
-import { cookieOf, csrfFieldOf, send, type Answer } from './support-http.js';
+import { cookieOf, csrfFieldOf, issuedSession, send, type Answer } from './support-http.js';
 
 const fixture = useRedis();
 const OPERATOR = 'csrf-operator-token-0123456789';
@@ -43,12 +43,7 @@ afterAll(async () => {
 });
 
 /** The CSRF cookie the console issues to `headers`' session, and the token it holds (the one its forms carry). */
-async function issued(server: ConsoleServer, headers: Record<string, string> = {}): Promise<{ cookie: string; csrf: string }> {
-  const res = await send(portOf(server), '/', { headers });
-  expect(res.status).toBe(200);
-  const csrf = /trc_console_csrf=([^;]+)/.exec(cookieOf(res))![1]!;
-  return { cookie: cookieOf(res), csrf };
-}
+const issued = (server: ConsoleServer, headers: Record<string, string> = {}) => issuedSession(portOf(server), headers);
 
 /** A token shaped exactly like the console's, signed with a key the attacker chose. */
 function lookalike(): string {

@@ -5,6 +5,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { expect } from 'vitest';
 
 /** An answer: status, headers and body. */
 export interface Answer {
@@ -63,4 +64,12 @@ export function cookieOf(answer: Answer): string {
 /** The CSRF token a page's forms carry. */
 export function csrfFieldOf(body: string): string | undefined {
   return /name="csrf" value="([^"]*)"/.exec(body)?.[1];
+}
+
+/** The CSRF cookie the console on `port` issues to `headers`' session, and the token it holds (the one its forms carry). */
+export async function issuedSession(port: number, headers: Record<string, string> = {}): Promise<{ cookie: string; csrf: string }> {
+  const res = await send(port, '/', { headers });
+  expect(res.status).toBe(200);
+  const csrf = /trc_console_csrf=([^;]+)/.exec(cookieOf(res))![1]!;
+  return { cookie: cookieOf(res), csrf };
 }

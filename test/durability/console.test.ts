@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConsoleServer, type ConsoleServer } from '../../src/console/index.js';
 import type { ReceiptStore } from '../../src/redis/receipts/store.js';
 import { makeAmbiguous } from '../cli/support.js';
-import { cookieOf, send } from '../console/support-http.js';
+import { cookieOf, issuedSession, send } from '../console/support-http.js';
 import { freshKey, useRedis } from '../support/redis-fixture.js';
 
 const fixture = useRedis();
@@ -31,11 +31,7 @@ afterAll(async () => {
 });
 
 /** The CSRF cookie this console issues, and the token its forms carry. */
-async function session(): Promise<{ cookie: string; csrf: string }> {
-  const res = await send(port(), '/');
-  expect(res.status).toBe(200);
-  return { cookie: cookieOf(res), csrf: /trc_console_csrf=([^;]+)/.exec(cookieOf(res))![1]! };
-}
+const session = () => issuedSession(port());
 
 describe('a console given durability, on a primary without the replica it asks for', () => {
   it('shows a resolve as not acknowledged, not as resolved', async (ctx) => {
